@@ -1,0 +1,99 @@
+//! Builds the first-party plugins (`plugins/`, a separate wasm32-wasip2
+//! workspace) so that one `cargo build` of the host yields a binary that
+//! carries them: each component is embedded with `include_bytes!`.
+//!
+//! The nested cargo uses its own target directory (`<target>/plugins`) so it
+//! never waits on the lock of the outer build, and always the `release`
+//! profile (components are small and optimised for size whatever the host's
+//! profile is).
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// (crate name in plugins/, file name of the built component)
+const PLUGINS: &[(&str, &str)] = &[("read", "carapace_read.wasm")];
+
+fn main() {
+    if let Err(message) = run() {
+        // Build scripts report through panics; this is the binary's edge.
+        panic!("{message}");
+    }
+}
+
+fn run() -> Result<(), String> {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
+    let root = manifest_dir
+        .parent()
+        .ok_or("host/ has no parent directory")?
+        .to_path_buf();
+    let plugins_dir = root.join("plugins");
+    let wit_dir = root.join("wit");
+    println!("cargo:rerun-if-changed={}", plugins_dir.display());
+    println!("cargo:rerun-if-changed={}", wit_dir.display());
+    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
+
+    let target_dir = match env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() { dir } else { root.join(dir) }
+        }
+        None => root.join("target"),
+    }
+    .join("plugins");
+
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .arg("build")
+        .arg("--release")
+        .arg("--target")
+        .arg("wasm32-wasip2")
+        .arg("--manifest-path")
+        .arg(plugins_dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target_dir);
+    if plugins_dir.join("Cargo.lock").exists() {
+        command.arg("--locked");
+    }
+    // The outer build's compiler wrappers (clippy, coverage) and flags are
+    // for the host target; the components get none of them.
+    for var in [
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_MAKEFLAGS",
+        "MAKEFLAGS",
+        "MFLAGS",
+    ] {
+        command.env_remove(var);
+    }
+    let status = command
+        .status()
+        .map_err(|e| format!("could not run cargo to build the plugins: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "building the first-party plugins failed ({status}). \
+             Is the wasm32-wasip2 target installed? Run `rustup target add wasm32-wasip2`."
+        ));
+    }
+
+    let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?);
+    let built = target_dir.join("wasm32-wasip2").join("release");
+    for (name, file) in PLUGINS {
+        copy_if_changed(&built.join(file), &out_dir.join(format!("{name}.wasm")))?;
+    }
+    Ok(())
+}
+
+fn copy_if_changed(from: &Path, to: &Path) -> Result<(), String> {
+    let bytes = std::fs::read(from).map_err(|e| format!("reading {}: {e}", from.display()))?;
+    if std::fs::read(to).ok().as_deref() != Some(bytes.as_slice()) {
+        std::fs::write(to, &bytes).map_err(|e| format!("writing {}: {e}", to.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! The on-disk cache of compiled components.
+//!
+//! Compiling a component with cranelift costs ~100 ms (seconds in a debug
+//! build); loading the compiled artefact costs well under a millisecond. A
+//! compiled artefact is native code tied to the exact wasmtime version, engine
+//! configuration and CPU, so it is keyed by the component's content hash *and*
+//! the engine's compatibility hash, and only files this host wrote are ever
+//! loaded: the directory is private (0700) and files appear by atomic rename.
+
+use super::SandboxError;
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// Where a component came from when it was loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Loaded from a compiled artefact on disk.
+    Hit,
+    /// Compiled now (and stored, if the cache directory was writable).
+    Compiled,
+}
+
+#[derive(Debug, Clone)]
+pub struct ComponentCache {
+    dir: PathBuf,
+}
+
+impl ComponentCache {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The default location: `$CARAPACE_CACHE_DIR`, else the user's cache
+    /// directory (`~/.cache/carapace/components` on Linux).
+    pub fn default_dir() -> PathBuf {
+        if let Some(dir) = std::env::var_os("CARAPACE_CACHE_DIR") {
+            return PathBuf::from(dir).join("components");
+        }
+        match directories::ProjectDirs::from("", "", "carapace") {
+            Some(dirs) => dirs.cache_dir().join("components"),
+            None => std::env::temp_dir().join("carapace-cache").join("components"),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The cache key of `wasm` under `engine`.
+    pub fn key(engine: &Engine, wasm: &[u8]) -> String {
+        let content = Sha256::digest(wasm);
+        // The compatibility hash is exposed only through `Hash`; a fixed-key
+        // hasher is enough because the key only has to be stable for one
+        // build of this host, and the content part is cryptographic.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        format!("{}-{:016x}", hex::encode(content), hasher.finish())
+    }
+
+    /// Loads `wasm` compiled for `engine`, compiling and storing it on a miss.
+    /// A cache that cannot be written is not an error: the component is
+    /// compiled in memory and the failure is logged.
+    pub fn load(&self, engine: &Engine, wasm: &[u8]) -> Result<(Component, CacheOutcome), SandboxError> {
+        let path = self.dir.join(format!("{}.cwasm", Self::key(engine, wasm)));
+        if path.exists() {
+            match deserialize(engine, &path) {
+                Ok(component) => return Ok((component, CacheOutcome::Hit)),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "discarding unusable compiled component");
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
+        let compiled = engine
+            .precompile_component(wasm)
+            .map_err(|e| SandboxError::Compile(format!("{e:#}")))?;
+        if let Err(e) = self.store(&path, &compiled) {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "component cache is not writable; compiling in memory");
+        }
+        let component = deserialize_bytes(engine, &compiled)?;
+        Ok((component, CacheOutcome::Compiled))
+    }
+
+    fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {
+        create_private_dir(&self.dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+        std::io::Write::write_all(&mut tmp, compiled)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[allow(unsafe_code)]
+fn deserialize(engine: &Engine, path: &Path) -> Result<Component, SandboxError> {
+    // SAFETY: `deserialize_file` trusts the file to be a compiled artefact of
+    // this engine. Only this host writes into the private cache directory,
+    // always by atomic rename of a complete file, under a name that includes
+    // the engine's compatibility hash; wasmtime also checks the header and
+    // rejects artefacts of another version or configuration.
+    unsafe { Component::deserialize_file(engine, path) }.map_err(|e| SandboxError::Cache(format!("{e:#}")))
+}
+
+#[allow(unsafe_code)]
+fn deserialize_bytes(engine: &Engine, compiled: &[u8]) -> Result<Component, SandboxError> {
+    // SAFETY: `compiled` was produced by `engine.precompile_component` a
+    // moment ago in this process.
+    unsafe { Component::deserialize(engine, compiled) }.map_err(|e| SandboxError::Cache(format!("{e:#}")))
+}

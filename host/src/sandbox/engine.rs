@@ -1,0 +1,191 @@
+//! The engine every component runs on, and the per-call store.
+
+use super::cache::{CacheOutcome, ComponentCache};
+use super::grant::{Grant, StagedGrant};
+use super::limits::{CallLimiter, CallLimits};
+use super::SandboxError;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+/// How the engine is set up; fixed for the process.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// Where compiled components are cached.
+    pub cache_dir: PathBuf,
+    /// Where the process's private staging directory (for per-call file
+    /// grants) is created.
+    pub staging_parent: PathBuf,
+    /// The largest memory cap any call may be given (sizes the pool's slots).
+    pub max_memory_bytes: usize,
+    /// How many instances may be alive at once across all calls.
+    pub max_live_instances: u32,
+    /// How often running guests are interrupted to check their deadline.
+    pub epoch_tick: Duration,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            cache_dir: ComponentCache::default_dir(),
+            staging_parent: std::env::temp_dir(),
+            max_memory_bytes: 1 << 30,
+            max_live_instances: 256,
+            epoch_tick: Duration::from_millis(10),
+        }
+    }
+}
+
+/// The wasmtime engine, its linker and the compiled-component cache. Cheap to
+/// clone; one per process.
+#[derive(Clone)]
+pub struct Sandbox {
+    inner: Arc<SandboxInner>,
+}
+
+pub(crate) struct SandboxInner {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<HostState>,
+    cache: ComponentCache,
+    /// Private (0700, unique name) and removed when the process ends.
+    staging: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(config.max_live_instances)
+            .total_core_instances(config.max_live_instances.saturating_mul(4))
+            .total_memories(config.max_live_instances.saturating_mul(2))
+            .total_tables(config.max_live_instances.saturating_mul(4))
+            .total_stacks(config.max_live_instances)
+            .max_memory_size(config.max_memory_bytes);
+        let mut wasm_config = Config::new();
+        wasm_config
+            .wasm_component_model(true)
+            .epoch_interruption(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&wasm_config)
+            .map_err(|e| SandboxError::Prepare(format!("creating the wasmtime engine: {e:#}")))?;
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| SandboxError::Prepare(format!("linking WASI: {e:#}")))?;
+        super::tool::add_host_interfaces(&mut linker)?;
+
+        let staging = tempfile::Builder::new()
+            .prefix("carapace-staging-")
+            .tempdir_in(&config.staging_parent)
+            .map_err(|e| {
+                SandboxError::Prepare(format!(
+                    "creating a staging directory in {}: {e}",
+                    config.staging_parent.display()
+                ))
+            })?;
+
+        spawn_epoch_ticker(&engine, config.epoch_tick);
+        Ok(Self {
+            inner: Arc::new(SandboxInner {
+                engine,
+                linker,
+                cache: ComponentCache::new(config.cache_dir),
+                staging,
+            }),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    pub fn cache(&self) -> &ComponentCache {
+        &self.inner.cache
+    }
+
+    /// Compiles (or loads from the cache) a component.
+    pub fn load_component(&self, wasm: &[u8]) -> Result<(Component, CacheOutcome), SandboxError> {
+        self.inner.cache.load(&self.inner.engine, wasm)
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<SandboxInner> {
+        &self.inner
+    }
+}
+
+impl SandboxInner {
+    /// A fresh store for one call: WASI built from `grant` and nothing else,
+    /// the memory cap installed, and the epoch deadline set to yield on every
+    /// tick so the wall-clock timeout around the call can fire.
+    pub(crate) fn new_store(
+        &self,
+        plugin: &str,
+        grant: &Grant,
+        limits: &CallLimits,
+    ) -> Result<(Store<HostState>, StagedGrant, MemoryOutputPipe), SandboxError> {
+        let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stderr(stderr.clone())
+            .allow_blocking_current_thread(true)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        let staged = grant
+            .apply(self.staging.path(), &mut wasi)
+            .map_err(|e| SandboxError::Prepare(e.to_string()))?;
+        let state = HostState {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            limiter: CallLimiter::new(limits.memory_bytes),
+            plugin: plugin.into(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limiter);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_async_yield_and_update(1);
+        Ok((store, staged, stderr))
+    }
+}
+
+/// What the guest wrote to stderr is kept (bounded) to explain a crash.
+const STDERR_CAPTURE_BYTES: usize = 16 << 10;
+
+/// The data of one call's store.
+pub(crate) struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(crate) limiter: CallLimiter,
+    pub(crate) plugin: Arc<str>,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Advances the engine's epoch every `tick` until the engine is dropped.
+fn spawn_epoch_ticker(engine: &Engine, tick: Duration) {
+    let weak = engine.weak();
+    let spawned = std::thread::Builder::new()
+        .name("carapace-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(tick);
+            }
+        });
+    if let Err(e) = spawned {
+        // Without the ticker deadlines still hold (the tokio timeout drops
+        // the call at its next yield point), but a spinning guest would not
+        // yield; say so loudly.
+        tracing::error!(error = %e, "could not start the epoch ticker; spinning guests cannot be interrupted");
+    }
+}

@@ -1,0 +1,106 @@
+//! Per-call limits and the resource limiter that enforces the memory cap.
+
+use std::time::Duration;
+
+/// The limits one call runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallLimits {
+    /// Wall-clock time from instantiation to the call's return.
+    pub deadline: Duration,
+    /// Total linear memory the instance may hold, in bytes.
+    pub memory_bytes: usize,
+    /// Size of the result the host accepts, in bytes (text plus images).
+    pub output_bytes: usize,
+}
+
+impl Default for CallLimits {
+    fn default() -> Self {
+        Self {
+            deadline: Duration::from_secs(120),
+            memory_bytes: 256 << 20,
+            output_bytes: 16 << 20,
+        }
+    }
+}
+
+/// Enforces [`CallLimits::memory_bytes`] and remembers whether it refused a
+/// growth, so that the trap that usually follows (a Rust guest aborts when an
+/// allocation fails) is reported as "memory cap", not as a bare trap.
+pub(crate) struct CallLimiter {
+    memory_bytes: usize,
+    /// Bytes held by all of the store's memories together.
+    in_use: usize,
+    /// The growth last allowed, undone if the engine then fails it.
+    last_growth: usize,
+    refused: bool,
+}
+
+impl CallLimiter {
+    pub(crate) fn new(memory_bytes: usize) -> Self {
+        Self {
+            memory_bytes,
+            in_use: 0,
+            last_growth: 0,
+            refused: false,
+        }
+    }
+
+    pub(crate) fn refused_growth(&self) -> bool {
+        self.refused
+    }
+}
+
+// Totals per store: one component instance holds a few core instances,
+// memories and tables (the guest, the WASI adapter shims); these bounds leave
+// room for that and nothing like a fork bomb.
+const MAX_INSTANCES: usize = 64;
+const MAX_TABLES: usize = 64;
+const MAX_MEMORIES: usize = 16;
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+
+impl wasmtime::ResourceLimiter for CallLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Every memory's creation and growth passes here (creation with
+        // `current == 0`), so the running sum is the store's total.
+        let after = self.in_use.saturating_sub(current).saturating_add(desired);
+        if after > self.memory_bytes {
+            self.refused = true;
+            return Ok(false);
+        }
+        self.last_growth = after - self.in_use.min(after);
+        self.in_use = after;
+        Ok(true)
+    }
+
+    fn memory_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.in_use -= self.last_growth.min(self.in_use);
+        self.refused = true;
+        Ok(())
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+}

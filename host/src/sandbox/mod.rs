@@ -1,0 +1,60 @@
+//! The sandbox: a wasmtime engine, an on-disk cache of compiled components,
+//! and per-call instances built from a [`Grant`].
+//!
+//! Every call runs in a fresh instance that holds exactly what the policy
+//! granted for that call, under a wall-clock deadline, a memory cap and an
+//! output cap. A trap, a timeout or an exhausted limit is a [`SandboxError`];
+//! the host lives on.
+//!
+//! This module must never give an instance anything that did not come through
+//! a [`Grant`]: no inherited environment, no ambient network, no preopen the
+//! grant did not name. The API key and the host's environment never reach a
+//! guest.
+
+mod cache;
+mod engine;
+mod grant;
+mod limits;
+mod tool;
+
+pub use cache::{CacheOutcome, ComponentCache};
+pub use engine::{Sandbox, SandboxConfig};
+pub use grant::{FileAccess, Grant, GrantError};
+pub use limits::CallLimits;
+pub use tool::{
+    CallPlan, Capability, InterruptBehavior, ToolComponent, ToolContent, ToolDefinition,
+    ToolFailure, ToolOutput,
+};
+
+use std::time::Duration;
+
+/// Why a sandboxed call produced no answer from the component.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("the component could not be compiled: {0}")]
+    Compile(String),
+    #[error("the component does not implement the carapace tool contract: {0}")]
+    Contract(String),
+    #[error("the sandbox could not prepare the call: {0}")]
+    Prepare(String),
+    #[error("the component could not be instantiated: {0}")]
+    Instantiate(String),
+    #[error("the component crashed (trap): {message}{stderr}", stderr = stderr_suffix(.stderr))]
+    Trap { message: String, stderr: String },
+    #[error("the call ran longer than its {0:?} deadline and was stopped")]
+    Timeout(Duration),
+    #[error("the component tried to use more than its {limit_bytes}-byte memory cap and was stopped")]
+    MemoryLimit { limit_bytes: usize },
+    #[error("the component returned {size} bytes, more than its {limit}-byte output cap")]
+    OutputTooLarge { size: usize, limit: usize },
+    #[error("component cache: {0}")]
+    Cache(String),
+}
+
+fn stderr_suffix(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!("\ncomponent stderr:\n{stderr}")
+    }
+}

@@ -1,0 +1,243 @@
+//! The Read tool as a component: numbered lines of one file.
+//!
+//! The host grants this component read access to exactly the file the call
+//! names (nothing else exists for it), and the component reads that file with
+//! `std::fs` as any program would. All the tool's logic (validation, line
+//! numbering, binary detection, errors) lives here, not in the host.
+
+wit_bindgen::generate!({
+    world: "tool-plugin",
+    path: "../../wit/tool/v0.1.0",
+});
+
+use carapace::tool::types::{
+    CallError, CallPlan, Capability, Content, InterruptBehavior, ToolDefinition, ToolOutput,
+};
+use exports::carapace::tool::tool_provider::Guest;
+use serde::Deserialize;
+use std::io::{BufRead, BufReader, ErrorKind};
+use std::path::{Component, Path, PathBuf};
+
+const TOOL_NAME: &str = "Read";
+/// Lines returned when the call gives no `limit`.
+const DEFAULT_LINE_LIMIT: u64 = 2000;
+/// Characters kept of one line; the rest is cut with a marker.
+const MAX_LINE_CHARS: usize = 2000;
+/// How much of the file's start is inspected to decide it is binary.
+const BINARY_SNIFF_BYTES: usize = 8192;
+
+const DESCRIPTION: &str = "\
+Reads a file from the local filesystem and returns its lines, each prefixed \
+with its line number and a tab (numbering starts at 1).
+
+- `file_path` must be an absolute path.
+- By default up to 2000 lines are returned from the start of the file; use \
+`offset` (the first line to return, counting from 1) and `limit` (how many \
+lines) to page through longer files.
+- Lines longer than 2000 characters are cut.
+- Binary files cannot be read with this tool.
+- Read several files at once by calling this tool several times in one \
+response; the calls run in parallel.";
+
+const INPUT_SCHEMA: &str = r#"{
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "type": "object",
+  "properties": {
+    "file_path": {
+      "type": "string",
+      "description": "The absolute path of the file to read"
+    },
+    "offset": {
+      "type": "integer",
+      "minimum": 0,
+      "description": "The line number to start reading from (1 is the first line). Only needed when the file is too long to read at once"
+    },
+    "limit": {
+      "type": "integer",
+      "minimum": 1,
+      "description": "How many lines to read. Only needed when the file is too long to read at once"
+    }
+  },
+  "required": ["file_path"],
+  "additionalProperties": false
+}"#;
+
+#[derive(Deserialize)]
+struct ReadInput {
+    file_path: String,
+    offset: Option<u64>,
+    limit: Option<u64>,
+}
+
+struct ReadTool;
+
+impl Guest for ReadTool {
+    fn tools() -> Vec<ToolDefinition> {
+        vec![ToolDefinition {
+            name: TOOL_NAME.to_string(),
+            description: DESCRIPTION.to_string(),
+            input_schema: INPUT_SCHEMA.to_string(),
+        }]
+    }
+
+    fn plan(tool: String, input: String) -> Result<CallPlan, String> {
+        check_tool(&tool)?;
+        let input = parse_input(&input)?;
+        let path = absolute_path(&input.file_path)?;
+        Ok(CallPlan {
+            concurrency_safe: true,
+            interrupt: InterruptBehavior::Cancel,
+            needs: vec![Capability::ReadFile(path.to_string_lossy().into_owned())],
+        })
+    }
+
+    fn call(tool: String, input: String) -> Result<ToolOutput, CallError> {
+        check_tool(&tool).map_err(CallError::InvalidInput)?;
+        let input = parse_input(&input).map_err(CallError::InvalidInput)?;
+        let path = absolute_path(&input.file_path).map_err(CallError::InvalidInput)?;
+        let text = read_numbered(&path, input.offset, input.limit).map_err(CallError::Failed)?;
+        Ok(ToolOutput {
+            content: vec![Content::Text(text)],
+            is_error: false,
+        })
+    }
+}
+
+export!(ReadTool);
+
+fn check_tool(tool: &str) -> Result<(), String> {
+    if tool == TOOL_NAME {
+        Ok(())
+    } else {
+        Err(format!("this plugin provides `{TOOL_NAME}`, not `{tool}`"))
+    }
+}
+
+fn parse_input(input: &str) -> Result<ReadInput, String> {
+    serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))
+}
+
+/// The path the call reads: absolute, with `.` and `..` resolved lexically, so
+/// that the path granted and the path opened are the same string.
+fn absolute_path(raw: &str) -> Result<PathBuf, String> {
+    let path = Path::new(raw);
+    if !path.is_absolute() {
+        return Err(format!(
+            "file_path must be an absolute path, but `{raw}` is relative"
+        ));
+    }
+    let mut normal = PathBuf::from("/");
+    for part in path.components() {
+        match part {
+            Component::Normal(name) => normal.push(name),
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    Ok(normal)
+}
+
+fn read_numbered(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<String, String> {
+    let shown = path.display();
+    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
+        ErrorKind::NotFound => format!("File does not exist: {shown}"),
+        ErrorKind::PermissionDenied => format!("Permission denied: {shown}"),
+        _ => format!("Cannot open {shown}: {e}"),
+    })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("Cannot inspect {shown}: {e}"))?;
+    if meta.is_dir() {
+        return Err(format!(
+            "{shown} is a directory, not a file. Read only reads files; list a directory with another tool."
+        ));
+    }
+    if meta.len() == 0 {
+        return Ok(format!(
+            "<system-reminder>The file {shown} exists but is empty.</system-reminder>"
+        ));
+    }
+
+    let mut reader = BufReader::new(file);
+    let head = reader
+        .fill_buf()
+        .map_err(|e| format!("Cannot read {shown}: {e}"))?;
+    if looks_binary(&head[..head.len().min(BINARY_SNIFF_BYTES)]) {
+        return Err(format!(
+            "{shown} is a binary file; Read only returns text."
+        ));
+    }
+
+    let first = offset.unwrap_or(1).max(1);
+    let limit = limit.unwrap_or(DEFAULT_LINE_LIMIT);
+    let last = first.saturating_add(limit); // exclusive
+    let mut out = String::new();
+    // Lines are the file split on '\n': a final newline starts one more,
+    // empty line, so "a\nb\n" has three.
+    let mut line_no: u64 = 0;
+    let mut more_after_limit = false;
+    let mut previous_ended_with_newline = true;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| format!("Cannot read {shown}: {e}"))?;
+        if n == 0 && !previous_ended_with_newline {
+            break;
+        }
+        let ended_with_newline = buf.last() == Some(&b'\n');
+        if ended_with_newline {
+            buf.pop();
+        }
+        line_no += 1;
+        if line_no >= last {
+            more_after_limit = true;
+            break;
+        }
+        if line_no >= first {
+            if line_no > first {
+                out.push('\n');
+            }
+            push_line(&mut out, line_no, &buf);
+        }
+        if n == 0 {
+            break;
+        }
+        previous_ended_with_newline = ended_with_newline;
+    }
+
+    if line_no < first {
+        return Ok(format!(
+            "<system-reminder>The file {shown} has {line_no} lines, fewer than the requested offset {first}.</system-reminder>"
+        ));
+    }
+    if more_after_limit {
+        out.push_str(&format!(
+            "\n\n(The file continues after line {}. Call Read again with offset {} to see more.)",
+            last - 1,
+            last
+        ));
+    }
+    Ok(out)
+}
+
+fn push_line(out: &mut String, line_no: u64, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.strip_suffix('\r').unwrap_or(&text);
+    out.push_str(&line_no.to_string());
+    out.push('\t');
+    match text.char_indices().nth(MAX_LINE_CHARS) {
+        Some((cut, _)) => {
+            out.push_str(&text[..cut]);
+            out.push_str("… [line truncated]");
+        }
+        None => out.push_str(text),
+    }
+}
+
+fn looks_binary(head: &[u8]) -> bool {
+    head.contains(&0)
+}
