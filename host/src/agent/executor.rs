@@ -1,0 +1,279 @@
+//! The streaming tool executor of one model response.
+//!
+//! A call is added when its `tool_use` block completes, while the model is
+//! still streaming. The concurrency rule: a call starts when nothing runs, or
+//! when it and everything running are concurrency-safe; the first queued call
+//! that cannot start is a barrier nothing later passes. Results are delivered
+//! in model order, except that a finished safe result may pass a safe call
+//! still running; a running unsafe call stops delivery.
+//!
+//! The executor never pairs a result with a response it did not come from:
+//! a retry or a fallback drops the whole executor, which aborts its calls.
+
+use super::tools::{Preparation, ToolCall, ToolCallResult, ToolRuntime};
+use futures::FutureExt;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+enum Slot {
+    Queued(Preparation),
+    Running(JoinHandle<()>),
+    Completed(ToolCallResult),
+    Delivered,
+}
+
+struct Entry {
+    call: ToolCall,
+    safe: bool,
+    slot: Slot,
+}
+
+pub struct ToolExecutor {
+    runtime: Arc<dyn ToolRuntime>,
+    entries: Vec<Entry>,
+    done_tx: mpsc::UnboundedSender<(usize, ToolCallResult)>,
+    done_rx: mpsc::UnboundedReceiver<(usize, ToolCallResult)>,
+}
+
+impl ToolExecutor {
+    pub fn new(runtime: Arc<dyn ToolRuntime>) -> Self {
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        Self {
+            runtime,
+            entries: Vec::new(),
+            done_tx,
+            done_rx,
+        }
+    }
+
+    /// Prepares `call`, queues it and starts whatever the rule allows.
+    pub async fn add(&mut self, call: ToolCall) {
+        let preparation = self.runtime.prepare(&call).await;
+        let safe = preparation.concurrency_safe();
+        self.entries.push(Entry {
+            call,
+            safe,
+            slot: Slot::Queued(preparation),
+        });
+        self.start_ready();
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// True while some call has not been delivered.
+    pub fn has_undelivered(&self) -> bool {
+        self.entries.iter().any(|e| !matches!(e.slot, Slot::Delivered))
+    }
+
+    /// Waits for one running call to finish and records its result. Pending
+    /// forever when nothing runs (use it inside `select!` with a guard).
+    pub async fn wait_for_completion(&mut self) {
+        if let Some((index, result)) = self.done_rx.recv().await {
+            self.complete(index, result);
+        }
+    }
+
+    /// Results deliverable now, in delivery order.
+    pub fn take_deliverable(&mut self) -> Vec<ToolCallResult> {
+        let mut out = Vec::new();
+        for entry in &mut self.entries {
+            match &entry.slot {
+                Slot::Delivered => {}
+                Slot::Completed(_) => {
+                    if let Slot::Completed(result) = std::mem::replace(&mut entry.slot, Slot::Delivered) {
+                        out.push(result);
+                    }
+                }
+                Slot::Running(_) if entry.safe => {}
+                Slot::Running(_) | Slot::Queued(_) => break,
+            }
+        }
+        out
+    }
+
+    /// Runs everything to completion, returning the results not yet
+    /// delivered, in delivery order.
+    pub async fn drain(&mut self) -> Vec<ToolCallResult> {
+        let mut out = self.take_deliverable();
+        while self.has_undelivered() {
+            let Some((index, result)) = self.done_rx.recv().await else {
+                break; // unreachable: `self` holds a sender
+            };
+            self.complete(index, result);
+            out.extend(self.take_deliverable());
+        }
+        out
+    }
+
+    fn complete(&mut self, index: usize, result: ToolCallResult) {
+        if let Some(entry) = self.entries.get_mut(index) {
+            entry.slot = Slot::Completed(result);
+        }
+        self.start_ready();
+    }
+
+    fn start_ready(&mut self) {
+        loop {
+            let running: Vec<bool> = self
+                .entries
+                .iter()
+                .filter(|e| matches!(e.slot, Slot::Running(_)))
+                .map(|e| e.safe)
+                .collect();
+            let Some(index) = self.entries.iter().position(|e| matches!(e.slot, Slot::Queued(_))) else {
+                return;
+            };
+            let entry = &self.entries[index];
+            let can_start = running.is_empty() || (entry.safe && running.iter().all(|safe| *safe));
+            if !can_start {
+                return; // the first call that cannot start is a barrier
+            }
+            self.start(index);
+        }
+    }
+
+    fn start(&mut self, index: usize) {
+        let entry = &mut self.entries[index];
+        let Slot::Queued(preparation) = std::mem::replace(&mut entry.slot, Slot::Delivered) else {
+            return;
+        };
+        let call = entry.call.clone();
+        let id = call.id.clone();
+        let runtime = self.runtime.clone();
+        let done = self.done_tx.clone();
+        let task = tokio::spawn(async move {
+            let result = std::panic::AssertUnwindSafe(runtime.run(call, preparation))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| ToolCallResult::error(&id, "the tool crashed inside carapace"));
+            let _ = done.send((index, result));
+        });
+        entry.slot = Slot::Running(task);
+    }
+}
+
+impl Drop for ToolExecutor {
+    /// Dropping the executor (a retry, a fallback, an abort) stops every
+    /// running call: no stale result can reach a later response.
+    fn drop(&mut self) {
+        for entry in &self.entries {
+            if let Slot::Running(task) = &entry.slot {
+                task.abort();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ToolResultContent, ToolSpec};
+    use crate::sandbox::{CallPlan, InterruptBehavior};
+    use futures::future::BoxFuture;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    /// Tools named `safe*` are concurrency-safe, others are not; the input's
+    /// `ms` is how long the call takes. Records start and end order.
+    struct Timed {
+        log: Mutex<Vec<String>>,
+    }
+
+    impl ToolRuntime for Timed {
+        fn specs(&self) -> Vec<ToolSpec> {
+            Vec::new()
+        }
+        fn prepare<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, Preparation> {
+            let safe = call.name.starts_with("safe");
+            async move {
+                Preparation::Ready {
+                    concurrency_safe: safe,
+                    interrupt: InterruptBehavior::Block,
+                    plan: CallPlan {
+                        concurrency_safe: safe,
+                        interrupt: InterruptBehavior::Block,
+                        needs: vec![],
+                    },
+                }
+            }
+            .boxed()
+        }
+        fn run(self: Arc<Self>, call: ToolCall, _p: Preparation) -> BoxFuture<'static, ToolCallResult> {
+            async move {
+                self.log.lock().map(|mut l| l.push(format!("start {}", call.id))).ok();
+                let ms = call.input["ms"].as_u64().unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                self.log.lock().map(|mut l| l.push(format!("end {}", call.id))).ok();
+                ToolCallResult {
+                    tool_use_id: call.id.clone(),
+                    content: ToolResultContent::Text(call.id),
+                    is_error: false,
+                    denial: None,
+                }
+            }
+            .boxed()
+        }
+    }
+
+    fn call(id: &str, name: &str, ms: u64) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            input: serde_json::json!({"ms": ms}),
+            invalid_input: None,
+        }
+    }
+
+    fn ids(results: &[ToolCallResult]) -> Vec<&str> {
+        results.iter().map(|r| r.tool_use_id.as_str()).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn safe_calls_overlap_unsafe_is_a_barrier_results_paired_by_id() {
+        let runtime = Arc::new(Timed { log: Mutex::new(vec![]) });
+        let mut executor = ToolExecutor::new(runtime.clone());
+        executor.add(call("a", "safe_read", 300)).await;
+        executor.add(call("b", "safe_read", 100)).await;
+        executor.add(call("c", "write", 50)).await;
+        executor.add(call("d", "safe_read", 10)).await;
+        let results = executor.drain().await;
+        // b finished before a and may pass it (both safe); c waits for both;
+        // d waits for c.
+        assert_eq!(ids(&results), vec!["b", "a", "c", "d"]);
+        for r in &results {
+            assert_eq!(r.content, ToolResultContent::Text(r.tool_use_id.clone()));
+        }
+        let log = runtime.log.lock().map(|l| l.clone()).unwrap_or_default();
+        assert_eq!(
+            log,
+            vec!["start a", "start b", "end b", "end a", "start c", "end c", "start d", "end d"]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_running_unsafe_call_holds_back_later_results() {
+        let runtime = Arc::new(Timed { log: Mutex::new(vec![]) });
+        let mut executor = ToolExecutor::new(runtime);
+        executor.add(call("w", "write", 100)).await;
+        executor.add(call("r", "safe_read", 1)).await;
+        assert!(executor.take_deliverable().is_empty());
+        executor.wait_for_completion().await;
+        assert_eq!(ids(&executor.take_deliverable()), vec!["w"]);
+        assert_eq!(ids(&executor.drain().await), vec!["r"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn dropping_the_executor_aborts_running_calls() {
+        let runtime = Arc::new(Timed { log: Mutex::new(vec![]) });
+        let mut executor = ToolExecutor::new(runtime.clone());
+        executor.add(call("slow", "safe_read", 10_000)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        drop(executor);
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let log = runtime.log.lock().map(|l| l.clone()).unwrap_or_default();
+        assert_eq!(log, vec!["start slow"]);
+    }
+}

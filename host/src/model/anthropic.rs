@@ -1,0 +1,135 @@
+//! The Anthropic Messages API over HTTPS and server-sent events.
+
+use super::{EventStream, MessagesRequest, Model, ModelError, StreamEvent};
+use eventsource_stream::Eventsource;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use std::time::Duration;
+
+const API_VERSION: &str = "2023-06-01";
+const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+
+/// How the client authenticates.
+#[derive(Clone)]
+enum Credential {
+    ApiKey(String),
+    BearerToken(String),
+}
+
+#[derive(Clone)]
+pub struct AnthropicModel {
+    client: reqwest::Client,
+    endpoint: String,
+    credential: Credential,
+}
+
+impl std::fmt::Debug for AnthropicModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the credential.
+        f.debug_struct("AnthropicModel")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnthropicModel {
+    /// From `ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY` (or
+    /// `ANTHROPIC_AUTH_TOKEN`, sent as a bearer token).
+    pub fn from_env() -> Result<Self, ModelError> {
+        let base = std::env::var("ANTHROPIC_BASE_URL")
+            .ok()
+            .filter(|b| !b.is_empty())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        let credential = match (
+            std::env::var("ANTHROPIC_API_KEY").ok().filter(|k| !k.is_empty()),
+            std::env::var("ANTHROPIC_AUTH_TOKEN").ok().filter(|k| !k.is_empty()),
+        ) {
+            (Some(key), _) => Credential::ApiKey(key),
+            (None, Some(token)) => Credential::BearerToken(token),
+            (None, None) => return Err(ModelError::MissingApiKey),
+        };
+        Self::new(&base, credential)
+    }
+
+    fn new(base_url: &str, credential: Credential) -> Result<Self, ModelError> {
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("carapace/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| ModelError::Connection(format!("building the HTTP client: {e}")))?;
+        Ok(Self {
+            client,
+            endpoint: format!("{}/v1/messages", base_url.trim_end_matches('/')),
+            credential,
+        })
+    }
+
+    async fn open(&self, request: &MessagesRequest) -> Result<EventStream, ModelError> {
+        let mut http = self
+            .client
+            .post(&self.endpoint)
+            .header("anthropic-version", API_VERSION)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .body(request.to_body().to_string());
+        http = match &self.credential {
+            Credential::ApiKey(key) => http.header("x-api-key", key),
+            Credential::BearerToken(token) => http.bearer_auth(token),
+        };
+        let response = http
+            .send()
+            .await
+            .map_err(|e| ModelError::Connection(error_chain(&e)))?;
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(Duration::from_secs_f64);
+            let body = response.text().await.unwrap_or_default();
+            return Err(ModelError::Http {
+                status: status.as_u16(),
+                message: api_error_message(&body),
+                retry_after,
+            });
+        }
+        let events = response
+            .bytes_stream()
+            .eventsource()
+            .filter_map(|event| async move {
+                match event {
+                    Err(e) => Some(Err(ModelError::Stream(e.to_string()))),
+                    Ok(event) => StreamEvent::parse(&event.event, &event.data).transpose(),
+                }
+            });
+        Ok(Box::pin(events))
+    }
+}
+
+impl Model for AnthropicModel {
+    fn stream<'a>(&'a self, request: &'a MessagesRequest) -> BoxFuture<'a, Result<EventStream, ModelError>> {
+        self.open(request).boxed()
+    }
+}
+
+/// The `error.message` of an API error body, or the body itself.
+fn api_error_message(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.pointer("/error/message").and_then(|m| m.as_str()).map(str::to_string))
+        .unwrap_or_else(|| body.chars().take(500).collect())
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}

@@ -1,0 +1,224 @@
+//! The Messages API's wire types, as far as carapace sends and keeps them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<ContentBlock>,
+}
+
+impl Message {
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: vec![ContentBlock::Text { text: text.into() }],
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    Text {
+        text: String,
+    },
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    RedactedThinking {
+        data: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: ToolResultContent,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+    Image {
+        source: ImageSource,
+    },
+}
+
+/// A tool result's content: a plain string when it is one text, else blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ToolResultContent {
+    Text(String),
+    Blocks(Vec<ToolResultBlock>),
+}
+
+impl ToolResultContent {
+    /// The text of the result, images left out.
+    pub fn text(&self) -> String {
+        match self {
+            Self::Text(t) => t.clone(),
+            Self::Blocks(blocks) => blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ToolResultBlock::Text { text } => Some(text.as_str()),
+                    ToolResultBlock::Image { .. } => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolResultBlock {
+    Text { text: String },
+    Image { source: ImageSource },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageSource {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub media_type: String,
+    pub data: String,
+}
+
+/// Token usage of one response (or a sum of several).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        self.cache_read_input_tokens += other.cache_read_input_tokens;
+    }
+}
+
+/// A tool as declared to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+/// One `POST /v1/messages` body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessagesRequest {
+    pub model: String,
+    pub max_tokens: u32,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+}
+
+impl MessagesRequest {
+    /// The JSON body sent on the wire. Cache breakpoints go on the system
+    /// prompt and on the last block of the last message, so that the next
+    /// request (which only appends) shares this one's prefix byte for byte.
+    pub fn to_body(&self) -> Value {
+        let ephemeral = serde_json::json!({"type": "ephemeral"});
+        let mut messages = serde_json::to_value(&self.messages).unwrap_or(Value::Array(Vec::new()));
+        if let Some(last_block) = messages
+            .as_array_mut()
+            .and_then(|m| m.last_mut())
+            .and_then(|m| m.get_mut("content"))
+            .and_then(|c| c.as_array_mut())
+            .and_then(|c| c.last_mut())
+            .and_then(|b| b.as_object_mut())
+        {
+            last_block.insert("cache_control".into(), ephemeral.clone());
+        }
+        let mut body = serde_json::json!({
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": messages,
+            "stream": true,
+        });
+        if !self.system.is_empty() {
+            body["system"] = serde_json::json!([
+                {"type": "text", "text": self.system, "cache_control": ephemeral}
+            ]);
+        }
+        if !self.tools.is_empty() {
+            body["tools"] = serde_json::to_value(&self.tools).unwrap_or(Value::Array(Vec::new()));
+        }
+        body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn body_puts_cache_breakpoints_on_system_and_last_block() {
+        let request = MessagesRequest {
+            model: "m".into(),
+            max_tokens: 10,
+            system: "sys".into(),
+            messages: vec![
+                Message::user_text("first"),
+                Message {
+                    role: Role::Assistant,
+                    content: vec![ContentBlock::ToolUse {
+                        id: "t1".into(),
+                        name: "Read".into(),
+                        input: json!({"file_path": "/x"}),
+                    }],
+                },
+                Message {
+                    role: Role::User,
+                    content: vec![ContentBlock::ToolResult {
+                        tool_use_id: "t1".into(),
+                        content: ToolResultContent::Text("1\tx".into()),
+                        is_error: false,
+                    }],
+                },
+            ],
+            tools: vec![],
+        };
+        assert_eq!(
+            request.to_body(),
+            json!({
+                "model": "m",
+                "max_tokens": 10,
+                "stream": true,
+                "system": [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}],
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": "first"}]},
+                    {"role": "assistant", "content": [
+                        {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/x"}}
+                    ]},
+                    {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": "1\tx",
+                         "cache_control": {"type": "ephemeral"}}
+                    ]}
+                ]
+            })
+        );
+    }
+}
