@@ -1,6 +1,8 @@
 //! Builds the first-party plugins (`plugins/`, a separate wasm32-wasip2
 //! workspace) so that one `cargo build` of the host yields a binary that
-//! carries them: each component is embedded with `include_bytes!`.
+//! carries them: each component is embedded with `include_bytes!`. Also
+//! builds the test-only guests (`tests/plugins/`), whose directory the tests
+//! find in `CARAPACE_TEST_GUESTS_DIR`; they are never embedded.
 //!
 //! The nested cargo uses its own target directory (`<target>/plugins`) so it
 //! never waits on the lock of the outer build, and always the `release`
@@ -28,20 +30,43 @@ fn run() -> Result<(), String> {
         .ok_or("host/ has no parent directory")?
         .to_path_buf();
     let plugins_dir = root.join("plugins");
+    let test_guests_dir = root.join("tests").join("plugins");
     let wit_dir = root.join("wit");
-    println!("cargo:rerun-if-changed={}", plugins_dir.display());
-    println!("cargo:rerun-if-changed={}", wit_dir.display());
+    for dir in [&plugins_dir, &test_guests_dir, &wit_dir] {
+        println!("cargo:rerun-if-changed={}", dir.display());
+    }
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
 
     let target_dir = match env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => {
             let dir = PathBuf::from(dir);
-            if dir.is_absolute() { dir } else { root.join(dir) }
+            if dir.is_absolute() {
+                dir
+            } else {
+                root.join(dir)
+            }
         }
         None => root.join("target"),
     }
     .join("plugins");
 
+    build_guests(&plugins_dir, &target_dir)?;
+    build_guests(&test_guests_dir, &target_dir)?;
+
+    let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?);
+    let built = target_dir.join("wasm32-wasip2").join("release");
+    for (name, file) in PLUGINS {
+        copy_if_changed(&built.join(file), &out_dir.join(format!("{name}.wasm")))?;
+    }
+    println!(
+        "cargo:rustc-env=CARAPACE_TEST_GUESTS_DIR={}",
+        built.display()
+    );
+    Ok(())
+}
+
+/// `cargo build --release --target wasm32-wasip2` of one guest workspace.
+fn build_guests(workspace: &Path, target_dir: &Path) -> Result<(), String> {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command
@@ -50,10 +75,13 @@ fn run() -> Result<(), String> {
         .arg("--target")
         .arg("wasm32-wasip2")
         .arg("--manifest-path")
-        .arg(plugins_dir.join("Cargo.toml"))
+        .arg(workspace.join("Cargo.toml"))
         .arg("--target-dir")
-        .arg(&target_dir);
-    if plugins_dir.join("Cargo.lock").exists() {
+        .arg(target_dir);
+    // Cargo reads `cargo:` directives from a build script's stdout; the
+    // nested build's output goes to stderr so it can never be taken for one.
+    command.stdout(std::io::stderr());
+    if workspace.join("Cargo.lock").exists() {
         command.arg("--locked");
     }
     // The outer build's compiler wrappers (clippy, coverage) and flags are
@@ -74,19 +102,15 @@ fn run() -> Result<(), String> {
     }
     let status = command
         .status()
-        .map_err(|e| format!("could not run cargo to build the plugins: {e}"))?;
+        .map_err(|e| format!("could not run cargo to build {}: {e}", workspace.display()))?;
     if !status.success() {
         return Err(format!(
-            "building the first-party plugins failed ({status}). \
-             Is the wasm32-wasip2 target installed? Run `rustup target add wasm32-wasip2`."
+            "building the guests in {} failed ({status}). \
+             Is the wasm32-wasip2 target installed? Run `rustup target add wasm32-wasip2`.",
+            workspace.display()
         ));
     }
 
-    let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?);
-    let built = target_dir.join("wasm32-wasip2").join("release");
-    for (name, file) in PLUGINS {
-        copy_if_changed(&built.join(file), &out_dir.join(format!("{name}.wasm")))?;
-    }
     Ok(())
 }
 

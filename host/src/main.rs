@@ -16,7 +16,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("Error: cannot start the async runtime: {e}");

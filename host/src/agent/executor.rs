@@ -65,7 +65,9 @@ impl ToolExecutor {
 
     /// True while some call has not been delivered.
     pub fn has_undelivered(&self) -> bool {
-        self.entries.iter().any(|e| !matches!(e.slot, Slot::Delivered))
+        self.entries
+            .iter()
+            .any(|e| !matches!(e.slot, Slot::Delivered))
     }
 
     /// Waits for one running call to finish and records its result. Pending
@@ -83,7 +85,9 @@ impl ToolExecutor {
             match &entry.slot {
                 Slot::Delivered => {}
                 Slot::Completed(_) => {
-                    if let Slot::Completed(result) = std::mem::replace(&mut entry.slot, Slot::Delivered) {
+                    if let Slot::Completed(result) =
+                        std::mem::replace(&mut entry.slot, Slot::Delivered)
+                    {
                         out.push(result);
                     }
                 }
@@ -123,7 +127,11 @@ impl ToolExecutor {
                 .filter(|e| matches!(e.slot, Slot::Running(_)))
                 .map(|e| e.safe)
                 .collect();
-            let Some(index) = self.entries.iter().position(|e| matches!(e.slot, Slot::Queued(_))) else {
+            let Some(index) = self
+                .entries
+                .iter()
+                .position(|e| matches!(e.slot, Slot::Queued(_)))
+            else {
                 return;
             };
             let entry = &self.entries[index];
@@ -201,12 +209,22 @@ mod tests {
             }
             .boxed()
         }
-        fn run(self: Arc<Self>, call: ToolCall, _p: Preparation) -> BoxFuture<'static, ToolCallResult> {
+        fn run(
+            self: Arc<Self>,
+            call: ToolCall,
+            _p: Preparation,
+        ) -> BoxFuture<'static, ToolCallResult> {
             async move {
-                self.log.lock().map(|mut l| l.push(format!("start {}", call.id))).ok();
+                self.log
+                    .lock()
+                    .map(|mut l| l.push(format!("start {}", call.id)))
+                    .ok();
                 let ms = call.input["ms"].as_u64().unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
-                self.log.lock().map(|mut l| l.push(format!("end {}", call.id))).ok();
+                self.log
+                    .lock()
+                    .map(|mut l| l.push(format!("end {}", call.id)))
+                    .ok();
                 ToolCallResult {
                     tool_use_id: call.id.clone(),
                     content: ToolResultContent::Text(call.id),
@@ -233,7 +251,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn safe_calls_overlap_unsafe_is_a_barrier_results_paired_by_id() {
-        let runtime = Arc::new(Timed { log: Mutex::new(vec![]) });
+        let runtime = Arc::new(Timed {
+            log: Mutex::new(vec![]),
+        });
         let mut executor = ToolExecutor::new(runtime.clone());
         executor.add(call("a", "safe_read", 300)).await;
         executor.add(call("b", "safe_read", 100)).await;
@@ -249,13 +269,17 @@ mod tests {
         let log = runtime.log.lock().map(|l| l.clone()).unwrap_or_default();
         assert_eq!(
             log,
-            vec!["start a", "start b", "end b", "end a", "start c", "end c", "start d", "end d"]
+            vec![
+                "start a", "start b", "end b", "end a", "start c", "end c", "start d", "end d"
+            ]
         );
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_running_unsafe_call_holds_back_later_results() {
-        let runtime = Arc::new(Timed { log: Mutex::new(vec![]) });
+        let runtime = Arc::new(Timed {
+            log: Mutex::new(vec![]),
+        });
         let mut executor = ToolExecutor::new(runtime);
         executor.add(call("w", "write", 100)).await;
         executor.add(call("r", "safe_read", 1)).await;
@@ -267,7 +291,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn dropping_the_executor_aborts_running_calls() {
-        let runtime = Arc::new(Timed { log: Mutex::new(vec![]) });
+        let runtime = Arc::new(Timed {
+            log: Mutex::new(vec![]),
+        });
         let mut executor = ToolExecutor::new(runtime.clone());
         executor.add(call("slow", "safe_read", 10_000)).await;
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -47,7 +47,11 @@ impl ToolPipeline {
         };
         if let Some(invalid) = &call.invalid_input {
             let excerpt: String = invalid.raw.chars().take(INPUT_EXCERPT_CHARS).collect();
-            let ellipsis = if invalid.raw.chars().count() > INPUT_EXCERPT_CHARS { "…" } else { "" };
+            let ellipsis = if invalid.raw.chars().count() > INPUT_EXCERPT_CHARS {
+                "…"
+            } else {
+                ""
+            };
             return Preparation::Failed(ToolCallResult::error(
                 &call.id,
                 format!(
@@ -58,7 +62,11 @@ impl ToolPipeline {
         }
         let problems = tool.schema_errors(&call.input);
         if !problems.is_empty() {
-            let noun = if problems.len() == 1 { "issue" } else { "issues" };
+            let noun = if problems.len() == 1 {
+                "issue"
+            } else {
+                "issues"
+            };
             return Preparation::Failed(ToolCallResult::error(
                 &call.id,
                 format!(
@@ -68,7 +76,11 @@ impl ToolPipeline {
                 ),
             ));
         }
-        match tool.component.plan(&call.name, &call.input.to_string()).await {
+        match tool
+            .component
+            .plan(&call.name, &call.input.to_string())
+            .await
+        {
             Ok(Ok(plan)) => Preparation::Ready {
                 concurrency_safe: plan.concurrency_safe,
                 interrupt: plan.interrupt,
@@ -88,7 +100,10 @@ impl ToolPipeline {
             Preparation::Ready { plan, .. } => plan,
         };
         let Some(tool) = self.registry.get(&call.name) else {
-            return ToolCallResult::error(&call.id, format!("Error: No such tool available: {}", call.name));
+            return ToolCallResult::error(
+                &call.id,
+                format!("Error: No such tool available: {}", call.name),
+            );
         };
         let grant = match self.policy.decide(&call.name, &plan.needs, &tool.ceiling) {
             Decision::Allow(grant) => grant,
@@ -127,7 +142,11 @@ impl ToolRuntime for ToolPipeline {
         self.prepare_call(call).boxed()
     }
 
-    fn run(self: Arc<Self>, call: ToolCall, preparation: Preparation) -> BoxFuture<'static, ToolCallResult> {
+    fn run(
+        self: Arc<Self>,
+        call: ToolCall,
+        preparation: Preparation,
+    ) -> BoxFuture<'static, ToolCallResult> {
         async move { self.run_call(call, preparation).await }.boxed()
     }
 }
@@ -166,7 +185,12 @@ fn to_result(id: &str, output: ToolOutput) -> ToolCallResult {
 fn closest_name<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
     known
         .iter()
-        .map(|k| (strsim::levenshtein(&name.to_lowercase(), &k.to_lowercase()), k))
+        .map(|k| {
+            (
+                strsim::levenshtein(&name.to_lowercase(), &k.to_lowercase()),
+                k,
+            )
+        })
         .filter(|(distance, k)| *distance <= (k.len() / 3).max(1))
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, k)| k.as_str())

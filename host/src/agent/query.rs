@@ -103,9 +103,9 @@ pub async fn query(
             Ok(response) => response,
             Err(error) => {
                 let terminal = match error {
-                    ModelError::Http { .. } | ModelError::Api { .. } | ModelError::Connection(_) => {
-                        Terminal::ApiError
-                    }
+                    ModelError::Http { .. }
+                    | ModelError::Api { .. }
+                    | ModelError::Connection(_) => Terminal::ApiError,
                     ModelError::MissingApiKey | ModelError::Stream(_) | ModelError::Replay(_) => {
                         Terminal::ModelError
                     }
@@ -250,7 +250,9 @@ async fn stream_response(
         }
     }
     if !assembler.is_stopped() {
-        return Err(ModelError::Stream("the stream ended before message_stop".into()));
+        return Err(ModelError::Stream(
+            "the stream ended before message_stop".into(),
+        ));
     }
     Ok(Response {
         content: assembler.content(),
@@ -261,7 +263,11 @@ async fn stream_response(
     })
 }
 
-fn deliver(executor: &mut ToolExecutor, delivered: &mut Vec<ToolCallResult>, sink: &mut dyn EventSink) {
+fn deliver(
+    executor: &mut ToolExecutor,
+    delivered: &mut Vec<ToolCallResult>,
+    sink: &mut dyn EventSink,
+) {
     for result in executor.take_deliverable() {
         sink.emit(AgentEvent::ToolResult(result.clone()));
         delivered.push(result);

@@ -183,11 +183,19 @@ mod tests {
             (Terminal::ApiError, "error_during_execution", true),
             (Terminal::ModelError, "error_during_execution", true),
             (Terminal::AbortedTools, "error_during_execution", true),
-            (Terminal::MalformedToolUseExhausted, "error_during_execution", true),
+            (
+                Terminal::MalformedToolUseExhausted,
+                "error_during_execution",
+                true,
+            ),
             (Terminal::PromptTooLong, "error_during_execution", true),
         ];
         for (terminal, subtype, is_error) in table {
-            assert_eq!((terminal.subtype(), terminal.is_error()), (subtype, is_error), "{terminal:?}");
+            assert_eq!(
+                (terminal.subtype(), terminal.is_error()),
+                (subtype, is_error),
+                "{terminal:?}"
+            );
         }
     }
 

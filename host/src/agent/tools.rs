@@ -71,7 +71,9 @@ impl Preparation {
     /// deciding means unsafe.
     pub fn concurrency_safe(&self) -> bool {
         match self {
-            Preparation::Ready { concurrency_safe, .. } => *concurrency_safe,
+            Preparation::Ready {
+                concurrency_safe, ..
+            } => *concurrency_safe,
             Preparation::Failed(_) => false,
         }
     }
@@ -97,5 +99,9 @@ pub trait ToolRuntime: Send + Sync {
 
     /// Permission, grant, the sandboxed call and the mapping to a result.
     /// Never fails: every failure is an error result.
-    fn run(self: Arc<Self>, call: ToolCall, preparation: Preparation) -> BoxFuture<'static, ToolCallResult>;
+    fn run(
+        self: Arc<Self>,
+        call: ToolCall,
+        preparation: Preparation,
+    ) -> BoxFuture<'static, ToolCallResult>;
 }

@@ -166,7 +166,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         CallLimits::default(),
     ));
 
-    let session_id = cli.session_id.unwrap_or_else(uuid::Uuid::new_v4).to_string();
+    let session_id = cli
+        .session_id
+        .unwrap_or_else(uuid::Uuid::new_v4)
+        .to_string();
     let info = RunInfo {
         session_id,
         cwd: cwd.display().to_string(),
@@ -216,7 +219,8 @@ fn load_settings(source: &str) -> anyhow::Result<Settings> {
     let text = if source.trim_start().starts_with('{') {
         source.to_string()
     } else {
-        std::fs::read_to_string(source).with_context(|| format!("reading settings file {source}"))?
+        std::fs::read_to_string(source)
+            .with_context(|| format!("reading settings file {source}"))?
     };
     serde_json::from_str(&text).with_context(|| format!("settings {source} are not valid JSON"))
 }

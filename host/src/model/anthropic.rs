@@ -41,8 +41,12 @@ impl AnthropicModel {
             .filter(|b| !b.is_empty())
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
         let credential = match (
-            std::env::var("ANTHROPIC_API_KEY").ok().filter(|k| !k.is_empty()),
-            std::env::var("ANTHROPIC_AUTH_TOKEN").ok().filter(|k| !k.is_empty()),
+            std::env::var("ANTHROPIC_API_KEY")
+                .ok()
+                .filter(|k| !k.is_empty()),
+            std::env::var("ANTHROPIC_AUTH_TOKEN")
+                .ok()
+                .filter(|k| !k.is_empty()),
         ) {
             (Some(key), _) => Credential::ApiKey(key),
             (None, Some(token)) => Credential::BearerToken(token),
@@ -110,7 +114,10 @@ impl AnthropicModel {
 }
 
 impl Model for AnthropicModel {
-    fn stream<'a>(&'a self, request: &'a MessagesRequest) -> BoxFuture<'a, Result<EventStream, ModelError>> {
+    fn stream<'a>(
+        &'a self,
+        request: &'a MessagesRequest,
+    ) -> BoxFuture<'a, Result<EventStream, ModelError>> {
         self.open(request).boxed()
     }
 }
@@ -119,7 +126,11 @@ impl Model for AnthropicModel {
 fn api_error_message(body: &str) -> String {
     serde_json::from_str::<serde_json::Value>(body)
         .ok()
-        .and_then(|v| v.pointer("/error/message").and_then(|m| m.as_str()).map(str::to_string))
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+        })
         .unwrap_or_else(|| body.chars().take(500).collect())
 }
 

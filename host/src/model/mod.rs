@@ -16,9 +16,7 @@ pub use messages::{
     ToolSpec, Usage,
 };
 pub use replay::ReplayModel;
-pub use stream::{
-    Assembled, CompletedBlock, InvalidToolInput, ResponseAssembler, StreamEvent,
-};
+pub use stream::{Assembled, CompletedBlock, InvalidToolInput, ResponseAssembler, StreamEvent};
 
 use futures::Stream;
 use futures::future::BoxFuture;
@@ -30,7 +28,10 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ModelError>
 
 /// Something that answers Messages requests with a stream of events.
 pub trait Model: Send + Sync {
-    fn stream<'a>(&'a self, request: &'a MessagesRequest) -> BoxFuture<'a, Result<EventStream, ModelError>>;
+    fn stream<'a>(
+        &'a self,
+        request: &'a MessagesRequest,
+    ) -> BoxFuture<'a, Result<EventStream, ModelError>>;
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -22,10 +22,10 @@
 //! `${CWD}` is the working directory and `${SCRIPT_DIR}` the script's
 //! directory. Asking for more responses than the script holds is an error.
 
-use super::{EventStream, MessagesRequest, Model, ModelError, StreamEvent, Usage};
 use super::stream::{MessageDeltaBody, MessageStart};
-use futures::future::BoxFuture;
+use super::{EventStream, MessagesRequest, Model, ModelError, StreamEvent, Usage};
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -68,12 +68,12 @@ impl ReplayModel {
         let text = text
             .replace("${SCRIPT_DIR}", &json_escape(&script_dir.to_string_lossy()))
             .replace("${CWD}", &json_escape(&cwd.to_string_lossy()));
-        Self::from_json(&text)
-            .map_err(|e| ModelError::Replay(format!("{}: {e}", path.display())))
+        Self::from_json(&text).map_err(|e| ModelError::Replay(format!("{}: {e}", path.display())))
     }
 
     pub fn from_json(text: &str) -> Result<Self, String> {
-        let script: Script = serde_json::from_str(text).map_err(|e| format!("invalid script: {e}"))?;
+        let script: Script =
+            serde_json::from_str(text).map_err(|e| format!("invalid script: {e}"))?;
         for (n, response) in script.responses.iter().enumerate() {
             for block in &response.content {
                 match block.get("type").and_then(Value::as_str) {
@@ -108,7 +108,10 @@ impl ReplayModel {
         let mut has_tool_use = false;
         let mut output_chars = 0;
         for (index, block) in response.content.iter().enumerate() {
-            let kind = block.get("type").and_then(Value::as_str).unwrap_or_default();
+            let kind = block
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             match kind {
                 "tool_use" => {
                     has_tool_use = true;
@@ -158,9 +161,10 @@ impl ReplayModel {
             }
             events.push(StreamEvent::ContentBlockStop { index });
         }
-        let stop_reason = response.stop_reason.clone().unwrap_or_else(|| {
-            if has_tool_use { "tool_use" } else { "end_turn" }.to_string()
-        });
+        let stop_reason = response
+            .stop_reason
+            .clone()
+            .unwrap_or_else(|| if has_tool_use { "tool_use" } else { "end_turn" }.to_string());
         events.push(StreamEvent::MessageDelta {
             delta: MessageDeltaBody {
                 stop_reason: Some(stop_reason),
@@ -178,7 +182,10 @@ impl ReplayModel {
 }
 
 impl Model for ReplayModel {
-    fn stream<'a>(&'a self, _request: &'a MessagesRequest) -> BoxFuture<'a, Result<EventStream, ModelError>> {
+    fn stream<'a>(
+        &'a self,
+        _request: &'a MessagesRequest,
+    ) -> BoxFuture<'a, Result<EventStream, ModelError>> {
         async move {
             let n = self.next.fetch_add(1, Ordering::SeqCst);
             let Some(response) = self.responses.get(n) else {
@@ -208,7 +215,8 @@ mod tests {
     use futures::StreamExt;
 
     #[tokio::test]
-    async fn replays_scripted_responses_in_order_then_errors() -> Result<(), Box<dyn std::error::Error>> {
+    async fn replays_scripted_responses_in_order_then_errors()
+    -> Result<(), Box<dyn std::error::Error>> {
         let model = ReplayModel::from_json(
             r#"{"responses": [
                 {"content": [{"type": "text", "text": "a fairly long text that spans several deltas"},
@@ -242,13 +250,19 @@ mod tests {
             }
         );
         let _second = model.stream(&request).await?;
-        assert!(matches!(model.stream(&request).await, Err(ModelError::Replay(_))));
+        assert!(matches!(
+            model.stream(&request).await,
+            Err(ModelError::Replay(_))
+        ));
         Ok(())
     }
 
     #[test]
     fn rejects_malformed_scripts() {
-        assert!(ReplayModel::from_json(r#"{"responses": [{"content": [{"type": "tool_use"}]}]}"#).is_err());
+        assert!(
+            ReplayModel::from_json(r#"{"responses": [{"content": [{"type": "tool_use"}]}]}"#)
+                .is_err()
+        );
         assert!(ReplayModel::from_json(r#"{"replies": []}"#).is_err());
     }
 }

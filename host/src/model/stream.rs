@@ -125,9 +125,16 @@ pub enum Assembled {
 #[derive(Debug)]
 enum PartialBlock {
     Text(String),
-    Thinking { thinking: String, signature: String },
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
     RedactedThinking(String),
-    ToolUse { id: String, name: String, json: String },
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
     /// A block type this version does not know; dropped at its stop.
     Unknown(String),
 }
@@ -165,7 +172,10 @@ impl ResponseAssembler {
                 content_block,
             } => {
                 self.require_started("content_block_start")?;
-                let kind = content_block.get("type").and_then(Value::as_str).unwrap_or("");
+                let kind = content_block
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 let text_of = |field: &str| {
                     content_block
                         .get(field)
@@ -212,7 +222,8 @@ impl ResponseAssembler {
                     )));
                 };
                 let kind = delta.get("type").and_then(Value::as_str).unwrap_or("");
-                let field = |name: &str| delta.get(name).and_then(Value::as_str).unwrap_or_default();
+                let field =
+                    |name: &str| delta.get(name).and_then(Value::as_str).unwrap_or_default();
                 match (block, kind) {
                     (PartialBlock::Text(text), "text_delta") => text.push_str(field("text")),
                     (PartialBlock::Thinking { thinking, .. }, "thinking_delta") => {
@@ -315,7 +326,9 @@ impl ResponseAssembler {
 
     fn require_started(&self, event: &str) -> Result<(), ModelError> {
         if self.id.is_none() {
-            return Err(ModelError::Stream(format!("`{event}` before `message_start`")));
+            return Err(ModelError::Stream(format!(
+                "`{event}` before `message_start`"
+            )));
         }
         Ok(())
     }
@@ -373,7 +386,9 @@ mod tests {
             text,
             Assembled::BlockCompleted(CompletedBlock {
                 index: 0,
-                block: ContentBlock::Text { text: "Hello".into() },
+                block: ContentBlock::Text {
+                    text: "Hello".into()
+                },
                 invalid_tool_input: None
             })
         );
@@ -394,7 +409,10 @@ mod tests {
             })
         );
         a.push(event(json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":12}})))?;
-        assert_eq!(a.push(event(json!({"type":"message_stop"})))?, Assembled::MessageStopped);
+        assert_eq!(
+            a.push(event(json!({"type":"message_stop"})))?,
+            Assembled::MessageStopped
+        );
         assert_eq!(a.stop_reason(), Some("tool_use"));
         assert_eq!(
             a.usage(),
@@ -410,14 +428,28 @@ mod tests {
     #[test]
     fn invalid_tool_json_is_reported_not_fatal() -> Result<(), ModelError> {
         let mut a = ResponseAssembler::new();
-        a.push(event(json!({"type":"message_start","message":{"id":"m","model":"m"}})))?;
+        a.push(event(
+            json!({"type":"message_start","message":{"id":"m","model":"m"}}),
+        ))?;
         a.push(event(json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"Read","input":{}}})))?;
         a.push(event(json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"file_path\": "}})))?;
-        let Assembled::BlockCompleted(done) = a.push(event(json!({"type":"content_block_stop","index":0})))? else {
+        let Assembled::BlockCompleted(done) =
+            a.push(event(json!({"type":"content_block_stop","index":0})))?
+        else {
             panic!("block not completed");
         };
-        assert_eq!(done.block, ContentBlock::ToolUse { id: "t".into(), name: "Read".into(), input: json!({}) });
-        assert_eq!(done.invalid_tool_input.map(|i| i.raw), Some("{\"file_path\": ".to_string()));
+        assert_eq!(
+            done.block,
+            ContentBlock::ToolUse {
+                id: "t".into(),
+                name: "Read".into(),
+                input: json!({})
+            }
+        );
+        assert_eq!(
+            done.invalid_tool_input.map(|i| i.raw),
+            Some("{\"file_path\": ".to_string())
+        );
         Ok(())
     }
 
@@ -425,13 +457,20 @@ mod tests {
     fn protocol_violations_are_errors() {
         let mut a = ResponseAssembler::new();
         assert!(matches!(
-            a.push(event(json!({"type":"content_block_start","index":0,"content_block":{"type":"text"}}))),
+            a.push(event(
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"text"}})
+            )),
             Err(ModelError::Stream(_))
         ));
         assert!(matches!(
-            a.push(event(json!({"type":"error","error":{"type":"overloaded_error","message":"busy"}}))),
+            a.push(event(
+                json!({"type":"error","error":{"type":"overloaded_error","message":"busy"}})
+            )),
             Err(ModelError::Api { .. })
         ));
-        assert_eq!(StreamEvent::parse("future_event", r#"{"type":"future_event"}"#).ok(), Some(None));
+        assert_eq!(
+            StreamEvent::parse("future_event", r#"{"type":"future_event"}"#).ok(),
+            Some(None)
+        );
     }
 }

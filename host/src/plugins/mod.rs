@@ -29,7 +29,9 @@ pub enum RegistryError {
         tool: String,
         reason: String,
     },
-    #[error("plugin `{plugin}`: `{tool}` is not a valid tool name (1-64 of A-Z a-z 0-9 _ -, starting with a letter)")]
+    #[error(
+        "plugin `{plugin}`: `{tool}` is not a valid tool name (1-64 of A-Z a-z 0-9 _ -, starting with a letter)"
+    )]
     InvalidName { plugin: String, tool: String },
     #[error("tool `{tool}` is provided by both `{first}` and `{second}`")]
     DuplicateTool {
@@ -90,7 +92,11 @@ impl ToolRegistry {
     }
 
     /// Adds every tool of `component`.
-    pub fn add(&mut self, component: ToolComponent, ceiling: Arc<Ceiling>) -> Result<(), RegistryError> {
+    pub fn add(
+        &mut self,
+        component: ToolComponent,
+        ceiling: Arc<Ceiling>,
+    ) -> Result<(), RegistryError> {
         for definition in component.tools() {
             let plugin = component.name().to_string();
             if !valid_tool_name(&definition.name) {
@@ -111,12 +117,15 @@ impl ToolRegistry {
                 tool: definition.name.clone(),
                 reason,
             };
-            let schema: Value =
-                serde_json::from_str(&definition.input_schema).map_err(|e| invalid(e.to_string()))?;
+            let schema: Value = serde_json::from_str(&definition.input_schema)
+                .map_err(|e| invalid(e.to_string()))?;
             if schema.get("type").and_then(Value::as_str) != Some("object") {
-                return Err(invalid("the input schema must have `\"type\": \"object\"`".into()));
+                return Err(invalid(
+                    "the input schema must have `\"type\": \"object\"`".into(),
+                ));
             }
-            let validator = jsonschema::validator_for(&schema).map_err(|e| invalid(e.to_string()))?;
+            let validator =
+                jsonschema::validator_for(&schema).map_err(|e| invalid(e.to_string()))?;
             self.tools.push(RegisteredTool {
                 definition: definition.clone(),
                 schema,
@@ -133,10 +142,16 @@ impl ToolRegistry {
         let mut selected = Vec::with_capacity(names.len());
         for name in names {
             let Some(index) = self.tools.iter().position(|t| &t.definition.name == name) else {
-                if selected.iter().any(|t: &RegisteredTool| &t.definition.name == name) {
+                if selected
+                    .iter()
+                    .any(|t: &RegisteredTool| &t.definition.name == name)
+                {
                     continue; // named twice
                 }
-                return Err(RegistryError::UnknownSelection(name.clone(), self.names().join(", ")));
+                return Err(RegistryError::UnknownSelection(
+                    name.clone(),
+                    self.names().join(", "),
+                ));
             };
             selected.push(self.tools.remove(index));
         }
@@ -148,7 +163,10 @@ impl ToolRegistry {
     }
 
     pub fn names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.definition.name.clone()).collect()
+        self.tools
+            .iter()
+            .map(|t| t.definition.name.clone())
+            .collect()
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {

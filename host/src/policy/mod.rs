@@ -103,11 +103,18 @@ impl Policy {
         Decision::Allow(grant)
     }
 
-    fn grant_one(&self, tool: &str, need: &Capability, ceiling: &Ceiling, grant: Grant) -> Result<Grant, String> {
+    fn grant_one(
+        &self,
+        tool: &str,
+        need: &Capability,
+        ceiling: &Ceiling,
+        grant: Grant,
+    ) -> Result<Grant, String> {
         match need {
             Capability::ReadFile(path) | Capability::ReadTree(path) => {
-                let requested = lexical_absolute(path)
-                    .ok_or_else(|| format!("{tool} asked to read `{path}`, which is not an absolute path"))?;
+                let requested = lexical_absolute(path).ok_or_else(|| {
+                    format!("{tool} asked to read `{path}`, which is not an absolute path")
+                })?;
                 let resolved = resolve_symlinks(&requested);
                 if !ceiling.allows_file(&resolved, FileAccess::Read) {
                     return Err(format!(
@@ -204,7 +211,8 @@ mod tests {
     }
 
     #[test]
-    fn reads_inside_the_working_directory_are_granted_for_that_file_only() -> Result<(), Box<dyn std::error::Error>> {
+    fn reads_inside_the_working_directory_are_granted_for_that_file_only()
+    -> Result<(), Box<dyn std::error::Error>> {
         let cwd = tempfile::tempdir()?;
         let cwd_real = std::fs::canonicalize(cwd.path())?;
         let file = cwd_real.join("a.txt");
@@ -227,7 +235,9 @@ mod tests {
         std::fs::write(&file, "x")?;
         let need = [Capability::ReadFile(file.to_string_lossy().into())];
         let default = Policy::new(PermissionMode::Default, cwd.path());
-        assert!(matches!(default.decide("Read", &need, &read_anywhere()), Decision::Deny(m) if m.contains("outside the working directory")));
+        assert!(
+            matches!(default.decide("Read", &need, &read_anywhere()), Decision::Deny(m) if m.contains("outside the working directory"))
+        );
         let bypass = Policy::new(PermissionMode::BypassPermissions, cwd.path());
         assert_eq!(
             bypass.decide("Read", &need, &read_anywhere()),
@@ -237,7 +247,8 @@ mod tests {
     }
 
     #[test]
-    fn a_symlink_in_the_working_directory_is_judged_by_its_target() -> Result<(), Box<dyn std::error::Error>> {
+    fn a_symlink_in_the_working_directory_is_judged_by_its_target()
+    -> Result<(), Box<dyn std::error::Error>> {
         let cwd = tempfile::tempdir()?;
         let other = tempfile::tempdir()?;
         let secret = std::fs::canonicalize(other.path())?.join("secret.txt");
@@ -258,8 +269,13 @@ mod tests {
     fn the_ceiling_bounds_even_bypass_mode() -> Result<(), Box<dyn std::error::Error>> {
         let cwd = tempfile::tempdir()?;
         let policy = Policy::new(PermissionMode::BypassPermissions, cwd.path());
-        let only_tmp_data = Ceiling::none().with_files("/nonexistent-root-for-test", FileAccess::Read);
-        let decision = policy.decide("Read", &[Capability::ReadFile("/etc/hostname".into())], &only_tmp_data);
+        let only_tmp_data =
+            Ceiling::none().with_files("/nonexistent-root-for-test", FileAccess::Read);
+        let decision = policy.decide(
+            "Read",
+            &[Capability::ReadFile("/etc/hostname".into())],
+            &only_tmp_data,
+        );
         assert!(matches!(decision, Decision::Deny(m) if m.contains("approved to read")));
         Ok(())
     }

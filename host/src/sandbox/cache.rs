@@ -41,7 +41,9 @@ impl ComponentCache {
         }
         match directories::ProjectDirs::from("", "", "carapace") {
             Some(dirs) => dirs.cache_dir().join("components"),
-            None => std::env::temp_dir().join("carapace-cache").join("components"),
+            None => std::env::temp_dir()
+                .join("carapace-cache")
+                .join("components"),
         }
     }
 
@@ -63,7 +65,11 @@ impl ComponentCache {
     /// Loads `wasm` compiled for `engine`, compiling and storing it on a miss.
     /// A cache that cannot be written is not an error: the component is
     /// compiled in memory and the failure is logged.
-    pub fn load(&self, engine: &Engine, wasm: &[u8]) -> Result<(Component, CacheOutcome), SandboxError> {
+    pub fn load(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+    ) -> Result<(Component, CacheOutcome), SandboxError> {
         let path = self.dir.join(format!("{}.cwasm", Self::key(engine, wasm)));
         if path.exists() {
             match deserialize(engine, &path) {
@@ -109,12 +115,14 @@ fn deserialize(engine: &Engine, path: &Path) -> Result<Component, SandboxError> 
     // always by atomic rename of a complete file, under a name that includes
     // the engine's compatibility hash; wasmtime also checks the header and
     // rejects artefacts of another version or configuration.
-    unsafe { Component::deserialize_file(engine, path) }.map_err(|e| SandboxError::Cache(format!("{e:#}")))
+    unsafe { Component::deserialize_file(engine, path) }
+        .map_err(|e| SandboxError::Cache(format!("{e:#}")))
 }
 
 #[allow(unsafe_code)]
 fn deserialize_bytes(engine: &Engine, compiled: &[u8]) -> Result<Component, SandboxError> {
     // SAFETY: `compiled` was produced by `engine.precompile_component` a
     // moment ago in this process.
-    unsafe { Component::deserialize(engine, compiled) }.map_err(|e| SandboxError::Cache(format!("{e:#}")))
+    unsafe { Component::deserialize(engine, compiled) }
+        .map_err(|e| SandboxError::Cache(format!("{e:#}")))
 }

@@ -1,9 +1,9 @@
 //! The engine every component runs on, and the per-call store.
 
+use super::SandboxError;
 use super::cache::{CacheOutcome, ComponentCache};
 use super::grant::{Grant, StagedGrant};
 use super::limits::{CallLimiter, CallLimits};
-use super::SandboxError;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

@@ -88,7 +88,11 @@ impl Grant {
     }
 
     /// Access to a directory and everything below it.
-    pub fn tree(mut self, path: impl Into<PathBuf>, access: FileAccess) -> Result<Self, GrantError> {
+    pub fn tree(
+        mut self,
+        path: impl Into<PathBuf>,
+        access: FileAccess,
+    ) -> Result<Self, GrantError> {
         let path = normal_absolute(path.into())?;
         self.trees.push(TreeGrant { path, access });
         Ok(self)
@@ -162,7 +166,10 @@ impl Grant {
                 .tempdir_in(staging_root)
                 .map_err(|e| GrantError::Staging {
                     path: parent.clone(),
-                    reason: format!("creating a staging directory in {}: {e}", staging_root.display()),
+                    reason: format!(
+                        "creating a staging directory in {}: {e}",
+                        staging_root.display()
+                    ),
                 })?;
             for file in files {
                 stage_file(file, dir.path())?;
@@ -292,8 +299,14 @@ mod tests {
         assert_eq!(names, vec![std::ffi::OsString::from("granted.txt")]);
         assert_eq!(std::fs::read_to_string(dirs[0].join("granted.txt"))?, "yes");
         drop(staged);
-        assert!(!dirs[0].exists(), "staging directory removed after the call");
-        assert_eq!(std::fs::read_to_string(work.path().join("granted.txt"))?, "yes");
+        assert!(
+            !dirs[0].exists(),
+            "staging directory removed after the call"
+        );
+        assert_eq!(
+            std::fs::read_to_string(work.path().join("granted.txt"))?,
+            "yes"
+        );
         Ok(())
     }
 }

@@ -43,7 +43,9 @@ pub enum SandboxError {
     Trap { message: String, stderr: String },
     #[error("the call ran longer than its {0:?} deadline and was stopped")]
     Timeout(Duration),
-    #[error("the component tried to use more than its {limit_bytes}-byte memory cap and was stopped")]
+    #[error(
+        "the component tried to use more than its {limit_bytes}-byte memory cap and was stopped"
+    )]
     MemoryLimit { limit_bytes: usize },
     #[error("the component returned {size} bytes, more than its {limit}-byte output cap")]
     OutputTooLarge { size: usize, limit: usize },

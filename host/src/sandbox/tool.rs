@@ -133,7 +133,12 @@ impl ToolComponent {
         };
         let tools = this
             .run(&Grant::none(), &METADATA_LIMITS, |bindings, store| {
-                Box::pin(async move { bindings.carapace_tool_tool_provider().call_tools(store).await })
+                Box::pin(async move {
+                    bindings
+                        .carapace_tool_tool_provider()
+                        .call_tools(store)
+                        .await
+                })
             })
             .await?;
         let tools: Vec<ToolDefinition> = tools
@@ -144,7 +149,10 @@ impl ToolComponent {
                 input_schema: t.input_schema,
             })
             .collect();
-        if tools.iter().map(|t| t.name.len() + t.description.len() + t.input_schema.len()).sum::<usize>()
+        if tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.input_schema.len())
+            .sum::<usize>()
             > METADATA_LIMITS.output_bytes
         {
             return Err(SandboxError::OutputTooLarge {
@@ -170,7 +178,11 @@ impl ToolComponent {
 
     /// Asks the component what a call needs, in an instance with no
     /// capabilities. `Ok(Err(message))` is the tool rejecting the input.
-    pub async fn plan(&self, tool: &str, input: &str) -> Result<Result<CallPlan, String>, SandboxError> {
+    pub async fn plan(
+        &self,
+        tool: &str,
+        input: &str,
+    ) -> Result<Result<CallPlan, String>, SandboxError> {
         let tool = tool.to_string();
         let input = input.to_string();
         let answer = self
@@ -269,7 +281,9 @@ impl ToolComponent {
             Ok(Err((true, e))) => Err(SandboxError::Instantiate(format!("{e:#}"))),
             Ok(Err((false, e))) => Err(SandboxError::Trap {
                 message: trap_message(&e),
-                stderr: String::from_utf8_lossy(&stderr.contents()).trim_end().to_string(),
+                stderr: String::from_utf8_lossy(&stderr.contents())
+                    .trim_end()
+                    .to_string(),
             }),
         }
     }

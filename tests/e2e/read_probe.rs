@@ -1,0 +1,313 @@
+//! The seeds' Read probe, end to end: the `carapace` binary against the
+//! scripted Messages server. Request 1 declares Read and carries only the
+//! prompt; the host runs Read in the sandbox; request 2 pairs the tool_use
+//! and its tool_result by id; the run ends `success`, exit 0.
+
+mod support;
+
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use support::{Run, TestResult, last_line, lines, run};
+
+const PROMPT: &str = "AGENT_LOOP_INITIAL_MARKER";
+const TOOL_ID: &str = "toolu_agent_loop_probe";
+const SESSION: &str = "0b6f5f8e-3c1a-4d7e-9a51-2f4c8d9e1a23";
+
+#[test]
+fn read_probe_pairs_the_tool_result_by_id_and_succeeds() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(workspace.path())?;
+    let fixture = ws.join("probe-fixture.txt");
+    std::fs::write(&fixture, "AGENT_LOOP_FILE_MARKER\n")?;
+    std::fs::write(ws.join("sibling.txt"), "not for the model")?;
+    let fixture = fixture.to_string_lossy().into_owned();
+
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            TOOL_ID,
+            "Read",
+            json!({"file_path": fixture}),
+        )]),
+        Reply::text("TOOL_EXECUTION_OK"),
+    ])?;
+    let Run {
+        status,
+        stdout,
+        stderr,
+    } = run(
+        &server,
+        &ws,
+        &[
+            "--print",
+            PROMPT,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--model",
+            "claude-sonnet-4-5",
+            "--tools",
+            "Read",
+            "--permission-mode",
+            "bypassPermissions",
+            "--dangerously-skip-permissions",
+            "--session-id",
+            SESSION,
+        ],
+    )?;
+    assert_eq!(status, Some(0), "stderr: {stderr}\nstdout: {stdout}");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "exactly two model requests");
+    for request in &requests {
+        assert_eq!(request.path, "/v1/messages");
+        assert_eq!(
+            request.headers.get("x-api-key").map(String::as_str),
+            Some("test-key")
+        );
+        assert_eq!(
+            request.headers.get("anthropic-version").map(String::as_str),
+            Some("2023-06-01")
+        );
+        assert_eq!(request.body["stream"], true);
+        assert_eq!(request.body["model"], "claude-sonnet-4-5");
+    }
+
+    // Request 1: the Read tool with Claude Code's input schema, and only the
+    // user's prompt.
+    let first = &requests[0].body;
+    let tools = first["tools"].as_array().cloned().unwrap_or_default();
+    assert_eq!(tools.len(), 1, "only Read is offered: {tools:?}");
+    assert_eq!(tools[0]["name"], "Read");
+    assert!(
+        tools[0]["description"]
+            .as_str()
+            .is_some_and(|d| !d.is_empty())
+    );
+    assert_eq!(
+        without_descriptions(&tools[0]["input_schema"]),
+        read_schema()
+    );
+    assert_eq!(
+        first["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": PROMPT, "cache_control": {"type": "ephemeral"}}
+        ]}])
+    );
+
+    // Request 2: the assistant's tool_use and the user's tool_result, paired
+    // by the same id, holding the file's numbered lines.
+    let second = &requests[1].body;
+    assert_eq!(
+        second["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": PROMPT}]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": TOOL_ID, "name": "Read", "input": {"file_path": fixture}}
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": TOOL_ID,
+                 "content": "1\tAGENT_LOOP_FILE_MARKER\n2\t",
+                 "cache_control": {"type": "ephemeral"}}
+            ]}
+        ])
+    );
+    assert_eq!(
+        second["tools"], first["tools"],
+        "the tools are the same in every request"
+    );
+
+    // stdout: init first, the tool_result line, and the result line last.
+    let lines = lines(&stdout)?;
+    assert_eq!(lines[0]["type"], "system");
+    assert_eq!(lines[0]["subtype"], "init");
+    assert_eq!(lines[0]["session_id"], SESSION);
+    assert_eq!(lines[0]["tools"], json!(["Read"]));
+    assert_eq!(lines[0]["permissionMode"], "bypassPermissions");
+    let user_lines: Vec<&Value> = lines.iter().filter(|l| l["type"] == "user").collect();
+    assert_eq!(user_lines.len(), 1);
+    assert_eq!(
+        user_lines[0]["message"]["content"][0]["tool_use_id"],
+        TOOL_ID
+    );
+    let assistant_ids: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "assistant")
+        .map(|l| &l["message"]["id"])
+        .collect();
+    assert_eq!(assistant_ids, vec!["msg_scripted_1", "msg_scripted_2"]);
+
+    let mut result = last_line(&stdout)?;
+    for volatile in ["duration_ms", "duration_api_ms", "uuid"] {
+        assert!(result.get(volatile).is_some(), "result has {volatile}");
+        result.as_object_mut().map(|o| o.remove(volatile));
+    }
+    assert_eq!(
+        result,
+        json!({
+            "type": "result",
+            "subtype": "success",
+            "is_error": false,
+            "num_turns": 2,
+            "result": "TOOL_EXECUTION_OK",
+            "stop_reason": "end_turn",
+            "session_id": SESSION,
+            "usage": {"input_tokens": 20, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0, "output_tokens": 10},
+            "permission_denials": [],
+            "terminal_reason": "completed"
+        })
+    );
+    Ok(())
+}
+
+#[test]
+fn a_read_outside_the_working_directory_is_denied_in_default_mode() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let elsewhere = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(workspace.path())?;
+    let secret = std::fs::canonicalize(elsewhere.path())?.join("secret.txt");
+    std::fs::write(&secret, "SECRET_MARKER")?;
+    let secret = secret.to_string_lossy().into_owned();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Read",
+            json!({"file_path": secret}),
+        )]),
+        Reply::text("could not read it"),
+    ])?;
+    let Run {
+        status,
+        stdout,
+        stderr,
+    } = run(
+        &server,
+        &ws,
+        &[
+            "-p",
+            "read the secret",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ],
+    )?;
+    assert_eq!(status, Some(0), "{stderr}");
+    let requests = server.requests();
+    let tool_result = &requests[1].body["messages"][2]["content"][0];
+    assert_eq!(tool_result["tool_use_id"], "toolu_1");
+    assert_eq!(tool_result["is_error"], true);
+    let content = tool_result["content"].as_str().unwrap_or_default();
+    assert!(
+        content.contains("outside the working directory"),
+        "{content}"
+    );
+    assert!(!requests[1].body.to_string().contains("SECRET_MARKER"));
+    let result = last_line(&stdout)?;
+    assert_eq!(
+        result["permission_denials"],
+        json!([{"tool_name": "Read", "tool_use_id": "toolu_1", "tool_input": {"file_path": secret}}])
+    );
+    Ok(())
+}
+
+#[test]
+fn max_turns_one_runs_the_first_batch_and_sends_no_second_request() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(workspace.path())?;
+    std::fs::write(ws.join("a.txt"), "alpha")?;
+    let path = ws.join("a.txt").to_string_lossy().into_owned();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Read",
+            json!({"file_path": path}),
+        )]),
+        Reply::text("never sent"),
+    ])?;
+    let Run { status, stdout, .. } = run(
+        &server,
+        &ws,
+        &[
+            "-p",
+            "read a",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--max-turns",
+            "1",
+        ],
+    )?;
+    assert_eq!(status, Some(1));
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "no request after the first batch"
+    );
+    let lines = lines(&stdout)?;
+    let tool_results: Vec<&Value> = lines.iter().filter(|l| l["type"] == "user").collect();
+    assert_eq!(
+        tool_results[0]["message"]["content"][0]["content"],
+        "1\talpha"
+    );
+    let result = last_line(&stdout)?;
+    assert_eq!(result["subtype"], "error_max_turns");
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["terminal_reason"], "max_turns");
+    assert_eq!(
+        result["errors"],
+        json!(["Reached maximum number of turns (1)"])
+    );
+    Ok(())
+}
+
+#[test]
+fn the_replay_demo_runs_without_a_key_or_network() -> TestResult {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let output = support::carapace()
+        .current_dir(&repo)
+        .args([
+            "-p",
+            "Summarise the demo notes",
+            "--model",
+            "replay:examples/demo/replay.json",
+            "--output-format",
+            "json",
+        ])
+        .output()?;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_slice(&output.stdout)?;
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["num_turns"], 2);
+    Ok(())
+}
+
+/// Claude Code's Read input schema (descriptions aside).
+fn read_schema() -> Value {
+    json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {
+            "file_path": {"type": "string"},
+            "offset": {"type": "integer", "minimum": 0},
+            "limit": {"type": "integer", "minimum": 1}
+        },
+        "required": ["file_path"],
+        "additionalProperties": false
+    })
+}
+
+fn without_descriptions(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| k.as_str() != "description")
+                .map(|(k, v)| (k.clone(), without_descriptions(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,61 @@
+//! Running the `carapace` binary against the scripted server.
+
+use scripted_server::ScriptedServer;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+pub struct Run {
+    pub status: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// The binary with an empty environment but for PATH, a private HOME and
+/// the shared component cache (so components compile once per test run).
+pub fn carapace() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_carapace"));
+    command.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    command
+        .env("HOME", cache_root().join("home"))
+        .env("CARAPACE_CACHE_DIR", cache_root());
+    command
+}
+
+fn cache_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-cache")
+}
+
+/// Runs `carapace ARGS` in `cwd` with the scripted server as the API.
+pub fn run(
+    server: &ScriptedServer,
+    cwd: &Path,
+    args: &[&str],
+) -> Result<Run, Box<dyn std::error::Error>> {
+    let output = carapace()
+        .current_dir(cwd)
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(args)
+        .output()?;
+    Ok(Run {
+        status: output.status.code(),
+        stdout: String::from_utf8(output.stdout)?,
+        stderr: String::from_utf8(output.stderr)?,
+    })
+}
+
+/// Every stdout line as JSON.
+pub fn lines(stdout: &str) -> Result<Vec<Value>, serde_json::Error> {
+    stdout.lines().map(serde_json::from_str).collect()
+}
+
+pub fn last_line(stdout: &str) -> Result<Value, Box<dyn std::error::Error>> {
+    let line = stdout.lines().last().ok_or("no output")?;
+    Ok(serde_json::from_str(line)?)
+}

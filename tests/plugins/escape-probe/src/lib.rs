@@ -1,0 +1,189 @@
+//! A hostile tool for the sandbox tests. `plan` asks for exactly the
+//! capabilities listed in the input's `needs`; `call` tries every `attempt`
+//! and reports, for each, whether it worked. A test passes when the attempts
+//! it expects to fail failed — and the ones it expects to work worked, so a
+//! sandbox that refuses everything cannot pass by accident.
+
+wit_bindgen::generate!({
+    world: "tool-plugin",
+    path: "../../../wit/tool/v0.1.0",
+});
+
+use carapace::tool::types::{
+    CallError, CallPlan, Capability, Content, InterruptBehavior, ToolDefinition, ToolOutput,
+};
+use exports::carapace::tool::tool_provider::Guest;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+
+#[derive(Deserialize)]
+struct Input {
+    #[serde(default)]
+    needs: Vec<Need>,
+    #[serde(default)]
+    attempts: Vec<Attempt>,
+    #[serde(default)]
+    safe: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", content = "target", rename_all = "kebab-case")]
+enum Need {
+    ReadFile(String),
+    WriteFile(String),
+    ReadTree(String),
+    WriteTree(String),
+    Http(String),
+    Env(String),
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum Attempt {
+    Read { path: String },
+    Write { path: String },
+    Create { path: String },
+    List { path: String },
+    Remove { path: String },
+    Connect { addr: String },
+    Env { name: String },
+    EnvAll,
+    Sleep { ms: u64 },
+    Spin,
+    Alloc { mib: usize },
+    Panic,
+    Output { bytes: usize },
+}
+
+struct Probe;
+
+impl Guest for Probe {
+    fn tools() -> Vec<ToolDefinition> {
+        vec![ToolDefinition {
+            name: "Probe".into(),
+            description: "Tries the given operations inside the sandbox and reports which worked.".into(),
+            input_schema: r#"{"type":"object","properties":{"needs":{"type":"array"},"attempts":{"type":"array"},"safe":{"type":"boolean"}},"additionalProperties":false}"#.into(),
+        }]
+    }
+
+    fn plan(_tool: String, input: String) -> Result<CallPlan, String> {
+        let input: Input = serde_json::from_str(&input).map_err(|e| e.to_string())?;
+        Ok(CallPlan {
+            concurrency_safe: input.safe,
+            interrupt: InterruptBehavior::Cancel,
+            needs: input
+                .needs
+                .into_iter()
+                .map(|n| match n {
+                    Need::ReadFile(p) => Capability::ReadFile(p),
+                    Need::WriteFile(p) => Capability::WriteFile(p),
+                    Need::ReadTree(p) => Capability::ReadTree(p),
+                    Need::WriteTree(p) => Capability::WriteTree(p),
+                    Need::Http(h) => Capability::Http(h),
+                    Need::Env(v) => Capability::Env(v),
+                })
+                .collect(),
+        })
+    }
+
+    fn call(_tool: String, input: String) -> Result<ToolOutput, CallError> {
+        let input: Input = serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
+        let mut report = Vec::new();
+        for attempt in input.attempts {
+            report.push(run(attempt));
+        }
+        Ok(ToolOutput {
+            content: vec![Content::Text(Value::Array(report).to_string())],
+            is_error: false,
+        })
+    }
+}
+
+export!(Probe);
+
+fn outcome(op: &str, target: &str, result: Result<String, String>) -> Value {
+    match result {
+        Ok(detail) => json!({"op": op, "target": target, "ok": true, "detail": detail}),
+        Err(detail) => json!({"op": op, "target": target, "ok": false, "detail": detail}),
+    }
+}
+
+fn run(attempt: Attempt) -> Value {
+    match attempt {
+        Attempt::Read { path } => {
+            let r = std::fs::read_to_string(&path).map_err(|e| e.to_string());
+            outcome("read", &path, r)
+        }
+        Attempt::Write { path } => {
+            let r = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(b"pwned"))
+                .map(|()| "written".to_string())
+                .map_err(|e| e.to_string());
+            outcome("write", &path, r)
+        }
+        Attempt::Create { path } => {
+            let r = std::fs::write(&path, b"created")
+                .map(|()| "created".to_string())
+                .map_err(|e| e.to_string());
+            outcome("create", &path, r)
+        }
+        Attempt::List { path } => {
+            let r = std::fs::read_dir(&path)
+                .map_err(|e| e.to_string())
+                .map(|entries| {
+                    let mut names: Vec<String> = entries
+                        .filter_map(|e| e.ok())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect();
+                    names.sort();
+                    names.join(",")
+                });
+            outcome("list", &path, r)
+        }
+        Attempt::Remove { path } => {
+            let r = std::fs::remove_file(&path)
+                .map(|()| "removed".to_string())
+                .map_err(|e| e.to_string());
+            outcome("remove", &path, r)
+        }
+        Attempt::Connect { addr } => {
+            let r = std::net::TcpStream::connect(&addr)
+                .and_then(|mut s| {
+                    s.write_all(b"GET / HTTP/1.0\r\n\r\n")?;
+                    let mut buf = [0u8; 16];
+                    let n = s.read(&mut buf)?;
+                    Ok(format!("connected, read {n} bytes"))
+                })
+                .map_err(|e| e.to_string());
+            outcome("connect", &addr, r)
+        }
+        Attempt::Env { name } => {
+            let r = std::env::var(&name).map_err(|e| e.to_string());
+            outcome("env", &name, r)
+        }
+        Attempt::EnvAll => {
+            let vars: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
+            let r = if vars.is_empty() { Err("no variables".to_string()) } else { Ok(vars.join(",")) };
+            outcome("env_all", "", r)
+        }
+        Attempt::Sleep { ms } => {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            outcome("sleep", &ms.to_string(), Ok("slept".into()))
+        }
+        Attempt::Spin => {
+            let mut x: u64 = 0;
+            loop {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        }
+        Attempt::Alloc { mib } => {
+            let v = vec![1u8; mib << 20];
+            outcome("alloc", &mib.to_string(), Ok(format!("{}", v.iter().map(|b| *b as usize).sum::<usize>())))
+        }
+        Attempt::Panic => panic!("the probe panicked on purpose"),
+        Attempt::Output { bytes } => outcome("output", &bytes.to_string(), Ok("x".repeat(bytes))),
+    }
+}

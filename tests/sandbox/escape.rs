@@ -1,0 +1,318 @@
+//! Escape attempts against the sandbox. Each test runs the hostile
+//! `escape-probe` component with a grant and fails if an attempt that must
+//! be refused succeeds. Each also checks that what was granted does work, so
+//! a sandbox that refuses everything cannot pass.
+
+use carapace::sandbox::{
+    CallLimits, FileAccess, Grant, Sandbox, SandboxConfig, SandboxError, ToolComponent,
+};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+async fn probe() -> Result<ToolComponent, Box<dyn std::error::Error>> {
+    let config = SandboxConfig {
+        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("component-cache"),
+        ..SandboxConfig::default()
+    };
+    let sandbox = Sandbox::new(config)?;
+    let wasm =
+        std::fs::read(Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("escape_probe.wasm"))?;
+    Ok(ToolComponent::load(&sandbox, "escape-probe", &wasm).await?)
+}
+
+/// Runs the attempts under `grant`; returns one report per attempt.
+async fn attempt(
+    probe: &ToolComponent,
+    grant: &Grant,
+    limits: &CallLimits,
+    attempts: Value,
+) -> Result<Vec<Value>, SandboxError> {
+    let input = json!({"attempts": attempts}).to_string();
+    match probe.call("Probe", &input, grant, limits).await? {
+        Ok(output) => {
+            let text = match output.content.first() {
+                Some(carapace::sandbox::ToolContent::Text(text)) => text.clone(),
+                _ => String::new(),
+            };
+            Ok(serde_json::from_str(&text).unwrap_or_default())
+        }
+        Err(failure) => panic!("probe refused its input: {failure:?}"),
+    }
+}
+
+fn ok(report: &Value) -> bool {
+    report["ok"].as_bool().unwrap_or(false)
+}
+
+fn workspace() -> Result<(tempfile::TempDir, PathBuf), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let root = std::fs::canonicalize(dir.path())?;
+    std::fs::create_dir(root.join("ws"))?;
+    std::fs::create_dir(root.join("outside"))?;
+    std::fs::write(root.join("ws/granted.txt"), "granted content")?;
+    std::fs::write(root.join("ws/sibling.txt"), "sibling secret")?;
+    std::fs::write(root.join("outside/secret.txt"), "outside secret")?;
+    Ok((dir, root))
+}
+
+#[tokio::test]
+async fn a_single_file_grant_does_not_expose_its_siblings_or_parents() -> TestResult {
+    let probe = probe().await?;
+    let (_dir, root) = workspace()?;
+    let granted = root.join("ws/granted.txt");
+    let grant = Grant::none().read_file(&granted)?;
+    let s = |p: &str| root.join(p).to_string_lossy().into_owned();
+    let reports = attempt(
+        &probe,
+        &grant,
+        &CallLimits::default(),
+        json!([
+            {"op": "read", "path": s("ws/granted.txt")},
+            {"op": "read", "path": s("ws/sibling.txt")},
+            {"op": "read", "path": format!("{}/../outside/secret.txt", s("ws"))},
+            {"op": "read", "path": s("outside/secret.txt")},
+            {"op": "read", "path": "/etc/passwd"},
+            {"op": "list", "path": s("ws")},
+            {"op": "list", "path": "/"},
+        ]),
+    )
+    .await?;
+    assert_eq!(
+        reports[0]["detail"], "granted content",
+        "the granted file must be readable: {reports:?}"
+    );
+    for report in &reports[1..5] {
+        assert!(!ok(report), "escape succeeded: {report}");
+    }
+    // Listing the granted file's directory shows that file and nothing else.
+    assert_eq!(reports[5]["detail"], "granted.txt", "{}", reports[5]);
+    assert!(
+        !reports[6]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("outside"),
+        "{}",
+        reports[6]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_read_grant_cannot_write_create_or_delete() -> TestResult {
+    let probe = probe().await?;
+    let (_dir, root) = workspace()?;
+    let granted = root.join("ws/granted.txt");
+    let s = |p: &str| root.join(p).to_string_lossy().into_owned();
+    let file_grant = Grant::none().read_file(&granted)?;
+    let reports = attempt(
+        &probe,
+        &file_grant,
+        &CallLimits::default(),
+        json!([
+            {"op": "write", "path": s("ws/granted.txt")},
+            {"op": "create", "path": s("ws/new.txt")},
+            {"op": "remove", "path": s("ws/granted.txt")},
+        ]),
+    )
+    .await?;
+    for report in &reports {
+        assert!(
+            !ok(report),
+            "write through a read grant succeeded: {report}"
+        );
+    }
+    let tree_grant = Grant::none().tree(root.join("ws"), FileAccess::Read)?;
+    let reports = attempt(
+        &probe,
+        &tree_grant,
+        &CallLimits::default(),
+        json!([
+            {"op": "read", "path": s("ws/sibling.txt")},
+            {"op": "write", "path": s("ws/sibling.txt")},
+            {"op": "create", "path": s("ws/new.txt")},
+        ]),
+    )
+    .await?;
+    assert!(
+        ok(&reports[0]),
+        "a read tree grant must allow reading: {}",
+        reports[0]
+    );
+    assert!(!ok(&reports[1]) && !ok(&reports[2]), "{reports:?}");
+    assert_eq!(std::fs::read_to_string(&granted)?, "granted content");
+    assert_eq!(
+        std::fs::read_to_string(root.join("ws/sibling.txt"))?,
+        "sibling secret"
+    );
+    assert!(!root.join("ws/new.txt").exists());
+    Ok(())
+}
+
+#[tokio::test]
+async fn symlinks_inside_a_grant_do_not_lead_out_of_it() -> TestResult {
+    let probe = probe().await?;
+    let (_dir, root) = workspace()?;
+    std::os::unix::fs::symlink(
+        root.join("outside/secret.txt"),
+        root.join("ws/absolute-link"),
+    )?;
+    std::os::unix::fs::symlink("../outside/secret.txt", root.join("ws/relative-link"))?;
+    std::os::unix::fs::symlink("granted.txt", root.join("ws/inner-link"))?;
+    let s = |p: &str| root.join(p).to_string_lossy().into_owned();
+    let grant = Grant::none().tree(root.join("ws"), FileAccess::Read)?;
+    let reports = attempt(
+        &probe,
+        &grant,
+        &CallLimits::default(),
+        json!([
+            {"op": "read", "path": s("ws/inner-link")},
+            {"op": "read", "path": s("ws/absolute-link")},
+            {"op": "read", "path": s("ws/relative-link")},
+        ]),
+    )
+    .await?;
+    assert_eq!(
+        reports[0]["detail"], "granted content",
+        "a link inside the grant works: {}",
+        reports[0]
+    );
+    assert!(!ok(&reports[1]), "absolute symlink escaped: {}", reports[1]);
+    assert!(!ok(&reports[2]), "relative symlink escaped: {}", reports[2]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn no_network_and_no_environment_unless_granted() -> TestResult {
+    let probe = probe().await?;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?.to_string();
+    let reports = attempt(
+        &probe,
+        &Grant::none(),
+        &CallLimits::default(),
+        json!([
+            {"op": "connect", "addr": addr},
+            {"op": "env_all"},
+            {"op": "env", "name": "PATH"},
+            {"op": "env", "name": "ANTHROPIC_API_KEY"},
+        ]),
+    )
+    .await?;
+    assert!(
+        !ok(&reports[0]),
+        "connected without a network grant: {}",
+        reports[0]
+    );
+    assert!(listener.accept().is_err(), "the listener saw a connection");
+    assert!(
+        !ok(&reports[1]),
+        "the guest saw environment variables: {}",
+        reports[1]
+    );
+    assert!(!ok(&reports[2]) && !ok(&reports[3]), "{reports:?}");
+
+    let granted = Grant::none().env_var("GRANTED_VAR", "visible");
+    let reports = attempt(
+        &probe,
+        &granted,
+        &CallLimits::default(),
+        json!([{"op": "env_all"}, {"op": "env", "name": "GRANTED_VAR"}]),
+    )
+    .await?;
+    assert_eq!(
+        reports[0]["detail"], "GRANTED_VAR",
+        "only the granted variable: {}",
+        reports[0]
+    );
+    assert_eq!(reports[1]["detail"], "visible");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_spinning_guest_is_stopped_at_its_deadline_and_the_host_lives_on() -> TestResult {
+    let probe = probe().await?;
+    let limits = CallLimits {
+        deadline: Duration::from_millis(300),
+        ..CallLimits::default()
+    };
+    let spun = attempt(&probe, &Grant::none(), &limits, json!([{"op": "spin"}])).await;
+    assert!(
+        matches!(spun, Err(SandboxError::Timeout(d)) if d == limits.deadline),
+        "{spun:?}"
+    );
+    let slept = attempt(
+        &probe,
+        &Grant::none(),
+        &limits,
+        json!([{"op": "sleep", "ms": 5000}]),
+    )
+    .await;
+    assert!(matches!(slept, Err(SandboxError::Timeout(_))), "{slept:?}");
+    let after = attempt(
+        &probe,
+        &Grant::none(),
+        &CallLimits::default(),
+        json!([{"op": "sleep", "ms": 1}]),
+    )
+    .await?;
+    assert!(ok(&after[0]));
+    Ok(())
+}
+
+#[tokio::test]
+async fn memory_and_output_caps_hold_and_crashes_are_reported() -> TestResult {
+    let probe = probe().await?;
+    let limits = CallLimits {
+        memory_bytes: 64 << 20,
+        output_bytes: 1 << 20,
+        ..CallLimits::default()
+    };
+    let big = attempt(
+        &probe,
+        &Grant::none(),
+        &limits,
+        json!([{"op": "alloc", "mib": 512}]),
+    )
+    .await;
+    assert!(
+        matches!(big, Err(SandboxError::MemoryLimit { limit_bytes }) if limit_bytes == 64 << 20),
+        "{big:?}"
+    );
+    let small = attempt(
+        &probe,
+        &Grant::none(),
+        &limits,
+        json!([{"op": "alloc", "mib": 8}]),
+    )
+    .await?;
+    assert!(
+        ok(&small[0]),
+        "an allocation under the cap works: {}",
+        small[0]
+    );
+
+    let flood = attempt(
+        &probe,
+        &Grant::none(),
+        &limits,
+        json!([{"op": "output", "bytes": 2 << 20}]),
+    )
+    .await;
+    assert!(
+        matches!(flood, Err(SandboxError::OutputTooLarge { .. })),
+        "{flood:?}"
+    );
+
+    let crash = attempt(&probe, &Grant::none(), &limits, json!([{"op": "panic"}])).await;
+    match crash {
+        Err(SandboxError::Trap { stderr, .. }) => {
+            assert!(stderr.contains("panicked on purpose"), "{stderr}")
+        }
+        other => panic!("expected a trap, got {other:?}"),
+    }
+    Ok(())
+}
