@@ -1,5 +1,6 @@
 //! carapace: an agent host whose tools and hooks are sandboxed WebAssembly
-//! components. See `DESIGN.md` for the architecture.
+//! components. The README describes the layout; each module says what it
+//! is and what it must never do.
 
 pub mod agent;
 pub mod cli;

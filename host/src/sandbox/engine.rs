@@ -4,6 +4,7 @@ use super::SandboxError;
 use super::cache::{CacheOutcome, ComponentCache};
 use super::grant::{Grant, StagedGrant};
 use super::limits::{CallLimiter, CallLimits};
+use super::staging::StagingPool;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,8 +52,7 @@ pub(crate) struct SandboxInner {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<HostState>,
     cache: ComponentCache,
-    /// Private (0700, unique name) and removed when the process ends.
-    staging: tempfile::TempDir,
+    staging: Arc<StagingPool>,
 }
 
 impl Sandbox {
@@ -77,15 +77,12 @@ impl Sandbox {
             .map_err(|e| SandboxError::Prepare(format!("linking WASI: {e:#}")))?;
         super::tool::add_host_interfaces(&mut linker)?;
 
-        let staging = tempfile::Builder::new()
-            .prefix("carapace-staging-")
-            .tempdir_in(&config.staging_parent)
-            .map_err(|e| {
-                SandboxError::Prepare(format!(
-                    "creating a staging directory in {}: {e}",
-                    config.staging_parent.display()
-                ))
-            })?;
+        let staging = StagingPool::new(&config.staging_parent).map_err(|e| {
+            SandboxError::Prepare(format!(
+                "creating a staging directory in {}: {e}",
+                config.staging_parent.display()
+            ))
+        })?;
 
         spawn_epoch_ticker(&engine, config.epoch_tick);
         Ok(Self {
@@ -134,7 +131,7 @@ impl SandboxInner {
             .allow_udp(false)
             .allow_ip_name_lookup(false);
         let staged = grant
-            .apply(self.staging.path(), &mut wasi)
+            .apply(&self.staging, &mut wasi)
             .map_err(|e| SandboxError::Prepare(e.to_string()))?;
         let state = HostState {
             wasi: wasi.build(),

@@ -11,7 +11,9 @@
 //! siblings do not exist for it. We chose staging over a host file resource
 //! so that guests in every language keep using plain WASI, unchanged.
 
+use super::staging::{StagingDir, StagingPool};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 /// How a granted path may be used.
@@ -132,7 +134,7 @@ impl Grant {
     /// staging directories (never the granted files).
     pub(crate) fn apply(
         &self,
-        staging_root: &Path,
+        staging: &Arc<StagingPool>,
         wasi: &mut WasiCtxBuilder,
     ) -> Result<StagedGrant, GrantError> {
         let mut staged = StagedGrant { dirs: Vec::new() };
@@ -161,18 +163,14 @@ impl Grant {
             }
         }
         for (parent, files) in by_parent {
-            let dir = tempfile::Builder::new()
-                .prefix("call-")
-                .tempdir_in(staging_root)
-                .map_err(|e| GrantError::Staging {
-                    path: parent.clone(),
-                    reason: format!(
-                        "creating a staging directory in {}: {e}",
-                        staging_root.display()
-                    ),
-                })?;
+            let mut dir = staging.take().map_err(|e| GrantError::Staging {
+                path: parent.clone(),
+                reason: format!("taking a staging directory: {e}"),
+            })?;
             for file in files {
-                stage_file(file, dir.path())?;
+                if let Some(entry) = stage_file(file, dir.path())? {
+                    dir.record(entry);
+                }
             }
             preopen(wasi, dir.path(), &parent, FsPerms::ReadOnly)?;
             staged.dirs.push(dir);
@@ -185,9 +183,9 @@ impl Grant {
     }
 }
 
-/// The staging directories of one call; removed when dropped.
+/// The staging directories of one call; emptied when dropped.
 pub(crate) struct StagedGrant {
-    dirs: Vec<tempfile::TempDir>,
+    dirs: Vec<StagingDir>,
 }
 
 impl StagedGrant {
@@ -219,8 +217,8 @@ fn preopen(
 /// missing file stays missing and a directory appears as an empty directory,
 /// so the guest itself sees and reports "not found" or "is a directory".
 /// Anything else (FIFO, socket, device) is not staged: opening it could block
-/// or reach a device.
-fn stage_file(file: &FileGrant, staging: &Path) -> Result<(), GrantError> {
+/// or reach a device. Returns the staged entry, if any.
+fn stage_file(file: &FileGrant, staging: &Path) -> Result<Option<PathBuf>, GrantError> {
     let Some(name) = file.guest.file_name() else {
         return Err(GrantError::RootAsFile);
     };
@@ -231,24 +229,24 @@ fn stage_file(file: &FileGrant, staging: &Path) -> Result<(), GrantError> {
     };
     let meta = match std::fs::metadata(&file.host) {
         Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(staging_error(e.to_string())),
     };
     if meta.is_dir() {
-        return std::fs::create_dir(&target).map_err(|e| staging_error(e.to_string()));
+        std::fs::create_dir(&target).map_err(|e| staging_error(e.to_string()))?;
+        return Ok(Some(target));
     }
     if !meta.is_file() {
-        return Ok(());
+        return Ok(None);
     }
     // `hard_link` does not follow a symlink at `host`; resolve it first so the
     // link is to the file itself (the policy decided on the resolved path).
     let real = std::fs::canonicalize(&file.host).map_err(|e| staging_error(e.to_string()))?;
-    if std::fs::hard_link(&real, &target).is_ok() {
-        return Ok(());
+    if std::fs::hard_link(&real, &target).is_err() {
+        std::fs::copy(&real, &target)
+            .map_err(|e| staging_error(format!("neither a hard link nor a copy worked: {e}")))?;
     }
-    std::fs::copy(&real, &target)
-        .map(|_| ())
-        .map_err(|e| staging_error(format!("neither a hard link nor a copy worked: {e}")))
+    Ok(Some(target))
 }
 
 fn normal_absolute(path: PathBuf) -> Result<PathBuf, GrantError> {
@@ -285,11 +283,12 @@ mod tests {
     fn staging_holds_only_the_granted_file() -> Result<(), Box<dyn std::error::Error>> {
         let work = tempfile::tempdir()?;
         let staging_root = tempfile::tempdir()?;
+        let pool = StagingPool::new(staging_root.path())?;
         std::fs::write(work.path().join("granted.txt"), "yes")?;
         std::fs::write(work.path().join("sibling.txt"), "no")?;
         let grant = Grant::none().read_file(work.path().join("granted.txt"))?;
         let mut wasi = WasiCtxBuilder::new();
-        let staged = grant.apply(staging_root.path(), &mut wasi)?;
+        let staged = grant.apply(&pool, &mut wasi)?;
         let dirs = staged.staging_dirs();
         assert_eq!(dirs.len(), 1);
         let mut names: Vec<_> = std::fs::read_dir(&dirs[0])?
@@ -299,10 +298,20 @@ mod tests {
         assert_eq!(names, vec![std::ffi::OsString::from("granted.txt")]);
         assert_eq!(std::fs::read_to_string(dirs[0].join("granted.txt"))?, "yes");
         drop(staged);
-        assert!(
-            !dirs[0].exists(),
-            "staging directory removed after the call"
+        assert_eq!(
+            std::fs::read_dir(&dirs[0])?.count(),
+            0,
+            "staging directory emptied after the call"
         );
+        // The next call reuses the emptied directory, holding only its file.
+        let again = Grant::none()
+            .read_file(work.path().join("sibling.txt"))?
+            .apply(&pool, &mut WasiCtxBuilder::new())?;
+        assert_eq!(again.staging_dirs(), dirs);
+        let names: Vec<_> = std::fs::read_dir(&dirs[0])?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<Result<_, _>>()?;
+        assert_eq!(names, vec![std::ffi::OsString::from("sibling.txt")]);
         assert_eq!(
             std::fs::read_to_string(work.path().join("granted.txt"))?,
             "yes"

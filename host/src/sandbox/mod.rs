@@ -15,6 +15,7 @@ mod cache;
 mod engine;
 mod grant;
 mod limits;
+mod staging;
 mod tool;
 
 pub use cache::{CacheOutcome, ComponentCache};

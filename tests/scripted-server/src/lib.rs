@@ -28,6 +28,8 @@ pub struct RecordedRequest {
     /// Header names lowercased.
     pub headers: BTreeMap<String, String>,
     pub body: Value,
+    /// When the request's body had arrived.
+    pub received_at: Instant,
 }
 
 /// A condition a stream waits for before going on.
@@ -362,6 +364,7 @@ async fn handle(
             path: path.clone(),
             headers,
             body,
+            received_at: Instant::now(),
         });
         (state.requests.len(), state.replies.pop_front())
     };
