@@ -137,7 +137,10 @@ fn read_probe_pairs_the_tool_result_by_id_and_succeeds() -> TestResult {
     assert_eq!(assistant_ids, vec!["msg_scripted_1", "msg_scripted_2"]);
 
     let mut result = last_line(&stdout)?;
-    for volatile in ["duration_ms", "duration_api_ms", "uuid"] {
+    // Sonnet 4.5 prices: 20 input tokens at $3/M and 10 output at $15/M.
+    let cost = result["total_cost_usd"].as_f64().unwrap_or(-1.0);
+    assert!((cost - 0.00021).abs() < 1e-12, "total_cost_usd {cost}");
+    for volatile in ["duration_ms", "duration_api_ms", "uuid", "total_cost_usd"] {
         assert!(result.get(volatile).is_some(), "result has {volatile}");
         result.as_object_mut().map(|o| o.remove(volatile));
     }
@@ -147,6 +150,7 @@ fn read_probe_pairs_the_tool_result_by_id_and_succeeds() -> TestResult {
             "type": "result",
             "subtype": "success",
             "is_error": false,
+            "api_error_status": null,
             "num_turns": 2,
             "result": "TOOL_EXECUTION_OK",
             "stop_reason": "end_turn",

@@ -11,6 +11,8 @@
 //! a retry or a fallback drops the whole executor, which aborts its calls.
 
 use super::tools::{Preparation, ToolCall, ToolCallResult, ToolRuntime};
+use crate::model::InvalidToolInput;
+use crate::sandbox::InterruptBehavior;
 use futures::FutureExt;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -26,6 +28,7 @@ enum Slot {
 struct Entry {
     call: ToolCall,
     safe: bool,
+    interrupt: InterruptBehavior,
     slot: Slot,
 }
 
@@ -51,12 +54,22 @@ impl ToolExecutor {
     pub async fn add(&mut self, call: ToolCall) {
         let preparation = self.runtime.prepare(&call).await;
         let safe = preparation.concurrency_safe();
+        let interrupt = preparation.interrupt();
         self.entries.push(Entry {
             call,
             safe,
+            interrupt,
             slot: Slot::Queued(preparation),
         });
         self.start_ready();
+    }
+
+    /// The unparsable input of call `id`, if its input was not valid JSON.
+    pub fn invalid_input(&self, id: &str) -> Option<&InvalidToolInput> {
+        self.entries
+            .iter()
+            .find(|e| e.call.id == id)
+            .and_then(|e| e.call.invalid_input.as_ref())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -112,8 +125,49 @@ impl ToolExecutor {
         out
     }
 
+    /// The user interrupted: calls that may be cancelled stop now and get a
+    /// synthetic result, calls not started yet never start; calls that block
+    /// interrupts run on (drain them to get their results).
+    pub fn interrupt(&mut self, message: &str) {
+        for entry in &mut self.entries {
+            let stop = match &entry.slot {
+                Slot::Queued(_) => true,
+                Slot::Running(task) if entry.interrupt == InterruptBehavior::Cancel => {
+                    task.abort();
+                    true
+                }
+                Slot::Running(_) | Slot::Completed(_) | Slot::Delivered => false,
+            };
+            if stop {
+                entry.slot = Slot::Completed(ToolCallResult::error(&entry.call.id, message));
+            }
+        }
+    }
+
+    /// Stops everything: every call without a result gets a synthetic one.
+    /// Returns the results not yet delivered, in model order.
+    pub fn abandon(&mut self, message: &str) -> Vec<ToolCallResult> {
+        let mut out = Vec::new();
+        for entry in &mut self.entries {
+            let result = match std::mem::replace(&mut entry.slot, Slot::Delivered) {
+                Slot::Delivered => continue,
+                Slot::Completed(result) => result,
+                Slot::Running(task) => {
+                    task.abort();
+                    ToolCallResult::error(&entry.call.id, message)
+                }
+                Slot::Queued(_) => ToolCallResult::error(&entry.call.id, message),
+            };
+            out.push(result);
+        }
+        out
+    }
+
     fn complete(&mut self, index: usize, result: ToolCallResult) {
-        if let Some(entry) = self.entries.get_mut(index) {
+        // A call already given a synthetic result (interrupted) keeps it.
+        if let Some(entry) = self.entries.get_mut(index)
+            && matches!(entry.slot, Slot::Running(_))
+        {
             entry.slot = Slot::Completed(result);
         }
         self.start_ready();
@@ -152,13 +206,19 @@ impl ToolExecutor {
         let id = call.id.clone();
         let runtime = self.runtime.clone();
         let done = self.done_tx.clone();
-        let task = tokio::spawn(async move {
-            let result = std::panic::AssertUnwindSafe(runtime.run(call, preparation))
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|_| ToolCallResult::error(&id, "the tool crashed inside carapace"));
-            let _ = done.send((index, result));
-        });
+        let span = tracing::debug_span!("tool", id = %id, name = %call.name);
+        let task = tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let result = std::panic::AssertUnwindSafe(runtime.run(call, preparation))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| {
+                        ToolCallResult::error(&id, "the tool crashed inside carapace")
+                    });
+                let _ = done.send((index, result));
+            },
+            span,
+        ));
         entry.slot = Slot::Running(task);
     }
 }
@@ -179,7 +239,7 @@ impl Drop for ToolExecutor {
 mod tests {
     use super::*;
     use crate::model::{ToolResultContent, ToolSpec};
-    use crate::sandbox::{CallPlan, InterruptBehavior};
+    use crate::sandbox::CallPlan;
     use futures::future::BoxFuture;
     use std::sync::Mutex;
     use std::time::Duration;
@@ -196,13 +256,18 @@ mod tests {
         }
         fn prepare<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, Preparation> {
             let safe = call.name.starts_with("safe");
+            let interrupt = if call.name.contains("block") {
+                InterruptBehavior::Block
+            } else {
+                InterruptBehavior::Cancel
+            };
             async move {
                 Preparation::Ready {
                     concurrency_safe: safe,
-                    interrupt: InterruptBehavior::Block,
+                    interrupt,
                     plan: CallPlan {
                         concurrency_safe: safe,
-                        interrupt: InterruptBehavior::Block,
+                        interrupt,
                         needs: vec![],
                     },
                 }
@@ -287,6 +352,46 @@ mod tests {
         executor.wait_for_completion().await;
         assert_eq!(ids(&executor.take_deliverable()), vec!["w"]);
         assert_eq!(ids(&executor.drain().await), vec!["r"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_interrupt_cancels_cancellable_calls_and_lets_blocking_ones_finish() {
+        let runtime = Arc::new(Timed {
+            log: Mutex::new(vec![]),
+        });
+        let mut executor = ToolExecutor::new(runtime.clone());
+        executor.add(call("c", "safe_cancel", 10_000)).await;
+        executor.add(call("b", "safe_block", 100)).await;
+        executor.add(call("q", "write", 10)).await; // queued behind the safe pair
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        executor.interrupt("interrupted");
+        let results = executor.drain().await;
+        // q's synthetic result may pass b, which is safe and still running.
+        assert_eq!(ids(&results), vec!["c", "q", "b"]);
+        assert!(results[0].is_error && results[1].is_error);
+        assert_eq!(results[2].content, ToolResultContent::Text("b".into()));
+        let log = runtime.log.lock().map(|l| l.clone()).unwrap_or_default();
+        assert_eq!(
+            log,
+            vec!["start c", "start b", "end b"],
+            "c cancelled, q never started"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn abandoning_gives_every_call_a_result() {
+        let runtime = Arc::new(Timed {
+            log: Mutex::new(vec![]),
+        });
+        let mut executor = ToolExecutor::new(runtime);
+        executor.add(call("a", "safe_read", 1)).await;
+        executor.add(call("w", "write", 10_000)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        executor.wait_for_completion().await;
+        let results = executor.abandon("stopped");
+        assert_eq!(ids(&results), vec!["a", "w"]);
+        assert!(!results[0].is_error && results[1].is_error);
+        assert!(!executor.has_undelivered());
     }
 
     #[tokio::test(start_paused = true)]

@@ -10,15 +10,22 @@
 //! paired by `tool_use_id`, and never a result from another response.
 
 mod executor;
+mod input;
 mod pipeline;
 mod prompt;
 mod query;
 mod state;
+mod stop_hooks;
 mod tools;
 
 pub use executor::ToolExecutor;
+pub use input::{InputQueue, QueuedInput};
 pub use pipeline::ToolPipeline;
 pub use prompt::system_prompt;
-pub use query::{AgentEvent, EventSink, QueryConfig, QueryOutcome, query};
+pub use query::{
+    AgentEvent, CommandState, EventSink, MAX_OUTPUT_TOKENS_RECOVERIES, QueryConfig, QueryDeps,
+    QueryOutcome, RunError, query,
+};
 pub use state::{State, Terminal, Transition};
+pub use stop_hooks::{NoStopHooks, StopDecision, StopHookInput, StopHooks};
 pub use tools::{PermissionDenial, Preparation, ToolCall, ToolCallResult, ToolRuntime};

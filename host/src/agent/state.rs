@@ -104,14 +104,31 @@ impl Terminal {
         }
     }
 
-    /// The result line's `subtype`.
+    /// The result line's `subtype`. As in Claude Code, a run that ends on
+    /// an error the model API reported (shown as an assistant message) is a
+    /// `success` subtype with `is_error: true`; `error_during_execution` is
+    /// for runs that broke off (a cancellation, a broken stream, setup).
     pub fn subtype(self) -> &'static str {
         match self {
             Terminal::MaxTurns => "error_max_turns",
             Terminal::BudgetExhausted => "error_max_budget_usd",
             Terminal::StructuredOutputRetryExhausted => "error_max_structured_output_retries",
-            other if other.is_error() => "error_during_execution",
-            _ => "success",
+            Terminal::AbortedStreaming
+            | Terminal::AbortedTools
+            | Terminal::ModelError
+            | Terminal::TurnSetupFailed => "error_during_execution",
+            Terminal::Completed
+            | Terminal::BackgroundRequested
+            | Terminal::ToolDeferred
+            | Terminal::HookStopped
+            | Terminal::StopHookPrevented
+            | Terminal::BlockingLimit
+            | Terminal::RapidRefillBreaker
+            | Terminal::PromptTooLong
+            | Terminal::ImageError
+            | Terminal::ApiError
+            | Terminal::MalformedToolUseExhausted
+            | Terminal::ToolDeferredUnavailable => "success",
         }
     }
 }
@@ -180,15 +197,12 @@ mod tests {
             (Terminal::ToolDeferred, "success", false),
             (Terminal::MaxTurns, "error_max_turns", true),
             (Terminal::BudgetExhausted, "error_max_budget_usd", true),
-            (Terminal::ApiError, "error_during_execution", true),
+            (Terminal::ApiError, "success", true),
             (Terminal::ModelError, "error_during_execution", true),
             (Terminal::AbortedTools, "error_during_execution", true),
-            (
-                Terminal::MalformedToolUseExhausted,
-                "error_during_execution",
-                true,
-            ),
-            (Terminal::PromptTooLong, "error_during_execution", true),
+            (Terminal::MalformedToolUseExhausted, "success", true),
+            (Terminal::AbortedStreaming, "error_during_execution", true),
+            (Terminal::PromptTooLong, "success", true),
         ];
         for (terminal, subtype, is_error) in table {
             assert_eq!(

@@ -3,29 +3,45 @@
 //!
 //! This is the binary's edge: errors become a message on stderr and exit 1.
 
-use crate::agent::{QueryConfig, ToolPipeline, query, system_prompt};
-use crate::model::{AnthropicModel, Message, Model, ReplayModel};
-use crate::output::{OutputFormat, Printer, RunInfo};
+pub mod print;
+
+use crate::agent::{InputQueue, NoStopHooks, QueryConfig, QueryDeps, ToolPipeline, system_prompt};
+use crate::model::{AnthropicModel, Model, ReplayModel, RetryPolicy, price};
+use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use crate::plugins::ToolRegistry;
 use crate::policy::{PermissionMode, Policy};
 use crate::sandbox::{CallLimits, Sandbox, SandboxConfig};
 use anyhow::{Context, bail};
 use clap::Parser;
+use print::{Prompts, run_print};
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 const DEFAULT_MAX_TOKENS: u32 = 32_000;
+const DEFAULT_STOP_HOOK_BLOCK_CAP: u32 = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum InputFormat {
+    #[default]
+    Text,
+    #[value(name = "stream-json")]
+    StreamJson,
+}
 
 #[derive(Debug, Parser)]
 #[command(
     name = "carapace",
     version,
     about = "An agent host whose tools run as sandboxed WebAssembly components",
-    after_help = "With no API key, try the replay demo: carapace -p 'Read the notes' --model replay:examples/demo/replay.json"
+    after_help = "With no API key, try the replay demo: carapace -p 'Read the notes' --model replay:examples/demo/replay.json\n\n\
+Environment: ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, ANTHROPIC_MODEL, \
+CARAPACE_MAX_RETRIES (10), CARAPACE_RETRY_BASE_DELAY_MS (500), CARAPACE_MAX_OUTPUT_TOKENS (32000), \
+CARAPACE_STOP_HOOK_BLOCK_CAP (8), CARAPACE_CACHE_DIR, CARAPACE_LOG."
 )]
 pub struct Cli {
     /// Print the response and exit (non-interactive; the only mode so far).
@@ -39,6 +55,11 @@ pub struct Cli {
     #[arg(long, value_enum, default_value = "text")]
     pub output_format: OutputFormat,
 
+    /// Input format: a text prompt, or Claude Code's stream-json user
+    /// messages on stdin (messages that arrive while tools run are queued).
+    #[arg(long, value_enum, default_value = "text")]
+    pub input_format: InputFormat,
+
     /// Print every message, not only the result (required by stream-json).
     #[arg(long)]
     pub verbose: bool,
@@ -47,6 +68,10 @@ pub struct Cli {
     #[arg(long, env = "ANTHROPIC_MODEL")]
     pub model: Option<String>,
 
+    /// Models to fall back to, in order, when the model keeps failing.
+    #[arg(long, value_delimiter = ',')]
+    pub fallback_model: Vec<String>,
+
     /// The tools offered to the model, comma- or space-separated; "" for none.
     #[arg(long, num_args = 1)]
     pub tools: Vec<String>,
@@ -54,6 +79,10 @@ pub struct Cli {
     /// Maximum number of model iterations.
     #[arg(long)]
     pub max_turns: Option<u32>,
+
+    /// Stop when the run has cost this many US dollars.
+    #[arg(long)]
+    pub max_budget_usd: Option<f64>,
 
     /// Permission mode.
     #[arg(long, value_enum)]
@@ -71,7 +100,7 @@ pub struct Cli {
     #[arg(long)]
     pub settings: Option<String>,
 
-    /// Log what the host does to stderr.
+    /// Log what the host does, with timing marks, to stderr.
     #[arg(long)]
     pub debug: bool,
 }
@@ -95,18 +124,30 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if cli.output_format == OutputFormat::StreamJson && !cli.verbose {
         bail!("When using --print, --output-format=stream-json requires --verbose");
     }
-    let prompt = match cli.prompt.clone() {
-        Some(prompt) => prompt,
-        None if !std::io::stdin().is_terminal() => {
+    if cli.input_format == InputFormat::StreamJson && cli.output_format != OutputFormat::StreamJson
+    {
+        bail!("--input-format=stream-json requires --output-format=stream-json");
+    }
+    let prompt = match (&cli.input_format, cli.prompt.clone()) {
+        (InputFormat::StreamJson, Some(_)) => {
+            bail!(
+                "with --input-format=stream-json the messages come from stdin, not the command line"
+            )
+        }
+        (InputFormat::StreamJson, None) => None,
+        (InputFormat::Text, Some(prompt)) => Some(prompt),
+        (InputFormat::Text, None) if !std::io::stdin().is_terminal() => {
             let mut prompt = String::new();
             std::io::stdin()
                 .read_to_string(&mut prompt)
                 .context("reading the prompt from stdin")?;
-            prompt
+            Some(prompt)
         }
-        None => bail!("no prompt: pass one as an argument (carapace -p \"...\") or on stdin"),
+        (InputFormat::Text, None) => {
+            bail!("no prompt: pass one as an argument (carapace -p \"...\") or on stdin")
+        }
     };
-    if prompt.trim().is_empty() {
+    if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         bail!("the prompt is empty");
     }
 
@@ -129,6 +170,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .clone()
         .or(settings.model.clone())
         .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+    if let Some(budget) = cli.max_budget_usd {
+        if !(budget.is_finite() && budget > 0.0) {
+            bail!("--max-budget-usd must be a positive number of dollars");
+        }
+        if price(&model_name).is_none() && !model_name.starts_with("replay:") {
+            bail!(
+                "--max-budget-usd: no price is known for model `{model_name}`, so spending cannot be tracked"
+            );
+        }
+    }
 
     let cwd = std::env::current_dir().context("reading the working directory")?;
     let (model, api_key_source): (Box<dyn Model>, &str) = match model_name.strip_prefix("replay:") {
@@ -179,39 +230,96 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         api_key_source: api_key_source.to_string(),
         started,
     };
-    let stdout = std::io::stdout();
-    let mut printer = Printer::new(cli.output_format, cli.verbose, stdout, info);
-    printer.start();
+    let printer = SharedPrinter::new(Printer::new(
+        cli.output_format,
+        cli.verbose,
+        std::io::stdout(),
+        info,
+    ));
 
     let config = QueryConfig {
         model: model_name,
+        fallback_models: cli.fallback_model.clone(),
         system_prompt: system_prompt(&cwd, &tool_names),
-        max_tokens: max_output_tokens()?,
+        max_tokens: env_number("CARAPACE_MAX_OUTPUT_TOKENS", DEFAULT_MAX_TOKENS)?,
         max_turns: cli.max_turns,
+        retry: RetryPolicy {
+            max_retries: env_number("CARAPACE_MAX_RETRIES", RetryPolicy::default().max_retries)?,
+            base_delay: Duration::from_millis(env_number("CARAPACE_RETRY_BASE_DELAY_MS", 500u64)?),
+            ..RetryPolicy::default()
+        },
+        stop_hook_block_cap: env_number(
+            "CARAPACE_STOP_HOOK_BLOCK_CAP",
+            DEFAULT_STOP_HOOK_BLOCK_CAP,
+        )?,
+        max_budget_usd: cli.max_budget_usd,
     };
-    let outcome = query(
-        model.as_ref(),
-        pipeline,
-        &config,
-        vec![Message::user_text(prompt)],
-        &mut printer,
-    )
-    .await;
-    tracing::debug!(terminal = outcome.terminal.as_str(), transitions = ?outcome.transitions, "run ended");
-    printer.finish(&outcome);
-    Ok(if outcome.terminal.is_error() {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
+
+    let abort = CancellationToken::new();
+    spawn_signal_handler(abort.clone());
+    let queue = Arc::new(InputQueue::new());
+    let prompts = match prompt {
+        Some(prompt) => Prompts::One(prompt),
+        None => {
+            let reader = tokio::io::BufReader::new(tokio::io::stdin());
+            tokio::spawn(print::read_input_lines(
+                reader,
+                queue.clone(),
+                printer.clone(),
+            ));
+            Prompts::Stream(queue.clone())
+        }
+    };
+    let deps = QueryDeps {
+        model: model.as_ref(),
+        tools: pipeline,
+        stop_hooks: &NoStopHooks,
+        input: matches!(prompts, Prompts::Stream(_)).then_some(queue.as_ref()),
+        abort,
+    };
+    let outcome = run_print(&deps, &config, printer, prompts).await;
+    Ok(match outcome {
+        Some(outcome) if !outcome.is_error() => ExitCode::SUCCESS,
+        Some(_) => ExitCode::FAILURE,
+        None => ExitCode::SUCCESS,
     })
 }
 
-fn max_output_tokens() -> anyhow::Result<u32> {
-    match std::env::var("CARAPACE_MAX_OUTPUT_TOKENS") {
+/// SIGINT / SIGTERM end the run cleanly (the loop sees the token); a second
+/// signal ends the process at once.
+fn spawn_signal_handler(abort: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        tracing::warn!("cannot install signal handlers; SIGINT will end the process abruptly");
+        return;
+    };
+    tokio::spawn(async move {
+        let mut seen = 0;
+        loop {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            seen += 1;
+            if seen > 1 {
+                eprintln!("carapace: second signal, exiting now");
+                std::process::exit(130);
+            }
+            abort.cancel();
+        }
+    });
+}
+
+fn env_number<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
+    match std::env::var(name) {
         Ok(value) => value
+            .trim()
             .parse()
-            .with_context(|| format!("CARAPACE_MAX_OUTPUT_TOKENS must be a number, got `{value}`")),
-        Err(_) => Ok(DEFAULT_MAX_TOKENS),
+            .map_err(|_| anyhow::anyhow!("{name} must be a number, got `{value}`")),
+        Err(_) => Ok(default),
     }
 }
 

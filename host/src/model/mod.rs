@@ -7,7 +7,9 @@
 
 mod anthropic;
 mod messages;
+mod pricing;
 mod replay;
+mod retry;
 mod stream;
 
 pub use anthropic::AnthropicModel;
@@ -15,7 +17,9 @@ pub use messages::{
     ContentBlock, ImageSource, Message, MessagesRequest, Role, ToolResultBlock, ToolResultContent,
     ToolSpec, Usage,
 };
+pub use pricing::{Price, cost_usd, price};
 pub use replay::ReplayModel;
+pub use retry::{FailureKind, RetryPolicy};
 pub use stream::{Assembled, CompletedBlock, InvalidToolInput, ResponseAssembler, StreamEvent};
 
 use futures::Stream;

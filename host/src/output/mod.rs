@@ -91,7 +91,7 @@ impl<W: Write + Send> Printer<W> {
                 }
             }
             OutputFormat::Text => {
-                let text = if outcome.terminal.is_error() {
+                let text = if outcome.terminal.subtype().starts_with("error_") {
                     format!("Error: {}", outcome.errors.join("; "))
                 } else {
                     outcome.result.clone()
@@ -102,21 +102,24 @@ impl<W: Write + Send> Printer<W> {
     }
 
     pub fn result_line(&self, outcome: &QueryOutcome) -> Value {
+        let subtype = outcome.terminal.subtype();
         let mut line = json!({
             "type": "result",
-            "subtype": outcome.terminal.subtype(),
-            "is_error": outcome.terminal.is_error(),
+            "subtype": subtype,
+            "is_error": outcome.is_error(),
+            "api_error_status": outcome.error.as_ref().and_then(|e| e.status),
             "duration_ms": self.info.started.elapsed().as_millis() as u64,
             "duration_api_ms": outcome.api_duration.as_millis() as u64,
             "num_turns": outcome.num_turns,
             "stop_reason": outcome.stop_reason,
             "session_id": self.info.session_id,
+            "total_cost_usd": outcome.cost_usd,
             "usage": usage_json(&outcome.usage),
             "permission_denials": outcome.permission_denials,
             "terminal_reason": outcome.terminal.as_str(),
             "uuid": new_uuid(),
         });
-        if outcome.terminal.is_error() {
+        if subtype.starts_with("error_") {
             line["errors"] = json!(outcome.errors);
         } else {
             line["result"] = json!(outcome.result);
@@ -192,10 +195,73 @@ impl<W: Write + Send> EventSink for Printer<W> {
                     },
                 })
             }
-            AgentEvent::Error { message } => json!({
+            AgentEvent::SyntheticUser { text } => json!({
+                "type": "user",
+                "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+                "parent_tool_use_id": null,
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+                "isSynthetic": true,
+            }),
+            AgentEvent::ApiRetry {
+                attempt,
+                max_retries,
+                delay,
+                error_status,
+                error,
+            } => json!({
+                "type": "system",
+                "subtype": "api_retry",
+                "attempt": attempt,
+                "max_retries": max_retries,
+                "retry_delay_ms": delay.as_secs_f64() * 1000.0,
+                "error_status": error_status,
+                "error": error.as_str(),
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+            }),
+            AgentEvent::ModelFallback { trigger, from, to } => json!({
+                "type": "system",
+                "subtype": "model_fallback",
+                "trigger": trigger.as_str(),
+                "original_model": from,
+                "fallback_model": to,
+                "content": format!("Switched to {to} after {from} failed ({})", trigger.as_str()),
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+            }),
+            AgentEvent::Tombstone {
+                message_id,
+                tool_use_ids,
+                reason,
+            } => json!({
+                "type": "system",
+                "subtype": "tombstone",
+                "message_id": message_id,
+                "tool_use_ids": tool_use_ids,
+                "reason": reason,
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+            }),
+            AgentEvent::Warning { message } => json!({
+                "type": "system",
+                "subtype": "warning",
+                "message": message,
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+            }),
+            AgentEvent::CommandLifecycle { uuid, state } => json!({
+                "type": "system",
+                "subtype": "command_lifecycle",
+                "command_uuid": uuid,
+                "state": state.as_str(),
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+            }),
+            AgentEvent::Error { message, kind } => json!({
                 "type": "assistant",
                 "message": {
-                    "id": format!("msg_{}", uuid::Uuid::new_v4().simple()),
+                    "id": new_uuid(),
                     "type": "message",
                     "role": "assistant",
                     "model": "<synthetic>",
@@ -207,7 +273,7 @@ impl<W: Write + Send> EventSink for Printer<W> {
                 "parent_tool_use_id": null,
                 "session_id": self.info.session_id,
                 "uuid": new_uuid(),
-                "error": "unknown",
+                "error": kind,
             }),
         };
         self.line(line);
@@ -225,4 +291,40 @@ fn usage_json(usage: &Usage) -> Value {
 
 fn new_uuid() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+/// A printer shared by the loop and the input reader (which reports queued
+/// messages while a turn runs).
+pub struct SharedPrinter<W: Write + Send>(std::sync::Arc<std::sync::Mutex<Printer<W>>>);
+
+impl<W: Write + Send> Clone for SharedPrinter<W> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<W: Write + Send> SharedPrinter<W> {
+    pub fn new(printer: Printer<W>) -> Self {
+        Self(std::sync::Arc::new(std::sync::Mutex::new(printer)))
+    }
+
+    pub fn start(&self) {
+        if let Ok(mut printer) = self.0.lock() {
+            printer.start();
+        }
+    }
+
+    pub fn finish(&self, outcome: &QueryOutcome) {
+        if let Ok(mut printer) = self.0.lock() {
+            printer.finish(outcome);
+        }
+    }
+}
+
+impl<W: Write + Send> EventSink for SharedPrinter<W> {
+    fn emit(&mut self, event: AgentEvent) {
+        if let Ok(mut printer) = self.0.lock() {
+            printer.emit(event);
+        }
+    }
 }

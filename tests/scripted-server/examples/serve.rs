@@ -11,7 +11,8 @@
 //!   {"status": 529, "type": "overloaded_error", "message": "…", "retry_after": "1"}
 //!   {"events": [{…SSE data…}, {"pause_ms": 100}, {"cut": true}]}
 //! Each request is printed to stdout as one JSON line when the server stops
-//! (after `--requests N` requests or 60 s of silence).
+//! (after `--requests N` Messages requests, or `--idle-secs S` of silence, 60 by
+//! default).
 
 use scripted_server::{Block, Reply, ScriptedServer, Step};
 use serde_json::Value;
@@ -22,6 +23,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let script_path = args
         .first()
         .ok_or("usage: serve SCRIPT.json [--requests N]")?;
+    let idle = args
+        .iter()
+        .position(|a| a == "--idle-secs")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .map_or(Duration::from_secs(60), Duration::from_secs);
     let wanted: Option<usize> = args
         .iter()
         .position(|a| a == "--requests")
@@ -40,12 +47,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             seen = n;
             last_change = Instant::now();
         }
-        if wanted.is_some_and(|w| n >= w) || last_change.elapsed() > Duration::from_secs(60) {
+        if wanted.is_some_and(|w| n >= w) || last_change.elapsed() > idle {
             std::thread::sleep(Duration::from_millis(500));
             break;
         }
     }
-    for request in server.requests() {
+    for request in server.all_requests() {
         println!(
             "{}",
             serde_json::json!({"path": request.path, "headers": request.headers, "body": request.body})

@@ -233,6 +233,7 @@ fn split_json(json: &str) -> Vec<Value> {
 struct Shared {
     replies: VecDeque<Reply>,
     requests: Vec<RecordedRequest>,
+    messages_requests: usize,
     /// Gates passed (`true`) or timed out (`false`), by label.
     gates: Vec<(String, bool)>,
 }
@@ -274,8 +275,16 @@ impl ScriptedServer {
         format!("http://{}", self.addr)
     }
 
-    /// Every request received so far.
+    /// Every Messages request (`POST /v1/messages`) received so far.
     pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.all_requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path == "/v1/messages")
+            .collect()
+    }
+
+    /// Every request received so far, whatever its path.
+    pub fn all_requests(&self) -> Vec<RecordedRequest> {
         self.shared
             .lock()
             .map(|s| s.requests.clone())
@@ -366,16 +375,18 @@ async fn handle(
             body,
             received_at: Instant::now(),
         });
-        (state.requests.len(), state.replies.pop_front())
+        if method != "POST" || path != "/v1/messages" {
+            // Only Messages requests consume replies: clients also probe `/`.
+            return Ok(error_response(
+                404,
+                "not_found_error",
+                &format!("no route {method} {path}"),
+                &[],
+            ));
+        }
+        state.messages_requests += 1;
+        (state.messages_requests, state.replies.pop_front())
     };
-    if method != "POST" || path != "/v1/messages" {
-        return Ok(error_response(
-            404,
-            "not_found_error",
-            &format!("no route {method} {path}"),
-            &[],
-        ));
-    }
     let Some(reply) = reply else {
         return Ok(error_response(
             500,

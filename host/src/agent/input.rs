@@ -1,0 +1,109 @@
+//! The input queue: user messages that arrive while the loop runs (stream-
+//! json input). The loop absorbs what is queued after each tool batch,
+//! before the next request; nothing queued is ever dropped — what no turn
+//! consumed is reported as discarded when the session ends.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use tokio::sync::Notify;
+
+/// One user message waiting to be consumed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedInput {
+    /// The command's id, for its lifecycle lines.
+    pub uuid: String,
+    pub text: String,
+}
+
+#[derive(Default)]
+struct Inner {
+    items: VecDeque<QueuedInput>,
+    closed: bool,
+}
+
+#[derive(Default)]
+pub struct InputQueue {
+    inner: Mutex<Inner>,
+    changed: Notify,
+}
+
+impl InputQueue {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(&self, input: QueuedInput) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.items.push_back(input);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// No more input will come (stdin closed).
+    pub fn close(&self) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.closed = true;
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Everything queued now, oldest first.
+    pub fn take_all(&self) -> Vec<QueuedInput> {
+        self.inner
+            .lock()
+            .map(|mut inner| inner.items.drain(..).collect())
+            .unwrap_or_default()
+    }
+
+    /// The next message, waiting for one; `None` once closed and empty.
+    pub async fn next(&self) -> Option<QueuedInput> {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Ok(mut inner) = self.inner.lock() {
+                if let Some(item) = inner.items.pop_front() {
+                    return Some(item);
+                }
+                if inner.closed {
+                    return None;
+                }
+            } else {
+                return None;
+            }
+            notified.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn input(n: u32) -> QueuedInput {
+        QueuedInput {
+            uuid: format!("u{n}"),
+            text: format!("m{n}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn delivers_in_order_waits_and_ends_when_closed() {
+        let queue = Arc::new(InputQueue::new());
+        queue.push(input(1));
+        assert_eq!(queue.next().await, Some(input(1)));
+        let waiter = {
+            let queue = queue.clone();
+            tokio::spawn(async move { queue.next().await })
+        };
+        tokio::task::yield_now().await;
+        queue.push(input(2));
+        assert_eq!(waiter.await.ok().flatten(), Some(input(2)));
+        queue.push(input(3));
+        queue.push(input(4));
+        assert_eq!(queue.take_all(), vec![input(3), input(4)]);
+        queue.close();
+        assert_eq!(queue.next().await, None);
+    }
+}

@@ -1,0 +1,171 @@
+//! Print mode: one prompt (or a stream of user messages on stdin) through
+//! the loop, its lines on stdout.
+
+use crate::agent::{
+    AgentEvent, CommandState, EventSink, InputQueue, QueryConfig, QueryDeps, QueryOutcome,
+    QueuedInput, Terminal, query,
+};
+use crate::model::Message;
+use crate::output::SharedPrinter;
+use std::io::Write;
+use std::sync::Arc;
+
+/// Where the user's messages come from.
+pub enum Prompts {
+    /// One prompt (`-p PROMPT`, or stdin as text).
+    One(String),
+    /// Claude Code's stream-json user lines, read as they arrive; each
+    /// message consumed at the start of a turn runs a turn, messages that
+    /// arrive during a turn join it after its current tool batch.
+    Stream(Arc<InputQueue>),
+}
+
+/// Runs print mode to the end; returns the last turn's outcome (`None` when
+/// a message stream brought no message).
+pub async fn run_print<W: Write + Send + 'static>(
+    deps: &QueryDeps<'_>,
+    config: &QueryConfig,
+    printer: SharedPrinter<W>,
+    prompts: Prompts,
+) -> Option<QueryOutcome> {
+    printer.start();
+    let mut sink = printer.clone();
+    match prompts {
+        Prompts::One(prompt) => {
+            let outcome = query(deps, config, vec![Message::user_text(prompt)], &mut sink).await;
+            printer.finish(&outcome);
+            Some(outcome)
+        }
+        Prompts::Stream(queue) => {
+            let mut history: Vec<Message> = Vec::new();
+            let mut last = None;
+            while let Some(input) = queue.next().await {
+                sink.emit(AgentEvent::CommandLifecycle {
+                    uuid: input.uuid.clone(),
+                    state: CommandState::Started,
+                });
+                let mut messages = std::mem::take(&mut history);
+                messages.push(Message::user_text(input.text));
+                let outcome = query(deps, config, messages, &mut sink).await;
+                // A turn that broke off (cancelled, or a hard failure) cancels
+                // what it consumed; any controlled end completes it.
+                let fate = match outcome.terminal {
+                    Terminal::AbortedStreaming
+                    | Terminal::AbortedTools
+                    | Terminal::ModelError
+                    | Terminal::TurnSetupFailed => CommandState::Cancelled,
+                    _ => CommandState::Completed,
+                };
+                for uuid in
+                    std::iter::once(input.uuid).chain(outcome.consumed_inputs.iter().cloned())
+                {
+                    sink.emit(AgentEvent::CommandLifecycle { uuid, state: fate });
+                }
+                printer.finish(&outcome);
+                history = outcome.messages.clone();
+                let aborted = deps.abort.is_cancelled();
+                last = Some(outcome);
+                if aborted {
+                    break;
+                }
+            }
+            // Whatever no turn consumed is reported, never silently lost.
+            for QueuedInput { uuid, .. } in queue.take_all() {
+                sink.emit(AgentEvent::CommandLifecycle {
+                    uuid,
+                    state: CommandState::Discarded,
+                });
+            }
+            last
+        }
+    }
+}
+
+/// Parses one stream-json input line: `{"type": "user", "message": {"role":
+/// "user", "content": TEXT | [BLOCKS]}, "uuid"?: ID}`. Other line types are
+/// not user messages (`Ok(None)`).
+pub fn parse_input_line(line: &str) -> Result<Option<QueuedInput>, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    if value.get("type").and_then(|t| t.as_str()) != Some("user") {
+        return Ok(None);
+    }
+    let content = value
+        .pointer("/message/content")
+        .ok_or("a user line without message.content")?;
+    let text = match content {
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(|t| t.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => return Err("message.content is neither a string nor a list of blocks".into()),
+    };
+    let uuid = value
+        .get("uuid")
+        .and_then(|u| u.as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    Ok(Some(QueuedInput { uuid, text }))
+}
+
+/// Reads stream-json lines from `reader` into `queue` until EOF, reporting
+/// each message as queued; a bad line is reported on stderr and skipped.
+pub async fn read_input_lines<R, W>(reader: R, queue: Arc<InputQueue>, mut sink: SharedPrinter<W>)
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+    W: Write + Send,
+{
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = reader.lines();
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) if line.trim().is_empty() => {}
+            Ok(Some(line)) => match parse_input_line(&line) {
+                Ok(Some(input)) => {
+                    sink.emit(AgentEvent::CommandLifecycle {
+                        uuid: input.uuid.clone(),
+                        state: CommandState::Queued,
+                    });
+                    queue.push(input);
+                }
+                Ok(None) => {
+                    tracing::debug!("ignoring a stream-json input line that is not a user message")
+                }
+                Err(e) => eprintln!("carapace: skipping an input line: {e}"),
+            },
+            Ok(None) => break,
+            Err(e) => {
+                eprintln!("carapace: reading stdin failed: {e}");
+                break;
+            }
+        }
+    }
+    queue.close();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_lines_in_claude_codes_shape() {
+        let line = r#"{"type":"user","message":{"role":"user","content":"hi"},"uuid":"u-1"}"#;
+        assert_eq!(
+            parse_input_line(line),
+            Ok(Some(QueuedInput {
+                uuid: "u-1".into(),
+                text: "hi".into()
+            }))
+        );
+        let blocks = r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}"#;
+        assert_eq!(
+            parse_input_line(blocks).ok().flatten().map(|i| i.text),
+            Some("a\nb".to_string())
+        );
+        assert_eq!(parse_input_line(r#"{"type":"control_request"}"#), Ok(None));
+        assert!(parse_input_line("{oops").is_err());
+        assert!(parse_input_line(r#"{"type":"user","message":{}}"#).is_err());
+    }
+}
