@@ -55,6 +55,12 @@ impl AnthropicModel {
         Self::new(&base, credential)
     }
 
+    /// A client for `base_url` (e.g. `https://api.anthropic.com`) sending
+    /// `api_key` as `x-api-key`.
+    pub fn with_api_key(base_url: &str, api_key: &str) -> Result<Self, ModelError> {
+        Self::new(base_url, Credential::ApiKey(api_key.to_string()))
+    }
+
     fn new(base_url: &str, credential: Credential) -> Result<Self, ModelError> {
         let client = reqwest::Client::builder()
             .user_agent(concat!("carapace/", env!("CARGO_PKG_VERSION")))

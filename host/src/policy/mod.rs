@@ -137,8 +137,37 @@ impl Policy {
                 };
                 granted.map_err(|e| format!("{tool}: {e}"))
             }
-            Capability::WriteFile(path) | Capability::WriteTree(path) => Err(format!(
-                "{tool} asked to write `{path}`; this build of carapace grants no write access yet."
+            Capability::WriteTree(path) => {
+                let requested = lexical_absolute(path).ok_or_else(|| {
+                    format!("{tool} asked to write `{path}`, which is not an absolute path")
+                })?;
+                let resolved = resolve_symlinks(&requested);
+                if !ceiling.allows_file(&resolved, FileAccess::Write) {
+                    return Err(format!(
+                        "Permission to write in {} was denied: it is outside what the plugin providing {tool} was approved to write.",
+                        shown(&requested, &resolved)
+                    ));
+                }
+                let allowed = match self.mode {
+                    PermissionMode::BypassPermissions => true,
+                    PermissionMode::AcceptEdits => resolved.starts_with(&self.cwd),
+                    PermissionMode::Default | PermissionMode::DontAsk | PermissionMode::Plan => {
+                        false
+                    }
+                };
+                if !allowed {
+                    return Err(format!(
+                        "Permission to write in {} was denied: permission mode `{}` does not allow writing there without asking, which print mode cannot do. Run with --permission-mode acceptEdits (inside the working directory) or bypassPermissions.",
+                        shown(&requested, &resolved),
+                        self.mode.as_str()
+                    ));
+                }
+                grant
+                    .tree(resolved, FileAccess::Write)
+                    .map_err(|e| format!("{tool}: {e}"))
+            }
+            Capability::WriteFile(path) => Err(format!(
+                "{tool} asked to write the file `{path}`; this build of carapace cannot grant single-file writes yet."
             )),
             Capability::Http(host) => Err(format!(
                 "{tool} asked for network access to `{host}`; this build of carapace grants no network access yet."
@@ -277,6 +306,34 @@ mod tests {
             &only_tmp_data,
         );
         assert!(matches!(decision, Decision::Deny(m) if m.contains("approved to read")));
+        Ok(())
+    }
+
+    #[test]
+    fn write_trees_follow_the_mode() -> Result<(), Box<dyn std::error::Error>> {
+        let cwd = tempfile::tempdir()?;
+        let inside = std::fs::canonicalize(cwd.path())?.join("out");
+        std::fs::create_dir(&inside)?;
+        let need = [Capability::WriteTree(inside.to_string_lossy().into())];
+        let ceiling = Ceiling::none().with_files("/", FileAccess::Write);
+        for (mode, allowed) in [
+            (PermissionMode::Default, false),
+            (PermissionMode::Plan, false),
+            (PermissionMode::DontAsk, false),
+            (PermissionMode::AcceptEdits, true),
+            (PermissionMode::BypassPermissions, true),
+        ] {
+            let decision = Policy::new(mode, cwd.path()).decide("Probe", &need, &ceiling);
+            assert_eq!(
+                matches!(decision, Decision::Allow(_)),
+                allowed,
+                "{mode:?}: {decision:?}"
+            );
+        }
+        let read_only = Ceiling::none().with_files("/", FileAccess::Read);
+        let decision = Policy::new(PermissionMode::BypassPermissions, cwd.path())
+            .decide("Probe", &need, &read_only);
+        assert!(matches!(decision, Decision::Deny(m) if m.contains("approved to write")));
         Ok(())
     }
 

@@ -142,6 +142,14 @@ impl Reply {
         }
     }
 
+    /// Adds a `retry-after` header (seconds) to a status reply.
+    pub fn retry_after(mut self, seconds: &str) -> Self {
+        if let Reply::Status { headers, .. } = &mut self {
+            headers.push(("retry-after".into(), seconds.into()));
+        }
+        self
+    }
+
     fn into_steps(self, n: usize) -> Vec<Step> {
         match self {
             Reply::Events(steps) => steps,

@@ -50,6 +50,8 @@ enum Attempt {
     Env { name: String },
     EnvAll,
     Sleep { ms: u64 },
+    /// Waits until `path` exists (ok) or `timeout_ms` passes (failure).
+    WaitFor { path: String, timeout_ms: u64 },
     Spin,
     Alloc { mib: usize },
     Panic,
@@ -168,6 +170,19 @@ fn run(attempt: Attempt) -> Value {
             let vars: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
             let r = if vars.is_empty() { Err("no variables".to_string()) } else { Ok(vars.join(",")) };
             outcome("env_all", "", r)
+        }
+        Attempt::WaitFor { path, timeout_ms } => {
+            let started = std::time::Instant::now();
+            let r = loop {
+                if std::path::Path::new(&path).exists() {
+                    break Ok(format!("appeared after {} ms", started.elapsed().as_millis()));
+                }
+                if started.elapsed().as_millis() as u64 >= timeout_ms {
+                    break Err(format!("did not appear within {timeout_ms} ms"));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            };
+            outcome("wait_for", &path, r)
         }
         Attempt::Sleep { ms } => {
             std::thread::sleep(std::time::Duration::from_millis(ms));

@@ -1,0 +1,993 @@
+//! The loop's state machine against the scripted Messages server: one test
+//! per transition and per reachable terminal, asserting the `Transition` /
+//! `Terminal` and the requests actually sent, not only the final text.
+
+mod support;
+
+use carapace::agent::{StopDecision, Terminal, Transition};
+use carapace::cli::print::Prompts;
+use scripted_server::{Block, Reply, Step};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use support::{Run, Setup, TestResult, block, run, texts, workspace};
+
+fn one(prompt: &str) -> Prompts {
+    Prompts::One(prompt.into())
+}
+
+fn thinking_only() -> Reply {
+    Reply::message(vec![Block::Thinking("only thinking".into())], "end_turn")
+}
+
+fn probe(id: &str, attempts: Value, needs: Value, safe: bool) -> Block {
+    Block::tool_use(
+        id,
+        "Probe",
+        json!({"attempts": attempts, "needs": needs, "safe": safe}),
+    )
+}
+
+/// The report of the Probe call `id`, from the tool_result in `run`'s
+/// request `n`.
+fn probe_report(run: &Run, n: usize, id: &str) -> Vec<Value> {
+    let results = run.messages(n).as_array().cloned().unwrap_or_default();
+    for message in results {
+        for block in message["content"].as_array().cloned().unwrap_or_default() {
+            if block["type"] == "tool_result" && block["tool_use_id"] == id {
+                let text = block["content"].as_str().unwrap_or_default();
+                return serde_json::from_str(text).unwrap_or_else(|_| vec![json!({"raw": text})]);
+            }
+        }
+    }
+    Vec::new()
+}
+
+// ---- transitions -----------------------------------------------------------
+
+#[tokio::test]
+async fn next_turn_pairs_results_and_completes() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    std::fs::write(ws.join("a.txt"), "alpha\n")?;
+    let path = ws.join("a.txt").to_string_lossy().into_owned();
+    let run = run(
+        Setup::new(vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_1",
+                "Read",
+                json!({"file_path": path}),
+            )]),
+            Reply::text("done"),
+        ]),
+        &ws,
+        one("read a"),
+    )
+    .await?;
+    assert_eq!(run.outcome.terminal, Terminal::Completed);
+    assert_eq!(run.outcome.transitions, vec![Transition::NextTurn]);
+    assert_eq!(run.requests.len(), 2);
+    assert_eq!(run.messages(1)[2]["content"][0]["tool_use_id"], "toolu_1");
+    assert_eq!(run.result()["subtype"], "success");
+    Ok(())
+}
+
+#[tokio::test]
+async fn max_tokens_asks_to_continue_without_showing_the_prompt() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let run = run(
+        Setup::new(vec![
+            Reply::message(vec![Block::text("PART_ONE ")], "max_tokens"),
+            Reply::message(vec![Block::text("PART_TWO ")], "max_tokens"),
+            Reply::text("PART_THREE"),
+        ]),
+        &ws,
+        one("write a lot"),
+    )
+    .await?;
+    assert_eq!(run.outcome.terminal, Terminal::Completed);
+    assert_eq!(
+        run.outcome.transitions,
+        vec![
+            Transition::MaxOutputTokensRecovery,
+            Transition::MaxOutputTokensRecovery
+        ]
+    );
+    assert_eq!(run.requests.len(), 3);
+    assert_eq!(run.outcome.num_turns, 1, "recoveries are not turns");
+    // Request 2: the partial answer, then a hidden user message.
+    let second = run.messages(1);
+    assert_eq!(
+        second[1],
+        json!({"role": "assistant", "content": [{"type": "text", "text": "PART_ONE "}]})
+    );
+    assert_eq!(second[2]["role"], "user");
+    let hidden = texts(&second[2]).join("");
+    assert!(hidden.contains("output token limit"), "{hidden}");
+    assert!(
+        run.lines_of("user", None).is_empty(),
+        "the continuation prompt is never printed"
+    );
+    assert_eq!(run.result()["result"], "PART_THREE");
+    Ok(())
+}
+
+#[tokio::test]
+async fn max_tokens_recovery_stops_after_three_and_errors() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let cut = |t: &str| Reply::message(vec![Block::text(t)], "max_tokens");
+    let run = run(
+        Setup::new(vec![
+            cut("1"),
+            cut("2"),
+            cut("3"),
+            cut("4"),
+            Reply::text("never"),
+        ]),
+        &ws,
+        one("write a lot"),
+    )
+    .await?;
+    assert_eq!(
+        run.requests.len(),
+        4,
+        "the first request and three continuations"
+    );
+    assert_eq!(
+        run.outcome.transitions,
+        vec![Transition::MaxOutputTokensRecovery; 3]
+    );
+    assert_eq!(run.outcome.terminal, Terminal::Completed);
+    assert!(run.outcome.is_error());
+    let errors = run
+        .lines
+        .iter()
+        .filter(|l| l["error"] == "max_output_tokens")
+        .count();
+    assert_eq!(errors, 1, "the withheld error is shown once, at the end");
+    assert_eq!(run.result()["is_error"], true);
+    assert_eq!(run.result()["subtype"], "success");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_tool_round_resets_the_max_tokens_counter() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    std::fs::write(ws.join("a.txt"), "alpha")?;
+    let path = ws.join("a.txt").to_string_lossy().into_owned();
+    let cut = |t: &str| Reply::message(vec![Block::text(t)], "max_tokens");
+    let run = run(
+        Setup::new(vec![
+            cut("1"),
+            cut("2"),
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_r",
+                "Read",
+                json!({"file_path": path}),
+            )]),
+            cut("3"),
+            cut("4"),
+            cut("5"),
+            Reply::text("finally"),
+        ]),
+        &ws,
+        one("go"),
+    )
+    .await?;
+    assert_eq!(run.outcome.terminal, Terminal::Completed);
+    assert!(!run.outcome.is_error());
+    use Transition::{MaxOutputTokensRecovery as M, NextTurn};
+    assert_eq!(run.outcome.transitions, vec![M, M, NextTurn, M, M, M]);
+    assert_eq!(run.requests.len(), 7);
+    Ok(())
+}
+
+#[tokio::test]
+async fn malformed_tool_use_is_retried_once_with_a_visible_prompt() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let run = run(
+        Setup::new(vec![
+            Reply::message(vec![], "tool_use"),
+            Reply::text("recovered"),
+        ]),
+        &ws,
+        one("call something"),
+    )
+    .await?;
+    assert_eq!(run.outcome.terminal, Terminal::Completed);
+    assert_eq!(
+        run.outcome.transitions,
+        vec![Transition::MalformedToolUseRetry]
+    );
+    assert_eq!(run.requests.len(), 2);
+    // The empty assistant turn is dropped; the retry prompt joins the user turn.
+    let second = run.messages(1).as_array().cloned().unwrap_or_default();
+    assert_eq!(second.len(), 1, "{second:?}");
+    let prompt = texts(&second[0]);
+    assert_eq!(prompt[0], "call something");
+    assert!(prompt[1].contains("no complete tool call"), "{prompt:?}");
+    let synthetic = run.lines_of("user", None);
+    assert_eq!(synthetic.len(), 1);
+    assert_eq!(synthetic[0]["isSynthetic"], true);
+    assert_eq!(run.outcome.num_turns, 2);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_second_malformed_tool_use_ends_the_run() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let run = run(
+        Setup::new(vec![
+            Reply::message(vec![Block::text("calling")], "tool_use"),
+            Reply::message(vec![Block::text("still not")], "tool_use"),
+            Reply::text("never"),
+        ]),
+        &ws,
+        one("call something"),
+    )
+    .await?;
+    assert_eq!(run.requests.len(), 2);
+    assert_eq!(run.outcome.terminal, Terminal::MalformedToolUseExhausted);
+    assert_eq!(
+        run.result()["terminal_reason"],
+        "malformed_tool_use_exhausted"
+    );
+    assert_eq!(run.result()["is_error"], true);
+    // The non-empty first answer stays in history before the retry prompt.
+    assert_eq!(run.messages(1)[1]["content"][0]["text"], "calling");
+    Ok(())
+}
+
+#[tokio::test]
+async fn unparsable_tool_input_is_an_error_result_not_a_retry() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let raw = r#"{"file_path": "/x", oops"#;
+    let run = run(
+        Setup::new(vec![
+            Reply::tool_uses(vec![Block::RawToolUse {
+                id: "toolu_bad".into(),
+                name: "Read".into(),
+                json: raw.into(),
+            }]),
+            Reply::text("fixed"),
+        ]),
+        &ws,
+        one("read"),
+    )
+    .await?;
+    assert_eq!(run.outcome.transitions, vec![Transition::NextTurn]);
+    let second = run.messages(1);
+    assert_eq!(
+        second[1]["content"][0]["input"],
+        json!({"unparsable_input": {"excerpt": raw, "bytes": raw.len()}})
+    );
+    let result = &second[2]["content"][0];
+    assert_eq!(result["is_error"], true);
+    let text = result["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("not valid JSON") && text.contains("oops"),
+        "{text}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_thinking_only_answer_gets_one_nudge_never_two() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let nudged = run(
+        Setup::new(vec![thinking_only(), Reply::text("visible")]),
+        &ws,
+        one("answer"),
+    )
+    .await?;
+    assert_eq!(
+        nudged.outcome.transitions,
+        vec![Transition::ThinkingOnlyNudge]
+    );
+    assert_eq!(nudged.result()["result"], "visible");
+    assert!(
+        texts(&nudged.messages(1)[2])
+            .join("")
+            .contains("only thinking")
+    );
+
+    let twice = run(
+        Setup::new(vec![thinking_only(), thinking_only(), Reply::text("never")]),
+        &ws,
+        one("answer"),
+    )
+    .await?;
+    assert_eq!(
+        twice.requests.len(),
+        2,
+        "a second thinking-only answer is accepted"
+    );
+    assert_eq!(
+        twice.outcome.transitions,
+        vec![Transition::ThinkingOnlyNudge]
+    );
+    assert_eq!(twice.outcome.terminal, Terminal::Completed);
+    assert_eq!(twice.result()["result"], "");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stop_hook_block_feeds_back_and_reenters_with_stop_hook_active() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let hook = support::ScriptedStopHook::new(vec![
+        block("STOP_HOOK_REENTER_MARKER"),
+        StopDecision::Allow,
+    ]);
+    let mut setup = Setup::new(vec![
+        Reply::text("first answer"),
+        Reply::text("STOP_REENTRY_OK"),
+    ]);
+    setup.stop_hooks = hook.clone();
+    let run = run(setup, &ws, one("hello")).await?;
+    assert_eq!(run.outcome.terminal, Terminal::Completed);
+    assert_eq!(run.outcome.transitions, vec![Transition::StopHookBlocking]);
+    assert_eq!(run.outcome.num_turns, 2);
+    let second = run.messages(1);
+    assert_eq!(second[1]["content"][0]["text"], "first answer");
+    assert!(
+        texts(&second[2])
+            .join("")
+            .contains("STOP_HOOK_REENTER_MARKER")
+    );
+    let seen = hook.seen();
+    assert_eq!(
+        seen.iter()
+            .map(|s| (s.stop_hook_active, s.last_assistant_message.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(false, "first answer"), (true, "STOP_REENTRY_OK")]
+    );
+    assert_eq!(run.result()["result"], "STOP_REENTRY_OK");
+    Ok(())
+}
+
+#[tokio::test]
+async fn stop_hook_blocks_are_capped_then_the_turn_completes_with_a_warning() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let mut setup = Setup::new((1..=5).map(|n| Reply::text(format!("a{n}"))).collect());
+    setup.stop_hooks = support::ScriptedStopHook::new(vec![block("keep going")]);
+    setup.stop_hook_block_cap = 2;
+    let run = run(setup, &ws, one("hello")).await?;
+    assert_eq!(
+        run.requests.len(),
+        3,
+        "two blocks honoured, the third overridden"
+    );
+    assert_eq!(
+        run.outcome.transitions,
+        vec![Transition::StopHookBlocking; 2]
+    );
+    assert_eq!(run.outcome.terminal, Terminal::Completed);
+    assert!(!run.outcome.is_error());
+    let warnings = run.lines_of("system", Some("warning"));
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("CARAPACE_STOP_HOOK_BLOCK_CAP")
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn max_turns_wins_over_stop_hook_blocks() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let mut setup = Setup::new((1..=5).map(|n| Reply::text(format!("a{n}"))).collect());
+    setup.stop_hooks = support::ScriptedStopHook::new(vec![block("keep going")]);
+    setup.max_turns = Some(2);
+    let run = run(setup, &ws, one("hello")).await?;
+    assert_eq!(run.requests.len(), 2);
+    assert_eq!(run.outcome.terminal, Terminal::MaxTurns);
+    assert_eq!(
+        run.result()["errors"],
+        json!(["Reached maximum number of turns (2)"])
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stop_hook_can_prevent_continuation() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let mut setup = Setup::new(vec![Reply::text("answer")]);
+    setup.stop_hooks = support::ScriptedStopHook::new(vec![StopDecision::Prevent {
+        reason: "enough".into(),
+    }]);
+    let run = run(setup, &ws, one("hello")).await?;
+    assert_eq!(run.outcome.terminal, Terminal::StopHookPrevented);
+    assert_eq!(run.result()["terminal_reason"], "stop_hook_prevented");
+    assert_eq!(run.result()["is_error"], false);
+    Ok(())
+}
+
+#[tokio::test]
+async fn retryable_errors_back_off_and_print_api_retry_lines() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let run = run(
+        Setup::new(vec![
+            Reply::status(529, "overloaded_error", "Overloaded").retry_after("0.01"),
+            Reply::status(500, "api_error", "Internal error"),
+            Reply::text("AFTER_RETRY_OK"),
+        ]),
+        &ws,
+        one("hello"),
+    )
+    .await?;
+    assert_eq!(run.outcome.terminal, Terminal::Completed);
+    assert_eq!(run.requests.len(), 3);
+    assert_eq!(
+        run.requests[0].body, run.requests[2].body,
+        "a retry resends the same request"
+    );
+    let retries = run.lines_of("system", Some("api_retry"));
+    let summary: Vec<(Value, Value, Value)> = retries
+        .iter()
+        .map(|l| {
+            (
+                l["attempt"].clone(),
+                l["error_status"].clone(),
+                l["error"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            (json!(1), json!(529), json!("overloaded")),
+            (json!(2), json!(500), json!("server_error"))
+        ]
+    );
+    assert_eq!(
+        retries[0]["retry_delay_ms"], 10.0,
+        "retry-after is honoured"
+    );
+    assert_eq!(retries[0]["max_retries"], 10);
+    assert!(
+        run.lines
+            .iter()
+            .all(|l| l["error"].is_null() || l["type"] == "system"),
+        "errors withheld"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_client_error_fails_at_once_as_api_error() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let run = run(
+        Setup::new(vec![
+            Reply::status(400, "invalid_request_error", "messages: bad things"),
+            Reply::text("never"),
+        ]),
+        &ws,
+        one("hello"),
+    )
+    .await?;
+    assert_eq!(run.requests.len(), 1);
+    assert_eq!(run.outcome.terminal, Terminal::ApiError);
+    let errors: Vec<&Value> = run
+        .lines
+        .iter()
+        .filter(|l| l["type"] == "assistant")
+        .collect();
+    assert_eq!(
+        errors[0]["message"]["content"][0]["text"],
+        "API Error: 400 messages: bad things"
+    );
+    assert_eq!(errors[0]["message"]["model"], "<synthetic>");
+    let result = run.result();
+    assert_eq!(
+        (
+            result["is_error"].clone(),
+            result["api_error_status"].clone(),
+            result["terminal_reason"].clone()
+        ),
+        (json!(true), json!(400), json!("api_error"))
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn exhausted_retries_end_as_api_error() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let mut setup = Setup::new(vec![Reply::status(503, "api_error", "unavailable"); 4]);
+    setup.max_retries = 2;
+    let run = run(setup, &ws, one("hello")).await?;
+    assert_eq!(run.requests.len(), 3, "the first attempt and two retries");
+    assert_eq!(run.lines_of("system", Some("api_retry")).len(), 2);
+    assert_eq!(run.outcome.terminal, Terminal::ApiError);
+    assert_eq!(run.result()["api_error_status"], 503);
+    Ok(())
+}
+
+#[tokio::test]
+async fn overload_switches_to_the_fallback_model() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let overloaded = Reply::status(529, "overloaded_error", "Overloaded");
+    let mut setup = Setup::new(vec![
+        overloaded.clone(),
+        overloaded.clone(),
+        overloaded,
+        Reply::text("from fallback"),
+    ]);
+    setup.fallback_models = vec!["claude-haiku-4-5".into()];
+    let run = run(setup, &ws, one("hello")).await?;
+    let models: Vec<&Value> = run.requests.iter().map(|r| &r.body["model"]).collect();
+    assert_eq!(
+        models,
+        vec![
+            "claude-sonnet-4-5",
+            "claude-sonnet-4-5",
+            "claude-sonnet-4-5",
+            "claude-haiku-4-5"
+        ]
+    );
+    assert_eq!(run.outcome.transitions, vec![Transition::ModelFallback]);
+    let fallback = run.lines_of("system", Some("model_fallback"));
+    assert_eq!(fallback.len(), 1);
+    assert_eq!(
+        (
+            fallback[0]["original_model"].clone(),
+            fallback[0]["fallback_model"].clone(),
+            fallback[0]["trigger"].clone()
+        ),
+        (
+            json!("claude-sonnet-4-5"),
+            json!("claude-haiku-4-5"),
+            json!("overloaded")
+        )
+    );
+    assert_eq!(run.result()["result"], "from fallback");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stream_cut_voids_the_partial_response_and_its_running_tools() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let late = ws.join("late-effect");
+    let late_s = late.to_string_lossy().into_owned();
+    let ws_s = ws.to_string_lossy().into_owned();
+    // The response streams a text block and a Probe call that would write a
+    // file after 1.5 s, then the connection breaks.
+    let mut steps: Vec<Step> = vec![Step::Event(json!({"type": "message_start", "message": {
+        "id": "msg_cut", "type": "message", "role": "assistant", "model": "m", "content": [],
+        "stop_reason": null, "usage": {"input_tokens": 5, "output_tokens": 1}}}))];
+    for (index, block) in [
+        Block::text("PARTIAL_TEXT"),
+        probe(
+            "toolu_cut",
+            json!([{"op": "sleep", "ms": 1500}, {"op": "create", "path": late_s}]),
+            json!([{"kind": "write-tree", "target": ws_s}]),
+            false,
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        steps.extend(
+            scripted_server::block_events(index, block)
+                .into_iter()
+                .map(Step::Event),
+        );
+    }
+    steps.push(Step::Pause(Duration::from_millis(100)));
+    steps.push(Step::Cut);
+    let run = run(
+        Setup::new(vec![Reply::Events(steps), Reply::text("after the cut")]),
+        &ws,
+        one("hello"),
+    )
+    .await?;
+    assert_eq!(run.outcome.terminal, Terminal::Completed);
+    assert_eq!(run.requests.len(), 2);
+    assert_eq!(
+        run.requests[0].body, run.requests[1].body,
+        "the voided response is not in the retry"
+    );
+    let tombstones = run.lines_of("system", Some("tombstone"));
+    assert_eq!(tombstones.len(), 1);
+    assert_eq!(tombstones[0]["message_id"], "msg_cut");
+    assert_eq!(tombstones[0]["tool_use_ids"], json!(["toolu_cut"]));
+    assert_eq!(run.lines_of("system", Some("api_retry")).len(), 1);
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert!(
+        !late.exists(),
+        "the voided response's tool was stopped before its effect"
+    );
+    Ok(())
+}
+
+// ---- terminals -------------------------------------------------------------
+
+#[tokio::test]
+async fn max_turns_counts_model_iterations_not_tools() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    std::fs::write(ws.join("a.txt"), "alpha")?;
+    let path = ws.join("a.txt").to_string_lossy().into_owned();
+    let mut setup = Setup::new(vec![
+        Reply::tool_uses(vec![
+            Block::tool_use("toolu_1", "Read", json!({"file_path": path})),
+            Block::tool_use("toolu_2", "Read", json!({"file_path": path})),
+        ]),
+        Reply::text("never"),
+    ]);
+    setup.max_turns = Some(1);
+    let run = run(setup, &ws, one("read twice")).await?;
+    assert_eq!(run.requests.len(), 1);
+    assert_eq!(
+        run.lines_of("user", None).len(),
+        2,
+        "both tools of the batch ran and printed"
+    );
+    assert_eq!(run.outcome.terminal, Terminal::MaxTurns);
+    let result = run.result();
+    assert_eq!(result["subtype"], "error_max_turns");
+    assert_eq!(result["num_turns"], 2);
+    assert_eq!(result["stop_reason"], "tool_use");
+    assert!(result.get("result").is_none());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_prompt_that_is_too_long_ends_as_prompt_too_long() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let run = run(
+        Setup::new(vec![Reply::status(
+            400,
+            "invalid_request_error",
+            "prompt is too long: 250000 tokens > 200000 maximum",
+        )]),
+        &ws,
+        one("hello"),
+    )
+    .await?;
+    assert_eq!(run.outcome.terminal, Terminal::PromptTooLong);
+    assert_eq!(run.result()["terminal_reason"], "prompt_too_long");
+    assert_eq!(run.result()["is_error"], true);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_broken_event_stream_ends_as_model_error_once_retries_are_spent() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let garbage = Reply::Events(vec![Step::Event(
+        json!({"type": "content_block_delta", "index": 0,
+        "delta": {"type": "text_delta", "text": "before any message_start"}}),
+    )]);
+    let mut setup = Setup::new(vec![garbage.clone(), garbage]);
+    setup.max_retries = 1;
+    let run = run(setup, &ws, one("hello")).await?;
+    assert_eq!(run.requests.len(), 2);
+    assert_eq!(run.outcome.terminal, Terminal::ModelError);
+    assert_eq!(run.result()["subtype"], "error_during_execution");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_budget_stops_the_run_before_the_next_request() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    std::fs::write(ws.join("a.txt"), "alpha")?;
+    let path = ws.join("a.txt").to_string_lossy().into_owned();
+    let mut setup = Setup::new(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Read",
+            json!({"file_path": path}),
+        )]),
+        Reply::text("never"),
+    ]);
+    setup.max_budget_usd = Some(0.0001);
+    let run = run(setup, &ws, one("hello")).await?;
+    assert_eq!(run.requests.len(), 1);
+    assert_eq!(run.outcome.terminal, Terminal::BudgetExhausted);
+    let result = run.result();
+    assert_eq!(result["subtype"], "error_max_budget_usd");
+    assert_eq!(
+        result["errors"],
+        json!(["Reached maximum budget ($0.0001)"])
+    );
+    // The tool call still gets a result: no tool_use is left unpaired.
+    let results = run.lines_of("user", None);
+    assert_eq!(results.len(), 1);
+    assert_eq!(
+        results[0]["message"]["content"][0]["tool_use_id"],
+        "toolu_1"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_abort_while_streaming_ends_as_aborted_streaming() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let setup = Setup::new(vec![
+        Reply::message(vec![Block::text("partial")], "end_turn")
+            .after_block(0, Step::Pause(Duration::from_secs(30))),
+    ]);
+    let abort = setup.abort.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        abort.cancel();
+    });
+    let run = run(setup, &ws, one("hello")).await?;
+    assert_eq!(run.outcome.terminal, Terminal::AbortedStreaming);
+    assert_eq!(run.result()["subtype"], "error_during_execution");
+    assert_eq!(run.result()["terminal_reason"], "aborted_streaming");
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_abort_while_tools_run_cancels_them_and_pairs_every_call() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let marker = ws.join("slow-done");
+    let ws_s = ws.to_string_lossy().into_owned();
+    let setup = Setup::new(vec![
+        Reply::tool_uses(vec![probe(
+            "toolu_slow",
+            json!([{"op": "sleep", "ms": 20000}, {"op": "create", "path": marker.to_string_lossy()}]),
+            json!([{"kind": "write-tree", "target": ws_s}]),
+            false,
+        )]),
+        Reply::text("never"),
+    ]);
+    let abort = setup.abort.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        abort.cancel();
+    });
+    let run = run(setup, &ws, one("hello")).await?;
+    assert_eq!(run.outcome.terminal, Terminal::AbortedTools);
+    assert_eq!(run.requests.len(), 1);
+    let results = run.lines_of("user", None);
+    assert_eq!(
+        results[0]["message"]["content"][0]["tool_use_id"],
+        "toolu_slow"
+    );
+    assert_eq!(results[0]["message"]["content"][0]["is_error"], true);
+    assert_eq!(
+        results[1]["isSynthetic"], true,
+        "the interruption is marked"
+    );
+    assert!(!marker.exists(), "the cancellable tool was stopped");
+    assert_eq!(run.result()["terminal_reason"], "aborted_tools");
+    Ok(())
+}
+
+// ---- streaming execution, concurrency, caching, queued input ---------------
+
+#[tokio::test]
+async fn a_tool_starts_before_message_stop() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let effect = ws.join("effect");
+    let ws_s = ws.to_string_lossy().into_owned();
+    let gate_path = effect.clone();
+    let reply = Reply::tool_uses(vec![probe(
+        "toolu_early",
+        json!([{"op": "create", "path": effect.to_string_lossy()}]),
+        json!([{"kind": "write-tree", "target": ws_s}]),
+        false,
+    )])
+    // The server holds the stream open after the block stops, until the
+    // tool's effect is visible (or 10 s pass).
+    .after_block(
+        0,
+        Step::WaitUntil {
+            gate: Arc::new(move || gate_path.exists()),
+            timeout: Duration::from_secs(10),
+            label: "tool effect before message_stop".into(),
+        },
+    );
+    let run = run(Setup::new(vec![reply, Reply::text("done")]), &ws, one("go")).await?;
+    assert_eq!(
+        run.server.gates(),
+        vec![("tool effect before message_stop".to_string(), true)]
+    );
+    assert_eq!(run.outcome.terminal, Terminal::Completed);
+    Ok(())
+}
+
+#[tokio::test]
+async fn safe_calls_overlap_and_an_unsafe_call_is_a_barrier() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let ws_s = ws.to_string_lossy().into_owned();
+    let f = |name: &str| ws.join(name).to_string_lossy().into_owned();
+    let needs = json!([{"kind": "write-tree", "target": ws_s}]);
+    // A waits for B to start: only possible if they overlap. C (unsafe)
+    // checks that A and B are done when it starts. D (safe, after C) checks
+    // that C is done when it starts.
+    let a = probe(
+        "toolu_a",
+        json!([{"op": "wait_for", "path": f("b-started"), "timeout_ms": 10000}, {"op": "create", "path": f("a-done")}]),
+        needs.clone(),
+        true,
+    );
+    let b = probe(
+        "toolu_b",
+        json!([{"op": "create", "path": f("b-started")}, {"op": "sleep", "ms": 200}, {"op": "create", "path": f("b-done")}]),
+        needs.clone(),
+        true,
+    );
+    let c = probe(
+        "toolu_c",
+        json!([{"op": "read", "path": f("a-done")}, {"op": "read", "path": f("b-done")}, {"op": "create", "path": f("c-done")}]),
+        needs.clone(),
+        false,
+    );
+    let d = probe(
+        "toolu_d",
+        json!([{"op": "read", "path": f("c-done")}]),
+        needs,
+        true,
+    );
+    let run = run(
+        Setup::new(vec![Reply::tool_uses(vec![a, b, c, d]), Reply::text("ok")]),
+        &ws,
+        one("go"),
+    )
+    .await?;
+    for id in ["toolu_a", "toolu_b", "toolu_c", "toolu_d"] {
+        let report = probe_report(&run, 1, id);
+        assert!(!report.is_empty(), "{id} has a result");
+        for step in &report {
+            assert_eq!(step["ok"], true, "{id}: {step}");
+        }
+    }
+    // All four results go back in one user message, paired by id.
+    let results = &run.messages(1)[2];
+    let mut ids: Vec<String> = results["content"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(|b| b["tool_use_id"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    assert_eq!(ids, vec!["toolu_a", "toolu_b", "toolu_c", "toolu_d"]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn each_request_shares_a_byte_identical_prefix_with_the_previous_one() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    std::fs::write(ws.join("a.txt"), "alpha")?;
+    let path = ws.join("a.txt").to_string_lossy().into_owned();
+    let read = |id: &str| {
+        Reply::tool_uses(vec![Block::tool_use(
+            id,
+            "Read",
+            json!({"file_path": path}),
+        )])
+    };
+    let run = run(
+        Setup::new(vec![read("toolu_1"), read("toolu_2"), Reply::text("done")]),
+        &ws,
+        one("go"),
+    )
+    .await?;
+    assert_eq!(run.requests.len(), 3);
+    let strip = |messages: &Value| -> Vec<String> {
+        messages
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|mut m| {
+                if let Some(blocks) = m["content"].as_array_mut() {
+                    for b in blocks {
+                        b.as_object_mut().map(|o| o.remove("cache_control"));
+                    }
+                }
+                m.to_string()
+            })
+            .collect()
+    };
+    for n in 1..run.requests.len() {
+        let (before, after) = (&run.requests[n - 1].body, &run.requests[n].body);
+        assert_eq!(before["system"].to_string(), after["system"].to_string());
+        assert_eq!(before["tools"].to_string(), after["tools"].to_string());
+        let (old, new) = (strip(&before["messages"]), strip(&after["messages"]));
+        assert_eq!(
+            old[..],
+            new[..old.len()],
+            "request {} extends request {n}",
+            n + 1
+        );
+        // The breakpoint is on the system prompt and the last block only.
+        assert_eq!(
+            after["system"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        let marked = after.to_string().matches("cache_control").count();
+        assert_eq!(marked, 2, "two breakpoints in request {}", n + 1);
+        let last = after["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .cloned()
+            .unwrap_or_default();
+        let last_block = last["content"]
+            .as_array()
+            .and_then(|c| c.last())
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(last_block["cache_control"], json!({"type": "ephemeral"}));
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn input_that_arrives_while_tools_run_joins_the_next_request() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let queue = support::queue();
+    queue.push(carapace::agent::QueuedInput {
+        uuid: "cmd-1".into(),
+        text: "FIRST_MESSAGE".into(),
+    });
+    let ws_s = ws.to_string_lossy().into_owned();
+    let later = queue.clone();
+    let run_fut = run(
+        Setup::new(vec![
+            Reply::tool_uses(vec![probe(
+                "toolu_slow",
+                json!([{"op": "sleep", "ms": 1500}]),
+                json!([{"kind": "read-tree", "target": ws_s}]),
+                false,
+            )]),
+            Reply::text("done with both"),
+            Reply::text("third message answered"),
+        ]),
+        &ws,
+        Prompts::Stream(queue.clone()),
+    );
+    let feeder = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        later.push(carapace::agent::QueuedInput {
+            uuid: "cmd-2".into(),
+            text: "QUEUED_MESSAGE".into(),
+        });
+        tokio::time::sleep(Duration::from_millis(4000)).await;
+        later.push(carapace::agent::QueuedInput {
+            uuid: "cmd-3".into(),
+            text: "THIRD_MESSAGE".into(),
+        });
+        later.close();
+    });
+    let run = run_fut.await?;
+    feeder.await?;
+    assert_eq!(run.requests.len(), 3);
+    let second = run.messages(1);
+    let joined = texts(&second[2]).join("");
+    assert_eq!(second[2]["content"][0]["tool_use_id"], "toolu_slow");
+    assert!(
+        joined.contains("QUEUED_MESSAGE"),
+        "queued input joins the tool results: {second}"
+    );
+    assert!(
+        run.messages(2).to_string().contains("THIRD_MESSAGE"),
+        "a later message runs its own turn"
+    );
+    let lifecycle: Vec<(String, String)> = run
+        .lines_of("system", Some("command_lifecycle"))
+        .iter()
+        .map(|l| {
+            (
+                l["command_uuid"].as_str().unwrap_or("").to_string(),
+                l["state"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let of = |uuid: &str| -> Vec<&str> {
+        lifecycle
+            .iter()
+            .filter(|(u, _)| u == uuid)
+            .map(|(_, s)| s.as_str())
+            .collect()
+    };
+    assert_eq!(of("cmd-1"), vec!["started", "completed"]);
+    assert_eq!(of("cmd-2"), vec!["started", "completed"]);
+    assert_eq!(of("cmd-3"), vec!["started", "completed"]);
+    assert_eq!(run.lines_of("result", None).len(), 2, "one result per turn");
+    Ok(())
+}

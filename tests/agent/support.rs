@@ -1,0 +1,257 @@
+//! The loop, wired as the CLI wires it (real sandbox, real tools, the
+//! Messages client against the scripted server, the stream-json printer),
+//! with the seams a test needs: Stop hook doubles, an abort token, an input
+//! queue, and the hostile `Probe` tool next to Read.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use carapace::agent::{
+    InputQueue, NoStopHooks, QueryConfig, QueryDeps, QueryOutcome, StopDecision, StopHookInput,
+    StopHooks, ToolPipeline,
+};
+use carapace::cli::print::{Prompts, run_print};
+use carapace::model::{AnthropicModel, RetryPolicy};
+use carapace::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
+use carapace::plugins::ToolRegistry;
+use carapace::policy::{Ceiling, PermissionMode, Policy};
+use carapace::sandbox::{CallLimits, FileAccess, Sandbox, SandboxConfig, ToolComponent};
+use futures::future::BoxFuture;
+use scripted_server::{RecordedRequest, Reply, ScriptedServer};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+pub type TestResult = Result<(), Box<dyn std::error::Error>>;
+pub type BoxError = Box<dyn std::error::Error>;
+
+/// What a test varies.
+pub struct Setup {
+    pub replies: Vec<Reply>,
+    pub model: String,
+    pub fallback_models: Vec<String>,
+    pub max_turns: Option<u32>,
+    pub max_retries: u32,
+    pub stop_hooks: Arc<dyn StopHooks>,
+    pub stop_hook_block_cap: u32,
+    pub max_budget_usd: Option<f64>,
+    pub abort: CancellationToken,
+}
+
+impl Setup {
+    pub fn new(replies: Vec<Reply>) -> Self {
+        Self {
+            replies,
+            model: "claude-sonnet-4-5".into(),
+            fallback_models: Vec::new(),
+            max_turns: None,
+            max_retries: 10,
+            stop_hooks: Arc::new(NoStopHooks),
+            stop_hook_block_cap: 8,
+            max_budget_usd: None,
+            abort: CancellationToken::new(),
+        }
+    }
+}
+
+/// What a run produced.
+pub struct Run {
+    pub outcome: QueryOutcome,
+    /// Every stdout line, parsed.
+    pub lines: Vec<Value>,
+    pub requests: Vec<RecordedRequest>,
+    pub server: ScriptedServer,
+}
+
+impl Run {
+    /// Lines of one `type` (and `subtype`, for system lines).
+    pub fn lines_of(&self, kind: &str, subtype: Option<&str>) -> Vec<&Value> {
+        self.lines
+            .iter()
+            .filter(|l| l["type"] == kind && subtype.is_none_or(|s| l["subtype"] == s))
+            .collect()
+    }
+
+    pub fn result(&self) -> &Value {
+        self.lines.last().unwrap_or(&Value::Null)
+    }
+
+    /// The messages of request `n` (0-based).
+    pub fn messages(&self, n: usize) -> &Value {
+        &self.requests[n].body["messages"]
+    }
+}
+
+/// A workspace directory (canonical path) for the run's files.
+pub fn workspace() -> Result<(tempfile::TempDir, PathBuf), BoxError> {
+    let dir = tempfile::tempdir()?;
+    let path = std::fs::canonicalize(dir.path())?;
+    Ok((dir, path))
+}
+
+/// Runs one prompt (or a message stream) through the loop.
+pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxError> {
+    let server = ScriptedServer::start(setup.replies)?;
+    let model = AnthropicModel::with_api_key(&server.url(), "test-key")?;
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("component-cache"),
+        ..SandboxConfig::default()
+    })?;
+    let mut registry = ToolRegistry::builtin(&sandbox).await?;
+    let probe_wasm =
+        std::fs::read(Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("escape_probe.wasm"))?;
+    let probe = ToolComponent::load(&sandbox, "escape-probe", &probe_wasm).await?;
+    registry.add(
+        probe,
+        Arc::new(Ceiling::none().with_files("/", FileAccess::Write)),
+    )?;
+    let tools = Arc::new(ToolPipeline::new(
+        registry,
+        Policy::new(PermissionMode::BypassPermissions, cwd),
+        CallLimits::default(),
+    ));
+    let out = SharedBuf::default();
+    let printer = SharedPrinter::new(Printer::new(
+        OutputFormat::StreamJson,
+        true,
+        out.clone(),
+        RunInfo {
+            session_id: "00000000-0000-4000-8000-000000000000".into(),
+            cwd: cwd.display().to_string(),
+            model: setup.model.clone(),
+            tools: vec!["Read".into(), "Probe".into()],
+            permission_mode: "bypassPermissions".into(),
+            api_key_source: "ANTHROPIC_API_KEY".into(),
+            started: Instant::now(),
+        },
+    ));
+    let config = QueryConfig {
+        model: setup.model,
+        fallback_models: setup.fallback_models,
+        system_prompt: "test system prompt".into(),
+        max_tokens: 1000,
+        max_turns: setup.max_turns,
+        retry: RetryPolicy {
+            max_retries: setup.max_retries,
+            base_delay: Duration::from_millis(5),
+            ..RetryPolicy::default()
+        },
+        stop_hook_block_cap: setup.stop_hook_block_cap,
+        max_budget_usd: setup.max_budget_usd,
+    };
+    let queue = match &prompts {
+        Prompts::Stream(queue) => Some(queue.clone()),
+        Prompts::One(_) => None,
+    };
+    let deps = QueryDeps {
+        model: &model,
+        tools,
+        stop_hooks: setup.stop_hooks.as_ref(),
+        input: queue.as_deref(),
+        abort: setup.abort,
+    };
+    let outcome = run_print(&deps, &config, printer, prompts)
+        .await
+        .ok_or("no turn ran")?;
+    let text = out.text();
+    let lines = text
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<Vec<Value>, _>>()
+        .map_err(|e| format!("stdout is not JSON lines ({e}):\n{text}"))?;
+    Ok(Run {
+        outcome,
+        lines,
+        requests: server.requests(),
+        server,
+    })
+}
+
+/// stdout captured in memory.
+#[derive(Clone, Default)]
+pub struct SharedBuf(Arc<Mutex<Vec<u8>>>);
+
+impl SharedBuf {
+    pub fn text(&self) -> String {
+        self.0
+            .lock()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+impl std::io::Write for SharedBuf {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut b) = self.0.lock() {
+            b.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A Stop hook double: answers from a script (the last answer repeats) and
+/// records what it was told.
+pub struct ScriptedStopHook {
+    answers: Vec<StopDecision>,
+    pub seen: Mutex<Vec<StopHookInput>>,
+}
+
+impl ScriptedStopHook {
+    pub fn new(answers: Vec<StopDecision>) -> Arc<Self> {
+        Arc::new(Self {
+            answers,
+            seen: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn seen(&self) -> Vec<StopHookInput> {
+        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+impl StopHooks for ScriptedStopHook {
+    fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision> {
+        let answer = {
+            let mut seen = match self.seen.lock() {
+                Ok(seen) => seen,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            seen.push(input);
+            let n = seen.len() - 1;
+            self.answers
+                .get(n)
+                .or(self.answers.last())
+                .cloned()
+                .unwrap_or(StopDecision::Allow)
+        };
+        Box::pin(async move { answer })
+    }
+}
+
+pub fn block(reason: &str) -> StopDecision {
+    StopDecision::Block {
+        reason: reason.into(),
+    }
+}
+
+/// The text of every block of a message, joined.
+pub fn texts(message: &Value) -> Vec<String> {
+    message["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn queue() -> Arc<InputQueue> {
+    Arc::new(InputQueue::new())
+}
