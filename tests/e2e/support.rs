@@ -1,5 +1,7 @@
 //! Running the `carapace` binary against the scripted server.
 
+#![allow(dead_code)] // each test binary uses a different part
+
 use scripted_server::ScriptedServer;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -201,12 +201,17 @@ struct Totals {
     api_duration: Duration,
     consumed_inputs: Vec<String>,
     started: Instant,
+    /// The query chain's depth: how many iterations came before this one.
+    depth: u32,
 }
 
 impl Totals {
+    /// A timing mark (printed with `--debug`), inside the query's span so it
+    /// carries the chain id.
     fn mark(&self, name: &str) {
         tracing::debug!(
             mark = name,
+            depth = self.depth,
             ms = self.started.elapsed().as_secs_f64() * 1e3,
             "timing"
         );
@@ -229,6 +234,7 @@ async fn run_loop(
         api_duration: Duration::ZERO,
         consumed_inputs: Vec::new(),
         started: Instant::now(),
+        depth: 0,
     };
     let mut model = config.model.clone();
     let mut fallbacks = config.fallback_models.iter();
@@ -237,9 +243,8 @@ async fn run_loop(
         if let Some(transition) = state.transition {
             totals.transitions.push(transition);
         }
-        let depth = state.turn_count - 1;
-        let iteration = tracing::debug_span!("iteration", depth, turn = state.turn_count);
-        let _entered = iteration.enter();
+        // The query chain's depth: how many iterations came before this one.
+        totals.depth = state.turn_count - 1;
         totals.mark("query_setup_start");
         if deps.abort.is_cancelled() {
             sink.emit(AgentEvent::SyntheticUser {

@@ -1,0 +1,285 @@
+//! The binary's own behaviour: signals, stream-json input, flags, exit codes.
+
+mod support;
+
+use scripted_server::{Block, Reply, ScriptedServer, Step};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use support::{TestResult, last_line, lines};
+
+fn spawn(
+    server: &ScriptedServer,
+    cwd: &std::path::Path,
+    args: &[&str],
+) -> std::io::Result<std::process::Child> {
+    support::carapace()
+        .current_dir(cwd)
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+}
+
+fn wait_for_requests(server: &ScriptedServer, n: usize) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.requests().len() < n {
+        if Instant::now() > deadline {
+            return Err(format!("fewer than {n} requests arrived"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+fn signal(child: &std::process::Child, name: &str) -> std::io::Result<()> {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(child.id().to_string())
+        .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other("kill failed"))
+    }
+}
+
+#[test]
+fn sigint_while_streaming_ends_cleanly_as_aborted_streaming() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let server = ScriptedServer::start(vec![
+        Reply::message(vec![Block::text("partial answer")], "end_turn")
+            .after_block(0, Step::Pause(Duration::from_secs(60))),
+    ])?;
+    let child = spawn(
+        &server,
+        ws.path(),
+        &["-p", "hello", "--output-format", "stream-json", "--verbose"],
+    )?;
+    wait_for_requests(&server, 1)?;
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, "INT")?;
+    let output = child.wait_with_output()?;
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8(output.stdout)?;
+    lines(&stdout)?; // nothing half-written: every line is whole JSON
+    let result = last_line(&stdout)?;
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["terminal_reason"], "aborted_streaming");
+    assert_eq!(result["subtype"], "error_during_execution");
+    assert_eq!(result["is_error"], true);
+    Ok(())
+}
+
+#[test]
+fn sigterm_while_a_tool_call_is_pending_pairs_it_and_exits_non_zero() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let wsp = std::fs::canonicalize(ws.path())?;
+    std::fs::write(wsp.join("a.txt"), "alpha")?;
+    // The tool call completes, then the stream stalls before message_stop.
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Read",
+            json!({"file_path": wsp.join("a.txt")}),
+        )])
+        .after_block(0, Step::Pause(Duration::from_secs(60))),
+    ])?;
+    let child = spawn(
+        &server,
+        &wsp,
+        &["-p", "hello", "--output-format", "stream-json", "--verbose"],
+    )?;
+    wait_for_requests(&server, 1)?;
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&child, "TERM")?;
+    let output = child.wait_with_output()?;
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8(output.stdout)?;
+    let all = lines(&stdout)?;
+    let results: Vec<&Value> = all
+        .iter()
+        .filter(|l| l["type"] == "user" && l["message"]["content"][0]["type"] == "tool_result")
+        .collect();
+    assert_eq!(
+        results.len(),
+        1,
+        "the outstanding tool_use has exactly one result"
+    );
+    assert_eq!(
+        results[0]["message"]["content"][0]["tool_use_id"],
+        "toolu_1"
+    );
+    assert_eq!(last_line(&stdout)?["terminal_reason"], "aborted_streaming");
+    Ok(())
+}
+
+#[test]
+fn stream_json_input_runs_a_turn_per_message_with_lifecycles() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let server = ScriptedServer::start(vec![Reply::text("answer one"), Reply::text("answer two")])?;
+    let mut child = spawn(
+        &server,
+        ws.path(),
+        &[
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ],
+    )?;
+    {
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        writeln!(
+            stdin,
+            r#"{{"type":"user","message":{{"role":"user","content":"FIRST"}},"uuid":"c1"}}"#
+        )?;
+        writeln!(stdin, "this line is not JSON")?;
+        writeln!(
+            stdin,
+            r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"text","text":"SECOND"}}]}},"uuid":"c2"}}"#
+        )?;
+    } // stdin closes: no more input
+    let output = child.wait_with_output()?;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("skipping an input line"));
+    let all = lines(&String::from_utf8(output.stdout)?)?;
+    let lifecycle: Vec<(String, String)> = all
+        .iter()
+        .filter(|l| l["subtype"] == "command_lifecycle")
+        .map(|l| {
+            (
+                l["command_uuid"].as_str().unwrap_or("").into(),
+                l["state"].as_str().unwrap_or("").into(),
+            )
+        })
+        .collect();
+    for uuid in ["c1", "c2"] {
+        let states: Vec<&str> = lifecycle
+            .iter()
+            .filter(|(u, _)| u == uuid)
+            .map(|(_, s)| s.as_str())
+            .collect();
+        assert_eq!(states, vec!["queued", "started", "completed"], "{uuid}");
+    }
+    let results: Vec<&Value> = all.iter().filter(|l| l["type"] == "result").collect();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[1]["result"], "answer two");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    // The second turn carries the first one's history.
+    let texts: Vec<String> = requests[1].body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(texts, vec!["FIRST", "answer one", "SECOND"]);
+    Ok(())
+}
+
+#[test]
+fn a_budget_needs_a_priced_model_and_ends_with_error_max_budget_usd() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let server = ScriptedServer::start(vec![Reply::text("costly"), Reply::text("never")])?;
+    let refused = spawn(
+        &server,
+        ws.path(),
+        &[
+            "-p",
+            "hi",
+            "--model",
+            "some-unknown-model",
+            "--max-budget-usd",
+            "1",
+        ],
+    )?
+    .wait_with_output()?;
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("no price is known"));
+    assert_eq!(server.requests().len(), 0);
+
+    let output = spawn(
+        &server,
+        ws.path(),
+        &[
+            "-p",
+            "hi",
+            "--output-format",
+            "json",
+            "--max-budget-usd",
+            "0.00001",
+        ],
+    )?
+    .wait_with_output()?;
+    assert_eq!(output.status.code(), Some(1));
+    let result: Value = serde_json::from_slice(&output.stdout)?;
+    assert_eq!(result["subtype"], "error_max_budget_usd");
+    assert_eq!(result["terminal_reason"], "budget_exhausted");
+    Ok(())
+}
+
+#[test]
+fn the_fallback_flag_takes_a_chain_of_models() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let server = ScriptedServer::start(vec![
+        Reply::status(404, "not_found_error", "model: nope"),
+        Reply::text("never"),
+    ])?;
+    // A 404 is not retryable and not a reason to fall back: it fails at once.
+    let output = spawn(
+        &server,
+        ws.path(),
+        &[
+            "-p",
+            "hi",
+            "--output-format",
+            "json",
+            "--model",
+            "nope",
+            "--fallback-model",
+            "a,b",
+        ],
+    )?
+    .wait_with_output()?;
+    assert_eq!(output.status.code(), Some(1));
+    let result: Value = serde_json::from_slice(&output.stdout)?;
+    assert_eq!(result["api_error_status"], 404);
+    assert_eq!(server.requests().len(), 1);
+    Ok(())
+}
+
+#[test]
+fn debug_prints_timing_marks_on_stderr() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let server = ScriptedServer::start(vec![Reply::text("ok")])?;
+    let output = spawn(&server, ws.path(), &["-p", "hi", "--debug"])?.wait_with_output()?;
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for mark in [
+        "query_setup_start",
+        "query_api_streaming_start",
+        "query_first_chunk_received",
+        "query_api_streaming_end",
+    ] {
+        assert!(stderr.contains(mark), "missing {mark} in:\n{stderr}");
+    }
+    assert!(
+        stderr.contains("chain_id"),
+        "marks carry the query chain id:\n{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "ok");
+    Ok(())
+}
