@@ -134,7 +134,7 @@ impl Model for StopClock {
                 |v: serde_json::Value| StreamEvent::parse("", &v.to_string()).ok().flatten();
             let mut events: Vec<StreamEvent> = Vec::new();
             events.extend(event(json!({"type": "message_start", "message": {"id": format!("m{n}"), "model": "bench", "usage": {"input_tokens": 1}}})));
-            let tool = n % 2 == 0;
+            let tool = n.is_multiple_of(2);
             if tool {
                 events.extend(event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": format!("t{n}"), "name": name, "input": {}}})));
                 events.extend(event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}})));
