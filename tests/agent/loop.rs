@@ -991,3 +991,53 @@ async fn input_that_arrives_while_tools_run_joins_the_next_request() -> TestResu
     assert_eq!(run.lines_of("result", None).len(), 2, "one result per turn");
     Ok(())
 }
+
+#[tokio::test]
+async fn an_aborted_turn_cancels_what_it_consumed_and_discards_what_waited() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let queue = support::queue();
+    queue.push(carapace::agent::QueuedInput {
+        uuid: "cmd-1".into(),
+        text: "FIRST".into(),
+    });
+    let ws_s = ws.to_string_lossy().into_owned();
+    let setup = Setup::new(vec![
+        Reply::tool_uses(vec![probe(
+            "toolu_slow",
+            json!([{"op": "sleep", "ms": 20000}]),
+            json!([{"kind": "read-tree", "target": ws_s}]),
+            false,
+        )]),
+        Reply::text("never"),
+    ]);
+    let abort = setup.abort.clone();
+    let feeder = {
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            queue.push(carapace::agent::QueuedInput {
+                uuid: "cmd-2".into(),
+                text: "WAITING".into(),
+            });
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            abort.cancel();
+        })
+    };
+    let run = run(setup, &ws, Prompts::Stream(queue)).await?;
+    feeder.await?;
+    assert_eq!(run.outcome.terminal, Terminal::AbortedTools);
+    let states = |uuid: &str| -> Vec<String> {
+        run.lines_of("system", Some("command_lifecycle"))
+            .iter()
+            .filter(|l| l["command_uuid"] == uuid)
+            .map(|l| l["state"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(states("cmd-1"), vec!["started", "cancelled"]);
+    assert_eq!(
+        states("cmd-2"),
+        vec!["discarded"],
+        "never consumed, never lost silently"
+    );
+    Ok(())
+}

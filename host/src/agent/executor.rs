@@ -34,16 +34,19 @@ struct Entry {
 
 pub struct ToolExecutor {
     runtime: Arc<dyn ToolRuntime>,
+    /// The query chain depth of the response, for the calls' spans.
+    depth: u32,
     entries: Vec<Entry>,
     done_tx: mpsc::UnboundedSender<(usize, ToolCallResult)>,
     done_rx: mpsc::UnboundedReceiver<(usize, ToolCallResult)>,
 }
 
 impl ToolExecutor {
-    pub fn new(runtime: Arc<dyn ToolRuntime>) -> Self {
+    pub fn new(runtime: Arc<dyn ToolRuntime>, depth: u32) -> Self {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         Self {
             runtime,
+            depth,
             entries: Vec::new(),
             done_tx,
             done_rx,
@@ -206,7 +209,7 @@ impl ToolExecutor {
         let id = call.id.clone();
         let runtime = self.runtime.clone();
         let done = self.done_tx.clone();
-        let span = tracing::debug_span!("tool", id = %id, name = %call.name);
+        let span = tracing::debug_span!("tool", depth = self.depth, id = %id, name = %call.name);
         let task = tokio::spawn(tracing::Instrument::instrument(
             async move {
                 let result = std::panic::AssertUnwindSafe(runtime.run(call, preparation))
@@ -319,7 +322,7 @@ mod tests {
         let runtime = Arc::new(Timed {
             log: Mutex::new(vec![]),
         });
-        let mut executor = ToolExecutor::new(runtime.clone());
+        let mut executor = ToolExecutor::new(runtime.clone(), 0);
         executor.add(call("a", "safe_read", 300)).await;
         executor.add(call("b", "safe_read", 100)).await;
         executor.add(call("c", "write", 50)).await;
@@ -345,7 +348,7 @@ mod tests {
         let runtime = Arc::new(Timed {
             log: Mutex::new(vec![]),
         });
-        let mut executor = ToolExecutor::new(runtime);
+        let mut executor = ToolExecutor::new(runtime, 0);
         executor.add(call("w", "write", 100)).await;
         executor.add(call("r", "safe_read", 1)).await;
         assert!(executor.take_deliverable().is_empty());
@@ -359,7 +362,7 @@ mod tests {
         let runtime = Arc::new(Timed {
             log: Mutex::new(vec![]),
         });
-        let mut executor = ToolExecutor::new(runtime.clone());
+        let mut executor = ToolExecutor::new(runtime.clone(), 0);
         executor.add(call("c", "safe_cancel", 10_000)).await;
         executor.add(call("b", "safe_block", 100)).await;
         executor.add(call("q", "write", 10)).await; // queued behind the safe pair
@@ -383,7 +386,7 @@ mod tests {
         let runtime = Arc::new(Timed {
             log: Mutex::new(vec![]),
         });
-        let mut executor = ToolExecutor::new(runtime);
+        let mut executor = ToolExecutor::new(runtime, 0);
         executor.add(call("a", "safe_read", 1)).await;
         executor.add(call("w", "write", 10_000)).await;
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -399,7 +402,7 @@ mod tests {
         let runtime = Arc::new(Timed {
             log: Mutex::new(vec![]),
         });
-        let mut executor = ToolExecutor::new(runtime.clone());
+        let mut executor = ToolExecutor::new(runtime.clone(), 0);
         executor.add(call("slow", "safe_read", 10_000)).await;
         tokio::time::sleep(Duration::from_millis(10)).await;
         drop(executor);

@@ -832,7 +832,7 @@ async fn stream_response(
     totals: &Totals,
 ) -> Streamed {
     let mut assembler = ResponseAssembler::new();
-    let mut executor = ToolExecutor::new(deps.tools.clone());
+    let mut executor = ToolExecutor::new(deps.tools.clone(), totals.depth);
     let mut delivered = Vec::new();
     let mut message_id = String::new();
     let mut message_model = String::new();
