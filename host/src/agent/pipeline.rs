@@ -7,12 +7,13 @@
 
 use super::tools::{PermissionDenial, Preparation, ToolCall, ToolCallResult, ToolRuntime};
 use crate::model::{ImageSource, ToolResultBlock, ToolResultContent, ToolSpec};
-use crate::plugins::ToolRegistry;
-use crate::policy::{Decision, Policy};
-use crate::sandbox::{CallLimits, ToolContent, ToolFailure, ToolOutput};
+use crate::plugins::{RegisteredTool, ToolRegistry};
+use crate::policy::{AuditEntry, AuditLog, Basis, Outcome, Policy, Verdict, protected_entries};
+use crate::sandbox::{CallLimits, Capability, Grant, ToolContent, ToolFailure, ToolOutput};
 use base64::Engine as _;
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// Longest excerpt of unparsable tool input quoted back to the model.
@@ -22,6 +23,16 @@ pub struct ToolPipeline {
     registry: ToolRegistry,
     policy: Policy,
     limits: CallLimits,
+    audit: AuditLog,
+    /// A tool that answers permission questions in print mode
+    /// (`--permission-prompt-tool`).
+    prompt_tool: Option<String>,
+}
+
+/// How an `Ask` was settled.
+enum AskAnswer {
+    Approved,
+    Refused(String),
 }
 
 impl ToolPipeline {
@@ -30,17 +41,51 @@ impl ToolPipeline {
             registry,
             policy,
             limits,
+            audit: AuditLog::disabled(),
+            prompt_tool: None,
         }
+    }
+
+    /// Records every permission decision in `audit`.
+    pub fn with_audit(mut self, audit: AuditLog) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    /// Asks `tool` (a loaded tool) whenever the policy would ask the user.
+    pub fn with_prompt_tool(mut self, tool: Option<String>) -> Self {
+        self.prompt_tool = tool;
+        self
     }
 
     pub fn registry(&self) -> &ToolRegistry {
         &self.registry
     }
 
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The tools offered to the model: every loaded tool that no bare deny
+    /// rule removes.
+    pub fn offered_names(&self) -> Vec<String> {
+        self.registry
+            .names()
+            .into_iter()
+            .filter(|name| self.policy.hidden_by(name).is_none())
+            .collect()
+    }
+
+    fn lookup(&self, name: &str) -> Option<&RegisteredTool> {
+        self.registry
+            .get(name)
+            .filter(|_| self.policy.hidden_by(name).is_none())
+    }
+
     async fn prepare_call(&self, call: &ToolCall) -> Preparation {
-        let Some(tool) = self.registry.get(&call.name) else {
+        let Some(tool) = self.lookup(&call.name) else {
             let mut message = format!("Error: No such tool available: {}", call.name);
-            if let Some(close) = closest_name(&call.name, &self.registry.names()) {
+            if let Some(close) = closest_name(&call.name, &self.offered_names()) {
                 message.push_str(&format!(". Did you mean {close}?"));
             }
             return Preparation::Failed(ToolCallResult::error(&call.id, message));
@@ -93,36 +138,66 @@ impl ToolPipeline {
             )),
         }
     }
+}
 
+impl ToolPipeline {
     async fn run_call(&self, call: ToolCall, preparation: Preparation) -> ToolCallResult {
         let plan = match preparation {
             Preparation::Failed(result) => return result,
             Preparation::Ready { plan, .. } => plan,
         };
-        let Some(tool) = self.registry.get(&call.name) else {
+        let Some(tool) = self.lookup(&call.name) else {
             return ToolCallResult::error(
                 &call.id,
                 format!("Error: No such tool available: {}", call.name),
             );
         };
-        let grant = match self.policy.decide(&call.name, &plan.needs, &tool.ceiling) {
-            Decision::Allow(grant) => grant,
-            Decision::Deny(message) => {
-                let mut result = ToolCallResult::error(&call.id, message);
-                result.denial = Some(PermissionDenial {
-                    tool_name: call.name.clone(),
-                    tool_use_id: call.id.clone(),
-                    tool_input: call.input.clone(),
-                });
-                return result;
+        let verdict = self.policy.decide(&call.name, &plan.needs, &tool.ceiling);
+        let (grant, decision) = match verdict.outcome {
+            Outcome::Allow(grant) => (grant, "allow"),
+            Outcome::Deny(message) => {
+                self.audit(&call, &plan.needs, &Grant::none(), "deny", &verdict.basis);
+                return denied(&call, message, verdict.basis);
             }
+            Outcome::Ask(question) => match self.ask(&call, &question).await {
+                AskAnswer::Refused(message) => {
+                    self.audit(
+                        &call,
+                        &plan.needs,
+                        &Grant::none(),
+                        "ask_refused",
+                        &verdict.basis,
+                    );
+                    return denied(&call, message, verdict.basis);
+                }
+                AskAnswer::Approved => {
+                    match self.policy.approve(&call.name, &plan.needs, &tool.ceiling) {
+                        Verdict {
+                            outcome: Outcome::Allow(grant),
+                            ..
+                        } => (grant, "ask_approved"),
+                        Verdict { outcome, basis } => {
+                            let message = match outcome {
+                                Outcome::Deny(m) | Outcome::Ask(m) => m,
+                                Outcome::Allow(_) => String::new(),
+                            };
+                            self.audit(&call, &plan.needs, &Grant::none(), "deny", &basis);
+                            return denied(&call, message, basis);
+                        }
+                    }
+                }
+            },
         };
+        self.audit(&call, &plan.needs, &grant, decision, &verdict.basis);
         tracing::debug!(tool = %call.name, id = %call.id, granted = ?grant.describe(), "calling tool");
-        match tool
+        let answer = tool
             .component
             .call(&call.name, &call.input.to_string(), &grant, &self.limits)
-            .await
-        {
+            .await;
+        if let Some(result) = self.sweep_protected(&call, &grant) {
+            return result;
+        }
+        match answer {
             Ok(Ok(output)) => to_result(&call.id, output),
             Ok(Err(ToolFailure::InvalidInput(message))) => {
                 ToolCallResult::error(&call.id, format!("InputValidationError: {message}"))
@@ -131,11 +206,149 @@ impl ToolPipeline {
             Err(e) => ToolCallResult::error(&call.id, format!("{} failed: {e}", call.name)),
         }
     }
+
+    /// Settles an `Ask` without a terminal: the permission prompt tool
+    /// answers if one is configured; otherwise the answer is no, with the
+    /// reason and what would allow it.
+    async fn ask(&self, call: &ToolCall, question: &str) -> AskAnswer {
+        let Some(prompt_tool) = &self.prompt_tool else {
+            return AskAnswer::Refused(format!(
+                "{question} carapace is running non-interactively and cannot ask, so the call was denied. \
+To allow it, add a permission rule (--allowedTools or settings), choose another --permission-mode, \
+or name a --permission-prompt-tool."
+            ));
+        };
+        let Some(prompter) = self.registry.get(prompt_tool) else {
+            return AskAnswer::Refused(format!(
+                "{question} The permission prompt tool `{prompt_tool}` is not loaded."
+            ));
+        };
+        let input = json!({"tool_name": call.name, "input": call.input, "tool_use_id": call.id, "question": question});
+        let answer = prompter
+            .component
+            .call(
+                prompt_tool,
+                &input.to_string(),
+                &Grant::none(),
+                &self.limits,
+            )
+            .await;
+        let text = match answer {
+            Ok(Ok(output)) => output
+                .content
+                .iter()
+                .filter_map(|c| match c {
+                    ToolContent::Text(t) => Some(t.as_str()),
+                    ToolContent::Image { .. } => None,
+                })
+                .collect::<String>(),
+            Ok(Err(failure)) => {
+                return AskAnswer::Refused(format!(
+                    "{question} The permission prompt tool failed: {failure:?}."
+                ));
+            }
+            Err(e) => {
+                return AskAnswer::Refused(format!(
+                    "{question} The permission prompt tool failed: {e}."
+                ));
+            }
+        };
+        match serde_json::from_str::<Value>(&text) {
+            Ok(v) if v["behavior"] == "allow" => AskAnswer::Approved,
+            Ok(v) if v["behavior"] == "deny" => AskAnswer::Refused(format!(
+                "{question} The permission prompt tool refused: {}",
+                v["message"].as_str().unwrap_or("no reason given")
+            )),
+            _ => AskAnswer::Refused(format!(
+                "{question} The permission prompt tool gave no usable answer (expected {{\"behavior\": \"allow\" or \"deny\"}})."
+            )),
+        }
+    }
+
+    /// After a call holding a write grant on a tree: a protected file that
+    /// appeared in the tree (none was there, or the grant would not have
+    /// been given) is removed, and the call reports it.
+    fn sweep_protected(&self, call: &ToolCall, grant: &Grant) -> Option<ToolCallResult> {
+        let (home, config_dir) = self.policy.protected_roots();
+        let mut removed = Vec::new();
+        for tree in grant.write_trees() {
+            let found = protected_entries(tree, &home, &config_dir, usize::MAX).unwrap_or_default();
+            for path in found {
+                let gone = if path.is_dir() && !path.is_symlink() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+                if let Err(e) = gone {
+                    tracing::error!(path = %path.display(), error = %e, "cannot remove a protected file a tool created");
+                }
+                removed.push(path.display().to_string());
+            }
+        }
+        (!removed.is_empty()).then(|| {
+            ToolCallResult::error(
+                &call.id,
+                format!(
+                    "{} created protected files ({}); carapace removed them. Writing them needs the user's explicit approval.",
+                    call.name,
+                    removed.join(", ")
+                ),
+            )
+        })
+    }
+
+    fn audit(
+        &self,
+        call: &ToolCall,
+        needs: &[Capability],
+        grant: &Grant,
+        decision: &'static str,
+        basis: &Basis,
+    ) {
+        self.audit.record(&AuditEntry {
+            time: AuditEntry::now(),
+            tool: call.name.clone(),
+            tool_use_id: call.id.clone(),
+            input_sha256: AuditEntry::digest(&call.input),
+            requested: needs.iter().map(describe_need).collect(),
+            granted: grant.describe(),
+            decision,
+            basis: basis.clone(),
+        });
+    }
+}
+
+fn describe_need(need: &Capability) -> String {
+    match need {
+        Capability::ReadFile(p) => format!("read {p}"),
+        Capability::WriteFile(p) => format!("write {p}"),
+        Capability::ReadTree(p) => format!("read tree {p}"),
+        Capability::WriteTree(p) => format!("write tree {p}"),
+        Capability::Http(h) => format!("http {h}"),
+        Capability::Env(n) => format!("env {n}"),
+    }
+}
+
+/// The `is_error` result of a denied call, naming what denied it.
+fn denied(call: &ToolCall, message: String, basis: Basis) -> ToolCallResult {
+    let mut result = ToolCallResult::error(&call.id, &message);
+    result.denial = Some(PermissionDenial {
+        tool_name: call.name.clone(),
+        tool_use_id: call.id.clone(),
+        tool_input: call.input.clone(),
+        reason: message,
+        basis: Some(basis),
+    });
+    result
 }
 
 impl ToolRuntime for ToolPipeline {
     fn specs(&self) -> Vec<ToolSpec> {
-        self.registry.specs()
+        self.registry
+            .specs()
+            .into_iter()
+            .filter(|spec| self.policy.hidden_by(&spec.name).is_none())
+            .collect()
     }
 
     fn prepare<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, Preparation> {

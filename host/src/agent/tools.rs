@@ -19,12 +19,17 @@ pub struct ToolCall {
     pub invalid_input: Option<InvalidToolInput>,
 }
 
-/// A permission the policy refused, as the result line lists it.
+/// A permission the policy refused, as the result line lists it (the reason
+/// and basis go to the `permission_denied` line, not the result).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PermissionDenial {
     pub tool_name: String,
     pub tool_use_id: String,
     pub tool_input: Value,
+    #[serde(skip)]
+    pub reason: String,
+    #[serde(skip)]
+    pub basis: Option<crate::policy::Basis>,
 }
 
 /// The `tool_result` of one call. Always paired with its call by

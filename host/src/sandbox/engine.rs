@@ -3,6 +3,7 @@
 use super::SandboxError;
 use super::cache::{CacheOutcome, ComponentCache};
 use super::grant::{Grant, StagedGrant};
+use super::http::HttpGate;
 use super::limits::{CallLimiter, CallLimits};
 use super::staging::StagingPool;
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// How the engine is set up; fixed for the process.
 #[derive(Debug, Clone)]
@@ -75,6 +77,10 @@ impl Sandbox {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| SandboxError::Prepare(format!("linking WASI: {e:#}")))?;
+        // Linked for every component so those that import it instantiate;
+        // each call's gate refuses every request its grant does not name.
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(|e| SandboxError::Prepare(format!("linking wasi:http: {e:#}")))?;
         super::tool::add_host_interfaces(&mut linker)?;
 
         let staging = StagingPool::new(&config.staging_parent).map_err(|e| {
@@ -135,6 +141,8 @@ impl SandboxInner {
             .map_err(|e| SandboxError::Prepare(e.to_string()))?;
         let state = HostState {
             wasi: wasi.build(),
+            http: WasiHttpCtx::new(),
+            gate: HttpGate::new(grant.http_hosts()),
             table: ResourceTable::new(),
             limiter: CallLimiter::new(limits.memory_bytes),
             plugin: plugin.into(),
@@ -153,9 +161,21 @@ const STDERR_CAPTURE_BYTES: usize = 16 << 10;
 /// The data of one call's store.
 pub(crate) struct HostState {
     wasi: WasiCtx,
+    http: WasiHttpCtx,
+    gate: HttpGate,
     table: ResourceTable,
     pub(crate) limiter: CallLimiter,
     pub(crate) plugin: Arc<str>,
+}
+
+impl WasiHttpView for HostState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.gate,
+        }
+    }
 }
 
 impl WasiView for HostState {

@@ -10,8 +10,15 @@
 //! language's ordinary file API at the path the model gave; the file's
 //! siblings do not exist for it. We chose staging over a host file resource
 //! so that guests in every language keep using plain WASI, unchanged.
+//!
+//! A write grant on one file stages its directory read-write: in-place
+//! writes reach the file through the hard link; a file the guest created or
+//! replaced under the granted name is committed to the real path after the
+//! call, atomically (write beside it, rename over it). Nothing else the guest
+//! puts in the staging directory ever leaves it.
 
 use super::staging::{StagingDir, StagingPool};
+use crate::policy::HostPattern;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
@@ -31,6 +38,7 @@ struct FileGrant {
     /// The host file behind it (differs from `guest` when the policy
     /// resolved a symlink).
     host: PathBuf,
+    access: FileAccess,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,9 +50,10 @@ struct TreeGrant {
 /// The capabilities granted to one call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Grant {
-    read_files: Vec<FileGrant>,
+    files: Vec<FileGrant>,
     trees: Vec<TreeGrant>,
     env: Vec<(String, String)>,
+    http_hosts: Vec<HostPattern>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -59,6 +68,8 @@ pub enum GrantError {
     Staging { path: PathBuf, reason: String },
     #[error("cannot open granted directory `{path}`: {reason}")]
     Preopen { path: PathBuf, reason: String },
+    #[error("cannot save `{path}` after the call: {reason}")]
+    Commit { path: PathBuf, reason: String },
 }
 
 impl Grant {
@@ -76,16 +87,44 @@ impl Grant {
     /// Read access to the host file `host`, shown to the guest at `guest`
     /// (used when the policy resolved a symlink and decided on its target).
     pub fn read_file_as(
-        mut self,
+        self,
         guest: impl Into<PathBuf>,
         host: impl Into<PathBuf>,
     ) -> Result<Self, GrantError> {
-        let guest = normal_absolute(guest.into())?;
-        let host = normal_absolute(host.into())?;
-        if guest.parent().is_none() {
+        self.file(guest.into(), host.into(), FileAccess::Read)
+    }
+
+    /// Create, overwrite or modify one file (and read it), at its own path.
+    pub fn write_file(self, path: impl Into<PathBuf>) -> Result<Self, GrantError> {
+        let path = path.into();
+        self.write_file_as(path.clone(), path)
+    }
+
+    /// Write access to the host file `host`, shown to the guest at `guest`.
+    pub fn write_file_as(
+        self,
+        guest: impl Into<PathBuf>,
+        host: impl Into<PathBuf>,
+    ) -> Result<Self, GrantError> {
+        self.file(guest.into(), host.into(), FileAccess::Write)
+    }
+
+    fn file(
+        mut self,
+        guest: PathBuf,
+        host: PathBuf,
+        access: FileAccess,
+    ) -> Result<Self, GrantError> {
+        let guest = normal_absolute(guest)?;
+        let host = normal_absolute(host)?;
+        if guest.parent().is_none() || guest.file_name().is_none() {
             return Err(GrantError::RootAsFile);
         }
-        self.read_files.push(FileGrant { guest, host });
+        self.files.push(FileGrant {
+            guest,
+            host,
+            access,
+        });
         Ok(self)
     }
 
@@ -106,38 +145,65 @@ impl Grant {
         self
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.read_files.is_empty() && self.trees.is_empty() && self.env.is_empty()
+    /// Outgoing HTTP to hosts matching `host`.
+    pub fn http_host(mut self, host: HostPattern) -> Self {
+        self.http_hosts.push(host);
+        self
     }
 
-    /// A short human description, for logs and `--debug`.
-    pub fn describe(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .read_files
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+            && self.trees.is_empty()
+            && self.env.is_empty()
+            && self.http_hosts.is_empty()
+    }
+
+    pub(crate) fn http_hosts(&self) -> &[HostPattern] {
+        &self.http_hosts
+    }
+
+    /// The write trees of this grant (checked again after the call).
+    pub fn write_trees(&self) -> impl Iterator<Item = &Path> {
+        self.trees
             .iter()
-            .map(|f| format!("read {}", f.guest.display()))
+            .filter(|t| t.access == FileAccess::Write)
+            .map(|t| t.path.as_path())
+    }
+
+    /// A short human description, for logs, the audit log and `--debug`.
+    pub fn describe(&self) -> Vec<String> {
+        let mode = |access: FileAccess| match access {
+            FileAccess::Read => "read",
+            FileAccess::Write => "write",
+        };
+        let mut out: Vec<String> = self
+            .files
+            .iter()
+            .map(|f| format!("{} {}", mode(f.access), f.guest.display()))
             .collect();
-        out.extend(self.trees.iter().map(|t| {
-            let mode = match t.access {
-                FileAccess::Read => "read",
-                FileAccess::Write => "write",
-            };
-            format!("{mode} tree {}", t.path.display())
-        }));
+        out.extend(
+            self.trees
+                .iter()
+                .map(|t| format!("{} tree {}", mode(t.access), t.path.display())),
+        );
         out.extend(self.env.iter().map(|(name, _)| format!("env {name}")));
+        out.extend(self.http_hosts.iter().map(|h| format!("http {h}")));
         out
     }
 
     /// Builds the call's filesystem view: staging directories for single
     /// files, preopens for trees, and applies them to `wasi`. The returned
-    /// [`StagedGrant`] must live until the call ends; dropping it removes the
-    /// staging directories (never the granted files).
+    /// [`StagedGrant`] must live until the call ends; dropping it empties the
+    /// staging directories (never touching the granted files).
     pub(crate) fn apply(
         &self,
         staging: &Arc<StagingPool>,
         wasi: &mut WasiCtxBuilder,
     ) -> Result<StagedGrant, GrantError> {
-        let mut staged = StagedGrant { dirs: Vec::new() };
+        let mut staged = StagedGrant {
+            dirs: Vec::new(),
+            writes: Vec::new(),
+        };
 
         for tree in &self.trees {
             let perms = match tree.access {
@@ -150,9 +216,13 @@ impl Grant {
         // One staging directory per parent directory, holding every granted
         // file of that directory.
         let mut by_parent: Vec<(PathBuf, Vec<&FileGrant>)> = Vec::new();
-        for file in &self.read_files {
-            if self.trees.iter().any(|t| file.guest.starts_with(&t.path)) {
-                continue; // already visible through a tree grant
+        for file in &self.files {
+            let covered = self
+                .trees
+                .iter()
+                .any(|t| file.guest.starts_with(&t.path) && t.access >= file.access);
+            if covered {
+                continue; // already reachable through a tree grant
             }
             let Some(parent) = file.guest.parent() else {
                 return Err(GrantError::RootAsFile);
@@ -167,12 +237,34 @@ impl Grant {
                 path: parent.clone(),
                 reason: format!("taking a staging directory: {e}"),
             })?;
+            let mut writable = false;
             for file in files {
-                if let Some(entry) = stage_file(file, dir.path())? {
-                    dir.record(entry);
+                let staged_entry = stage_file(file, dir.path())?;
+                if let Some(entry) = &staged_entry {
+                    dir.record(entry.clone());
+                }
+                if file.access == FileAccess::Write {
+                    writable = true;
+                    let Some(name) = file.guest.file_name() else {
+                        return Err(GrantError::RootAsFile);
+                    };
+                    let staged_path = dir.path().join(name);
+                    if staged_entry.is_none() {
+                        dir.record(staged_path.clone()); // what the guest may create
+                    }
+                    staged.writes.push(PendingWrite {
+                        original: file_identity(&file.host),
+                        staged: staged_path,
+                        host: file.host.clone(),
+                    });
                 }
             }
-            preopen(wasi, dir.path(), &parent, FsPerms::ReadOnly)?;
+            let perms = if writable {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            preopen(wasi, dir.path(), &parent, perms)?;
             staged.dirs.push(dir);
         }
 
@@ -183,12 +275,73 @@ impl Grant {
     }
 }
 
+/// A granted file's device and inode before the call, if it existed.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+struct PendingWrite {
+    original: Option<(u64, u64)>,
+    staged: PathBuf,
+    host: PathBuf,
+}
+
 /// The staging directories of one call; emptied when dropped.
 pub(crate) struct StagedGrant {
     dirs: Vec<StagingDir>,
+    writes: Vec<PendingWrite>,
 }
 
 impl StagedGrant {
+    /// After a call that returned normally: every granted file the guest
+    /// created or replaced is saved to its real path, atomically. A file
+    /// written in place (through the hard link) is already there. A staged
+    /// entry that is not a regular file (a directory, a symlink) is refused.
+    pub(crate) fn commit(&self) -> Result<Vec<PathBuf>, GrantError> {
+        use std::os::unix::fs::MetadataExt;
+        let mut saved = Vec::new();
+        for write in &self.writes {
+            let Ok(meta) = std::fs::symlink_metadata(&write.staged) else {
+                continue; // the guest did not create it (or removed it)
+            };
+            let error = |reason: String| GrantError::Commit {
+                path: write.host.clone(),
+                reason,
+            };
+            if !meta.file_type().is_file() {
+                return Err(error(
+                    "the tool left something other than a regular file".into(),
+                ));
+            }
+            if write.original == Some((meta.dev(), meta.ino())) {
+                continue; // written in place
+            }
+            let parent = write
+                .host
+                .parent()
+                .ok_or_else(|| error("no parent directory".into()))?;
+            std::fs::create_dir_all(parent).map_err(|e| error(e.to_string()))?;
+            let mut tmp = tempfile::Builder::new()
+                .prefix(".carapace-write-")
+                .tempfile_in(parent)
+                .map_err(|e| error(e.to_string()))?;
+            let mut source =
+                std::fs::File::open(&write.staged).map_err(|e| error(e.to_string()))?;
+            std::io::copy(&mut source, tmp.as_file_mut()).map_err(|e| error(e.to_string()))?;
+            if let Ok(old) = std::fs::metadata(&write.host) {
+                let _ = tmp.as_file().set_permissions(old.permissions());
+            }
+            tmp.as_file().sync_all().map_err(|e| error(e.to_string()))?;
+            tmp.persist(&write.host)
+                .map_err(|e| error(e.error.to_string()))?;
+            saved.push(write.host.clone());
+        }
+        Ok(saved)
+    }
+
     #[cfg(test)]
     pub(crate) fn staging_dirs(&self) -> Vec<PathBuf> {
         self.dirs.iter().map(|d| d.path().to_path_buf()).collect()
@@ -291,10 +444,9 @@ mod tests {
         let staged = grant.apply(&pool, &mut wasi)?;
         let dirs = staged.staging_dirs();
         assert_eq!(dirs.len(), 1);
-        let mut names: Vec<_> = std::fs::read_dir(&dirs[0])?
+        let names: Vec<_> = std::fs::read_dir(&dirs[0])?
             .map(|e| e.map(|e| e.file_name()))
             .collect::<Result<_, _>>()?;
-        names.sort();
         assert_eq!(names, vec![std::ffi::OsString::from("granted.txt")]);
         assert_eq!(std::fs::read_to_string(dirs[0].join("granted.txt"))?, "yes");
         drop(staged);
@@ -315,6 +467,30 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(work.path().join("granted.txt"))?,
             "yes"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_replaced_or_created_file_is_committed_atomically_and_nothing_else()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let work = tempfile::tempdir()?;
+        let staging_root = tempfile::tempdir()?;
+        let pool = StagingPool::new(staging_root.path())?;
+        let target = work.path().join("new.txt");
+        let staged = Grant::none()
+            .write_file(&target)?
+            .apply(&pool, &mut WasiCtxBuilder::new())?;
+        let dir = staged.staging_dirs()[0].clone();
+        std::fs::write(dir.join("new.txt"), "created")?;
+        std::fs::write(dir.join("smuggled.txt"), "not granted")?;
+        assert_eq!(staged.commit()?, vec![target.clone()]);
+        drop(staged);
+        assert_eq!(std::fs::read_to_string(&target)?, "created");
+        assert!(!work.path().join("smuggled.txt").exists());
+        assert!(
+            !dir.exists() || std::fs::read_dir(&dir)?.count() == 0,
+            "staging left clean"
         );
         Ok(())
     }

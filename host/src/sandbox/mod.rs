@@ -14,6 +14,7 @@
 mod cache;
 mod engine;
 mod grant;
+mod http;
 mod limits;
 mod staging;
 mod tool;
@@ -52,6 +53,8 @@ pub enum SandboxError {
     OutputTooLarge { size: usize, limit: usize },
     #[error("component cache: {0}")]
     Cache(String),
+    #[error("{0}")]
+    Commit(String),
 }
 
 fn stderr_suffix(stderr: &str) -> String {

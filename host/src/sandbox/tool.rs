@@ -269,7 +269,16 @@ impl ToolComponent {
             f(&bindings, &mut store).await.map_err(|e| (false, e))
         })
         .await;
+        // Files the guest created under a write grant are saved only when the
+        // call returned normally: a trap or a timeout leaves them unsaved.
+        let committed = match &outcome {
+            Ok(Ok(_)) => staged
+                .commit()
+                .map_err(|e| SandboxError::Commit(e.to_string())),
+            _ => Ok(Vec::new()),
+        };
         drop(staged);
+        committed?;
         let refused_memory = store.data().limiter.refused_growth();
         tracing::trace!(plugin = %self.name, elapsed_us = started.elapsed().as_micros() as u64, "sandboxed call");
         match outcome {

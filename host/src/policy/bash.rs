@@ -1,0 +1,490 @@
+//! What a Bash command line would run, for the permission rules.
+//!
+//! The line is parsed with `brush-parser` (a bash grammar) into the simple
+//! commands it runs: every part of `&&`, `||`, `;`, `|`, `&`, subshells and
+//! brace groups, and the commands inside `$(…)`, backticks and `<(…)`. Words
+//! are unquoted (`r''m` is `rm`); a word that depends on an expansion is
+//! marked dynamic. Anything the analysis does not follow — loops,
+//! conditionals, functions, a command name that is itself an expansion, a
+//! line that does not parse, too many parts — makes the line opaque: no allow
+//! rule matches an opaque line and every deny or ask rule does. The analysis
+//! falls back to deny, never to allow.
+
+use brush_parser::ast;
+use brush_parser::word::{WordPiece, WordPieceWithSource};
+
+/// More simple commands than this in one line make it opaque.
+const MAX_COMMANDS: usize = 256;
+/// Deeper nesting (substitutions inside substitutions…) makes it opaque.
+const MAX_DEPTH: usize = 8;
+
+/// One word of a command as the analysis sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WordText {
+    Literal(String),
+    /// Its value depends on an expansion or a substitution.
+    Dynamic,
+}
+
+/// One simple command: its words in order (assignments first, redirections
+/// left out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimpleCommand {
+    pub words: Vec<WordText>,
+}
+
+impl SimpleCommand {
+    /// The literal words before the first dynamic one, and whether the
+    /// command is wholly literal.
+    fn literal_prefix(&self) -> (String, bool) {
+        let mut parts = Vec::new();
+        for word in &self.words {
+            match word {
+                WordText::Literal(text) => parts.push(text.as_str()),
+                WordText::Dynamic => return (parts.join(" "), false),
+            }
+        }
+        (parts.join(" "), true)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Analysis {
+    Commands(Vec<SimpleCommand>),
+    Opaque { reason: String },
+}
+
+impl Analysis {
+    pub fn describe(&self) -> String {
+        match self {
+            Analysis::Commands(commands) => format!("{} command(s)", commands.len()),
+            Analysis::Opaque { reason } => format!("not analysable: {reason}"),
+        }
+    }
+}
+
+/// Analyses a command line.
+pub fn analyse(line: &str) -> Analysis {
+    let mut out = Vec::new();
+    match walk_line(line, 0, &mut out) {
+        Ok(()) if out.is_empty() => Analysis::Opaque {
+            reason: "no command".into(),
+        },
+        Ok(()) => Analysis::Commands(out),
+        Err(reason) => Analysis::Opaque { reason },
+    }
+}
+
+type Walk = Result<(), String>;
+
+fn walk_line(line: &str, depth: usize, out: &mut Vec<SimpleCommand>) -> Walk {
+    if depth > MAX_DEPTH {
+        return Err("nested too deeply".into());
+    }
+    let options = brush_parser::ParserOptions::default();
+    let mut parser = brush_parser::Parser::new(std::io::Cursor::new(line), &options);
+    let program = parser
+        .parse_program()
+        .map_err(|e| format!("does not parse: {e}"))?;
+    for list in &program.complete_commands {
+        walk_list(list, depth, out)?;
+    }
+    Ok(())
+}
+
+fn walk_list(list: &ast::CompoundList, depth: usize, out: &mut Vec<SimpleCommand>) -> Walk {
+    for ast::CompoundListItem(and_or, _separator) in &list.0 {
+        walk_pipeline(&and_or.first, depth, out)?;
+        for next in &and_or.additional {
+            match next {
+                ast::AndOr::And(pipeline) | ast::AndOr::Or(pipeline) => {
+                    walk_pipeline(pipeline, depth, out)?
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn walk_pipeline(pipeline: &ast::Pipeline, depth: usize, out: &mut Vec<SimpleCommand>) -> Walk {
+    for command in &pipeline.seq {
+        match command {
+            ast::Command::Simple(simple) => walk_simple(simple, depth, out)?,
+            ast::Command::Compound(ast::CompoundCommand::BraceGroup(group), redirects) => {
+                walk_list(&group.list, depth, out)?;
+                walk_redirects(redirects.as_ref(), depth, out)?;
+            }
+            ast::Command::Compound(ast::CompoundCommand::Subshell(subshell), redirects) => {
+                walk_list(&subshell.list, depth, out)?;
+                walk_redirects(redirects.as_ref(), depth, out)?;
+            }
+            ast::Command::Compound(other, _) => {
+                return Err(format!("a compound command ({})", compound_name(other)));
+            }
+            ast::Command::Function(_) => return Err("a function definition".into()),
+            ast::Command::ExtendedTest(..) => return Err("a [[ … ]] test".into()),
+        }
+        if out.len() > MAX_COMMANDS {
+            return Err(format!("more than {MAX_COMMANDS} commands"));
+        }
+    }
+    Ok(())
+}
+
+fn compound_name(command: &ast::CompoundCommand) -> &'static str {
+    match command {
+        ast::CompoundCommand::Arithmetic(_) => "arithmetic",
+        ast::CompoundCommand::ArithmeticForClause(_) | ast::CompoundCommand::ForClause(_) => {
+            "for loop"
+        }
+        ast::CompoundCommand::BraceGroup(_) => "brace group",
+        ast::CompoundCommand::Subshell(_) => "subshell",
+        ast::CompoundCommand::CaseClause(_) => "case",
+        ast::CompoundCommand::IfClause(_) => "if",
+        ast::CompoundCommand::WhileClause(_) => "while loop",
+        ast::CompoundCommand::UntilClause(_) => "until loop",
+        ast::CompoundCommand::Coprocess(_) => "coprocess",
+    }
+}
+
+fn walk_redirects(
+    redirects: Option<&ast::RedirectList>,
+    depth: usize,
+    out: &mut Vec<SimpleCommand>,
+) -> Walk {
+    let Some(list) = redirects else { return Ok(()) };
+    for redirect in &list.0 {
+        walk_redirect(redirect, depth, out)?;
+    }
+    Ok(())
+}
+
+fn walk_redirect(redirect: &ast::IoRedirect, depth: usize, out: &mut Vec<SimpleCommand>) -> Walk {
+    match redirect {
+        ast::IoRedirect::File(_, _, ast::IoFileRedirectTarget::Filename(word)) => {
+            word_text(&word.value, depth, out).map(|_| ())
+        }
+        ast::IoRedirect::File(
+            _,
+            _,
+            ast::IoFileRedirectTarget::ProcessSubstitution(_, subshell),
+        ) => walk_list(&subshell.list, depth + 1, out),
+        ast::IoRedirect::File(_, _, ast::IoFileRedirectTarget::Duplicate(word)) => {
+            word_text(&word.value, depth, out).map(|_| ())
+        }
+        ast::IoRedirect::File(_, _, ast::IoFileRedirectTarget::Fd(_)) => Ok(()),
+        ast::IoRedirect::HereString(_, word) => word_text(&word.value, depth, out).map(|_| ()),
+        ast::IoRedirect::HereDocument(..) => Err("a here-document".into()),
+        ast::IoRedirect::OutputAndError(word, _) => word_text(&word.value, depth, out).map(|_| ()),
+    }
+}
+
+fn walk_simple(simple: &ast::SimpleCommand, depth: usize, out: &mut Vec<SimpleCommand>) -> Walk {
+    let mut words = Vec::new();
+    let mut items: Vec<&ast::CommandPrefixOrSuffixItem> = Vec::new();
+    if let Some(prefix) = &simple.prefix {
+        items.extend(prefix.0.iter());
+    }
+    let mut name_index = None;
+    for item in &items {
+        walk_item(item, depth, out, &mut words)?;
+    }
+    if let Some(name) = &simple.word_or_name {
+        name_index = Some(words.len());
+        words.push(word_text(&name.value, depth, out)?);
+    }
+    if let Some(suffix) = &simple.suffix {
+        for item in &suffix.0 {
+            walk_item(item, depth, out, &mut words)?;
+        }
+    }
+    if let Some(index) = name_index
+        && words[index] == WordText::Dynamic
+    {
+        return Err("the command name is an expansion".into());
+    }
+    if !words.is_empty() {
+        out.push(SimpleCommand { words });
+    }
+    Ok(())
+}
+
+fn walk_item(
+    item: &ast::CommandPrefixOrSuffixItem,
+    depth: usize,
+    out: &mut Vec<SimpleCommand>,
+    words: &mut Vec<WordText>,
+) -> Walk {
+    match item {
+        ast::CommandPrefixOrSuffixItem::Word(word) => {
+            words.push(word_text(&word.value, depth, out)?)
+        }
+        ast::CommandPrefixOrSuffixItem::AssignmentWord(_, word) => {
+            words.push(word_text(&word.value, depth, out)?)
+        }
+        ast::CommandPrefixOrSuffixItem::IoRedirect(redirect) => {
+            walk_redirect(redirect, depth, out)?
+        }
+        ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, subshell) => {
+            walk_list(&subshell.list, depth + 1, out)?;
+            words.push(WordText::Dynamic);
+        }
+    }
+    Ok(())
+}
+
+/// A word unquoted; substitutions inside it are analysed as commands of
+/// their own and make the word dynamic.
+fn word_text(raw: &str, depth: usize, out: &mut Vec<SimpleCommand>) -> Result<WordText, String> {
+    let options = brush_parser::ParserOptions::default();
+    let pieces = brush_parser::word::parse(raw, &options)
+        .map_err(|e| format!("a word does not parse: {e}"))?;
+    let mut text = String::new();
+    let mut dynamic = false;
+    collect_pieces(&pieces, depth, out, &mut text, &mut dynamic)?;
+    Ok(if dynamic {
+        WordText::Dynamic
+    } else {
+        WordText::Literal(text)
+    })
+}
+
+fn collect_pieces(
+    pieces: &[WordPieceWithSource],
+    depth: usize,
+    out: &mut Vec<SimpleCommand>,
+    text: &mut String,
+    dynamic: &mut bool,
+) -> Walk {
+    for piece in pieces {
+        match &piece.piece {
+            WordPiece::Text(t) | WordPiece::SingleQuotedText(t) | WordPiece::AnsiCQuotedText(t) => {
+                text.push_str(t)
+            }
+            WordPiece::EscapeSequence(e) => text.push_str(e.trim_start_matches('\\')),
+            WordPiece::DoubleQuotedSequence(inner)
+            | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                collect_pieces(inner, depth, out, text, dynamic)?
+            }
+            WordPiece::CommandSubstitution(command)
+            | WordPiece::BackquotedCommandSubstitution(command) => {
+                walk_line(command, depth + 1, out)?;
+                *dynamic = true;
+            }
+            WordPiece::TildeExpansion(_)
+            | WordPiece::ParameterExpansion(_)
+            | WordPiece::ArithmeticExpression(_) => *dynamic = true,
+        }
+    }
+    Ok(())
+}
+
+/// A Bash rule's specifier: `cmd` exactly, `cmd:*` (the command and any
+/// arguments after it), or a pattern with `*` wildcards.
+#[derive(Debug, Clone)]
+pub struct CommandPattern {
+    pub written: String,
+    kind: PatternKind,
+}
+
+#[derive(Debug, Clone)]
+enum PatternKind {
+    Exact(String),
+    Prefix(String),
+    Wildcard(regex::Regex),
+}
+
+impl CommandPattern {
+    pub fn parse(spec: &str) -> Result<Self, String> {
+        let normal = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let kind = if let Some(prefix) = spec.strip_suffix(":*") {
+            let prefix = normal(prefix);
+            if prefix.is_empty() {
+                return Err("`:*` needs a command before it".into());
+            }
+            PatternKind::Prefix(prefix)
+        } else if spec.contains('*') {
+            let pattern = normal(spec)
+                .split('*')
+                .map(regex::escape)
+                .collect::<Vec<_>>()
+                .join(".*");
+            PatternKind::Wildcard(
+                regex::Regex::new(&format!("^{pattern}$")).map_err(|e| e.to_string())?,
+            )
+        } else {
+            PatternKind::Exact(normal(spec))
+        };
+        Ok(Self {
+            written: spec.into(),
+            kind,
+        })
+    }
+
+    /// Whether this pattern allows `command`: only wholly known text can be
+    /// allowed, except that a `cmd:*` prefix allows any arguments after it.
+    fn allows_one(&self, command: &SimpleCommand) -> bool {
+        let (literal, whole) = command.literal_prefix();
+        match &self.kind {
+            PatternKind::Exact(exact) => whole && literal == *exact,
+            PatternKind::Prefix(prefix) => starts_with_words(&literal, prefix),
+            PatternKind::Wildcard(regex) => whole && regex.is_match(&literal),
+        }
+    }
+
+    /// Whether `command` could be what this pattern names: a dynamic word
+    /// could be anything, so it is caught when its known part fits.
+    fn catches_one(&self, command: &SimpleCommand) -> bool {
+        let (literal, whole) = command.literal_prefix();
+        match &self.kind {
+            PatternKind::Exact(exact) => {
+                if whole {
+                    literal == *exact
+                } else {
+                    exact.starts_with(&literal)
+                }
+            }
+            PatternKind::Prefix(prefix) => {
+                starts_with_words(&literal, prefix) || (!whole && prefix.starts_with(&literal))
+            }
+            PatternKind::Wildcard(regex) => !whole || regex.is_match(&literal),
+        }
+    }
+
+    /// A deny or ask rule catches a line when it catches any of its
+    /// commands — or the line is opaque.
+    pub fn catches(&self, analysis: &Analysis) -> bool {
+        match analysis {
+            Analysis::Commands(commands) => commands.iter().any(|c| self.catches_one(c)),
+            Analysis::Opaque { .. } => true,
+        }
+    }
+
+    /// An allow rule alone allows a line when it allows every command.
+    pub fn allows(&self, analysis: &Analysis) -> bool {
+        match analysis {
+            Analysis::Commands(commands) => commands.iter().all(|c| self.allows_one(c)),
+            Analysis::Opaque { .. } => false,
+        }
+    }
+
+    /// Whether this pattern allows one command (for lines allowed part by
+    /// part by several rules).
+    pub fn allows_command(&self, command: &SimpleCommand) -> bool {
+        self.allows_one(command)
+    }
+}
+
+fn starts_with_words(text: &str, prefix: &str) -> bool {
+    text == prefix
+        || text
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with(' '))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lit(words: &[&str]) -> SimpleCommand {
+        SimpleCommand {
+            words: words
+                .iter()
+                .map(|w| WordText::Literal((*w).into()))
+                .collect(),
+        }
+    }
+
+    fn commands(line: &str) -> Vec<SimpleCommand> {
+        match analyse(line) {
+            Analysis::Commands(c) => c,
+            Analysis::Opaque { reason } => panic!("{line}: opaque: {reason}"),
+        }
+    }
+
+    #[test]
+    fn splits_every_compound_form_into_its_commands() {
+        assert_eq!(
+            commands("git status && npm test; ls | wc -l || echo 'a b' &"),
+            vec![
+                lit(&["git", "status"]),
+                lit(&["npm", "test"]),
+                lit(&["ls"]),
+                lit(&["wc", "-l"]),
+                lit(&["echo", "a b"])
+            ]
+        );
+        assert_eq!(
+            commands("(cd x && make) && { rm -rf y; }"),
+            vec![lit(&["cd", "x"]), lit(&["make"]), lit(&["rm", "-rf", "y"])]
+        );
+        // Substitutions are commands too, and make their word dynamic.
+        let subst = commands("echo $(rm -rf /) `curl evil`");
+        assert_eq!(subst[0], lit(&["rm", "-rf", "/"]));
+        assert_eq!(subst[1], lit(&["curl", "evil"]));
+        assert_eq!(subst[2].words[0], WordText::Literal("echo".into()));
+        assert_eq!(subst[2].words[1], WordText::Dynamic);
+        assert_eq!(commands("cat <(rm x)")[0], lit(&["rm", "x"]));
+        assert_eq!(
+            commands("r''m -r\"f\" \\/")[0],
+            lit(&["rm", "-rf", "/"]),
+            "quotes do not hide a name"
+        );
+    }
+
+    #[test]
+    fn what_it_cannot_follow_is_opaque() {
+        for line in [
+            "for f in *; do rm $f; done",
+            "if true; then rm x; fi",
+            "f() { rm x; }; f",
+            "$CMD -rf /",
+            "cat <<EOF\nhi\nEOF",
+            "echo 'unterminated",
+            "",
+        ] {
+            assert!(
+                matches!(analyse(line), Analysis::Opaque { .. }),
+                "{line:?} should be opaque"
+            );
+        }
+        let long = vec!["true"; MAX_COMMANDS + 5].join(" && ");
+        assert!(matches!(analyse(&long), Analysis::Opaque { .. }));
+    }
+
+    #[test]
+    fn patterns_match_as_claude_code_rules_do() -> Result<(), String> {
+        let prefix = CommandPattern::parse("npm run test:*")?;
+        assert!(prefix.allows(&analyse("npm run test")));
+        assert!(prefix.allows(&analyse("npm run test -- --watch")));
+        assert!(!prefix.allows(&analyse("npm run testx")));
+        assert!(
+            !prefix.allows(&analyse("npm run test && rm -rf /")),
+            "every part must match"
+        );
+        let wild = CommandPattern::parse("git * main")?;
+        assert!(wild.allows(&analyse("git push origin main")));
+        assert!(!wild.allows(&analyse("git push origin dev")));
+        let exact = CommandPattern::parse("ls")?;
+        assert!(exact.allows(&analyse("ls")));
+        assert!(!exact.allows(&analyse("ls -la")));
+
+        let deny = CommandPattern::parse("rm:*")?;
+        for line in [
+            "rm -rf /",
+            "ls && rm x",
+            "ls; rm x",
+            "ls | rm x",
+            "echo $(rm x)",
+            "for f in a; do echo; done",
+            "\\rm x",
+            "'rm' x",
+        ] {
+            assert!(deny.catches(&analyse(line)), "{line:?} must be caught");
+        }
+        assert!(!deny.catches(&analyse("ls -la")));
+        // A dynamic argument can be anything: an exact deny still catches it.
+        assert!(CommandPattern::parse("git push")?.catches(&analyse("git $VERB")));
+        Ok(())
+    }
+}

@@ -1,0 +1,645 @@
+//! Permission rules in Claude Code's syntax, parsed once into typed values:
+//! `Tool` and `Tool(specifier)`, where the specifier's meaning depends on the
+//! tool family — gitignore-style paths for Read/Edit (four anchors), command
+//! patterns for Bash, `domain:` for WebFetch. Matching never re-parses text.
+
+use super::bash::{Analysis, CommandPattern};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use std::path::{Path, PathBuf};
+
+/// Where a rule came from; named in denials and in the audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleSource {
+    pub kind: SourceKind,
+    /// The settings file, when the rule came from one.
+    pub file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    Managed,
+    CliSettings,
+    CliFlag,
+    Local,
+    Project,
+    User,
+}
+
+impl RuleSource {
+    pub fn describe(&self) -> String {
+        match &self.file {
+            Some(file) => file.display().to_string(),
+            None => match self.kind {
+                SourceKind::CliFlag => "the command line".into(),
+                SourceKind::CliSettings => "--settings".into(),
+                other => format!("{other:?} settings").to_lowercase(),
+            },
+        }
+    }
+}
+
+/// What a rule says when it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleKind {
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// Which tool names a rule covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolMatcher {
+    Exact(String),
+    /// `mcp__server` or `mcp__server__*`: every tool of one MCP server.
+    McpServer(String),
+}
+
+impl ToolMatcher {
+    pub fn matches(&self, tool: &str) -> bool {
+        match self {
+            ToolMatcher::Exact(name) => name == tool,
+            ToolMatcher::McpServer(server) => tool
+                .strip_prefix("mcp__")
+                .and_then(|rest| rest.strip_prefix(server.as_str()))
+                .is_some_and(|rest| rest.starts_with("__")),
+        }
+    }
+}
+
+/// The tool families whose specifiers have a meaning the policy knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// Read, Glob, Grep, and every read capability of any tool.
+    Read,
+    /// Edit, Write, MultiEdit, NotebookEdit, and every write capability.
+    Edit,
+    Bash,
+    WebFetch,
+}
+
+impl Family {
+    pub fn of_tool(tool: &str) -> Option<Family> {
+        match tool {
+            "Read" | "Glob" | "Grep" | "LS" | "NotebookRead" => Some(Family::Read),
+            "Edit" | "Write" | "MultiEdit" | "NotebookEdit" => Some(Family::Edit),
+            "Bash" => Some(Family::Bash),
+            "WebFetch" => Some(Family::WebFetch),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Specifier {
+    Paths(PathPattern),
+    Command(CommandPattern),
+    Domain(DomainPattern),
+    /// A specifier for a tool whose input the policy does not interpret:
+    /// a deny or ask rule then covers every call of the tool; an allow rule
+    /// covers none (the safe reading of an unknown meaning).
+    Opaque(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// The rule as written.
+    pub text: String,
+    pub kind: RuleKind,
+    pub tool: ToolMatcher,
+    pub specifier: Option<Specifier>,
+    pub source: RuleSource,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RuleError {
+    #[error("`{0}` is not a rule: expected `Tool` or `Tool(specifier)`")]
+    Syntax(String),
+    #[error("`{rule}`: {reason}")]
+    Specifier { rule: String, reason: String },
+}
+
+/// What relative anchors in path specifiers resolve against.
+#[derive(Debug, Clone)]
+pub struct Anchors {
+    pub cwd: PathBuf,
+    pub home: PathBuf,
+    /// The project the rule's settings file belongs to (for `/p`).
+    pub project: PathBuf,
+}
+
+impl Rule {
+    pub fn parse(
+        text: &str,
+        kind: RuleKind,
+        source: RuleSource,
+        anchors: &Anchors,
+    ) -> Result<Rule, RuleError> {
+        let trimmed = text.trim();
+        let (name, specifier) = match trimmed.find('(') {
+            None => (trimmed, None),
+            Some(open) => {
+                let Some(inner) = trimmed[open + 1..].strip_suffix(')') else {
+                    return Err(RuleError::Syntax(text.into()));
+                };
+                (&trimmed[..open], Some(inner.trim()))
+            }
+        };
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*')
+        {
+            return Err(RuleError::Syntax(text.into()));
+        }
+        let tool = match name.strip_prefix("mcp__") {
+            Some(rest) => match rest.split_once("__") {
+                None => ToolMatcher::McpServer(rest.into()),
+                Some((server, "*")) => ToolMatcher::McpServer(server.into()),
+                Some(_) => ToolMatcher::Exact(name.into()),
+            },
+            None if name.contains('*') => return Err(RuleError::Syntax(text.into())),
+            None => ToolMatcher::Exact(name.into()),
+        };
+        let bad = |reason: &str| RuleError::Specifier {
+            rule: text.into(),
+            reason: reason.into(),
+        };
+        let specifier = match specifier {
+            None => None,
+            Some("") => {
+                return Err(bad(
+                    "the specifier is empty; write the tool name alone to cover every call",
+                ));
+            }
+            Some(spec) => Some(match Family::of_tool(name) {
+                Some(Family::Read | Family::Edit) => {
+                    Specifier::Paths(PathPattern::parse(spec, anchors).map_err(|e| bad(&e))?)
+                }
+                Some(Family::Bash) => {
+                    Specifier::Command(CommandPattern::parse(spec).map_err(|e| bad(&e))?)
+                }
+                Some(Family::WebFetch) => {
+                    Specifier::Domain(DomainPattern::parse(spec).map_err(|e| bad(&e))?)
+                }
+                None => Specifier::Opaque(spec.into()),
+            }),
+        };
+        Ok(Rule {
+            text: trimmed.into(),
+            kind,
+            tool,
+            specifier,
+            source,
+        })
+    }
+
+    /// A rule with no specifier: it covers the whole tool.
+    pub fn is_bare(&self) -> bool {
+        self.specifier.is_none()
+    }
+}
+
+/// A gitignore-style path pattern with its anchor resolved: `//abs` from the
+/// filesystem root, `~/p` from the home directory, `/p` from the settings
+/// file's project, `p` (or `./p`) from the working directory.
+#[derive(Debug, Clone)]
+pub struct PathPattern {
+    pub written: String,
+    root: PathBuf,
+    /// The pattern's literal part (up to the first glob character), as an
+    /// absolute path: whatever it denies lies at or below this.
+    literal_prefix: Option<PathBuf>,
+    /// Whether the pattern matches at any depth (no slash inside it).
+    floating: bool,
+    matcher: Gitignore,
+}
+
+impl PathPattern {
+    pub fn parse(spec: &str, anchors: &Anchors) -> Result<Self, String> {
+        if spec.starts_with('!') {
+            return Err("negated patterns are not supported".into());
+        }
+        let (root, line) = if let Some(abs) = spec.strip_prefix("//") {
+            (PathBuf::from("/"), format!("/{abs}"))
+        } else if let Some(home) = spec.strip_prefix("~/") {
+            (anchors.home.clone(), format!("/{home}"))
+        } else if spec == "~" {
+            (anchors.home.clone(), "/**".to_string())
+        } else if spec.starts_with('/') {
+            (anchors.project.clone(), spec.to_string())
+        } else if let Some(rel) = spec.strip_prefix("./") {
+            (anchors.cwd.clone(), format!("/{rel}"))
+        } else {
+            (anchors.cwd.clone(), spec.to_string())
+        };
+        if line.split('/').any(|part| part == "..") {
+            return Err(
+                "`..` is not allowed in path patterns; use an anchor (`//`, `~/`, `/`)".into(),
+            );
+        }
+        let mut builder = GitignoreBuilder::new(&root);
+        builder.add_line(None, &line).map_err(|e| e.to_string())?;
+        let matcher = builder.build().map_err(|e| e.to_string())?;
+        let body = line.trim_start_matches('/');
+        let floating = !line.starts_with('/') && !line.trim_end_matches('/').contains('/');
+        let literal: String = body
+            .split('/')
+            .take_while(|part| !part.contains(['*', '?', '[', '{']))
+            .collect::<Vec<_>>()
+            .join("/");
+        let literal_prefix = (!floating).then(|| root.join(literal));
+        Ok(Self {
+            written: spec.into(),
+            root,
+            literal_prefix,
+            floating,
+            matcher,
+        })
+    }
+
+    /// Whether `path` (absolute, normal) or one of its parents matches.
+    pub fn matches(&self, path: &Path, is_dir: bool) -> bool {
+        let Ok(relative) = path.strip_prefix(&self.root) else {
+            return false;
+        };
+        if relative.as_os_str().is_empty() {
+            return false;
+        }
+        self.matcher
+            .matched_path_or_any_parents(relative, is_dir)
+            .is_ignore()
+    }
+
+    /// Whether some path inside the tree `dir` could match: used to refuse a
+    /// tree grant that would expose a denied file.
+    pub fn may_match_inside(&self, dir: &Path) -> bool {
+        if self.matches(dir, true) {
+            return true;
+        }
+        if self.floating {
+            // Matches at any depth below its root: any tree that overlaps.
+            return dir.starts_with(&self.root) || self.root.starts_with(dir);
+        }
+        match &self.literal_prefix {
+            Some(prefix) => prefix.starts_with(dir) || dir.starts_with(prefix),
+            None => true,
+        }
+    }
+
+    /// Whether the pattern covers the whole tree `dir` (every entry in it).
+    pub fn covers_tree(&self, dir: &Path) -> bool {
+        self.matches(dir, true) || self.matches(&dir.join("\u{1}any-entry"), false)
+    }
+}
+
+/// `domain:example.com` (that host) or `domain:*.example.com` (its
+/// subdomains).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainPattern {
+    host: String,
+    subdomains: bool,
+}
+
+impl DomainPattern {
+    pub fn parse(spec: &str) -> Result<Self, String> {
+        let Some(domain) = spec.strip_prefix("domain:") else {
+            return Err("WebFetch rules take `domain:HOST`".into());
+        };
+        let domain = domain.trim().to_ascii_lowercase();
+        let (host, subdomains) = match domain.strip_prefix("*.") {
+            Some(rest) => (rest.to_string(), true),
+            None => (domain, false),
+        };
+        if host.is_empty() || host.contains(['/', ':', '*', ' ']) {
+            return Err(format!("`{spec}` is not a host name"));
+        }
+        Ok(Self { host, subdomains })
+    }
+
+    pub fn matches(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        if self.subdomains {
+            host.strip_suffix(&self.host)
+                .is_some_and(|rest| rest.ends_with('.'))
+        } else {
+            host == self.host
+        }
+    }
+}
+
+/// What a rule is matched against for one capability or call.
+#[derive(Debug, Clone, Copy)]
+pub enum Subject<'a> {
+    /// A path a capability reads or writes; `resolved` has symlinks
+    /// resolved.
+    Path {
+        requested: &'a Path,
+        resolved: &'a Path,
+        is_dir: bool,
+        write: bool,
+    },
+    /// A directory tree a capability reads or writes whole.
+    Tree {
+        dir: &'a Path,
+        write: bool,
+    },
+    Host(&'a str),
+    Command(&'a Analysis),
+}
+
+/// All rules of a session, from every source, with the answer to "which rule
+/// decides for this tool and subject".
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    rules: Vec<Rule>,
+}
+
+impl RuleSet {
+    pub fn new(rules: Vec<Rule>) -> Self {
+        Self { rules }
+    }
+
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    pub fn push(&mut self, rule: Rule) {
+        self.rules.push(rule);
+    }
+
+    /// A bare deny rule for `tool`: the tool is not offered at all.
+    pub fn denies_tool(&self, tool: &str) -> Option<&Rule> {
+        self.rules
+            .iter()
+            .find(|r| r.kind == RuleKind::Deny && r.is_bare() && r.tool.matches(tool))
+    }
+
+    /// The first rule of `kind` that covers `tool` as a whole (bare, or an
+    /// opaque specifier for deny/ask).
+    pub fn tool_rule(&self, kind: RuleKind, tool: &str) -> Option<&Rule> {
+        self.rules.iter().find(|r| {
+            r.kind == kind
+                && r.tool.matches(tool)
+                && match &r.specifier {
+                    None => true,
+                    Some(Specifier::Opaque(_)) => kind != RuleKind::Allow,
+                    Some(_) => false,
+                }
+        })
+    }
+
+    /// The first rule of `kind` whose specifier matches `subject`. Path
+    /// rules come from the Read family for reads and the Edit family for
+    /// writes (an Edit allow also allows reading, as in Claude Code); deny
+    /// and ask match when the requested path *or* its resolved target
+    /// matches, allow only when the resolved target does.
+    pub fn matching(&self, kind: RuleKind, subject: Subject<'_>) -> Option<&Rule> {
+        self.rules.iter().filter(|r| r.kind == kind).find(|rule| {
+            let Some(specifier) = &rule.specifier else {
+                return false;
+            };
+            let ToolMatcher::Exact(tool) = &rule.tool else {
+                return false;
+            };
+            let family = Family::of_tool(tool);
+            match (specifier, subject) {
+                (
+                    Specifier::Paths(pattern),
+                    Subject::Path {
+                        requested,
+                        resolved,
+                        is_dir,
+                        write,
+                    },
+                ) => {
+                    let applies = match family {
+                        Some(Family::Edit) => write || kind == RuleKind::Allow,
+                        Some(Family::Read) => !write || kind != RuleKind::Allow,
+                        _ => false,
+                    };
+                    applies
+                        && match kind {
+                            RuleKind::Allow => pattern.matches(resolved, is_dir),
+                            RuleKind::Ask | RuleKind::Deny => {
+                                pattern.matches(resolved, is_dir)
+                                    || pattern.matches(requested, is_dir)
+                            }
+                        }
+                }
+                (Specifier::Paths(pattern), Subject::Tree { dir, write }) => {
+                    let applies = match family {
+                        Some(Family::Edit) => write || kind == RuleKind::Allow,
+                        Some(Family::Read) => !write || kind != RuleKind::Allow,
+                        _ => false,
+                    };
+                    applies
+                        && match kind {
+                            RuleKind::Allow => pattern.covers_tree(dir),
+                            RuleKind::Ask | RuleKind::Deny => pattern.may_match_inside(dir),
+                        }
+                }
+                (Specifier::Domain(pattern), Subject::Host(host)) => pattern.matches(host),
+                (Specifier::Command(pattern), Subject::Command(analysis)) => match kind {
+                    RuleKind::Allow => pattern.allows(analysis),
+                    RuleKind::Ask | RuleKind::Deny => pattern.catches(analysis),
+                },
+                _ => false,
+            }
+        })
+    }
+
+    /// Whether any rule of `kind` is a Bash rule (an unanalysable command
+    /// meets a deny or ask rule by default).
+    pub fn has_command_rules(&self, kind: RuleKind) -> Option<&Rule> {
+        self.rules
+            .iter()
+            .find(|r| r.kind == kind && matches!(r.specifier, Some(Specifier::Command(_))))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Rule> {
+        self.rules.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn anchors() -> Anchors {
+        Anchors {
+            cwd: "/work/proj".into(),
+            home: "/home/u".into(),
+            project: "/work/proj".into(),
+        }
+    }
+
+    fn source() -> RuleSource {
+        RuleSource {
+            kind: SourceKind::User,
+            file: None,
+        }
+    }
+
+    fn rule(text: &str, kind: RuleKind) -> Rule {
+        match Rule::parse(text, kind, source(), &anchors()) {
+            Ok(rule) => rule,
+            Err(e) => panic!("{text}: {e}"),
+        }
+    }
+
+    fn path_subject<'a>(path: &'a Path, write: bool) -> Subject<'a> {
+        Subject::Path {
+            requested: path,
+            resolved: path,
+            is_dir: false,
+            write,
+        }
+    }
+
+    #[test]
+    fn parses_tool_names_and_specifiers() {
+        assert!(rule("Read", RuleKind::Allow).is_bare());
+        assert_eq!(
+            rule("mcp__github", RuleKind::Deny).tool,
+            ToolMatcher::McpServer("github".into())
+        );
+        assert_eq!(
+            rule("mcp__github__*", RuleKind::Deny).tool,
+            ToolMatcher::McpServer("github".into())
+        );
+        assert_eq!(
+            rule("mcp__github__create_issue", RuleKind::Deny).tool,
+            ToolMatcher::Exact("mcp__github__create_issue".into())
+        );
+        assert!(ToolMatcher::McpServer("github".into()).matches("mcp__github__x"));
+        assert!(!ToolMatcher::McpServer("git".into()).matches("mcp__github__x"));
+        for bad in [
+            "Read(",
+            "Re ad",
+            "Read()",
+            "(x)",
+            "Re*d",
+            "WebFetch(example.com)",
+            "Read(../x)",
+        ] {
+            assert!(
+                Rule::parse(bad, RuleKind::Allow, source(), &anchors()).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn path_anchors_resolve_as_claude_code_does() {
+        let set = RuleSet::new(vec![
+            rule("Read(//etc/shadow)", RuleKind::Deny),
+            rule("Read(~/.ssh/**)", RuleKind::Deny),
+            rule("Read(/secrets/**)", RuleKind::Deny),
+            rule("Read(*.env)", RuleKind::Deny),
+        ]);
+        for denied in [
+            "/etc/shadow",
+            "/home/u/.ssh/id_rsa",
+            "/work/proj/secrets/a/b.txt",
+            "/work/proj/.env",
+            "/work/proj/deep/er/prod.env",
+        ] {
+            assert!(
+                set.matching(RuleKind::Deny, path_subject(Path::new(denied), false))
+                    .is_some(),
+                "{denied} should be denied"
+            );
+        }
+        for fine in [
+            "/etc/hosts",
+            "/home/u/.sshx",
+            "/work/proj/src/secrets.rs",
+            "/elsewhere/.env",
+        ] {
+            assert!(
+                set.matching(RuleKind::Deny, path_subject(Path::new(fine), false))
+                    .is_none(),
+                "{fine} should not be denied"
+            );
+        }
+    }
+
+    #[test]
+    fn read_rules_cover_reads_edit_rules_cover_writes() {
+        let set = RuleSet::new(vec![
+            rule("Edit(src/**)", RuleKind::Allow),
+            rule("Read(docs/**)", RuleKind::Allow),
+        ]);
+        let src = Path::new("/work/proj/src/main.rs");
+        let docs = Path::new("/work/proj/docs/a.md");
+        assert!(
+            set.matching(RuleKind::Allow, path_subject(src, true))
+                .is_some()
+        );
+        assert!(
+            set.matching(RuleKind::Allow, path_subject(src, false))
+                .is_some(),
+            "an Edit allow lets you read"
+        );
+        assert!(
+            set.matching(RuleKind::Allow, path_subject(docs, false))
+                .is_some()
+        );
+        assert!(
+            set.matching(RuleKind::Allow, path_subject(docs, true))
+                .is_none(),
+            "a Read allow does not let you write"
+        );
+    }
+
+    #[test]
+    fn tree_grants_respect_denials_inside_them() {
+        let set = RuleSet::new(vec![
+            rule("Read(~/.ssh/**)", RuleKind::Deny),
+            rule("Read(*.pem)", RuleKind::Deny),
+        ]);
+        let tree = |dir: &'static str| Subject::Tree {
+            dir: Path::new(dir),
+            write: false,
+        };
+        assert!(
+            set.matching(RuleKind::Deny, tree("/home/u")).is_some(),
+            "home contains .ssh"
+        );
+        assert!(set.matching(RuleKind::Deny, tree("/home/u/.ssh")).is_some());
+        assert!(
+            set.matching(RuleKind::Deny, tree("/work/proj/src"))
+                .is_some(),
+            "a floating pattern may match inside"
+        );
+        assert!(set.matching(RuleKind::Deny, tree("/opt/tools")).is_none());
+        let allow = RuleSet::new(vec![rule("Read(src/**)", RuleKind::Allow)]);
+        assert!(
+            allow
+                .matching(RuleKind::Allow, tree("/work/proj/src"))
+                .is_some()
+        );
+        assert!(
+            allow
+                .matching(RuleKind::Allow, tree("/work/proj"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn domains_match_exactly_or_by_subdomain() {
+        let exact = DomainPattern::parse("domain:example.com").ok();
+        let wild = DomainPattern::parse("domain:*.example.com").ok();
+        assert!(exact.as_ref().is_some_and(|p| p.matches("Example.COM")));
+        assert!(!exact.as_ref().is_some_and(|p| p.matches("api.example.com")));
+        assert!(wild.as_ref().is_some_and(|p| p.matches("api.example.com")));
+        assert!(!wild.as_ref().is_some_and(|p| p.matches("example.com")));
+        assert!(!wild.as_ref().is_some_and(|p| p.matches("evilexample.com")));
+    }
+}
