@@ -9,3 +9,4 @@ pub mod output;
 pub mod plugins;
 pub mod policy;
 pub mod sandbox;
+pub mod settings;

@@ -34,6 +34,8 @@ pub enum AgentEvent {
     },
     /// One tool result, as soon as it may be delivered.
     ToolResult(ToolCallResult),
+    /// The policy refused a call (its `is_error` result follows).
+    PermissionDenied(PermissionDenial),
     /// A user message the loop added and shows (a retry prompt, a nudge,
     /// Stop hook feedback, an interruption marker).
     SyntheticUser {
@@ -773,8 +775,17 @@ fn push_user_text(messages: &mut Vec<Message>, text: &str) {
 
 fn emit_results(sink: &mut dyn EventSink, results: &[ToolCallResult]) {
     for result in results {
-        sink.emit(AgentEvent::ToolResult(result.clone()));
+        emit_result(sink, result);
     }
+}
+
+/// A result, preceded by its `permission_denied` line when the policy
+/// refused the call.
+fn emit_result(sink: &mut dyn EventSink, result: &ToolCallResult) {
+    if let Some(denial) = &result.denial {
+        sink.emit(AgentEvent::PermissionDenied(denial.clone()));
+    }
+    sink.emit(AgentEvent::ToolResult(result.clone()));
 }
 
 /// A response that streamed to its end.
@@ -955,7 +966,7 @@ fn deliver(
     sink: &mut dyn EventSink,
 ) {
     for result in executor.take_deliverable() {
-        sink.emit(AgentEvent::ToolResult(result.clone()));
+        emit_result(sink, &result);
         delivered.push(result);
     }
 }

@@ -9,8 +9,12 @@ use crate::agent::{InputQueue, NoStopHooks, QueryConfig, QueryDeps, ToolPipeline
 use crate::model::{AnthropicModel, Model, ReplayModel, RetryPolicy, price};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use crate::plugins::ToolRegistry;
-use crate::policy::{PermissionMode, Policy};
+use crate::policy::{
+    Anchors, AuditLog, PermissionMode, Policy, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource,
+    SourceKind,
+};
 use crate::sandbox::{CallLimits, Sandbox, SandboxConfig};
+use crate::settings::{Locations, Settings};
 use anyhow::{Context, bail};
 use clap::Parser;
 use print::{Prompts, run_print};
@@ -92,6 +96,29 @@ pub struct Cli {
     #[arg(long)]
     pub dangerously_skip_permissions: bool,
 
+    /// Permission rules that allow, e.g. "Read" "Bash(git log:*)" (comma- or
+    /// argument-separated).
+    #[arg(long = "allowedTools", alias = "allowed-tools", num_args = 1..)]
+    pub allowed_tools: Vec<String>,
+
+    /// Permission rules that deny; a bare tool name also hides the tool.
+    #[arg(long = "disallowedTools", alias = "disallowed-tools", num_args = 1..)]
+    pub disallowed_tools: Vec<String>,
+
+    /// A loaded tool that answers permission questions (print mode cannot
+    /// ask a person).
+    #[arg(long)]
+    pub permission_prompt_tool: Option<String>,
+
+    /// More working directories the policy treats like the current one.
+    #[arg(long = "add-dir", num_args = 1..)]
+    pub add_dir: Vec<PathBuf>,
+
+    /// Trust this workspace: hooks, plugins and MCP servers that its project
+    /// settings bring may load.
+    #[arg(long)]
+    pub trust_workspace: bool,
+
     /// Use this session id (a UUID) instead of a new one.
     #[arg(long)]
     pub session_id: Option<uuid::Uuid>,
@@ -103,20 +130,6 @@ pub struct Cli {
     /// Log what the host does, with timing marks, to stderr.
     #[arg(long)]
     pub debug: bool,
-}
-
-/// Settings keys this build applies.
-#[derive(Debug, Default, serde::Deserialize)]
-struct Settings {
-    model: Option<String>,
-    #[serde(default)]
-    permissions: PermissionSettings,
-}
-
-#[derive(Debug, Default, serde::Deserialize)]
-struct PermissionSettings {
-    #[serde(rename = "defaultMode")]
-    default_mode: Option<String>,
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -150,25 +163,47 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         bail!("the prompt is empty");
     }
-
-    let settings = match &cli.settings {
-        Some(source) => load_settings(source)?,
-        None => Settings::default(),
+    let cwd = std::env::current_dir().context("reading the working directory")?;
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let config_dir = std::env::var_os("CARAPACE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".carapace"));
+    let locations = Locations {
+        managed: std::env::var_os("CARAPACE_MANAGED_SETTINGS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/etc/carapace/managed-settings.json")),
+        cli: cli.settings.clone(),
+        cwd: cwd.clone(),
+        home: home.clone(),
+        config_dir: config_dir.clone(),
     };
+    let settings = Settings::load(&locations, cli.trust_workspace)?;
+    for warning in &settings.warnings {
+        eprintln!("carapace: warning: {warning}");
+    }
+    // Settings `env` layers over the process environment, for carapace only.
+    let env = |name: &str| {
+        settings
+            .env
+            .get(name)
+            .cloned()
+            .or_else(|| std::env::var(name).ok())
+    };
+
     let mode = if cli.dangerously_skip_permissions {
         PermissionMode::BypassPermissions
     } else if let Some(mode) = cli.permission_mode {
         mode
-    } else if let Some(mode) = &settings.permissions.default_mode {
-        <PermissionMode as clap::ValueEnum>::from_str(mode, false)
-            .map_err(|_| anyhow::anyhow!("settings: unknown permissions.defaultMode `{mode}`"))?
     } else {
-        PermissionMode::Default
+        settings.default_mode.unwrap_or_default()
     };
     let model_name = cli
         .model
         .clone()
         .or(settings.model.clone())
+        .or_else(|| env("ANTHROPIC_MODEL"))
         .unwrap_or_else(|| DEFAULT_MODEL.to_string());
     if let Some(budget) = cli.max_budget_usd {
         if !(budget.is_finite() && budget > 0.0) {
@@ -181,19 +216,64 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let cwd = std::env::current_dir().context("reading the working directory")?;
+    let mut rules = settings.rules.clone();
+    let flag_anchors = Anchors {
+        cwd: cwd.clone(),
+        home: home.clone(),
+        project: cwd.clone(),
+    };
+    let flag_source = RuleSource {
+        kind: SourceKind::CliFlag,
+        file: None,
+    };
+    for (kind, list) in [
+        (RuleKind::Deny, &cli.disallowed_tools),
+        (RuleKind::Allow, &cli.allowed_tools),
+    ] {
+        for text in list.iter().flat_map(|l| split_rules(l)) {
+            rules.push(Rule::parse(
+                &text,
+                kind,
+                flag_source.clone(),
+                &flag_anchors,
+            )?);
+        }
+    }
+    // Deny rules first: a deny anywhere beats an allow anywhere.
+    rules.sort_by_key(|r| match r.kind {
+        RuleKind::Deny => 0,
+        RuleKind::Ask => 1,
+        RuleKind::Allow => 2,
+    });
+    let mut additional_dirs = settings.additional_dirs.clone();
+    additional_dirs.extend(cli.add_dir.iter().map(|d| {
+        if d.is_absolute() {
+            d.clone()
+        } else {
+            cwd.join(d)
+        }
+    }));
+    let policy = Policy::from_config(PolicyConfig {
+        mode,
+        rules: RuleSet::new(rules),
+        cwd: cwd.clone(),
+        additional_dirs,
+        home: home.clone(),
+        config_dir: config_dir.clone(),
+    });
+
     let (model, api_key_source): (Box<dyn Model>, &str) = match model_name.strip_prefix("replay:") {
         Some(path) => (
             Box::new(ReplayModel::from_file(&PathBuf::from(path))?),
             "none",
         ),
         None => {
-            let source = if std::env::var_os("ANTHROPIC_API_KEY").is_some() {
+            let source = if env("ANTHROPIC_API_KEY").is_some() {
                 "ANTHROPIC_API_KEY"
             } else {
                 "ANTHROPIC_AUTH_TOKEN"
             };
-            (Box::new(AnthropicModel::from_env()?), source)
+            (Box::new(AnthropicModel::from_lookup(env)?), source)
         }
     };
 
@@ -210,17 +290,25 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .collect();
         registry = registry.select(&names)?;
     }
-    let tool_names = registry.names();
-    let pipeline = Arc::new(ToolPipeline::new(
-        registry,
-        Policy::new(mode, &cwd),
-        CallLimits::default(),
-    ));
-
     let session_id = cli
         .session_id
         .unwrap_or_else(uuid::Uuid::new_v4)
         .to_string();
+    if let Some(prompt_tool) = &cli.permission_prompt_tool
+        && registry.get(prompt_tool).is_none()
+    {
+        bail!("--permission-prompt-tool: no loaded tool is called `{prompt_tool}`");
+    }
+    let pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
+        .with_audit(AuditLog::at(
+            config_dir
+                .join("sessions")
+                .join(&session_id)
+                .join("audit.jsonl"),
+        ))
+        .with_prompt_tool(cli.permission_prompt_tool.clone());
+    let tool_names = pipeline.offered_names();
+    let pipeline = Arc::new(pipeline);
     let info = RunInfo {
         session_id,
         cwd: cwd.display().to_string(),
@@ -241,14 +329,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         model: model_name,
         fallback_models: cli.fallback_model.clone(),
         system_prompt: system_prompt(&cwd, &tool_names),
-        max_tokens: env_number("CARAPACE_MAX_OUTPUT_TOKENS", DEFAULT_MAX_TOKENS)?,
+        max_tokens: env_number(&env, "CARAPACE_MAX_OUTPUT_TOKENS", DEFAULT_MAX_TOKENS)?,
         max_turns: cli.max_turns,
         retry: RetryPolicy {
-            max_retries: env_number("CARAPACE_MAX_RETRIES", RetryPolicy::default().max_retries)?,
-            base_delay: Duration::from_millis(env_number("CARAPACE_RETRY_BASE_DELAY_MS", 500u64)?),
+            max_retries: env_number(
+                &env,
+                "CARAPACE_MAX_RETRIES",
+                RetryPolicy::default().max_retries,
+            )?,
+            base_delay: Duration::from_millis(env_number(
+                &env,
+                "CARAPACE_RETRY_BASE_DELAY_MS",
+                500u64,
+            )?),
             ..RetryPolicy::default()
         },
         stop_hook_block_cap: env_number(
+            &env,
             "CARAPACE_STOP_HOOK_BLOCK_CAP",
             DEFAULT_STOP_HOOK_BLOCK_CAP,
         )?,
@@ -313,22 +410,53 @@ fn spawn_signal_handler(abort: CancellationToken) {
     });
 }
 
-fn env_number<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
-    match std::env::var(name) {
-        Ok(value) => value
+fn env_number<T: std::str::FromStr>(
+    env: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    default: T,
+) -> anyhow::Result<T> {
+    match env(name) {
+        Some(value) => value
             .trim()
             .parse()
             .map_err(|_| anyhow::anyhow!("{name} must be a number, got `{value}`")),
-        Err(_) => Ok(default),
+        None => Ok(default),
     }
 }
 
-fn load_settings(source: &str) -> anyhow::Result<Settings> {
-    let text = if source.trim_start().starts_with('{') {
-        source.to_string()
-    } else {
-        std::fs::read_to_string(source)
-            .with_context(|| format!("reading settings file {source}"))?
-    };
-    serde_json::from_str(&text).with_context(|| format!("settings {source} are not valid JSON"))
+/// Splits a `--allowedTools` value on commas outside parentheses, so
+/// `Read,Bash(echo a,b)` is two rules.
+fn split_rules(value: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut current = String::new();
+    for c in value.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    out.push(current);
+    out.into_iter()
+        .map(|r| r.trim().to_string())
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rule_lists_split_on_top_level_commas() {
+        assert_eq!(
+            super::split_rules("Read, Bash(echo a,b),WebFetch"),
+            vec!["Read", "Bash(echo a,b)", "WebFetch"]
+        );
+        assert!(super::split_rules(" , ").is_empty());
+    }
 }

@@ -36,17 +36,18 @@ impl AnthropicModel {
     /// From `ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY` (or
     /// `ANTHROPIC_AUTH_TOKEN`, sent as a bearer token).
     pub fn from_env() -> Result<Self, ModelError> {
-        let base = std::env::var("ANTHROPIC_BASE_URL")
-            .ok()
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env), reading variables through
+    /// `lookup` (settings layered over the process environment).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ModelError> {
+        let base = lookup("ANTHROPIC_BASE_URL")
             .filter(|b| !b.is_empty())
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
         let credential = match (
-            std::env::var("ANTHROPIC_API_KEY")
-                .ok()
-                .filter(|k| !k.is_empty()),
-            std::env::var("ANTHROPIC_AUTH_TOKEN")
-                .ok()
-                .filter(|k| !k.is_empty()),
+            lookup("ANTHROPIC_API_KEY").filter(|k| !k.is_empty()),
+            lookup("ANTHROPIC_AUTH_TOKEN").filter(|k| !k.is_empty()),
         ) {
             (Some(key), _) => Credential::ApiKey(key),
             (None, Some(token)) => Credential::BearerToken(token),

@@ -195,6 +195,18 @@ impl<W: Write + Send> EventSink for Printer<W> {
                     },
                 })
             }
+            AgentEvent::PermissionDenied(denial) => json!({
+                "type": "system",
+                "subtype": "permission_denied",
+                "tool_name": denial.tool_name,
+                "tool_use_id": denial.tool_use_id,
+                "reason": denial.reason,
+                "decided_by": denial.basis.as_ref().map(|b| b.kind),
+                "rule": denial.basis.as_ref().and_then(|b| b.rule.clone()),
+                "source": denial.basis.as_ref().and_then(|b| b.source.clone()),
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+            }),
             AgentEvent::SyntheticUser { text } => json!({
                 "type": "user",
                 "message": {"role": "user", "content": [{"type": "text", "text": text}]},
