@@ -332,13 +332,13 @@ fn describe_need(need: &Capability) -> String {
 /// The `is_error` result of a denied call, naming what denied it.
 fn denied(call: &ToolCall, message: String, basis: Basis) -> ToolCallResult {
     let mut result = ToolCallResult::error(&call.id, &message);
-    result.denial = Some(PermissionDenial {
+    result.denial = Some(Box::new(PermissionDenial {
         tool_name: call.name.clone(),
         tool_use_id: call.id.clone(),
         tool_input: call.input.clone(),
         reason: message,
         basis: Some(basis),
-    });
+    }));
     result
 }
 

@@ -730,7 +730,7 @@ fn append_turn(
     results: Vec<ToolCallResult>,
     denials: &mut Vec<PermissionDenial>,
 ) -> Vec<ContentBlock> {
-    denials.extend(results.iter().filter_map(|r| r.denial.clone()));
+    denials.extend(results.iter().filter_map(|r| r.denial.as_deref().cloned()));
     push_assistant(messages, content);
     let blocks: Vec<ContentBlock> = results
         .into_iter()
@@ -783,7 +783,7 @@ fn emit_results(sink: &mut dyn EventSink, results: &[ToolCallResult]) {
 /// refused the call.
 fn emit_result(sink: &mut dyn EventSink, result: &ToolCallResult) {
     if let Some(denial) = &result.denial {
-        sink.emit(AgentEvent::PermissionDenied(denial.clone()));
+        sink.emit(AgentEvent::PermissionDenied(denial.as_ref().clone()));
     }
     sink.emit(AgentEvent::ToolResult(result.clone()));
 }

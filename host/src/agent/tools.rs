@@ -39,7 +39,7 @@ pub struct ToolCallResult {
     pub tool_use_id: String,
     pub content: ToolResultContent,
     pub is_error: bool,
-    pub denial: Option<PermissionDenial>,
+    pub denial: Option<Box<PermissionDenial>>,
 }
 
 impl ToolCallResult {

@@ -20,7 +20,7 @@ mod rules;
 pub use audit::{AuditEntry, AuditLog};
 pub use bash::{Analysis, analyse};
 pub use hosts::{HostPattern, HostPatternError, is_internal};
-pub use protected::{protected_entries, protected_reason};
+pub use protected::{TreeTooLarge, protected_entries, protected_reason};
 pub use rules::{
     Anchors, Family, Rule, RuleError, RuleKind, RuleSet, RuleSource, SourceKind, Subject,
 };
@@ -645,7 +645,7 @@ impl Policy {
                 match protected_entries(dir, &self.home, &self.config_dir, PROTECTED_SCAN_LIMIT) {
                     Ok(found) if found.is_empty() => None,
                     Ok(found) => Some(format!("the tree contains {}", found[0].display())),
-                    Err(()) => Some("the tree is too large to check for protected files".into()),
+                    Err(e) => Some(format!("it cannot be checked for protected files ({e})")),
                 }
             }
             Resolved::Host(_) | Resolved::Env(_) => None,

@@ -72,16 +72,21 @@ pub fn protected_reason(path: &Path, home: &Path, config_dir: &Path) -> Option<S
     None
 }
 
+/// A tree with more entries than the scan may visit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the tree has more than {0} entries")]
+pub struct TreeTooLarge(pub usize);
+
 /// Every protected entry inside the tree `dir`, visiting at most `limit`
-/// entries; `Err(())` when the tree is larger than that (too large to vouch
-/// for). A write grant on a tree is given only when this is empty, and the
-/// tree is checked again after the call.
+/// entries (a larger tree cannot be vouched for). A write grant on a tree is
+/// given only when this is empty, and the tree is checked again after the
+/// call.
 pub fn protected_entries(
     dir: &Path,
     home: &Path,
     config_dir: &Path,
     limit: usize,
-) -> Result<Vec<PathBuf>, ()> {
+) -> Result<Vec<PathBuf>, TreeTooLarge> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     let mut seen = 0usize;
@@ -92,7 +97,7 @@ pub fn protected_entries(
         for entry in entries.flatten() {
             seen += 1;
             if seen > limit {
-                return Err(());
+                return Err(TreeTooLarge(limit));
             }
             let path = entry.path();
             if protected_reason(&path, home, config_dir).is_some() {
@@ -159,8 +164,7 @@ mod tests {
         std::fs::write(dir.path().join("a/.mcp.json"), "{}")?;
         std::fs::write(dir.path().join("a/b/ok.txt"), "")?;
         let home = Path::new("/nonexistent-home");
-        let found = protected_entries(dir.path(), home, &home.join(".carapace"), 1000)
-            .map_err(|()| "too large")?;
+        let found = protected_entries(dir.path(), home, &home.join(".carapace"), 1000)?;
         assert_eq!(found.len(), 2, "{found:?}");
         assert!(protected_entries(dir.path(), home, &home.join(".carapace"), 2).is_err());
         Ok(())

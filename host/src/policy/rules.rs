@@ -213,6 +213,9 @@ pub struct PathPattern {
     literal_prefix: Option<PathBuf>,
     /// Whether the pattern matches at any depth (no slash inside it).
     floating: bool,
+    /// For a pattern that names one path with no wildcard: that path, so a
+    /// hard link to it (another name for the same file) is caught too.
+    literal_file: Option<PathBuf>,
     matcher: Gitignore,
 }
 
@@ -249,12 +252,15 @@ impl PathPattern {
             .take_while(|part| !part.contains(['*', '?', '[', '{']))
             .collect::<Vec<_>>()
             .join("/");
+        let is_literal = !body.contains(['*', '?', '[', '{']) && !body.is_empty();
+        let literal_file = (!floating && is_literal).then(|| root.join(body.trim_end_matches('/')));
         let literal_prefix = (!floating).then(|| root.join(literal));
         Ok(Self {
             written: spec.into(),
             root,
             literal_prefix,
             floating,
+            literal_file,
             matcher,
         })
     }
@@ -270,6 +276,19 @@ impl PathPattern {
         self.matcher
             .matched_path_or_any_parents(relative, is_dir)
             .is_ignore()
+    }
+
+    /// Whether `path` is the very file this pattern names, under another
+    /// name (a hard link): same device and inode.
+    pub fn same_file(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let Some(named) = &self.literal_file else {
+            return false;
+        };
+        match (std::fs::metadata(named), std::fs::metadata(path)) {
+            (Ok(a), Ok(b)) => a.is_file() && a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
     }
 
     /// Whether some path inside the tree `dir` could match: used to refuse a
@@ -429,6 +448,7 @@ impl RuleSet {
                             RuleKind::Ask | RuleKind::Deny => {
                                 pattern.matches(resolved, is_dir)
                                     || pattern.matches(requested, is_dir)
+                                    || pattern.same_file(resolved)
                             }
                         }
                 }

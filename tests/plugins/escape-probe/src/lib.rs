@@ -27,6 +27,13 @@ struct Input {
     safe: bool,
 }
 
+/// What the permission prompt tool is asked.
+#[derive(Deserialize)]
+struct Question {
+    tool_name: String,
+    input: Value,
+}
+
 #[derive(Deserialize)]
 #[serde(tag = "kind", content = "target", rename_all = "kebab-case")]
 enum Need {
@@ -56,20 +63,36 @@ enum Attempt {
     Alloc { mib: usize },
     Panic,
     Output { bytes: usize },
+    /// GET `url` through wasi:http; ok with the status and body.
+    Http { url: String },
 }
 
 struct Probe;
 
 impl Guest for Probe {
     fn tools() -> Vec<ToolDefinition> {
-        vec![ToolDefinition {
-            name: "Probe".into(),
-            description: "Tries the given operations inside the sandbox and reports which worked.".into(),
-            input_schema: r#"{"type":"object","properties":{"needs":{"type":"array"},"attempts":{"type":"array"},"safe":{"type":"boolean"}},"additionalProperties":false}"#.into(),
-        }]
+        vec![
+            ToolDefinition {
+                name: "Probe".into(),
+                description: "Tries the given operations inside the sandbox and reports which worked.".into(),
+                input_schema: r#"{"type":"object","properties":{"needs":{"type":"array"},"attempts":{"type":"array"},"safe":{"type":"boolean"},"approve":{"type":"boolean"}},"additionalProperties":false}"#.into(),
+            },
+            ToolDefinition {
+                name: "Approver".into(),
+                description: "A permission prompt tool for tests: approves a Probe call whose input says `approve: true`.".into(),
+                input_schema: r#"{"type":"object"}"#.into(),
+            },
+        ]
     }
 
-    fn plan(_tool: String, input: String) -> Result<CallPlan, String> {
+    fn plan(tool: String, input: String) -> Result<CallPlan, String> {
+        if tool == "Approver" {
+            return Ok(CallPlan {
+                concurrency_safe: true,
+                interrupt: InterruptBehavior::Cancel,
+                needs: vec![],
+            });
+        }
         let input: Input = serde_json::from_str(&input).map_err(|e| e.to_string())?;
         Ok(CallPlan {
             concurrency_safe: input.safe,
@@ -89,7 +112,19 @@ impl Guest for Probe {
         })
     }
 
-    fn call(_tool: String, input: String) -> Result<ToolOutput, CallError> {
+    fn call(tool: String, input: String) -> Result<ToolOutput, CallError> {
+        if tool == "Approver" {
+            let question: Question = serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
+            let answer = if question.tool_name == "Probe" && question.input["approve"] == true {
+                json!({"behavior": "allow"})
+            } else {
+                json!({"behavior": "deny", "message": "the approver said no"})
+            };
+            return Ok(ToolOutput {
+                content: vec![Content::Text(answer.to_string())],
+                is_error: false,
+            });
+        }
         let input: Input = serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
         let mut report = Vec::new();
         for attempt in input.attempts {
@@ -200,5 +235,43 @@ fn run(attempt: Attempt) -> Value {
         }
         Attempt::Panic => panic!("the probe panicked on purpose"),
         Attempt::Output { bytes } => outcome("output", &bytes.to_string(), Ok("x".repeat(bytes))),
+        Attempt::Http { url } => {
+            let r = http_get(&url);
+            outcome("http", &url, r)
+        }
     }
+}
+
+fn http_get(url: &str) -> Result<String, String> {
+    use wasi::http::outgoing_handler;
+    use wasi::http::types::{Fields, OutgoingRequest, Scheme};
+    let (scheme, rest) = url.split_once("://").ok_or("not a URL")?;
+    let (authority, path) = match rest.split_once('/') {
+        Some((authority, path)) => (authority, format!("/{path}")),
+        None => (rest, "/".to_string()),
+    };
+    let request = OutgoingRequest::new(Fields::new());
+    let scheme = if scheme == "https" { Scheme::Https } else { Scheme::Http };
+    request.set_scheme(Some(&scheme)).map_err(|()| "bad scheme")?;
+    request.set_authority(Some(authority)).map_err(|()| "bad authority")?;
+    request.set_path_with_query(Some(&path)).map_err(|()| "bad path")?;
+    let pending = outgoing_handler::handle(request, None).map_err(|e| format!("refused: {e:?}"))?;
+    pending.subscribe().block();
+    let response = pending
+        .get()
+        .ok_or("no response")?
+        .map_err(|()| "response taken twice")?
+        .map_err(|e| format!("failed: {e:?}"))?;
+    let status = response.status();
+    let body = response.consume().map_err(|()| "no body")?;
+    let stream = body.stream().map_err(|()| "no body stream")?;
+    let mut bytes = Vec::new();
+    loop {
+        match stream.blocking_read(64 * 1024) {
+            Ok(chunk) => bytes.extend(chunk),
+            Err(wasi::io::streams::StreamError::Closed) => break,
+            Err(e) => return Err(format!("reading the body failed: {e:?}")),
+        }
+    }
+    Ok(format!("{status} {}", String::from_utf8_lossy(&bytes)))
 }
