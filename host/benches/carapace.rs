@@ -62,17 +62,29 @@ fn main() -> BenchResult {
 /// The policy decision for one call with 100 rules loaded: rule matching
 /// (deny, ask, allow, in that order) plus building the grant.
 fn policy_benches(file: &Path) -> BenchResult {
-    use carapace::policy::{Anchors, Ceiling, Outcome, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource, SourceKind};
+    use carapace::policy::{
+        Anchors, Ceiling, Outcome, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource, SourceKind,
+    };
     use carapace::sandbox::{Capability, FileAccess};
     let cwd = file.parent().ok_or("no parent")?.to_path_buf();
-    let anchors = Anchors { cwd: cwd.clone(), home: "/home/bench".into(), project: cwd.clone() };
-    let source = RuleSource { kind: SourceKind::User, file: Some("/home/bench/.carapace/settings.json".into()) };
+    let anchors = Anchors {
+        cwd: cwd.clone(),
+        home: "/home/bench".into(),
+        project: cwd.clone(),
+    };
+    let source = RuleSource {
+        kind: SourceKind::User,
+        file: Some("/home/bench/.carapace/settings.json".into()),
+    };
     let mut rules = Vec::new();
     for i in 0..100 {
         let (kind, text) = match i % 5 {
             0 => (RuleKind::Deny, format!("Read(~/.secret-{i}/**)")),
             1 => (RuleKind::Deny, format!("Bash(rm-{i}:*)")),
-            2 => (RuleKind::Ask, format!("WebFetch(domain:host-{i}.example.com)")),
+            2 => (
+                RuleKind::Ask,
+                format!("WebFetch(domain:host-{i}.example.com)"),
+            ),
             3 => (RuleKind::Allow, format!("Edit(src/module-{i}/**)")),
             _ => (RuleKind::Allow, format!("Bash(tool-{i} run:*)")),
         };
@@ -86,7 +98,9 @@ fn policy_benches(file: &Path) -> BenchResult {
         home: "/home/bench".into(),
         config_dir: "/home/bench/.carapace".into(),
     });
-    let ceiling = Ceiling::none().with_files("/", FileAccess::Write).with_process();
+    let ceiling = Ceiling::none()
+        .with_files("/", FileAccess::Write)
+        .with_process();
     let needs = [Capability::ReadFile(file.to_string_lossy().into_owned())];
     const N: usize = 20_000;
     let mut samples = Vec::with_capacity(N);
@@ -98,7 +112,11 @@ fn policy_benches(file: &Path) -> BenchResult {
             return Err(format!("unexpected verdict {verdict:?}").into());
         }
     }
-    report("policy: decide one Read (100 rules; matching + grant)", &samples, "");
+    report(
+        "policy: decide one Read (100 rules; matching + grant)",
+        &samples,
+        "",
+    );
     let line = "tool-3 run build && tool-8 run test | grep ok; tool-13 run lint";
     let mut samples = Vec::with_capacity(N);
     for _ in 0..N {
@@ -107,7 +125,11 @@ fn policy_benches(file: &Path) -> BenchResult {
         samples.push(started.elapsed());
         std::hint::black_box(verdict);
     }
-    report("policy: decide a 4-part Bash line (100 rules; parse + match)", &samples, "");
+    report(
+        "policy: decide a 4-part Bash line (100 rules; parse + match)",
+        &samples,
+        "",
+    );
     Ok(())
 }
 

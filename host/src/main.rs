@@ -4,6 +4,13 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The OS-sandbox helper: carapace re-executes itself to confine a command
+    // (Landlock, no network) before exec'ing it. Not a user-facing command.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(carapace::sandbox::process::HELPER_ARG) {
+        let code = carapace::sandbox::process::helper_main(&args[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = carapace::cli::Cli::parse();
     let filter = if cli.debug {
         tracing_subscriber::EnvFilter::new("carapace=debug")

@@ -9,7 +9,7 @@ use super::tools::{PermissionDenial, Preparation, ToolCall, ToolCallResult, Tool
 use crate::model::{ImageSource, ToolResultBlock, ToolResultContent, ToolSpec};
 use crate::plugins::{RegisteredTool, ToolRegistry};
 use crate::policy::{AuditEntry, AuditLog, Basis, Outcome, Policy, Verdict, protected_entries};
-use crate::sandbox::{CallLimits, Capability, Grant, ToolContent, ToolFailure, ToolOutput};
+use crate::sandbox::{CallLimits, Capability, Grant, ReadLedger, ToolContent, ToolFailure, ToolOutput};
 use base64::Engine as _;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -27,6 +27,8 @@ pub struct ToolPipeline {
     /// A tool that answers permission questions in print mode
     /// (`--permission-prompt-tool`).
     prompt_tool: Option<String>,
+    /// What the model was shown of each file in this session.
+    reads: Arc<ReadLedger>,
 }
 
 /// How an `Ask` was settled.
@@ -43,6 +45,7 @@ impl ToolPipeline {
             limits,
             audit: AuditLog::disabled(),
             prompt_tool: None,
+            reads: ReadLedger::new(),
         }
     }
 
@@ -192,7 +195,7 @@ impl ToolPipeline {
         tracing::debug!(tool = %call.name, id = %call.id, granted = ?grant.describe(), "calling tool");
         let answer = tool
             .component
-            .call(&call.name, &call.input.to_string(), &grant, &self.limits)
+            .call_in_session(&call.name, &call.input.to_string(), &grant, &self.limits, Some(&self.reads))
             .await;
         if let Some(result) = self.sweep_protected(&call, &grant) {
             return result;
@@ -326,6 +329,7 @@ fn describe_need(need: &Capability) -> String {
         Capability::WriteTree(p) => format!("write tree {p}"),
         Capability::Http(h) => format!("http {h}"),
         Capability::Env(n) => format!("env {n}"),
+        Capability::Process(c) => format!("run {c}"),
     }
 }
 

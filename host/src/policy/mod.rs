@@ -421,19 +421,16 @@ impl Policy {
         }
     }
 
-    /// The verdict on one Bash command line (used by the Bash tool's
-    /// process capability): deny/ask rules catch any part of the line, allow
-    /// needs every part allowed; a line the analysis cannot follow is never
-    /// allowed by a rule.
+    /// The verdict on one Bash command line: deny/ask rules catch any part
+    /// of the line, allow needs every part allowed; a line the analysis
+    /// cannot follow is never allowed by a rule.
     pub fn decide_command(&self, command: &str, ceiling: &Ceiling) -> Verdict {
-        if !ceiling.allows_process() {
-            return deny(
-                "Running a command is outside the plugin's approved ceiling.".into(),
-                Basis::of(BasisKind::Ceiling),
-            );
-        }
+        self.decide("Bash", &[Capability::Process(command.to_string())], ceiling)
+    }
+
+    fn decide_command_need(&self, command: &str) -> Need {
         if let Some(rule) = self.rules.tool_rule(RuleKind::Deny, "Bash") {
-            return deny(
+            return Need::Deny(
                 format!("Bash was denied by {}.", Basis::rule(rule).describe()),
                 Basis::rule(rule),
             );
@@ -443,7 +440,7 @@ impl Policy {
             .rules
             .matching(RuleKind::Deny, Subject::Command(&analysis))
         {
-            return deny(
+            return Need::Deny(
                 format!(
                     "The command was denied by {} ({}).",
                     Basis::rule(rule).describe(),
@@ -452,24 +449,11 @@ impl Policy {
                 Basis::rule(rule),
             );
         }
-        let ask = |message: String, basis: Basis| {
-            if self.mode == PermissionMode::DontAsk {
-                deny(
-                    format!("{message} Permission mode `dontAsk` denies what it would ask."),
-                    Basis::of(BasisKind::Mode),
-                )
-            } else {
-                Verdict {
-                    outcome: Outcome::Ask(message),
-                    basis,
-                }
-            }
-        };
         if let Some(rule) = self.rules.tool_rule(RuleKind::Ask, "Bash").or_else(|| {
             self.rules
                 .matching(RuleKind::Ask, Subject::Command(&analysis))
         }) {
-            return ask(
+            return Need::Ask(
                 format!(
                     "The command needs approval by {}.",
                     Basis::rule(rule).describe()
@@ -478,9 +462,9 @@ impl Policy {
             );
         }
         match self.mode {
-            PermissionMode::BypassPermissions => return allow(Basis::of(BasisKind::Mode)),
+            PermissionMode::BypassPermissions => return Need::Allow(Basis::of(BasisKind::Mode)),
             PermissionMode::Plan => {
-                return deny(
+                return Need::Deny(
                     "Plan mode does not run commands.".into(),
                     Basis::of(BasisKind::Mode),
                 );
@@ -488,7 +472,7 @@ impl Policy {
             PermissionMode::Default | PermissionMode::AcceptEdits | PermissionMode::DontAsk => {}
         }
         if let Some(rule) = self.rules.tool_rule(RuleKind::Allow, "Bash") {
-            return allow(Basis::rule(rule));
+            return Need::Allow(Basis::rule(rule));
         }
         if let Analysis::Commands(commands) = &analysis {
             let allowed: Option<Vec<&Rule>> = commands
@@ -503,10 +487,10 @@ impl Policy {
             if let Some(rules) = allowed
                 && let Some(first) = rules.first()
             {
-                return allow(Basis::rule(first));
+                return Need::Allow(Basis::rule(first));
             }
         }
-        ask(
+        Need::Ask(
             format!(
                 "Running `{}` needs approval ({}).",
                 one_line(command),
@@ -534,6 +518,9 @@ impl Policy {
                 ),
                 Basis::of(BasisKind::Ceiling),
             );
+        }
+        if let Resolved::Command(command) = need {
+            return self.decide_command_need(command);
         }
         if let Resolved::Env(name) = need
             && SECRET_ENV.contains(&name.as_str())
@@ -648,7 +635,7 @@ impl Policy {
                     Err(e) => Some(format!("it cannot be checked for protected files ({e})")),
                 }
             }
-            Resolved::Host(_) | Resolved::Env(_) => None,
+            Resolved::Host(_) | Resolved::Env(_) | Resolved::Command(_) => None,
         }
     }
 
@@ -656,7 +643,7 @@ impl Policy {
         let path = match need {
             Resolved::File { resolved, .. } => resolved,
             Resolved::Tree { dir, .. } => dir,
-            Resolved::Host(_) | Resolved::Env(_) => return false,
+            Resolved::Host(_) | Resolved::Env(_) | Resolved::Command(_) => return false,
         };
         self.working_dirs.iter().any(|d| path.starts_with(d))
     }
@@ -688,6 +675,7 @@ impl Policy {
                 Resolved::Host(HostPattern::parse(host).map_err(|e| format!("{tool}: {e}"))?)
             }
             Capability::Env(name) => Resolved::Env(name.clone()),
+            Capability::Process(command) => Resolved::Command(command.clone()),
         })
     }
 
@@ -724,6 +712,7 @@ impl Policy {
                 Ok(value) => grant.env_var(name, value),
                 Err(_) => grant,
             }),
+            Resolved::Command(command) => Ok(grant.command(command.clone())),
         }
     }
 }
@@ -731,13 +720,6 @@ impl Policy {
 fn deny(message: String, basis: Basis) -> Verdict {
     Verdict {
         outcome: Outcome::Deny(message),
-        basis,
-    }
-}
-
-fn allow(basis: Basis) -> Verdict {
-    Verdict {
-        outcome: Outcome::Allow(Grant::none()),
         basis,
     }
 }
@@ -765,6 +747,7 @@ enum Resolved {
     },
     Host(HostPattern),
     Env(String),
+    Command(String),
 }
 
 impl Resolved {
@@ -805,6 +788,7 @@ impl Resolved {
             Resolved::Tree { dir, write } => ceiling.allows_file(dir, access(*write)),
             Resolved::Host(host) => ceiling.allows_host(host),
             Resolved::Env(name) => ceiling.allows_env(name),
+            Resolved::Command(_) => ceiling.allows_process(),
         }
     }
 
@@ -823,7 +807,7 @@ impl Resolved {
             }),
             Resolved::Tree { dir, write } => Some(Subject::Tree { dir, write: *write }),
             Resolved::Host(host) => Some(Subject::Host(host.host())),
-            Resolved::Env(_) => None,
+            Resolved::Env(_) | Resolved::Command(_) => None,
         }
     }
 
@@ -840,6 +824,7 @@ impl Resolved {
             Resolved::Tree { dir, .. } => dir.display().to_string(),
             Resolved::Host(host) => host.to_string(),
             Resolved::Env(name) => name.clone(),
+            Resolved::Command(command) => one_line(command),
         }
     }
 
@@ -853,6 +838,7 @@ impl Resolved {
             }
             Resolved::Host(host) => format!("reach {host} over HTTP"),
             Resolved::Env(name) => format!("read the environment variable {name}"),
+            Resolved::Command(command) => format!("run `{}`", one_line(command)),
         }
     }
 }

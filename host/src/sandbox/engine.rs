@@ -5,7 +5,9 @@ use super::cache::{CacheOutcome, ComponentCache};
 use super::grant::{Grant, StagedGrant};
 use super::http::HttpGate;
 use super::limits::{CallLimiter, CallLimits};
+use super::process::ProcessConfig;
 use super::staging::StagingPool;
+use super::tool::ReadLedger;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +31,11 @@ pub struct SandboxConfig {
     pub max_live_instances: u32,
     /// How often running guests are interrupted to check their deadline.
     pub epoch_tick: Duration,
+    /// The working directory guests start in (it grants nothing; tools use
+    /// it to resolve a default path).
+    pub guest_cwd: Option<PathBuf>,
+    /// How granted commands run; `None`: no processes at all.
+    pub process: Option<ProcessConfig>,
 }
 
 impl Default for SandboxConfig {
@@ -39,6 +46,8 @@ impl Default for SandboxConfig {
             max_memory_bytes: 1 << 30,
             max_live_instances: 256,
             epoch_tick: Duration::from_millis(10),
+            guest_cwd: None,
+            process: None,
         }
     }
 }
@@ -55,6 +64,8 @@ pub(crate) struct SandboxInner {
     pub(crate) linker: Linker<HostState>,
     cache: ComponentCache,
     staging: Arc<StagingPool>,
+    guest_cwd: Option<String>,
+    process: Option<Arc<ProcessConfig>>,
 }
 
 impl Sandbox {
@@ -97,6 +108,8 @@ impl Sandbox {
                 linker,
                 cache: ComponentCache::new(config.cache_dir),
                 staging,
+                guest_cwd: config.guest_cwd.map(|p| p.to_string_lossy().into_owned()),
+                process: config.process.map(Arc::new),
             }),
         })
     }
@@ -128,6 +141,7 @@ impl SandboxInner {
         plugin: &str,
         grant: &Grant,
         limits: &CallLimits,
+        reads: Option<Arc<ReadLedger>>,
     ) -> Result<(Store<HostState>, StagedGrant, MemoryOutputPipe), SandboxError> {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
         let mut wasi = WasiCtxBuilder::new();
@@ -136,6 +150,9 @@ impl SandboxInner {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
+        if let Some(cwd) = &self.guest_cwd {
+            wasi.initial_cwd(cwd);
+        }
         let staged = grant
             .apply(&self.staging, &mut wasi)
             .map_err(|e| SandboxError::Prepare(e.to_string()))?;
@@ -146,6 +163,9 @@ impl SandboxInner {
             table: ResourceTable::new(),
             limiter: CallLimiter::new(limits.memory_bytes),
             plugin: plugin.into(),
+            reads,
+            commands: grant.commands().to_vec(),
+            process: self.process.clone(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -166,6 +186,10 @@ pub(crate) struct HostState {
     table: ResourceTable,
     pub(crate) limiter: CallLimiter,
     pub(crate) plugin: Arc<str>,
+    pub(crate) reads: Option<Arc<ReadLedger>>,
+    /// The command lines this call may run.
+    pub(crate) commands: Vec<String>,
+    pub(crate) process: Option<Arc<ProcessConfig>>,
 }
 
 impl WasiHttpView for HostState {

@@ -54,6 +54,7 @@ pub struct Grant {
     trees: Vec<TreeGrant>,
     env: Vec<(String, String)>,
     http_hosts: Vec<HostPattern>,
+    commands: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -151,11 +152,23 @@ impl Grant {
         self
     }
 
+    /// Running exactly this command line (through the host's process
+    /// interface, in the OS sandbox).
+    pub fn command(mut self, command: impl Into<String>) -> Self {
+        self.commands.push(command.into());
+        self
+    }
+
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
             && self.trees.is_empty()
             && self.env.is_empty()
             && self.http_hosts.is_empty()
+            && self.commands.is_empty()
+    }
+
+    pub(crate) fn commands(&self) -> &[String] {
+        &self.commands
     }
 
     pub(crate) fn http_hosts(&self) -> &[HostPattern] {
@@ -188,6 +201,7 @@ impl Grant {
         );
         out.extend(self.env.iter().map(|(name, _)| format!("env {name}")));
         out.extend(self.http_hosts.iter().map(|h| format!("http {h}")));
+        out.extend(self.commands.iter().map(|c| format!("run {c}")));
         out
     }
 

@@ -16,6 +16,7 @@ mod engine;
 mod grant;
 mod http;
 mod limits;
+pub mod process;
 mod staging;
 mod tool;
 
@@ -23,9 +24,10 @@ pub use cache::{CacheOutcome, ComponentCache};
 pub use engine::{Sandbox, SandboxConfig};
 pub use grant::{FileAccess, Grant, GrantError};
 pub use limits::CallLimits;
+pub use process::{CommandOutput, ProcessConfig};
 pub use tool::{
-    CallPlan, Capability, InterruptBehavior, ToolComponent, ToolContent, ToolDefinition,
-    ToolFailure, ToolOutput,
+    CallPlan, Capability, FileStamp, InterruptBehavior, ReadLedger, ToolComponent, ToolContent,
+    ToolDefinition, ToolFailure, ToolOutput,
 };
 
 use std::time::Duration;

@@ -13,11 +13,47 @@ mod v0_1 {
     wasmtime::component::bindgen!({
         world: "tool-plugin",
         path: "../wit/tool/v0.1.0",
+        imports: { "carapace:tool/process.run": async },
         exports: { default: async },
     });
 }
 
-use v0_1::carapace::tool::{host as host_v0_1, types as types_v0_1};
+use super::process::run_command;
+use v0_1::carapace::tool::{host as host_v0_1, process as process_v0_1, types as types_v0_1};
+
+/// What the model was shown of each file in a session (the `record-read` /
+/// `last-read` host functions): lets Edit refuse a file the model has not
+/// read, or has not read since it changed.
+#[derive(Debug, Default)]
+pub struct ReadLedger {
+    files: std::sync::Mutex<std::collections::HashMap<String, FileStamp>>,
+}
+
+/// A file's state when it was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    pub modified_ns: u64,
+    pub size: u64,
+}
+
+impl ReadLedger {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    pub fn record(&self, path: &str, stamp: FileStamp) {
+        if let Ok(mut files) = self.files.lock() {
+            files.insert(path.to_string(), stamp);
+        }
+    }
+
+    pub fn last(&self, path: &str) -> Option<FileStamp> {
+        self.files
+            .lock()
+            .ok()
+            .and_then(|files| files.get(path).copied())
+    }
+}
 
 /// One tool a component provides, as offered to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +81,8 @@ pub enum Capability {
     WriteTree(String),
     Http(String),
     Env(String),
+    /// One shell command line.
+    Process(String),
 }
 
 /// What the component says about one call before it runs.
@@ -213,10 +251,23 @@ impl ToolComponent {
         grant: &Grant,
         limits: &CallLimits,
     ) -> Result<Result<ToolOutput, ToolFailure>, SandboxError> {
+        self.call_in_session(tool, input, grant, limits, None).await
+    }
+
+    /// [`call`](Self::call), with the session's read ledger available to the
+    /// tool.
+    pub async fn call_in_session(
+        &self,
+        tool: &str,
+        input: &str,
+        grant: &Grant,
+        limits: &CallLimits,
+        reads: Option<&Arc<ReadLedger>>,
+    ) -> Result<Result<ToolOutput, ToolFailure>, SandboxError> {
         let tool = tool.to_string();
         let input = input.to_string();
         let answer = self
-            .run(grant, limits, move |bindings, store| {
+            .run_with(grant, limits, reads, move |bindings, store| {
                 Box::pin(async move {
                     bindings
                         .carapace_tool_tool_provider()
@@ -258,8 +309,25 @@ impl ToolComponent {
             Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
         >,
     ) -> Result<R, SandboxError> {
+        self.run_with(grant, limits, None, f).await
+    }
+
+    async fn run_with<R: Send + 'static>(
+        &self,
+        grant: &Grant,
+        limits: &CallLimits,
+        reads: Option<&Arc<ReadLedger>>,
+        f: impl for<'a> FnOnce(
+            &'a v0_1::ToolPlugin,
+            &'a mut wasmtime::Store<HostState>,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
+        >,
+    ) -> Result<R, SandboxError> {
         let started = Instant::now();
-        let (mut store, staged, stderr) = self.sandbox.new_store(&self.name, grant, limits)?;
+        let (mut store, staged, stderr) =
+            self.sandbox
+                .new_store(&self.name, grant, limits, reads.cloned())?;
         let outcome = tokio::time::timeout(limits.deadline, async {
             let bindings = self
                 .pre
@@ -313,6 +381,7 @@ fn capability_from_v0_1(c: types_v0_1::Capability) -> Capability {
         types_v0_1::Capability::WriteTree(p) => Capability::WriteTree(p),
         types_v0_1::Capability::Http(h) => Capability::Http(h),
         types_v0_1::Capability::Env(v) => Capability::Env(v),
+        types_v0_1::Capability::Process(c) => Capability::Process(c),
     }
 }
 
@@ -329,7 +398,36 @@ fn content_from_v0_1(c: types_v0_1::Content) -> ToolContent {
 /// The host interfaces every tool component may import.
 pub(crate) fn add_host_interfaces(linker: &mut Linker<HostState>) -> Result<(), SandboxError> {
     host_v0_1::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
-        .map_err(|e| SandboxError::Prepare(format!("linking carapace:tool/host: {e:#}")))
+        .map_err(|e| SandboxError::Prepare(format!("linking carapace:tool/host: {e:#}")))?;
+    process_v0_1::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
+        .map_err(|e| SandboxError::Prepare(format!("linking carapace:tool/process: {e:#}")))
+}
+
+/// Longest command a tool may run.
+const MAX_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+impl process_v0_1::Host for HostState {
+    async fn run(
+        &mut self,
+        command: String,
+        timeout_ms: u64,
+    ) -> Result<process_v0_1::CommandOutput, String> {
+        if !self.commands.iter().any(|granted| *granted == command) {
+            return Err("this call was not granted that command line".into());
+        }
+        let Some(config) = self.process.clone() else {
+            return Err("this host runs no processes".into());
+        };
+        let timeout = std::time::Duration::from_millis(timeout_ms).min(MAX_COMMAND_TIMEOUT);
+        let output = run_command(&config, &command, timeout).await?;
+        Ok(process_v0_1::CommandOutput {
+            stdout: output.stdout,
+            stderr: output.stderr,
+            exit_code: output.exit_code,
+            timed_out: output.timed_out,
+            truncated: output.truncated,
+        })
+    }
 }
 
 /// Longest log line or progress message kept from a guest.
@@ -357,6 +455,26 @@ impl host_v0_1::Host for HostState {
 
     fn progress(&mut self, message: String) {
         tracing::info!(plugin = &*self.plugin, progress = bounded(&message));
+    }
+
+    fn record_read(&mut self, path: String, stamp: host_v0_1::FileStamp) {
+        if let Some(ledger) = &self.reads {
+            ledger.record(
+                &path,
+                FileStamp {
+                    modified_ns: stamp.modified_ns,
+                    size: stamp.size,
+                },
+            );
+        }
+    }
+
+    fn last_read(&mut self, path: String) -> Option<host_v0_1::FileStamp> {
+        let stamp = self.reads.as_ref()?.last(&path)?;
+        Some(host_v0_1::FileStamp {
+            modified_ns: stamp.modified_ns,
+            size: stamp.size,
+        })
     }
 }
 
