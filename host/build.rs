@@ -14,7 +14,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// (crate name in plugins/, file name of the built component)
-const PLUGINS: &[(&str, &str)] = &[("read", "carapace_read.wasm")];
+const PLUGINS: &[(&str, &str)] = &[
+    ("read", "carapace_read.wasm"),
+    ("write", "carapace_write.wasm"),
+    ("edit", "carapace_edit.wasm"),
+    ("glob", "carapace_glob.wasm"),
+    ("grep", "carapace_grep.wasm"),
+    ("bash", "carapace_bash.wasm"),
+    ("webfetch", "carapace_webfetch.wasm"),
+];
 
 fn main() {
     if let Err(message) = run() {

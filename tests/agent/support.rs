@@ -95,7 +95,9 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
     let server = ScriptedServer::start(setup.replies)?;
     let model = AnthropicModel::with_api_key(&server.url(), "test-key")?;
     let sandbox = Sandbox::new(SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("component-cache"),
+        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("carapace-cache")
+            .join("components"),
         ..SandboxConfig::default()
     })?;
     let mut registry = ToolRegistry::builtin(&sandbox).await?;

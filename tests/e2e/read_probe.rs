@@ -297,7 +297,7 @@ fn read_schema() -> Value {
         "properties": {
             "file_path": {"type": "string"},
             "offset": {"type": "integer", "minimum": 0},
-            "limit": {"type": "integer", "minimum": 1}
+            "limit": {"type": "integer", "exclusiveMinimum": 0}
         },
         "required": ["file_path"],
         "additionalProperties": false

@@ -30,7 +30,7 @@ pub fn carapace() -> Command {
 }
 
 fn cache_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-cache")
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("carapace-cache")
 }
 
 /// Runs `carapace ARGS` in `cwd` with the scripted server as the API.

@@ -101,7 +101,9 @@ async fn loaded() -> Result<&'static Loaded, BoxError> {
     LOADED
         .get_or_try_init(|| async {
             let sandbox = Sandbox::new(SandboxConfig {
-                cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("component-cache"),
+                cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+                    .join("carapace-cache")
+                    .join("components"),
                 ..SandboxConfig::default()
             })?;
             let wasm = std::fs::read(

@@ -14,7 +14,9 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 async fn probe() -> Result<ToolComponent, Box<dyn std::error::Error>> {
     let config = SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("component-cache"),
+        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("carapace-cache")
+            .join("components"),
         ..SandboxConfig::default()
     };
     let sandbox = Sandbox::new(config)?;

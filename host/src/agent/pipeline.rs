@@ -9,12 +9,17 @@ use super::tools::{PermissionDenial, Preparation, ToolCall, ToolCallResult, Tool
 use crate::model::{ImageSource, ToolResultBlock, ToolResultContent, ToolSpec};
 use crate::plugins::{RegisteredTool, ToolRegistry};
 use crate::policy::{AuditEntry, AuditLog, Basis, Outcome, Policy, Verdict, protected_entries};
-use crate::sandbox::{CallLimits, Capability, Grant, ReadLedger, ToolContent, ToolFailure, ToolOutput};
+use crate::sandbox::{
+    CallLimits, Capability, Grant, ReadLedger, ToolContent, ToolFailure, ToolOutput,
+};
 use base64::Engine as _;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::sync::Arc;
+
+/// Characters of an oversized result shown inline.
+const PREVIEW_CHARS: usize = 2_000;
 
 /// Longest excerpt of unparsable tool input quoted back to the model.
 const INPUT_EXCERPT_CHARS: usize = 200;
@@ -29,6 +34,8 @@ pub struct ToolPipeline {
     prompt_tool: Option<String>,
     /// What the model was shown of each file in this session.
     reads: Arc<ReadLedger>,
+    /// Where results over the limit (second) are saved in full.
+    spill: Option<(std::path::PathBuf, usize)>,
 }
 
 /// How an `Ask` was settled.
@@ -46,7 +53,49 @@ impl ToolPipeline {
             audit: AuditLog::disabled(),
             prompt_tool: None,
             reads: ReadLedger::new(),
+            spill: None,
         }
+    }
+
+    /// Saves any text result longer than `max_chars` to `dir` and gives the
+    /// model a preview and the file's path instead (Read can page through
+    /// it), so one large result cannot crowd out the context.
+    pub fn with_result_spill(mut self, dir: std::path::PathBuf, max_chars: usize) -> Self {
+        self.spill = Some((dir, max_chars));
+        self
+    }
+
+    fn budget(&self, mut result: ToolCallResult) -> ToolCallResult {
+        let Some((dir, max_chars)) = &self.spill else {
+            return result;
+        };
+        let ToolResultContent::Text(text) = &result.content else {
+            return result;
+        };
+        let total = text.chars().count();
+        if total <= *max_chars {
+            return result;
+        }
+        let name: String = result
+            .tool_use_id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+            .collect();
+        let path = dir.join(format!("{name}.txt"));
+        let saved =
+            std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, text.as_bytes()));
+        let preview: String = text.chars().take(PREVIEW_CHARS).collect();
+        let note = match saved {
+            Ok(()) => format!(
+                "\n\n[This result was {total} characters long; the first {PREVIEW_CHARS} are shown. The whole result is saved at {} — read it with Read, using offset and limit.]",
+                path.display()
+            ),
+            Err(e) => format!(
+                "\n\n[This result was {total} characters long and was cut to {PREVIEW_CHARS}; saving it whole failed: {e}]"
+            ),
+        };
+        result.content = ToolResultContent::Text(preview + &note);
+        result
     }
 
     /// Records every permission decision in `audit`.
@@ -195,13 +244,19 @@ impl ToolPipeline {
         tracing::debug!(tool = %call.name, id = %call.id, granted = ?grant.describe(), "calling tool");
         let answer = tool
             .component
-            .call_in_session(&call.name, &call.input.to_string(), &grant, &self.limits, Some(&self.reads))
+            .call_in_session(
+                &call.name,
+                &call.input.to_string(),
+                &grant,
+                &self.limits,
+                Some(&self.reads),
+            )
             .await;
         if let Some(result) = self.sweep_protected(&call, &grant) {
             return result;
         }
         match answer {
-            Ok(Ok(output)) => to_result(&call.id, output),
+            Ok(Ok(output)) => self.budget(to_result(&call.id, output)),
             Ok(Err(ToolFailure::InvalidInput(message))) => {
                 ToolCallResult::error(&call.id, format!("InputValidationError: {message}"))
             }

@@ -13,7 +13,7 @@ use crate::policy::{
     Anchors, AuditLog, PermissionMode, Policy, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource,
     SourceKind,
 };
-use crate::sandbox::{CallLimits, Sandbox, SandboxConfig};
+use crate::sandbox::{CallLimits, ProcessConfig, Sandbox, SandboxConfig};
 use crate::settings::{Locations, Settings};
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -28,6 +28,8 @@ use tokio_util::sync::CancellationToken;
 const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 const DEFAULT_MAX_TOKENS: u32 = 32_000;
 const DEFAULT_STOP_HOOK_BLOCK_CAP: u32 = 8;
+/// A tool result longer than this is saved to a file and shown as a preview.
+const MAX_RESULT_CHARS: usize = 100_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum InputFormat {
@@ -245,6 +247,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         RuleKind::Ask => 1,
         RuleKind::Allow => 2,
     });
+    let session_id = cli
+        .session_id
+        .unwrap_or_else(uuid::Uuid::new_v4)
+        .to_string();
+    let session_dir = config_dir.join("sessions").join(&session_id);
+    // Tool results too large for the model's context are saved here, where
+    // Read may page through them.
+    let spill_dir = session_dir.join("tool-results");
     let mut additional_dirs = settings.additional_dirs.clone();
     additional_dirs.extend(cli.add_dir.iter().map(|d| {
         if d.is_absolute() {
@@ -253,6 +263,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             cwd.join(d)
         }
     }));
+    let mut write_roots = vec![cwd.clone(), std::env::temp_dir()];
+    write_roots.extend(additional_dirs.iter().cloned());
+    additional_dirs.push(spill_dir.clone());
     let policy = Policy::from_config(PolicyConfig {
         mode,
         rules: RuleSet::new(rules),
@@ -277,7 +290,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
     };
 
-    let sandbox = Sandbox::new(SandboxConfig::default())?;
+    let sandbox = Sandbox::new(SandboxConfig {
+        guest_cwd: Some(cwd.clone()),
+        process: Some(ProcessConfig {
+            write_roots,
+            allow_network: settings.sandbox_network.unwrap_or(false),
+            require_os_sandbox: settings.sandbox_required.unwrap_or(true),
+            ..ProcessConfig::new(&cwd)
+        }),
+        ..SandboxConfig::default()
+    })?;
     let mut registry = ToolRegistry::builtin(&sandbox).await?;
     if !cli.tools.is_empty() {
         let names: Vec<String> = cli
@@ -290,23 +312,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .collect();
         registry = registry.select(&names)?;
     }
-    let session_id = cli
-        .session_id
-        .unwrap_or_else(uuid::Uuid::new_v4)
-        .to_string();
     if let Some(prompt_tool) = &cli.permission_prompt_tool
         && registry.get(prompt_tool).is_none()
     {
         bail!("--permission-prompt-tool: no loaded tool is called `{prompt_tool}`");
     }
     let pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
-        .with_audit(AuditLog::at(
-            config_dir
-                .join("sessions")
-                .join(&session_id)
-                .join("audit.jsonl"),
-        ))
-        .with_prompt_tool(cli.permission_prompt_tool.clone());
+        .with_audit(AuditLog::at(session_dir.join("audit.jsonl")))
+        .with_prompt_tool(cli.permission_prompt_tool.clone())
+        .with_result_spill(spill_dir, MAX_RESULT_CHARS);
     let tool_names = pipeline.offered_names();
     let pipeline = Arc::new(pipeline);
     let info = RunInfo {

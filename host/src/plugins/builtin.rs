@@ -11,8 +11,46 @@ pub struct BuiltinPlugin {
     pub ceiling: fn() -> Ceiling,
 }
 
-pub const BUILTIN_PLUGINS: &[BuiltinPlugin] = &[BuiltinPlugin {
-    name: "read",
-    wasm: include_bytes!(concat!(env!("OUT_DIR"), "/read.wasm")),
-    ceiling: || Ceiling::none().with_files("/", FileAccess::Read),
-}];
+macro_rules! embedded {
+    ($name:literal) => {
+        include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".wasm"))
+    };
+}
+
+pub const BUILTIN_PLUGINS: &[BuiltinPlugin] = &[
+    BuiltinPlugin {
+        name: "read",
+        wasm: embedded!("read"),
+        ceiling: || Ceiling::none().with_files("/", FileAccess::Read),
+    },
+    BuiltinPlugin {
+        name: "write",
+        wasm: embedded!("write"),
+        ceiling: || Ceiling::none().with_files("/", FileAccess::Write),
+    },
+    BuiltinPlugin {
+        name: "edit",
+        wasm: embedded!("edit"),
+        ceiling: || Ceiling::none().with_files("/", FileAccess::Write),
+    },
+    BuiltinPlugin {
+        name: "glob",
+        wasm: embedded!("glob"),
+        ceiling: || Ceiling::none().with_files("/", FileAccess::Read),
+    },
+    BuiltinPlugin {
+        name: "grep",
+        wasm: embedded!("grep"),
+        ceiling: || Ceiling::none().with_files("/", FileAccess::Read),
+    },
+    BuiltinPlugin {
+        name: "bash",
+        wasm: embedded!("bash"),
+        ceiling: || Ceiling::none().with_process(),
+    },
+    BuiltinPlugin {
+        name: "webfetch",
+        wasm: embedded!("webfetch"),
+        ceiling: || Ceiling::none().with_any_host(),
+    },
+];

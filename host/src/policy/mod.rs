@@ -79,6 +79,8 @@ pub const SECRET_ENV: &[&str] = &[
 pub struct Ceiling {
     files: Vec<(PathBuf, FileAccess)>,
     hosts: Vec<HostPattern>,
+    /// Any host (a first-party fetcher; the rules decide per call).
+    any_host: bool,
     env: Vec<String>,
     process: bool,
 }
@@ -99,6 +101,12 @@ impl Ceiling {
         self
     }
 
+    /// Outgoing HTTP to any host, each call still decided by the rules.
+    pub fn with_any_host(mut self) -> Self {
+        self.any_host = true;
+        self
+    }
+
     pub fn with_env(mut self, name: impl Into<String>) -> Self {
         self.env.push(name.into());
         self
@@ -116,7 +124,7 @@ impl Ceiling {
     }
 
     pub fn allows_host(&self, host: &HostPattern) -> bool {
-        self.hosts.iter().any(|h| h.covers(host))
+        self.any_host || self.hosts.iter().any(|h| h.covers(host))
     }
 
     pub fn allows_env(&self, name: &str) -> bool {
@@ -144,6 +152,9 @@ impl Ceiling {
                 )
             })
             .collect();
+        if self.any_host {
+            out.push("http any host".into());
+        }
         out.extend(self.hosts.iter().map(|h| format!("http {h}")));
         out.extend(self.env.iter().map(|e| format!("env {e}")));
         if self.process {

@@ -80,6 +80,14 @@ impl ComponentCache {
                 }
             }
         }
+        // One compilation per component, whatever the number of processes
+        // and threads that want it at once: the others wait, then load it.
+        let _lock = self.lock(&path);
+        if path.exists()
+            && let Ok(component) = deserialize(engine, &path)
+        {
+            return Ok((component, CacheOutcome::Hit));
+        }
         let compiled = engine
             .precompile_component(wasm)
             .map_err(|e| SandboxError::Compile(format!("{e:#}")))?;
@@ -88,6 +96,21 @@ impl ComponentCache {
         }
         let component = deserialize_bytes(engine, &compiled)?;
         Ok((component, CacheOutcome::Compiled))
+    }
+
+    /// An exclusive lock on `<artefact>.lock`, held until dropped; `None`
+    /// when the cache directory cannot hold one (compiling without it is
+    /// still correct, only slower).
+    fn lock(&self, artefact: &Path) -> Option<std::fs::File> {
+        create_private_dir(&self.dir).ok()?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(artefact.with_extension("lock"))
+            .ok()?;
+        file.lock().ok()?;
+        Some(file)
     }
 
     fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {

@@ -150,9 +150,6 @@ impl SandboxInner {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        if let Some(cwd) = &self.guest_cwd {
-            wasi.initial_cwd(cwd);
-        }
         let staged = grant
             .apply(&self.staging, &mut wasi)
             .map_err(|e| SandboxError::Prepare(e.to_string()))?;
@@ -164,6 +161,7 @@ impl SandboxInner {
             limiter: CallLimiter::new(limits.memory_bytes),
             plugin: plugin.into(),
             reads,
+            working_dir: self.guest_cwd.clone(),
             commands: grant.commands().to_vec(),
             process: self.process.clone(),
         };
@@ -187,6 +185,7 @@ pub(crate) struct HostState {
     pub(crate) limiter: CallLimiter,
     pub(crate) plugin: Arc<str>,
     pub(crate) reads: Option<Arc<ReadLedger>>,
+    pub(crate) working_dir: Option<String>,
     /// The command lines this call may run.
     pub(crate) commands: Vec<String>,
     pub(crate) process: Option<Arc<ProcessConfig>>,

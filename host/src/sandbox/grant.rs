@@ -412,6 +412,14 @@ fn stage_file(file: &FileGrant, staging: &Path) -> Result<Option<PathBuf>, Grant
     if std::fs::hard_link(&real, &target).is_err() {
         std::fs::copy(&real, &target)
             .map_err(|e| staging_error(format!("neither a hard link nor a copy worked: {e}")))?;
+        // A copy keeps the original's modification time, so tools that
+        // compare what was read with what is there see the same file.
+        if let Ok(modified) = meta.modified() {
+            let _ = std::fs::File::options()
+                .write(true)
+                .open(&target)
+                .and_then(|f| f.set_modified(modified));
+        }
     }
     Ok(Some(target))
 }

@@ -457,6 +457,10 @@ impl host_v0_1::Host for HostState {
         tracing::info!(plugin = &*self.plugin, progress = bounded(&message));
     }
 
+    fn working_directory(&mut self) -> Option<String> {
+        self.working_dir.clone()
+    }
+
     fn record_read(&mut self, path: String, stamp: host_v0_1::FileStamp) {
         if let Some(ledger) = &self.reads {
             ledger.record(

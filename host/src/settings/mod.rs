@@ -44,6 +44,17 @@ struct SettingsFile {
     hooks: Option<Value>,
     #[serde(default)]
     trusted_workspaces: Vec<PathBuf>,
+    #[serde(default)]
+    sandbox: SandboxFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SandboxFile {
+    /// Refuse to run commands when the OS sandbox is unavailable.
+    required: Option<bool>,
+    /// Give commands (Bash) network access.
+    allow_network: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -110,6 +121,10 @@ pub struct Settings {
     pub hooks: Vec<(Value, RuleSource)>,
     /// Whether executables brought by project files may load.
     pub trusted: bool,
+    /// `sandbox.required`: refuse commands when the OS sandbox is missing.
+    pub sandbox_required: Option<bool>,
+    /// `sandbox.allowNetwork`: commands may use the network.
+    pub sandbox_network: Option<bool>,
     /// What was refused or ignored, to tell the user.
     pub warnings: Vec<String>,
     /// Every file that was read, highest precedence first.
@@ -246,6 +261,25 @@ impl Settings {
                     ));
                 } else {
                     settings.hooks.push((hooks, source.clone()));
+                }
+            }
+            // A project file may tighten the OS sandbox, never loosen it.
+            if let Some(required) = file.sandbox.required {
+                if from_project && !required {
+                    settings.warnings.push(format!(
+                        "{shown}: a project file may not make the OS sandbox optional; ignored"
+                    ));
+                } else if settings.sandbox_required.is_none() {
+                    settings.sandbox_required = Some(required);
+                }
+            }
+            if let Some(network) = file.sandbox.allow_network {
+                if from_project && network {
+                    settings.warnings.push(format!(
+                        "{shown}: a project file may not give commands network access; ignored"
+                    ));
+                } else if settings.sandbox_network.is_none() {
+                    settings.sandbox_network = Some(network);
                 }
             }
             if from_project && !file.trusted_workspaces.is_empty() {

@@ -1,41 +1,48 @@
-//! The Read tool as a component: numbered lines of one file.
+//! The Read tool as a component: numbered lines of one file, or an image.
 //!
 //! The host grants this component read access to exactly the file the call
 //! names (nothing else exists for it), and the component reads that file with
 //! `std::fs` as any program would. All the tool's logic (validation, line
-//! numbering, binary detection, errors) lives here, not in the host.
+//! numbering, binary detection, images, caps, errors) lives here.
 
 wit_bindgen::generate!({
     world: "tool-plugin",
     path: "../../wit/tool/v0.1.0",
 });
 
+use carapace::tool::host::{FileStamp, record_read};
 use carapace::tool::types::{
-    CallError, CallPlan, Capability, Content, InterruptBehavior, ToolDefinition, ToolOutput,
+    CallError, CallPlan, Capability, Content, Image, InterruptBehavior, ToolDefinition, ToolOutput,
 };
+use carapace_guest_util::{absolute_path, looks_binary, stamp};
 use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
-use std::io::{BufRead, BufReader, ErrorKind};
-use std::path::{Component, Path, PathBuf};
+use std::io::{BufRead, BufReader, ErrorKind, Read};
+use std::path::Path;
 
 const TOOL_NAME: &str = "Read";
 /// Lines returned when the call gives no `limit`.
 const DEFAULT_LINE_LIMIT: u64 = 2000;
 /// Characters kept of one line; the rest is cut with a marker.
 const MAX_LINE_CHARS: usize = 2000;
-/// How much of the file's start is inspected to decide it is binary.
-const BINARY_SNIFF_BYTES: usize = 8192;
+/// Characters of output, all lines together, before the rest is left for a
+/// later call.
+const MAX_OUTPUT_CHARS: usize = 256 * 1024;
+/// The largest image sent to the model.
+const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 
 const DESCRIPTION: &str = "\
 Reads a file from the local filesystem and returns its lines, each prefixed \
-with its line number and a tab (numbering starts at 1).
+with its line number and a tab (numbering starts at 1). Images (PNG, JPEG, \
+GIF, WebP) are returned as images.
 
 - `file_path` must be an absolute path.
 - By default up to 2000 lines are returned from the start of the file; use \
 `offset` (the first line to return, counting from 1) and `limit` (how many \
 lines) to page through longer files.
-- Lines longer than 2000 characters are cut.
-- Binary files cannot be read with this tool.
+- Lines longer than 2000 characters are cut; very long output stops early \
+with a note saying where to continue.
+- Binary files other than images cannot be read with this tool.
 - Read several files at once by calling this tool several times in one \
 response; the calls run in parallel.";
 
@@ -54,7 +61,7 @@ const INPUT_SCHEMA: &str = r#"{
     },
     "limit": {
       "type": "integer",
-      "minimum": 1,
+      "exclusiveMinimum": 0,
       "description": "How many lines to read. Only needed when the file is too long to read at once"
     }
   },
@@ -83,7 +90,7 @@ impl Guest for ReadTool {
     fn plan(tool: String, input: String) -> Result<CallPlan, String> {
         check_tool(&tool)?;
         let input = parse_input(&input)?;
-        let path = absolute_path(&input.file_path)?;
+        let path = absolute_path("file_path", &input.file_path)?;
         Ok(CallPlan {
             concurrency_safe: true,
             interrupt: InterruptBehavior::Cancel,
@@ -94,10 +101,10 @@ impl Guest for ReadTool {
     fn call(tool: String, input: String) -> Result<ToolOutput, CallError> {
         check_tool(&tool).map_err(CallError::InvalidInput)?;
         let input = parse_input(&input).map_err(CallError::InvalidInput)?;
-        let path = absolute_path(&input.file_path).map_err(CallError::InvalidInput)?;
-        let text = read_numbered(&path, input.offset, input.limit).map_err(CallError::Failed)?;
+        let path = absolute_path("file_path", &input.file_path).map_err(CallError::InvalidInput)?;
+        let content = read(&path, input.offset, input.limit).map_err(CallError::Failed)?;
         Ok(ToolOutput {
-            content: vec![Content::Text(text)],
+            content: vec![content],
             is_error: false,
         })
     }
@@ -117,57 +124,47 @@ fn parse_input(input: &str) -> Result<ReadInput, String> {
     serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))
 }
 
-/// The path the call reads: absolute, with `.` and `..` resolved lexically, so
-/// that the path granted and the path opened are the same string.
-fn absolute_path(raw: &str) -> Result<PathBuf, String> {
-    let path = Path::new(raw);
-    if !path.is_absolute() {
-        return Err(format!(
-            "file_path must be an absolute path, but `{raw}` is relative"
-        ));
-    }
-    let mut normal = PathBuf::from("/");
-    for part in path.components() {
-        match part {
-            Component::Normal(name) => normal.push(name),
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    Ok(normal)
-}
-
-fn read_numbered(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<String, String> {
+fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<Content, String> {
     let shown = path.display();
     let file = std::fs::File::open(path).map_err(|e| match e.kind() {
         ErrorKind::NotFound => format!("File does not exist: {shown}"),
         ErrorKind::PermissionDenied => format!("Permission denied: {shown}"),
         _ => format!("Cannot open {shown}: {e}"),
     })?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("Cannot inspect {shown}: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("Cannot inspect {shown}: {e}"))?;
     if meta.is_dir() {
         return Err(format!(
             "{shown} is a directory, not a file. Read only reads files; list a directory with another tool."
         ));
     }
+    let (modified_ns, size) = stamp(&meta);
+    let path_text = path.to_string_lossy();
     if meta.len() == 0 {
-        return Ok(format!(
+        record_read(&path_text, FileStamp { modified_ns, size });
+        return Ok(Content::Text(format!(
             "<system-reminder>The file {shown} exists but is empty.</system-reminder>"
-        ));
+        )));
     }
 
     let mut reader = BufReader::new(file);
-    let head = reader
-        .fill_buf()
-        .map_err(|e| format!("Cannot read {shown}: {e}"))?;
-    if looks_binary(&head[..head.len().min(BINARY_SNIFF_BYTES)]) {
-        return Err(format!(
-            "{shown} is a binary file; Read only returns text."
-        ));
+    let head = reader.fill_buf().map_err(|e| format!("Cannot read {shown}: {e}"))?;
+    if let Some(media_type) = image_type(head) {
+        if meta.len() > MAX_IMAGE_BYTES {
+            return Err(format!(
+                "{shown} is an image of {} bytes, larger than the {MAX_IMAGE_BYTES}-byte limit for images.",
+                meta.len()
+            ));
+        }
+        let mut data = Vec::with_capacity(meta.len() as usize);
+        reader.read_to_end(&mut data).map_err(|e| format!("Cannot read {shown}: {e}"))?;
+        record_read(&path_text, FileStamp { modified_ns, size });
+        return Ok(Content::Image(Image {
+            media_type: media_type.to_string(),
+            data,
+        }));
+    }
+    if looks_binary(head) {
+        return Err(format!("{shown} is a binary file; Read only returns text and images."));
     }
 
     let first = offset.unwrap_or(1).max(1);
@@ -177,7 +174,7 @@ fn read_numbered(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result
     // Lines are the file split on '\n': a final newline starts one more,
     // empty line, so "a\nb\n" has three.
     let mut line_no: u64 = 0;
-    let mut more_after_limit = false;
+    let mut stopped_at: Option<u64> = None;
     let mut previous_ended_with_newline = true;
     let mut buf = Vec::new();
     loop {
@@ -194,10 +191,14 @@ fn read_numbered(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result
         }
         line_no += 1;
         if line_no >= last {
-            more_after_limit = true;
+            stopped_at = Some(line_no);
             break;
         }
         if line_no >= first {
+            if out.len() >= MAX_OUTPUT_CHARS {
+                stopped_at = Some(line_no);
+                break;
+            }
             if line_no > first {
                 out.push('\n');
             }
@@ -210,18 +211,18 @@ fn read_numbered(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result
     }
 
     if line_no < first {
-        return Ok(format!(
+        return Ok(Content::Text(format!(
             "<system-reminder>The file {shown} has {line_no} lines, fewer than the requested offset {first}.</system-reminder>"
-        ));
+        )));
     }
-    if more_after_limit {
+    record_read(&path_text, FileStamp { modified_ns, size });
+    if let Some(next) = stopped_at {
         out.push_str(&format!(
-            "\n\n(The file continues after line {}. Call Read again with offset {} to see more.)",
-            last - 1,
-            last
+            "\n\n(The file continues after line {}. Call Read again with offset {next} to see more.)",
+            next - 1
         ));
     }
-    Ok(out)
+    Ok(Content::Text(out))
 }
 
 fn push_line(out: &mut String, line_no: u64, bytes: &[u8]) {
@@ -238,6 +239,17 @@ fn push_line(out: &mut String, line_no: u64, bytes: &[u8]) {
     }
 }
 
-fn looks_binary(head: &[u8]) -> bool {
-    head.contains(&0)
+/// The media type of an image, from its first bytes.
+fn image_type(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if head.starts_with(b"\xff\xd8\xff") {
+        Some("image/jpeg")
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
 }

@@ -43,6 +43,7 @@ enum Need {
     WriteTree(String),
     Http(String),
     Env(String),
+    Process(String),
 }
 
 #[derive(Deserialize)]
@@ -65,6 +66,8 @@ enum Attempt {
     Output { bytes: usize },
     /// GET `url` through wasi:http; ok with the status and body.
     Http { url: String },
+    /// Runs `command` through the host's process interface.
+    Run { command: String },
 }
 
 struct Probe;
@@ -107,6 +110,7 @@ impl Guest for Probe {
                     Need::WriteTree(p) => Capability::WriteTree(p),
                     Need::Http(h) => Capability::Http(h),
                     Need::Env(v) => Capability::Env(v),
+                    Need::Process(c) => Capability::Process(c),
                 })
                 .collect(),
         })
@@ -238,6 +242,12 @@ fn run(attempt: Attempt) -> Value {
         Attempt::Http { url } => {
             let r = http_get(&url);
             outcome("http", &url, r)
+        }
+        Attempt::Run { command } => {
+            let r = carapace::tool::process::run(&command, 10_000).map(|out| {
+                format!("exit {:?}: {}", out.exit_code, String::from_utf8_lossy(&out.stdout))
+            });
+            outcome("run", &command, r)
         }
     }
 }

@@ -1,0 +1,725 @@
+//! The first-party tools against real files, real processes and a loopback
+//! HTTP server, each through the whole pipeline (schema, plan, policy,
+//! grant, sandboxed call): schema errors, normal cases, and the sandbox
+//! boundary of each.
+
+use carapace::agent::{Preparation, ToolCall, ToolCallResult, ToolPipeline, ToolRuntime};
+use carapace::model::{ToolResultBlock, ToolResultContent};
+use carapace::plugins::ToolRegistry;
+use carapace::policy::{
+    Anchors, Ceiling, PermissionMode, Policy, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource,
+    SourceKind,
+};
+use carapace::sandbox::{
+    CallLimits, FileAccess, ProcessConfig, Sandbox, SandboxConfig, ToolComponent,
+};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+type BoxError = Box<dyn std::error::Error>;
+
+/// A workspace, a directory outside it, and the tools wired as the CLI
+/// wires them (one session: the read ledger is shared between calls).
+struct Bench {
+    _dirs: Vec<tempfile::TempDir>,
+    ws: PathBuf,
+    outside: PathBuf,
+    pipeline: Arc<ToolPipeline>,
+}
+
+fn bench(
+    mode: PermissionMode,
+    rules: &[(RuleKind, &str)],
+) -> impl std::future::Future<Output = Result<Bench, BoxError>> {
+    let rules: Vec<(RuleKind, String)> = rules.iter().map(|(k, r)| (*k, r.to_string())).collect();
+    async move {
+        let ws_dir = tempfile::tempdir()?;
+        let out_dir = tempfile::tempdir()?;
+        let ws = std::fs::canonicalize(ws_dir.path())?;
+        let outside = std::fs::canonicalize(out_dir.path())?;
+        let sandbox = Sandbox::new(SandboxConfig {
+            cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+                .join("carapace-cache")
+                .join("components"),
+            guest_cwd: Some(ws.clone()),
+            process: Some(ProcessConfig {
+                helper: Some(PathBuf::from(env!("CARGO_BIN_EXE_carapace"))),
+                write_roots: vec![ws.clone()],
+                ..ProcessConfig::new(&ws)
+            }),
+            ..SandboxConfig::default()
+        })?;
+        let mut registry = ToolRegistry::builtin(&sandbox).await?;
+        let probe_wasm =
+            std::fs::read(Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("escape_probe.wasm"))?;
+        let probe = ToolComponent::load(&sandbox, "escape-probe", &probe_wasm).await?;
+        registry.add(
+            probe,
+            Arc::new(
+                Ceiling::none()
+                    .with_files("/", FileAccess::Write)
+                    .with_process(),
+            ),
+        )?;
+        let anchors = Anchors {
+            cwd: ws.clone(),
+            home: outside.clone(),
+            project: ws.clone(),
+        };
+        let source = RuleSource {
+            kind: SourceKind::CliFlag,
+            file: None,
+        };
+        let rules = rules
+            .iter()
+            .map(|(k, r)| Rule::parse(r, *k, source.clone(), &anchors))
+            .collect::<Result<Vec<_>, _>>()?;
+        let policy = Policy::from_config(PolicyConfig {
+            mode,
+            rules: RuleSet::new(rules),
+            cwd: ws.clone(),
+            additional_dirs: vec![],
+            home: outside.join("home"),
+            config_dir: outside.join("home/.carapace"),
+        });
+        let spill = outside.join("spill");
+        let pipeline = Arc::new(
+            ToolPipeline::new(registry, policy, CallLimits::default())
+                .with_result_spill(spill, 100_000),
+        );
+        Ok(Bench {
+            _dirs: vec![ws_dir, out_dir],
+            ws,
+            outside,
+            pipeline,
+        })
+    }
+}
+
+impl Bench {
+    async fn call(&self, tool: &str, input: Value) -> ToolCallResult {
+        let call = ToolCall {
+            id: format!("toolu_{tool}"),
+            name: tool.into(),
+            input,
+            invalid_input: None,
+        };
+        let preparation = self.pipeline.prepare(&call).await;
+        if let Preparation::Failed(result) = preparation {
+            return result;
+        }
+        self.pipeline.clone().run(call, preparation).await
+    }
+
+    fn p(&self, rel: &str) -> String {
+        self.ws.join(rel).to_string_lossy().into_owned()
+    }
+}
+
+fn text(result: &ToolCallResult) -> String {
+    result.content.text()
+}
+
+fn ok_text(result: &ToolCallResult) -> String {
+    assert!(!result.is_error, "unexpected error: {}", text(result));
+    text(result)
+}
+
+// ---- Read ------------------------------------------------------------------
+
+#[tokio::test]
+async fn read_pages_cuts_and_notes() -> TestResult {
+    let b = bench(PermissionMode::Default, &[]).await?;
+    let lines: String = (1..=3000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(b.ws.join("long.txt"), &lines)?;
+    std::fs::write(
+        b.ws.join("wide.txt"),
+        format!("{}\nshort", "x".repeat(5000)),
+    )?;
+    std::fs::write(b.ws.join("empty.txt"), "")?;
+    std::fs::write(b.ws.join("bin.dat"), [0u8, 1, 2, 3, 0, 9])?;
+    std::fs::create_dir(b.ws.join("dir"))?;
+
+    let first = ok_text(&b.call("Read", json!({"file_path": b.p("long.txt")})).await);
+    assert!(first.starts_with("1\tline 1\n2\tline 2\n"));
+    assert!(first.contains("2000\tline 2000"));
+    assert!(!first.contains("2001\tline 2001"));
+    assert!(
+        first.contains("Call Read again with offset 2001"),
+        "a note says where to continue"
+    );
+    let page = ok_text(
+        &b.call(
+            "Read",
+            json!({"file_path": b.p("long.txt"), "offset": 2999, "limit": 5}),
+        )
+        .await,
+    );
+    assert_eq!(page, "2999\tline 2999\n3000\tline 3000\n3001\t");
+    let wide = ok_text(&b.call("Read", json!({"file_path": b.p("wide.txt")})).await);
+    assert!(wide.contains("[line truncated]") && wide.contains("2\tshort") && wide.len() < 2200);
+    assert!(
+        ok_text(&b.call("Read", json!({"file_path": b.p("empty.txt")})).await).contains("is empty")
+    );
+    let past = ok_text(
+        &b.call("Read", json!({"file_path": b.p("wide.txt"), "offset": 50}))
+            .await,
+    );
+    assert!(past.contains("fewer than the requested offset"));
+
+    for (file, expected) in [
+        ("bin.dat", "binary"),
+        ("dir", "directory"),
+        ("missing.txt", "does not exist"),
+    ] {
+        let result = b.call("Read", json!({"file_path": b.p(file)})).await;
+        assert!(
+            result.is_error && text(&result).contains(expected),
+            "{file}: {}",
+            text(&result)
+        );
+    }
+    for bad in [
+        json!({}),
+        json!({"file_path": "relative.txt"}),
+        json!({"file_path": b.p("long.txt"), "extra": 1}),
+        json!({"file_path": b.p("long.txt"), "limit": 0}),
+    ] {
+        let result = b.call("Read", bad.clone()).await;
+        assert!(
+            result.is_error && text(&result).contains("InputValidationError")
+                || text(&result).contains("absolute"),
+            "{bad}: {}",
+            text(&result)
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn read_returns_images_as_image_blocks() -> TestResult {
+    let b = bench(PermissionMode::Default, &[]).await?;
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+    std::fs::write(b.ws.join("pixel.png"), png)?;
+    let result = b.call("Read", json!({"file_path": b.p("pixel.png")})).await;
+    assert!(!result.is_error);
+    match &result.content {
+        ToolResultContent::Blocks(blocks) => match &blocks[0] {
+            ToolResultBlock::Image { source } => {
+                assert_eq!(source.media_type, "image/png");
+                assert_eq!(source.kind, "base64");
+                assert!(!source.data.is_empty());
+            }
+            other => panic!("not an image: {other:?}"),
+        },
+        other => panic!("not blocks: {other:?}"),
+    }
+    Ok(())
+}
+
+// ---- Write and Edit ----------------------------------------------------------
+
+#[tokio::test]
+async fn write_creates_files_with_parents_and_touches_nothing_else() -> TestResult {
+    let b = bench(PermissionMode::AcceptEdits, &[]).await?;
+    std::fs::write(b.ws.join("sibling.txt"), "untouched")?;
+    let created = ok_text(
+        &b.call(
+            "Write",
+            json!({"file_path": b.p("deep/er/new.txt"), "content": "hello\n"}),
+        )
+        .await,
+    );
+    assert!(created.contains("created"));
+    assert_eq!(
+        std::fs::read_to_string(b.ws.join("deep/er/new.txt"))?,
+        "hello\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(b.ws.join("sibling.txt"))?,
+        "untouched"
+    );
+
+    // Overwriting a file the model never read is refused; after a Read it works.
+    std::fs::write(b.ws.join("existing.txt"), "old")?;
+    let refused = b
+        .call(
+            "Write",
+            json!({"file_path": b.p("existing.txt"), "content": "new"}),
+        )
+        .await;
+    assert!(refused.is_error && text(&refused).contains("Read it first"));
+    assert_eq!(std::fs::read_to_string(b.ws.join("existing.txt"))?, "old");
+    ok_text(
+        &b.call("Read", json!({"file_path": b.p("existing.txt")}))
+            .await,
+    );
+    assert!(
+        ok_text(
+            &b.call(
+                "Write",
+                json!({"file_path": b.p("existing.txt"), "content": "new"})
+            )
+            .await
+        )
+        .contains("updated")
+    );
+    assert_eq!(std::fs::read_to_string(b.ws.join("existing.txt"))?, "new");
+
+    let schema = b.call("Write", json!({"file_path": b.p("x.txt")})).await;
+    assert!(
+        schema.is_error && text(&schema).contains("content"),
+        "{}",
+        text(&schema)
+    );
+    // Default mode does not write without asking (print mode: denied).
+    let default = bench(PermissionMode::Default, &[]).await?;
+    let denied = default
+        .call(
+            "Write",
+            json!({"file_path": default.p("a.txt"), "content": "x"}),
+        )
+        .await;
+    assert!(denied.is_error && denied.denial.is_some());
+    assert!(!default.ws.join("a.txt").exists());
+    Ok(())
+}
+
+#[tokio::test]
+async fn edit_replaces_exactly_and_needs_a_fresh_read() -> TestResult {
+    let b = bench(PermissionMode::AcceptEdits, &[]).await?;
+    let file = b.p("config.toml");
+    std::fs::write(&file, "port = 8080\nhost = \"a\"\nport_alt = 8080\n")?;
+    let unread = b
+        .call(
+            "Edit",
+            json!({"file_path": file, "old_string": "host = \"a\"", "new_string": "host = \"b\""}),
+        )
+        .await;
+    assert!(
+        unread.is_error && text(&unread).contains("has not been read"),
+        "{}",
+        text(&unread)
+    );
+
+    ok_text(&b.call("Read", json!({"file_path": file})).await);
+    let ambiguous = b
+        .call(
+            "Edit",
+            json!({"file_path": file, "old_string": "8080", "new_string": "9090"}),
+        )
+        .await;
+    assert!(
+        ambiguous.is_error && text(&ambiguous).contains("appears 2 times"),
+        "{}",
+        text(&ambiguous)
+    );
+    let missing = b
+        .call(
+            "Edit",
+            json!({"file_path": file, "old_string": "nope", "new_string": "x"}),
+        )
+        .await;
+    assert!(missing.is_error && text(&missing).contains("not found"));
+    let same = b
+        .call(
+            "Edit",
+            json!({"file_path": file, "old_string": "port", "new_string": "port"}),
+        )
+        .await;
+    assert!(same.is_error && text(&same).contains("same"));
+
+    let edited = ok_text(
+        &b.call(
+            "Edit",
+            json!({"file_path": file, "old_string": "host = \"a\"", "new_string": "host = \"b\""}),
+        )
+        .await,
+    );
+    assert!(
+        edited.contains("2\thost = \"b\""),
+        "a numbered snippet: {edited}"
+    );
+    let all = ok_text(&b.call("Edit", json!({"file_path": file, "old_string": "8080", "new_string": "9090", "replace_all": true})).await);
+    assert!(all.contains("2 occurrences"));
+    assert_eq!(
+        std::fs::read_to_string(&file)?,
+        "port = 9090\nhost = \"b\"\nport_alt = 9090\n"
+    );
+
+    // Changed on disk since the last read: stale, read again.
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&file, "port = 1\n")?;
+    let stale = b
+        .call(
+            "Edit",
+            json!({"file_path": file, "old_string": "1", "new_string": "2"}),
+        )
+        .await;
+    assert!(
+        stale.is_error && text(&stale).contains("changed since"),
+        "{}",
+        text(&stale)
+    );
+    Ok(())
+}
+
+// ---- Glob and Grep -------------------------------------------------------------
+
+#[tokio::test]
+async fn glob_lists_newest_first_and_caps() -> TestResult {
+    let b = bench(PermissionMode::Default, &[]).await?;
+    std::fs::create_dir_all(b.ws.join("src/nested"))?;
+    std::fs::write(b.ws.join("src/old.rs"), "")?;
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(b.ws.join("src/nested/new.rs"), "")?;
+    std::fs::write(b.ws.join("src/readme.md"), "")?;
+    let found = ok_text(&b.call("Glob", json!({"pattern": "**/*.rs"})).await);
+    assert_eq!(
+        found,
+        format!("{}\n{}", b.p("src/nested/new.rs"), b.p("src/old.rs"))
+    );
+    std::fs::create_dir(b.ws.join("many"))?;
+    for i in 0..130 {
+        std::fs::write(b.ws.join(format!("many/f{i}.txt")), "")?;
+    }
+    let capped = ok_text(
+        &b.call("Glob", json!({"pattern": "*.txt", "path": b.p("many")}))
+            .await,
+    );
+    assert_eq!(capped.lines().count(), 101);
+    assert!(capped.contains("Showing 100 of 130"));
+    assert!(ok_text(&b.call("Glob", json!({"pattern": "*.zig"})).await).contains("No files found"));
+    let bad = b
+        .call("Glob", json!({"pattern": "a[", "path": b.p("src")}))
+        .await;
+    assert!(bad.is_error);
+    // Outside the working directory: asks (denied in print mode).
+    let outside = b
+        .call(
+            "Glob",
+            json!({"pattern": "*", "path": b.outside.to_string_lossy()}),
+        )
+        .await;
+    assert!(outside.is_error && outside.denial.is_some());
+    Ok(())
+}
+
+#[tokio::test]
+async fn grep_has_ripgreps_semantics() -> TestResult {
+    let b = bench(PermissionMode::Default, &[]).await?;
+    std::fs::create_dir_all(b.ws.join("src"))?;
+    std::fs::write(
+        b.ws.join("src/a.rs"),
+        "fn main() {\n    let port = 8080;\n    println!(\"PORT\");\n}\n",
+    )?;
+    std::fs::write(b.ws.join("src/b.py"), "port = 1\n")?;
+    std::fs::write(b.ws.join("ignored.log"), "port = 2\n")?;
+    std::fs::write(b.ws.join(".gitignore"), "*.log\n")?;
+    std::fs::write(b.ws.join(".hidden"), "port = 3\n")?;
+    std::fs::write(b.ws.join("bin.dat"), b"port\0\x01")?;
+
+    let files = ok_text(&b.call("Grep", json!({"pattern": "port"})).await);
+    assert!(files.starts_with("Found 2 files"), "{files}");
+    assert!(files.contains("src/a.rs") && files.contains("src/b.py"));
+    assert!(
+        !files.contains("ignored.log") && !files.contains(".hidden") && !files.contains("bin.dat")
+    );
+
+    let content = ok_text(
+        &b.call(
+            "Grep",
+            json!({"pattern": "port", "output_mode": "content", "glob": "*.rs", "-C": 1}),
+        )
+        .await,
+    );
+    let a = b.p("src/a.rs");
+    assert_eq!(
+        content,
+        format!("{a}-1-fn main() {{\n{a}:2:    let port = 8080;\n{a}-3-    println!(\"PORT\");")
+    );
+    let insensitive = ok_text(
+        &b.call(
+            "Grep",
+            json!({"pattern": "port", "-i": true, "output_mode": "count", "type": "rust"}),
+        )
+        .await,
+    );
+    assert!(insensitive.starts_with(&format!("{a}:2")), "{insensitive}");
+    let multiline = ok_text(&b.call("Grep", json!({"pattern": "main.*8080", "multiline": true, "output_mode": "content", "-n": false})).await);
+    assert!(
+        multiline.contains("fn main()") && multiline.contains("let port"),
+        "{multiline}"
+    );
+    let limited = ok_text(
+        &b.call("Grep", json!({"pattern": "port", "head_limit": 1}))
+            .await,
+    );
+    assert_eq!(limited.lines().count(), 2);
+    let bad = b.call("Grep", json!({"pattern": "(unclosed"})).await;
+    assert!(bad.is_error && text(&bad).contains("regular expression"));
+
+    // The tree boundary: a link inside pointing out is not followed.
+    std::fs::write(b.outside.join("secret.txt"), "port = SECRET")?;
+    std::os::unix::fs::symlink(b.outside.join("secret.txt"), b.ws.join("src/link.txt"))?;
+    let through_link = ok_text(
+        &b.call(
+            "Grep",
+            json!({"pattern": "SECRET", "output_mode": "content"}),
+        )
+        .await,
+    );
+    assert!(!through_link.contains("SECRET"), "{through_link}");
+    let outside = b
+        .call(
+            "Grep",
+            json!({"pattern": "port", "path": b.outside.to_string_lossy()}),
+        )
+        .await;
+    assert!(outside.is_error && outside.denial.is_some());
+    Ok(())
+}
+
+// ---- Bash ------------------------------------------------------------------
+
+#[tokio::test]
+async fn bash_runs_real_commands_in_the_sandbox() -> TestResult {
+    let b = bench(PermissionMode::BypassPermissions, &[]).await?;
+    let out = ok_text(
+        &b.call(
+            "Bash",
+            json!({"command": "echo hello && echo oops >&2", "description": "greet"}),
+        )
+        .await,
+    );
+    assert_eq!(out, "hello\noops");
+    let failed = b.call("Bash", json!({"command": "exit 3"})).await;
+    assert!(failed.is_error && text(&failed).contains("Exit code 3"));
+    let slow = b
+        .call("Bash", json!({"command": "sleep 10", "timeout": 300}))
+        .await;
+    assert!(
+        slow.is_error && text(&slow).contains("timed out"),
+        "{}",
+        text(&slow)
+    );
+    let flood = ok_text(
+        &b.call(
+            "Bash",
+            json!({"command": "head -c 100000 /dev/zero | tr '\\0' x"}),
+        )
+        .await,
+    );
+    assert!(flood.len() < 31_000 && flood.contains("more characters not shown"));
+    // Fresh state: cd does not carry over, the environment is neutral.
+    b.call("Bash", json!({"command": "cd /tmp && export FOO=bar"}))
+        .await;
+    assert_eq!(
+        ok_text(
+            &b.call("Bash", json!({"command": "pwd; echo \"[$FOO]\""}))
+                .await
+        ),
+        format!("{}\n[]", b.ws.display())
+    );
+    let env = ok_text(
+        &b.call(
+            "Bash",
+            json!({"command": "env | cut -d= -f1 | sort | tr '\\n' ' '"}),
+        )
+        .await,
+    );
+    assert!(
+        !env.contains("ANTHROPIC") && !env.contains("CARGO"),
+        "{env}"
+    );
+
+    // The boundary: no writes outside the workspace, no sockets.
+    let target = b.outside.join("escaped.txt");
+    let wrote = b
+        .call(
+            "Bash",
+            json!({"command": format!("echo x > {}", target.display())}),
+        )
+        .await;
+    assert!(wrote.is_error && !target.exists(), "{}", text(&wrote));
+    ok_text(
+        &b.call("Bash", json!({"command": "echo inside > inside.txt"}))
+            .await,
+    );
+    assert!(b.ws.join("inside.txt").exists());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let port = listener.local_addr()?.port();
+    let socket = b
+        .call(
+            "Bash",
+            json!({"command": format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected")}),
+        )
+        .await;
+    assert!(!text(&socket).contains("connected"), "{}", text(&socket));
+    assert!(listener.accept().is_err(), "nothing connected");
+    Ok(())
+}
+
+#[tokio::test]
+async fn bash_obeys_the_rules_and_runs_only_the_granted_line() -> TestResult {
+    let b = bench(
+        PermissionMode::Default,
+        &[
+            (RuleKind::Allow, "Bash(echo:*)"),
+            (RuleKind::Deny, "Bash(rm:*)"),
+        ],
+    )
+    .await?;
+    assert_eq!(
+        ok_text(&b.call("Bash", json!({"command": "echo allowed"})).await),
+        "allowed"
+    );
+    let hidden = b
+        .call("Bash", json!({"command": "echo hi && rm -rf /tmp/nothing"}))
+        .await;
+    assert!(hidden.is_error && hidden.denial.is_some());
+    let unlisted = b.call("Bash", json!({"command": "ls"})).await;
+    assert!(unlisted.is_error && unlisted.denial.is_some());
+    // A tool granted one command line cannot run another.
+    let bypass = bench(PermissionMode::BypassPermissions, &[]).await?;
+    let probe = bypass
+        .call(
+            "Probe",
+            json!({"needs": [{"kind": "process", "target": "echo granted"}],
+                   "attempts": [{"op": "run", "command": "echo granted"}, {"op": "run", "command": "echo smuggled"}]}),
+        )
+        .await;
+    let report: Vec<Value> = serde_json::from_str(&ok_text(&probe))?;
+    assert_eq!(report[0]["ok"], true, "{report:?}");
+    assert_eq!(report[1]["ok"], false, "{report:?}");
+    Ok(())
+}
+
+// ---- WebFetch ----------------------------------------------------------------
+
+/// A loopback server: `/page` is HTML, `/moved` redirects to `/page`,
+/// `/away` redirects to another host.
+fn web_server() -> Result<u16, BoxError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let request = String::from_utf8_lossy(&buf[..n]).to_string();
+            let path = request.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let response = match path.as_str() {
+                "/page" => {
+                    let body = "<html><body><h1>Carapace</h1><p>The <b>port</b> is 9090.</p></body></html>";
+                    format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len())
+                }
+                "/moved" => "HTTP/1.1 301 Moved\r\nlocation: /page\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_string(),
+                _ => format!("HTTP/1.1 302 Found\r\nlocation: http://localhost:{port}/page\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"),
+            };
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    Ok(port)
+}
+
+#[tokio::test]
+async fn webfetch_returns_markdown_and_respects_the_grant_through_redirects() -> TestResult {
+    let port = web_server()?;
+    let b = bench(PermissionMode::BypassPermissions, &[]).await?;
+    let page = ok_text(
+        &b.call(
+            "WebFetch",
+            json!({"url": format!("http://127.0.0.1:{port}/page"), "prompt": "the port"}),
+        )
+        .await,
+    );
+    assert!(
+        page.contains("# Carapace") && page.contains("**port**") && page.contains("9090"),
+        "{page}"
+    );
+    let moved = ok_text(
+        &b.call(
+            "WebFetch",
+            json!({"url": format!("http://127.0.0.1:{port}/moved"), "prompt": "x"}),
+        )
+        .await,
+    );
+    assert!(
+        moved.contains("9090"),
+        "a redirect on the same host is followed: {moved}"
+    );
+    let away = ok_text(
+        &b.call(
+            "WebFetch",
+            json!({"url": format!("http://127.0.0.1:{port}/away"), "prompt": "x"}),
+        )
+        .await,
+    );
+    assert!(
+        away.contains("different host") && !away.contains("9090"),
+        "{away}"
+    );
+
+    // Default mode: a host not allowed by a rule is not reached.
+    let default = bench(PermissionMode::Default, &[]).await?;
+    let denied = default
+        .call(
+            "WebFetch",
+            json!({"url": format!("http://127.0.0.1:{port}/page"), "prompt": "x"}),
+        )
+        .await;
+    assert!(denied.is_error && denied.denial.is_some());
+    let allowed = bench(
+        PermissionMode::Default,
+        &[(RuleKind::Allow, "WebFetch(domain:127.0.0.1)")],
+    )
+    .await?;
+    assert!(
+        ok_text(
+            &allowed
+                .call(
+                    "WebFetch",
+                    json!({"url": format!("http://127.0.0.1:{port}/page"), "prompt": "x"})
+                )
+                .await
+        )
+        .contains("9090")
+    );
+    let bad = b
+        .call(
+            "WebFetch",
+            json!({"url": "ftp://example.com/x", "prompt": "x"}),
+        )
+        .await;
+    assert!(bad.is_error);
+    Ok(())
+}
+
+// ---- result budget -------------------------------------------------------------
+
+#[tokio::test]
+async fn oversized_results_are_saved_and_previewed() -> TestResult {
+    let b = bench(PermissionMode::BypassPermissions, &[]).await?;
+    let big: String = (0..15_000).map(|i| format!("{i:05}\n")).collect();
+    std::fs::write(b.ws.join("big.txt"), &big)?;
+    let result = ok_text(
+        &b.call("Read", json!({"file_path": b.p("big.txt"), "limit": 20000}))
+            .await,
+    );
+    assert!(result.len() < 5_000, "a preview, not the whole result");
+    let saved = result
+        .split("saved at ")
+        .nth(1)
+        .and_then(|r| r.split(" — ").next())
+        .ok_or("no path")?;
+    assert!(std::fs::read_to_string(saved)?.contains("15000\t14999"));
+    assert!(saved.starts_with(&b.outside.to_string_lossy().into_owned()));
+    Ok(())
+}
