@@ -56,6 +56,265 @@ fn main() -> BenchResult {
     if wanted("policy") {
         policy_benches(&file)?;
     }
+    if wanted("tools") {
+        runtime.block_on(tool_benches(&cache))?;
+    }
+    Ok(())
+}
+
+/// Times `f` `n` times after a short warm-up.
+async fn time_async<F, Fut>(n: usize, mut f: F) -> Result<Vec<Duration>, Box<dyn std::error::Error>>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<(), Box<dyn std::error::Error>>>,
+{
+    for i in 0..5 {
+        f(n + i).await?; // warm-up indices never collide with measured ones
+    }
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n {
+        let started = Instant::now();
+        f(i).await?;
+        samples.push(started.elapsed());
+    }
+    Ok(samples)
+}
+
+/// Each first-party tool through the whole pipeline, next to the same
+/// operation done natively.
+async fn tool_benches(cache: &Path) -> BenchResult {
+    use carapace::sandbox::ProcessConfig;
+    let dir = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(dir.path())?;
+    // A tree for Glob and Grep: 50 directories of 20 files of ~2 KiB.
+    for d in 0..50 {
+        std::fs::create_dir_all(ws.join(format!("tree/d{d}")))?;
+        for f in 0..20 {
+            let body: String = (0..40)
+                .map(|l| format!("line {l} of file {f} in dir {d} needle{}\n", l % 7))
+                .collect();
+            std::fs::write(ws.join(format!("tree/d{d}/f{f}.rs")), body)?;
+        }
+    }
+    std::fs::write(ws.join("small.txt"), "0123456789abcdef\n".repeat(60))?;
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: cache.to_path_buf(),
+        guest_cwd: Some(ws.clone()),
+        process: Some(ProcessConfig {
+            helper: Some(PathBuf::from(env!("CARGO_BIN_EXE_carapace"))),
+            ..ProcessConfig::new(&ws)
+        }),
+        ..SandboxConfig::default()
+    })?;
+    let registry = ToolRegistry::builtin(&sandbox).await?;
+    let pipeline = Arc::new(ToolPipeline::new(
+        registry,
+        Policy::new(PermissionMode::BypassPermissions, &ws),
+        CallLimits::default(),
+    ));
+    let call = |name: &str, input: serde_json::Value| {
+        let pipeline = pipeline.clone();
+        let call = ToolCall {
+            id: "toolu_bench".into(),
+            name: name.into(),
+            input,
+            invalid_input: None,
+        };
+        async move {
+            let preparation = pipeline.prepare(&call).await;
+            let result = pipeline.run(call, preparation).await;
+            if result.is_error {
+                return Err(format!("tool failed: {}", result.content.text()).into());
+            }
+            Ok::<_, Box<dyn std::error::Error>>(result)
+        }
+    };
+    let small = ws.join("small.txt");
+    const N: usize = 300;
+
+    let samples = time_async(N, |_| {
+        let c = call("Read", json!({"file_path": small}));
+        async move { c.await.map(|_| ()) }
+    })
+    .await?;
+    report("tools: Read 1 KiB (pipeline)", &samples, "");
+    let samples = time_async(N, |_| {
+        let small = small.clone();
+        async move {
+            std::hint::black_box(std::fs::read_to_string(&small)?);
+            Ok(())
+        }
+    })
+    .await?;
+    report("tools: read 1 KiB natively (std::fs)", &samples, "");
+
+    let target = ws.join("written.txt");
+    let samples = time_async(N, |i| {
+        let c = call(
+            "Write",
+            json!({"file_path": ws.join(format!("w{i}.txt")), "content": "hello\n"}),
+        );
+        async move { c.await.map(|_| ()) }
+    })
+    .await?;
+    report("tools: Write a new small file (pipeline)", &samples, "");
+    let samples = time_async(N, |_| {
+        let target = target.clone();
+        async move {
+            std::fs::write(&target, "hello\n")?;
+            Ok(())
+        }
+    })
+    .await?;
+    report("tools: write a small file natively", &samples, "");
+
+    let edited = ws.join("edited.txt");
+    std::fs::write(&edited, "value = A\n")?;
+    call("Read", json!({"file_path": edited})).await?;
+    let flips = std::sync::atomic::AtomicUsize::new(0);
+    let samples = time_async(N, |_| {
+        let flip = flips.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let (from, to) = if flip.is_multiple_of(2) { ("A", "B") } else { ("B", "A") };
+        let c = call("Edit", json!({"file_path": edited, "old_string": format!("value = {from}"), "new_string": format!("value = {to}")}));
+        async move { c.await.map(|_| ()) }
+    })
+    .await?;
+    report("tools: Edit one line (pipeline)", &samples, "");
+    let samples = time_async(N, |_| {
+        let edited = edited.clone();
+        async move {
+            let text = std::fs::read_to_string(&edited)?;
+            std::fs::write(
+                &edited,
+                text.replacen("value = A", "value = B", 1)
+                    .replacen("value = B", "value = A", 1),
+            )?;
+            Ok(())
+        }
+    })
+    .await?;
+    report(
+        "tools: edit one line natively (read, replace, write)",
+        &samples,
+        "",
+    );
+
+    let tree = ws.join("tree");
+    let samples = time_async(50, |_| {
+        let c = call("Glob", json!({"pattern": "**/f1*.rs", "path": tree}));
+        async move { c.await.map(|_| ()) }
+    })
+    .await?;
+    report(
+        "tools: Glob **/f1*.rs over 1,000 files (pipeline)",
+        &samples,
+        "",
+    );
+    let samples = time_async(50, |_| {
+        let tree = tree.clone();
+        async move {
+            let glob = globset::Glob::new("**/f1*.rs")?.compile_matcher();
+            let n = ignore::WalkBuilder::new(&tree)
+                .build()
+                .flatten()
+                .filter(|e| glob.is_match(e.path().strip_prefix(&tree).unwrap_or(e.path())))
+                .count();
+            std::hint::black_box(n);
+            Ok(())
+        }
+    })
+    .await?;
+    report(
+        "tools: the same glob natively (ignore + globset in the host)",
+        &samples,
+        "",
+    );
+
+    let samples = time_async(50, |_| {
+        let c = call(
+            "Grep",
+            json!({"pattern": "needle3", "path": tree, "output_mode": "count"}),
+        );
+        async move { c.await.map(|_| ()) }
+    })
+    .await?;
+    report(
+        "tools: Grep needle3 over 1,000 files (pipeline)",
+        &samples,
+        "",
+    );
+    let samples = time_async(50, |_| {
+        let tree = tree.clone();
+        async move {
+            let out = tokio::process::Command::new("rg")
+                .args(["--count", "needle3"])
+                .arg(&tree)
+                .output()
+                .await?;
+            std::hint::black_box(out);
+            Ok(())
+        }
+    })
+    .await?;
+    report(
+        "tools: rg --count needle3 on the same tree (spawned)",
+        &samples,
+        "ripgrep 14, multi-threaded",
+    );
+
+    let samples = time_async(100, |_| {
+        let c = call("Bash", json!({"command": "echo hi"}));
+        async move { c.await.map(|_| ()) }
+    })
+    .await?;
+    report(
+        "tools: Bash `echo hi` (pipeline, helper + Landlock + netns)",
+        &samples,
+        "",
+    );
+    let samples = time_async(100, |_| async move {
+        let out = tokio::process::Command::new("/bin/sh")
+            .args(["-c", "echo hi"])
+            .output()
+            .await?;
+        std::hint::black_box(out);
+        Ok(())
+    })
+    .await?;
+    report("tools: spawning `sh -c 'echo hi'` directly", &samples, "");
+
+    // A loopback page for WebFetch.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 2048];
+            let _ = stream.read(&mut buf);
+            let body = "<html><body><h1>Title</h1><p>Some <b>text</b>.</p></body></html>";
+            let _ = stream.write_all(format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len()).as_bytes());
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/");
+    let samples = time_async(100, |_| {
+        let c = call("WebFetch", json!({"url": url, "prompt": "x"}));
+        async move { c.await.map(|_| ()) }
+    })
+    .await?;
+    report("tools: WebFetch a loopback page (pipeline)", &samples, "");
+    let client = reqwest::Client::new();
+    let samples = time_async(100, |_| {
+        let client = client.clone();
+        let url = url.clone();
+        async move {
+            let text = client.get(&url).send().await?.text().await?;
+            std::hint::black_box(text);
+            Ok(())
+        }
+    })
+    .await?;
+    report("tools: the same GET natively (reqwest)", &samples, "");
     Ok(())
 }
 

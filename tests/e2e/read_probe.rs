@@ -315,3 +315,88 @@ fn without_descriptions(schema: &Value) -> Value {
         other => other.clone(),
     }
 }
+
+#[test]
+fn the_model_reads_a_config_edits_the_port_and_runs_the_tests() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(workspace.path())?;
+    let config = ws.join("config.toml");
+    std::fs::write(&config, "[server]\nport = 8080\nhost = \"localhost\"\n")?;
+    let path = config.to_string_lossy().into_owned();
+    let test_command = "grep -q 'port = 9090' config.toml && echo TESTS PASSED";
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_read",
+            "Read",
+            json!({"file_path": path}),
+        )]),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_edit",
+            "Edit",
+            json!({"file_path": path, "old_string": "port = 8080", "new_string": "port = 9090"}),
+        )]),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_test",
+            "Bash",
+            json!({"command": test_command, "description": "run the tests"}),
+        )]),
+        Reply::text("The port is now 9090 and the tests pass."),
+    ])?;
+    let Run {
+        status,
+        stdout,
+        stderr,
+    } = run(
+        &server,
+        &ws,
+        &[
+            "-p",
+            "Change the server port to 9090 and run the tests",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            "Bash(grep:*)",
+            "Bash(echo:*)",
+        ],
+    )?;
+    assert_eq!(status, Some(0), "stderr: {stderr}\nstdout: {stdout}");
+    assert_eq!(
+        std::fs::read_to_string(&config)?,
+        "[server]\nport = 9090\nhost = \"localhost\"\n"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let result_of = |n: usize, id: &str| -> Value {
+        let messages = requests[n].body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let last = messages.last().cloned().unwrap_or_default();
+        let block = last["content"][0].clone();
+        assert_eq!(block["tool_use_id"], id, "request {} pairs {id}", n + 1);
+        block
+    };
+    assert!(
+        result_of(1, "toolu_read")["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("2\tport = 8080")
+    );
+    let edit = result_of(2, "toolu_edit");
+    assert_eq!(edit["is_error"], Value::Null, "{edit}");
+    assert!(
+        edit["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("has been updated")
+    );
+    let test = result_of(3, "toolu_test");
+    assert_eq!(test["content"], "TESTS PASSED", "{test}");
+    let result = last_line(&stdout)?;
+    assert_eq!(result["result"], "The port is now 9090 and the tests pass.");
+    assert_eq!(result["num_turns"], 4);
+    Ok(())
+}

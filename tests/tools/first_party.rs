@@ -239,6 +239,12 @@ async fn write_creates_files_with_parents_and_touches_nothing_else() -> TestResu
         std::fs::read_to_string(b.ws.join("deep/er/new.txt"))?,
         "hello\n"
     );
+    // What Write created counts as read: it can be edited at once.
+    ok_text(&b.call("Edit", json!({"file_path": b.p("deep/er/new.txt"), "old_string": "hello", "new_string": "bye"})).await);
+    assert_eq!(
+        std::fs::read_to_string(b.ws.join("deep/er/new.txt"))?,
+        "bye\n"
+    );
     assert_eq!(
         std::fs::read_to_string(b.ws.join("sibling.txt"))?,
         "untouched"

@@ -348,6 +348,11 @@ impl StagedGrant {
             if let Ok(old) = std::fs::metadata(&write.host) {
                 let _ = tmp.as_file().set_permissions(old.permissions());
             }
+            // The saved file keeps the staged file's modification time, so
+            // what the tool recorded as read is what is on disk.
+            if let Ok(modified) = meta.modified() {
+                let _ = tmp.as_file().set_modified(modified);
+            }
             tmp.as_file().sync_all().map_err(|e| error(e.to_string()))?;
             tmp.persist(&write.host)
                 .map_err(|e| error(e.error.to_string()))?;

@@ -412,7 +412,7 @@ impl process_v0_1::Host for HostState {
         command: String,
         timeout_ms: u64,
     ) -> Result<process_v0_1::CommandOutput, String> {
-        if !self.commands.iter().any(|granted| *granted == command) {
+        if !self.commands.contains(&command) {
             return Err("this call was not granted that command line".into());
         }
         let Some(config) = self.process.clone() else {
