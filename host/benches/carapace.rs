@@ -7,7 +7,7 @@
 //! date.
 
 use carapace::agent::{
-    EventSink, NoStopHooks, Preparation, QueryConfig, QueryDeps, ToolCall, ToolCallResult,
+    EventSink, NoLoopHooks, Preparation, QueryConfig, QueryDeps, ToolCall, ToolCallResult,
     ToolPipeline, ToolRuntime, query,
 };
 use carapace::model::{
@@ -423,6 +423,7 @@ impl ToolRuntime for InstantTools {
                 content: carapace::model::ToolResultContent::Text("ok".into()),
                 is_error: false,
                 denial: None,
+                hooks: Default::default(),
             }
         })
     }
@@ -530,7 +531,7 @@ async fn loop_benches(cache: &Path, file: &Path) -> BenchResult {
         let deps = QueryDeps {
             model: &model,
             tools: Arc::new(InstantTools),
-            stop_hooks: &NoStopHooks,
+            hooks: &NoLoopHooks,
             input: None,
             abort: CancellationToken::new(),
         };
@@ -595,7 +596,7 @@ async fn loop_benches(cache: &Path, file: &Path) -> BenchResult {
             let deps = QueryDeps {
                 model: &model,
                 tools: tools.clone(),
-                stop_hooks: &NoStopHooks,
+                hooks: &NoLoopHooks,
                 input: None,
                 abort: CancellationToken::new(),
             };

@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod hooks;
 pub mod model;
 pub mod output;
 pub mod plugins;

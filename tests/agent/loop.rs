@@ -4,13 +4,13 @@
 
 mod support;
 
-use carapace::agent::{StopDecision, Terminal, Transition};
+use carapace::agent::{Terminal, Transition};
 use carapace::cli::print::Prompts;
 use scripted_server::{Block, Reply, Step};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{Run, Setup, TestResult, block, run, texts, workspace};
+use support::{Run, Setup, TestResult, run, texts, workspace};
 
 fn one(prompt: &str) -> Prompts {
     Prompts::One(prompt.into())
@@ -310,18 +310,31 @@ async fn a_thinking_only_answer_gets_one_nudge_never_two() -> TestResult {
     Ok(())
 }
 
+/// Runs the typed probe hook on Stop with `step` as its script.
+fn stop_hook(setup: &mut Setup, ws: &std::path::Path, step: Value) -> TestResult {
+    let log = ws.join("log");
+    support::hook_script(ws, json!({ "Stop": step }))?;
+    setup.hook_settings = Some(support::hook_on(
+        "Stop",
+        "",
+        support::typed_probe(ws, json!({"write": [log.display().to_string()]})),
+    ));
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_stop_hook_block_feeds_back_and_reenters_with_stop_hook_active() -> TestResult {
     let (_dir, ws) = workspace()?;
-    let hook = support::ScriptedStopHook::new(vec![
-        block("STOP_HOOK_REENTER_MARKER"),
-        StopDecision::Allow,
-    ]);
+    let log = ws.join("log").join("stop.jsonl");
     let mut setup = Setup::new(vec![
         Reply::text("first answer"),
         Reply::text("STOP_REENTRY_OK"),
     ]);
-    setup.stop_hooks = hook.clone();
+    stop_hook(
+        &mut setup,
+        &ws,
+        json!({"block": "STOP_HOOK_REENTER_MARKER", "unless_active": true, "log": log.display().to_string()}),
+    )?;
     let run = run(setup, &ws, one("hello")).await?;
     assert_eq!(run.outcome.terminal, Terminal::Completed);
     assert_eq!(run.outcome.transitions, vec![Transition::StopHookBlocking]);
@@ -333,13 +346,26 @@ async fn a_stop_hook_block_feeds_back_and_reenters_with_stop_hook_active() -> Te
             .join("")
             .contains("STOP_HOOK_REENTER_MARKER")
     );
-    let seen = hook.seen();
+    // What the hook component was told, from the log it wrote under its grant.
+    let seen: Vec<(Value, Value)> = std::fs::read_to_string(&log)?
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).map(|v| {
+                (
+                    v["detail"]["stop_hook_active"].clone(),
+                    v["detail"]["last_assistant_message"].clone(),
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
     assert_eq!(
-        seen.iter()
-            .map(|s| (s.stop_hook_active, s.last_assistant_message.as_str()))
-            .collect::<Vec<_>>(),
-        vec![(false, "first answer"), (true, "STOP_REENTRY_OK")]
+        seen,
+        vec![
+            (json!(false), json!("first answer")),
+            (json!(true), json!("STOP_REENTRY_OK"))
+        ]
     );
+    assert_eq!(run.lines_of("system", Some("hook_response")).len(), 2);
     assert_eq!(run.result()["result"], "STOP_REENTRY_OK");
     Ok(())
 }
@@ -348,7 +374,7 @@ async fn a_stop_hook_block_feeds_back_and_reenters_with_stop_hook_active() -> Te
 async fn stop_hook_blocks_are_capped_then_the_turn_completes_with_a_warning() -> TestResult {
     let (_dir, ws) = workspace()?;
     let mut setup = Setup::new((1..=5).map(|n| Reply::text(format!("a{n}"))).collect());
-    setup.stop_hooks = support::ScriptedStopHook::new(vec![block("keep going")]);
+    stop_hook(&mut setup, &ws, json!({"block": "keep going"}))?;
     setup.stop_hook_block_cap = 2;
     let run = run(setup, &ws, one("hello")).await?;
     assert_eq!(
@@ -377,7 +403,7 @@ async fn stop_hook_blocks_are_capped_then_the_turn_completes_with_a_warning() ->
 async fn max_turns_wins_over_stop_hook_blocks() -> TestResult {
     let (_dir, ws) = workspace()?;
     let mut setup = Setup::new((1..=5).map(|n| Reply::text(format!("a{n}"))).collect());
-    setup.stop_hooks = support::ScriptedStopHook::new(vec![block("keep going")]);
+    stop_hook(&mut setup, &ws, json!({"block": "keep going"}))?;
     setup.max_turns = Some(2);
     let run = run(setup, &ws, one("hello")).await?;
     assert_eq!(run.requests.len(), 2);
@@ -393,13 +419,40 @@ async fn max_turns_wins_over_stop_hook_blocks() -> TestResult {
 async fn a_stop_hook_can_prevent_continuation() -> TestResult {
     let (_dir, ws) = workspace()?;
     let mut setup = Setup::new(vec![Reply::text("answer")]);
-    setup.stop_hooks = support::ScriptedStopHook::new(vec![StopDecision::Prevent {
-        reason: "enough".into(),
-    }]);
+    stop_hook(&mut setup, &ws, json!({"stop": "enough"}))?;
     let run = run(setup, &ws, one("hello")).await?;
     assert_eq!(run.outcome.terminal, Terminal::StopHookPrevented);
     assert_eq!(run.result()["terminal_reason"], "stop_hook_prevented");
     assert_eq!(run.result()["is_error"], false);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_claude_code_protocol_stop_hook_blocks_with_exit_code_2() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let mut setup = Setup::new(vec![Reply::text("first"), Reply::text("second")]);
+    support::hook_script(
+        &ws,
+        json!({"Stop": {"stderr": "tests are failing, fix them", "exit": 2, "unless_active": true}}),
+    )?;
+    setup.hook_settings = Some(support::hook_on("Stop", "", support::command_probe(&ws)));
+    let run = run(setup, &ws, one("hello")).await?;
+    assert_eq!(run.outcome.transitions, vec![Transition::StopHookBlocking]);
+    assert!(
+        texts(&run.messages(1)[2])
+            .join("")
+            .contains("tests are failing, fix them")
+    );
+    let responses = run.lines_of("system", Some("hook_response"));
+    assert_eq!(
+        responses
+            .iter()
+            .map(|r| r["exit_code"].clone())
+            .collect::<Vec<_>>(),
+        vec![json!(2), json!(0)]
+    );
+    assert_eq!(responses[0]["stderr"], "tests are failing, fix them");
+    assert_eq!(run.result()["result"], "second");
     Ok(())
 }
 

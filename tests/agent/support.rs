@@ -6,16 +6,17 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 use carapace::agent::{
-    InputQueue, NoStopHooks, QueryConfig, QueryDeps, QueryOutcome, StopDecision, StopHookInput,
-    StopHooks, ToolPipeline,
+    InputQueue, LoopHooks, NoLoopHooks, QueryConfig, QueryDeps, QueryOutcome, ToolPipeline,
 };
 use carapace::cli::print::{Prompts, run_print};
+use carapace::hooks::HookRuntime;
 use carapace::model::{AnthropicModel, RetryPolicy};
 use carapace::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use carapace::plugins::ToolRegistry;
 use carapace::policy::{Ceiling, PermissionMode, Policy};
+use carapace::policy::{RuleSource, SourceKind};
+use carapace::sandbox::HookCommon;
 use carapace::sandbox::{CallLimits, FileAccess, Sandbox, SandboxConfig, ToolComponent};
-use futures::future::BoxFuture;
 use scripted_server::{RecordedRequest, Reply, ScriptedServer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -33,10 +34,15 @@ pub struct Setup {
     pub fallback_models: Vec<String>,
     pub max_turns: Option<u32>,
     pub max_retries: u32,
-    pub stop_hooks: Arc<dyn StopHooks>,
+    pub hooks: Arc<dyn LoopHooks>,
     pub stop_hook_block_cap: u32,
     pub max_budget_usd: Option<f64>,
     pub abort: CancellationToken,
+    /// A settings `hooks` value: real hook components, loaded as the CLI
+    /// loads them (they replace `hooks`).
+    pub hook_settings: Option<Value>,
+    /// The policy (bypassPermissions in the workspace unless set).
+    pub policy: Option<Policy>,
 }
 
 impl Setup {
@@ -47,10 +53,12 @@ impl Setup {
             fallback_models: Vec::new(),
             max_turns: None,
             max_retries: 10,
-            stop_hooks: Arc::new(NoStopHooks),
+            hooks: Arc::new(NoLoopHooks),
             stop_hook_block_cap: 8,
             max_budget_usd: None,
             abort: CancellationToken::new(),
+            hook_settings: None,
+            policy: None,
         }
     }
 }
@@ -108,26 +116,39 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         probe,
         Arc::new(Ceiling::none().with_files("/", FileAccess::Write)),
     )?;
-    let tools = Arc::new(ToolPipeline::new(
-        registry,
-        Policy::new(PermissionMode::BypassPermissions, cwd),
-        CallLimits::default(),
-    ));
+    let hook_runtime = match &setup.hook_settings {
+        Some(value) => Some(Arc::new(load_hooks(&sandbox, value, cwd).await?)),
+        None => None,
+    };
+    let policy = setup
+        .policy
+        .unwrap_or_else(|| Policy::new(PermissionMode::BypassPermissions, cwd));
+    let mut pipeline = ToolPipeline::new(registry, policy, CallLimits::default());
+    if let Some(hooks) = &hook_runtime {
+        pipeline = pipeline.with_hooks(hooks.clone());
+    }
+    let tools = Arc::new(pipeline);
     let out = SharedBuf::default();
-    let printer = SharedPrinter::new(Printer::new(
-        OutputFormat::StreamJson,
-        true,
-        out.clone(),
-        RunInfo {
-            session_id: "00000000-0000-4000-8000-000000000000".into(),
-            cwd: cwd.display().to_string(),
-            model: setup.model.clone(),
-            tools: vec!["Read".into(), "Probe".into()],
-            permission_mode: "bypassPermissions".into(),
-            api_key_source: "ANTHROPIC_API_KEY".into(),
-            started: Instant::now(),
-        },
-    ));
+    let printer = SharedPrinter::new(
+        Printer::new(
+            OutputFormat::StreamJson,
+            true,
+            out.clone(),
+            RunInfo {
+                session_id: "00000000-0000-4000-8000-000000000000".into(),
+                cwd: cwd.display().to_string(),
+                model: setup.model.clone(),
+                tools: vec!["Read".into(), "Probe".into()],
+                permission_mode: "bypassPermissions".into(),
+                api_key_source: "ANTHROPIC_API_KEY".into(),
+                started: Instant::now(),
+            },
+        )
+        .with_hook_events(true),
+    );
+    if let Some(hooks) = &hook_runtime {
+        hooks.observe(Box::new(printer.clone()));
+    }
     let config = QueryConfig {
         model: setup.model,
         fallback_models: setup.fallback_models,
@@ -146,14 +167,18 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         Prompts::Stream(queue) => Some(queue.clone()),
         Prompts::One(_) => None,
     };
+    let loop_hooks: &dyn LoopHooks = match &hook_runtime {
+        Some(hooks) => hooks.as_ref(),
+        None => setup.hooks.as_ref(),
+    };
     let deps = QueryDeps {
         model: &model,
         tools,
-        stop_hooks: setup.stop_hooks.as_ref(),
+        hooks: loop_hooks,
         input: queue.as_deref(),
         abort: setup.abort,
     };
-    let outcome = run_print(&deps, &config, printer, prompts)
+    let outcome = run_print(&deps, &config, printer, prompts, hook_runtime.as_deref())
         .await
         .ok_or("no turn ran")?;
     let text = out.text();
@@ -168,6 +193,77 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         requests: server.requests(),
         server,
     })
+}
+
+/// The typed test hook (`tests/plugins/hook-probe`).
+pub fn hook_probe() -> String {
+    Path::new(env!("CARAPACE_TEST_GUESTS_DIR"))
+        .join("hook_probe.wasm")
+        .display()
+        .to_string()
+}
+
+/// The Claude Code–protocol test hook (`tests/plugins/command-hook-probe`).
+pub fn command_hook_probe() -> String {
+    Path::new(env!("CARAPACE_TEST_GUESTS_DIR"))
+        .join("command-hook-probe.wasm")
+        .display()
+        .to_string()
+}
+
+/// Settings that run `handler` (a settings handler object) for `event`
+/// with `matcher`.
+pub fn hook_on(event: &str, matcher: &str, handler: Value) -> Value {
+    serde_json::json!({ event: [{"matcher": matcher, "hooks": [handler]}] })
+}
+
+/// A handler running the typed probe, granted its script in `ws` (and
+/// whatever `grants` adds).
+pub fn typed_probe(ws: &Path, mut grants: Value) -> Value {
+    let script = ws.join("hook-script.json").display().to_string();
+    match grants["read"].as_array_mut() {
+        Some(read) => read.push(Value::String(script)),
+        None => grants["read"] = serde_json::json!([script]),
+    }
+    serde_json::json!({"type": "wasm", "path": hook_probe(), "grants": grants})
+}
+
+/// A handler running the command probe, granted its script in `ws`.
+pub fn command_probe(ws: &Path) -> Value {
+    let script = ws.join("hook-script.json").display().to_string();
+    serde_json::json!({"type": "wasm-command", "path": command_hook_probe(), "grants": {"read": [script]}})
+}
+
+/// Writes the hook script (what the probes answer, by event) into `ws`.
+pub fn hook_script(ws: &Path, script: Value) -> Result<(), BoxError> {
+    std::fs::write(ws.join("hook-script.json"), script.to_string())?;
+    Ok(())
+}
+
+/// Loads a settings `hooks` value as the CLI does.
+pub async fn load_hooks(
+    sandbox: &Sandbox,
+    value: &Value,
+    cwd: &Path,
+) -> Result<HookRuntime, BoxError> {
+    let source = RuleSource {
+        kind: SourceKind::CliFlag,
+        file: None,
+    };
+    let (specs, _warnings) = carapace::hooks::parse(value, &source)?;
+    let common = HookCommon {
+        session_id: "00000000-0000-4000-8000-000000000000".into(),
+        transcript_path: String::new(),
+        cwd: cwd.display().to_string(),
+        permission_mode: "bypassPermissions".into(),
+    };
+    let home = Path::new("/nonexistent-home");
+    let (runtime, warnings) =
+        HookRuntime::load(sandbox, specs, common, home, &home.join(".carapace")).await?;
+    if !warnings.is_empty() {
+        return Err(format!("hook warnings: {warnings:?}").into());
+    }
+    Ok(runtime)
 }
 
 /// stdout captured in memory.
@@ -193,51 +289,6 @@ impl std::io::Write for SharedBuf {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    }
-}
-
-/// A Stop hook double: answers from a script (the last answer repeats) and
-/// records what it was told.
-pub struct ScriptedStopHook {
-    answers: Vec<StopDecision>,
-    pub seen: Mutex<Vec<StopHookInput>>,
-}
-
-impl ScriptedStopHook {
-    pub fn new(answers: Vec<StopDecision>) -> Arc<Self> {
-        Arc::new(Self {
-            answers,
-            seen: Mutex::new(Vec::new()),
-        })
-    }
-
-    pub fn seen(&self) -> Vec<StopHookInput> {
-        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-}
-
-impl StopHooks for ScriptedStopHook {
-    fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision> {
-        let answer = {
-            let mut seen = match self.seen.lock() {
-                Ok(seen) => seen,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            seen.push(input);
-            let n = seen.len() - 1;
-            self.answers
-                .get(n)
-                .or(self.answers.last())
-                .cloned()
-                .unwrap_or(StopDecision::Allow)
-        };
-        Box::pin(async move { answer })
-    }
-}
-
-pub fn block(reason: &str) -> StopDecision {
-    StopDecision::Block {
-        reason: reason.into(),
     }
 }
 

@@ -298,6 +298,7 @@ mod tests {
                     content: ToolResultContent::Text(call.id),
                     is_error: false,
                     denial: None,
+                    hooks: Default::default(),
                 }
             }
             .boxed()

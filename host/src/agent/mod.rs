@@ -11,15 +11,18 @@
 
 mod executor;
 mod input;
+mod loop_hooks;
 mod pipeline;
 mod prompt;
 mod query;
 mod state;
-mod stop_hooks;
 mod tools;
 
 pub use executor::ToolExecutor;
 pub use input::{InputQueue, QueuedInput};
+pub use loop_hooks::{
+    BatchCall, BatchDecision, LoopHooks, NoLoopHooks, StopDecision, StopHookInput,
+};
 pub use pipeline::ToolPipeline;
 pub use prompt::system_prompt;
 pub use query::{
@@ -27,5 +30,4 @@ pub use query::{
     QueryOutcome, RunError, query,
 };
 pub use state::{State, Terminal, Transition};
-pub use stop_hooks::{NoStopHooks, StopDecision, StopHookInput, StopHooks};
-pub use tools::{PermissionDenial, Preparation, ToolCall, ToolCallResult, ToolRuntime};
+pub use tools::{HookNotes, PermissionDenial, Preparation, ToolCall, ToolCallResult, ToolRuntime};

@@ -5,12 +5,16 @@
 //! Every failure along the way is an `is_error` result with the call's id;
 //! nothing here can end the loop.
 
-use super::tools::{PermissionDenial, Preparation, ToolCall, ToolCallResult, ToolRuntime};
+use super::tools::{
+    HookNotes, PermissionDenial, Preparation, ToolCall, ToolCallResult, ToolRuntime,
+};
+use crate::hooks::{HandlerResult, HookRuntime};
 use crate::model::{ImageSource, ToolResultBlock, ToolResultContent, ToolSpec};
 use crate::plugins::{RegisteredTool, ToolRegistry};
 use crate::policy::{AuditEntry, AuditLog, Basis, Outcome, Policy, Verdict, protected_entries};
 use crate::sandbox::{
-    CallLimits, Capability, Grant, ReadLedger, ToolContent, ToolFailure, ToolOutput,
+    CallLimits, Capability, Grant, HookEvent, HookEventKind, HookPermission, HookToolCall,
+    ReadLedger, ToolContent, ToolFailure, ToolOutput,
 };
 use base64::Engine as _;
 use futures::FutureExt;
@@ -36,6 +40,8 @@ pub struct ToolPipeline {
     reads: Arc<ReadLedger>,
     /// Where results over the limit (second) are saved in full.
     spill: Option<(std::path::PathBuf, usize)>,
+    /// PreToolUse / PostToolUse / PostToolUseFailure / Notification hooks.
+    hooks: Option<Arc<HookRuntime>>,
 }
 
 /// How an `Ask` was settled.
@@ -54,7 +60,18 @@ impl ToolPipeline {
             prompt_tool: None,
             reads: ReadLedger::new(),
             spill: None,
+            hooks: None,
         }
+    }
+
+    /// Runs the tool hooks of `hooks` around every call.
+    pub fn with_hooks(mut self, hooks: Arc<HookRuntime>) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
+    fn hooks_for(&self, kind: HookEventKind) -> Option<&HookRuntime> {
+        self.hooks.as_deref().filter(|h| h.handles(kind))
     }
 
     /// Saves any text result longer than `max_chars` to `dir` and gives the
@@ -204,14 +221,159 @@ impl ToolPipeline {
                 format!("Error: No such tool available: {}", call.name),
             );
         };
-        let verdict = self.policy.decide(&call.name, &plan.needs, &tool.ceiling);
+        let (call, plan, hook_decision, mut notes) = match self.pre_tool_use(tool, call, plan).await
+        {
+            Ok(ready) => ready,
+            Err(result) => return *result,
+        };
+        let result = self
+            .decide_and_call(tool, &call, &plan, hook_decision)
+            .await;
+        let mut result = match result {
+            // A refused call did not run: no PostToolUse.
+            result if result.denial.is_some() => result,
+            result => self.budget(self.post_tool_use(&call, result).await),
+        };
+        notes.context.append(&mut result.hooks.context);
+        notes.stop = notes.stop.or(result.hooks.stop.take());
+        result.hooks = notes;
+        result
+    }
+
+    /// Runs the PreToolUse hooks: the call as they leave it (input updated
+    /// and re-checked) with their decision, or the call's result when they
+    /// settled it (deny, defer, stop, an invalid update).
+    async fn pre_tool_use(
+        &self,
+        tool: &RegisteredTool,
+        mut call: ToolCall,
+        mut plan: crate::sandbox::CallPlan,
+    ) -> Result<PreparedCall, Box<ToolCallResult>> {
+        let mut notes = HookNotes::default();
+        let Some(hooks) = self.hooks_for(HookEventKind::PreToolUse) else {
+            return Ok((call, plan, None, notes));
+        };
+        let answer = hooks.run(HookEvent::PreToolUse(hook_call(&call))).await;
+        notes.context = contexts("PreToolUse", &call.name, &answer);
+        let settled = |mut result: ToolCallResult, notes: HookNotes| {
+            result.hooks = notes;
+            Err(Box::new(result))
+        };
+        if let Some(reason) = answer.stop {
+            hooks.notify_stop(HookEventKind::PreToolUse, &reason);
+            notes.stop = Some(reason.clone());
+            let result = ToolCallResult::error(
+                &call.id,
+                format!("A PreToolUse hook stopped the run before this call: {reason}"),
+            );
+            return settled(result, notes);
+        }
+        let reason = answer.reason.unwrap_or_default();
+        match answer.decision {
+            Some(HookPermission::Deny) => {
+                self.audit(
+                    &call,
+                    &plan.needs,
+                    &Grant::none(),
+                    "hook_deny",
+                    &Basis::hook(None, None),
+                );
+                return settled(hook_denied(&call, reason), notes);
+            }
+            Some(HookPermission::Defer) => {
+                notes.deferred = true;
+                let result = ToolCallResult::error(
+                    &call.id,
+                    "A PreToolUse hook deferred this call, so it was not run. Only a response with a single tool call can be deferred (the run then ends, to be answered later).",
+                );
+                return settled(result, notes);
+            }
+            _ => {}
+        }
+        if let Some(updated) = answer.updated_input {
+            let problems = tool.schema_errors(&updated);
+            if !problems.is_empty() {
+                let result = ToolCallResult::error(
+                    &call.id,
+                    format!(
+                        "A PreToolUse hook rewrote the input of {} into one that fails its schema, so the call was not run:\n{}",
+                        call.name,
+                        problems.join("\n")
+                    ),
+                );
+                hooks.warn(format!(
+                    "PreToolUse hook gave {} an invalid updatedInput ({}); the call was not run",
+                    call.name,
+                    problems.join("; ")
+                ));
+                return settled(result, notes);
+            }
+            // The needs follow the input the tool will actually get.
+            plan = match tool.component.plan(&call.name, &updated.to_string()).await {
+                Ok(Ok(plan)) => plan,
+                Ok(Err(message)) => {
+                    return settled(ToolCallResult::error(&call.id, message), notes);
+                }
+                Err(e) => {
+                    return settled(
+                        ToolCallResult::error(
+                            &call.id,
+                            format!(
+                                "{} could not check the input a hook gave it: {e}",
+                                call.name
+                            ),
+                        ),
+                        notes,
+                    );
+                }
+            };
+            call.input = updated;
+        }
+        let decision = answer.decision.map(|d| (d, reason));
+        Ok((call, plan, decision, notes))
+    }
+
+    /// The policy's decision (with the hook's), the ask, the grant and the
+    /// sandboxed call.
+    async fn decide_and_call(
+        &self,
+        tool: &RegisteredTool,
+        call: &ToolCall,
+        plan: &crate::sandbox::CallPlan,
+        hook_decision: Option<(HookPermission, String)>,
+    ) -> ToolCallResult {
+        let call = call.clone();
+        let mut verdict = match &hook_decision {
+            // A hook's allow answers the default question, nothing more.
+            Some((HookPermission::Allow, _)) => {
+                self.policy
+                    .decide_hook_allowed(&call.name, &plan.needs, &tool.ceiling)
+            }
+            _ => self.policy.decide(&call.name, &plan.needs, &tool.ceiling),
+        };
+        if let (Some((HookPermission::Ask, reason)), Outcome::Allow(_)) =
+            (&hook_decision, &verdict.outcome)
+        {
+            let why = if reason.is_empty() {
+                "no reason given".to_string()
+            } else {
+                reason.clone()
+            };
+            verdict = Verdict {
+                outcome: Outcome::Ask(format!(
+                    "A PreToolUse hook asks for approval of this {} call ({why}).",
+                    call.name
+                )),
+                basis: Basis::hook(None, None),
+            };
+        }
         let (grant, decision) = match verdict.outcome {
             Outcome::Allow(grant) => (grant, "allow"),
             Outcome::Deny(message) => {
                 self.audit(&call, &plan.needs, &Grant::none(), "deny", &verdict.basis);
                 return denied(&call, message, verdict.basis);
             }
-            Outcome::Ask(question) => match self.ask(&call, &question).await {
+            Outcome::Ask(question) => match self.ask_notified(&call, &question).await {
                 AskAnswer::Refused(message) => {
                     self.audit(
                         &call,
@@ -256,13 +418,85 @@ impl ToolPipeline {
             return result;
         }
         match answer {
-            Ok(Ok(output)) => self.budget(to_result(&call.id, output)),
+            Ok(Ok(output)) => to_result(&call.id, output),
             Ok(Err(ToolFailure::InvalidInput(message))) => {
                 ToolCallResult::error(&call.id, format!("InputValidationError: {message}"))
             }
             Ok(Err(ToolFailure::Failed(message))) => ToolCallResult::error(&call.id, message),
             Err(e) => ToolCallResult::error(&call.id, format!("{} failed: {e}", call.name)),
         }
+    }
+
+    /// Runs the PostToolUse hooks on a result (PostToolUseFailure on an
+    /// error): their context, a block's reason for the model, a validated
+    /// replacement output, a stop.
+    async fn post_tool_use(&self, call: &ToolCall, mut result: ToolCallResult) -> ToolCallResult {
+        let failed = result.is_error;
+        let kind = if failed {
+            HookEventKind::PostToolUseFailure
+        } else {
+            HookEventKind::PostToolUse
+        };
+        let Some(hooks) = self.hooks_for(kind) else {
+            return result;
+        };
+        let event = if failed {
+            HookEvent::PostToolUseFailure {
+                call: hook_call(call),
+                error: result_text(&result.content),
+            }
+        } else {
+            HookEvent::PostToolUse {
+                call: hook_call(call),
+                tool_response: serde_json::to_string(&result.content).unwrap_or_default(),
+            }
+        };
+        let answer = hooks.run(event).await;
+        let mut context = contexts(kind.name(), &call.name, &answer);
+        if let Some(reason) = &answer.block {
+            context.push(format!(
+                "<system-reminder>\nA {} hook objected to the {} call: {reason}\n</system-reminder>",
+                kind.name(),
+                call.name
+            ));
+        }
+        if let Some(output) = answer.updated_tool_output {
+            match replacement_output(output) {
+                Ok(content) if !failed => result.content = content,
+                Ok(_) => hooks.warn(format!(
+                    "{} hook returned updatedToolOutput for a failed {} call; only PostToolUse may replace an output, so the original was kept",
+                    kind.name(),
+                    call.name
+                )),
+                Err(problem) => hooks.warn(format!(
+                    "{} hook returned an invalid updatedToolOutput for {} ({problem}); the original output was kept",
+                    kind.name(),
+                    call.name
+                )),
+            }
+        }
+        if let Some(reason) = &answer.stop {
+            hooks.notify_stop(kind, reason);
+        }
+        result.hooks.context = context;
+        result.hooks.stop = answer.stop;
+        result
+    }
+
+    /// An ask, after telling the Notification hooks that permission is
+    /// needed (as Claude Code does when it shows a prompt).
+    async fn ask_notified(&self, call: &ToolCall, question: &str) -> AskAnswer {
+        if let Some(hooks) = self.hooks_for(HookEventKind::Notification) {
+            hooks
+                .run(HookEvent::Notification {
+                    message: format!(
+                        "carapace needs your permission to use {}: {question}",
+                        call.name
+                    ),
+                })
+                .await;
+        }
+        self.ask(call, question).await
     }
 
     /// Settles an `Ask` without a terminal: the permission prompt tool
@@ -388,6 +622,91 @@ fn describe_need(need: &Capability) -> String {
     }
 }
 
+/// A call as the PreToolUse hooks left it, their decision (with its
+/// reason) and their notes.
+type PreparedCall = (
+    ToolCall,
+    crate::sandbox::CallPlan,
+    Option<(HookPermission, String)>,
+    HookNotes,
+);
+
+fn hook_call(call: &ToolCall) -> HookToolCall {
+    HookToolCall {
+        tool_name: call.name.clone(),
+        tool_input: call.input.to_string(),
+        tool_use_id: call.id.clone(),
+    }
+}
+
+/// A hook's additional context, as the model sees it next to the results.
+fn contexts(event: &str, tool: &str, answer: &HandlerResult) -> Vec<String> {
+    answer
+        .additional_context
+        .iter()
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| format!("<system-reminder>\n{event} hook context for the {tool} call: {c}\n</system-reminder>"))
+        .collect()
+}
+
+/// A PreToolUse hook's deny: the tool_result is the hook's reason, as is
+/// (models read it as the hook wrote it).
+fn hook_denied(call: &ToolCall, reason: String) -> ToolCallResult {
+    let reason = if reason.trim().is_empty() {
+        format!("A PreToolUse hook denied this {} call.", call.name)
+    } else {
+        reason
+    };
+    ToolCallResult {
+        tool_use_id: call.id.clone(),
+        content: ToolResultContent::Text(reason.clone()),
+        is_error: true,
+        denial: Some(Box::new(PermissionDenial {
+            tool_name: call.name.clone(),
+            tool_use_id: call.id.clone(),
+            tool_input: call.input.clone(),
+            reason,
+            basis: Some(Basis::hook(None, None)),
+        })),
+        hooks: HookNotes::default(),
+    }
+}
+
+/// A PostToolUse replacement output: a string, or content blocks the API
+/// accepts in a tool_result (text, base64 images).
+fn replacement_output(output: Value) -> Result<ToolResultContent, String> {
+    match output {
+        Value::String(text) => Ok(ToolResultContent::Text(text)),
+        Value::Array(_) => serde_json::from_value::<Vec<ToolResultBlock>>(output)
+            .map(ToolResultContent::Blocks)
+            .map_err(|e| format!("content blocks must be text or base64 images: {e}")),
+        other => Err(format!(
+            "expected a string or an array of content blocks, got {}",
+            match other {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                _ => "an object",
+            }
+        )),
+    }
+}
+
+/// The text of a result, for PostToolUseFailure's `error`.
+fn result_text(content: &ToolResultContent) -> String {
+    match content {
+        ToolResultContent::Text(text) => text.clone(),
+        ToolResultContent::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                ToolResultBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
 /// The `is_error` result of a denied call, naming what denied it.
 fn denied(call: &ToolCall, message: String, basis: Basis) -> ToolCallResult {
     let mut result = ToolCallResult::error(&call.id, &message);
@@ -450,6 +769,7 @@ fn to_result(id: &str, output: ToolOutput) -> ToolCallResult {
         content,
         is_error: output.is_error,
         denial: None,
+        hooks: Default::default(),
     }
 }
 

@@ -8,8 +8,8 @@
 
 use super::executor::ToolExecutor;
 use super::input::InputQueue;
+use super::loop_hooks::{BatchCall, BatchDecision, LoopHooks, StopDecision, StopHookInput};
 use super::state::{State, Terminal, Transition};
-use super::stop_hooks::{StopDecision, StopHookInput, StopHooks};
 use super::tools::{PermissionDenial, ToolCall, ToolCallResult, ToolRuntime};
 use crate::model::{
     Assembled, ContentBlock, FailureKind, Message, MessagesRequest, Model, ModelError,
@@ -63,6 +63,34 @@ pub enum AgentEvent {
     },
     Warning {
         message: String,
+    },
+    /// A notice for the user (never the model): a hook's `systemMessage`,
+    /// a hook that stopped the run or blocked the prompt.
+    Informational {
+        content: String,
+        /// `info` or `warning`.
+        level: &'static str,
+        /// Whether the run stops because of it.
+        prevent_continuation: bool,
+    },
+    /// A hook handler started (printed with `--include-hook-events`).
+    HookStarted {
+        hook_id: String,
+        /// `PreToolUse:Bash`, `Stop`, … as Claude Code names it.
+        hook_name: String,
+        hook_event: String,
+    },
+    /// A hook handler finished (printed with `--include-hook-events`).
+    HookResponse {
+        hook_id: String,
+        hook_name: String,
+        hook_event: String,
+        output: String,
+        stdout: String,
+        stderr: String,
+        exit_code: Option<i32>,
+        /// `success` or `error`.
+        outcome: &'static str,
     },
     CommandLifecycle {
         uuid: String,
@@ -126,7 +154,7 @@ const OVERLOADS_BEFORE_FALLBACK: u32 = 3;
 pub struct QueryDeps<'a> {
     pub model: &'a dyn Model,
     pub tools: Arc<dyn ToolRuntime>,
-    pub stop_hooks: &'a dyn StopHooks,
+    pub hooks: &'a dyn LoopHooks,
     /// User messages arriving while the loop runs.
     pub input: Option<&'a InputQueue>,
     /// Cancelled on SIGINT / SIGTERM.
@@ -165,6 +193,26 @@ pub struct QueryOutcome {
 }
 
 impl QueryOutcome {
+    /// The outcome of a run that ended before its first model request (a
+    /// hook stopped it).
+    pub fn without_turn(terminal: Terminal, result: String, messages: Vec<Message>) -> Self {
+        Self {
+            terminal,
+            num_turns: 0,
+            result,
+            errors: Vec::new(),
+            error: None,
+            stop_reason: None,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            permission_denials: Vec::new(),
+            transitions: Vec::new(),
+            api_duration: Duration::ZERO,
+            messages,
+            consumed_inputs: Vec::new(),
+        }
+    }
+
     pub fn is_error(&self) -> bool {
         self.terminal.is_error() || self.error.is_some()
     }
@@ -422,6 +470,32 @@ async fn run_loop(
                 }
             }
             totals.mark("query_tool_execution_end");
+            if !aborted {
+                // A deferred call ends the run only when it is the whole
+                // batch: deferring one of several would leave its siblings'
+                // results without a call to pair with when it is answered.
+                if let [only] = delivered.as_slice()
+                    && only.hooks.deferred
+                {
+                    let mut state = state;
+                    push_assistant(&mut state.messages, content);
+                    let ending = Ending {
+                        stop_reason,
+                        ..Ending::default()
+                    };
+                    return finish(state, totals, Terminal::ToolDeferred, None, ending, sink);
+                }
+                for result in delivered.iter().filter(|r| r.hooks.deferred) {
+                    sink.emit(AgentEvent::ToolResult(result.clone()));
+                }
+            }
+            let hook_stop = delivered.iter().find_map(|r| r.hooks.stop.clone());
+            let mut extra: Vec<ContentBlock> = delivered
+                .iter()
+                .flat_map(|r| r.hooks.context.iter())
+                .map(|text| ContentBlock::Text { text: text.clone() })
+                .collect();
+            let batch = batch_calls(&content, &delivered);
             let mut results_message =
                 append_turn(&mut state.messages, content, delivered, &mut totals.denials);
             if aborted {
@@ -433,6 +507,29 @@ async fn run_loop(
                     ..Ending::default()
                 };
                 return finish(state, totals, Terminal::AbortedTools, None, ending, sink);
+            }
+            let stopped = match hook_stop {
+                Some(reason) => Some(reason),
+                None => match deps.hooks.after_batch(batch).await {
+                    BatchDecision::Stop { reason } => Some(reason),
+                    BatchDecision::Continue { context } => {
+                        extra.extend(context.into_iter().map(|text| ContentBlock::Text { text }));
+                        None
+                    }
+                },
+            };
+            results_message.append(&mut extra);
+            if let Some(reason) = stopped {
+                tracing::debug!(%reason, "a hook stopped the run after the tool batch");
+                if let Some(last) = state.messages.last_mut() {
+                    last.content = results_message;
+                }
+                let ending = Ending {
+                    stop_reason,
+                    turns: Some(state.turn_count + 1),
+                    ..Ending::default()
+                };
+                return finish(state, totals, Terminal::HookStopped, None, ending, sink);
             }
             // Input that arrived while the tools ran joins their results.
             if let Some(queue) = deps.input {
@@ -449,9 +546,11 @@ async fn run_loop(
                     });
                     totals.consumed_inputs.push(input.uuid);
                 }
-                if let Some(last) = state.messages.last_mut() {
-                    last.content = results_message;
-                }
+            }
+            if let Some(last) = state.messages.last_mut()
+                && last.role == Role::User
+            {
+                last.content = results_message;
             }
             if let Some(max_turns) = config.max_turns
                 && state.turn_count + 1 > max_turns
@@ -573,7 +672,7 @@ async fn run_loop(
         }
 
         let decision = deps
-            .stop_hooks
+            .hooks
             .on_stop(StopHookInput {
                 stop_hook_active: state.stop_hook_active,
                 last_assistant_message: visible.clone(),
@@ -749,6 +848,30 @@ fn append_turn(
     blocks
 }
 
+/// The batch's calls with their results, for PostToolBatch hooks.
+fn batch_calls(content: &[ContentBlock], results: &[ToolCallResult]) -> Vec<BatchCall> {
+    results
+        .iter()
+        .map(|result| {
+            let (name, input) = content
+                .iter()
+                .find_map(|b| match b {
+                    ContentBlock::ToolUse { id, name, input } if *id == result.tool_use_id => {
+                        Some((name.clone(), input.clone()))
+                    }
+                    _ => None,
+                })
+                .unwrap_or_default();
+            BatchCall {
+                tool_name: name,
+                tool_input: input,
+                tool_use_id: result.tool_use_id.clone(),
+                tool_response: serde_json::to_value(&result.content).unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
 /// Appends an assistant message; an empty one is dropped (the API rejects
 /// it, and it says nothing).
 fn push_assistant(messages: &mut Vec<Message>, content: Vec<ContentBlock>) {
@@ -782,6 +905,11 @@ fn emit_results(sink: &mut dyn EventSink, results: &[ToolCallResult]) {
 /// A result, preceded by its `permission_denied` line when the policy
 /// refused the call.
 fn emit_result(sink: &mut dyn EventSink, result: &ToolCallResult) {
+    // A deferred call's result is shown only if the batch goes on (it then
+    // says the call was not run); a batch of just that call ends the run.
+    if result.hooks.deferred {
+        return;
+    }
     if let Some(denial) = &result.denial {
         sink.emit(AgentEvent::PermissionDenied(denial.as_ref().clone()));
     }

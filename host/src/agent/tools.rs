@@ -40,6 +40,21 @@ pub struct ToolCallResult {
     pub content: ToolResultContent,
     pub is_error: bool,
     pub denial: Option<Box<PermissionDenial>>,
+    /// What hooks added to this call's outcome.
+    pub hooks: HookNotes,
+}
+
+/// What the call's PreToolUse / PostToolUse hooks said beyond its result.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HookNotes {
+    /// Context for the model, placed after the batch's tool results.
+    pub context: Vec<String>,
+    /// A PreToolUse hook deferred the call: it did not run, and a batch of
+    /// only this call ends the run (`tool_deferred`) so that it can be
+    /// answered later.
+    pub deferred: bool,
+    /// A hook said `continue: false`: the run stops after this batch.
+    pub stop: Option<String>,
 }
 
 impl ToolCallResult {
@@ -53,6 +68,7 @@ impl ToolCallResult {
             )),
             is_error: true,
             denial: None,
+            hooks: HookNotes::default(),
         }
     }
 }

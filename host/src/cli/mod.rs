@@ -5,7 +5,8 @@
 
 pub mod print;
 
-use crate::agent::{InputQueue, NoStopHooks, QueryConfig, QueryDeps, ToolPipeline, system_prompt};
+use crate::agent::{InputQueue, QueryConfig, QueryDeps, ToolPipeline, system_prompt};
+use crate::hooks::HookRuntime;
 use crate::model::{AnthropicModel, Model, ReplayModel, RetryPolicy, price};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use crate::plugins::ToolRegistry;
@@ -13,7 +14,7 @@ use crate::policy::{
     Anchors, AuditLog, PermissionMode, Policy, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource,
     SourceKind,
 };
-use crate::sandbox::{CallLimits, ProcessConfig, Sandbox, SandboxConfig};
+use crate::sandbox::{CallLimits, HookCommon, ProcessConfig, Sandbox, SandboxConfig};
 use crate::settings::{Locations, Settings};
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -128,6 +129,10 @@ pub struct Cli {
     /// Settings as a JSON file or a JSON string.
     #[arg(long)]
     pub settings: Option<String>,
+
+    /// Print hook lines (`hook_started`, `hook_response`) in stream-json.
+    #[arg(long)]
+    pub include_hook_events: bool,
 
     /// Log what the host does, with timing marks, to stderr.
     #[arg(long)]
@@ -317,7 +322,34 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     {
         bail!("--permission-prompt-tool: no loaded tool is called `{prompt_tool}`");
     }
+    let mut hook_specs = Vec::new();
+    for (value, source) in &settings.hooks {
+        let (specs, warnings) = crate::hooks::parse(value, source)?;
+        for warning in warnings {
+            eprintln!("carapace: warning: {warning}");
+        }
+        hook_specs.extend(specs);
+    }
+    let common = HookCommon {
+        session_id: session_id.clone(),
+        // carapace keeps no transcript file: hooks get an empty path.
+        transcript_path: String::new(),
+        cwd: cwd.display().to_string(),
+        permission_mode: mode.as_str().to_string(),
+    };
+    let hooks = if hook_specs.is_empty() {
+        HookRuntime::empty(common)
+    } else {
+        let (hooks, warnings) =
+            HookRuntime::load(&sandbox, hook_specs, common, &home, &config_dir).await?;
+        for warning in warnings {
+            eprintln!("carapace: warning: {warning}");
+        }
+        hooks
+    };
+    let hooks = Arc::new(hooks);
     let pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
+        .with_hooks(hooks.clone())
         .with_audit(AuditLog::at(session_dir.join("audit.jsonl")))
         .with_prompt_tool(cli.permission_prompt_tool.clone())
         .with_result_spill(spill_dir, MAX_RESULT_CHARS);
@@ -332,12 +364,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         api_key_source: api_key_source.to_string(),
         started,
     };
-    let printer = SharedPrinter::new(Printer::new(
-        cli.output_format,
-        cli.verbose,
-        std::io::stdout(),
-        info,
-    ));
+    let printer = SharedPrinter::new(
+        Printer::new(cli.output_format, cli.verbose, std::io::stdout(), info)
+            .with_hook_events(cli.include_hook_events),
+    );
+    hooks.observe(Box::new(printer.clone()));
 
     let config = QueryConfig {
         model: model_name,
@@ -384,11 +415,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let deps = QueryDeps {
         model: model.as_ref(),
         tools: pipeline,
-        stop_hooks: &NoStopHooks,
+        hooks: hooks.as_ref(),
         input: matches!(prompts, Prompts::Stream(_)).then_some(queue.as_ref()),
         abort,
     };
-    let outcome = run_print(&deps, &config, printer, prompts).await;
+    let outcome = run_print(&deps, &config, printer, prompts, Some(hooks.as_ref())).await;
     Ok(match outcome {
         Some(outcome) if !outcome.is_error() => ExitCode::SUCCESS,
         Some(_) => ExitCode::FAILURE,

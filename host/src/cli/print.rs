@@ -5,8 +5,10 @@ use crate::agent::{
     AgentEvent, CommandState, EventSink, InputQueue, QueryConfig, QueryDeps, QueryOutcome,
     QueuedInput, Terminal, query,
 };
-use crate::model::Message;
+use crate::hooks::HookRuntime;
+use crate::model::{ContentBlock, Message, Role};
 use crate::output::SharedPrinter;
+use crate::sandbox::{HookEvent, HookEventKind};
 use std::io::Write;
 use std::sync::Arc;
 
@@ -27,12 +29,33 @@ pub async fn run_print<W: Write + Send + 'static>(
     config: &QueryConfig,
     printer: SharedPrinter<W>,
     prompts: Prompts,
+    hooks: Option<&HookRuntime>,
 ) -> Option<QueryOutcome> {
     printer.start();
     let mut sink = printer.clone();
-    match prompts {
+    let session = SessionHooks(hooks);
+    let mut session_context = match session.start().await {
+        Ok(context) => context,
+        Err(reason) => {
+            let outcome = QueryOutcome::without_turn(
+                Terminal::HookStopped,
+                format!("SessionStart hook stopped the session: {reason}"),
+                Vec::new(),
+            );
+            printer.finish(&outcome);
+            return Some(outcome);
+        }
+    };
+    let outcome = match prompts {
         Prompts::One(prompt) => {
-            let outcome = query(deps, config, vec![Message::user_text(prompt)], &mut sink).await;
+            let outcome = match session.prompt(&prompt, &mut sink).await {
+                Err(outcome) => outcome,
+                Ok(context) => {
+                    let message =
+                        user_message(std::mem::take(&mut session_context), prompt, context);
+                    query(deps, config, vec![message], &mut sink).await
+                }
+            };
             printer.finish(&outcome);
             Some(outcome)
         }
@@ -45,8 +68,20 @@ pub async fn run_print<W: Write + Send + 'static>(
                     state: CommandState::Started,
                 });
                 let mut messages = std::mem::take(&mut history);
-                messages.push(Message::user_text(input.text));
-                let outcome = query(deps, config, messages, &mut sink).await;
+                let outcome = match session.prompt(&input.text, &mut sink).await {
+                    Err(mut outcome) => {
+                        outcome.messages = messages;
+                        outcome
+                    }
+                    Ok(context) => {
+                        messages.push(user_message(
+                            std::mem::take(&mut session_context),
+                            input.text,
+                            context,
+                        ));
+                        query(deps, config, messages, &mut sink).await
+                    }
+                };
                 // A turn that broke off (cancelled, or a hard failure) cancels
                 // what it consumed; any controlled end completes it.
                 let fate = match outcome.terminal {
@@ -78,6 +113,104 @@ pub async fn run_print<W: Write + Send + 'static>(
             }
             last
         }
+    };
+    session.end().await;
+    outcome
+}
+
+/// The hooks print mode runs around the loop: SessionStart, UserPromptSubmit
+/// and SessionEnd.
+struct SessionHooks<'a>(Option<&'a HookRuntime>);
+
+impl SessionHooks<'_> {
+    fn handling(&self, kind: HookEventKind) -> Option<&HookRuntime> {
+        self.0.filter(|h| h.handles(kind))
+    }
+
+    /// SessionStart's context for the first prompt, or why the session
+    /// must not start (a failing hook that fails closed).
+    async fn start(&self) -> Result<Vec<String>, String> {
+        let Some(hooks) = self.handling(HookEventKind::SessionStart) else {
+            return Ok(Vec::new());
+        };
+        let answer = hooks
+            .run(HookEvent::SessionStart {
+                source: "startup".into(),
+            })
+            .await;
+        if let Some(reason) = answer.stop {
+            hooks.notify_stop(HookEventKind::SessionStart, &reason);
+            return Err(reason);
+        }
+        Ok(reminders("SessionStart", answer.additional_context))
+    }
+
+    /// UserPromptSubmit: the prompt's extra context, or the outcome of a
+    /// blocked prompt (nothing is sent to the model).
+    async fn prompt(
+        &self,
+        prompt: &str,
+        sink: &mut dyn EventSink,
+    ) -> Result<Vec<String>, QueryOutcome> {
+        let Some(hooks) = self.handling(HookEventKind::UserPromptSubmit) else {
+            return Ok(Vec::new());
+        };
+        let answer = hooks
+            .run(HookEvent::UserPromptSubmit {
+                prompt: prompt.to_string(),
+            })
+            .await;
+        if let Some(reason) = answer.block.or(answer.stop) {
+            let content = format!(
+                "UserPromptSubmit hook blocked the prompt: {reason}\n\nThe prompt was: {prompt}"
+            );
+            sink.emit(AgentEvent::Informational {
+                content: content.clone(),
+                level: "warning",
+                prevent_continuation: true,
+            });
+            return Err(QueryOutcome::without_turn(
+                Terminal::HookStopped,
+                content,
+                Vec::new(),
+            ));
+        }
+        Ok(reminders("UserPromptSubmit", answer.additional_context))
+    }
+
+    async fn end(&self) {
+        if let Some(hooks) = self.handling(HookEventKind::SessionEnd) {
+            hooks
+                .run(HookEvent::SessionEnd {
+                    reason: "other".into(),
+                })
+                .await;
+        }
+    }
+}
+
+fn reminders(event: &str, contexts: Vec<String>) -> Vec<String> {
+    contexts
+        .into_iter()
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| format!("<system-reminder>\n{event} hook context: {c}\n</system-reminder>"))
+        .collect()
+}
+
+/// The user's message: hook context first, then the prompt.
+fn user_message(session_context: Vec<String>, prompt: String, context: Vec<String>) -> Message {
+    let mut blocks: Vec<ContentBlock> = session_context
+        .into_iter()
+        .chain(context)
+        .map(|text| ContentBlock::Text { text })
+        .collect();
+    if blocks.is_empty() {
+        return Message::user_text(prompt);
+    }
+    blocks.push(ContentBlock::Text { text: prompt });
+    Message {
+        role: Role::User,
+        content: blocks,
     }
 }
 

@@ -39,6 +39,8 @@ pub struct Printer<W: Write + Send> {
     /// `--output-format json --verbose` prints every line as one array.
     collected: Vec<Value>,
     write_failed: bool,
+    /// `--include-hook-events`: print `hook_started` / `hook_response`.
+    include_hook_events: bool,
 }
 
 impl<W: Write + Send> Printer<W> {
@@ -50,7 +52,15 @@ impl<W: Write + Send> Printer<W> {
             info,
             collected: Vec::new(),
             write_failed: false,
+            include_hook_events: false,
         }
+    }
+
+    /// Prints hook lines (`hook_started`, `hook_response`) as Claude Code
+    /// does with `--include-hook-events`.
+    pub fn with_hook_events(mut self, include: bool) -> Self {
+        self.include_hook_events = include;
+        self
     }
 
     /// Prints the `system`/`init` line (stream-json, or json with --verbose).
@@ -262,6 +272,65 @@ impl<W: Write + Send> EventSink for Printer<W> {
                 "session_id": self.info.session_id,
                 "uuid": new_uuid(),
             }),
+            AgentEvent::Informational {
+                content,
+                level,
+                prevent_continuation,
+            } => json!({
+                "type": "system",
+                "subtype": "informational",
+                "content": content,
+                "level": level,
+                "prevent_continuation": prevent_continuation,
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+            }),
+            AgentEvent::HookStarted {
+                hook_id,
+                hook_name,
+                hook_event,
+            } => {
+                if !self.include_hook_events {
+                    return;
+                }
+                json!({
+                    "type": "system",
+                    "subtype": "hook_started",
+                    "hook_id": hook_id,
+                    "hook_name": hook_name,
+                    "hook_event": hook_event,
+                    "session_id": self.info.session_id,
+                    "uuid": new_uuid(),
+                })
+            }
+            AgentEvent::HookResponse {
+                hook_id,
+                hook_name,
+                hook_event,
+                output,
+                stdout,
+                stderr,
+                exit_code,
+                outcome,
+            } => {
+                if !self.include_hook_events {
+                    return;
+                }
+                json!({
+                    "type": "system",
+                    "subtype": "hook_response",
+                    "hook_id": hook_id,
+                    "hook_name": hook_name,
+                    "hook_event": hook_event,
+                    "output": output,
+                    "stdout": stdout,
+                    "stderr": stderr,
+                    "exit_code": exit_code,
+                    "outcome": outcome,
+                    "session_id": self.info.session_id,
+                    "uuid": new_uuid(),
+                })
+            }
             AgentEvent::CommandLifecycle { uuid, state } => json!({
                 "type": "system",
                 "subtype": "command_lifecycle",

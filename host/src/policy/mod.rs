@@ -189,9 +189,21 @@ pub enum BasisKind {
     Input,
     /// The user (or the permission prompt tool) approved what was asked.
     Approval,
+    /// A PreToolUse hook decided (its path is the `rule`, its settings file
+    /// the `source`).
+    Hook,
 }
 
 impl Basis {
+    /// A hook's decision.
+    pub fn hook(hook: Option<String>, source: Option<String>) -> Self {
+        Self {
+            kind: BasisKind::Hook,
+            rule: hook,
+            source,
+        }
+    }
+
     fn of(kind: BasisKind) -> Self {
         Self {
             kind,
@@ -219,9 +231,21 @@ impl Basis {
             (BasisKind::Secret, _, _) => "carapace's secrets policy".into(),
             (BasisKind::Input, _, _) => "the request itself".into(),
             (BasisKind::Approval, _, _) => "the user's approval".into(),
+            (BasisKind::Hook, Some(hook), _) => format!("the PreToolUse hook {hook}"),
+            (BasisKind::Hook, None, _) => "a PreToolUse hook".into(),
             (BasisKind::Default | BasisKind::Rule, _, _) => "the default policy".into(),
         }
     }
+}
+
+/// Which questions count as answered "yes" when deciding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Approval {
+    None,
+    /// The user approved the call.
+    Everything,
+    /// A hook allowed the call: the default questions only.
+    DefaultQuestions,
 }
 
 /// The outcome for one call.
@@ -328,13 +352,25 @@ impl Policy {
 
     /// Grants `needs` for one call of `tool`, asks, or denies the whole call.
     pub fn decide(&self, tool: &str, needs: &[Capability], ceiling: &Ceiling) -> Verdict {
-        self.decide_with(tool, needs, ceiling, false)
+        self.decide_with(tool, needs, ceiling, Approval::None)
     }
 
     /// The grant for a call whose `Ask` the user approved: what was asked is
     /// granted; the ceiling, secrets and deny rules still deny.
     pub fn approve(&self, tool: &str, needs: &[Capability], ceiling: &Ceiling) -> Verdict {
-        self.decide_with(tool, needs, ceiling, true)
+        self.decide_with(tool, needs, ceiling, Approval::Everything)
+    }
+
+    /// The verdict when a PreToolUse hook allowed the call: the hook stands
+    /// in for the user's answer to the default question only. Deny and ask
+    /// rules, protected paths, secrets and the ceiling still decide.
+    pub fn decide_hook_allowed(
+        &self,
+        tool: &str,
+        needs: &[Capability],
+        ceiling: &Ceiling,
+    ) -> Verdict {
+        self.decide_with(tool, needs, ceiling, Approval::DefaultQuestions)
     }
 
     fn decide_with(
@@ -342,8 +378,9 @@ impl Policy {
         tool: &str,
         needs: &[Capability],
         ceiling: &Ceiling,
-        approved: bool,
+        approval: Approval,
     ) -> Verdict {
+        let approved = approval == Approval::Everything;
         if let Some(rule) = self.rules.tool_rule(RuleKind::Deny, tool) {
             return deny(
                 format!(
@@ -368,6 +405,12 @@ impl Policy {
                 Need::Deny(message, basis) => return deny(message, basis),
                 Need::Ask(..) if approved => {
                     allow_basis = Some(Basis::of(BasisKind::Approval));
+                }
+                Need::Ask(_, basis)
+                    if approval == Approval::DefaultQuestions
+                        && basis.kind == BasisKind::Default =>
+                {
+                    allow_basis = Some(Basis::of(BasisKind::Hook));
                 }
                 Need::Ask(message, basis) => {
                     pending_ask.get_or_insert((message, basis));

@@ -142,9 +142,17 @@ impl SandboxInner {
         grant: &Grant,
         limits: &CallLimits,
         reads: Option<Arc<ReadLedger>>,
+        stdin: Option<Vec<u8>>,
+        stdout: Option<MemoryOutputPipe>,
     ) -> Result<(Store<HostState>, StagedGrant, MemoryOutputPipe), SandboxError> {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
         let mut wasi = WasiCtxBuilder::new();
+        if let Some(input) = stdin {
+            wasi.stdin(wasmtime_wasi::p2::pipe::MemoryInputPipe::new(input));
+        }
+        if let Some(stdout) = stdout {
+            wasi.stdout(stdout);
+        }
         wasi.stderr(stderr.clone())
             .allow_blocking_current_thread(true)
             .allow_tcp(false)
@@ -172,6 +180,101 @@ impl SandboxInner {
         Ok((store, staged, stderr))
     }
 }
+
+/// The standard streams of one call: stdin to feed, stdout to capture.
+#[derive(Default)]
+pub(crate) struct CallIo {
+    pub(crate) stdin: Option<Vec<u8>>,
+    pub(crate) capture_stdout: bool,
+}
+
+/// What a call left on its standard streams.
+#[derive(Debug, Default)]
+pub(crate) struct Captured {
+    pub(crate) stdout: Vec<u8>,
+    pub(crate) stderr: Vec<u8>,
+}
+
+type Boxed<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = wasmtime::Result<T>> + Send + 'a>>;
+
+impl SandboxInner {
+    /// Runs one call in a fresh store holding exactly `grant`: instantiate,
+    /// then `call`, under the deadline and the memory cap; saves what a
+    /// write grant produced only if the call returned normally; maps traps,
+    /// the deadline and the cap to [`SandboxError`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn execute<B: Send, R: Send>(
+        &self,
+        plugin: &str,
+        grant: &Grant,
+        limits: &CallLimits,
+        reads: Option<Arc<ReadLedger>>,
+        io: CallIo,
+        instantiate: impl for<'a> FnOnce(&'a mut Store<HostState>) -> Boxed<'a, B> + Send,
+        call: impl for<'a> FnOnce(&'a B, &'a mut Store<HostState>) -> Boxed<'a, R> + Send,
+    ) -> Result<(R, Captured), SandboxError> {
+        let started = std::time::Instant::now();
+        let stdout = io
+            .capture_stdout
+            .then(|| MemoryOutputPipe::new(STDOUT_CAPTURE_BYTES));
+        let (mut store, staged, stderr) =
+            self.new_store(plugin, grant, limits, reads, io.stdin, stdout.clone())?;
+        let outcome = tokio::time::timeout(limits.deadline, async {
+            let bindings = instantiate(&mut store).await.map_err(|e| (true, e))?;
+            call(&bindings, &mut store).await.map_err(|e| (false, e))
+        })
+        .await;
+        // Files the guest created under a write grant are saved only when the
+        // call returned normally: a trap or a timeout leaves them unsaved.
+        let committed = match &outcome {
+            Ok(Ok(_)) => staged
+                .commit()
+                .map_err(|e| SandboxError::Commit(e.to_string())),
+            _ => Ok(Vec::new()),
+        };
+        drop(staged);
+        committed?;
+        let refused_memory = store.data().limiter.refused_growth();
+        tracing::trace!(
+            plugin,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "sandboxed call"
+        );
+        let captured = Captured {
+            stdout: stdout.map(|p| p.contents().to_vec()).unwrap_or_default(),
+            stderr: stderr.contents().to_vec(),
+        };
+        match outcome {
+            Err(_) => Err(SandboxError::Timeout(limits.deadline)),
+            Ok(Ok(value)) => Ok((value, captured)),
+            Ok(Err(_)) if refused_memory => Err(SandboxError::MemoryLimit {
+                limit_bytes: limits.memory_bytes,
+            }),
+            Ok(Err((true, e))) => Err(SandboxError::Instantiate(format!("{e:#}"))),
+            Ok(Err((false, e))) => Err(SandboxError::Trap {
+                exit_code: e
+                    .downcast_ref::<wasmtime_wasi::I32Exit>()
+                    .map(|exit| exit.0),
+                message: trap_message(&e),
+                stderr: String::from_utf8_lossy(&captured.stderr)
+                    .trim_end()
+                    .to_string(),
+                stdout: captured.stdout,
+            }),
+        }
+    }
+}
+
+fn trap_message(e: &wasmtime::Error) -> String {
+    match e.downcast_ref::<wasmtime::Trap>() {
+        Some(trap) => trap.to_string(),
+        None => format!("{e:#}"),
+    }
+}
+
+/// What a call may write to stdout and have kept.
+const STDOUT_CAPTURE_BYTES: usize = 4 << 20;
 
 /// What the guest wrote to stderr is kept (bounded) to explain a crash.
 const STDERR_CAPTURE_BYTES: usize = 16 << 10;

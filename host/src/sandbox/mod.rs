@@ -14,6 +14,7 @@
 mod cache;
 mod engine;
 mod grant;
+mod hook;
 mod http;
 mod limits;
 pub mod process;
@@ -23,6 +24,10 @@ mod tool;
 pub use cache::{CacheOutcome, ComponentCache};
 pub use engine::{Sandbox, SandboxConfig};
 pub use grant::{FileAccess, Grant, GrantError};
+pub use hook::{
+    CommandHook, CommandRun, HookCommon, HookComponent, HookEvent, HookEventKind, HookOutcome,
+    HookPermission, HookToolCall,
+};
 pub use limits::CallLimits;
 pub use process::{CommandOutput, ProcessConfig};
 pub use tool::{
@@ -44,7 +49,14 @@ pub enum SandboxError {
     #[error("the component could not be instantiated: {0}")]
     Instantiate(String),
     #[error("the component crashed (trap): {message}{stderr}", stderr = stderr_suffix(.stderr))]
-    Trap { message: String, stderr: String },
+    Trap {
+        message: String,
+        stderr: String,
+        /// What it wrote to stdout, when that was captured.
+        stdout: Vec<u8>,
+        /// The code it exited with, when the "trap" was a WASI exit.
+        exit_code: Option<i32>,
+    },
     #[error("the call ran longer than its {0:?} deadline and was stopped")]
     Timeout(Duration),
     #[error(

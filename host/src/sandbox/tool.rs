@@ -1,12 +1,11 @@
 //! Tool components: the `carapace:tool` contract, one binding per contract
 //! version, mapped onto host types that do not change with the version.
 
-use super::engine::{HostState, Sandbox, SandboxInner};
+use super::engine::{CallIo, HostState, Sandbox, SandboxInner};
 use super::grant::Grant;
 use super::limits::CallLimits;
 use super::{CacheOutcome, SandboxError};
 use std::sync::Arc;
-use std::time::Instant;
 use wasmtime::component::{HasSelf, Linker};
 
 mod v0_1 {
@@ -307,7 +306,7 @@ impl ToolComponent {
             &'a mut wasmtime::Store<HostState>,
         ) -> std::pin::Pin<
             Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
-        >,
+        > + Send,
     ) -> Result<R, SandboxError> {
         self.run_with(grant, limits, None, f).await
     }
@@ -322,54 +321,22 @@ impl ToolComponent {
             &'a mut wasmtime::Store<HostState>,
         ) -> std::pin::Pin<
             Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
-        >,
+        > + Send,
     ) -> Result<R, SandboxError> {
-        let started = Instant::now();
-        let (mut store, staged, stderr) =
-            self.sandbox
-                .new_store(&self.name, grant, limits, reads.cloned())?;
-        let outcome = tokio::time::timeout(limits.deadline, async {
-            let bindings = self
-                .pre
-                .instantiate_async(&mut store)
-                .await
-                .map_err(|e| (true, e))?;
-            f(&bindings, &mut store).await.map_err(|e| (false, e))
-        })
-        .await;
-        // Files the guest created under a write grant are saved only when the
-        // call returned normally: a trap or a timeout leaves them unsaved.
-        let committed = match &outcome {
-            Ok(Ok(_)) => staged
-                .commit()
-                .map_err(|e| SandboxError::Commit(e.to_string())),
-            _ => Ok(Vec::new()),
-        };
-        drop(staged);
-        committed?;
-        let refused_memory = store.data().limiter.refused_growth();
-        tracing::trace!(plugin = %self.name, elapsed_us = started.elapsed().as_micros() as u64, "sandboxed call");
-        match outcome {
-            Err(_) => Err(SandboxError::Timeout(limits.deadline)),
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(_)) if refused_memory => Err(SandboxError::MemoryLimit {
-                limit_bytes: limits.memory_bytes,
-            }),
-            Ok(Err((true, e))) => Err(SandboxError::Instantiate(format!("{e:#}"))),
-            Ok(Err((false, e))) => Err(SandboxError::Trap {
-                message: trap_message(&e),
-                stderr: String::from_utf8_lossy(&stderr.contents())
-                    .trim_end()
-                    .to_string(),
-            }),
-        }
-    }
-}
-
-fn trap_message(e: &wasmtime::Error) -> String {
-    match e.downcast_ref::<wasmtime::Trap>() {
-        Some(trap) => trap.to_string(),
-        None => format!("{e:#}"),
+        let pre = self.pre.clone();
+        let (value, _) = self
+            .sandbox
+            .execute(
+                &self.name,
+                grant,
+                limits,
+                reads.cloned(),
+                CallIo::default(),
+                move |store| Box::pin(async move { pre.instantiate_async(store).await }),
+                f,
+            )
+            .await?;
+        Ok(value)
     }
 }
 

@@ -1,0 +1,69 @@
+//! The loop's seam for the hooks it runs itself: Stop when the model ends
+//! its turn without tool calls, PostToolBatch when a tool batch is done.
+//! (Tool hooks run in the pipeline; prompt and session hooks around the
+//! loop.) The WebAssembly hook runtime implements this trait; tests use
+//! doubles.
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+/// What a Stop hook is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopHookInput {
+    /// True when this stop follows a Stop hook's block: the hook should
+    /// usually let the turn end now.
+    pub stop_hook_active: bool,
+    /// The text of the response that is ending the turn.
+    pub last_assistant_message: String,
+}
+
+/// The combined decision of the Stop hooks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopDecision {
+    /// Let the turn end.
+    Allow,
+    /// Do not end: the reason goes back to the model, which continues.
+    Block { reason: String },
+    /// End the whole run now (`continue: false`), with this reason.
+    Prevent { reason: String },
+}
+
+/// One call of a finished batch, as PostToolBatch hooks see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchCall {
+    pub tool_name: String,
+    pub tool_input: Value,
+    pub tool_use_id: String,
+    /// The tool_result's content, as JSON.
+    pub tool_response: Value,
+}
+
+/// The combined decision of the PostToolBatch hooks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchDecision {
+    /// Go on to the next turn, with this context for the model.
+    Continue { context: Vec<String> },
+    /// End the run here (`hook_stopped`): a block or `continue: false`.
+    Stop { reason: String },
+}
+
+pub trait LoopHooks: Send + Sync {
+    fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision>;
+
+    fn after_batch(&self, _batch: Vec<BatchCall>) -> BoxFuture<'_, BatchDecision> {
+        Box::pin(async {
+            BatchDecision::Continue {
+                context: Vec::new(),
+            }
+        })
+    }
+}
+
+/// No loop hooks configured: every stop is allowed, every batch goes on.
+pub struct NoLoopHooks;
+
+impl LoopHooks for NoLoopHooks {
+    fn on_stop(&self, _input: StopHookInput) -> BoxFuture<'_, StopDecision> {
+        Box::pin(async { StopDecision::Allow })
+    }
+}

@@ -1,0 +1,598 @@
+//! Hooks: the settings' handlers, loaded as sandboxed components and run on
+//! the loop's events with Claude Code's semantics.
+//!
+//! A hook is a WebAssembly component (typed `carapace:hook`, or a WASI
+//! command speaking Claude Code's stdin/stdout protocol). Each invocation is
+//! a fresh instance holding only what the hook's settings grant — by default
+//! nothing: no file, no socket, no environment variable. Matching handlers
+//! run in parallel; their answers fold into one ([`aggregate`]). A timeout or
+//! a crash is a hook error (the run goes on) unless the handler fails closed.
+
+mod config;
+mod protocol;
+
+pub use config::{
+    DEFAULT_TIMEOUT, HandlerKind, HookConfigError, HookGrants, HookSpec, Matcher, parse,
+};
+pub use protocol::{HandlerResult, aggregate, from_command, from_outcome, input_json};
+
+use crate::agent::{
+    AgentEvent, BatchCall, BatchDecision, EventSink, LoopHooks, StopDecision, StopHookInput,
+};
+use crate::policy::protected_reason;
+use crate::sandbox::{
+    CallLimits, CommandHook, FileAccess, Grant, HookCommon, HookComponent, HookEvent,
+    HookEventKind, HookPermission, Sandbox, SandboxError,
+};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// Memory one hook invocation may hold. Interpreted languages (Python,
+/// JavaScript) carry their runtime in the component and need tens of MiB.
+const HOOK_MEMORY_BYTES: usize = 256 << 20;
+
+/// Characters of a hook's output kept in a `hook_response` line.
+const RESPONSE_CHARS: usize = 10_000;
+
+enum Handler {
+    Typed(HookComponent),
+    Command(CommandHook),
+}
+
+struct LoadedHook {
+    spec: HookSpec,
+    handler: Handler,
+    grant: Grant,
+    /// The file name, for messages.
+    label: String,
+}
+
+/// Where hook lines and hook warnings go (the printer).
+pub type HookObserver = Arc<Mutex<Box<dyn EventSink>>>;
+
+/// The loaded hooks of a session.
+pub struct HookRuntime {
+    hooks: Vec<Arc<LoadedHook>>,
+    common: Mutex<HookCommon>,
+    /// Set once the printer exists (after the pipeline holding the hooks).
+    observer: std::sync::OnceLock<HookObserver>,
+}
+
+/// Why a hook could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum HookLoadError {
+    #[error("hook {path}: cannot read the component: {reason}")]
+    Read { path: String, reason: String },
+    #[error("hook {path}: {source}")]
+    Component { path: String, source: SandboxError },
+    #[error("hook {path}: grant `{grant}`: {reason}")]
+    Grant {
+        path: String,
+        grant: String,
+        reason: String,
+    },
+}
+
+impl HookRuntime {
+    /// No hooks.
+    pub fn empty(common: HookCommon) -> Self {
+        Self {
+            hooks: Vec::new(),
+            common: Mutex::new(common),
+            observer: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Loads every spec. A hook that cannot be loaded is an error when it
+    /// fails closed (a guard that is missing must not look like one that
+    /// allowed everything) and a warning otherwise.
+    pub async fn load(
+        sandbox: &Sandbox,
+        specs: Vec<HookSpec>,
+        common: HookCommon,
+        home: &Path,
+        config_dir: &Path,
+    ) -> Result<(Self, Vec<String>), HookLoadError> {
+        let mut hooks = Vec::new();
+        let mut warnings = Vec::new();
+        // One component may serve several events: load each file once.
+        let mut typed: Vec<(std::path::PathBuf, HookComponent)> = Vec::new();
+        let mut commands: Vec<(std::path::PathBuf, CommandHook)> = Vec::new();
+        for spec in specs {
+            let loaded =
+                load_one(sandbox, &spec, &mut typed, &mut commands, home, config_dir).await;
+            match loaded {
+                Ok(Ok((grant, label, handler))) => hooks.push(Arc::new(LoadedHook {
+                    spec,
+                    handler,
+                    grant,
+                    label,
+                })),
+                Ok(Err(warning)) => warnings.push(warning),
+                Err(e) if spec.fail_closed => return Err(e),
+                Err(e) => warnings.push(format!(
+                    "{e}; this hook fails open, so the run goes on without it"
+                )),
+            }
+        }
+        Ok((
+            Self {
+                hooks,
+                common: Mutex::new(common),
+                observer: std::sync::OnceLock::new(),
+            },
+            warnings,
+        ))
+    }
+
+    /// Hook lines (`hook_started`, `hook_response`), hook warnings and
+    /// messages go to `sink` (set once; later calls are ignored).
+    pub fn observe(&self, sink: Box<dyn EventSink>) {
+        let _ = self.observer.set(Arc::new(Mutex::new(sink)));
+    }
+
+    /// Whether any hook handles `kind`: the loop skips building events
+    /// nobody listens to.
+    pub fn handles(&self, kind: HookEventKind) -> bool {
+        self.hooks.iter().any(|h| h.spec.event == kind)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+    }
+
+    /// The permission mode hooks are told (it can change during a session).
+    pub fn set_permission_mode(&self, mode: &str) {
+        if let Ok(mut common) = self.common.lock() {
+            common.permission_mode = mode.to_string();
+        }
+    }
+
+    fn emit(&self, event: AgentEvent) {
+        if let Some(observer) = self.observer.get()
+            && let Ok(mut sink) = observer.lock()
+        {
+            sink.emit(event);
+        }
+    }
+
+    /// A warning for the user (never the model).
+    pub fn warn(&self, message: String) {
+        tracing::warn!("{message}");
+        self.emit(AgentEvent::Warning { message });
+    }
+
+    /// Runs every matching handler of `event` in parallel and folds their
+    /// answers. Never fails: a handler's failure is its error (or, when it
+    /// fails closed, a deny / block).
+    pub async fn run(&self, event: HookEvent) -> HandlerResult {
+        let kind = event.kind();
+        let subject = matcher_subject(&event);
+        let matching: Vec<Arc<LoadedHook>> = self
+            .hooks
+            .iter()
+            .filter(|h| h.spec.event == kind && h.spec.matcher.matches(subject.as_deref()))
+            .cloned()
+            .collect();
+        if matching.is_empty() {
+            return HandlerResult::default();
+        }
+        let common = match self.common.lock() {
+            Ok(common) => common.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        let hook_name = match &subject {
+            Some(s) if event.tool_name().is_some() => format!("{}:{s}", kind.name()),
+            _ => kind.name().to_string(),
+        };
+        let event = Arc::new(event);
+        let common = Arc::new(common);
+        let mut tasks = Vec::with_capacity(matching.len());
+        for hook in matching {
+            let hook_id = uuid::Uuid::new_v4().to_string();
+            self.emit(AgentEvent::HookStarted {
+                hook_id: hook_id.clone(),
+                hook_name: hook_name.clone(),
+                hook_event: kind.name().to_string(),
+            });
+            let (event, common) = (event.clone(), common.clone());
+            let task = tokio::spawn({
+                let hook = hook.clone();
+                async move { invoke(&hook, &common, &event).await }
+            });
+            tasks.push((hook, hook_id, task));
+        }
+        let mut results = Vec::with_capacity(tasks.len());
+        for (hook, hook_id, task) in tasks {
+            let invocation = match task.await {
+                Ok(invocation) => invocation,
+                Err(e) => Invocation::failed(format!("the hook task ended abnormally: {e}")),
+            };
+            let result = match &invocation.failure {
+                None => invocation.result.clone(),
+                Some(failure) => failed(kind, &hook, failure),
+            };
+            if let Some(error) = &result.error {
+                tracing::warn!(hook = %hook.label, event = kind.name(), "hook error: {error}");
+            }
+            self.emit(AgentEvent::HookResponse {
+                hook_id,
+                hook_name: hook_name.clone(),
+                hook_event: kind.name().to_string(),
+                output: invocation.output,
+                stdout: invocation.stdout,
+                stderr: invocation.stderr,
+                exit_code: invocation.exit_code,
+                outcome: if invocation.failure.is_some() || result.error.is_some() {
+                    "error"
+                } else {
+                    "success"
+                },
+            });
+            results.push(result);
+        }
+        let folded = aggregate(results);
+        if let Some(message) = &folded.system_message {
+            self.emit(AgentEvent::Informational {
+                content: message.clone(),
+                level: "info",
+                prevent_continuation: false,
+            });
+        }
+        folded
+    }
+
+    /// Tells the user the run stops because of a hook.
+    pub fn notify_stop(&self, event: HookEventKind, reason: &str) {
+        self.emit(AgentEvent::Informational {
+            content: format!("{} hook stopped the run: {reason}", event.name()),
+            level: "warning",
+            prevent_continuation: true,
+        });
+    }
+}
+
+type Parts = (Grant, String, Handler);
+
+/// Loads one spec's component (once per file) and its grant. `Ok(Err(_))`
+/// is a warning: the hook is fine but will not run for this event.
+async fn load_one(
+    sandbox: &Sandbox,
+    spec: &HookSpec,
+    typed: &mut Vec<(std::path::PathBuf, HookComponent)>,
+    commands: &mut Vec<(std::path::PathBuf, CommandHook)>,
+    home: &Path,
+    config_dir: &Path,
+) -> Result<Result<Parts, String>, HookLoadError> {
+    let path = spec.path.display().to_string();
+    let grant = grant_for(spec, home, config_dir)?;
+    let label = spec
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.clone());
+    let read = || {
+        std::fs::read(&spec.path).map_err(|e| HookLoadError::Read {
+            path: path.clone(),
+            reason: e.to_string(),
+        })
+    };
+    let component_error = |source| HookLoadError::Component {
+        path: path.clone(),
+        source,
+    };
+    let handler = match spec.kind {
+        HandlerKind::Component => {
+            let component = match typed.iter().find(|(p, _)| *p == spec.path) {
+                Some((_, c)) => c.clone(),
+                None => {
+                    let c = HookComponent::load(sandbox, &label, &read()?)
+                        .await
+                        .map_err(component_error)?;
+                    typed.push((spec.path.clone(), c.clone()));
+                    c
+                }
+            };
+            if !component.events().contains(&spec.event) {
+                return Ok(Err(format!(
+                    "hook {path} is configured for {} but does not handle it (it handles {}); it will not run for it",
+                    spec.event.name(),
+                    component
+                        .events()
+                        .iter()
+                        .map(|e| e.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            Handler::Typed(component)
+        }
+        HandlerKind::Command => {
+            let command = match commands.iter().find(|(p, _)| *p == spec.path) {
+                Some((_, c)) => c.clone(),
+                None => {
+                    let c = CommandHook::load(sandbox, &label, &read()?)
+                        .await
+                        .map_err(component_error)?;
+                    commands.push((spec.path.clone(), c.clone()));
+                    c
+                }
+            };
+            Handler::Command(command)
+        }
+    };
+    Ok(Ok((grant, label, handler)))
+}
+
+/// What one invocation produced, for the loop and for the `hook_response`
+/// line.
+#[derive(Default)]
+struct Invocation {
+    result: HandlerResult,
+    /// Why the handler did not answer (timeout, crash, error).
+    failure: Option<String>,
+    output: String,
+    stdout: String,
+    stderr: String,
+    exit_code: Option<i32>,
+}
+
+impl Invocation {
+    fn failed(reason: String) -> Self {
+        Self {
+            stderr: reason.clone(),
+            failure: Some(reason),
+            ..Self::default()
+        }
+    }
+}
+
+async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> Invocation {
+    let limits = CallLimits {
+        deadline: hook.spec.timeout,
+        memory_bytes: HOOK_MEMORY_BYTES,
+        output_bytes: 1 << 20,
+    };
+    let kind = event.kind();
+    match &hook.handler {
+        Handler::Typed(component) => {
+            match component.handle(common, event, &hook.grant, &limits).await {
+                Ok(Ok(outcome)) => {
+                    let output = outcome_json(&outcome).to_string();
+                    Invocation {
+                        result: from_outcome(kind, outcome),
+                        output: cut(output),
+                        exit_code: Some(0),
+                        ..Invocation::default()
+                    }
+                }
+                Ok(Err(message)) => {
+                    Invocation::failed(format!("the hook returned an error: {message}"))
+                }
+                Err(e) => Invocation::failed(describe_failure(&e, hook)),
+            }
+        }
+        Handler::Command(command) => {
+            let stdin = input_json(common, event).to_string().into_bytes();
+            match command.run(stdin, &hook.grant, &limits).await {
+                Ok(run) => {
+                    let result = from_command(kind, &run);
+                    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+                    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+                    Invocation {
+                        result,
+                        output: cut(format!("{stdout}{stderr}")),
+                        stdout: cut(stdout),
+                        stderr: cut(stderr),
+                        exit_code: Some(run.exit_code),
+                        failure: None,
+                    }
+                }
+                Err(e) => Invocation::failed(describe_failure(&e, hook)),
+            }
+        }
+    }
+}
+
+fn describe_failure(e: &SandboxError, hook: &LoadedHook) -> String {
+    match e {
+        SandboxError::Timeout(_) => format!("timed out after {:?}", hook.spec.timeout),
+        other => other.to_string(),
+    }
+}
+
+/// A handler that did not answer: an error, or — when it fails closed — the
+/// event's blocking answer.
+fn failed(kind: HookEventKind, hook: &LoadedHook, failure: &str) -> HandlerResult {
+    let message = format!("{} hook {} failed: {failure}", kind.name(), hook.label);
+    if !hook.spec.fail_closed {
+        return HandlerResult {
+            error: Some(message),
+            ..HandlerResult::default()
+        };
+    }
+    let reason = format!("{message}. It fails closed, so this is blocked.");
+    match kind {
+        HookEventKind::PreToolUse => HandlerResult {
+            decision: Some(HookPermission::Deny),
+            reason: Some(reason),
+            error: Some(message),
+            ..HandlerResult::default()
+        },
+        HookEventKind::PostToolUse
+        | HookEventKind::PostToolUseFailure
+        | HookEventKind::PostToolBatch
+        | HookEventKind::Stop
+        | HookEventKind::SubagentStop
+        | HookEventKind::UserPromptSubmit => HandlerResult {
+            block: Some(reason),
+            error: Some(message),
+            ..HandlerResult::default()
+        },
+        HookEventKind::SessionStart
+        | HookEventKind::SessionEnd
+        | HookEventKind::PreCompact
+        | HookEventKind::Notification => HandlerResult {
+            stop: Some(reason),
+            error: Some(message),
+            ..HandlerResult::default()
+        },
+    }
+}
+
+/// What a matcher is compared with, per event (as in Claude Code).
+fn matcher_subject(event: &HookEvent) -> Option<String> {
+    match event {
+        HookEvent::PreToolUse(call)
+        | HookEvent::PostToolUse { call, .. }
+        | HookEvent::PostToolUseFailure { call, .. } => Some(call.tool_name.clone()),
+        HookEvent::SessionStart { source } => Some(source.clone()),
+        HookEvent::SessionEnd { reason } => Some(reason.clone()),
+        HookEvent::PreCompact { trigger } => Some(trigger.clone()),
+        _ => None,
+    }
+}
+
+/// The capabilities a hook's settings grant; protected locations are never
+/// granted for writing (a hook must not be able to rewrite settings, hooks
+/// or shell start-up files).
+fn grant_for(spec: &HookSpec, home: &Path, config_dir: &Path) -> Result<Grant, HookLoadError> {
+    let base = spec
+        .source
+        .file
+        .as_ref()
+        .and_then(|f| f.parent())
+        .map(Path::to_path_buf);
+    let resolve = |p: &Path| match (&base, p.is_absolute()) {
+        (_, true) | (None, false) => p.to_path_buf(),
+        (Some(base), false) => base.join(p),
+    };
+    let bad = |grant: &Path, reason: String| HookLoadError::Grant {
+        path: spec.path.display().to_string(),
+        grant: grant.display().to_string(),
+        reason,
+    };
+    let mut grant = Grant::none();
+    for (paths, access) in [
+        (&spec.grants.read, FileAccess::Read),
+        (&spec.grants.write, FileAccess::Write),
+    ] {
+        for raw in paths {
+            let path = resolve(raw);
+            if access == FileAccess::Write {
+                if let Some(reason) = protected_reason(&path, home, config_dir) {
+                    return Err(bad(
+                        raw,
+                        format!("protected ({reason}); hooks are never granted writes there"),
+                    ));
+                }
+                // An audit directory that does not exist yet is made.
+                std::fs::create_dir_all(&path)
+                    .map_err(|e| bad(raw, format!("cannot create it: {e}")))?;
+            }
+            let path = path.canonicalize().map_err(|e| bad(raw, e.to_string()))?;
+            grant = if path.is_dir() {
+                grant.tree(&path, access)
+            } else if access == FileAccess::Read {
+                grant.read_file(&path)
+            } else {
+                grant.write_file(&path)
+            }
+            .map_err(|e| bad(raw, e.to_string()))?;
+        }
+    }
+    for name in &spec.grants.env {
+        if let Ok(value) = std::env::var(name) {
+            grant = grant.env_var(name, value);
+        }
+    }
+    Ok(grant)
+}
+
+fn outcome_json(outcome: &crate::sandbox::HookOutcome) -> Value {
+    let decision = outcome.decision.map(|d| match d {
+        HookPermission::Allow => "allow",
+        HookPermission::Deny => "deny",
+        HookPermission::Ask => "ask",
+        HookPermission::Defer => "defer",
+    });
+    json!({
+        "decision": decision,
+        "reason": outcome.reason,
+        "block": outcome.block,
+        "updatedInput": outcome.updated_input,
+        "additionalContext": outcome.additional_context,
+        "updatedToolOutput": outcome.updated_tool_output,
+        "stopReason": outcome.stop_reason,
+        "systemMessage": outcome.system_message,
+    })
+}
+
+fn cut(mut text: String) -> String {
+    if let Some((at, _)) = text.char_indices().nth(RESPONSE_CHARS) {
+        text.truncate(at);
+        text.push('…');
+    }
+    text
+}
+
+impl LoopHooks for HookRuntime {
+    fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision> {
+        Box::pin(async move {
+            if !self.handles(HookEventKind::Stop) {
+                return StopDecision::Allow;
+            }
+            let answer = self
+                .run(HookEvent::Stop {
+                    stop_hook_active: input.stop_hook_active,
+                    last_assistant_message: input.last_assistant_message,
+                })
+                .await;
+            match (answer.stop, answer.block) {
+                (Some(reason), _) => StopDecision::Prevent { reason },
+                (None, Some(reason)) => StopDecision::Block { reason },
+                (None, None) => StopDecision::Allow,
+            }
+        })
+    }
+
+    fn after_batch(&self, batch: Vec<BatchCall>) -> BoxFuture<'_, BatchDecision> {
+        Box::pin(async move {
+            if !self.handles(HookEventKind::PostToolBatch) {
+                return BatchDecision::Continue {
+                    context: Vec::new(),
+                };
+            }
+            let calls = batch
+                .into_iter()
+                .map(|call| {
+                    (
+                        crate::sandbox::HookToolCall {
+                            tool_name: call.tool_name,
+                            tool_input: call.tool_input.to_string(),
+                            tool_use_id: call.tool_use_id,
+                        },
+                        call.tool_response.to_string(),
+                    )
+                })
+                .collect();
+            let answer = self.run(HookEvent::PostToolBatch(calls)).await;
+            match answer.stop.or(answer.block) {
+                Some(reason) => {
+                    self.notify_stop(HookEventKind::PostToolBatch, &reason);
+                    BatchDecision::Stop { reason }
+                }
+                None => BatchDecision::Continue {
+                    context: answer
+                        .additional_context
+                        .into_iter()
+                        .filter(|c| !c.trim().is_empty())
+                        .map(|c| format!("<system-reminder>\nPostToolBatch hook context: {c}\n</system-reminder>"))
+                        .collect(),
+                },
+            }
+        })
+    }
+}

@@ -1,0 +1,474 @@
+//! Claude Code's hook protocol as pure functions: the JSON a command hook
+//! reads on stdin, what its stdout and exit code mean, what a typed outcome
+//! means, and how the answers of several hooks fold into one.
+
+use crate::sandbox::{
+    CommandRun, HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission,
+};
+use serde_json::{Value, json};
+
+/// What one handler said, in the terms the loop acts on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HandlerResult {
+    pub decision: Option<HookPermission>,
+    /// The decision's reason (PreToolUse).
+    pub reason: Option<String>,
+    /// Block (PostToolUse, PostToolBatch, Stop, SubagentStop,
+    /// UserPromptSubmit) with this reason.
+    pub block: Option<String>,
+    pub updated_input: Option<Value>,
+    pub additional_context: Vec<String>,
+    pub updated_tool_output: Option<Value>,
+    /// Stop the whole run (`continue: false`).
+    pub stop: Option<String>,
+    pub system_message: Option<String>,
+    /// A hook error to report to the user (not to the model).
+    pub error: Option<String>,
+}
+
+/// The JSON a Claude Code command hook reads on stdin.
+pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
+    let mut v = json!({
+        "session_id": common.session_id,
+        "transcript_path": common.transcript_path,
+        "cwd": common.cwd,
+        "permission_mode": common.permission_mode,
+        "hook_event_name": event.kind().name(),
+    });
+    let parse = |text: &str| {
+        serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.into()))
+    };
+    let call_fields = |v: &mut Value, call: &crate::sandbox::HookToolCall| {
+        v["tool_name"] = json!(call.tool_name);
+        v["tool_input"] = parse(&call.tool_input);
+        v["tool_use_id"] = json!(call.tool_use_id);
+    };
+    match event {
+        HookEvent::PreToolUse(call) => call_fields(&mut v, call),
+        HookEvent::PostToolUse {
+            call,
+            tool_response,
+        } => {
+            call_fields(&mut v, call);
+            v["tool_response"] = parse(tool_response);
+        }
+        HookEvent::PostToolUseFailure { call, error } => {
+            call_fields(&mut v, call);
+            v["error"] = json!(error);
+        }
+        HookEvent::PostToolBatch(calls) => {
+            v["tool_calls"] = Value::Array(
+                calls
+                    .iter()
+                    .map(|(call, response)| {
+                        json!({"tool_name": call.tool_name, "tool_input": parse(&call.tool_input),
+                               "tool_use_id": call.tool_use_id, "tool_response": parse(response)})
+                    })
+                    .collect(),
+            );
+        }
+        HookEvent::Stop {
+            stop_hook_active,
+            last_assistant_message,
+        }
+        | HookEvent::SubagentStop {
+            stop_hook_active,
+            last_assistant_message,
+        } => {
+            v["stop_hook_active"] = json!(stop_hook_active);
+            v["last_assistant_message"] = json!(last_assistant_message);
+        }
+        HookEvent::UserPromptSubmit { prompt } => v["prompt"] = json!(prompt),
+        HookEvent::SessionStart { source } => v["source"] = json!(source),
+        HookEvent::SessionEnd { reason } => v["reason"] = json!(reason),
+        HookEvent::PreCompact { trigger } => {
+            v["trigger"] = json!(trigger);
+            v["custom_instructions"] = json!("");
+        }
+        HookEvent::Notification { message } => v["message"] = json!(message),
+    }
+    v
+}
+
+/// Whether exit code 2 (or a block) stops something for this event.
+fn blocks(kind: HookEventKind) -> bool {
+    matches!(
+        kind,
+        HookEventKind::PreToolUse
+            | HookEventKind::PostToolUse
+            | HookEventKind::PostToolUseFailure
+            | HookEventKind::PostToolBatch
+            | HookEventKind::Stop
+            | HookEventKind::SubagentStop
+            | HookEventKind::UserPromptSubmit
+    )
+}
+
+/// What a command hook's exit code, stdout and stderr mean, as Claude Code
+/// defines it: exit 0 with JSON (or plain text) on stdout; exit 2 blocks with
+/// stderr as the reason; any other code is a non-blocking error.
+pub fn from_command(kind: HookEventKind, run: &CommandRun) -> HandlerResult {
+    let stdout = String::from_utf8_lossy(&run.stdout).trim().to_string();
+    let stderr = String::from_utf8_lossy(&run.stderr).trim().to_string();
+    match run.exit_code {
+        0 => match serde_json::from_str::<Value>(&stdout) {
+            Ok(value @ Value::Object(_)) => from_json(kind, &value),
+            _ if stdout.is_empty() => HandlerResult::default(),
+            // Plain text: context for the model where Claude Code uses it so.
+            _ if matches!(
+                kind,
+                HookEventKind::UserPromptSubmit | HookEventKind::SessionStart
+            ) =>
+            {
+                HandlerResult {
+                    additional_context: vec![stdout],
+                    ..HandlerResult::default()
+                }
+            }
+            _ => HandlerResult::default(),
+        },
+        2 => {
+            let reason = if stderr.is_empty() {
+                "blocked by a hook (exit code 2, no reason given)".to_string()
+            } else {
+                stderr
+            };
+            match kind {
+                HookEventKind::PreToolUse => HandlerResult {
+                    decision: Some(HookPermission::Deny),
+                    reason: Some(reason),
+                    ..HandlerResult::default()
+                },
+                k if blocks(k) => HandlerResult {
+                    block: Some(reason),
+                    ..HandlerResult::default()
+                },
+                _ => HandlerResult {
+                    error: Some(reason),
+                    ..HandlerResult::default()
+                },
+            }
+        }
+        code => HandlerResult {
+            error: Some(format!(
+                "exited with code {code}{}",
+                if stderr.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {stderr}")
+                }
+            )),
+            ..HandlerResult::default()
+        },
+    }
+}
+
+/// A hook's JSON answer (Claude Code's fields).
+fn from_json(kind: HookEventKind, v: &Value) -> HandlerResult {
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    let specific = &v["hookSpecificOutput"];
+    let mut result = HandlerResult {
+        system_message: text(&v["systemMessage"]),
+        ..HandlerResult::default()
+    };
+    if v["continue"] == false {
+        result.stop = Some(text(&v["stopReason"]).unwrap_or_else(|| "stopped by a hook".into()));
+    }
+    let reason = text(&v["reason"]);
+    match (kind, v["decision"].as_str()) {
+        (HookEventKind::PreToolUse, Some("approve" | "allow")) => {
+            result.decision = Some(HookPermission::Allow);
+            result.reason = reason.clone();
+        }
+        (HookEventKind::PreToolUse, Some("block" | "deny")) => {
+            result.decision = Some(HookPermission::Deny);
+            result.reason = reason.clone();
+        }
+        (k, Some("block")) if blocks(k) => {
+            result.block = Some(reason.clone().unwrap_or_else(|| "blocked by a hook".into()));
+        }
+        _ => {}
+    }
+    if let Some(decision) = specific["permissionDecision"].as_str() {
+        result.decision = match decision {
+            "allow" => Some(HookPermission::Allow),
+            "deny" => Some(HookPermission::Deny),
+            "ask" => Some(HookPermission::Ask),
+            "defer" => Some(HookPermission::Defer),
+            _ => result.decision,
+        };
+        result.reason = text(&specific["permissionDecisionReason"]).or(result.reason);
+    }
+    if specific["updatedInput"].is_object() {
+        result.updated_input = Some(specific["updatedInput"].clone());
+    }
+    if let Some(context) = text(&specific["additionalContext"]) {
+        result.additional_context.push(context);
+    }
+    for key in ["updatedToolOutput", "updatedMCPToolOutput"] {
+        if !specific[key].is_null() {
+            result.updated_tool_output = Some(specific[key].clone());
+        }
+    }
+    result
+}
+
+/// What a typed hook's outcome means.
+pub fn from_outcome(kind: HookEventKind, outcome: HookOutcome) -> HandlerResult {
+    let mut result = HandlerResult {
+        system_message: outcome.system_message,
+        stop: outcome.stop_reason,
+        ..HandlerResult::default()
+    };
+    if kind == HookEventKind::PreToolUse {
+        result.decision = outcome.decision;
+        result.reason = outcome.reason.clone();
+        if let Some(input) = &outcome.updated_input {
+            match serde_json::from_str::<Value>(input) {
+                Ok(value @ Value::Object(_)) => result.updated_input = Some(value),
+                _ => result.error = Some("updated-input is not a JSON object; ignored".into()),
+            }
+        }
+    } else if (outcome.block || outcome.reason.is_some() && outcome.block) && blocks(kind) {
+        result.block = Some(
+            outcome
+                .reason
+                .clone()
+                .unwrap_or_else(|| "blocked by a hook".into()),
+        );
+    }
+    if let Some(context) = outcome.additional_context {
+        result.additional_context.push(context);
+    }
+    if let Some(output) = &outcome.updated_tool_output {
+        match serde_json::from_str::<Value>(output) {
+            Ok(value) => result.updated_tool_output = Some(value),
+            Err(_) => {
+                result.error =
+                    Some("updated-tool-output is not JSON; the original output is kept".into())
+            }
+        }
+    }
+    result
+}
+
+/// Several hooks' answers as one: deny > defer > ask > allow; any block
+/// blocks (reasons joined); contexts and messages all kept; the first
+/// updated input / output and stop win.
+pub fn aggregate(results: Vec<HandlerResult>) -> HandlerResult {
+    let rank = |d: HookPermission| match d {
+        HookPermission::Deny => 3,
+        HookPermission::Defer => 2,
+        HookPermission::Ask => 1,
+        HookPermission::Allow => 0,
+    };
+    let mut out = HandlerResult::default();
+    let mut blocks = Vec::new();
+    let mut messages = Vec::new();
+    let mut errors = Vec::new();
+    for r in results {
+        if let Some(d) = r.decision
+            && out.decision.is_none_or(|current| rank(d) > rank(current))
+        {
+            out.decision = Some(d);
+            out.reason = r.reason.clone();
+        }
+        if let Some(b) = r.block {
+            blocks.push(b);
+        }
+        if out.updated_input.is_none() {
+            out.updated_input = r.updated_input;
+        }
+        out.additional_context.extend(r.additional_context);
+        if out.updated_tool_output.is_none() {
+            out.updated_tool_output = r.updated_tool_output;
+        }
+        if out.stop.is_none() {
+            out.stop = r.stop;
+        }
+        messages.extend(r.system_message);
+        errors.extend(r.error);
+    }
+    if !blocks.is_empty() {
+        out.block = Some(blocks.join("\n"));
+    }
+    if !messages.is_empty() {
+        out.system_message = Some(messages.join("\n"));
+    }
+    if !errors.is_empty() {
+        out.error = Some(errors.join("\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::HookToolCall;
+
+    fn run(code: i32, stdout: &str, stderr: &str) -> CommandRun {
+        CommandRun {
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: stderr.as_bytes().to_vec(),
+            exit_code: code,
+        }
+    }
+
+    #[test]
+    fn the_stdin_json_has_claude_codes_fields() {
+        let common = HookCommon {
+            session_id: "s".into(),
+            transcript_path: "/t.jsonl".into(),
+            cwd: "/w".into(),
+            permission_mode: "default".into(),
+        };
+        let event = HookEvent::PreToolUse(HookToolCall {
+            tool_name: "Bash".into(),
+            tool_input: r#"{"command":"ls"}"#.into(),
+            tool_use_id: "toolu_1".into(),
+        });
+        assert_eq!(
+            input_json(&common, &event),
+            json!({"session_id": "s", "transcript_path": "/t.jsonl", "cwd": "/w", "permission_mode": "default",
+                   "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"},
+                   "tool_use_id": "toolu_1"})
+        );
+        let stop = HookEvent::Stop {
+            stop_hook_active: true,
+            last_assistant_message: "done".into(),
+        };
+        let v = input_json(&common, &stop);
+        assert_eq!(
+            (
+                v["stop_hook_active"].clone(),
+                v["last_assistant_message"].clone()
+            ),
+            (json!(true), json!("done"))
+        );
+    }
+
+    #[test]
+    fn command_outputs_mean_what_they_mean_in_claude_code() {
+        let deny = run(
+            0,
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no rm"}}"#,
+            "",
+        );
+        assert_eq!(
+            from_command(HookEventKind::PreToolUse, &deny),
+            HandlerResult {
+                decision: Some(HookPermission::Deny),
+                reason: Some("no rm".into()),
+                ..HandlerResult::default()
+            }
+        );
+        assert_eq!(
+            from_command(HookEventKind::PreToolUse, &run(2, "", "not allowed\n")),
+            HandlerResult {
+                decision: Some(HookPermission::Deny),
+                reason: Some("not allowed".into()),
+                ..HandlerResult::default()
+            }
+        );
+        assert_eq!(
+            from_command(
+                HookEventKind::Stop,
+                &run(0, r#"{"decision":"block","reason":"keep going"}"#, "")
+            ),
+            HandlerResult {
+                block: Some("keep going".into()),
+                ..HandlerResult::default()
+            }
+        );
+        assert_eq!(
+            from_command(HookEventKind::Stop, &run(2, "", "tests fail"))
+                .block
+                .as_deref(),
+            Some("tests fail")
+        );
+        assert_eq!(
+            from_command(
+                HookEventKind::PostToolUse,
+                &run(
+                    0,
+                    r#"{"continue":false,"stopReason":"enough","systemMessage":"bye"}"#,
+                    ""
+                )
+            ),
+            HandlerResult {
+                stop: Some("enough".into()),
+                system_message: Some("bye".into()),
+                ..HandlerResult::default()
+            }
+        );
+        assert_eq!(
+            from_command(
+                HookEventKind::UserPromptSubmit,
+                &run(0, "today is Tuesday", "")
+            )
+            .additional_context,
+            vec!["today is Tuesday".to_string()]
+        );
+        assert!(
+            from_command(HookEventKind::PreToolUse, &run(1, "", "boom"))
+                .error
+                .is_some_and(|e| e.contains("boom"))
+        );
+        assert_eq!(
+            from_command(HookEventKind::SessionEnd, &run(2, "", "x")).block,
+            None,
+            "exit 2 blocks nothing here"
+        );
+        let updated = from_command(
+            HookEventKind::PreToolUse,
+            &run(
+                0,
+                r#"{"hookSpecificOutput":{"permissionDecision":"allow","updatedInput":{"command":"ls -la"},"additionalContext":"ctx"}}"#,
+                "",
+            ),
+        );
+        assert_eq!(updated.updated_input, Some(json!({"command": "ls -la"})));
+        assert_eq!(updated.additional_context, vec!["ctx".to_string()]);
+    }
+
+    #[test]
+    fn answers_fold_with_deny_over_defer_over_ask_over_allow() {
+        let with = |d: HookPermission, r: &str| HandlerResult {
+            decision: Some(d),
+            reason: Some(r.into()),
+            ..HandlerResult::default()
+        };
+        let folded = aggregate(vec![
+            with(HookPermission::Allow, "a"),
+            with(HookPermission::Ask, "b"),
+            with(HookPermission::Deny, "c"),
+            with(HookPermission::Defer, "d"),
+        ]);
+        assert_eq!(
+            (folded.decision, folded.reason.as_deref()),
+            (Some(HookPermission::Deny), Some("c"))
+        );
+        let folded = aggregate(vec![
+            with(HookPermission::Allow, "a"),
+            with(HookPermission::Ask, "b"),
+        ]);
+        assert_eq!(folded.decision, Some(HookPermission::Ask));
+        let folded = aggregate(vec![
+            HandlerResult {
+                block: Some("x".into()),
+                additional_context: vec!["1".into()],
+                ..HandlerResult::default()
+            },
+            HandlerResult {
+                block: Some("y".into()),
+                additional_context: vec!["2".into()],
+                ..HandlerResult::default()
+            },
+        ]);
+        assert_eq!(folded.block.as_deref(), Some("x\ny"));
+        assert_eq!(
+            folded.additional_context,
+            vec!["1".to_string(), "2".to_string()]
+        );
+    }
+}

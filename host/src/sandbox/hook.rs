@@ -1,0 +1,450 @@
+//! Hook components, the two kinds: typed (`carapace:hook`, one binding per
+//! contract version, mapped onto host types) and Claude Code–protocol WASI
+//! commands (stdin JSON in, stdout JSON and an exit code out). Both run like
+//! tools: a fresh instance per invocation, only what their settings grant.
+
+use super::SandboxError;
+use super::engine::{CallIo, HostState, Sandbox, SandboxInner};
+use super::grant::Grant;
+use super::limits::CallLimits;
+use std::sync::Arc;
+
+mod v0_1 {
+    wasmtime::component::bindgen!({
+        world: "hook-plugin",
+        path: "../wit/hook/v0.1.0",
+        exports: { default: async },
+    });
+}
+
+use v0_1::carapace::hook::types as wit;
+
+/// The events a hook can handle, in Claude Code's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum HookEventKind {
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    PostToolBatch,
+    Stop,
+    SubagentStop,
+    UserPromptSubmit,
+    SessionStart,
+    SessionEnd,
+    PreCompact,
+    Notification,
+}
+
+impl HookEventKind {
+    pub const ALL: [HookEventKind; 11] = [
+        HookEventKind::PreToolUse,
+        HookEventKind::PostToolUse,
+        HookEventKind::PostToolUseFailure,
+        HookEventKind::PostToolBatch,
+        HookEventKind::Stop,
+        HookEventKind::SubagentStop,
+        HookEventKind::UserPromptSubmit,
+        HookEventKind::SessionStart,
+        HookEventKind::SessionEnd,
+        HookEventKind::PreCompact,
+        HookEventKind::Notification,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEventKind::PreToolUse => "PreToolUse",
+            HookEventKind::PostToolUse => "PostToolUse",
+            HookEventKind::PostToolUseFailure => "PostToolUseFailure",
+            HookEventKind::PostToolBatch => "PostToolBatch",
+            HookEventKind::Stop => "Stop",
+            HookEventKind::SubagentStop => "SubagentStop",
+            HookEventKind::UserPromptSubmit => "UserPromptSubmit",
+            HookEventKind::SessionStart => "SessionStart",
+            HookEventKind::SessionEnd => "SessionEnd",
+            HookEventKind::PreCompact => "PreCompact",
+            HookEventKind::Notification => "Notification",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// What every event carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCommon {
+    pub session_id: String,
+    pub transcript_path: String,
+    pub cwd: String,
+    pub permission_mode: String,
+}
+
+/// A tool call, its JSON values as JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookToolCall {
+    pub tool_name: String,
+    pub tool_input: String,
+    pub tool_use_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookEvent {
+    PreToolUse(HookToolCall),
+    PostToolUse {
+        call: HookToolCall,
+        tool_response: String,
+    },
+    PostToolUseFailure {
+        call: HookToolCall,
+        error: String,
+    },
+    PostToolBatch(Vec<(HookToolCall, String)>),
+    Stop {
+        stop_hook_active: bool,
+        last_assistant_message: String,
+    },
+    SubagentStop {
+        stop_hook_active: bool,
+        last_assistant_message: String,
+    },
+    UserPromptSubmit {
+        prompt: String,
+    },
+    SessionStart {
+        source: String,
+    },
+    SessionEnd {
+        reason: String,
+    },
+    PreCompact {
+        trigger: String,
+    },
+    Notification {
+        message: String,
+    },
+}
+
+impl HookEvent {
+    pub fn kind(&self) -> HookEventKind {
+        match self {
+            HookEvent::PreToolUse(_) => HookEventKind::PreToolUse,
+            HookEvent::PostToolUse { .. } => HookEventKind::PostToolUse,
+            HookEvent::PostToolUseFailure { .. } => HookEventKind::PostToolUseFailure,
+            HookEvent::PostToolBatch(_) => HookEventKind::PostToolBatch,
+            HookEvent::Stop { .. } => HookEventKind::Stop,
+            HookEvent::SubagentStop { .. } => HookEventKind::SubagentStop,
+            HookEvent::UserPromptSubmit { .. } => HookEventKind::UserPromptSubmit,
+            HookEvent::SessionStart { .. } => HookEventKind::SessionStart,
+            HookEvent::SessionEnd { .. } => HookEventKind::SessionEnd,
+            HookEvent::PreCompact { .. } => HookEventKind::PreCompact,
+            HookEvent::Notification { .. } => HookEventKind::Notification,
+        }
+    }
+
+    /// The tool this event is about, for matchers.
+    pub fn tool_name(&self) -> Option<&str> {
+        match self {
+            HookEvent::PreToolUse(call)
+            | HookEvent::PostToolUse { call, .. }
+            | HookEvent::PostToolUseFailure { call, .. } => Some(&call.tool_name),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookPermission {
+    Allow,
+    Deny,
+    Ask,
+    Defer,
+}
+
+/// A typed hook's answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookOutcome {
+    pub decision: Option<HookPermission>,
+    pub reason: Option<String>,
+    pub block: bool,
+    pub updated_input: Option<String>,
+    pub additional_context: Option<String>,
+    pub updated_tool_output: Option<String>,
+    pub stop_reason: Option<String>,
+    pub system_message: Option<String>,
+}
+
+/// A typed hook component, compiled and linked, its events read once.
+#[derive(Clone)]
+pub struct HookComponent {
+    name: Arc<str>,
+    sandbox: Arc<SandboxInner>,
+    pre: v0_1::HookPluginPre<HostState>,
+    events: Arc<[HookEventKind]>,
+}
+
+/// Limits for asking a hook which events it handles.
+const METADATA_LIMITS: CallLimits = CallLimits {
+    deadline: std::time::Duration::from_secs(10),
+    memory_bytes: 64 << 20,
+    output_bytes: 1 << 20,
+};
+
+impl HookComponent {
+    pub async fn load(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
+        let (component, _) = sandbox.load_component(wasm)?;
+        let inner = sandbox.inner().clone();
+        let instance_pre = inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| SandboxError::Contract(format!("{e:#}")))?;
+        let pre = v0_1::HookPluginPre::new(instance_pre)
+            .map_err(|e| SandboxError::Contract(format!("{e:#}")))?;
+        let pre_for_events = pre.clone();
+        let (events, _) = inner
+            .execute(
+                name,
+                &Grant::none(),
+                &METADATA_LIMITS,
+                None,
+                CallIo::default(),
+                move |store| Box::pin(async move { pre_for_events.instantiate_async(store).await }),
+                |bindings, store| {
+                    Box::pin(
+                        async move { bindings.carapace_hook_handler().call_events(store).await },
+                    )
+                },
+            )
+            .await?;
+        let mut kinds: Vec<HookEventKind> = events.into_iter().map(kind_from_wit).collect();
+        kinds.dedup();
+        Ok(Self {
+            name: name.into(),
+            sandbox: inner,
+            pre,
+            events: Arc::from(kinds),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn events(&self) -> &[HookEventKind] {
+        &self.events
+    }
+
+    /// Handles one event in a fresh instance holding `grant`.
+    pub async fn handle(
+        &self,
+        common: &HookCommon,
+        event: &HookEvent,
+        grant: &Grant,
+        limits: &CallLimits,
+    ) -> Result<Result<HookOutcome, String>, SandboxError> {
+        let common = wit::Common {
+            session_id: common.session_id.clone(),
+            transcript_path: common.transcript_path.clone(),
+            cwd: common.cwd.clone(),
+            permission_mode: common.permission_mode.clone(),
+            hook_event_name: event.kind().name().into(),
+        };
+        let event = event_to_wit(event);
+        let pre = self.pre.clone();
+        let (answer, _) = self
+            .sandbox
+            .execute(
+                &self.name,
+                grant,
+                limits,
+                None,
+                CallIo::default(),
+                move |store| Box::pin(async move { pre.instantiate_async(store).await }),
+                move |bindings, store| {
+                    Box::pin(async move {
+                        bindings
+                            .carapace_hook_handler()
+                            .call_handle(store, &common, &event)
+                            .await
+                    })
+                },
+            )
+            .await?;
+        Ok(answer.map(outcome_from_wit))
+    }
+}
+
+/// What a command hook left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandRun {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_code: i32,
+}
+
+/// A WASI command component run with Claude Code's hook protocol.
+#[derive(Clone)]
+pub struct CommandHook {
+    name: Arc<str>,
+    sandbox: Arc<SandboxInner>,
+    pre: wasmtime_wasi::p2::bindings::CommandPre<HostState>,
+}
+
+impl CommandHook {
+    pub async fn load(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
+        let (component, _) = sandbox.load_component(wasm)?;
+        let inner = sandbox.inner().clone();
+        let instance_pre = inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| SandboxError::Contract(format!("{e:#}")))?;
+        let pre = wasmtime_wasi::p2::bindings::CommandPre::new(instance_pre)
+            .map_err(|e| SandboxError::Contract(format!("not a WASI command component: {e:#}")))?;
+        Ok(Self {
+            name: name.into(),
+            sandbox: inner,
+            pre,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Runs the command with `stdin`; its exit code is 0 for a normal
+    /// return, the code it passed to `exit`, or 1 for `Err` from `run`.
+    pub async fn run(
+        &self,
+        stdin: Vec<u8>,
+        grant: &Grant,
+        limits: &CallLimits,
+    ) -> Result<CommandRun, SandboxError> {
+        let pre = self.pre.clone();
+        let io = CallIo {
+            stdin: Some(stdin),
+            capture_stdout: true,
+        };
+        let ran = self
+            .sandbox
+            .execute(
+                &self.name,
+                grant,
+                limits,
+                None,
+                io,
+                move |store| Box::pin(async move { pre.instantiate_async(store).await }),
+                |bindings, store| {
+                    Box::pin(async move { bindings.wasi_cli_run().call_run(store).await })
+                },
+            )
+            .await;
+        match ran {
+            Ok((status, captured)) => Ok(CommandRun {
+                stdout: captured.stdout,
+                stderr: captured.stderr,
+                exit_code: if status.is_ok() { 0 } else { 1 },
+            }),
+            // `exit(n)` unwinds as a trap carrying the code: a normal end.
+            Err(SandboxError::Trap {
+                exit_code: Some(code),
+                stdout,
+                stderr,
+                ..
+            }) => Ok(CommandRun {
+                stdout,
+                stderr: stderr.into_bytes(),
+                exit_code: code,
+            }),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn kind_from_wit(kind: wit::EventKind) -> HookEventKind {
+    match kind {
+        wit::EventKind::PreToolUse => HookEventKind::PreToolUse,
+        wit::EventKind::PostToolUse => HookEventKind::PostToolUse,
+        wit::EventKind::PostToolUseFailure => HookEventKind::PostToolUseFailure,
+        wit::EventKind::PostToolBatch => HookEventKind::PostToolBatch,
+        wit::EventKind::Stop => HookEventKind::Stop,
+        wit::EventKind::SubagentStop => HookEventKind::SubagentStop,
+        wit::EventKind::UserPromptSubmit => HookEventKind::UserPromptSubmit,
+        wit::EventKind::SessionStart => HookEventKind::SessionStart,
+        wit::EventKind::SessionEnd => HookEventKind::SessionEnd,
+        wit::EventKind::PreCompact => HookEventKind::PreCompact,
+        wit::EventKind::Notification => HookEventKind::Notification,
+    }
+}
+
+fn call_to_wit(call: &HookToolCall) -> wit::ToolCall {
+    wit::ToolCall {
+        tool_name: call.tool_name.clone(),
+        tool_input: call.tool_input.clone(),
+        tool_use_id: call.tool_use_id.clone(),
+    }
+}
+
+fn event_to_wit(event: &HookEvent) -> wit::Event {
+    match event {
+        HookEvent::PreToolUse(call) => wit::Event::PreToolUse(call_to_wit(call)),
+        HookEvent::PostToolUse {
+            call,
+            tool_response,
+        } => wit::Event::PostToolUse(wit::ToolCompleted {
+            call: call_to_wit(call),
+            tool_response: tool_response.clone(),
+        }),
+        HookEvent::PostToolUseFailure { call, error } => {
+            wit::Event::PostToolUseFailure(wit::ToolFailed {
+                call: call_to_wit(call),
+                error: error.clone(),
+            })
+        }
+        HookEvent::PostToolBatch(calls) => wit::Event::PostToolBatch(
+            calls
+                .iter()
+                .map(|(call, response)| wit::ToolCompleted {
+                    call: call_to_wit(call),
+                    tool_response: response.clone(),
+                })
+                .collect(),
+        ),
+        HookEvent::Stop {
+            stop_hook_active,
+            last_assistant_message,
+        } => wit::Event::Stop(wit::StopEvent {
+            stop_hook_active: *stop_hook_active,
+            last_assistant_message: last_assistant_message.clone(),
+        }),
+        HookEvent::SubagentStop {
+            stop_hook_active,
+            last_assistant_message,
+        } => wit::Event::SubagentStop(wit::StopEvent {
+            stop_hook_active: *stop_hook_active,
+            last_assistant_message: last_assistant_message.clone(),
+        }),
+        HookEvent::UserPromptSubmit { prompt } => wit::Event::UserPromptSubmit(prompt.clone()),
+        HookEvent::SessionStart { source } => wit::Event::SessionStart(source.clone()),
+        HookEvent::SessionEnd { reason } => wit::Event::SessionEnd(reason.clone()),
+        HookEvent::PreCompact { trigger } => wit::Event::PreCompact(trigger.clone()),
+        HookEvent::Notification { message } => wit::Event::Notification(message.clone()),
+    }
+}
+
+fn outcome_from_wit(outcome: wit::Outcome) -> HookOutcome {
+    HookOutcome {
+        decision: outcome.decision.map(|d| match d {
+            wit::PermissionDecision::Allow => HookPermission::Allow,
+            wit::PermissionDecision::Deny => HookPermission::Deny,
+            wit::PermissionDecision::Ask => HookPermission::Ask,
+            wit::PermissionDecision::Defer => HookPermission::Defer,
+        }),
+        reason: outcome.reason,
+        block: outcome.block,
+        updated_input: outcome.updated_input,
+        additional_context: outcome.additional_context,
+        updated_tool_output: outcome.updated_tool_output,
+        stop_reason: outcome.stop_reason,
+        system_message: outcome.system_message,
+    }
+}
