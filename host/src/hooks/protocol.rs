@@ -221,7 +221,10 @@ pub fn from_outcome(kind: HookEventKind, outcome: HookOutcome) -> HandlerResult 
         ..HandlerResult::default()
     };
     if kind == HookEventKind::PreToolUse {
-        result.decision = outcome.decision;
+        // `block` on PreToolUse means deny, as Claude Code's `decision: block`.
+        result.decision = outcome
+            .decision
+            .or(outcome.block.then_some(HookPermission::Deny));
         result.reason = outcome.reason.clone();
         if let Some(input) = &outcome.updated_input {
             match serde_json::from_str::<Value>(input) {
@@ -229,7 +232,7 @@ pub fn from_outcome(kind: HookEventKind, outcome: HookOutcome) -> HandlerResult 
                 _ => result.error = Some("updated-input is not a JSON object; ignored".into()),
             }
         }
-    } else if (outcome.block || outcome.reason.is_some() && outcome.block) && blocks(kind) {
+    } else if outcome.block && blocks(kind) {
         result.block = Some(
             outcome
                 .reason
