@@ -381,13 +381,22 @@ async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> In
                     let result = from_command(kind, &run);
                     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
                     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+                    // Exit codes other than 0 and 2 are Claude Code's
+                    // "non-blocking error": the hook did not do its job, so
+                    // a hook that fails closed blocks.
+                    let failure = (!matches!(run.exit_code, 0 | 2)).then(|| {
+                        result
+                            .error
+                            .clone()
+                            .unwrap_or_else(|| format!("exited with code {}", run.exit_code))
+                    });
                     Invocation {
                         result,
                         output: cut(format!("{stdout}{stderr}")),
                         stdout: cut(stdout),
                         stderr: cut(stderr),
                         exit_code: Some(run.exit_code),
-                        failure: None,
+                        failure,
                     }
                 }
                 Err(e) => Invocation::failed(describe_failure(&e, hook)),
