@@ -18,7 +18,9 @@ use std::io::Write;
 /// Characters that end a simple command (`&&`, `||` and pipes included).
 const SEPARATORS: &[char] = &[';', '&', '|', '\n', '(', ')', '`'];
 /// Words that run the command after them.
-const WRAPPERS: &[&str] = &["sudo", "command", "env", "nice", "nohup", "time", "xargs", "exec"];
+const WRAPPERS: &[&str] = &[
+    "sudo", "command", "env", "nice", "nohup", "time", "xargs", "exec",
+];
 
 /// The first simple command of `command` that is `rm` with a recursive flag.
 pub fn recursive_rm(command: &str) -> Option<String> {
@@ -30,8 +32,12 @@ pub fn recursive_rm(command: &str) -> Option<String> {
                 .map(|w| w.trim_matches(['\'', '"']).to_string())
                 .collect()
         });
-        let mut words = words.iter().skip_while(|w| WRAPPERS.contains(&w.as_str()) || w.contains('='));
-        let Some(program) = words.next() else { continue };
+        let mut words = words
+            .iter()
+            .skip_while(|w| WRAPPERS.contains(&w.as_str()) || w.contains('='));
+        let Some(program) = words.next() else {
+            continue;
+        };
         if program.rsplit('/').next() != Some("rm") {
             continue;
         }
@@ -39,7 +45,9 @@ pub fn recursive_rm(command: &str) -> Option<String> {
             if arg == "--" {
                 break;
             }
-            if arg == "--recursive" || (arg.starts_with('-') && !arg.starts_with("--") && arg.contains(['r', 'R'])) {
+            if arg == "--recursive"
+                || (arg.starts_with('-') && !arg.starts_with("--") && arg.contains(['r', 'R']))
+            {
                 return Some(segment.trim().to_string());
             }
         }
@@ -68,7 +76,8 @@ impl Guest for AuditPolicy {
         let Event::PreToolUse(call) = event else {
             return Ok(outcome);
         };
-        let input: Value = serde_json::from_str(&call.tool_input).unwrap_or(Value::String(call.tool_input.clone()));
+        let input: Value = serde_json::from_str(&call.tool_input)
+            .unwrap_or(Value::String(call.tool_input.clone()));
         let blocked = match (call.tool_name.as_str(), input["command"].as_str()) {
             ("Bash", Some(command)) => recursive_rm(command),
             _ => None,

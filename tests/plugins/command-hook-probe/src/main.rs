@@ -27,17 +27,18 @@ fn main() {
     };
     let cwd = event["cwd"].as_str().unwrap_or("");
     let script_path = format!("{cwd}/hook-script.json");
-    let script: Value = match std::fs::read_to_string(&script_path).map(|t| serde_json::from_str(&t)) {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => {
-            eprintln!("{script_path}: {e}");
-            std::process::exit(1);
-        }
-        Err(e) => {
-            eprintln!("cannot read {script_path}: {e}");
-            std::process::exit(1);
-        }
-    };
+    let script: Value =
+        match std::fs::read_to_string(&script_path).map(|t| serde_json::from_str(&t)) {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => {
+                eprintln!("{script_path}: {e}");
+                std::process::exit(1);
+            }
+            Err(e) => {
+                eprintln!("cannot read {script_path}: {e}");
+                std::process::exit(1);
+            }
+        };
     let name = event["hook_event_name"].as_str().unwrap_or("");
     let step = &script[name];
     if step["echo"] == true {

@@ -49,25 +49,52 @@ enum Need {
 #[derive(Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Attempt {
-    Read { path: String },
-    Write { path: String },
-    Create { path: String },
-    List { path: String },
-    Remove { path: String },
-    Connect { addr: String },
-    Env { name: String },
+    Read {
+        path: String,
+    },
+    Write {
+        path: String,
+    },
+    Create {
+        path: String,
+    },
+    List {
+        path: String,
+    },
+    Remove {
+        path: String,
+    },
+    Connect {
+        addr: String,
+    },
+    Env {
+        name: String,
+    },
     EnvAll,
-    Sleep { ms: u64 },
+    Sleep {
+        ms: u64,
+    },
     /// Waits until `path` exists (ok) or `timeout_ms` passes (failure).
-    WaitFor { path: String, timeout_ms: u64 },
+    WaitFor {
+        path: String,
+        timeout_ms: u64,
+    },
     Spin,
-    Alloc { mib: usize },
+    Alloc {
+        mib: usize,
+    },
     Panic,
-    Output { bytes: usize },
+    Output {
+        bytes: usize,
+    },
     /// GET `url` through wasi:http; ok with the status and body.
-    Http { url: String },
+    Http {
+        url: String,
+    },
     /// Runs `command` through the host's process interface.
-    Run { command: String },
+    Run {
+        command: String,
+    },
 }
 
 struct Probe;
@@ -118,7 +145,8 @@ impl Guest for Probe {
 
     fn call(tool: String, input: String) -> Result<ToolOutput, CallError> {
         if tool == "Approver" {
-            let question: Question = serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
+            let question: Question =
+                serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
             let answer = if question.tool_name == "Probe" && question.input["approve"] == true {
                 json!({"behavior": "allow"})
             } else {
@@ -129,7 +157,8 @@ impl Guest for Probe {
                 is_error: false,
             });
         }
-        let input: Input = serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
+        let input: Input =
+            serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
         let mut report = Vec::new();
         for attempt in input.attempts {
             report.push(run(attempt));
@@ -207,14 +236,21 @@ fn run(attempt: Attempt) -> Value {
         }
         Attempt::EnvAll => {
             let vars: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
-            let r = if vars.is_empty() { Err("no variables".to_string()) } else { Ok(vars.join(",")) };
+            let r = if vars.is_empty() {
+                Err("no variables".to_string())
+            } else {
+                Ok(vars.join(","))
+            };
             outcome("env_all", "", r)
         }
         Attempt::WaitFor { path, timeout_ms } => {
             let started = std::time::Instant::now();
             let r = loop {
                 if std::path::Path::new(&path).exists() {
-                    break Ok(format!("appeared after {} ms", started.elapsed().as_millis()));
+                    break Ok(format!(
+                        "appeared after {} ms",
+                        started.elapsed().as_millis()
+                    ));
                 }
                 if started.elapsed().as_millis() as u64 >= timeout_ms {
                     break Err(format!("did not appear within {timeout_ms} ms"));
@@ -235,7 +271,11 @@ fn run(attempt: Attempt) -> Value {
         }
         Attempt::Alloc { mib } => {
             let v = vec![1u8; mib << 20];
-            outcome("alloc", &mib.to_string(), Ok(format!("{}", v.iter().map(|b| *b as usize).sum::<usize>())))
+            outcome(
+                "alloc",
+                &mib.to_string(),
+                Ok(format!("{}", v.iter().map(|b| *b as usize).sum::<usize>())),
+            )
         }
         Attempt::Panic => panic!("the probe panicked on purpose"),
         Attempt::Output { bytes } => outcome("output", &bytes.to_string(), Ok("x".repeat(bytes))),
@@ -245,7 +285,11 @@ fn run(attempt: Attempt) -> Value {
         }
         Attempt::Run { command } => {
             let r = carapace::tool::process::run(&command, 10_000).map(|out| {
-                format!("exit {:?}: {}", out.exit_code, String::from_utf8_lossy(&out.stdout))
+                format!(
+                    "exit {:?}: {}",
+                    out.exit_code,
+                    String::from_utf8_lossy(&out.stdout)
+                )
             });
             outcome("run", &command, r)
         }
@@ -261,10 +305,20 @@ fn http_get(url: &str) -> Result<String, String> {
         None => (rest, "/".to_string()),
     };
     let request = OutgoingRequest::new(Fields::new());
-    let scheme = if scheme == "https" { Scheme::Https } else { Scheme::Http };
-    request.set_scheme(Some(&scheme)).map_err(|()| "bad scheme")?;
-    request.set_authority(Some(authority)).map_err(|()| "bad authority")?;
-    request.set_path_with_query(Some(&path)).map_err(|()| "bad path")?;
+    let scheme = if scheme == "https" {
+        Scheme::Https
+    } else {
+        Scheme::Http
+    };
+    request
+        .set_scheme(Some(&scheme))
+        .map_err(|()| "bad scheme")?;
+    request
+        .set_authority(Some(authority))
+        .map_err(|()| "bad authority")?;
+    request
+        .set_path_with_query(Some(&path))
+        .map_err(|()| "bad path")?;
     let pending = outgoing_handler::handle(request, None).map_err(|e| format!("refused: {e:?}"))?;
     pending.subscribe().block();
     let response = pending

@@ -56,7 +56,9 @@ impl Guest for Probe {
                 let script_path = format!("{}/hook-script.json", common.cwd);
                 std::fs::read_to_string(&script_path)
                     .map_err(|e| format!("cannot read {script_path}: {e}"))
-                    .and_then(|text| serde_json::from_str(&text).map_err(|e| format!("{script_path}: {e}")))?
+                    .and_then(|text| {
+                        serde_json::from_str(&text).map_err(|e| format!("{script_path}: {e}"))
+                    })?
             }
         };
         let step = &script[&common.hook_event_name];
@@ -86,7 +88,8 @@ impl Guest for Probe {
             return Err(message.to_string());
         }
         let text = |v: &Value| v.as_str().map(str::to_string);
-        let stop_active = matches!(&event, Event::Stop(s) | Event::SubagentStop(s) if s.stop_hook_active);
+        let stop_active =
+            matches!(&event, Event::Stop(s) | Event::SubagentStop(s) if s.stop_hook_active);
         let mut outcome = Outcome {
             decision: step["decision"].as_str().and_then(|d| match d {
                 "allow" => Some(PermissionDecision::Allow),
@@ -97,9 +100,11 @@ impl Guest for Probe {
             }),
             reason: text(&step["reason"]),
             block: false,
-            updated_input: (!step["updated_input"].is_null()).then(|| step["updated_input"].to_string()),
+            updated_input: (!step["updated_input"].is_null())
+                .then(|| step["updated_input"].to_string()),
             additional_context: text(&step["context"]),
-            updated_tool_output: (!step["updated_output"].is_null()).then(|| step["updated_output"].to_string()),
+            updated_tool_output: (!step["updated_output"].is_null())
+                .then(|| step["updated_output"].to_string()),
             stop_reason: text(&step["stop"]),
             system_message: text(&step["system_message"]),
         };
@@ -128,13 +133,15 @@ export!(Probe);
 
 /// The event as JSON, for logs and `echo`.
 fn describe(common: &Common, event: &Event) -> String {
-    let call = |c: &carapace::hook::types::ToolCall| {
-        json!({"tool_name": c.tool_name, "tool_input": c.tool_input, "tool_use_id": c.tool_use_id})
-    };
+    let call = |c: &carapace::hook::types::ToolCall| json!({"tool_name": c.tool_name, "tool_input": c.tool_input, "tool_use_id": c.tool_use_id});
     let detail = match event {
         Event::PreToolUse(c) => call(c),
-        Event::PostToolUse(done) => json!({"call": call(&done.call), "tool_response": done.tool_response}),
-        Event::PostToolUseFailure(failed) => json!({"call": call(&failed.call), "error": failed.error}),
+        Event::PostToolUse(done) => {
+            json!({"call": call(&done.call), "tool_response": done.tool_response})
+        }
+        Event::PostToolUseFailure(failed) => {
+            json!({"call": call(&failed.call), "error": failed.error})
+        }
         Event::PostToolBatch(calls) => Value::Array(
             calls
                 .iter()
@@ -156,14 +163,23 @@ fn describe(common: &Common, event: &Event) -> String {
 }
 
 fn attempt(spec: &Value) -> Value {
-    let target = spec["path"].as_str().or(spec["addr"].as_str()).or(spec["name"].as_str()).unwrap_or("");
+    let target = spec["path"]
+        .as_str()
+        .or(spec["addr"].as_str())
+        .or(spec["name"].as_str())
+        .unwrap_or("");
     let result: Result<String, String> = match spec["op"].as_str() {
         Some("read") => std::fs::read_to_string(target).map_err(|e| e.to_string()),
         Some("write") => std::fs::write(target, b"written by a hook")
             .map(|()| "written".to_string())
             .map_err(|e| e.to_string()),
         Some("list") => std::fs::read_dir(target)
-            .map(|d| d.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect::<Vec<_>>().join(","))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
             .map_err(|e| e.to_string()),
         Some("connect") => std::net::TcpStream::connect(target)
             .and_then(|mut s| {
@@ -182,7 +198,10 @@ fn attempt(spec: &Value) -> Value {
             let started = std::time::Instant::now();
             loop {
                 if std::path::Path::new(target).exists() {
-                    break Ok(format!("appeared after {} ms", started.elapsed().as_millis()));
+                    break Ok(format!(
+                        "appeared after {} ms",
+                        started.elapsed().as_millis()
+                    ));
                 }
                 if started.elapsed().as_millis() as u64 >= limit {
                     break Err(format!("did not appear within {limit} ms"));
@@ -192,7 +211,11 @@ fn attempt(spec: &Value) -> Value {
         }
         Some("env_all") => {
             let names: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
-            if names.is_empty() { Err("no variables".into()) } else { Ok(names.join(",")) }
+            if names.is_empty() {
+                Err("no variables".into())
+            } else {
+                Ok(names.join(","))
+            }
         }
         other => Err(format!("unknown op {other:?}")),
     };
