@@ -55,11 +55,20 @@ struct BashInput {
 
 /// Commands that only read (so calls may overlap), when used plainly.
 const READ_ONLY: &[&str] = &[
-    "cat", "head", "tail", "ls", "pwd", "wc", "grep", "rg", "echo", "which", "file", "stat", "du", "df",
-    "tree", "sort", "uniq", "cut", "diff", "date", "whoami", "uname", "env", "printenv", "basename",
-    "dirname", "realpath", "true", "false",
+    "cat", "head", "tail", "ls", "pwd", "wc", "grep", "rg", "echo", "which", "file", "stat", "du",
+    "df", "tree", "sort", "uniq", "cut", "diff", "date", "whoami", "uname", "env", "printenv",
+    "basename", "dirname", "realpath", "true", "false",
 ];
-const READ_ONLY_GIT: &[&str] = &["status", "log", "diff", "show", "ls-files", "rev-parse", "blame", "branch"];
+const READ_ONLY_GIT: &[&str] = &[
+    "status",
+    "log",
+    "diff",
+    "show",
+    "ls-files",
+    "rev-parse",
+    "blame",
+    "branch",
+];
 
 /// Whether every part of the line only reads: a plain pipeline of known
 /// read-only commands, with no redirection, substitution or sequencing.
@@ -71,7 +80,9 @@ fn read_only(command: &str) -> bool {
         let mut words = part.split_whitespace();
         match words.next() {
             Some("git") => words.next().is_some_and(|sub| READ_ONLY_GIT.contains(&sub)),
-            Some("find") => !part.contains("-delete") && !part.contains("-exec") && !part.contains("-ok"),
+            Some("find") => {
+                !part.contains("-delete") && !part.contains("-exec") && !part.contains("-ok")
+            }
             Some(name) => READ_ONLY.contains(&name),
             None => false,
         }
@@ -79,7 +90,8 @@ fn read_only(command: &str) -> bool {
 }
 
 fn parse(input: &str) -> Result<BashInput, String> {
-    let input: BashInput = serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))?;
+    let input: BashInput =
+        serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))?;
     if input.command.trim().is_empty() {
         return Err("command is empty".into());
     }
@@ -127,7 +139,9 @@ impl Guest for BashTool {
         }
         let mut text = cap_chars(&text, MAX_OUTPUT_CHARS);
         let failed = if output.timed_out {
-            text.push_str(&format!("\nCommand timed out after {timeout} ms and was stopped."));
+            text.push_str(&format!(
+                "\nCommand timed out after {timeout} ms and was stopped."
+            ));
             true
         } else {
             match output.exit_code {

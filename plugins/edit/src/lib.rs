@@ -55,7 +55,8 @@ const SNIPPET_CONTEXT: usize = 4;
 struct EditTool;
 
 fn parse(input: &str) -> Result<EditInput, String> {
-    let input: EditInput = serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))?;
+    let input: EditInput =
+        serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))?;
     if input.old_string == input.new_string {
         return Err("No changes to make: old_string and new_string are the same.".into());
     }
@@ -114,13 +115,18 @@ impl Guest for EditTool {
             }
             Some(_) => {}
         }
-        let content = std::fs::read_to_string(&path).map_err(|e| failed(format!("Cannot read {path_text}: {e}")))?;
+        let content = std::fs::read_to_string(&path)
+            .map_err(|e| failed(format!("Cannot read {path_text}: {e}")))?;
         if input.old_string.is_empty() {
-            return Err(failed(format!("{path_text} already exists; an empty old_string only creates new files.")));
+            return Err(failed(format!(
+                "{path_text} already exists; an empty old_string only creates new files."
+            )));
         }
         let count = content.matches(&input.old_string).count();
         if count == 0 {
-            return Err(failed(format!("The text to replace was not found in {path_text}.")));
+            return Err(failed(format!(
+                "The text to replace was not found in {path_text}."
+            )));
         }
         if count > 1 && !input.replace_all {
             return Err(failed(format!(
@@ -134,21 +140,25 @@ Give more surrounding context to make it unique, or set replace_all to true."
         } else {
             content.replacen(&input.old_string, &input.new_string, 1)
         };
-        std::fs::write(&path, updated.as_bytes()).map_err(|e| failed(format!("Cannot write {path_text}: {e}")))?;
+        std::fs::write(&path, updated.as_bytes())
+            .map_err(|e| failed(format!("Cannot write {path_text}: {e}")))?;
         remember(&path_text);
 
         // A numbered snippet around the (first) change.
         let line = content[..first_at].matches('\n').count();
         let lines: Vec<&str> = updated.split('\n').collect();
         let from = line.saturating_sub(SNIPPET_CONTEXT);
-        let to = (line + input.new_string.matches('\n').count() + SNIPPET_CONTEXT + 1).min(lines.len());
+        let to =
+            (line + input.new_string.matches('\n').count() + SNIPPET_CONTEXT + 1).min(lines.len());
         let snippet = numbered(&lines[from..to].join("\n"), from + 1);
         let what = if input.replace_all && count > 1 {
             format!("{count} occurrences replaced")
         } else {
             "1 occurrence replaced".into()
         };
-        Ok(text(format!("The file {path_text} has been updated ({what}). Around the change:\n{snippet}")))
+        Ok(text(format!(
+            "The file {path_text} has been updated ({what}). Around the change:\n{snippet}"
+        )))
     }
 }
 

@@ -44,8 +44,13 @@ struct GlobInput {
 struct GlobTool;
 
 fn parse(input: &str) -> Result<(globset::GlobMatcher, PathBuf), String> {
-    let input: GlobInput = serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))?;
-    let root = path_or_cwd("path", input.path.as_deref(), carapace::tool::host::working_directory())?;
+    let input: GlobInput =
+        serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))?;
+    let root = path_or_cwd(
+        "path",
+        input.path.as_deref(),
+        carapace::tool::host::working_directory(),
+    )?;
     let glob = globset::GlobBuilder::new(&input.pattern)
         .literal_separator(true)
         .build()
@@ -74,14 +79,21 @@ impl Guest for GlobTool {
     fn call(_tool: String, input: String) -> Result<ToolOutput, CallError> {
         let (glob, root) = parse(&input).map_err(CallError::InvalidInput)?;
         if !root.is_dir() {
-            return Err(CallError::Failed(format!("{} is not a directory.", root.display())));
+            return Err(CallError::Failed(format!(
+                "{} is not a directory.",
+                root.display()
+            )));
         }
         let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
         walk(&root, &root, &glob, &mut found);
         // Newest first; equal times by name, so the order is stable.
         found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let total = found.len();
-        let mut lines: Vec<String> = found.into_iter().take(MAX_RESULTS).map(|(_, p)| p.display().to_string()).collect();
+        let mut lines: Vec<String> = found
+            .into_iter()
+            .take(MAX_RESULTS)
+            .map(|(_, p)| p.display().to_string())
+            .collect();
         if total == 0 {
             lines.push("No files found".into());
         } else if total > MAX_RESULTS {
@@ -96,11 +108,20 @@ impl Guest for GlobTool {
     }
 }
 
-fn walk(root: &Path, dir: &Path, glob: &globset::GlobMatcher, found: &mut Vec<(std::time::SystemTime, PathBuf)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+fn walk(
+    root: &Path,
+    dir: &Path,
+    glob: &globset::GlobMatcher,
+    found: &mut Vec<(std::time::SystemTime, PathBuf)>,
+) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
-        let Ok(kind) = entry.file_type() else { continue };
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         if kind.is_dir() {
             if entry.file_name() == ".git" {
                 continue;

@@ -98,7 +98,8 @@ struct Search {
 }
 
 fn parse(input: &str) -> Result<Search, String> {
-    let input: GrepInput = serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))?;
+    let input: GrepInput =
+        serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))?;
     let mode = match input.output_mode.as_deref() {
         None | Some("files_with_matches") => Mode::Files,
         Some("content") => Mode::Content,
@@ -116,7 +117,11 @@ fn parse(input: &str) -> Result<Search, String> {
     let context = input.context.unwrap_or(0);
     Ok(Search {
         regex,
-        root: path_or_cwd("path", input.path.as_deref(), carapace::tool::host::working_directory())?,
+        root: path_or_cwd(
+            "path",
+            input.path.as_deref(),
+            carapace::tool::host::working_directory(),
+        )?,
         mode,
         before: input.before.unwrap_or(context),
         after: input.after.unwrap_or(context),
@@ -144,7 +149,9 @@ impl Guest for GrepTool {
         Ok(CallPlan {
             concurrency_safe: true,
             interrupt: InterruptBehavior::Cancel,
-            needs: vec![Capability::ReadTree(search.root.to_string_lossy().into_owned())],
+            needs: vec![Capability::ReadTree(
+                search.root.to_string_lossy().into_owned(),
+            )],
         })
     }
 
@@ -172,7 +179,9 @@ fn files(search: &Search) -> Result<Vec<PathBuf>, String> {
     if let Some(glob) = &search.glob {
         let mut overrides = ignore::overrides::OverrideBuilder::new(&search.root);
         for part in glob.split_whitespace() {
-            overrides.add(part).map_err(|e| format!("invalid glob `{part}`: {e}"))?;
+            overrides
+                .add(part)
+                .map_err(|e| format!("invalid glob `{part}`: {e}"))?;
         }
         builder.overrides(overrides.build().map_err(|e| e.to_string())?);
     }
@@ -180,7 +189,11 @@ fn files(search: &Search) -> Result<Vec<PathBuf>, String> {
         let mut types = ignore::types::TypesBuilder::new();
         types.add_defaults();
         types.select(file_type);
-        builder.types(types.build().map_err(|e| format!("unknown file type `{file_type}`: {e}"))?);
+        builder.types(
+            types
+                .build()
+                .map_err(|e| format!("unknown file type `{file_type}`: {e}"))?,
+        );
     }
     let mut out = Vec::new();
     for entry in builder.build().flatten() {
@@ -193,19 +206,27 @@ fn files(search: &Search) -> Result<Vec<PathBuf>, String> {
 
 /// The matches of one file: (line index, is_match) for every line shown.
 fn matching_lines(search: &Search, text: &str) -> (Vec<usize>, usize) {
-    let starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
     let line_of = |offset: usize| starts.partition_point(|s| *s <= offset).saturating_sub(1);
     let mut lines = Vec::new();
     let mut count = 0;
     if search.multiline {
         for m in search.regex.find_iter(text) {
             count += 1;
-            let (first, last) = (line_of(m.start()), line_of(m.end().saturating_sub(1).max(m.start())));
+            let (first, last) = (
+                line_of(m.start()),
+                line_of(m.end().saturating_sub(1).max(m.start())),
+            );
             lines.extend(first..=last);
         }
     } else {
         for (i, line) in text.split('\n').enumerate() {
-            let n = search.regex.find_iter(line.strip_suffix('\r').unwrap_or(line)).count();
+            let n = search
+                .regex
+                .find_iter(line.strip_suffix('\r').unwrap_or(line))
+                .count();
             if n > 0 {
                 count += n;
                 lines.push(i);
@@ -219,11 +240,15 @@ fn matching_lines(search: &Search, text: &str) -> (Vec<usize>, usize) {
 fn run(search: &Search) -> Result<String, String> {
     let mut found: Vec<(std::time::SystemTime, PathBuf, String, Vec<usize>, usize)> = Vec::new();
     for path in files(search)? {
-        let Ok(meta) = std::fs::metadata(&path) else { continue };
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
         if meta.len() > MAX_FILE_BYTES {
             continue;
         }
-        let Ok(bytes) = std::fs::read(&path) else { continue };
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
         if looks_binary(&bytes) {
             continue;
         }
@@ -242,7 +267,11 @@ fn run(search: &Search) -> Result<String, String> {
             if found.is_empty() {
                 return Ok("No files found".into());
             }
-            let mut lines = vec![format!("Found {} file{}", found.len(), if found.len() == 1 { "" } else { "s" })];
+            let mut lines = vec![format!(
+                "Found {} file{}",
+                found.len(),
+                if found.len() == 1 { "" } else { "s" }
+            )];
             lines.extend(found.iter().take(limit).map(|f| f.1.display().to_string()));
             lines.join("\n")
         }
@@ -251,7 +280,11 @@ fn run(search: &Search) -> Result<String, String> {
                 return Ok("No matches found".into());
             }
             let total: usize = found.iter().map(|f| f.4).sum();
-            let mut lines: Vec<String> = found.iter().take(limit).map(|f| format!("{}:{}", f.1.display(), f.4)).collect();
+            let mut lines: Vec<String> = found
+                .iter()
+                .take(limit)
+                .map(|f| format!("{}:{}", f.1.display(), f.4))
+                .collect();
             lines.push(format!(
                 "\nFound {total} total occurrence{} across {} file{}.",
                 if total == 1 { "" } else { "s" },

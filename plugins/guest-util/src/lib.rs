@@ -10,7 +10,9 @@ use std::path::{Component, Path, PathBuf};
 pub fn absolute_path(field: &str, raw: &str) -> Result<PathBuf, String> {
     let path = Path::new(raw);
     if !path.is_absolute() {
-        return Err(format!("{field} must be an absolute path, but `{raw}` is relative"));
+        return Err(format!(
+            "{field} must be an absolute path, but `{raw}` is relative"
+        ));
     }
     let mut normal = PathBuf::from("/");
     for part in path.components() {
@@ -29,9 +31,9 @@ pub fn absolute_path(field: &str, raw: &str) -> Result<PathBuf, String> {
 pub fn path_or_cwd(field: &str, raw: Option<&str>, cwd: Option<String>) -> Result<PathBuf, String> {
     match raw {
         Some(raw) if !raw.trim().is_empty() => absolute_path(field, raw),
-        _ => cwd
-            .map(PathBuf::from)
-            .ok_or_else(|| format!("no {field} given, and the host has no working directory to use instead")),
+        _ => cwd.map(PathBuf::from).ok_or_else(|| {
+            format!("no {field} given, and the host has no working directory to use instead")
+        }),
     }
 }
 

@@ -131,7 +131,9 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<Content,
         ErrorKind::PermissionDenied => format!("Permission denied: {shown}"),
         _ => format!("Cannot open {shown}: {e}"),
     })?;
-    let meta = file.metadata().map_err(|e| format!("Cannot inspect {shown}: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("Cannot inspect {shown}: {e}"))?;
     if meta.is_dir() {
         return Err(format!(
             "{shown} is a directory, not a file. Read only reads files; list a directory with another tool."
@@ -147,7 +149,9 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<Content,
     }
 
     let mut reader = BufReader::new(file);
-    let head = reader.fill_buf().map_err(|e| format!("Cannot read {shown}: {e}"))?;
+    let head = reader
+        .fill_buf()
+        .map_err(|e| format!("Cannot read {shown}: {e}"))?;
     if let Some(media_type) = image_type(head) {
         if meta.len() > MAX_IMAGE_BYTES {
             return Err(format!(
@@ -156,7 +160,9 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<Content,
             ));
         }
         let mut data = Vec::with_capacity(meta.len() as usize);
-        reader.read_to_end(&mut data).map_err(|e| format!("Cannot read {shown}: {e}"))?;
+        reader
+            .read_to_end(&mut data)
+            .map_err(|e| format!("Cannot read {shown}: {e}"))?;
         record_read(&path_text, FileStamp { modified_ns, size });
         return Ok(Content::Image(Image {
             media_type: media_type.to_string(),
@@ -164,7 +170,9 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<Content,
         }));
     }
     if looks_binary(head) {
-        return Err(format!("{shown} is a binary file; Read only returns text and images."));
+        return Err(format!(
+            "{shown} is a binary file; Read only returns text and images."
+        ));
     }
 
     let first = offset.unwrap_or(1).max(1);

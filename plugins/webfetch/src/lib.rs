@@ -63,18 +63,28 @@ struct Target {
 
 impl Target {
     fn parse(url: &str) -> Result<Self, String> {
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| format!("`{url}` is not an absolute URL"))?;
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| format!("`{url}` is not an absolute URL"))?;
         let https = match scheme.to_ascii_lowercase().as_str() {
             "https" => true,
             "http" => false,
-            other => return Err(format!("only http and https URLs can be fetched, not `{other}`")),
+            other => {
+                return Err(format!(
+                    "only http and https URLs can be fetched, not `{other}`"
+                ));
+            }
         };
         let (authority, path) = match rest.find(['/', '?', '#']) {
             Some(i) => (&rest[..i], rest[i..].to_string()),
             None => (rest, "/".to_string()),
         };
         let path = path.split('#').next().unwrap_or("/").to_string();
-        let path = if path.starts_with('?') { format!("/{path}") } else { path };
+        let path = if path.starts_with('?') {
+            format!("/{path}")
+        } else {
+            path
+        };
         if authority.is_empty() || authority.contains('@') {
             return Err(format!("`{url}` has no usable host"));
         }
@@ -84,7 +94,10 @@ impl Target {
             path,
         };
         // A host name is fetched over https; an IP address as given.
-        if !target.https && target.host().parse::<std::net::IpAddr>().is_err() && target.host() != "localhost" {
+        if !target.https
+            && target.host().parse::<std::net::IpAddr>().is_err()
+            && target.host() != "localhost"
+        {
             target.https = true;
         }
         Ok(target)
@@ -99,7 +112,12 @@ impl Target {
     }
 
     fn url(&self) -> String {
-        format!("{}://{}{}", if self.https { "https" } else { "http" }, self.authority, self.path)
+        format!(
+            "{}://{}{}",
+            if self.https { "https" } else { "http" },
+            self.authority,
+            self.path
+        )
     }
 
     /// A `Location` value, resolved against this URL.
@@ -107,7 +125,10 @@ impl Target {
         if location.contains("://") {
             Self::parse(location)
         } else if location.starts_with("//") {
-            Self::parse(&format!("{}:{location}", if self.https { "https" } else { "http" }))
+            Self::parse(&format!(
+                "{}:{location}",
+                if self.https { "https" } else { "http" }
+            ))
         } else if location.starts_with('/') {
             Ok(Self {
                 path: location.to_string(),
@@ -135,7 +156,8 @@ impl Guest for FetchTool {
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {
-        let input: FetchInput = serde_json::from_str(&input).map_err(|e| format!("invalid input: {e}"))?;
+        let input: FetchInput =
+            serde_json::from_str(&input).map_err(|e| format!("invalid input: {e}"))?;
         let target = Target::parse(&input.url)?;
         // The authority as the request will carry it: the host, and the
         // port when the URL names one (else the scheme's default).
@@ -167,11 +189,12 @@ impl Guest for FetchTool {
                 continue;
             }
             let body = String::from_utf8_lossy(&page.body).into_owned();
-            let markdown = if page.content_type.contains("html") || body.trim_start().starts_with('<') {
-                htmd::convert(&body).unwrap_or(body)
-            } else {
-                body
-            };
+            let markdown =
+                if page.content_type.contains("html") || body.trim_start().starts_with('<') {
+                    htmd::convert(&body).unwrap_or(body)
+                } else {
+                    body
+                };
             let mut out = format!(
                 "Fetched {} (HTTP {}).\n(carapace returns the page as Markdown without summarising it; read it with the prompt in mind: {})\n\n",
                 target.url(),
@@ -187,7 +210,9 @@ impl Guest for FetchTool {
                 is_error: !(200..300).contains(&page.status),
             });
         }
-        Err(CallError::Failed(format!("more than {MAX_REDIRECTS} redirects")))
+        Err(CallError::Failed(format!(
+            "more than {MAX_REDIRECTS} redirects"
+        )))
     }
 }
 
@@ -211,10 +236,20 @@ fn get(target: &Target) -> Result<Page, String> {
     let _ = headers.append("user-agent", b"carapace-webfetch/0.1");
     let _ = headers.append("accept", b"text/html, text/markdown, text/plain, */*;q=0.5");
     let request = OutgoingRequest::new(headers);
-    let scheme = if target.https { Scheme::Https } else { Scheme::Http };
-    request.set_scheme(Some(&scheme)).map_err(|()| "invalid scheme")?;
-    request.set_authority(Some(&target.authority)).map_err(|()| "invalid host")?;
-    request.set_path_with_query(Some(&target.path)).map_err(|()| "invalid path")?;
+    let scheme = if target.https {
+        Scheme::Https
+    } else {
+        Scheme::Http
+    };
+    request
+        .set_scheme(Some(&scheme))
+        .map_err(|()| "invalid scheme")?;
+    request
+        .set_authority(Some(&target.authority))
+        .map_err(|()| "invalid host")?;
+    request
+        .set_path_with_query(Some(&target.path))
+        .map_err(|()| "invalid path")?;
     let pending = outgoing_handler::handle(request, None)
         .map_err(|e| format!("the request to {} was refused: {e:?}", target.authority))?;
     pending.subscribe().block();
@@ -232,7 +267,9 @@ fn get(target: &Target) -> Result<Page, String> {
             .map(|v| String::from_utf8_lossy(v).into_owned())
     };
     let location = header("location");
-    let content_type = header("content-type").unwrap_or_default().to_ascii_lowercase();
+    let content_type = header("content-type")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
     drop(headers);
     let body = response.consume().map_err(|()| "no body")?;
     let stream = body.stream().map_err(|()| "no body stream")?;

@@ -54,7 +54,8 @@ impl Guest for WriteTool {
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {
-        let input: WriteInput = serde_json::from_str(&input).map_err(|e| format!("invalid input: {e}"))?;
+        let input: WriteInput =
+            serde_json::from_str(&input).map_err(|e| format!("invalid input: {e}"))?;
         let path = absolute_path("file_path", &input.file_path)?;
         Ok(CallPlan {
             concurrency_safe: false,
@@ -64,12 +65,15 @@ impl Guest for WriteTool {
     }
 
     fn call(_tool: String, input: String) -> Result<ToolOutput, CallError> {
-        let input: WriteInput = serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
+        let input: WriteInput =
+            serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
         let path = absolute_path("file_path", &input.file_path).map_err(CallError::InvalidInput)?;
         let path_text = path.to_string_lossy().into_owned();
         let existed = match std::fs::metadata(&path) {
             Ok(meta) if meta.is_dir() => {
-                return Err(CallError::Failed(format!("{path_text} is a directory; Write writes files.")));
+                return Err(CallError::Failed(format!(
+                    "{path_text} is a directory; Write writes files."
+                )));
             }
             Ok(meta) => {
                 let (modified_ns, size) = stamp(&meta);
