@@ -209,7 +209,11 @@ async fn updated_input_is_validated_again_then_used() -> TestResult {
     Ok(())
 }
 
-fn default_mode_policy(ws: &Path, deny: &[&str]) -> Result<Policy, Box<dyn std::error::Error>> {
+fn default_mode_policy(
+    ws: &Path,
+    deny: &[&str],
+    ask: &[&str],
+) -> Result<Policy, Box<dyn std::error::Error>> {
     let source = RuleSource {
         kind: SourceKind::CliFlag,
         file: None,
@@ -221,7 +225,9 @@ fn default_mode_policy(ws: &Path, deny: &[&str]) -> Result<Policy, Box<dyn std::
     };
     let rules = deny
         .iter()
-        .map(|text| Rule::parse(text, RuleKind::Deny, source.clone(), &anchors))
+        .map(|text| (text, RuleKind::Deny))
+        .chain(ask.iter().map(|text| (text, RuleKind::Ask)))
+        .map(|(text, kind)| Rule::parse(text, kind, source.clone(), &anchors))
         .collect::<Result<Vec<_>, _>>()?;
     let mut config = PolicyConfig::new(PermissionMode::Default, ws);
     config.rules = RuleSet::new(rules);
@@ -239,9 +245,11 @@ fn probe_create(id: &str, path: &Path) -> Reply {
 }
 
 #[tokio::test]
-async fn a_hook_allow_answers_the_default_question_but_never_beats_a_deny_rule() -> TestResult {
+async fn a_hook_allow_answers_the_default_question_but_never_beats_a_deny_or_ask_rule() -> TestResult
+{
     let (_dir, ws) = workspace()?;
     std::fs::write(ws.join("secret.txt"), "SECRET\n")?;
+    std::fs::write(ws.join("asked.txt"), "ASKED\n")?;
     hook_script(
         &ws,
         json!({"PreToolUse": {"decision": "allow", "reason": "trusted"}}),
@@ -251,9 +259,14 @@ async fn a_hook_allow_answers_the_default_question_but_never_beats_a_deny_rule()
         let mut setup = Setup::new(vec![
             probe_create("toolu_w", &out),
             read_call("toolu_r", &ws.join("secret.txt")),
+            read_call("toolu_a", &ws.join("asked.txt")),
             Reply::text("ok"),
         ]);
-        setup.policy = Some(default_mode_policy(&ws, &["Read(./secret.txt)"])?);
+        setup.policy = Some(default_mode_policy(
+            &ws,
+            &["Read(./secret.txt)"],
+            &["Read(./asked.txt)"],
+        )?);
         if with_hook {
             setup.hook_settings = Some(hook_on("PreToolUse", "", typed(&ws)));
         }
@@ -267,6 +280,9 @@ async fn a_hook_allow_answers_the_default_question_but_never_beats_a_deny_rule()
             "the deny rule wins over the hook's allow"
         );
         assert!(content_text(&read).contains("denied"), "{read}");
+        let asked = tool_result(&run, 3, "toolu_a");
+        assert_eq!(asked["is_error"], true, "the ask rule still asks: {asked}");
+        assert!(!content_text(&asked).contains("ASKED"));
     }
     Ok(())
 }
