@@ -183,10 +183,11 @@ pub struct HookComponent {
     events: Arc<[HookEventKind]>,
 }
 
-/// Limits for asking a hook which events it handles.
+/// Limits for asking a hook which events it handles. Interpreted languages
+/// bring their runtime's heap: the memory is that of an invocation.
 const METADATA_LIMITS: CallLimits = CallLimits {
     deadline: std::time::Duration::from_secs(10),
-    memory_bytes: 64 << 20,
+    memory_bytes: 256 << 20,
     output_bytes: 1 << 20,
 };
 
