@@ -13,8 +13,8 @@ use crate::model::{ImageSource, ToolResultBlock, ToolResultContent, ToolSpec};
 use crate::plugins::{RegisteredTool, ToolRegistry};
 use crate::policy::{AuditEntry, AuditLog, Basis, Outcome, Policy, Verdict, protected_entries};
 use crate::sandbox::{
-    CallLimits, Capability, Grant, HookEvent, HookEventKind, HookPermission, HookToolCall,
-    ReadLedger, ToolContent, ToolFailure, ToolOutput,
+    CallContext, CallLimits, Capability, Grant, HookEvent, HookEventKind, HookPermission,
+    HookToolCall, ReadLedger, ToolContent, ToolFailure, ToolOutput,
 };
 use base64::Engine as _;
 use futures::FutureExt;
@@ -42,6 +42,8 @@ pub struct ToolPipeline {
     spill: Option<(std::path::PathBuf, usize)>,
     /// PreToolUse / PostToolUse / PostToolUseFailure / Notification hooks.
     hooks: Option<Arc<HookRuntime>>,
+    /// Told to tools with each call (contract 0.2.0 on).
+    session_id: String,
 }
 
 /// How an `Ask` was settled.
@@ -61,7 +63,14 @@ impl ToolPipeline {
             reads: ReadLedger::new(),
             spill: None,
             hooks: None,
+            session_id: String::new(),
         }
+    }
+
+    /// The session id tools are told with each call.
+    pub fn with_session_id(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = session_id.into();
+        self
     }
 
     /// Runs the tool hooks of `hooks` around every call.
@@ -412,6 +421,10 @@ impl ToolPipeline {
                 &grant,
                 &self.limits,
                 Some(&self.reads),
+                &CallContext {
+                    tool_use_id: call.id.clone(),
+                    session_id: self.session_id.clone(),
+                },
             )
             .await;
         if let Some(result) = self.sweep_protected(&call, &grant) {

@@ -350,6 +350,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let hooks = Arc::new(hooks);
     let pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
         .with_hooks(hooks.clone())
+        .with_session_id(session_id.clone())
         .with_audit(AuditLog::at(session_dir.join("audit.jsonl")))
         .with_prompt_tool(cli.permission_prompt_tool.clone())
         .with_result_spill(spill_dir, MAX_RESULT_CHARS);

@@ -31,8 +31,9 @@ pub use hook::{
 pub use limits::CallLimits;
 pub use process::{CommandOutput, ProcessConfig};
 pub use tool::{
-    CallPlan, Capability, FileStamp, InterruptBehavior, ReadLedger, ToolComponent, ToolContent,
-    ToolDefinition, ToolFailure, ToolOutput,
+    CallContext, CallPlan, Capability, FileStamp, InterruptBehavior, ReadLedger,
+    SUPPORTED_CONTRACTS, ToolAnnotations, ToolComponent, ToolContent, ToolDefinition, ToolFailure,
+    ToolOutput,
 };
 
 use std::time::Duration;

@@ -1,24 +1,20 @@
 //! Tool components: the `carapace:tool` contract, one binding per contract
-//! version, mapped onto host types that do not change with the version.
+//! version (`v0_1`, `v0_2`: Zed's approach), mapped onto host types that do
+//! not change with the version. A component's version is read from what it
+//! exports; an unknown one is refused by name.
 
 use super::engine::{CallIo, HostState, Sandbox, SandboxInner};
 use super::grant::Grant;
 use super::limits::CallLimits;
 use super::{CacheOutcome, SandboxError};
 use std::sync::Arc;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 
-mod v0_1 {
-    wasmtime::component::bindgen!({
-        world: "tool-plugin",
-        path: "../wit/tool/v0.1.0",
-        imports: { "carapace:tool/process.run": async },
-        exports: { default: async },
-    });
-}
+mod v0_1;
+mod v0_2;
 
-use super::process::run_command;
-use v0_1::carapace::tool::{host as host_v0_1, process as process_v0_1, types as types_v0_1};
+/// The contract versions this host implements, oldest first.
+pub const SUPPORTED_CONTRACTS: &[&str] = &[v0_1::VERSION, v0_2::VERSION];
 
 /// What the model was shown of each file in a session (the `record-read` /
 /// `last-read` host functions): lets Edit refuse a file the model has not
@@ -61,6 +57,23 @@ pub struct ToolDefinition {
     pub description: String,
     /// The input JSON Schema, as the component gave it.
     pub input_schema: String,
+    pub annotations: ToolAnnotations,
+}
+
+/// Behaviour hints a tool declares (contract 0.2.0 on; none before).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ToolAnnotations {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+/// Which call a tool call serves (told to 0.2.0 components).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallContext {
+    pub tool_use_id: String,
+    pub session_id: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -128,7 +141,7 @@ pub enum ToolFailure {
 pub struct ToolComponent {
     name: Arc<str>,
     sandbox: Arc<SandboxInner>,
-    pre: v0_1::ToolPluginPre<HostState>,
+    pre: ContractPre,
     tools: Arc<[ToolDefinition]>,
     load_outcome: CacheOutcome,
 }
@@ -140,6 +153,60 @@ impl std::fmt::Debug for ToolComponent {
             .field("tools", &self.tools)
             .finish_non_exhaustive()
     }
+}
+
+/// A component linked against one contract version.
+#[derive(Clone)]
+enum ContractPre {
+    V0_1(v0_1::ToolPluginPre<HostState>),
+    V0_2(v0_2::ToolPluginPre<HostState>),
+}
+
+/// An instance of one contract version.
+enum Contract {
+    V0_1(v0_1::ToolPlugin),
+    V0_2(v0_2::ToolPlugin),
+}
+
+impl ContractPre {
+    async fn instantiate(
+        &self,
+        store: &mut wasmtime::Store<HostState>,
+    ) -> wasmtime::Result<Contract> {
+        Ok(match self {
+            ContractPre::V0_1(pre) => Contract::V0_1(pre.instantiate_async(store).await?),
+            ContractPre::V0_2(pre) => Contract::V0_2(pre.instantiate_async(store).await?),
+        })
+    }
+
+    fn version(&self) -> &'static str {
+        match self {
+            ContractPre::V0_1(_) => v0_1::VERSION,
+            ContractPre::V0_2(_) => v0_2::VERSION,
+        }
+    }
+}
+
+/// The `carapace:tool` version a component exports, from its type.
+fn exported_contract(
+    engine: &wasmtime::Engine,
+    component: &wasmtime::component::Component,
+) -> Result<String, SandboxError> {
+    const PROVIDER: &str = "carapace:tool/tool-provider@";
+    let ty = component.component_type();
+    let exports: Vec<String> = ty
+        .exports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    exports
+        .iter()
+        .find_map(|name| name.strip_prefix(PROVIDER).map(str::to_string))
+        .ok_or_else(|| {
+            SandboxError::Contract(format!(
+                "it does not export carapace:tool/tool-provider, so it is not a tool plugin (it exports: {})",
+                if exports.is_empty() { "nothing".to_string() } else { exports.join(", ") }
+            ))
+        })
 }
 
 /// Limits for the no-capability calls (`tools`, `plan`).
@@ -155,12 +222,27 @@ impl ToolComponent {
     pub async fn load(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
         let (component, load_outcome) = sandbox.load_component(wasm)?;
         let inner = sandbox.inner().clone();
+        let version = exported_contract(sandbox.engine(), &component)?;
         let instance_pre = inner
             .linker
             .instantiate_pre(&component)
             .map_err(|e| SandboxError::Contract(format!("{e:#}")))?;
-        let pre = v0_1::ToolPluginPre::new(instance_pre)
-            .map_err(|e| SandboxError::Contract(format!("{e:#}")))?;
+        let linked =
+            |e: wasmtime::Error| SandboxError::Contract(format!("carapace:tool@{version}: {e:#}"));
+        let pre = match version.as_str() {
+            v0_1::VERSION => {
+                ContractPre::V0_1(v0_1::ToolPluginPre::new(instance_pre).map_err(linked)?)
+            }
+            v0_2::VERSION => {
+                ContractPre::V0_2(v0_2::ToolPluginPre::new(instance_pre).map_err(linked)?)
+            }
+            other => {
+                return Err(SandboxError::Contract(format!(
+                    "it targets carapace:tool@{other}, which this carapace does not support (it supports {})",
+                    SUPPORTED_CONTRACTS.join(", ")
+                )));
+            }
+        };
         let mut this = Self {
             name: name.into(),
             sandbox: inner,
@@ -169,23 +251,15 @@ impl ToolComponent {
             load_outcome,
         };
         let tools = this
-            .run(&Grant::none(), &METADATA_LIMITS, |bindings, store| {
+            .run(&Grant::none(), &METADATA_LIMITS, None, |contract, store| {
                 Box::pin(async move {
-                    bindings
-                        .carapace_tool_tool_provider()
-                        .call_tools(store)
-                        .await
+                    match contract {
+                        Contract::V0_1(p) => v0_1::tools(p, store).await,
+                        Contract::V0_2(p) => v0_2::tools(p, store).await,
+                    }
                 })
             })
             .await?;
-        let tools: Vec<ToolDefinition> = tools
-            .into_iter()
-            .map(|t| ToolDefinition {
-                name: t.name,
-                description: t.description,
-                input_schema: t.input_schema,
-            })
-            .collect();
         if tools
             .iter()
             .map(|t| t.name.len() + t.description.len() + t.input_schema.len())
@@ -213,6 +287,11 @@ impl ToolComponent {
         self.load_outcome
     }
 
+    /// The `carapace:tool` version the component targets.
+    pub fn contract_version(&self) -> &'static str {
+        self.pre.version()
+    }
+
     /// Asks the component what a call needs, in an instance with no
     /// capabilities. `Ok(Err(message))` is the tool rejecting the input.
     pub async fn plan(
@@ -222,24 +301,20 @@ impl ToolComponent {
     ) -> Result<Result<CallPlan, String>, SandboxError> {
         let tool = tool.to_string();
         let input = input.to_string();
-        let answer = self
-            .run(&Grant::none(), &METADATA_LIMITS, move |bindings, store| {
+        self.run(
+            &Grant::none(),
+            &METADATA_LIMITS,
+            None,
+            move |contract, store| {
                 Box::pin(async move {
-                    bindings
-                        .carapace_tool_tool_provider()
-                        .call_plan(store, &tool, &input)
-                        .await
+                    match contract {
+                        Contract::V0_1(p) => v0_1::plan(p, store, &tool, &input).await,
+                        Contract::V0_2(p) => v0_2::plan(p, store, &tool, &input).await,
+                    }
                 })
-            })
-            .await?;
-        Ok(answer.map(|plan| CallPlan {
-            concurrency_safe: plan.concurrency_safe,
-            interrupt: match plan.interrupt {
-                types_v0_1::InterruptBehavior::Cancel => InterruptBehavior::Cancel,
-                types_v0_1::InterruptBehavior::Block => InterruptBehavior::Block,
             },
-            needs: plan.needs.into_iter().map(capability_from_v0_1).collect(),
-        }))
+        )
+        .await
     }
 
     /// Runs one call in a fresh instance holding exactly `grant`.
@@ -250,11 +325,12 @@ impl ToolComponent {
         grant: &Grant,
         limits: &CallLimits,
     ) -> Result<Result<ToolOutput, ToolFailure>, SandboxError> {
-        self.call_in_session(tool, input, grant, limits, None).await
+        self.call_in_session(tool, input, grant, limits, None, &CallContext::default())
+            .await
     }
 
     /// [`call`](Self::call), with the session's read ledger available to the
-    /// tool.
+    /// tool and the call's context.
     pub async fn call_in_session(
         &self,
         tool: &str,
@@ -262,37 +338,31 @@ impl ToolComponent {
         grant: &Grant,
         limits: &CallLimits,
         reads: Option<&Arc<ReadLedger>>,
+        context: &CallContext,
     ) -> Result<Result<ToolOutput, ToolFailure>, SandboxError> {
         let tool = tool.to_string();
         let input = input.to_string();
+        let context = context.clone();
         let answer = self
-            .run_with(grant, limits, reads, move |bindings, store| {
+            .run(grant, limits, reads, move |contract, store| {
                 Box::pin(async move {
-                    bindings
-                        .carapace_tool_tool_provider()
-                        .call_call(store, &tool, &input)
-                        .await
+                    match contract {
+                        Contract::V0_1(p) => v0_1::call(p, store, &tool, &input, &context).await,
+                        Contract::V0_2(p) => v0_2::call(p, store, &tool, &input, &context).await,
+                    }
                 })
             })
             .await?;
-        match answer {
-            Ok(output) => {
-                let output = ToolOutput {
-                    content: output.content.into_iter().map(content_from_v0_1).collect(),
-                    is_error: output.is_error,
-                };
-                let size = output.size();
-                if size > limits.output_bytes {
-                    return Err(SandboxError::OutputTooLarge {
-                        size,
-                        limit: limits.output_bytes,
-                    });
-                }
-                Ok(Ok(output))
+        if let Ok(output) = &answer {
+            let size = output.size();
+            if size > limits.output_bytes {
+                return Err(SandboxError::OutputTooLarge {
+                    size,
+                    limit: limits.output_bytes,
+                });
             }
-            Err(types_v0_1::CallError::InvalidInput(m)) => Ok(Err(ToolFailure::InvalidInput(m))),
-            Err(types_v0_1::CallError::Failed(m)) => Ok(Err(ToolFailure::Failed(m))),
         }
+        Ok(answer)
     }
 
     /// Instantiates with `grant` under `limits` and runs `f`, mapping traps,
@@ -301,23 +371,9 @@ impl ToolComponent {
         &self,
         grant: &Grant,
         limits: &CallLimits,
-        f: impl for<'a> FnOnce(
-            &'a v0_1::ToolPlugin,
-            &'a mut wasmtime::Store<HostState>,
-        ) -> std::pin::Pin<
-            Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
-        > + Send,
-    ) -> Result<R, SandboxError> {
-        self.run_with(grant, limits, None, f).await
-    }
-
-    async fn run_with<R: Send + 'static>(
-        &self,
-        grant: &Grant,
-        limits: &CallLimits,
         reads: Option<&Arc<ReadLedger>>,
         f: impl for<'a> FnOnce(
-            &'a v0_1::ToolPlugin,
+            &'a Contract,
             &'a mut wasmtime::Store<HostState>,
         ) -> std::pin::Pin<
             Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
@@ -332,7 +388,7 @@ impl ToolComponent {
                 limits,
                 reads.cloned(),
                 CallIo::default(),
-                move |store| Box::pin(async move { pre.instantiate_async(store).await }),
+                move |store| Box::pin(async move { pre.instantiate(store).await }),
                 f,
             )
             .await?;
@@ -340,113 +396,70 @@ impl ToolComponent {
     }
 }
 
-fn capability_from_v0_1(c: types_v0_1::Capability) -> Capability {
-    match c {
-        types_v0_1::Capability::ReadFile(p) => Capability::ReadFile(p),
-        types_v0_1::Capability::WriteFile(p) => Capability::WriteFile(p),
-        types_v0_1::Capability::ReadTree(p) => Capability::ReadTree(p),
-        types_v0_1::Capability::WriteTree(p) => Capability::WriteTree(p),
-        types_v0_1::Capability::Http(h) => Capability::Http(h),
-        types_v0_1::Capability::Env(v) => Capability::Env(v),
-        types_v0_1::Capability::Process(c) => Capability::Process(c),
-    }
-}
-
-fn content_from_v0_1(c: types_v0_1::Content) -> ToolContent {
-    match c {
-        types_v0_1::Content::Text(t) => ToolContent::Text(t),
-        types_v0_1::Content::Image(image) => ToolContent::Image {
-            media_type: image.media_type,
-            data: image.data,
-        },
-    }
-}
-
-/// The host interfaces every tool component may import.
+/// The host interfaces every tool component may import, every version.
 pub(crate) fn add_host_interfaces(linker: &mut Linker<HostState>) -> Result<(), SandboxError> {
-    host_v0_1::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
-        .map_err(|e| SandboxError::Prepare(format!("linking carapace:tool/host: {e:#}")))?;
-    process_v0_1::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
-        .map_err(|e| SandboxError::Prepare(format!("linking carapace:tool/process: {e:#}")))
+    v0_1::link(linker)?;
+    v0_2::link(linker)
 }
 
-/// Longest command a tool may run.
-const MAX_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+/// The host functions, once, for every contract version's binding.
+mod host_impl {
+    use super::FileStamp;
+    use crate::sandbox::CommandOutput;
+    use crate::sandbox::engine::HostState;
+    use crate::sandbox::process::run_command;
 
-impl process_v0_1::Host for HostState {
-    async fn run(
-        &mut self,
+    /// Longest command a tool may run.
+    const MAX_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+    /// Longest log line or progress message kept from a guest.
+    const MAX_GUEST_MESSAGE: usize = 4096;
+
+    fn bounded(message: &str) -> &str {
+        match message.char_indices().nth(MAX_GUEST_MESSAGE) {
+            Some((cut, _)) => &message[..cut],
+            None => message,
+        }
+    }
+
+    pub(super) async fn run(
+        state: &mut HostState,
         command: String,
         timeout_ms: u64,
-    ) -> Result<process_v0_1::CommandOutput, String> {
-        if !self.commands.contains(&command) {
+    ) -> Result<CommandOutput, String> {
+        if !state.commands.contains(&command) {
             return Err("this call was not granted that command line".into());
         }
-        let Some(config) = self.process.clone() else {
+        let Some(config) = state.process.clone() else {
             return Err("this host runs no processes".into());
         };
         let timeout = std::time::Duration::from_millis(timeout_ms).min(MAX_COMMAND_TIMEOUT);
-        let output = run_command(&config, &command, timeout).await?;
-        Ok(process_v0_1::CommandOutput {
-            stdout: output.stdout,
-            stderr: output.stderr,
-            exit_code: output.exit_code,
-            timed_out: output.timed_out,
-            truncated: output.truncated,
-        })
+        run_command(&config, &command, timeout).await
     }
-}
 
-/// Longest log line or progress message kept from a guest.
-const MAX_GUEST_MESSAGE: usize = 4096;
-
-fn bounded(message: &str) -> &str {
-    match message.char_indices().nth(MAX_GUEST_MESSAGE) {
-        Some((cut, _)) => &message[..cut],
-        None => message,
-    }
-}
-
-impl host_v0_1::Host for HostState {
-    fn log(&mut self, level: host_v0_1::LogLevel, message: String) {
-        let plugin = &*self.plugin;
-        let message = bounded(&message);
+    pub(super) fn log(state: &HostState, level: tracing::Level, message: &str) {
+        let plugin = &*state.plugin;
+        let message = bounded(message);
         match level {
-            host_v0_1::LogLevel::Trace => tracing::trace!(plugin, "{message}"),
-            host_v0_1::LogLevel::Debug => tracing::debug!(plugin, "{message}"),
-            host_v0_1::LogLevel::Info => tracing::info!(plugin, "{message}"),
-            host_v0_1::LogLevel::Warn => tracing::warn!(plugin, "{message}"),
-            host_v0_1::LogLevel::Error => tracing::error!(plugin, "{message}"),
+            tracing::Level::TRACE => tracing::trace!(plugin, "{message}"),
+            tracing::Level::DEBUG => tracing::debug!(plugin, "{message}"),
+            tracing::Level::INFO => tracing::info!(plugin, "{message}"),
+            tracing::Level::WARN => tracing::warn!(plugin, "{message}"),
+            _ => tracing::error!(plugin, "{message}"),
         }
     }
 
-    fn progress(&mut self, message: String) {
-        tracing::info!(plugin = &*self.plugin, progress = bounded(&message));
+    pub(super) fn progress(state: &HostState, message: &str) {
+        tracing::info!(plugin = &*state.plugin, progress = bounded(message));
     }
 
-    fn working_directory(&mut self) -> Option<String> {
-        self.working_dir.clone()
-    }
-
-    fn record_read(&mut self, path: String, stamp: host_v0_1::FileStamp) {
-        if let Some(ledger) = &self.reads {
-            ledger.record(
-                &path,
-                FileStamp {
-                    modified_ns: stamp.modified_ns,
-                    size: stamp.size,
-                },
-            );
+    pub(super) fn record_read(state: &HostState, path: &str, stamp: FileStamp) {
+        if let Some(ledger) = &state.reads {
+            ledger.record(path, stamp);
         }
     }
 
-    fn last_read(&mut self, path: String) -> Option<host_v0_1::FileStamp> {
-        let stamp = self.reads.as_ref()?.last(&path)?;
-        Some(host_v0_1::FileStamp {
-            modified_ns: stamp.modified_ns,
-            size: stamp.size,
-        })
+    pub(super) fn last_read(state: &HostState, path: &str) -> Option<FileStamp> {
+        state.reads.as_ref()?.last(path)
     }
 }
-
-impl types_v0_1::Host for HostState {}
