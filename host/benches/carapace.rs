@@ -793,8 +793,8 @@ async fn sandbox_benches(cache: &Path, file: &Path, wanted: &dyn Fn(&str) -> boo
     let read = registry
         .get("Read")
         .ok_or("no Read tool")?
-        .component
-        .clone();
+        .component()
+        .await?;
     let input = json!({"file_path": file}).to_string();
     let limits = CallLimits::default();
     const N: usize = 2000;

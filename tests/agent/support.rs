@@ -142,6 +142,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
                 permission_mode: "bypassPermissions".into(),
                 api_key_source: "ANTHROPIC_API_KEY".into(),
                 started: Instant::now(),
+                plugins: Vec::new(),
             },
         )
         .with_hook_events(true),

@@ -199,11 +199,16 @@ impl ToolPipeline {
                 ),
             ));
         }
-        match tool
-            .component
-            .plan(&call.name, &call.input.to_string())
-            .await
-        {
+        let component = match tool.component().await {
+            Ok(component) => component,
+            Err(e) => {
+                return Preparation::Failed(ToolCallResult::error(
+                    &call.id,
+                    format!("{} is unavailable: {e}", call.name),
+                ));
+            }
+        };
+        match component.plan(&call.name, &call.input.to_string()).await {
             Ok(Ok(plan)) => Preparation::Ready {
                 concurrency_safe: plan.concurrency_safe,
                 interrupt: plan.interrupt,
@@ -318,7 +323,11 @@ impl ToolPipeline {
                 return settled(result, notes);
             }
             // The needs follow the input the tool will actually get.
-            plan = match tool.component.plan(&call.name, &updated.to_string()).await {
+            let replanned = match tool.component().await {
+                Ok(component) => component.plan(&call.name, &updated.to_string()).await,
+                Err(e) => Err(e),
+            };
+            plan = match replanned {
                 Ok(Ok(plan)) => plan,
                 Ok(Err(message)) => {
                     return settled(ToolCallResult::error(&call.id, message), notes);
@@ -413,20 +422,25 @@ impl ToolPipeline {
         };
         self.audit(&call, &plan.needs, &grant, decision, &verdict.basis);
         tracing::debug!(tool = %call.name, id = %call.id, granted = ?grant.describe(), "calling tool");
-        let answer = tool
-            .component
-            .call_in_session(
-                &call.name,
-                &call.input.to_string(),
-                &grant,
-                &self.limits,
-                Some(&self.reads),
-                &CallContext {
-                    tool_use_id: call.id.clone(),
-                    session_id: self.session_id.clone(),
-                },
-            )
-            .await;
+        let limits = tool.limits.as_ref().unwrap_or(&self.limits);
+        let answer = match tool.component().await {
+            Ok(component) => {
+                component
+                    .call_in_session(
+                        &call.name,
+                        &call.input.to_string(),
+                        &grant,
+                        limits,
+                        Some(&self.reads),
+                        &CallContext {
+                            tool_use_id: call.id.clone(),
+                            session_id: self.session_id.clone(),
+                        },
+                    )
+                    .await
+            }
+            Err(e) => Err(e),
+        };
         if let Some(result) = self.sweep_protected(&call, &grant) {
             return result;
         }
@@ -529,15 +543,19 @@ or name a --permission-prompt-tool."
             ));
         };
         let input = json!({"tool_name": call.name, "input": call.input, "tool_use_id": call.id, "question": question});
-        let answer = prompter
-            .component
-            .call(
-                prompt_tool,
-                &input.to_string(),
-                &Grant::none(),
-                &self.limits,
-            )
-            .await;
+        let answer = match prompter.component().await {
+            Ok(component) => {
+                component
+                    .call(
+                        prompt_tool,
+                        &input.to_string(),
+                        &Grant::none(),
+                        prompter.limits.as_ref().unwrap_or(&self.limits),
+                    )
+                    .await
+            }
+            Err(e) => Err(e),
+        };
         let text = match answer {
             Ok(Ok(output)) => output
                 .content

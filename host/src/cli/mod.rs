@@ -3,13 +3,14 @@
 //!
 //! This is the binary's edge: errors become a message on stderr and exit 1.
 
+mod plugin;
 pub mod print;
 
 use crate::agent::{InputQueue, QueryConfig, QueryDeps, ToolPipeline, system_prompt};
 use crate::hooks::HookRuntime;
 use crate::model::{AnthropicModel, Model, ReplayModel, RetryPolicy, price};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
-use crate::plugins::ToolRegistry;
+use crate::plugins::{Placeholders, PluginStore, Scope, ToolRegistry};
 use crate::policy::{
     Anchors, AuditLog, PermissionMode, Policy, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource,
     SourceKind,
@@ -44,6 +45,7 @@ pub enum InputFormat {
 #[command(
     name = "carapace",
     version,
+    args_conflicts_with_subcommands = true,
     about = "An agent host whose tools run as sandboxed WebAssembly components",
     after_help = "With no API key, try the replay demo: carapace -p 'Read the notes' --model replay:examples/demo/replay.json\n\n\
 Environment: ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, ANTHROPIC_MODEL, \
@@ -137,9 +139,60 @@ pub struct Cli {
     /// Log what the host does, with timing marks, to stderr.
     #[arg(long)]
     pub debug: bool,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
 }
 
-pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Install, list, inspect and remove third-party tool plugins.
+    Plugin {
+        #[command(subcommand)]
+        action: plugin::PluginCommand,
+    },
+    /// Run one tool call by hand (for plugin authors).
+    Tool {
+        #[command(subcommand)]
+        action: plugin::ToolCommand,
+    },
+}
+
+/// Where carapace looks for things, from the environment.
+pub(crate) struct Paths {
+    pub cwd: PathBuf,
+    pub home: PathBuf,
+    /// `CARAPACE_CONFIG_DIR`, else `~/.carapace`.
+    pub config_dir: PathBuf,
+}
+
+impl Paths {
+    fn from_env() -> anyhow::Result<Self> {
+        let cwd = std::env::current_dir().context("reading the working directory")?;
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let config_dir = std::env::var_os("CARAPACE_CONFIG_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(".carapace"));
+        Ok(Self {
+            cwd,
+            home,
+            config_dir,
+        })
+    }
+}
+
+pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command.take() {
+        Some(Command::Plugin { action }) => {
+            return plugin::plugin(action, &Paths::from_env()?).await;
+        }
+        Some(Command::Tool { action }) => {
+            return plugin::tool_call(action.into(), &Paths::from_env()?).await;
+        }
+        None => {}
+    }
     let started = Instant::now();
     if cli.output_format == OutputFormat::StreamJson && !cli.verbose {
         bail!("When using --print, --output-format=stream-json requires --verbose");
@@ -170,13 +223,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         bail!("the prompt is empty");
     }
-    let cwd = std::env::current_dir().context("reading the working directory")?;
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"));
-    let config_dir = std::env::var_os("CARAPACE_CONFIG_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home.join(".carapace"));
+    let Paths {
+        cwd,
+        home,
+        config_dir,
+    } = Paths::from_env()?;
     let locations = Locations {
         managed: std::env::var_os("CARAPACE_MANAGED_SETTINGS")
             .map(PathBuf::from)
@@ -306,6 +357,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         ..SandboxConfig::default()
     })?;
     let mut registry = ToolRegistry::builtin(&sandbox).await?;
+    let plugins = load_installed(&mut registry, &sandbox, &cwd, &config_dir, settings.trusted);
     if !cli.tools.is_empty() {
         let names: Vec<String> = cli
             .tools
@@ -364,6 +416,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         permission_mode: mode.as_str().to_string(),
         api_key_source: api_key_source.to_string(),
         started,
+        plugins,
     };
     let printer = SharedPrinter::new(
         Printer::new(cli.output_format, cli.verbose, std::io::stdout(), info)
@@ -428,6 +481,65 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Adds the installed plugins' tools (the project's only in a trusted
+/// workspace). A plugin that cannot load is reported and skipped; the
+/// session goes on. Returns what `system`/`init` lists.
+fn load_installed(
+    registry: &mut ToolRegistry,
+    sandbox: &Sandbox,
+    cwd: &std::path::Path,
+    config_dir: &std::path::Path,
+    trusted: bool,
+) -> Vec<serde_json::Value> {
+    let places = Placeholders::current(cwd);
+    let user = PluginStore::new(config_dir, Scope::User);
+    let project = PluginStore::new(&cwd.join(".carapace"), Scope::Project);
+    let same_dir =
+        std::fs::canonicalize(user.dir()).ok() == std::fs::canonicalize(project.dir()).ok();
+    let mut stores = vec![user];
+    if !same_dir {
+        if trusted {
+            stores.push(project);
+        } else if !project.list().is_empty() {
+            eprintln!(
+                "carapace: warning: {} holds plugins, which load only in a trusted workspace (pass --trust-workspace); skipped",
+                project.dir().display()
+            );
+        }
+    }
+    let mut listed = Vec::new();
+    for store in &stores {
+        for entry in store.list() {
+            let record = match entry {
+                Ok(record) => record,
+                Err(e) => {
+                    eprintln!("carapace: warning: skipping a plugin: {e}");
+                    continue;
+                }
+            };
+            let mut info = serde_json::json!({
+                "name": record.name(),
+                "version": record.manifest.plugin.version,
+                "scope": store.scope().as_str(),
+                "path": store.component_path(&record),
+            });
+            match registry.add_installed(sandbox, store, &record, &places, &CallLimits::default()) {
+                Ok(()) => info["status"] = "loaded".into(),
+                Err(e) => {
+                    eprintln!(
+                        "carapace: warning: plugin `{}` not loaded: {e}",
+                        record.name()
+                    );
+                    info["status"] = "failed".into();
+                    info["error"] = e.to_string().into();
+                }
+            }
+            listed.push(info);
+        }
+    }
+    listed
+}
+
 /// SIGINT / SIGTERM end the run cleanly (the loop sees the token); a second
 /// signal ends the process at once.
 fn spawn_signal_handler(abort: CancellationToken) {
@@ -472,7 +584,7 @@ fn env_number<T: std::str::FromStr>(
 
 /// Splits a `--allowedTools` value on commas outside parentheses, so
 /// `Read,Bash(echo a,b)` is two rules.
-fn split_rules(value: &str) -> Vec<String> {
+pub(crate) fn split_rules(value: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut depth = 0i32;
     let mut current = String::new();

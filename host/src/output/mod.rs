@@ -29,6 +29,9 @@ pub struct RunInfo {
     pub permission_mode: String,
     pub api_key_source: String,
     pub started: Instant,
+    /// Installed plugins and whether each loaded (`system`/`init`'s
+    /// `plugins`).
+    pub plugins: Vec<serde_json::Value>,
 }
 
 pub struct Printer<W: Write + Send> {
@@ -80,7 +83,7 @@ impl<W: Write + Send> Printer<W> {
             "output_style": "default",
             "agents": [],
             "skills": [],
-            "plugins": [],
+            "plugins": self.info.plugins,
             "uuid": new_uuid(),
         });
         self.line(line);

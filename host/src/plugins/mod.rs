@@ -1,18 +1,27 @@
 //! Plugins: the components that provide tools, loaded into a registry of
 //! tools by name, each with its compiled input schema and its plugin's
-//! capability ceiling.
+//! capability ceiling and limits.
 //!
 //! The registry never offers two tools under one name, and never offers a
-//! tool whose schema is not valid JSON Schema.
+//! tool whose schema is not valid JSON Schema. Installed plugins are offered
+//! from their records and compiled (or loaded from the cache) on first use,
+//! after their bytes are checked against the approved digest.
 
 mod builtin;
+pub mod install;
+pub mod manifest;
+pub mod store;
 
 pub use builtin::BUILTIN_PLUGINS;
+pub use install::{Candidate, InstallContext, InstallError, PluginSource};
+pub use manifest::{Manifest, ManifestError, Placeholders};
+pub use store::{InstalledPlugin, PluginStore, Scope, StoreError};
 
 use crate::model::ToolSpec;
 use crate::policy::Ceiling;
-use crate::sandbox::{Sandbox, SandboxError, ToolComponent, ToolDefinition};
+use crate::sandbox::{CallLimits, Sandbox, SandboxError, ToolComponent, ToolDefinition};
 use serde_json::Value;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +48,8 @@ pub enum RegistryError {
         first: String,
         second: String,
     },
+    #[error("plugin `{plugin}`: {reason}")]
+    Installed { plugin: String, reason: String },
     #[error("unknown tool `{0}` in --tools (available: {1})")]
     UnknownSelection(String, String),
 }
@@ -48,11 +59,88 @@ pub struct RegisteredTool {
     pub definition: ToolDefinition,
     pub schema: Value,
     validator: jsonschema::Validator,
-    pub component: ToolComponent,
+    provider: ToolProvider,
     pub ceiling: Arc<Ceiling>,
+    /// The plugin's own limits, when its manifest sets them.
+    pub limits: Option<CallLimits>,
+}
+
+/// Where a tool's component comes from.
+#[derive(Clone)]
+enum ToolProvider {
+    Ready(ToolComponent),
+    Installed(Arc<InstalledProvider>),
+}
+
+/// An installed plugin, loaded on first use.
+struct InstalledProvider {
+    sandbox: Sandbox,
+    name: String,
+    path: PathBuf,
+    digest: String,
+    contract: String,
+    tools: Vec<ToolDefinition>,
+    loaded: tokio::sync::OnceCell<Result<ToolComponent, String>>,
+}
+
+impl InstalledProvider {
+    async fn component(self: &Arc<Self>) -> Result<ToolComponent, SandboxError> {
+        let this = self.clone();
+        let loaded = self
+            .loaded
+            .get_or_init(|| async move {
+                // Reading, hashing and compiling are blocking work.
+                tokio::task::spawn_blocking(move || this.load())
+                    .await
+                    .unwrap_or_else(|e| Err(format!("loading stopped: {e}")))
+            })
+            .await;
+        loaded.clone().map_err(SandboxError::Unavailable)
+    }
+
+    fn load(&self) -> Result<ToolComponent, String> {
+        let wasm = std::fs::read(&self.path).map_err(|e| {
+            format!(
+                "plugin `{}` cannot be read ({}: {e}); reinstall it with `carapace plugin add`",
+                self.name,
+                self.path.display()
+            )
+        })?;
+        if store::digest(&wasm) != self.digest {
+            return Err(format!(
+                "plugin `{}` changed on disk since it was approved ({}); it will not run until it is approved again with `carapace plugin add`",
+                self.name,
+                self.path.display()
+            ));
+        }
+        ToolComponent::load_known(
+            &self.sandbox,
+            &self.name,
+            &wasm,
+            &self.contract,
+            self.tools.clone(),
+        )
+        .map_err(|e| format!("plugin `{}`: {e}", self.name))
+    }
 }
 
 impl RegisteredTool {
+    /// The tool's component, loading an installed plugin on first use.
+    pub async fn component(&self) -> Result<ToolComponent, SandboxError> {
+        match &self.provider {
+            ToolProvider::Ready(component) => Ok(component.clone()),
+            ToolProvider::Installed(provider) => provider.component().await,
+        }
+    }
+
+    /// The plugin the tool belongs to.
+    pub fn plugin(&self) -> &str {
+        match &self.provider {
+            ToolProvider::Ready(component) => component.name(),
+            ToolProvider::Installed(provider) => &provider.name,
+        }
+    }
+
     /// Every way `input` violates the tool's schema, one line each.
     pub fn schema_errors(&self, input: &Value) -> Vec<String> {
         self.validator
@@ -97,8 +185,98 @@ impl ToolRegistry {
         component: ToolComponent,
         ceiling: Arc<Ceiling>,
     ) -> Result<(), RegistryError> {
-        for definition in component.tools() {
-            let plugin = component.name().to_string();
+        self.add_with_limits(component, ceiling, None)
+    }
+
+    /// Adds every tool of `component`, run under `limits` rather than the
+    /// session's defaults when given.
+    pub fn add_with_limits(
+        &mut self,
+        component: ToolComponent,
+        ceiling: Arc<Ceiling>,
+        limits: Option<CallLimits>,
+    ) -> Result<(), RegistryError> {
+        let definitions = component.tools().to_vec();
+        self.add_tools(
+            component.name(),
+            &definitions,
+            ToolProvider::Ready(component.clone()),
+            ceiling,
+            limits,
+        )
+    }
+
+    /// Adds an installed plugin's tools, as recorded when it was approved;
+    /// its component is compiled or loaded from the cache on first use. The
+    /// plugin's tools are all added or none is.
+    pub fn add_installed(
+        &mut self,
+        sandbox: &Sandbox,
+        store: &PluginStore,
+        plugin: &InstalledPlugin,
+        places: &Placeholders,
+        defaults: &CallLimits,
+    ) -> Result<(), RegistryError> {
+        let name = plugin.name().to_string();
+        let ceiling = plugin
+            .manifest
+            .ceiling(places)
+            .map_err(|e| RegistryError::Installed {
+                plugin: name.clone(),
+                reason: e.to_string(),
+            })?;
+        let path = store.component_path(plugin);
+        if !path.is_file() {
+            return Err(RegistryError::Installed {
+                plugin: name,
+                reason: format!(
+                    "its component {} is missing; reinstall it with `carapace plugin add`",
+                    path.display()
+                ),
+            });
+        }
+        let definitions: Vec<ToolDefinition> =
+            plugin.tools.iter().map(ToolDefinition::from).collect();
+        let provider = ToolProvider::Installed(Arc::new(InstalledProvider {
+            sandbox: sandbox.clone(),
+            name: name.clone(),
+            path,
+            digest: plugin.digest.clone(),
+            contract: plugin.contract.clone(),
+            tools: definitions.clone(),
+            loaded: tokio::sync::OnceCell::new(),
+        }));
+        let mut staged = Self::default();
+        for definition in &definitions {
+            if let Some(existing) = self.get(&definition.name) {
+                return Err(RegistryError::DuplicateTool {
+                    tool: definition.name.clone(),
+                    first: existing.plugin().to_string(),
+                    second: name,
+                });
+            }
+        }
+        staged.add_tools(
+            &name,
+            &definitions,
+            provider,
+            Arc::new(ceiling),
+            Some(plugin.manifest.limits(defaults)),
+        )?;
+        self.tools.append(&mut staged.tools);
+        Ok(())
+    }
+
+    fn add_tools(
+        &mut self,
+        plugin: &str,
+        definitions: &[ToolDefinition],
+        provider: ToolProvider,
+        ceiling: Arc<Ceiling>,
+        limits: Option<CallLimits>,
+    ) -> Result<(), RegistryError> {
+        for definition in definitions {
+            let plugin = plugin.to_string();
             if !valid_tool_name(&definition.name) {
                 return Err(RegistryError::InvalidName {
                     plugin,
@@ -108,7 +286,7 @@ impl ToolRegistry {
             if let Some(existing) = self.get(&definition.name) {
                 return Err(RegistryError::DuplicateTool {
                     tool: definition.name.clone(),
-                    first: existing.component.name().to_string(),
+                    first: existing.plugin().to_string(),
                     second: plugin,
                 });
             }
@@ -130,8 +308,9 @@ impl ToolRegistry {
                 definition: definition.clone(),
                 schema,
                 validator,
-                component: component.clone(),
+                provider: provider.clone(),
                 ceiling: ceiling.clone(),
+                limits,
             });
         }
         Ok(())

@@ -70,6 +70,10 @@ pub enum SandboxError {
     Cache(String),
     #[error("{0}")]
     Commit(String),
+    /// An installed plugin that cannot be used (changed since it was
+    /// approved, missing, unreadable).
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 fn stderr_suffix(stderr: &str) -> String {

@@ -220,6 +220,55 @@ impl ToolComponent {
     /// Compiles or loads `wasm`, checks it implements a known version of the
     /// tool contract, and reads its tool list.
     pub async fn load(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
+        let mut this = Self::link(sandbox, name, wasm)?;
+        let tools = this
+            .run(&Grant::none(), &METADATA_LIMITS, None, |contract, store| {
+                Box::pin(async move {
+                    match contract {
+                        Contract::V0_1(p) => v0_1::tools(p, store).await,
+                        Contract::V0_2(p) => v0_2::tools(p, store).await,
+                    }
+                })
+            })
+            .await?;
+        let size: usize = tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.input_schema.len())
+            .sum();
+        if size > METADATA_LIMITS.output_bytes {
+            return Err(SandboxError::OutputTooLarge {
+                size,
+                limit: METADATA_LIMITS.output_bytes,
+            });
+        }
+        this.tools = Arc::from(tools);
+        Ok(this)
+    }
+
+    /// Loads a component whose tool list is already known (an installed
+    /// plugin: read at install time, approved with it), without running it.
+    /// The component must still target `contract`.
+    pub fn load_known(
+        sandbox: &Sandbox,
+        name: &str,
+        wasm: &[u8],
+        contract: &str,
+        tools: Vec<ToolDefinition>,
+    ) -> Result<Self, SandboxError> {
+        let mut this = Self::link(sandbox, name, wasm)?;
+        if this.contract_version() != contract {
+            return Err(SandboxError::Contract(format!(
+                "it targets carapace:tool@{}, but was installed as carapace:tool@{contract}",
+                this.contract_version()
+            )));
+        }
+        this.tools = Arc::from(tools);
+        Ok(this)
+    }
+
+    /// Compiles (or loads from the cache) and links one component against
+    /// the contract version it exports.
+    fn link(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
         let (component, load_outcome) = sandbox.load_component(wasm)?;
         let inner = sandbox.inner().clone();
         let version = exported_contract(sandbox.engine(), &component)?;
@@ -243,36 +292,13 @@ impl ToolComponent {
                 )));
             }
         };
-        let mut this = Self {
+        Ok(Self {
             name: name.into(),
             sandbox: inner,
             pre,
             tools: Arc::from(Vec::new()),
             load_outcome,
-        };
-        let tools = this
-            .run(&Grant::none(), &METADATA_LIMITS, None, |contract, store| {
-                Box::pin(async move {
-                    match contract {
-                        Contract::V0_1(p) => v0_1::tools(p, store).await,
-                        Contract::V0_2(p) => v0_2::tools(p, store).await,
-                    }
-                })
-            })
-            .await?;
-        if tools
-            .iter()
-            .map(|t| t.name.len() + t.description.len() + t.input_schema.len())
-            .sum::<usize>()
-            > METADATA_LIMITS.output_bytes
-        {
-            return Err(SandboxError::OutputTooLarge {
-                size: tools.iter().map(|t| t.input_schema.len()).sum(),
-                limit: METADATA_LIMITS.output_bytes,
-            });
-        }
-        this.tools = Arc::from(tools);
-        Ok(this)
+        })
     }
 
     pub fn name(&self) -> &str {

@@ -1,0 +1,591 @@
+//! `carapace plugin …` and `carapace tool call`: installing third-party
+//! tool plugins, and running one tool call by hand while writing one.
+
+use super::Paths;
+use crate::plugins::install::{self, find_local_manifest};
+use crate::plugins::{
+    Candidate, InstallContext, InstalledPlugin, Manifest, Placeholders, PluginSource, PluginStore,
+    Scope, ToolRegistry,
+};
+use crate::policy::{
+    Anchors, Outcome, PermissionMode, Policy, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource,
+    SourceKind,
+};
+use crate::sandbox::{
+    CallContext, CallLimits, ProcessConfig, Sandbox, SandboxConfig, ToolComponent, ToolContent,
+    ToolFailure,
+};
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum PluginCommand {
+    /// Validate a tool plugin, show what it may be granted, and install it
+    /// once approved.
+    Add {
+        /// A `.wasm` component: a path, or an http(s) URL pinned with
+        /// `#sha256=<digest>`.
+        source: String,
+        /// The manifest, when it is neither embedded nor next to the
+        /// component.
+        #[arg(long)]
+        manifest: Option<PathBuf>,
+        /// Install for this user, or for this project (loaded only in a
+        /// trusted workspace).
+        #[arg(long, value_enum, default_value = "user")]
+        scope: Scope,
+        /// Approve without asking (scripts).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// List installed plugins.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show an installed plugin: tools, schemas, ceiling, digest, contract.
+    Inspect {
+        name: String,
+        #[arg(long, value_enum)]
+        scope: Option<Scope>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Uninstall a plugin.
+    Remove {
+        name: String,
+        #[arg(long, value_enum)]
+        scope: Option<Scope>,
+    },
+    /// Embed a manifest in a component, so it installs from one file.
+    Pack {
+        component: PathBuf,
+        #[arg(long)]
+        manifest: PathBuf,
+        #[arg(long, short = 'o')]
+        output: PathBuf,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ToolCommand {
+    /// Run one call of one tool in its sandbox and print what it asked for,
+    /// what the policy granted, and the result.
+    Call {
+        /// An installed plugin's name, a first-party plugin's name (`read`),
+        /// or a `.wasm` file with its manifest beside it.
+        plugin: String,
+        tool: String,
+        /// The tool's input, a JSON object.
+        #[arg(long, default_value = "{}")]
+        input: String,
+        /// Rules that allow, as in a session: `Read(//data/**)`,
+        /// `WebFetch(domain:example.com)`.
+        #[arg(long = "allowedTools", alias = "allowed-tools", num_args = 1..)]
+        allowed_tools: Vec<String>,
+        /// Rules that deny.
+        #[arg(long = "disallowedTools", alias = "disallowed-tools", num_args = 1..)]
+        disallowed_tools: Vec<String>,
+        #[arg(long, value_enum, default_value = "default")]
+        permission_mode: PermissionMode,
+        /// Grant what the policy would ask about (never what it denies).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+}
+
+fn stores(paths: &Paths) -> [PluginStore; 2] {
+    [
+        PluginStore::new(&paths.config_dir, Scope::User),
+        PluginStore::new(&paths.cwd.join(".carapace"), Scope::Project),
+    ]
+}
+
+fn plain_sandbox(paths: &Paths) -> anyhow::Result<Sandbox> {
+    Ok(Sandbox::new(SandboxConfig {
+        guest_cwd: Some(paths.cwd.clone()),
+        process: Some(ProcessConfig {
+            write_roots: vec![paths.cwd.clone(), std::env::temp_dir()],
+            ..ProcessConfig::new(&paths.cwd)
+        }),
+        ..SandboxConfig::default()
+    })?)
+}
+
+pub async fn plugin(command: PluginCommand, paths: &Paths) -> anyhow::Result<ExitCode> {
+    match command {
+        PluginCommand::Add {
+            source,
+            manifest,
+            scope,
+            yes,
+        } => add(paths, &source, manifest.as_deref(), scope, yes).await,
+        PluginCommand::List { json } => {
+            list(paths, json);
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginCommand::Inspect { name, scope, json } => {
+            let (store, record) = find(paths, &name, scope)?;
+            let status = status(&store, &record);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&inspect_json(&store, &record, &status))?
+                );
+            } else {
+                print_inspect(&store, &record, &status);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginCommand::Remove { name, scope } => {
+            let (store, _) = find(paths, &name, scope)?;
+            let removed = store.remove(&name)?;
+            println!(
+                "removed {} {} ({} scope)",
+                removed.name(),
+                removed.manifest.plugin.version,
+                store.scope().as_str()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginCommand::Pack {
+            component,
+            manifest,
+            output,
+        } => {
+            let wasm = std::fs::read(&component)
+                .with_context(|| format!("reading {}", component.display()))?;
+            let text = std::fs::read_to_string(&manifest)
+                .with_context(|| format!("reading {}", manifest.display()))?;
+            let parsed =
+                Manifest::parse(&text).with_context(|| format!("{}", manifest.display()))?;
+            let packed = crate::plugins::manifest::embed(&wasm, &parsed)?;
+            std::fs::write(&output, &packed)
+                .with_context(|| format!("writing {}", output.display()))?;
+            println!(
+                "{} (sha256 {})",
+                output.display(),
+                crate::plugins::store::digest(&packed)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn add(
+    paths: &Paths,
+    source: &str,
+    manifest: Option<&Path>,
+    scope: Scope,
+    yes: bool,
+) -> anyhow::Result<ExitCode> {
+    let source = PluginSource::parse(source)?;
+    let sandbox = plain_sandbox(paths)?;
+    let builtin = ToolRegistry::builtin(&sandbox).await?.names();
+    let [user, project] = stores(paths);
+    let (store, others) = match scope {
+        Scope::User => (user, vec![project]),
+        Scope::Project => (project, vec![user]),
+    };
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(300))
+        .build()
+        .context("building the HTTP client")?;
+    let cx = InstallContext {
+        sandbox: &sandbox,
+        store: &store,
+        others: &others,
+        builtin_tools: &builtin,
+        http: &http,
+    };
+    let candidate = install::prepare(&cx, &source, manifest).await?;
+    for line in candidate.summary() {
+        println!("{line}");
+    }
+    if !candidate.needs_approval() {
+        println!(
+            "{} is already installed with these exact bytes and manifest; nothing to do",
+            candidate.record.name()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !yes && !approve(&candidate)? {
+        bail!("not installed: the plugin was not approved");
+    }
+    install::commit(&store, &candidate)?;
+    println!(
+        "installed {} {} ({} scope, {})",
+        candidate.record.name(),
+        candidate.record.manifest.plugin.version,
+        store.scope().as_str(),
+        store.dir().join(candidate.record.name()).display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Asks on the terminal; anything but a terminal needs `--yes`.
+fn approve(candidate: &Candidate) -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        bail!(
+            "installing `{}` needs approval: review the above and re-run with --yes",
+            candidate.record.name()
+        );
+    }
+    print!("Install it with this ceiling? [y/N] ");
+    std::io::stdout().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+fn find(
+    paths: &Paths,
+    name: &str,
+    scope: Option<Scope>,
+) -> anyhow::Result<(PluginStore, InstalledPlugin)> {
+    let candidates: Vec<PluginStore> = stores(paths)
+        .into_iter()
+        .filter(|s| scope.is_none_or(|scope| s.scope() == scope))
+        .collect();
+    let mut found = Vec::new();
+    for store in candidates {
+        if let Ok(record) = store.get(name) {
+            found.push((store, record));
+        }
+    }
+    match found.len() {
+        0 => bail!("no plugin named `{name}` is installed (see `carapace plugin list`)"),
+        1 => Ok(found.remove(0)),
+        _ => bail!("`{name}` is installed at user and project scope: say which with --scope"),
+    }
+}
+
+/// Whether the installed bytes are still the approved ones.
+fn status(store: &PluginStore, record: &InstalledPlugin) -> String {
+    let path = store.component_path(record);
+    match std::fs::read(&path) {
+        Ok(bytes) if crate::plugins::store::digest(&bytes) == record.digest => "ok".into(),
+        Ok(_) => "changed on disk since it was approved: it will not run".into(),
+        Err(e) => format!("unreadable ({e}): it will not run"),
+    }
+}
+
+fn list(paths: &Paths, json: bool) {
+    let mut rows = Vec::new();
+    for store in stores(paths) {
+        for entry in store.list() {
+            match entry {
+                Ok(record) => {
+                    let status = status(&store, &record);
+                    rows.push(json!({
+                        "name": record.name(),
+                        "version": record.manifest.plugin.version,
+                        "scope": store.scope().as_str(),
+                        "contract": record.contract,
+                        "tools": record.tools.iter().map(|t| &t.name).collect::<Vec<_>>(),
+                        "status": status,
+                    }));
+                }
+                Err(e) => rows.push(json!({
+                    "scope": store.scope().as_str(),
+                    "status": format!("unreadable: {e}"),
+                })),
+            }
+        }
+    }
+    if json {
+        println!("{}", Value::Array(rows));
+        return;
+    }
+    if rows.is_empty() {
+        println!("no plugins installed (add one with `carapace plugin add FILE.wasm`)");
+        return;
+    }
+    for row in rows {
+        let text = |k: &str| row[k].as_str().unwrap_or("?").to_string();
+        let tools: Vec<&str> = row["tools"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        println!(
+            "{:<24} {:<10} {:<8} tool@{:<6} {:<30} {}",
+            text("name"),
+            text("version"),
+            text("scope"),
+            text("contract"),
+            tools.join(","),
+            text("status")
+        );
+    }
+}
+
+fn inspect_json(store: &PluginStore, record: &InstalledPlugin, status: &str) -> Value {
+    let m = &record.manifest;
+    json!({
+        "name": record.name(),
+        "version": m.plugin.version,
+        "description": m.plugin.description,
+        "scope": store.scope().as_str(),
+        "path": store.component_path(record),
+        "source": record.source,
+        "sha256": record.digest,
+        "contract": format!("carapace:tool@{}", record.contract),
+        "size": record.size,
+        "compile_ms": record.compile_ms,
+        "installed_at": record.installed_at,
+        "status": status,
+        "ceiling": m.describe_ceiling(),
+        "limits": {
+            "timeout_secs": m.limits.timeout_secs,
+            "memory_mib": m.limits.memory_mib,
+        },
+        "tools": record.tools.iter().map(|t| json!({
+            "name": t.name,
+            "description": t.description,
+            "input_schema": serde_json::from_str::<Value>(&t.input_schema).unwrap_or(Value::Null),
+            "annotations": t.annotations,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn print_inspect(store: &PluginStore, record: &InstalledPlugin, status: &str) {
+    let m = &record.manifest;
+    println!("{} {}", record.name(), m.plugin.version);
+    if !m.plugin.description.is_empty() {
+        println!("  {}", m.plugin.description);
+    }
+    println!("scope      {}", store.scope().as_str());
+    println!("path       {}", store.component_path(record).display());
+    println!("source     {}", record.source);
+    println!("sha256     {}", record.digest);
+    println!("contract   carapace:tool@{}", record.contract);
+    println!("size       {} bytes", record.size);
+    println!("compiled   in {} ms at install", record.compile_ms);
+    println!("installed  {}", record.installed_at);
+    println!("status     {status}");
+    println!("ceiling");
+    for line in m.describe_ceiling() {
+        println!("  - {line}");
+    }
+    for tool in &record.tools {
+        println!("tool {}", tool.name);
+        println!("  {}", tool.description.replace('\n', "\n  "));
+        let schema = serde_json::from_str::<Value>(&tool.input_schema)
+            .and_then(|v| serde_json::to_string_pretty(&v))
+            .unwrap_or_else(|_| tool.input_schema.clone());
+        println!("  input schema: {}", schema.replace('\n', "\n  "));
+    }
+}
+
+pub struct CallRequest {
+    pub plugin: String,
+    pub tool: String,
+    pub input: String,
+    pub allowed_tools: Vec<String>,
+    pub disallowed_tools: Vec<String>,
+    pub permission_mode: PermissionMode,
+    pub yes: bool,
+}
+
+impl From<ToolCommand> for CallRequest {
+    fn from(command: ToolCommand) -> Self {
+        let ToolCommand::Call {
+            plugin,
+            tool,
+            input,
+            allowed_tools,
+            disallowed_tools,
+            permission_mode,
+            yes,
+        } = command;
+        Self {
+            plugin,
+            tool,
+            input,
+            allowed_tools,
+            disallowed_tools,
+            permission_mode,
+            yes,
+        }
+    }
+}
+
+/// `carapace tool call`: one call, through the same policy a session uses.
+pub async fn tool_call(request: CallRequest, paths: &Paths) -> anyhow::Result<ExitCode> {
+    let input: Value = serde_json::from_str(&request.input).context("--input is not JSON")?;
+    if !input.is_object() {
+        bail!("--input must be a JSON object");
+    }
+    let sandbox = plain_sandbox(paths)?;
+    let registry = load_one(&sandbox, paths, &request.plugin).await?;
+    let Some(tool) = registry.get(&request.tool) else {
+        bail!(
+            "`{}` provides no tool `{}` (it provides: {})",
+            request.plugin,
+            request.tool,
+            registry.names().join(", ")
+        );
+    };
+    let mut report = json!({"plugin": request.plugin, "tool": request.tool, "input": input});
+    let problems = tool.schema_errors(&input);
+    if !problems.is_empty() {
+        report["error"] = json!(format!(
+            "the input does not match the tool's schema: {}",
+            problems.join("; ")
+        ));
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::FAILURE);
+    }
+    let component = tool.component().await?;
+    let plan = match component.plan(&request.tool, &input.to_string()).await? {
+        Ok(plan) => plan,
+        Err(message) => {
+            report["error"] = json!(format!("the tool rejected the input: {message}"));
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    report["requested"] = json!(plan.needs);
+    report["concurrency_safe"] = json!(plan.concurrency_safe);
+    report["ceiling"] = json!(tool.ceiling.describe());
+
+    let policy = call_policy(&request, paths)?;
+    let mut verdict = policy.decide(&request.tool, &plan.needs, &tool.ceiling);
+    if request.yes && matches!(verdict.outcome, Outcome::Ask(_)) {
+        verdict = policy.approve(&request.tool, &plan.needs, &tool.ceiling);
+    }
+    report["basis"] = json!(verdict.basis);
+    let grant = match verdict.outcome {
+        Outcome::Allow(grant) => grant,
+        Outcome::Ask(message) => {
+            report["verdict"] = json!("ask");
+            report["message"] = json!(format!(
+                "{message} (approve with --yes, or allow it with --allowedTools)"
+            ));
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            return Ok(ExitCode::FAILURE);
+        }
+        Outcome::Deny(message) => {
+            report["verdict"] = json!("deny");
+            report["message"] = json!(message);
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    report["verdict"] = json!("allow");
+    report["granted"] = json!(grant.describe());
+    let limits = tool.limits.unwrap_or_default();
+    let context = CallContext {
+        tool_use_id: format!("toolu_local_{}", uuid::Uuid::new_v4().simple()),
+        session_id: uuid::Uuid::new_v4().to_string(),
+    };
+    let answer = component
+        .call_in_session(
+            &request.tool,
+            &input.to_string(),
+            &grant,
+            &limits,
+            None,
+            &context,
+        )
+        .await;
+    let ok = match answer {
+        Ok(Ok(output)) => {
+            let content: Vec<Value> = output
+                .content
+                .iter()
+                .map(|c| match c {
+                    ToolContent::Text(text) => json!({"type": "text", "text": text}),
+                    ToolContent::Image { media_type, data } => {
+                        json!({"type": "image", "media_type": media_type, "bytes": data.len()})
+                    }
+                })
+                .collect();
+            report["result"] = json!({"is_error": output.is_error, "content": content});
+            !output.is_error
+        }
+        Ok(Err(ToolFailure::InvalidInput(message))) => {
+            report["result"] = json!({"is_error": true, "invalid_input": message});
+            false
+        }
+        Ok(Err(ToolFailure::Failed(message))) => {
+            report["result"] = json!({"is_error": true, "failed": message});
+            false
+        }
+        Err(e) => {
+            report["result"] = json!({"is_error": true, "sandbox": e.to_string()});
+            false
+        }
+    };
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn call_policy(request: &CallRequest, paths: &Paths) -> anyhow::Result<Policy> {
+    let anchors = Anchors {
+        cwd: paths.cwd.clone(),
+        home: paths.home.clone(),
+        project: paths.cwd.clone(),
+    };
+    let source = RuleSource {
+        kind: SourceKind::CliFlag,
+        file: None,
+    };
+    let mut rules = Vec::new();
+    for (kind, list) in [
+        (RuleKind::Deny, &request.disallowed_tools),
+        (RuleKind::Allow, &request.allowed_tools),
+    ] {
+        for text in list.iter().flat_map(|l| super::split_rules(l)) {
+            rules.push(Rule::parse(&text, kind, source.clone(), &anchors)?);
+        }
+    }
+    Ok(Policy::from_config(PolicyConfig {
+        rules: RuleSet::new(rules),
+        home: paths.home.clone(),
+        config_dir: paths.config_dir.clone(),
+        ..PolicyConfig::new(request.permission_mode, &paths.cwd)
+    }))
+}
+
+/// A registry holding one plugin: installed (user, then project scope),
+/// first-party, or a local `.wasm` with its manifest.
+async fn load_one(sandbox: &Sandbox, paths: &Paths, plugin: &str) -> anyhow::Result<ToolRegistry> {
+    let places = Placeholders::current(&paths.cwd);
+    let mut registry = ToolRegistry::default();
+    let as_file = Path::new(plugin);
+    if plugin.ends_with(".wasm") || as_file.is_file() {
+        let wasm = std::fs::read(as_file).with_context(|| format!("reading {plugin}"))?;
+        let (manifest, _) = find_local_manifest(as_file, &wasm)?;
+        let component = ToolComponent::load(sandbox, &manifest.plugin.name, &wasm).await?;
+        registry.add_with_limits(
+            component,
+            Arc::new(manifest.ceiling(&places)?),
+            Some(manifest.limits(&CallLimits::default())),
+        )?;
+        return Ok(registry);
+    }
+    for store in stores(paths) {
+        if let Ok(record) = store.get(plugin) {
+            registry.add_installed(sandbox, &store, &record, &places, &CallLimits::default())?;
+            return Ok(registry);
+        }
+    }
+    if let Some(builtin) = crate::plugins::BUILTIN_PLUGINS
+        .iter()
+        .find(|p| p.name == plugin)
+    {
+        let component = ToolComponent::load(sandbox, builtin.name, builtin.wasm).await?;
+        registry.add(component, Arc::new((builtin.ceiling)()))?;
+        return Ok(registry);
+    }
+    bail!("no plugin `{plugin}`: not installed, not first-party, and not a .wasm file")
+}

@@ -1,0 +1,443 @@
+//! `carapace plugin add`: fetch, validate, show, approve, pin, precompile,
+//! record. Nothing is written until every check has passed and the user (or
+//! `--yes`) has approved; a rejected plugin leaves the store as it was.
+
+use super::manifest::{Manifest, ManifestError};
+use super::store::{InstalledPlugin, PluginStore, RecordedTool, StoreError, digest};
+use super::{RegistryError, ToolRegistry};
+use crate::policy::Ceiling;
+use crate::sandbox::{CacheOutcome, Sandbox, SandboxError, ToolComponent};
+use futures::StreamExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Components larger than this are refused before they are read whole.
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("`{0}` is neither a file nor an http(s) URL")]
+    Source(String),
+    #[error("a plugin from a URL must be pinned: add `#sha256=<hex digest>` to {0}")]
+    Unpinned(String),
+    #[error("`{0}` is not a SHA-256 digest (64 hex digits)")]
+    BadPin(String),
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("downloading {url}: {reason}")]
+    Download { url: String, reason: String },
+    #[error("the component is larger than {} MiB", MAX_COMPONENT_BYTES >> 20)]
+    TooLarge,
+    #[error("the digest does not match the pin: expected sha256 {expected}, got {actual}")]
+    DigestMismatch { expected: String, actual: String },
+    #[error(
+        "no manifest: pass --manifest FILE, put {0} or carapace-plugin.toml next to the component, or embed one with `carapace plugin pack`"
+    )]
+    NoManifest(String),
+    #[error("{path}: {source}")]
+    Manifest {
+        path: String,
+        #[source]
+        source: ManifestError,
+    },
+    #[error("this is not a usable tool plugin: {0}")]
+    Component(#[source] SandboxError),
+    #[error("{0}")]
+    Tools(#[source] RegistryError),
+    #[error(
+        "the manifest lists tools {listed:?}, but the component provides {provided:?}: they must be the same"
+    )]
+    ToolMismatch {
+        listed: Vec<String>,
+        provided: Vec<String>,
+    },
+    #[error("tool `{tool}` is already provided by {owner}; remove one of them first")]
+    Clash { tool: String, owner: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Where a plugin comes from: a local file or a pinned URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginSource {
+    Path { path: PathBuf, pin: Option<String> },
+    Url { url: String, pin: String },
+}
+
+impl PluginSource {
+    /// Parses `PATH`, `PATH#sha256=HEX` or `URL#sha256=HEX`.
+    pub fn parse(text: &str) -> Result<Self, InstallError> {
+        let (location, pin) = match text.rsplit_once("#sha256=") {
+            Some((location, pin)) => {
+                let pin = pin.to_ascii_lowercase();
+                if pin.len() != 64 || !pin.chars().all(|c| c.is_ascii_hexdigit()) {
+                    return Err(InstallError::BadPin(pin));
+                }
+                (location, Some(pin))
+            }
+            None => (text, None),
+        };
+        if location.starts_with("http://") || location.starts_with("https://") {
+            let pin = pin.ok_or_else(|| InstallError::Unpinned(text.to_string()))?;
+            return Ok(Self::Url {
+                url: location.to_string(),
+                pin,
+            });
+        }
+        if location.contains("://") {
+            return Err(InstallError::Source(text.to_string()));
+        }
+        Ok(Self::Path {
+            path: PathBuf::from(location),
+            pin,
+        })
+    }
+
+    fn pin(&self) -> Option<&str> {
+        match self {
+            PluginSource::Path { pin, .. } => pin.as_deref(),
+            PluginSource::Url { pin, .. } => Some(pin),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            PluginSource::Path { path, .. } => std::fs::canonicalize(path)
+                .unwrap_or_else(|_| path.clone())
+                .display()
+                .to_string(),
+            PluginSource::Url { url, .. } => url.clone(),
+        }
+    }
+}
+
+/// A validated plugin, not yet approved nor written anywhere.
+#[derive(Debug)]
+pub struct Candidate {
+    pub record: InstalledPlugin,
+    pub wasm: Vec<u8>,
+    /// Where the manifest came from (a file, or "embedded").
+    pub manifest_origin: String,
+    pub compile_outcome: CacheOutcome,
+    /// The version this one replaces, when the name is installed already.
+    pub replaces: Option<InstalledPlugin>,
+}
+
+impl Candidate {
+    /// Whether installing needs a new approval: always for a new plugin or
+    /// changed bytes; reinstalling the identical approved plugin does not.
+    pub fn needs_approval(&self) -> bool {
+        self.replaces.as_ref().is_none_or(|old| {
+            old.digest != self.record.digest || old.manifest != self.record.manifest
+        })
+    }
+
+    /// What the user approves, one line each.
+    pub fn summary(&self) -> Vec<String> {
+        let r = &self.record;
+        let m = &r.manifest;
+        let mut lines = vec![
+            format!("plugin    {} {}", m.plugin.name, m.plugin.version),
+            format!("source    {}", r.source),
+            format!("sha256    {}", r.digest),
+            format!("contract  carapace:tool@{}", r.contract),
+            format!(
+                "size      {} bytes, compiled in {} ms",
+                r.size, r.compile_ms
+            ),
+            format!("manifest  {}", self.manifest_origin),
+        ];
+        if !m.plugin.description.is_empty() {
+            lines.push(format!("about     {}", m.plugin.description));
+        }
+        lines.push(format!(
+            "tools     {}",
+            r.tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        lines.push("it may be granted, at most:".into());
+        lines.extend(m.describe_ceiling().into_iter().map(|l| format!("  - {l}")));
+        let limits = &m.limits;
+        lines.push(format!(
+            "limits    {} per call, {} memory",
+            limits
+                .timeout_secs
+                .map_or("host default time".to_string(), |t| format!("{t} s")),
+            limits
+                .memory_mib
+                .map_or("host default".to_string(), |m| format!("{m} MiB")),
+        ));
+        if let Some(old) = &self.replaces {
+            if old.digest == r.digest {
+                lines.push(format!(
+                    "replaces  the same component, installed {}",
+                    old.installed_at
+                ));
+            } else {
+                lines.push(format!(
+                    "replaces  {} {} (sha256 {}): different bytes, so it needs approval again",
+                    old.manifest.plugin.name, old.manifest.plugin.version, old.digest
+                ));
+            }
+            if old.manifest.ceiling != m.ceiling {
+                lines.push("          and its ceiling changed".into());
+            }
+        }
+        lines
+    }
+}
+
+/// Everything `prepare` needs to know about what is installed already.
+pub struct InstallContext<'a> {
+    pub sandbox: &'a Sandbox,
+    pub store: &'a PluginStore,
+    /// Other stores whose tools a new plugin must not clash with.
+    pub others: &'a [PluginStore],
+    /// The first-party tools' names.
+    pub builtin_tools: &'a [String],
+    pub http: &'a reqwest::Client,
+}
+
+/// Reads, checks and compiles a plugin; returns it for approval.
+pub async fn prepare(
+    cx: &InstallContext<'_>,
+    source: &PluginSource,
+    manifest_path: Option<&Path>,
+) -> Result<Candidate, InstallError> {
+    let wasm = fetch(cx.http, source).await?;
+    let actual = digest(&wasm);
+    if let Some(expected) = source.pin()
+        && expected != actual
+    {
+        return Err(InstallError::DigestMismatch {
+            expected: expected.to_string(),
+            actual,
+        });
+    }
+    let (manifest, manifest_origin) = find_manifest(source, manifest_path, &wasm)?;
+
+    let started = Instant::now();
+    let name = manifest.plugin.name.clone();
+    let component = ToolComponent::load(cx.sandbox, &name, &wasm)
+        .await
+        .map_err(InstallError::Component)?;
+    let compile = started.elapsed();
+
+    // The registry's own checks: valid names, no duplicates, valid schemas.
+    let mut registry = ToolRegistry::default();
+    registry
+        .add(component.clone(), Arc::new(Ceiling::none()))
+        .map_err(InstallError::Tools)?;
+    let mut provided: Vec<String> = component.tools().iter().map(|t| t.name.clone()).collect();
+    let mut listed = manifest.plugin.tools.clone();
+    provided.sort();
+    listed.sort();
+    if provided != listed {
+        return Err(InstallError::ToolMismatch { listed, provided });
+    }
+
+    for tool in &provided {
+        if cx.builtin_tools.contains(tool) {
+            return Err(InstallError::Clash {
+                tool: tool.clone(),
+                owner: "carapace's first-party tools".into(),
+            });
+        }
+        for store in std::iter::once(cx.store).chain(cx.others) {
+            for installed in store.list().into_iter().flatten() {
+                let replacing = store.scope() == cx.store.scope() && installed.name() == name;
+                if !replacing && installed.tools.iter().any(|t| &t.name == tool) {
+                    return Err(InstallError::Clash {
+                        tool: tool.clone(),
+                        owner: format!(
+                            "plugin `{}` ({} scope)",
+                            installed.name(),
+                            store.scope().as_str()
+                        ),
+                    });
+                }
+            }
+        }
+    }
+
+    let replaces = cx.store.get(&name).ok();
+    let record = InstalledPlugin {
+        contract: component.contract_version().to_string(),
+        tools: component.tools().iter().map(RecordedTool::from).collect(),
+        digest: actual,
+        source: source.describe(),
+        size: wasm.len() as u64,
+        compile_ms: duration_ms(compile),
+        installed_at: jiff::Timestamp::now().to_string(),
+        manifest,
+    };
+    Ok(Candidate {
+        record,
+        wasm,
+        manifest_origin,
+        compile_outcome: component.load_outcome(),
+        replaces,
+    })
+}
+
+/// Writes an approved candidate into its store.
+pub fn commit(store: &PluginStore, candidate: &Candidate) -> Result<(), InstallError> {
+    store.put(&candidate.record, &candidate.wasm)?;
+    Ok(())
+}
+
+fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+async fn fetch(http: &reqwest::Client, source: &PluginSource) -> Result<Vec<u8>, InstallError> {
+    match source {
+        PluginSource::Path { path, .. } => {
+            let read = |source| InstallError::Read {
+                path: path.clone(),
+                source,
+            };
+            let meta = std::fs::metadata(path).map_err(read)?;
+            if !meta.is_file() {
+                return Err(InstallError::Source(path.display().to_string()));
+            }
+            if meta.len() > MAX_COMPONENT_BYTES {
+                return Err(InstallError::TooLarge);
+            }
+            std::fs::read(path).map_err(read)
+        }
+        PluginSource::Url { url, .. } => {
+            let failed = |reason: String| InstallError::Download {
+                url: url.clone(),
+                reason,
+            };
+            let response = http
+                .get(url)
+                .send()
+                .await
+                .map_err(|e| failed(e.to_string()))?;
+            if !response.status().is_success() {
+                return Err(failed(format!("HTTP {}", response.status())));
+            }
+            if response
+                .content_length()
+                .is_some_and(|n| n > MAX_COMPONENT_BYTES)
+            {
+                return Err(InstallError::TooLarge);
+            }
+            let mut body = Vec::new();
+            let mut stream = response.bytes_stream();
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| failed(e.to_string()))?;
+                if (body.len() + chunk.len()) as u64 > MAX_COMPONENT_BYTES {
+                    return Err(InstallError::TooLarge);
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(body)
+        }
+    }
+}
+
+/// The manifest: `--manifest`, else embedded, else `NAME.toml` or
+/// `carapace-plugin.toml` beside a local component.
+fn find_manifest(
+    source: &PluginSource,
+    explicit: Option<&Path>,
+    wasm: &[u8],
+) -> Result<(Manifest, String), InstallError> {
+    match (explicit, source) {
+        (Some(path), _) => manifest_file(path),
+        (None, PluginSource::Path { path, .. }) => find_local_manifest(path, wasm),
+        (None, PluginSource::Url { .. }) => embedded(wasm)?
+            .map(|m| (m, "embedded in the component".to_string()))
+            .ok_or_else(|| InstallError::NoManifest("a manifest".into())),
+    }
+}
+
+/// The manifest of a component on disk: embedded, else `NAME.toml`, else
+/// `carapace-plugin.toml` in its directory.
+pub fn find_local_manifest(
+    component: &Path,
+    wasm: &[u8],
+) -> Result<(Manifest, String), InstallError> {
+    if let Some(manifest) = embedded(wasm)? {
+        return Ok((manifest, "embedded in the component".into()));
+    }
+    let dir = component.parent().unwrap_or(Path::new("."));
+    let beside = [
+        component.with_extension("toml"),
+        dir.join("carapace-plugin.toml"),
+    ];
+    match beside.iter().find(|p| p.is_file()) {
+        Some(path) => manifest_file(path),
+        None => Err(InstallError::NoManifest(beside[0].display().to_string())),
+    }
+}
+
+fn embedded(wasm: &[u8]) -> Result<Option<Manifest>, InstallError> {
+    Manifest::embedded(wasm).map_err(|source| InstallError::Manifest {
+        path: "the embedded manifest".into(),
+        source,
+    })
+}
+
+fn manifest_file(path: &Path) -> Result<(Manifest, String), InstallError> {
+    let text = std::fs::read_to_string(path).map_err(|source| InstallError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let manifest = Manifest::parse(&text).map_err(|source| InstallError::Manifest {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok((manifest, path.display().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_parse_and_urls_need_a_pin() -> Result<(), InstallError> {
+        let pin = "ab".repeat(32);
+        assert_eq!(
+            PluginSource::parse("./x.wasm")?,
+            PluginSource::Path {
+                path: "./x.wasm".into(),
+                pin: None
+            }
+        );
+        assert_eq!(
+            PluginSource::parse(&format!(
+                "https://e.com/x.wasm#sha256={}",
+                pin.to_uppercase()
+            ))?,
+            PluginSource::Url {
+                url: "https://e.com/x.wasm".into(),
+                pin: pin.clone()
+            }
+        );
+        assert!(matches!(
+            PluginSource::parse("https://e.com/x.wasm"),
+            Err(InstallError::Unpinned(_))
+        ));
+        assert!(matches!(
+            PluginSource::parse("x.wasm#sha256=123"),
+            Err(InstallError::BadPin(_))
+        ));
+        assert!(matches!(
+            PluginSource::parse("ftp://e.com/x.wasm"),
+            Err(InstallError::Source(_))
+        ));
+        Ok(())
+    }
+}
