@@ -22,6 +22,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+/// `println!` that does not panic when stdout is closed (`| head`).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 #[derive(Debug, clap::Subcommand)]
 pub enum PluginCommand {
     /// Validate a tool plugin, show what it may be granted, and install it
@@ -132,7 +139,7 @@ pub async fn plugin(command: PluginCommand, paths: &Paths) -> anyhow::Result<Exi
             let (store, record) = find(paths, &name, scope)?;
             let status = status(&store, &record);
             if json {
-                println!(
+                say!(
                     "{}",
                     serde_json::to_string_pretty(&inspect_json(&store, &record, &status))?
                 );
@@ -144,7 +151,7 @@ pub async fn plugin(command: PluginCommand, paths: &Paths) -> anyhow::Result<Exi
         PluginCommand::Remove { name, scope } => {
             let (store, _) = find(paths, &name, scope)?;
             let removed = store.remove(&name)?;
-            println!(
+            say!(
                 "removed {} {} ({} scope)",
                 removed.name(),
                 removed.manifest.plugin.version,
@@ -166,7 +173,7 @@ pub async fn plugin(command: PluginCommand, paths: &Paths) -> anyhow::Result<Exi
             let packed = crate::plugins::manifest::embed(&wasm, &parsed)?;
             std::fs::write(&output, &packed)
                 .with_context(|| format!("writing {}", output.display()))?;
-            println!(
+            say!(
                 "{} (sha256 {})",
                 output.display(),
                 crate::plugins::store::digest(&packed)
@@ -204,10 +211,10 @@ async fn add(
     };
     let candidate = install::prepare(&cx, &source, manifest).await?;
     for line in candidate.summary() {
-        println!("{line}");
+        say!("{line}");
     }
     if !candidate.needs_approval() {
-        println!(
+        say!(
             "{} is already installed with these exact bytes and manifest; nothing to do",
             candidate.record.name()
         );
@@ -217,7 +224,7 @@ async fn add(
         bail!("not installed: the plugin was not approved");
     }
     install::commit(&store, &candidate)?;
-    println!(
+    say!(
         "installed {} {} ({} scope, {})",
         candidate.record.name(),
         candidate.record.manifest.plugin.version,
@@ -298,11 +305,11 @@ fn list(paths: &Paths, json: bool) {
         }
     }
     if json {
-        println!("{}", Value::Array(rows));
+        say!("{}", Value::Array(rows));
         return;
     }
     if rows.is_empty() {
-        println!("no plugins installed (add one with `carapace plugin add FILE.wasm`)");
+        say!("no plugins installed (add one with `carapace plugin add FILE.wasm`)");
         return;
     }
     for row in rows {
@@ -311,7 +318,7 @@ fn list(paths: &Paths, json: bool) {
             .as_array()
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        println!(
+        say!(
             "{:<24} {:<10} {:<8} tool@{:<6} {:<30} {}",
             text("name"),
             text("version"),
@@ -354,30 +361,30 @@ fn inspect_json(store: &PluginStore, record: &InstalledPlugin, status: &str) -> 
 
 fn print_inspect(store: &PluginStore, record: &InstalledPlugin, status: &str) {
     let m = &record.manifest;
-    println!("{} {}", record.name(), m.plugin.version);
+    say!("{} {}", record.name(), m.plugin.version);
     if !m.plugin.description.is_empty() {
-        println!("  {}", m.plugin.description);
+        say!("  {}", m.plugin.description);
     }
-    println!("scope      {}", store.scope().as_str());
-    println!("path       {}", store.component_path(record).display());
-    println!("source     {}", record.source);
-    println!("sha256     {}", record.digest);
-    println!("contract   carapace:tool@{}", record.contract);
-    println!("size       {} bytes", record.size);
-    println!("compiled   in {} ms at install", record.compile_ms);
-    println!("installed  {}", record.installed_at);
-    println!("status     {status}");
-    println!("ceiling");
+    say!("scope      {}", store.scope().as_str());
+    say!("path       {}", store.component_path(record).display());
+    say!("source     {}", record.source);
+    say!("sha256     {}", record.digest);
+    say!("contract   carapace:tool@{}", record.contract);
+    say!("size       {} bytes", record.size);
+    say!("compiled   in {} ms at install", record.compile_ms);
+    say!("installed  {}", record.installed_at);
+    say!("status     {status}");
+    say!("ceiling");
     for line in m.describe_ceiling() {
-        println!("  - {line}");
+        say!("  - {line}");
     }
     for tool in &record.tools {
-        println!("tool {}", tool.name);
-        println!("  {}", tool.description.replace('\n', "\n  "));
+        say!("tool {}", tool.name);
+        say!("  {}", tool.description.replace('\n', "\n  "));
         let schema = serde_json::from_str::<Value>(&tool.input_schema)
             .and_then(|v| serde_json::to_string_pretty(&v))
             .unwrap_or_else(|_| tool.input_schema.clone());
-        println!("  input schema: {}", schema.replace('\n', "\n  "));
+        say!("  input schema: {}", schema.replace('\n', "\n  "));
     }
 }
 
@@ -437,7 +444,7 @@ pub async fn tool_call(request: CallRequest, paths: &Paths) -> anyhow::Result<Ex
             "the input does not match the tool's schema: {}",
             problems.join("; ")
         ));
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        say!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::FAILURE);
     }
     let component = tool.component().await?;
@@ -445,7 +452,7 @@ pub async fn tool_call(request: CallRequest, paths: &Paths) -> anyhow::Result<Ex
         Ok(plan) => plan,
         Err(message) => {
             report["error"] = json!(format!("the tool rejected the input: {message}"));
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            say!("{}", serde_json::to_string_pretty(&report)?);
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -466,13 +473,13 @@ pub async fn tool_call(request: CallRequest, paths: &Paths) -> anyhow::Result<Ex
             report["message"] = json!(format!(
                 "{message} (approve with --yes, or allow it with --allowedTools)"
             ));
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            say!("{}", serde_json::to_string_pretty(&report)?);
             return Ok(ExitCode::FAILURE);
         }
         Outcome::Deny(message) => {
             report["verdict"] = json!("deny");
             report["message"] = json!(message);
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            say!("{}", serde_json::to_string_pretty(&report)?);
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -521,7 +528,7 @@ pub async fn tool_call(request: CallRequest, paths: &Paths) -> anyhow::Result<Ex
             false
         }
     };
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    say!("{}", serde_json::to_string_pretty(&report)?);
     Ok(if ok {
         ExitCode::SUCCESS
     } else {

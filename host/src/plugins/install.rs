@@ -147,8 +147,13 @@ impl Candidate {
             format!("sha256    {}", r.digest),
             format!("contract  carapace:tool@{}", r.contract),
             format!(
-                "size      {} bytes, compiled in {} ms",
-                r.size, r.compile_ms
+                "size      {} bytes, {} in {} ms",
+                r.size,
+                match self.compile_outcome {
+                    CacheOutcome::Compiled => "compiled",
+                    CacheOutcome::Hit => "loaded from the compile cache",
+                },
+                r.compile_ms
             ),
             format!("manifest  {}", self.manifest_origin),
         ];
