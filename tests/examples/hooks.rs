@@ -2,68 +2,22 @@
 //! that language's toolchain by its own `build.sh`, then run through the loop
 //! as settings load it, granted only its audit directory. Each must deny the
 //! same recursive deletions, let the rest through and log every call.
-//!
-//! A language whose toolchain is not installed is skipped with a message —
-//! unless `CARAPACE_REQUIRE_EXAMPLES=1` (CI sets it, having installed them
-//! all), where a missing toolchain fails the test.
+//! (A missing toolchain: see `build.rs`.)
 
+#[path = "build.rs"]
+mod builder;
 #[path = "../agent/support.rs"]
 mod support;
 
 use carapace::cli::print::Prompts;
 use scripted_server::{Block, Reply};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use support::{Setup, TestResult, hook_on, workspace};
 
-type BoxError = Box<dyn std::error::Error>;
-
-/// The repository root.
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Where the examples are built: next to the rest of the build output.
-fn build_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("..")
-        .join("examples")
-}
-
-/// Builds one example (under a lock: test binaries may run at once);
-/// `None` when its toolchain is missing and that is allowed.
-fn build(language: &str) -> Result<Option<PathBuf>, BoxError> {
-    let out = build_dir().join("out");
-    std::fs::create_dir_all(&out)?;
-    let lock = std::fs::File::create(out.join(format!("{language}.lock")))?;
-    lock.lock()?;
-    let script = root()
-        .join("examples")
-        .join("hooks")
-        .join(language)
-        .join("build.sh");
-    let built = Command::new("bash")
-        .arg(&script)
-        .arg(&out)
-        .env("CARGO_TARGET_DIR", build_dir())
-        // The nested cargo (Rust example, C componentizer) must not inherit
-        // the test build's flags.
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .output()?;
-    let stderr = String::from_utf8_lossy(&built.stderr);
-    match built.status.code() {
-        Some(0) => Ok(Some(out.join(format!("audit-policy-{language}.wasm")))),
-        Some(3) if std::env::var("CARAPACE_REQUIRE_EXAMPLES").as_deref() != Ok("1") => {
-            eprintln!(
-                "SKIPPED: the {language} hook example: its toolchain is missing: {}",
-                stderr.trim()
-            );
-            Ok(None)
-        }
-        _ => Err(format!("{} failed ({}):\n{stderr}", script.display(), built.status).into()),
-    }
+/// Builds the hook example in `language`.
+fn build(language: &str) -> Result<Option<std::path::PathBuf>, builder::BoxError> {
+    builder::build("hooks", language, &format!("audit-policy-{language}.wasm"))
 }
 
 /// The calls the model makes, with whether the policy must deny each.

@@ -45,6 +45,8 @@ pub enum InstallError {
         #[source]
         source: ManifestError,
     },
+    #[error("this is not a tool plugin: {0}")]
+    NotComponent(&'static str),
     #[error("this is not a usable tool plugin: {0}")]
     Component(#[source] SandboxError),
     #[error("{0}")]
@@ -227,6 +229,15 @@ pub async fn prepare(
             actual,
         });
     }
+    if !wasmparser::Parser::is_component(&wasm) {
+        return Err(InstallError::NotComponent(
+            if wasmparser::Parser::is_core_wasm(&wasm) {
+                "it is a core WebAssembly module, not a component: build for wasm32-wasip2, or wrap it with `wasm-tools component new`"
+            } else {
+                "it is not WebAssembly at all"
+            },
+        ));
+    }
     let (manifest, manifest_origin) = find_manifest(source, manifest_path, &wasm)?;
 
     let started = Instant::now();
@@ -390,7 +401,7 @@ pub fn find_local_manifest(
 
 fn embedded(wasm: &[u8]) -> Result<Option<Manifest>, InstallError> {
     Manifest::embedded(wasm).map_err(|source| InstallError::Manifest {
-        path: "the embedded manifest".into(),
+        path: "its carapace-plugin section".into(),
         source,
     })
 }

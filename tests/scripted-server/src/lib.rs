@@ -244,6 +244,8 @@ struct Shared {
     messages_requests: usize,
     /// Gates passed (`true`) or timed out (`false`), by label.
     gates: Vec<(String, bool)>,
+    /// Static files served on `GET /files/NAME` (plugin downloads).
+    files: BTreeMap<String, Vec<u8>>,
 }
 
 /// A running scripted server. Stops when dropped.
@@ -305,6 +307,14 @@ impl ScriptedServer {
             .lock()
             .map(|s| s.gates.clone())
             .unwrap_or_default()
+    }
+
+    /// Serves `bytes` on `GET /files/NAME`; returns its URL.
+    pub fn serve_file(&self, name: &str, bytes: Vec<u8>) -> String {
+        if let Ok(mut state) = self.shared.lock() {
+            state.files.insert(name.to_string(), bytes);
+        }
+        format!("{}/files/{name}", self.url())
     }
 
     /// Replies not yet used.
@@ -383,6 +393,20 @@ async fn handle(
             body,
             received_at: Instant::now(),
         });
+        if method == "GET"
+            && let Some(file) = path
+                .strip_prefix("/files/")
+                .and_then(|name| state.files.get(name))
+        {
+            let body = Full::new(Bytes::from(file.clone()))
+                .map_err(|never| match never {})
+                .boxed();
+            return Response::builder()
+                .status(200)
+                .header("content-type", "application/wasm")
+                .body(body)
+                .map_err(std::io::Error::other);
+        }
         if method != "POST" || path != "/v1/messages" {
             // Only Messages requests consume replies: clients also probe `/`.
             return Ok(error_response(
