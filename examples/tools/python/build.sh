@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds the Python WordCount plugin: build.sh [OUT_DIR]
+# Writes OUT_DIR/word-count-python.wasm and its manifest beside it.
+# Needs componentize-py from PyPI (pip install componentize-py==0.25.1).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:-$here/../out}"
+mkdir -p "$out"
+if ! command -v componentize-py >/dev/null; then
+  echo "componentize-py is not installed: pip install componentize-py==0.25.1" >&2
+  exit 3
+fi
+componentize-py -d "$here/../../../wit/tool/v0.2.0" -w tool-plugin \
+  componentize -p "$here" app -o "$out/word-count-python.wasm" >&2
+cp "$here/carapace-plugin.toml" "$out/word-count-python.toml"
