@@ -272,6 +272,25 @@ fn example(language: &str) -> TestResult {
     );
     assert_eq!(report["verdict"], "allow");
     assert_eq!(report["result"]["content"][0]["text"], REPORT);
+
+    // Punctuation, case, tabs, CRLF, form feeds and ties: every language
+    // splits, trims, folds and ranks the same way.
+    let tricky = other.ws().join("tricky.txt");
+    std::fs::write(&tricky, "Hello, hello!\tWORLD\r\nworld -- x\x0cx x\n")?;
+    let call = other.run(&[
+        "tool",
+        "call",
+        &name,
+        "WordCount",
+        "--input",
+        &json!({"file_path": tricky, "top": 3}).to_string(),
+    ])?;
+    let report: Value = serde_json::from_str(&call.stdout)?;
+    assert_eq!(
+        report["result"]["content"][0]["text"],
+        "lines: 2\nwords: 8\nbytes: 36\ntop: x 3, hello 2, world 2\n",
+        "{language}"
+    );
     Ok(())
 }
 
