@@ -22,7 +22,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$toolchain" bindgen "$wit" tool-plugin "$work"
 python3 -m ziglang cc -target wasm32-wasi -mexec-model=reactor -O2 -s \
-  -Wall -Wextra -Werror -Wno-unused-parameter -I"$work" \
+  -Wall -Wextra -Werror -Wno-unused-parameter -I"$work" -Wl,-z,stack-size=131072 \
   -o "$work/core.wasm" "$here/tool.c" "$work/tool_plugin.c" "$work/tool_plugin_component_type.c"
 "$toolchain" componentize "$wit" tool-plugin "$work/core.wasm" "$out/word-count-c.wasm"
 cp "$here/carapace-plugin.toml" "$out/word-count-c.toml"

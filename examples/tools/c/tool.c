@@ -353,7 +353,7 @@ bool exports_carapace_tool_tool_provider_call(tool_plugin_string_t *tool, tool_p
   FILE *f = fopen(in.file_path, "rb");
   buf_t data = {0};
   if (f) {
-    char chunk[65536];
+    static char chunk[65536];  // off the (128 KiB) stack
     size_t got;
     while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) buf_put(&data, chunk, got);
     if (ferror(f)) { fclose(f); f = NULL; }

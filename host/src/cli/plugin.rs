@@ -491,7 +491,7 @@ pub async fn tool_call(request: CallRequest, paths: &Paths) -> anyhow::Result<Ex
         session_id: uuid::Uuid::new_v4().to_string(),
     };
     let answer = component
-        .call_in_session(
+        .call_measured(
             &request.tool,
             &input.to_string(),
             &grant,
@@ -500,6 +500,10 @@ pub async fn tool_call(request: CallRequest, paths: &Paths) -> anyhow::Result<Ex
             &context,
         )
         .await;
+    let answer = answer.map(|(answer, memory)| {
+        report["instance_memory_bytes"] = json!(memory);
+        answer
+    });
     let ok = match answer {
         Ok(Ok(output)) => {
             let content: Vec<Value> = output

@@ -193,6 +193,8 @@ pub(crate) struct CallIo {
 pub(crate) struct Captured {
     pub(crate) stdout: Vec<u8>,
     pub(crate) stderr: Vec<u8>,
+    /// Linear memory the instance held at the end of the call.
+    pub(crate) memory_bytes: usize,
 }
 
 type Boxed<'a, T> =
@@ -244,6 +246,7 @@ impl SandboxInner {
         let captured = Captured {
             stdout: stdout.map(|p| p.contents().to_vec()).unwrap_or_default(),
             stderr: stderr.contents().to_vec(),
+            memory_bytes: store.data().limiter.in_use(),
         };
         match outcome {
             Err(_) => Err(SandboxError::Timeout(limits.deadline)),

@@ -45,6 +45,12 @@ impl CallLimiter {
         }
     }
 
+    /// Linear memory the store's instances hold now (memories only grow,
+    /// so after a call this is its peak).
+    pub(crate) fn in_use(&self) -> usize {
+        self.in_use
+    }
+
     pub(crate) fn refused_growth(&self) -> bool {
         self.refused
     }

@@ -366,11 +366,27 @@ impl ToolComponent {
         reads: Option<&Arc<ReadLedger>>,
         context: &CallContext,
     ) -> Result<Result<ToolOutput, ToolFailure>, SandboxError> {
+        self.call_measured(tool, input, grant, limits, reads, context)
+            .await
+            .map(|(answer, _)| answer)
+    }
+
+    /// [`call_in_session`](Self::call_in_session), also returning the linear
+    /// memory the call's instance held (what `tool call` reports).
+    pub async fn call_measured(
+        &self,
+        tool: &str,
+        input: &str,
+        grant: &Grant,
+        limits: &CallLimits,
+        reads: Option<&Arc<ReadLedger>>,
+        context: &CallContext,
+    ) -> Result<(Result<ToolOutput, ToolFailure>, usize), SandboxError> {
         let tool = tool.to_string();
         let input = input.to_string();
         let context = context.clone();
-        let answer = self
-            .run(grant, limits, reads, move |contract, store| {
+        let (answer, memory_bytes) = self
+            .run_captured(grant, limits, reads, move |contract, store| {
                 Box::pin(async move {
                     match contract {
                         Contract::V0_1(p) => v0_1::call(p, store, &tool, &input, &context).await,
@@ -388,7 +404,7 @@ impl ToolComponent {
                 });
             }
         }
-        Ok(answer)
+        Ok((answer, memory_bytes))
     }
 
     /// Instantiates with `grant` under `limits` and runs `f`, mapping traps,
@@ -405,8 +421,26 @@ impl ToolComponent {
             Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
         > + Send,
     ) -> Result<R, SandboxError> {
+        self.run_captured(grant, limits, reads, f)
+            .await
+            .map(|(value, _)| value)
+    }
+
+    /// [`run`](Self::run), also returning the instance's linear memory.
+    async fn run_captured<R: Send + 'static>(
+        &self,
+        grant: &Grant,
+        limits: &CallLimits,
+        reads: Option<&Arc<ReadLedger>>,
+        f: impl for<'a> FnOnce(
+            &'a Contract,
+            &'a mut wasmtime::Store<HostState>,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
+        > + Send,
+    ) -> Result<(R, usize), SandboxError> {
         let pre = self.pre.clone();
-        let (value, _) = self
+        let (value, captured) = self
             .sandbox
             .execute(
                 &self.name,
@@ -418,7 +452,7 @@ impl ToolComponent {
                 f,
             )
             .await?;
-        Ok(value)
+        Ok((value, captured.memory_bytes))
     }
 }
 
