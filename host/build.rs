@@ -22,6 +22,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("grep", "carapace_grep.wasm"),
     ("bash", "carapace_bash.wasm"),
     ("webfetch", "carapace_webfetch.wasm"),
+    ("mcp-bridge", "carapace_mcp_bridge.wasm"),
 ];
 
 fn main() {

@@ -93,6 +93,7 @@ impl Sandbox {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|e| SandboxError::Prepare(format!("linking wasi:http: {e:#}")))?;
         super::tool::add_host_interfaces(&mut linker)?;
+        super::mcp::link(&mut linker)?;
 
         let staging = StagingPool::new(&config.staging_parent).map_err(|e| {
             SandboxError::Prepare(format!(
@@ -172,6 +173,7 @@ impl SandboxInner {
             working_dir: self.guest_cwd.clone(),
             commands: grant.commands().to_vec(),
             process: self.process.clone(),
+            mcp: None,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -186,6 +188,8 @@ impl SandboxInner {
 pub(crate) struct CallIo {
     pub(crate) stdin: Option<Vec<u8>>,
     pub(crate) capture_stdout: bool,
+    /// The MCP connection lent to a bridge instance.
+    pub(crate) mcp: Option<Arc<super::mcp::McpChannel>>,
 }
 
 /// What a call left on its standard streams.
@@ -222,6 +226,7 @@ impl SandboxInner {
             .then(|| MemoryOutputPipe::new(STDOUT_CAPTURE_BYTES));
         let (mut store, staged, stderr) =
             self.new_store(plugin, grant, limits, reads, io.stdin, stdout.clone())?;
+        store.data_mut().mcp = io.mcp;
         let outcome = tokio::time::timeout(limits.deadline, async {
             let bindings = instantiate(&mut store).await.map_err(|e| (true, e))?;
             call(&bindings, &mut store).await.map_err(|e| (false, e))
@@ -295,6 +300,7 @@ pub(crate) struct HostState {
     /// The command lines this call may run.
     pub(crate) commands: Vec<String>,
     pub(crate) process: Option<Arc<ProcessConfig>>,
+    pub(crate) mcp: Option<Arc<super::mcp::McpChannel>>,
 }
 
 impl WasiHttpView for HostState {

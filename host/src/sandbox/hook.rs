@@ -324,6 +324,7 @@ impl CommandHook {
         let io = CallIo {
             stdin: Some(stdin),
             capture_stdout: true,
+            mcp: None,
         };
         let ran = self
             .sandbox

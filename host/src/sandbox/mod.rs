@@ -17,6 +17,7 @@ mod grant;
 mod hook;
 mod http;
 mod limits;
+pub mod mcp;
 pub mod process;
 mod staging;
 mod tool;

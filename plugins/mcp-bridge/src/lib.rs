@@ -1,0 +1,326 @@
+//! The MCP bridge: the Model Context Protocol spoken to one server, inside
+//! the sandbox.
+//!
+//! The host lends this instance the server's connection (`transport`) for
+//! one operation and keeps nothing but lines moving; every byte the server
+//! sends is parsed here, where a malformed or hostile reply can only fail
+//! this operation.
+
+wit_bindgen::generate!({
+    world: "mcp-bridge",
+    path: "../../wit/mcp/v0.1.0",
+});
+
+use base64::Engine;
+use carapace::mcp::transport;
+use carapace::mcp::types::{CallOutcome, Content, Events, Image, McpTool, Session, ToolPage};
+use exports::carapace::mcp::bridge::Guest;
+use serde_json::{Value, json};
+
+/// The revisions this bridge speaks, newest first: it offers the first and
+/// accepts any of them in the server's answer.
+const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// How long one wait for the server lasts before waiting again (the host's
+/// deadline for the whole operation ends it).
+const WAIT_MS: u32 = 30_000;
+
+/// JSON-RPC "method not found".
+const METHOD_NOT_FOUND: i64 = -32601;
+
+struct Bridge;
+
+fn send(message: &Value) -> Result<(), String> {
+    transport::send(&message.to_string()).map_err(|e| format!("cannot write to the server: {e}"))
+}
+
+/// Sends a request and reads until its response, answering what the server
+/// asks in between and noting the notifications it sends.
+fn request(id: u64, method: &str, params: Value, events: &mut Events) -> Result<Value, String> {
+    send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+    loop {
+        let Some(line) = transport::receive(WAIT_MS)? else {
+            continue;
+        };
+        let message: Value = serde_json::from_str(&line).map_err(|e| {
+            format!(
+                "the server sent something that is not JSON ({e}): {}",
+                preview(&line)
+            )
+        })?;
+        // A batch (2025-03-26) is handled message by message.
+        let batch = match message {
+            Value::Array(items) => items,
+            single => vec![single],
+        };
+        for message in batch {
+            if let Some(response) = handle(&message, id, events)? {
+                return response;
+            }
+        }
+    }
+}
+
+/// One message from the server: `Some` when it is the response to `id`.
+fn handle(
+    message: &Value,
+    id: u64,
+    events: &mut Events,
+) -> Result<Option<Result<Value, String>>, String> {
+    let Some(object) = message.as_object() else {
+        return Err(format!(
+            "the server sent a message that is not a JSON object: {}",
+            preview(&message.to_string())
+        ));
+    };
+    let method = object.get("method").and_then(Value::as_str);
+    match (method, object.get("id")) {
+        // A request from the server: answer ping, refuse the rest.
+        (Some(method), Some(request_id)) => {
+            let reply = if method == "ping" {
+                json!({"jsonrpc": "2.0", "id": request_id, "result": {}})
+            } else {
+                json!({"jsonrpc": "2.0", "id": request_id, "error": {
+                    "code": METHOD_NOT_FOUND,
+                    "message": format!("carapace does not offer `{method}` to servers"),
+                }})
+            };
+            send(&reply)?;
+            Ok(None)
+        }
+        (Some(method), None) => {
+            if method == "notifications/tools/list_changed" {
+                events.tools_changed = true;
+            }
+            Ok(None)
+        }
+        (None, Some(response_id)) if response_id.as_u64() == Some(id) => {
+            if let Some(result) = object.get("result") {
+                return Ok(Some(Ok(result.clone())));
+            }
+            let error = object.get("error");
+            let text = error
+                .and_then(|e| e.get("message"))
+                .and_then(Value::as_str)
+                .unwrap_or("no message");
+            let code = error
+                .and_then(|e| e.get("code"))
+                .and_then(Value::as_i64)
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default();
+            Ok(Some(Err(format!("the server answered with an error{code}: {text}"))))
+        }
+        // A late answer to an earlier request: not ours.
+        (None, Some(_)) => Ok(None),
+        (None, None) => Err(format!(
+            "the server sent a message that is neither a request, a notification nor a response: {}",
+            preview(&message.to_string())
+        )),
+    }
+}
+
+fn preview(text: &str) -> String {
+    let cut: String = text.chars().take(200).collect();
+    if cut.len() < text.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
+fn text_field(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn read_tool(tool: &Value) -> Result<McpTool, String> {
+    let name = tool
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("the server listed a tool without a name")?
+        .to_string();
+    let schema = tool
+        .get("inputSchema")
+        .filter(|s| s.is_object())
+        .ok_or(format!("the server's tool `{name}` has no inputSchema object"))?;
+    let mut description = text_field(tool, "description");
+    if description.is_empty() {
+        description = text_field(tool, "title");
+    }
+    Ok(McpTool {
+        name,
+        description,
+        input_schema: schema.to_string(),
+        read_only: tool
+            .get("annotations")
+            .and_then(|a| a.get("readOnlyHint"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+fn read_content(block: &Value) -> Content {
+    let kind = block.get("type").and_then(Value::as_str).unwrap_or_default();
+    match kind {
+        "text" => Content::Text(text_field(block, "text")),
+        "image" => {
+            let data = base64::engine::general_purpose::STANDARD.decode(text_field(block, "data"));
+            match data {
+                Ok(data) => Content::Image(Image {
+                    media_type: text_field(block, "mimeType"),
+                    data,
+                }),
+                Err(e) => Content::Text(format!("[an image the server sent could not be decoded: {e}]")),
+            }
+        }
+        "audio" => Content::Text(format!(
+            "[audio ({}), {} base64 characters, not shown]",
+            text_field(block, "mimeType"),
+            text_field(block, "data").len()
+        )),
+        "resource_link" => Content::Text(format!(
+            "[resource {} {}]",
+            text_field(block, "uri"),
+            text_field(block, "name")
+        )),
+        "resource" => {
+            let resource = block.get("resource").cloned().unwrap_or(Value::Null);
+            match resource.get("text").and_then(Value::as_str) {
+                Some(text) => Content::Text(text.to_string()),
+                None => Content::Text(format!(
+                    "[resource {} ({}), binary, not shown]",
+                    text_field(&resource, "uri"),
+                    text_field(&resource, "mimeType")
+                )),
+            }
+        }
+        other => Content::Text(format!("[content of type `{other}`, not shown]")),
+    }
+}
+
+impl Guest for Bridge {
+    fn protocol_versions() -> Vec<String> {
+        PROTOCOL_VERSIONS.iter().map(|v| v.to_string()).collect()
+    }
+
+    fn initialize(client_name: String, client_version: String, request_id: u64) -> Result<Session, String> {
+        let mut events = Events { tools_changed: false };
+        let result = request(
+            request_id,
+            "initialize",
+            json!({
+                "protocolVersion": PROTOCOL_VERSIONS[0],
+                "capabilities": {},
+                "clientInfo": {"name": client_name, "version": client_version},
+            }),
+            &mut events,
+        )?;
+        let version = text_field(&result, "protocolVersion");
+        if !PROTOCOL_VERSIONS.contains(&version.as_str()) {
+            return Err(format!(
+                "the server speaks MCP revision `{version}`; carapace speaks {}",
+                PROTOCOL_VERSIONS.join(", ")
+            ));
+        }
+        send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        let info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
+        Ok(Session {
+            protocol_version: version,
+            server_name: text_field(&info, "name"),
+            server_version: text_field(&info, "version"),
+            instructions: result
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            tools_list_changed: result
+                .pointer("/capabilities/tools/listChanged")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        })
+    }
+
+    fn list_tools(
+        _session: Session,
+        cursor: Option<String>,
+        request_id: u64,
+    ) -> Result<(ToolPage, Events), String> {
+        let mut events = Events { tools_changed: false };
+        let params = match cursor {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let result = request(request_id, "tools/list", params, &mut events)?;
+        let tools = result
+            .get("tools")
+            .and_then(Value::as_array)
+            .ok_or("the server's tools/list answer has no `tools` list")?
+            .iter()
+            .map(read_tool)
+            .collect::<Result<Vec<_>, _>>()?;
+        let next_cursor = result
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string);
+        Ok((ToolPage { tools, next_cursor }, events))
+    }
+
+    fn call_tool(
+        _session: Session,
+        name: String,
+        arguments: String,
+        request_id: u64,
+    ) -> Result<(CallOutcome, Events), String> {
+        let mut events = Events { tools_changed: false };
+        let arguments: Value =
+            serde_json::from_str(&arguments).map_err(|e| format!("the arguments are not JSON: {e}"))?;
+        let result = request(
+            request_id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+            &mut events,
+        )?;
+        let content = result
+            .get("content")
+            .and_then(Value::as_array)
+            .map(|blocks| blocks.iter().map(read_content).collect())
+            .unwrap_or_default();
+        Ok((
+            CallOutcome {
+                content,
+                structured: result
+                    .get("structuredContent")
+                    .filter(|s| !s.is_null())
+                    .map(Value::to_string),
+                is_error: result
+                    .get("isError")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            },
+            events,
+        ))
+    }
+
+    fn drain(_session: Session) -> Result<Events, String> {
+        let mut events = Events { tools_changed: false };
+        while let Some(line) = transport::receive(0)? {
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue; // unasked-for noise: nothing waits for it
+            };
+            let batch = match message {
+                Value::Array(items) => items,
+                single => vec![single],
+            };
+            for message in batch {
+                // No request is outstanding: any response is stale.
+                handle(&message, u64::MAX, &mut events)?;
+            }
+        }
+        Ok(events)
+    }
+}
+
+export!(Bridge);
