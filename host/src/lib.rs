@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod cli;
 pub mod hooks;
+pub mod mcp;
 pub mod model;
 pub mod output;
 pub mod plugins;

@@ -143,6 +143,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
                 api_key_source: "ANTHROPIC_API_KEY".into(),
                 started: Instant::now(),
                 plugins: Vec::new(),
+                mcp_servers: Vec::new(),
             },
         )
         .with_hook_events(true),

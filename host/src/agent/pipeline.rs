@@ -199,7 +199,7 @@ impl ToolPipeline {
                 ),
             ));
         }
-        let component = match tool.component().await {
+        let component = match tool.handle().await {
             Ok(component) => component,
             Err(e) => {
                 return Preparation::Failed(ToolCallResult::error(
@@ -323,7 +323,7 @@ impl ToolPipeline {
                 return settled(result, notes);
             }
             // The needs follow the input the tool will actually get.
-            let replanned = match tool.component().await {
+            let replanned = match tool.handle().await {
                 Ok(component) => component.plan(&call.name, &updated.to_string()).await,
                 Err(e) => Err(e),
             };
@@ -423,7 +423,7 @@ impl ToolPipeline {
         self.audit(&call, &plan.needs, &grant, decision, &verdict.basis);
         tracing::debug!(tool = %call.name, id = %call.id, granted = ?grant.describe(), "calling tool");
         let limits = tool.limits.as_ref().unwrap_or(&self.limits);
-        let answer = match tool.component().await {
+        let answer = match tool.handle().await {
             Ok(component) => {
                 component
                     .call_in_session(
@@ -543,7 +543,7 @@ or name a --permission-prompt-tool."
             ));
         };
         let input = json!({"tool_name": call.name, "input": call.input, "tool_use_id": call.id, "question": question});
-        let answer = match prompter.component().await {
+        let answer = match prompter.handle().await {
             Ok(component) => {
                 component
                     .call(

@@ -132,6 +132,16 @@ pub struct Cli {
     #[arg(long)]
     pub settings: Option<String>,
 
+    /// MCP servers, from a JSON file or a JSON string (Claude Code's
+    /// `.mcp.json` shape); may be given more than once.
+    #[arg(long = "mcp-config", num_args = 1..)]
+    pub mcp_config: Vec<String>,
+
+    /// Use only the servers of --mcp-config, not `.mcp.json` nor
+    /// `~/.carapace/mcp.json`.
+    #[arg(long)]
+    pub strict_mcp_config: bool,
+
     /// Print hook lines (`hook_started`, `hook_response`) in stream-json.
     #[arg(long)]
     pub include_hook_events: bool,
@@ -346,18 +356,50 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         }
     };
 
+    let process_config = ProcessConfig {
+        write_roots,
+        allow_network: settings.sandbox_network.unwrap_or(false),
+        require_os_sandbox: settings.sandbox_required.unwrap_or(true),
+        ..ProcessConfig::new(&cwd)
+    };
     let sandbox = Sandbox::new(SandboxConfig {
         guest_cwd: Some(cwd.clone()),
-        process: Some(ProcessConfig {
-            write_roots,
-            allow_network: settings.sandbox_network.unwrap_or(false),
-            require_os_sandbox: settings.sandbox_required.unwrap_or(true),
-            ..ProcessConfig::new(&cwd)
-        }),
+        process: Some(process_config.clone()),
         ..SandboxConfig::default()
     })?;
     let mut registry = ToolRegistry::builtin(&sandbox).await?;
     let plugins = load_installed(&mut registry, &sandbox, &cwd, &config_dir, settings.trusted);
+    let server_configs = mcp_configs(&cli, &cwd, &config_dir, settings.trusted, &env)?;
+    let startup = match env("MCP_TIMEOUT") {
+        Some(ms) => Duration::from_millis(
+            ms.trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("MCP_TIMEOUT must be milliseconds, got `{ms}`"))?,
+        ),
+        None => crate::mcp::DEFAULT_STARTUP,
+    };
+    let mcp_statuses = crate::mcp::start_all(
+        &sandbox,
+        &server_configs,
+        &process_config,
+        CallLimits::default(),
+        startup,
+    )
+    .await?;
+    for status in &mcp_statuses {
+        match &status.outcome {
+            Ok(server) => {
+                for warning in registry.add_mcp(server) {
+                    eprintln!("carapace: warning: {warning}");
+                }
+            }
+            Err(e) => eprintln!(
+                "carapace: warning: MCP server `{}` failed to start: {e}",
+                status.name
+            ),
+        }
+    }
+    let mcp_servers: Vec<serde_json::Value> = mcp_statuses.iter().map(|s| s.to_json()).collect();
     if !cli.tools.is_empty() {
         let names: Vec<String> = cli
             .tools
@@ -417,6 +459,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         api_key_source: api_key_source.to_string(),
         started,
         plugins,
+        mcp_servers,
     };
     let printer = SharedPrinter::new(
         Printer::new(cli.output_format, cli.verbose, std::io::stdout(), info)
@@ -474,11 +517,72 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         abort,
     };
     let outcome = run_print(&deps, &config, printer, prompts, Some(hooks.as_ref())).await;
+    for status in &mcp_statuses {
+        if let Ok(server) = &status.outcome {
+            server.shutdown().await;
+        }
+    }
     Ok(match outcome {
         Some(outcome) if !outcome.is_error() => ExitCode::SUCCESS,
         Some(_) => ExitCode::FAILURE,
         None => ExitCode::SUCCESS,
     })
+}
+
+/// The MCP servers of this session: `--mcp-config` (each a file or a JSON
+/// string), then — unless `--strict-mcp-config` — `~/.carapace/mcp.json`
+/// and, in a trusted workspace only, the project's `.mcp.json`. A name
+/// configured twice keeps its first definition.
+fn mcp_configs(
+    cli: &Cli,
+    cwd: &std::path::Path,
+    config_dir: &std::path::Path,
+    trusted: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> anyhow::Result<Vec<crate::mcp::ServerConfig>> {
+    let mut sources: Vec<(String, String)> = Vec::new();
+    for value in &cli.mcp_config {
+        if value.trim_start().starts_with('{') {
+            sources.push((value.clone(), "--mcp-config".into()));
+        } else {
+            let text = std::fs::read_to_string(value)
+                .with_context(|| format!("--mcp-config: reading {value}"))?;
+            sources.push((text, value.clone()));
+        }
+    }
+    if !cli.strict_mcp_config {
+        let user = config_dir.join("mcp.json");
+        if let Ok(text) = std::fs::read_to_string(&user) {
+            sources.push((text, user.display().to_string()));
+        }
+        let project = cwd.join(".mcp.json");
+        if project.is_file() {
+            if trusted {
+                let text = std::fs::read_to_string(&project)
+                    .with_context(|| format!("reading {}", project.display()))?;
+                sources.push((text, project.display().to_string()));
+            } else {
+                eprintln!(
+                    "carapace: warning: {}: MCP servers from a project file start only in a trusted workspace (pass --trust-workspace); skipped",
+                    project.display()
+                );
+            }
+        }
+    }
+    let mut servers: Vec<crate::mcp::ServerConfig> = Vec::new();
+    for (text, source) in sources {
+        for server in crate::mcp::config::parse(&text, &source, env)? {
+            if servers.iter().any(|s| s.name == server.name) {
+                eprintln!(
+                    "carapace: warning: {source}: MCP server `{}` is configured earlier; this one is ignored",
+                    server.name
+                );
+            } else {
+                servers.push(server);
+            }
+        }
+    }
+    Ok(servers)
 }
 
 /// Adds the installed plugins' tools (the project's only in a trusted

@@ -32,6 +32,8 @@ pub struct RunInfo {
     /// Installed plugins and whether each loaded (`system`/`init`'s
     /// `plugins`).
     pub plugins: Vec<serde_json::Value>,
+    /// Configured MCP servers and their status (`mcp_servers`).
+    pub mcp_servers: Vec<serde_json::Value>,
 }
 
 pub struct Printer<W: Write + Send> {
@@ -74,7 +76,7 @@ impl<W: Write + Send> Printer<W> {
             "cwd": self.info.cwd,
             "session_id": self.info.session_id,
             "tools": self.info.tools,
-            "mcp_servers": [],
+            "mcp_servers": self.info.mcp_servers,
             "model": self.info.model,
             "permissionMode": self.info.permission_mode,
             "slash_commands": [],

@@ -17,9 +17,13 @@ pub use install::{Candidate, InstallContext, InstallError, PluginSource};
 pub use manifest::{Manifest, ManifestError, Placeholders};
 pub use store::{InstalledPlugin, PluginStore, Scope, StoreError};
 
+use crate::mcp::McpServer;
 use crate::model::ToolSpec;
 use crate::policy::Ceiling;
-use crate::sandbox::{CallLimits, Sandbox, SandboxError, ToolComponent, ToolDefinition};
+use crate::sandbox::{
+    CallContext, CallLimits, CallPlan, Grant, InterruptBehavior, ReadLedger, Sandbox, SandboxError,
+    ToolAnnotations, ToolComponent, ToolContent, ToolDefinition, ToolFailure, ToolOutput,
+};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -70,6 +74,92 @@ pub struct RegisteredTool {
 enum ToolProvider {
     Ready(ToolComponent),
     Installed(Arc<InstalledProvider>),
+    Mcp(McpHandle),
+}
+
+/// One tool of an MCP server.
+#[derive(Clone)]
+pub struct McpHandle {
+    server: Arc<McpServer>,
+    /// The server's own name for the tool.
+    tool: String,
+    read_only: bool,
+}
+
+/// What runs a tool's calls: a component, or an MCP server's tool through
+/// the bridge.
+#[derive(Clone)]
+pub enum ToolHandle {
+    Wasm(ToolComponent),
+    Mcp(McpHandle),
+}
+
+impl ToolHandle {
+    /// What one call needs. An MCP tool needs nothing the host could grant
+    /// (the server has what it was started with); it is concurrency-safe
+    /// when the server marks it read-only.
+    pub async fn plan(
+        &self,
+        tool: &str,
+        input: &str,
+    ) -> Result<Result<CallPlan, String>, SandboxError> {
+        match self {
+            ToolHandle::Wasm(component) => component.plan(tool, input).await,
+            ToolHandle::Mcp(mcp) => Ok(Ok(CallPlan {
+                concurrency_safe: mcp.read_only,
+                interrupt: InterruptBehavior::Cancel,
+                needs: Vec::new(),
+            })),
+        }
+    }
+
+    pub async fn call_in_session(
+        &self,
+        tool: &str,
+        input: &str,
+        grant: &Grant,
+        limits: &CallLimits,
+        reads: Option<&Arc<ReadLedger>>,
+        context: &CallContext,
+    ) -> Result<Result<ToolOutput, ToolFailure>, SandboxError> {
+        match self {
+            ToolHandle::Wasm(component) => {
+                component
+                    .call_in_session(tool, input, grant, limits, reads, context)
+                    .await
+            }
+            ToolHandle::Mcp(mcp) => {
+                let answer = mcp.server.call(&mcp.tool, input, limits).await?;
+                Ok(match answer {
+                    Err(message) => Err(ToolFailure::Failed(message)),
+                    Ok(outcome) => {
+                        let mut content = outcome.content;
+                        // Structured content stands in for empty content.
+                        if content.is_empty()
+                            && let Some(structured) = outcome.structured
+                        {
+                            content.push(ToolContent::Text(structured));
+                        }
+                        Ok(ToolOutput {
+                            content,
+                            is_error: outcome.is_error,
+                        })
+                    }
+                })
+            }
+        }
+    }
+
+    pub async fn call(
+        &self,
+        tool: &str,
+        input: &str,
+        grant: &Grant,
+        limits: &CallLimits,
+    ) -> Result<Result<ToolOutput, ToolFailure>, SandboxError> {
+        self.call_in_session(tool, input, grant, limits, None, &CallContext::default())
+            .await
+    }
 }
 
 /// An installed plugin, loaded on first use.
@@ -130,14 +220,27 @@ impl RegisteredTool {
         match &self.provider {
             ToolProvider::Ready(component) => Ok(component.clone()),
             ToolProvider::Installed(provider) => provider.component().await,
+            ToolProvider::Mcp(mcp) => Err(SandboxError::Unavailable(format!(
+                "{} is a tool of MCP server `{}`, not a component",
+                mcp.tool, mcp.server.name
+            ))),
         }
     }
 
-    /// The plugin the tool belongs to.
+    /// What runs the tool's calls (loading an installed plugin on first use).
+    pub async fn handle(&self) -> Result<ToolHandle, SandboxError> {
+        match &self.provider {
+            ToolProvider::Mcp(mcp) => Ok(ToolHandle::Mcp(mcp.clone())),
+            _ => self.component().await.map(ToolHandle::Wasm),
+        }
+    }
+
+    /// The plugin (or `mcp:<server>`) the tool belongs to.
     pub fn plugin(&self) -> &str {
         match &self.provider {
             ToolProvider::Ready(component) => component.name(),
             ToolProvider::Installed(provider) => &provider.name,
+            ToolProvider::Mcp(mcp) => &mcp.server.name,
         }
     }
 
@@ -265,6 +368,40 @@ impl ToolRegistry {
         )?;
         self.tools.append(&mut staged.tools);
         Ok(())
+    }
+
+    /// Adds a connected MCP server's tools as `mcp__<server>__<tool>`. A
+    /// tool that cannot be offered (a clashing or too long name, an invalid
+    /// schema) is left out with a warning; the others are added.
+    pub fn add_mcp(&mut self, server: &Arc<McpServer>) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let ceiling = Arc::new(Ceiling::none().with_calls_needing_approval());
+        for tool in server.tools() {
+            let name = crate::mcp::tool_name(&server.name, &tool.name);
+            let definition = ToolDefinition {
+                name: name.clone(),
+                description: tool.description.clone(),
+                input_schema: tool.input_schema.clone(),
+                annotations: ToolAnnotations {
+                    read_only: tool.read_only,
+                    ..ToolAnnotations::default()
+                },
+            };
+            let provider = ToolProvider::Mcp(McpHandle {
+                server: server.clone(),
+                tool: tool.name.clone(),
+                read_only: tool.read_only,
+            });
+            let plugin = format!("mcp:{}", server.name);
+            if let Err(e) = self.add_tools(&plugin, &[definition], provider, ceiling.clone(), None)
+            {
+                warnings.push(format!(
+                    "MCP server `{}`: tool `{}` left out: {e}",
+                    server.name, tool.name
+                ));
+            }
+        }
+        warnings
     }
 
     fn add_tools(

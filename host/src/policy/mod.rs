@@ -83,6 +83,9 @@ pub struct Ceiling {
     any_host: bool,
     env: Vec<String>,
     process: bool,
+    /// Every call needs approval unless a rule allows the tool, whatever it
+    /// asks for (MCP tools: what they do is the server's business).
+    calls_need_approval: bool,
 }
 
 impl Ceiling {
@@ -114,6 +117,12 @@ impl Ceiling {
 
     pub fn with_process(mut self) -> Self {
         self.process = true;
+        self
+    }
+
+    /// Calls ask unless a rule allows the tool (MCP tools).
+    pub fn with_calls_needing_approval(mut self) -> Self {
+        self.calls_need_approval = true;
         self
     }
 
@@ -459,6 +468,36 @@ impl Policy {
                 )),
                 basis: Basis::rule(rule),
             };
+        }
+        if needs.is_empty() && !approved && ceiling.calls_need_approval && tool_allow.is_none() {
+            match (self.mode, approval) {
+                (PermissionMode::BypassPermissions, _) => {}
+                (_, Approval::DefaultQuestions) => allow_basis = Some(Basis::of(BasisKind::Hook)),
+                (PermissionMode::DontAsk, _) => {
+                    return deny(
+                        format!(
+                            "{tool} needs approval, and permission mode `dontAsk` denies what it would ask."
+                        ),
+                        Basis::of(BasisKind::Mode),
+                    );
+                }
+                (PermissionMode::Plan, _) => {
+                    return deny(
+                        format!(
+                            "Plan mode is read-only: {tool} is an MCP tool and may change things."
+                        ),
+                        Basis::of(BasisKind::Mode),
+                    );
+                }
+                _ => {
+                    return Verdict {
+                        outcome: Outcome::Ask(format!(
+                            "{tool} needs approval: MCP tools ask unless a rule allows them (e.g. `{tool}` or `mcp__<server>__*`)."
+                        )),
+                        basis: Basis::of(BasisKind::Default),
+                    };
+                }
+            }
         }
         let basis = allow_basis
             .or_else(|| tool_allow.map(Basis::rule))

@@ -84,9 +84,18 @@ impl std::fmt::Debug for McpChannel {
 impl McpChannel {
     /// Wraps a spawned process whose stdin, stdout and stderr are piped.
     pub fn from_child(server: &str, mut child: tokio::process::Child) -> Result<Arc<Self>, String> {
-        let stdin = child.stdin.take().ok_or("the server's stdin is not piped")?;
-        let stdout = child.stdout.take().ok_or("the server's stdout is not piped")?;
-        let stderr = child.stderr.take().ok_or("the server's stderr is not piped")?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or("the server's stdin is not piped")?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or("the server's stdout is not piped")?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or("the server's stderr is not piped")?;
         let (tx, rx) = tokio::sync::mpsc::channel(256);
         tokio::spawn(read_lines(stdout, tx));
         let tail = Arc::new(std::sync::Mutex::new(VecDeque::new()));
@@ -112,7 +121,9 @@ impl McpChannel {
             *stdin = None;
             return Err(self.gone(&format!("writing failed: {e}")));
         }
-        pipe.flush().await.map_err(|e| self.gone(&format!("writing failed: {e}")))
+        pipe.flush()
+            .await
+            .map_err(|e| self.gone(&format!("writing failed: {e}")))
     }
 
     async fn receive(&self, timeout: Duration) -> Result<Option<String>, String> {
@@ -162,13 +173,12 @@ impl McpChannel {
     pub async fn shutdown(&self) {
         self.stdin.lock().await.take();
         let child = self.child.lock().ok().and_then(|mut c| c.take());
-        if let Some(mut child) = child {
-            if tokio::time::timeout(Duration::from_millis(500), child.wait())
+        if let Some(mut child) = child
+            && tokio::time::timeout(Duration::from_millis(500), child.wait())
                 .await
                 .is_err()
-            {
-                let _ = child.kill().await;
-            }
+        {
+            let _ = child.kill().await;
         }
     }
 }
@@ -438,7 +448,11 @@ impl McpBridge {
         let wit_session = to_wit(session);
         let answer = self
             .run(channel, limits, move |b, store| {
-                Box::pin(async move { b.carapace_mcp_bridge().call_drain(store, &wit_session).await })
+                Box::pin(async move {
+                    b.carapace_mcp_bridge()
+                        .call_drain(store, &wit_session)
+                        .await
+                })
             })
             .await?;
         Ok(answer.map(|events| events.tools_changed))

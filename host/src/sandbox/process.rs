@@ -76,6 +76,63 @@ fn fresh_env(config: &ProcessConfig) -> Vec<(String, String)> {
     ]
 }
 
+/// Starts a long-running program (an MCP server) under the OS sandbox of
+/// `config`, with stdin, stdout and stderr piped, in a fresh environment:
+/// the usual minimal variables, the host's `PATH` (so the program is found
+/// as the user would find it), and `env`. `program` and `args` are passed
+/// as words, never through a shell's parsing of user text.
+pub fn spawn_confined(
+    config: &ProcessConfig,
+    program: &str,
+    args: &[String],
+    env: &[(String, String)],
+) -> Result<tokio::process::Child, String> {
+    let helper = config
+        .helper
+        .as_ref()
+        .ok_or("carapace cannot find its own binary to sandbox the server")?;
+    let quoted: Vec<String> = std::iter::once(program)
+        .chain(args.iter().map(String::as_str))
+        .map(shell_quote)
+        .collect();
+    let mut process = tokio::process::Command::new(helper);
+    process.arg(HELPER_ARG);
+    for root in &config.write_roots {
+        process.arg("--write").arg(root);
+    }
+    if config.allow_network {
+        process.arg("--network");
+    }
+    if !config.require_os_sandbox {
+        process.arg("--sandbox-optional");
+    }
+    let mut vars = fresh_env(config);
+    if let Some(path) = std::env::var_os("PATH") {
+        vars.retain(|(k, _)| k != "PATH");
+        vars.push(("PATH".into(), path.to_string_lossy().into_owned()));
+    }
+    process
+        .arg("--")
+        .arg(format!("exec {}", quoted.join(" ")))
+        .current_dir(&config.cwd)
+        .env_clear()
+        .envs(vars)
+        .envs(env.iter().cloned())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    process
+        .spawn()
+        .map_err(|e| format!("cannot start `{program}`: {e}"))
+}
+
+/// One word for `/bin/sh`, single-quoted.
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
 /// Runs `command` under `config`, for at most `timeout`.
 pub async fn run_command(
     config: &ProcessConfig,

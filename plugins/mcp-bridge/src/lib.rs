@@ -17,9 +17,21 @@ use carapace::mcp::types::{CallOutcome, Content, Events, Image, McpTool, Session
 use exports::carapace::mcp::bridge::Guest;
 use serde_json::{Value, json};
 
-/// The revisions this bridge speaks, newest first: it offers the first and
-/// accepts any of them in the server's answer.
-const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+/// The current revision: stateless, no handshake; every request carries
+/// the protocol version and the client in `params._meta`, and
+/// `server/discover` says what the server speaks.
+const MODERN: &str = "2026-07-28";
+
+/// The revisions reached through the `initialize` handshake, newest first:
+/// the bridge offers the first and accepts any of them.
+const HANDSHAKE_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+
+const CLIENT_NAME: &str = "carapace";
+const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// How long `server/discover` may go unanswered before the bridge falls
+/// back to the handshake (a server of an older revision may ignore it).
+const DISCOVER_WAIT_MS: u32 = 15_000;
 
 /// How long one wait for the server lasts before waiting again (the host's
 /// deadline for the whole operation ends it).
@@ -34,12 +46,45 @@ fn send(message: &Value) -> Result<(), String> {
     transport::send(&message.to_string()).map_err(|e| format!("cannot write to the server: {e}"))
 }
 
+/// `params` with the per-request envelope of the current revision.
+fn enveloped(session: &Session, mut params: Value) -> Value {
+    if session.protocol_version == MODERN
+        && let Some(object) = params.as_object_mut()
+    {
+        object.insert(
+            "_meta".into(),
+            json!({
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }),
+        );
+    }
+    params
+}
+
 /// Sends a request and reads until its response, answering what the server
 /// asks in between and noting the notifications it sends.
 fn request(id: u64, method: &str, params: Value, events: &mut Events) -> Result<Value, String> {
+    request_within(id, method, params, events, None)?
+        .ok_or_else(|| format!("the server did not answer `{method}`"))
+}
+
+/// [`request`], giving up (`Ok(None)`) after `patience` milliseconds of
+/// silence when given.
+fn request_within(
+    id: u64,
+    method: &str,
+    params: Value,
+    events: &mut Events,
+    patience: Option<u32>,
+) -> Result<Option<Value>, String> {
     send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
     loop {
-        let Some(line) = transport::receive(WAIT_MS)? else {
+        let Some(line) = transport::receive(patience.unwrap_or(WAIT_MS))? else {
+            if patience.is_some() {
+                return Ok(None);
+            }
             continue;
         };
         let message: Value = serde_json::from_str(&line).map_err(|e| {
@@ -55,7 +100,7 @@ fn request(id: u64, method: &str, params: Value, events: &mut Events) -> Result<
         };
         for message in batch {
             if let Some(response) = handle(&message, id, events)? {
-                return response;
+                return response.map(Some);
             }
         }
     }
@@ -108,7 +153,9 @@ fn handle(
                 .and_then(Value::as_i64)
                 .map(|c| format!(" ({c})"))
                 .unwrap_or_default();
-            Ok(Some(Err(format!("the server answered with an error{code}: {text}"))))
+            Ok(Some(Err(format!(
+                "the server answered with an error{code}: {text}"
+            ))))
         }
         // A late answer to an earlier request: not ours.
         (None, Some(_)) => Ok(None),
@@ -145,7 +192,9 @@ fn read_tool(tool: &Value) -> Result<McpTool, String> {
     let schema = tool
         .get("inputSchema")
         .filter(|s| s.is_object())
-        .ok_or(format!("the server's tool `{name}` has no inputSchema object"))?;
+        .ok_or(format!(
+            "the server's tool `{name}` has no inputSchema object"
+        ))?;
     let mut description = text_field(tool, "description");
     if description.is_empty() {
         description = text_field(tool, "title");
@@ -163,7 +212,10 @@ fn read_tool(tool: &Value) -> Result<McpTool, String> {
 }
 
 fn read_content(block: &Value) -> Content {
-    let kind = block.get("type").and_then(Value::as_str).unwrap_or_default();
+    let kind = block
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     match kind {
         "text" => Content::Text(text_field(block, "text")),
         "image" => {
@@ -173,7 +225,9 @@ fn read_content(block: &Value) -> Content {
                     media_type: text_field(block, "mimeType"),
                     data,
                 }),
-                Err(e) => Content::Text(format!("[an image the server sent could not be decoded: {e}]")),
+                Err(e) => Content::Text(format!(
+                    "[an image the server sent could not be decoded: {e}]"
+                )),
             }
         }
         "audio" => Content::Text(format!(
@@ -203,26 +257,76 @@ fn read_content(block: &Value) -> Content {
 
 impl Guest for Bridge {
     fn protocol_versions() -> Vec<String> {
-        PROTOCOL_VERSIONS.iter().map(|v| v.to_string()).collect()
+        std::iter::once(MODERN)
+            .chain(HANDSHAKE_VERSIONS.iter().copied())
+            .map(str::to_string)
+            .collect()
     }
 
-    fn initialize(client_name: String, client_version: String, request_id: u64) -> Result<Session, String> {
-        let mut events = Events { tools_changed: false };
-        let result = request(
+    /// `server/discover` first (the current revision); on an error, or no
+    /// answer in time, the `initialize` handshake (earlier revisions).
+    fn initialize(
+        client_name: String,
+        client_version: String,
+        request_id: u64,
+    ) -> Result<Session, String> {
+        let mut events = Events {
+            tools_changed: false,
+        };
+        let probe = Session {
+            protocol_version: MODERN.into(),
+            server_name: String::new(),
+            server_version: String::new(),
+            instructions: None,
+            tools_list_changed: false,
+        };
+        let discovered = request_within(
             request_id,
+            "server/discover",
+            enveloped(&probe, json!({})),
+            &mut events,
+            Some(DISCOVER_WAIT_MS),
+        );
+        if let Ok(Some(result)) = discovered {
+            let speaks_modern = result
+                .get("supportedVersions")
+                .and_then(Value::as_array)
+                .is_some_and(|v| v.iter().any(|v| v.as_str() == Some(MODERN)));
+            if speaks_modern {
+                let info = result
+                    .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                return Ok(Session {
+                    protocol_version: MODERN.into(),
+                    server_name: text_field(&info, "name"),
+                    server_version: text_field(&info, "version"),
+                    instructions: result
+                        .get("instructions")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    tools_list_changed: result
+                        .pointer("/capabilities/tools/listChanged")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                });
+            }
+        }
+        let result = request(
+            request_id + 1,
             "initialize",
             json!({
-                "protocolVersion": PROTOCOL_VERSIONS[0],
+                "protocolVersion": HANDSHAKE_VERSIONS[0],
                 "capabilities": {},
                 "clientInfo": {"name": client_name, "version": client_version},
             }),
             &mut events,
         )?;
         let version = text_field(&result, "protocolVersion");
-        if !PROTOCOL_VERSIONS.contains(&version.as_str()) {
+        if !HANDSHAKE_VERSIONS.contains(&version.as_str()) {
             return Err(format!(
-                "the server speaks MCP revision `{version}`; carapace speaks {}",
-                PROTOCOL_VERSIONS.join(", ")
+                "the server speaks MCP revision `{version}`; carapace speaks {MODERN}, {}",
+                HANDSHAKE_VERSIONS.join(", ")
             ));
         }
         send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
@@ -243,16 +347,23 @@ impl Guest for Bridge {
     }
 
     fn list_tools(
-        _session: Session,
+        session: Session,
         cursor: Option<String>,
         request_id: u64,
     ) -> Result<(ToolPage, Events), String> {
-        let mut events = Events { tools_changed: false };
+        let mut events = Events {
+            tools_changed: false,
+        };
         let params = match cursor {
             Some(cursor) => json!({"cursor": cursor}),
             None => json!({}),
         };
-        let result = request(request_id, "tools/list", params, &mut events)?;
+        let result = request(
+            request_id,
+            "tools/list",
+            enveloped(&session, params),
+            &mut events,
+        )?;
         let tools = result
             .get("tools")
             .and_then(Value::as_array)
@@ -269,18 +380,20 @@ impl Guest for Bridge {
     }
 
     fn call_tool(
-        _session: Session,
+        session: Session,
         name: String,
         arguments: String,
         request_id: u64,
     ) -> Result<(CallOutcome, Events), String> {
-        let mut events = Events { tools_changed: false };
-        let arguments: Value =
-            serde_json::from_str(&arguments).map_err(|e| format!("the arguments are not JSON: {e}"))?;
+        let mut events = Events {
+            tools_changed: false,
+        };
+        let arguments: Value = serde_json::from_str(&arguments)
+            .map_err(|e| format!("the arguments are not JSON: {e}"))?;
         let result = request(
             request_id,
             "tools/call",
-            json!({"name": name, "arguments": arguments}),
+            enveloped(&session, json!({"name": name, "arguments": arguments})),
             &mut events,
         )?;
         let content = result
@@ -305,7 +418,9 @@ impl Guest for Bridge {
     }
 
     fn drain(_session: Session) -> Result<Events, String> {
-        let mut events = Events { tools_changed: false };
+        let mut events = Events {
+            tools_changed: false,
+        };
         while let Some(line) = transport::receive(0)? {
             let Ok(message) = serde_json::from_str::<Value>(&line) else {
                 continue; // unasked-for noise: nothing waits for it

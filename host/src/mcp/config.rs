@@ -1,0 +1,246 @@
+//! Claude Code's `.mcp.json` shape: `{"mcpServers": {NAME: SERVER}}`, where
+//! a stdio server has `command`, `args`, `env` and an HTTP server has
+//! `type: "http"`, `url`, `headers`; `${VAR}` and `${VAR:-default}` expand
+//! from the environment in all of them.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum McpConfigError {
+    #[error("{source_name}: not a valid MCP configuration: {reason}")]
+    Invalid { source_name: String, reason: String },
+    #[error("{source_name}: server `{server}`: {reason}")]
+    Server {
+        source_name: String,
+        server: String,
+        reason: String,
+    },
+}
+
+/// One configured server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub name: String,
+    pub transport: Transport,
+    /// Where it was configured (a file, or `--mcp-config`).
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        /// Let the server reach the network (default: no network, as every
+        /// other process carapace starts).
+        allow_network: bool,
+    },
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(rename = "mcpServers", default)]
+    mcp_servers: BTreeMap<String, RawServer>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(rename = "allowNetwork", default)]
+    allow_network: bool,
+}
+
+/// Parses one configuration (file contents or a JSON string).
+pub fn parse(
+    text: &str,
+    source_name: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<ServerConfig>, McpConfigError> {
+    let file: File = serde_json::from_str(text).map_err(|e| McpConfigError::Invalid {
+        source_name: source_name.to_string(),
+        reason: e.to_string(),
+    })?;
+    let mut servers = Vec::new();
+    for (name, raw) in file.mcp_servers {
+        let fail = |reason: String| McpConfigError::Server {
+            source_name: source_name.to_string(),
+            server: name.clone(),
+            reason,
+        };
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(fail(
+                "a server name may use only A-Z a-z 0-9 _ - (it becomes part of tool names)".into(),
+            ));
+        }
+        let x = |value: &str| expand(value, env).map_err(&fail);
+        let transport = match raw.kind.as_deref() {
+            None | Some("stdio") => {
+                let command = raw
+                    .command
+                    .ok_or_else(|| fail("a stdio server needs a `command`".into()))?;
+                if raw.url.is_some() {
+                    return Err(fail(
+                        "a stdio server has no `url` (set \"type\": \"http\")".into(),
+                    ));
+                }
+                Transport::Stdio {
+                    command: x(&command)?,
+                    args: raw.args.iter().map(|a| x(a)).collect::<Result<_, _>>()?,
+                    env: raw
+                        .env
+                        .iter()
+                        .map(|(k, v)| Ok((k.clone(), x(v)?)))
+                        .collect::<Result<_, McpConfigError>>()?,
+                    allow_network: raw.allow_network,
+                }
+            }
+            Some("http") => {
+                let url = raw
+                    .url
+                    .ok_or_else(|| fail("an http server needs a `url`".into()))?;
+                Transport::Http {
+                    url: x(&url)?,
+                    headers: raw
+                        .headers
+                        .iter()
+                        .map(|(k, v)| Ok((k.clone(), x(v)?)))
+                        .collect::<Result<_, McpConfigError>>()?,
+                }
+            }
+            Some(other) => {
+                return Err(fail(format!(
+                    "unknown type `{other}` (carapace supports stdio and http)"
+                )));
+            }
+        };
+        servers.push(ServerConfig {
+            name,
+            transport,
+            source: source_name.to_string(),
+        });
+    }
+    Ok(servers)
+}
+
+/// `${VAR}` and `${VAR:-default}`; an unset variable without a default is
+/// an error, never an empty string silently.
+fn expand(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("`{value}` has an unclosed `${{`"))?;
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        match (env(name), default) {
+            (Some(v), _) => out.push_str(&v),
+            (None, Some(d)) => out.push_str(d),
+            (None, None) => {
+                return Err(format!(
+                    "`${{{name}}}` is not set in the environment (give a default with `${{{name}:-…}}`)"
+                ));
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "TOKEN").then(|| "s3cret".to_string())
+    }
+
+    #[test]
+    fn claude_codes_shape_with_expansion() -> Result<(), McpConfigError> {
+        let servers = parse(
+            r#"{"mcpServers": {
+                "fs": {"command": "npx", "args": ["-y", "server", "${HOME_DIR:-/w}"], "env": {"KEY": "${TOKEN}"}},
+                "remote": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+            }}"#,
+            ".mcp.json",
+            &env,
+        )?;
+        assert_eq!(servers.len(), 2);
+        assert_eq!(
+            servers[0].transport,
+            Transport::Stdio {
+                command: "npx".into(),
+                args: vec!["-y".into(), "server".into(), "/w".into()],
+                env: vec![("KEY".into(), "s3cret".into())],
+                allow_network: false,
+            }
+        );
+        assert_eq!(
+            servers[1].transport,
+            Transport::Http {
+                url: "https://mcp.example.com/mcp".into(),
+                headers: vec![("Authorization".into(), "Bearer s3cret".into())],
+            }
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn errors_name_the_server_and_the_problem() {
+        for (text, expected) in [
+            (
+                r#"{"mcpServers": {"a": {"args": []}}}"#,
+                "needs a `command`",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"type": "sse", "url": "x"}}}"#,
+                "unknown type `sse`",
+            ),
+            (
+                r#"{"mcpServers": {"a b": {"command": "x"}}}"#,
+                "server name",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "${NOPE}"}}}"#,
+                "`${NOPE}` is not set",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "surprise": 1}}}"#,
+                "unknown field",
+            ),
+            (r#"[1]"#, "not a valid MCP configuration"),
+        ] {
+            match parse(text, "f", &env) {
+                Err(e) => assert!(e.to_string().contains(expected), "{text}: {e}"),
+                Ok(s) => panic!("{text}: accepted {s:?}"),
+            }
+        }
+    }
+}

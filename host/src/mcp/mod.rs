@@ -1,0 +1,92 @@
+//! MCP servers: configured like Claude Code's (`.mcp.json`,
+//! `--mcp-config`), started by the host under its OS sandbox, spoken to
+//! through the sandboxed bridge component, their tools offered as
+//! `mcp__<server>__<tool>` through the same pipeline as every other tool.
+
+pub mod config;
+mod server;
+
+pub use config::{McpConfigError, ServerConfig, Transport};
+pub use server::McpServer;
+
+use crate::sandbox::mcp::{BRIDGE_WASM, McpBridge};
+use crate::sandbox::{CallLimits, ProcessConfig, Sandbox, SandboxError};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a server may take to start, answer `initialize` and list its
+/// tools (`MCP_TIMEOUT`, in milliseconds, as Claude Code reads it).
+pub const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
+
+/// One configured server, connected or not.
+#[derive(Debug)]
+pub struct ServerStatus {
+    pub name: String,
+    pub outcome: Result<Arc<McpServer>, String>,
+}
+
+impl ServerStatus {
+    /// `system`/`init`'s `mcp_servers` entry.
+    pub fn to_json(&self) -> serde_json::Value {
+        match &self.outcome {
+            Ok(_) => serde_json::json!({"name": self.name, "status": "connected"}),
+            Err(error) => {
+                serde_json::json!({"name": self.name, "status": "failed", "error": error})
+            }
+        }
+    }
+}
+
+/// Starts every server at once; a server that fails is reported in its
+/// status, never an error for the session.
+pub async fn start_all(
+    sandbox: &Sandbox,
+    servers: &[ServerConfig],
+    process: &ProcessConfig,
+    limits: CallLimits,
+    startup: Duration,
+) -> Result<Vec<ServerStatus>, SandboxError> {
+    if servers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let bridge = McpBridge::load(sandbox, BRIDGE_WASM)?;
+    let starts = servers.iter().map(|config| {
+        let bridge = bridge.clone();
+        async move {
+            ServerStatus {
+                name: config.name.clone(),
+                outcome: McpServer::start(config, &bridge, process, limits, startup).await,
+            }
+        }
+    });
+    Ok(futures::future::join_all(starts).await)
+}
+
+/// The model's name for a server's tool: `mcp__<server>__<tool>`, with any
+/// character the API does not accept replaced by `_` (as Claude Code does).
+pub fn tool_name(server: &str, tool: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("mcp__{}__{}", clean(server), clean(tool))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tool_names_are_made_acceptable() {
+        assert_eq!(super::tool_name("fs", "read_file"), "mcp__fs__read_file");
+        assert_eq!(
+            super::tool_name("my.srv", "get data/v2"),
+            "mcp__my_srv__get_data_v2"
+        );
+    }
+}

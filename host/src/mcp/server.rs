@@ -1,0 +1,183 @@
+//! One MCP server, connected through the bridge: started, initialised, its
+//! tools listed, its calls made — every step in a fresh bridge instance.
+
+use super::config::{ServerConfig, Transport};
+use crate::sandbox::mcp::{McpBridge, McpCallOutcome, McpChannel, McpSession, McpTool};
+use crate::sandbox::process::spawn_confined;
+use crate::sandbox::{CallLimits, ProcessConfig, SandboxError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Pages of `tools/list` followed before giving up on a server.
+const MAX_TOOL_PAGES: usize = 100;
+
+/// A connected server.
+pub struct McpServer {
+    pub name: String,
+    bridge: McpBridge,
+    channel: Arc<McpChannel>,
+    session: McpSession,
+    tools: std::sync::RwLock<Vec<McpTool>>,
+    next_id: AtomicU64,
+    /// The server said its tools changed; the list is read again before
+    /// the next turn.
+    stale: AtomicBool,
+    limits: CallLimits,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.name)
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// Starts the server, performs the handshake and lists its tools, all
+    /// within `startup`.
+    pub async fn start(
+        config: &ServerConfig,
+        bridge: &McpBridge,
+        process: &ProcessConfig,
+        limits: CallLimits,
+        startup: Duration,
+    ) -> Result<Arc<Self>, String> {
+        let (command, args, env, allow_network) = match &config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                allow_network,
+            } => (command, args, env, *allow_network),
+            Transport::Http { .. } => {
+                return Err(
+                    "Streamable HTTP servers are not supported by this carapace yet (stdio only)"
+                        .into(),
+                );
+            }
+        };
+        let process = ProcessConfig {
+            allow_network: process.allow_network || allow_network,
+            ..process.clone()
+        };
+        let child = spawn_confined(&process, command, args, env)?;
+        let channel = McpChannel::from_child(&config.name, child)?;
+        let connect = async {
+            let handshake = CallLimits {
+                deadline: startup,
+                ..limits
+            };
+            let session = bridge
+                .initialize(&channel, &handshake, 1)
+                .await
+                .map_err(|e| e.to_string())??;
+            let server = Arc::new(Self {
+                name: config.name.clone(),
+                bridge: bridge.clone(),
+                channel: channel.clone(),
+                session,
+                tools: std::sync::RwLock::new(Vec::new()),
+                next_id: AtomicU64::new(3),
+                stale: AtomicBool::new(false),
+                limits,
+            });
+            server.refresh_tools(&handshake).await?;
+            Ok::<_, String>(server)
+        };
+        match tokio::time::timeout(startup, connect).await {
+            Ok(Ok(server)) => Ok(server),
+            Ok(Err(e)) => {
+                channel.shutdown().await;
+                Err(e)
+            }
+            Err(_) => {
+                channel.shutdown().await;
+                Err(format!(
+                    "it did not finish starting within {} s",
+                    startup.as_secs()
+                ))
+            }
+        }
+    }
+
+    pub fn session(&self) -> &McpSession {
+        &self.session
+    }
+
+    pub fn tools(&self) -> Vec<McpTool> {
+        self.tools.read().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    fn id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    async fn refresh_tools(&self, limits: &CallLimits) -> Result<(), String> {
+        let tools = self
+            .bridge
+            .list_tools(
+                &self.channel,
+                &self.session,
+                limits,
+                &|| self.id(),
+                MAX_TOOL_PAGES,
+            )
+            .await
+            .map_err(|e| e.to_string())??;
+        if let Ok(mut current) = self.tools.write() {
+            *current = tools;
+        }
+        self.stale.store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reads the tool list again if the server announced a change (during
+    /// a call, or since): `Ok(true)` when it was read again.
+    pub async fn refresh_if_changed(&self) -> Result<bool, String> {
+        if !self.stale.load(Ordering::Relaxed) {
+            let changed = self
+                .bridge
+                .tools_changed(&self.channel, &self.session, &self.limits)
+                .await
+                .map_err(|e| e.to_string())??;
+            if !changed {
+                return Ok(false);
+            }
+        }
+        self.refresh_tools(&self.limits).await?;
+        Ok(true)
+    }
+
+    /// `tools/call`.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: &str,
+        limits: &CallLimits,
+    ) -> Result<Result<McpCallOutcome, String>, SandboxError> {
+        let answer = self
+            .bridge
+            .call_tool(
+                &self.channel,
+                &self.session,
+                limits,
+                self.id(),
+                tool,
+                arguments,
+            )
+            .await?;
+        if let Ok(outcome) = &answer
+            && outcome.tools_changed
+        {
+            self.stale.store(true, Ordering::Relaxed);
+        }
+        Ok(answer)
+    }
+
+    pub async fn shutdown(&self) {
+        self.channel.shutdown().await;
+    }
+}
