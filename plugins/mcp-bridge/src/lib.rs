@@ -67,18 +67,20 @@ fn enveloped(session: &Session, mut params: Value) -> Value {
 /// asks in between and noting the notifications it sends.
 fn request(id: u64, method: &str, params: Value, events: &mut Events) -> Result<Value, String> {
     request_within(id, method, params, events, None)?
-        .ok_or_else(|| format!("the server did not answer `{method}`"))
+        .ok_or_else(|| format!("the server did not answer `{method}`"))?
 }
 
 /// [`request`], giving up (`Ok(None)`) after `patience` milliseconds of
-/// silence when given.
+/// silence when given. The outer error is a broken exchange (the server
+/// gone, or not speaking JSON-RPC); the inner one, the server's error
+/// response.
 fn request_within(
     id: u64,
     method: &str,
     params: Value,
     events: &mut Events,
     patience: Option<u32>,
-) -> Result<Option<Value>, String> {
+) -> Result<Option<Result<Value, String>>, String> {
     send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
     loop {
         let Some(line) = transport::receive(patience.unwrap_or(WAIT_MS))? else {
@@ -100,7 +102,7 @@ fn request_within(
         };
         for message in batch {
             if let Some(response) = handle(&message, id, events)? {
-                return response.map(Some);
+                return Ok(Some(response));
             }
         }
     }
@@ -287,7 +289,9 @@ impl Guest for Bridge {
             &mut events,
             Some(DISCOVER_WAIT_MS),
         );
-        if let Ok(Some(result)) = discovered {
+        // A broken exchange is an error; an error answer or silence means
+        // an older server: fall back to the handshake.
+        if let Some(Ok(result)) = discovered? {
             let speaks_modern = result
                 .get("supportedVersions")
                 .and_then(Value::as_array)

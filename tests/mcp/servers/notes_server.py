@@ -8,6 +8,7 @@ Run: python3 notes_server.py   (stdio)
 import os
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 server = MCPServer("notes", instructions="Keeps notes in memory.")
@@ -24,7 +25,7 @@ def count_notes() -> dict:
 def add_note(text: str) -> str:
     """Adds a note."""
     if not text.strip():
-        raise ValueError("a note cannot be empty")
+        raise ToolError("a note cannot be empty")
     NOTES.append(text)
     return f"noted ({len(NOTES)} notes)"
 

@@ -1,0 +1,353 @@
+//! MCP servers nobody here wrote — `@modelcontextprotocol/server-everything`
+//! from npm (the 2025 handshake) and a server built with the `mcp` Python
+//! package (the 2026-07-28 revision) — configured as a user configures them,
+//! started by carapace, spoken to through the sandboxed bridge, and called by
+//! the model through the loop.
+//!
+//! Their toolchains (npm, Python's `mcp`) are installed by CI (README's test
+//! command); elsewhere a missing one skips the test with a message, unless
+//! `CARAPACE_REQUIRE_EXAMPLES=1`.
+
+#[path = "../e2e/support.rs"]
+mod support;
+
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::{TestResult, lines};
+
+type BoxError = Box<dyn std::error::Error>;
+
+fn servers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("tests")
+        .join("mcp")
+        .join("servers")
+}
+
+fn required() -> bool {
+    std::env::var("CARAPACE_REQUIRE_EXAMPLES").as_deref() == Ok("1")
+}
+
+/// `Ok(false)`: the toolchain is missing and that is allowed.
+fn missing(what: &str) -> Result<bool, BoxError> {
+    if required() {
+        return Err(format!("{what} is required (CARAPACE_REQUIRE_EXAMPLES=1)").into());
+    }
+    eprintln!("SKIPPED: {what} is not installed");
+    Ok(false)
+}
+
+/// The npm server, installed from the lock file once per test run.
+fn everything() -> Result<Option<Value>, BoxError> {
+    let dir = servers_dir();
+    let lock = std::fs::File::create(std::env::temp_dir().join("carapace-mcp-npm.lock"))?;
+    lock.lock()?;
+    let entry = dir
+        .join("node_modules")
+        .join("@modelcontextprotocol")
+        .join("server-everything")
+        .join("dist")
+        .join("index.js");
+    if !entry.exists() {
+        let npm = Command::new("npm")
+            .args([
+                "ci",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--prefix",
+            ])
+            .arg(&dir)
+            .output();
+        match npm {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => {
+                return Err(
+                    format!("npm ci failed: {}", String::from_utf8_lossy(&out.stderr)).into(),
+                );
+            }
+            Err(_) => return missing("npm").map(|_| None),
+        }
+    }
+    Ok(Some(json!({"command": "node", "args": [entry, "stdio"]})))
+}
+
+/// The Python server, when the `mcp` package is importable.
+fn notes() -> Result<Option<Value>, BoxError> {
+    let found = Command::new("python3")
+        .args(["-c", "import mcp.server.mcpserver"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !found {
+        return missing("the `mcp` Python package (pip install -r tests/mcp/requirements.txt)")
+            .map(|_| None);
+    }
+    Ok(Some(
+        json!({"command": "python3", "args": [servers_dir().join("notes_server.py")]}),
+    ))
+}
+
+struct Session {
+    server: ScriptedServer,
+    status: Option<i32>,
+    out: Vec<Value>,
+    stderr: String,
+}
+
+/// Runs one print-mode session with `servers` as `--mcp-config`.
+fn session(servers: Value, replies: Vec<Reply>, args: &[&str]) -> Result<Session, BoxError> {
+    let ws = tempfile::tempdir()?;
+    let config = ws.path().join("mcp.json");
+    std::fs::write(&config, json!({"mcpServers": servers}).to_string())?;
+    let server = ScriptedServer::start(replies)?;
+    let output = support::carapace()
+        .current_dir(ws.path())
+        .env("CARAPACE_CONFIG_DIR", ws.path().join(".config"))
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args([
+            "-p",
+            "use the tools",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .arg("--mcp-config")
+        .arg(&config)
+        .args(args)
+        .output()?;
+    let stdout = String::from_utf8(output.stdout)?;
+    Ok(Session {
+        server,
+        status: output.status.code(),
+        out: lines(&stdout)?,
+        stderr: String::from_utf8(output.stderr)?,
+    })
+}
+
+impl Session {
+    fn init(&self) -> &Value {
+        &self.out[0]
+    }
+
+    fn server_status(&self, name: &str) -> Value {
+        self.init()["mcp_servers"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["name"] == name).cloned())
+            .unwrap_or(Value::Null)
+    }
+
+    /// The tool_result for `id` in request `n` (0-based).
+    fn result(&self, n: usize, id: &str) -> Result<Value, BoxError> {
+        let requests = self.server.requests();
+        let request = requests.get(n).ok_or(format!("no request {n}"))?;
+        let last = request.body["messages"]
+            .as_array()
+            .and_then(|m| m.last().cloned())
+            .ok_or("no messages")?;
+        Ok(last["content"]
+            .as_array()
+            .and_then(|c| c.iter().find(|r| r["tool_use_id"] == id).cloned())
+            .ok_or(format!("no result for {id}"))?)
+    }
+}
+
+fn text_of(result: &Value) -> String {
+    match &result["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+#[test]
+fn a_node_server_lists_and_calls_through_the_bridge_and_the_loop() -> TestResult {
+    let Some(everything) = everything()? else {
+        return Ok(());
+    };
+    let s = session(
+        json!({"everything": everything}),
+        vec![
+            Reply::tool_uses(vec![
+                Block::tool_use(
+                    "toolu_echo",
+                    "mcp__everything__echo",
+                    json!({"message": "hi"}),
+                ),
+                Block::tool_use(
+                    "toolu_sum",
+                    "mcp__everything__get-sum",
+                    json!({"a": 2, "b": 3}),
+                ),
+                Block::tool_use(
+                    "toolu_weather",
+                    "mcp__everything__get-structured-content",
+                    json!({"location": "New York"}),
+                ),
+                Block::tool_use("toolu_image", "mcp__everything__get-tiny-image", json!({})),
+                Block::tool_use("toolu_bad", "mcp__everything__echo", json!({"message": 5})),
+            ]),
+            Reply::text("done"),
+        ],
+        &["--allowedTools", "mcp__everything__*"],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    assert_eq!(s.server_status("everything")["status"], "connected");
+    let tools = s.init()["tools"].as_array().cloned().unwrap_or_default();
+    assert!(tools.contains(&json!("mcp__everything__echo")), "{tools:?}");
+    assert!(tools.contains(&json!("Read")));
+    // The model is offered the server's schema.
+    let offered = s.server.requests()[0].body["tools"]
+        .as_array()
+        .and_then(|t| {
+            t.iter()
+                .find(|t| t["name"] == "mcp__everything__echo")
+                .cloned()
+        })
+        .ok_or("echo not offered")?;
+    assert_eq!(
+        offered["input_schema"]["properties"]["message"]["type"],
+        "string"
+    );
+
+    assert_eq!(text_of(&s.result(1, "toolu_echo")?), "Echo: hi");
+    assert_eq!(
+        text_of(&s.result(1, "toolu_sum")?),
+        "The sum of 2 and 3 is 5."
+    );
+    let weather: Value = serde_json::from_str(&text_of(&s.result(1, "toolu_weather")?))?;
+    assert!(weather["temperature"].is_number(), "{weather}");
+    let image = s.result(1, "toolu_image")?;
+    let blocks = image["content"].as_array().cloned().unwrap_or_default();
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["type"] == "image" && b["source"]["media_type"] == "image/png"),
+        "{image}"
+    );
+    // Bad input never reaches the server: the schema check refuses it.
+    let bad = s.result(1, "toolu_bad")?;
+    assert_eq!(bad["is_error"], true);
+    assert!(text_of(&bad).contains("InputValidationError"), "{bad}");
+    Ok(())
+}
+
+#[test]
+fn mcp_calls_ask_unless_a_rule_allows_them_and_deny_rules_hide_them() -> TestResult {
+    let Some(everything) = everything()? else {
+        return Ok(());
+    };
+    let s = session(
+        json!({"everything": everything}),
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_echo",
+                "mcp__everything__echo",
+                json!({"message": "hi"}),
+            )]),
+            Reply::text("done"),
+        ],
+        &["--disallowedTools", "mcp__everything__get-env"],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    // Print mode cannot ask: the call is denied, with why.
+    let echo = s.result(1, "toolu_echo")?;
+    assert_eq!(echo["is_error"], true);
+    assert!(text_of(&echo).contains("needs approval"), "{echo}");
+    // A bare deny removes the tool from what the model is offered.
+    let tools = s.init()["tools"].as_array().cloned().unwrap_or_default();
+    assert!(!tools.contains(&json!("mcp__everything__get-env")));
+    assert!(tools.contains(&json!("mcp__everything__echo")));
+    Ok(())
+}
+
+#[test]
+fn a_python_server_on_the_current_revision_reports_errors_and_a_crash_mid_call() -> TestResult {
+    let Some(notes) = notes()? else {
+        return Ok(());
+    };
+    let s = session(
+        json!({"notes": notes}),
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_add",
+                "mcp__notes__add_note",
+                json!({"text": "buy milk"}),
+            )]),
+            Reply::tool_uses(vec![
+                Block::tool_use("toolu_count", "mcp__notes__count_notes", json!({})),
+                Block::tool_use("toolu_empty", "mcp__notes__add_note", json!({"text": " "})),
+            ]),
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_crash",
+                "mcp__notes__crash",
+                json!({}),
+            )]),
+            Reply::text("the server died"),
+        ],
+        &["--allowedTools", "mcp__notes"],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    assert_eq!(s.server_status("notes")["status"], "connected");
+    assert_eq!(text_of(&s.result(1, "toolu_add")?), "noted (1 notes)");
+    // Structured content (the tool returns a dict).
+    let count: Value = serde_json::from_str(&text_of(&s.result(2, "toolu_count")?))?;
+    assert_eq!(count, json!({"count": 1, "notes": ["buy milk"]}));
+    // The tool raised: an error result with its message.
+    let empty = s.result(2, "toolu_empty")?;
+    assert_eq!(empty["is_error"], true);
+    assert!(
+        text_of(&empty).contains("a note cannot be empty"),
+        "{empty}"
+    );
+    // The process died mid-call: an error result, the session goes on.
+    let crash = s.result(3, "toolu_crash")?;
+    assert_eq!(crash["is_error"], true);
+    assert!(text_of(&crash).contains("is gone"), "{crash}");
+    let result = s.out.last().ok_or("no result")?;
+    assert_eq!(result["subtype"], "success");
+    Ok(())
+}
+
+#[test]
+fn a_server_that_cannot_start_is_reported_and_the_session_runs() -> TestResult {
+    let s = session(
+        json!({
+            "missing": {"command": "/nonexistent/mcp-server"},
+            "silent": {"command": "sh", "args": ["-c", "exit 0"]},
+            "garbage": {"command": "sh", "args": ["-c", "echo not-json; sleep 5"]},
+        }),
+        vec![Reply::text("fine without them")],
+        &[],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    for name in ["missing", "silent", "garbage"] {
+        let status = s.server_status(name);
+        assert_eq!(status["status"], "failed", "{name}: {status}");
+    }
+    assert!(
+        s.server_status("missing")["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not found")),
+        "{}",
+        s.server_status("missing")
+    );
+    assert!(
+        s.server_status("garbage")["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not JSON")),
+        "{}",
+        s.server_status("garbage")
+    );
+    assert!(s.stderr.contains("failed to start"), "{}", s.stderr);
+    assert_eq!(s.out.last().ok_or("no result")?["subtype"], "success");
+    Ok(())
+}
