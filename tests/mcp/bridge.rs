@@ -351,3 +351,50 @@ fn a_server_that_cannot_start_is_reported_and_the_session_runs() -> TestResult {
     assert_eq!(s.out.last().ok_or("no result")?["subtype"], "success");
     Ok(())
 }
+
+#[test]
+fn a_tool_list_change_is_offered_from_the_next_turn() -> TestResult {
+    let Some(notes) = notes()? else {
+        return Ok(());
+    };
+    let s = session(
+        json!({"notes": notes}),
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_unlock",
+                "mcp__notes__unlock_archive",
+                json!({}),
+            )]),
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_archive",
+                "mcp__notes__archive",
+                json!({}),
+            )]),
+            Reply::text("archived"),
+        ],
+        &["--allowedTools", "mcp__notes"],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    let offered = |n: usize| -> Vec<String> {
+        s.server.requests()[n].body["tools"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|t| t["name"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(!offered(0).contains(&"mcp__notes__archive".to_string()));
+    assert_eq!(
+        text_of(&s.result(1, "toolu_unlock")?),
+        "the archive tool is available"
+    );
+    assert!(
+        offered(1).contains(&"mcp__notes__archive".to_string()),
+        "{:?}",
+        offered(1)
+    );
+    assert_eq!(text_of(&s.result(2, "toolu_archive")?), "archived");
+    Ok(())
+}

@@ -29,7 +29,10 @@ const PREVIEW_CHARS: usize = 2_000;
 const INPUT_EXCERPT_CHARS: usize = 200;
 
 pub struct ToolPipeline {
-    registry: ToolRegistry,
+    /// Replaced whole when an MCP server's tools change (between turns).
+    registry: std::sync::RwLock<ToolRegistry>,
+    /// Connected MCP servers, asked between turns whether their tools changed.
+    mcp_servers: Vec<Arc<crate::mcp::McpServer>>,
     policy: Policy,
     limits: CallLimits,
     audit: AuditLog,
@@ -55,7 +58,8 @@ enum AskAnswer {
 impl ToolPipeline {
     pub fn new(registry: ToolRegistry, policy: Policy, limits: CallLimits) -> Self {
         Self {
-            registry,
+            registry: std::sync::RwLock::new(registry),
+            mcp_servers: Vec::new(),
             policy,
             limits,
             audit: AuditLog::disabled(),
@@ -136,8 +140,15 @@ impl ToolPipeline {
         self
     }
 
-    pub fn registry(&self) -> &ToolRegistry {
-        &self.registry
+    /// The tools as they are now.
+    pub fn registry(&self) -> ToolRegistry {
+        self.registry.read().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Refreshes these servers' tools between turns.
+    pub fn with_mcp_servers(mut self, servers: Vec<Arc<crate::mcp::McpServer>>) -> Self {
+        self.mcp_servers = servers;
+        self
     }
 
     pub fn policy(&self) -> &Policy {
@@ -147,17 +158,18 @@ impl ToolPipeline {
     /// The tools offered to the model: every loaded tool that no bare deny
     /// rule removes.
     pub fn offered_names(&self) -> Vec<String> {
-        self.registry
+        self.registry()
             .names()
             .into_iter()
             .filter(|name| self.policy.hidden_by(name).is_none())
             .collect()
     }
 
-    fn lookup(&self, name: &str) -> Option<&RegisteredTool> {
-        self.registry
-            .get(name)
-            .filter(|_| self.policy.hidden_by(name).is_none())
+    fn lookup(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        if self.policy.hidden_by(name).is_some() {
+            return None;
+        }
+        self.registry.read().ok()?.get_shared(name)
     }
 
     async fn prepare_call(&self, call: &ToolCall) -> Preparation {
@@ -235,13 +247,13 @@ impl ToolPipeline {
                 format!("Error: No such tool available: {}", call.name),
             );
         };
-        let (call, plan, hook_decision, mut notes) = match self.pre_tool_use(tool, call, plan).await
-        {
-            Ok(ready) => ready,
-            Err(result) => return *result,
-        };
+        let (call, plan, hook_decision, mut notes) =
+            match self.pre_tool_use(&tool, call, plan).await {
+                Ok(ready) => ready,
+                Err(result) => return *result,
+            };
         let result = self
-            .decide_and_call(tool, &call, &plan, hook_decision)
+            .decide_and_call(&tool, &call, &plan, hook_decision)
             .await;
         let mut result = match result {
             // A refused call did not run: no PostToolUse.
@@ -537,7 +549,7 @@ To allow it, add a permission rule (--allowedTools or settings), choose another 
 or name a --permission-prompt-tool."
             ));
         };
-        let Some(prompter) = self.registry.get(prompt_tool) else {
+        let Some(prompter) = self.lookup(prompt_tool) else {
             return AskAnswer::Refused(format!(
                 "{question} The permission prompt tool `{prompt_tool}` is not loaded."
             ));
@@ -753,7 +765,7 @@ fn denied(call: &ToolCall, message: String, basis: Basis) -> ToolCallResult {
 
 impl ToolRuntime for ToolPipeline {
     fn specs(&self) -> Vec<ToolSpec> {
-        self.registry
+        self.registry()
             .specs()
             .into_iter()
             .filter(|spec| self.policy.hidden_by(&spec.name).is_none())
@@ -762,6 +774,30 @@ impl ToolRuntime for ToolPipeline {
 
     fn prepare<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, Preparation> {
         self.prepare_call(call).boxed()
+    }
+
+    fn refresh(&self) -> BoxFuture<'_, bool> {
+        async move {
+            let mut changed = false;
+            for server in &self.mcp_servers {
+                match server.refresh_if_changed().await {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        if let Ok(mut registry) = self.registry.write() {
+                            for warning in registry.replace_mcp(server) {
+                                tracing::warn!("{warning}");
+                            }
+                        }
+                        changed = true;
+                    }
+                    Err(e) => {
+                        tracing::warn!(server = %server.name, "cannot refresh its tools: {e}")
+                    }
+                }
+            }
+            changed
+        }
+        .boxed()
     }
 
     fn run(

@@ -274,7 +274,7 @@ async fn run_loop(
     messages: Vec<Message>,
     sink: &mut dyn EventSink,
 ) -> QueryOutcome {
-    let tool_specs = deps.tools.specs();
+    let mut tool_specs = deps.tools.specs();
     let mut state = State::initial(messages);
     let mut totals = Totals {
         usage: Usage::default(),
@@ -295,6 +295,11 @@ async fn run_loop(
         }
         // The query chain's depth: how many iterations came before this one.
         totals.depth = state.turn_count - 1;
+        // Tool sets that changed during the last turn are offered from this
+        // one on; unchanged, the specs stay the same object.
+        if state.turn_count > 1 && deps.tools.refresh().await {
+            tool_specs = deps.tools.specs();
+        }
         totals.mark("query_setup_start");
         if deps.abort.is_cancelled() {
             sink.emit(AgentEvent::SyntheticUser {

@@ -118,6 +118,12 @@ pub trait ToolRuntime: Send + Sync {
     /// validation and its plan (concurrency safety, needs).
     fn prepare<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, Preparation>;
 
+    /// Between turns: takes in tool sets that changed (an MCP server's
+    /// `notifications/tools/list_changed`). `true` when `specs` changed.
+    fn refresh(&self) -> BoxFuture<'_, bool> {
+        Box::pin(async { false })
+    }
+
     /// Permission, grant, the sandboxed call and the mapping to a result.
     /// Never fails: every failure is an error result.
     fn run(

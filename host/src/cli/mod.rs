@@ -442,7 +442,12 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         hooks
     };
     let hooks = Arc::new(hooks);
+    let connected: Vec<Arc<crate::mcp::McpServer>> = mcp_statuses
+        .iter()
+        .filter_map(|s| s.outcome.as_ref().ok().cloned())
+        .collect();
     let pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
+        .with_mcp_servers(connected)
         .with_hooks(hooks.clone())
         .with_session_id(session_id.clone())
         .with_audit(AuditLog::at(session_dir.join("audit.jsonl")))

@@ -80,7 +80,7 @@ impl McpServer {
                 channel: channel.clone(),
                 session,
                 tools: std::sync::RwLock::new(Vec::new()),
-                next_id: AtomicU64::new(3),
+                next_id: AtomicU64::new(4),
                 stale: AtomicBool::new(false),
                 limits,
             });

@@ -260,10 +260,11 @@ impl RegisteredTool {
     }
 }
 
-/// The tools of every loaded plugin, in a stable order.
-#[derive(Default)]
+/// The tools of every loaded plugin, in a stable order. Cheap to clone:
+/// the tools are shared.
+#[derive(Default, Clone)]
 pub struct ToolRegistry {
-    tools: Vec<RegisteredTool>,
+    tools: Vec<Arc<RegisteredTool>>,
 }
 
 impl ToolRegistry {
@@ -441,14 +442,14 @@ impl ToolRegistry {
             }
             let validator =
                 jsonschema::validator_for(&schema).map_err(|e| invalid(e.to_string()))?;
-            self.tools.push(RegisteredTool {
+            self.tools.push(Arc::new(RegisteredTool {
                 definition: definition.clone(),
                 schema,
                 validator,
                 provider: provider.clone(),
                 ceiling: ceiling.clone(),
                 limits,
-            });
+            }));
         }
         Ok(())
     }
@@ -460,7 +461,7 @@ impl ToolRegistry {
             let Some(index) = self.tools.iter().position(|t| &t.definition.name == name) else {
                 if selected
                     .iter()
-                    .any(|t: &RegisteredTool| &t.definition.name == name)
+                    .any(|t: &Arc<RegisteredTool>| &t.definition.name == name)
                 {
                     continue; // named twice
                 }
@@ -475,7 +476,27 @@ impl ToolRegistry {
     }
 
     pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
-        self.tools.iter().find(|t| t.definition.name == name)
+        self.tools
+            .iter()
+            .find(|t| t.definition.name == name)
+            .map(|t| &**t)
+    }
+
+    /// The tool, shared (to hold across a call while the registry changes).
+    pub fn get_shared(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        self.tools
+            .iter()
+            .find(|t| t.definition.name == name)
+            .cloned()
+    }
+
+    /// Replaces an MCP server's tools with its current list.
+    pub fn replace_mcp(&mut self, server: &Arc<McpServer>) -> Vec<String> {
+        self.tools.retain(|t| match &t.provider {
+            ToolProvider::Mcp(mcp) => !Arc::ptr_eq(&mcp.server, server),
+            _ => true,
+        });
+        self.add_mcp(server)
     }
 
     pub fn names(&self) -> Vec<String> {

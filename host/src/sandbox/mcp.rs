@@ -361,7 +361,7 @@ impl McpBridge {
         channel: &Arc<McpChannel>,
         session: &McpSession,
         limits: &CallLimits,
-        next_id: &dyn Fn() -> u64,
+        next_id: &(dyn Fn() -> u64 + Sync),
         max_pages: usize,
     ) -> Result<Result<Vec<McpTool>, String>, SandboxError> {
         let mut tools = Vec::new();

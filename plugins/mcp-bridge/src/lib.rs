@@ -297,6 +297,21 @@ impl Guest for Bridge {
                 .and_then(Value::as_array)
                 .is_some_and(|v| v.iter().any(|v| v.as_str() == Some(MODERN)));
             if speaks_modern {
+                let tools_list_changed = result
+                    .pointer("/capabilities/tools/listChanged")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                if tools_list_changed {
+                    // The current revision sends list changes only on a
+                    // `subscriptions/listen` stream; its notifications are
+                    // read with every later operation (and by `drain`).
+                    send(&json!({
+                        "jsonrpc": "2.0",
+                        "id": request_id + 2,
+                        "method": "subscriptions/listen",
+                        "params": enveloped(&probe, json!({"notifications": {"toolsListChanged": true}})),
+                    }))?;
+                }
                 let info = result
                     .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
                     .cloned()
@@ -309,10 +324,7 @@ impl Guest for Bridge {
                         .get("instructions")
                         .and_then(Value::as_str)
                         .map(str::to_string),
-                    tools_list_changed: result
-                        .pointer("/capabilities/tools/listChanged")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false),
+                    tools_list_changed,
                 });
             }
         }
