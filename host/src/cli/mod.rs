@@ -166,6 +166,31 @@ pub enum Command {
         #[command(subcommand)]
         action: plugin::ToolCommand,
     },
+    /// carapace as an MCP server.
+    Mcp {
+        #[command(subcommand)]
+        action: McpCommand,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum McpCommand {
+    /// Serve the first-party and installed tools to an MCP client over
+    /// stdio; every call runs sandboxed with what the policy grants, and
+    /// what it would ask about is refused (nobody is there to answer).
+    Serve {
+        #[arg(long, value_enum, default_value = "default")]
+        permission_mode: PermissionMode,
+        /// Rules that allow, as in a session.
+        #[arg(long = "allowedTools", alias = "allowed-tools", num_args = 1..)]
+        allowed_tools: Vec<String>,
+        /// Rules that deny; a bare tool name also hides the tool.
+        #[arg(long = "disallowedTools", alias = "disallowed-tools", num_args = 1..)]
+        disallowed_tools: Vec<String>,
+        /// Load the project's plugins too.
+        #[arg(long)]
+        trust_workspace: bool,
+    },
 }
 
 /// Where carapace looks for things, from the environment.
@@ -201,6 +226,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Tool { action }) => {
             return plugin::tool_call(action.into(), &Paths::from_env()?).await;
         }
+        Some(Command::Mcp { action }) => return mcp_serve(action, &Paths::from_env()?).await,
         None => {}
     }
     let started = Instant::now();
@@ -284,35 +310,13 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let mut rules = settings.rules.clone();
-    let flag_anchors = Anchors {
-        cwd: cwd.clone(),
-        home: home.clone(),
-        project: cwd.clone(),
-    };
-    let flag_source = RuleSource {
-        kind: SourceKind::CliFlag,
-        file: None,
-    };
-    for (kind, list) in [
-        (RuleKind::Deny, &cli.disallowed_tools),
-        (RuleKind::Allow, &cli.allowed_tools),
-    ] {
-        for text in list.iter().flat_map(|l| split_rules(l)) {
-            rules.push(Rule::parse(
-                &text,
-                kind,
-                flag_source.clone(),
-                &flag_anchors,
-            )?);
-        }
-    }
-    // Deny rules first: a deny anywhere beats an allow anywhere.
-    rules.sort_by_key(|r| match r.kind {
-        RuleKind::Deny => 0,
-        RuleKind::Ask => 1,
-        RuleKind::Allow => 2,
-    });
+    let rules = session_rules(
+        settings.rules.clone(),
+        &cli.allowed_tools,
+        &cli.disallowed_tools,
+        &cwd,
+        &home,
+    )?;
     let session_id = cli
         .session_id
         .unwrap_or_else(uuid::Uuid::new_v4)
@@ -532,6 +536,110 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Some(_) => ExitCode::FAILURE,
         None => ExitCode::SUCCESS,
     })
+}
+
+/// `carapace mcp serve`.
+async fn mcp_serve(command: McpCommand, paths: &Paths) -> anyhow::Result<ExitCode> {
+    let McpCommand::Serve {
+        permission_mode,
+        allowed_tools,
+        disallowed_tools,
+        trust_workspace,
+    } = command;
+    let locations = Locations {
+        managed: std::env::var_os("CARAPACE_MANAGED_SETTINGS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/etc/carapace/managed-settings.json")),
+        cli: None,
+        cwd: paths.cwd.clone(),
+        home: paths.home.clone(),
+        config_dir: paths.config_dir.clone(),
+    };
+    let settings = Settings::load(&locations, trust_workspace)?;
+    for warning in &settings.warnings {
+        eprintln!("carapace: warning: {warning}");
+    }
+    let rules = session_rules(
+        settings.rules.clone(),
+        &allowed_tools,
+        &disallowed_tools,
+        &paths.cwd,
+        &paths.home,
+    )?;
+    let policy = Policy::from_config(PolicyConfig {
+        mode: permission_mode,
+        rules: RuleSet::new(rules),
+        cwd: paths.cwd.clone(),
+        additional_dirs: settings.additional_dirs.clone(),
+        home: paths.home.clone(),
+        config_dir: paths.config_dir.clone(),
+    });
+    let sandbox = Sandbox::new(SandboxConfig {
+        guest_cwd: Some(paths.cwd.clone()),
+        process: Some(ProcessConfig {
+            allow_network: settings.sandbox_network.unwrap_or(false),
+            require_os_sandbox: settings.sandbox_required.unwrap_or(true),
+            ..ProcessConfig::new(&paths.cwd)
+        }),
+        ..SandboxConfig::default()
+    })?;
+    let mut registry = ToolRegistry::builtin(&sandbox).await?;
+    load_installed(
+        &mut registry,
+        &sandbox,
+        &paths.cwd,
+        &paths.config_dir,
+        settings.trusted,
+    );
+    let session_id = uuid::Uuid::new_v4().to_string();
+    let pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
+        .with_session_id(session_id.clone())
+        .with_audit(AuditLog::at(
+            paths
+                .config_dir
+                .join("sessions")
+                .join(&session_id)
+                .join("audit.jsonl"),
+        ));
+    crate::mcp::serve::serve(
+        Arc::new(pipeline),
+        tokio::io::BufReader::new(tokio::io::stdin()),
+        tokio::io::stdout(),
+    )
+    .await
+    .context("serving MCP on stdio")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The settings' rules and the command line's, deny rules first (a deny
+/// anywhere beats an allow anywhere).
+fn session_rules(
+    mut rules: Vec<Rule>,
+    allowed: &[String],
+    disallowed: &[String],
+    cwd: &std::path::Path,
+    home: &std::path::Path,
+) -> anyhow::Result<Vec<Rule>> {
+    let anchors = Anchors {
+        cwd: cwd.to_path_buf(),
+        home: home.to_path_buf(),
+        project: cwd.to_path_buf(),
+    };
+    let source = RuleSource {
+        kind: SourceKind::CliFlag,
+        file: None,
+    };
+    for (kind, list) in [(RuleKind::Deny, disallowed), (RuleKind::Allow, allowed)] {
+        for text in list.iter().flat_map(|l| split_rules(l)) {
+            rules.push(Rule::parse(&text, kind, source.clone(), &anchors)?);
+        }
+    }
+    rules.sort_by_key(|r| match r.kind {
+        RuleKind::Deny => 0,
+        RuleKind::Ask => 1,
+        RuleKind::Allow => 2,
+    });
+    Ok(rules)
 }
 
 /// The MCP servers of this session: `--mcp-config` (each a file or a JSON

@@ -4,6 +4,7 @@
 //! `mcp__<server>__<tool>` through the same pipeline as every other tool.
 
 pub mod config;
+pub mod serve;
 mod server;
 
 pub use config::{McpConfigError, ServerConfig, Transport};

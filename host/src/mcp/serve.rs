@@ -1,0 +1,169 @@
+//! `carapace mcp serve`: carapace's tools — first-party and installed
+//! WebAssembly plugins — offered to any MCP client over stdio. Every call
+//! goes through the same pipeline as in a session: schema, plan, policy,
+//! a sandboxed instance holding only the grant. Nobody is there to answer a
+//! question, so what the policy would ask about is refused.
+
+use crate::agent::{ToolCall, ToolPipeline, ToolRuntime};
+use crate::model::{ToolResultBlock, ToolResultContent};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The revisions served through the `initialize` handshake, newest first.
+const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+
+/// Serves `pipeline`'s tools on `input`/`output` (newline-delimited
+/// JSON-RPC) until the client closes its side. Calls run concurrently;
+/// replies are written whole, one per line.
+pub async fn serve<R, W>(pipeline: Arc<ToolPipeline>, input: R, output: W) -> std::io::Result<()>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let output = Arc::new(tokio::sync::Mutex::new(output));
+    let mut lines = input.lines();
+    let mut calls = tokio::task::JoinSet::new();
+    while let Some(line) = lines.next_line().await? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let message: Value = match serde_json::from_str(&line) {
+            Ok(message) => message,
+            Err(e) => {
+                write(
+                    &output,
+                    &error(Value::Null, PARSE_ERROR, &format!("not JSON: {e}")),
+                )
+                .await?;
+                continue;
+            }
+        };
+        let id = message.get("id").cloned();
+        let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+        let params = message.get("params").cloned().unwrap_or(json!({}));
+        let Some(id) = id else {
+            continue; // a notification (initialized, cancelled…): nothing to answer
+        };
+        let reply = match method {
+            "initialize" => {
+                let asked = params
+                    .get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or(VERSIONS[0]);
+                let version = if VERSIONS.contains(&asked) {
+                    asked
+                } else {
+                    VERSIONS[0]
+                };
+                result(
+                    id,
+                    json!({
+                        "protocolVersion": version,
+                        "capabilities": {"tools": {"listChanged": false}},
+                        "serverInfo": {"name": "carapace", "version": env!("CARGO_PKG_VERSION")},
+                        "instructions": "carapace's tools; every call runs in a WebAssembly sandbox holding only what the policy grants it.",
+                    }),
+                )
+            }
+            "ping" => result(id, json!({})),
+            "tools/list" => result(id, json!({"tools": tool_list(&pipeline)})),
+            "tools/call" => {
+                let pipeline = pipeline.clone();
+                let output = output.clone();
+                calls.spawn(async move {
+                    let reply = call(&pipeline, id, &params).await;
+                    let _ = write(&output, &reply).await;
+                });
+                continue;
+            }
+            "" => error(id, INVALID_REQUEST, "a request needs a method"),
+            other => error(
+                id,
+                METHOD_NOT_FOUND,
+                &format!("carapace does not serve `{other}`"),
+            ),
+        };
+        write(&output, &reply).await?;
+    }
+    // The client is done: let running calls answer before leaving.
+    while calls.join_next().await.is_some() {}
+    Ok(())
+}
+
+fn tool_list(pipeline: &ToolPipeline) -> Vec<Value> {
+    let registry = pipeline.registry();
+    pipeline
+        .offered_names()
+        .iter()
+        .filter_map(|name| registry.get(name))
+        .map(|tool| {
+            let a = tool.definition.annotations;
+            json!({
+                "name": tool.definition.name,
+                "description": tool.definition.description,
+                "inputSchema": tool.schema,
+                "annotations": {
+                    "readOnlyHint": a.read_only,
+                    "destructiveHint": a.destructive,
+                    "idempotentHint": a.idempotent,
+                    "openWorldHint": a.open_world,
+                },
+            })
+        })
+        .collect()
+}
+
+async fn call(pipeline: &Arc<ToolPipeline>, id: Value, params: &Value) -> Value {
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return error(id, INVALID_PARAMS, "tools/call needs a tool `name`");
+    };
+    let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+    let call = ToolCall {
+        id: format!("mcp_{}", uuid::Uuid::new_v4().simple()),
+        name: name.to_string(),
+        input: arguments,
+        invalid_input: None,
+    };
+    let preparation = pipeline.prepare(&call).await;
+    let outcome = pipeline.clone().run(call, preparation).await;
+    let content: Vec<Value> = match &outcome.content {
+        ToolResultContent::Text(text) => vec![json!({"type": "text", "text": text})],
+        ToolResultContent::Blocks(blocks) => blocks
+            .iter()
+            .map(|block| match block {
+                ToolResultBlock::Text { text } => json!({"type": "text", "text": text}),
+                ToolResultBlock::Image { source } => json!({
+                    "type": "image",
+                    "data": source.data,
+                    "mimeType": source.media_type,
+                }),
+            })
+            .collect(),
+    };
+    result(id, json!({"content": content, "isError": outcome.is_error}))
+}
+
+fn result(id: Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+async fn write<W: AsyncWrite + Unpin>(
+    output: &tokio::sync::Mutex<W>,
+    message: &Value,
+) -> std::io::Result<()> {
+    let mut line = message.to_string();
+    line.push('\n');
+    let mut output = output.lock().await;
+    output.write_all(line.as_bytes()).await?;
+    output.flush().await
+}

@@ -1,0 +1,40 @@
+"""A real MCP client (the `mcp` Python package) driving `carapace mcp serve`.
+
+    python3 call_carapace.py CARAPACE_BINARY WORKDIR CALLS_JSON [ARGS...]
+
+CALLS_JSON is a list of [tool, arguments]. Prints one JSON object: the
+negotiated protocol version, the tools offered, and for each call its text
+and isError.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp import Client, StdioServerParameters
+
+
+async def main() -> None:
+    binary, workdir, calls = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    # carapace's own settings pass through (the client's default
+    # environment for a server is a short list of variables).
+    env = {k: v for k, v in os.environ.items() if k.startswith("CARAPACE_")}
+    params = StdioServerParameters(
+        command=binary, args=["mcp", "serve", *sys.argv[4:]], cwd=workdir, env=env
+    )
+    async with Client(params, read_timeout_seconds=120) as client:
+        tools = await client.list_tools()
+        results = []
+        for name, arguments in calls:
+            result = await client.call_tool(name, arguments)
+            text = "".join(getattr(block, "text", "") for block in result.content)
+            results.append({"tool": name, "text": text, "is_error": bool(result.is_error)})
+        print(json.dumps({
+            "protocol_version": client.protocol_version,
+            "tools": [tool.name for tool in tools.tools],
+            "results": results,
+        }))
+
+
+asyncio.run(main())

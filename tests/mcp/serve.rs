@@ -1,0 +1,112 @@
+//! `carapace mcp serve` driven by a real MCP client (the `mcp` Python
+//! package): the tools are listed, a call inside the policy's grant runs in
+//! its sandbox, and calls outside it are refused without running.
+
+#[path = "../e2e/support.rs"]
+mod support;
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Command;
+use support::TestResult;
+
+fn client_available() -> Result<bool, Box<dyn std::error::Error>> {
+    let found = Command::new("python3")
+        .args(["-c", "import mcp.client.stdio"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if found {
+        return Ok(true);
+    }
+    if std::env::var("CARAPACE_REQUIRE_EXAMPLES").as_deref() == Ok("1") {
+        return Err("the `mcp` Python package is required (CARAPACE_REQUIRE_EXAMPLES=1)".into());
+    }
+    eprintln!("SKIPPED: the `mcp` Python package is not installed");
+    Ok(false)
+}
+
+/// Runs the client against `carapace mcp serve ARGS` in `ws`.
+fn drive(ws: &Path, calls: Value, args: &[&str]) -> Result<Value, Box<dyn std::error::Error>> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("tests")
+        .join("mcp")
+        .join("clients")
+        .join("call_carapace.py");
+    let output = support::carapace()
+        .get_envs()
+        .fold(&mut Command::new("python3"), |c, (k, v)| match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        })
+        .env("CARAPACE_CONFIG_DIR", ws.join(".config"))
+        .current_dir(ws)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_carapace"))
+        .arg(ws)
+        .arg(calls.to_string())
+        .args(args)
+        .output()?;
+    if !output.status.success() {
+        return Err(format!(
+            "the MCP client failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
+    }
+    Ok(serde_json::from_slice(&output.stdout)?)
+}
+
+#[test]
+fn an_mcp_client_gets_sandboxed_tools_and_calls_outside_the_grant_are_refused() -> TestResult {
+    if !client_available()? {
+        return Ok(());
+    }
+    let dir = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(dir.path())?.join("ws");
+    std::fs::create_dir(&ws)?;
+    std::fs::write(ws.join("inside.txt"), "hello from the workspace\n")?;
+    let outside = dir.path().join("secret.txt");
+    std::fs::write(&outside, "the secret\n")?;
+    let report = drive(
+        &ws,
+        json!([
+            ["Read", {"file_path": ws.join("inside.txt")}],
+            ["Read", {"file_path": outside}],
+            ["Write", {"file_path": ws.join("new.txt"), "content": "x"}],
+            ["Write", {"file_path": ws.join("allowed.txt"), "content": "granted"}],
+            ["Read", {"file_path": "relative.txt"}],
+        ]),
+        &["--allowedTools", "Write(allowed.txt)"],
+    )?;
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for tool in ["Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch"] {
+        assert!(tools.contains(&tool), "{tools:?}");
+    }
+    let results = report["results"].as_array().cloned().unwrap_or_default();
+    let result = |i: usize| results.get(i).cloned().unwrap_or(Value::Null);
+    assert_eq!(result(0)["text"], "1\thello from the workspace\n2\t");
+    assert_eq!(result(0)["is_error"], false);
+    // Outside the working directory: refused, and nothing of it shown.
+    assert_eq!(result(1)["is_error"], true);
+    let refused = result(1)["text"].as_str().unwrap_or_default().to_string();
+    assert!(
+        refused.contains("outside the working directory"),
+        "{refused}"
+    );
+    assert!(!refused.contains("the secret"), "{refused}");
+    // A write the policy would ask about: refused, nothing written.
+    assert_eq!(result(2)["is_error"], true);
+    assert!(!ws.join("new.txt").exists());
+    // A write a rule allows: granted that one file, and done.
+    assert_eq!(result(3)["is_error"], false, "{}", result(3));
+    assert_eq!(std::fs::read_to_string(ws.join("allowed.txt"))?, "granted");
+    // Bad input is the tool's error, not the server's.
+    assert_eq!(result(4)["is_error"], true);
+    Ok(())
+}
