@@ -101,12 +101,22 @@ struct Session {
 /// Runs one print-mode session with `servers` as `--mcp-config`.
 fn session(servers: Value, replies: Vec<Reply>, args: &[&str]) -> Result<Session, BoxError> {
     let ws = tempfile::tempdir()?;
-    let config = ws.path().join("mcp.json");
+    session_in(ws.path(), servers, replies, args)
+}
+
+/// [`session`] in a given workspace.
+fn session_in(
+    ws: &Path,
+    servers: Value,
+    replies: Vec<Reply>,
+    args: &[&str],
+) -> Result<Session, BoxError> {
+    let config = ws.join("mcp.json");
     std::fs::write(&config, json!({"mcpServers": servers}).to_string())?;
     let server = ScriptedServer::start(replies)?;
     let output = support::carapace()
-        .current_dir(ws.path())
-        .env("CARAPACE_CONFIG_DIR", ws.path().join(".config"))
+        .current_dir(ws)
+        .env("CARAPACE_CONFIG_DIR", ws.join(".config"))
         .env("ANTHROPIC_BASE_URL", server.url())
         .env("ANTHROPIC_API_KEY", "test-key")
         .args([
@@ -396,5 +406,82 @@ fn a_tool_list_change_is_offered_from_the_next_turn() -> TestResult {
         offered(1)
     );
     assert_eq!(text_of(&s.result(2, "toolu_archive")?), "archived");
+    Ok(())
+}
+
+#[test]
+fn mcp_calls_pass_the_same_hooks_and_project_servers_need_trust() -> TestResult {
+    let Some(everything) = everything()? else {
+        return Ok(());
+    };
+    let dir = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(dir.path())?;
+    // A Claude Code-protocol hook that blocks (exit 2) what it matches.
+    let script = ws.join("hook-script.json");
+    std::fs::write(
+        &script,
+        json!({"PreToolUse": {"stderr": "echo is blocked by the MCP policy hook", "exit": 2}})
+            .to_string(),
+    )?;
+    let probe = Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("command-hook-probe.wasm");
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "mcp__everything__echo", "hooks": [
+        {"type": "wasm-command", "path": probe, "grants": {"read": [script]}}
+    ]}]}});
+    let s = session_in(
+        &ws,
+        json!({"everything": everything.clone()}),
+        vec![
+            Reply::tool_uses(vec![
+                Block::tool_use(
+                    "toolu_echo",
+                    "mcp__everything__echo",
+                    json!({"message": "hi"}),
+                ),
+                Block::tool_use(
+                    "toolu_sum",
+                    "mcp__everything__get-sum",
+                    json!({"a": 1, "b": 1}),
+                ),
+            ]),
+            Reply::text("done"),
+        ],
+        &[
+            "--allowedTools",
+            "mcp__everything__*",
+            "--settings",
+            &settings.to_string(),
+        ],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    let echo = s.result(1, "toolu_echo")?;
+    assert_eq!(echo["is_error"], true);
+    assert!(
+        text_of(&echo).contains("echo is blocked by the MCP policy hook"),
+        "{echo}"
+    );
+    assert_eq!(
+        text_of(&s.result(1, "toolu_sum")?),
+        "The sum of 1 and 1 is 2."
+    );
+
+    // The same server in the project's .mcp.json: started only in a
+    // trusted workspace, and never with --strict-mcp-config.
+    let project = tempfile::tempdir()?;
+    std::fs::write(
+        project.path().join(".mcp.json"),
+        json!({"mcpServers": {"project": everything}}).to_string(),
+    )?;
+    let run = |args: &[&str]| session_in(project.path(), json!({}), vec![Reply::text("hi")], args);
+    let untrusted = run(&[])?;
+    assert_eq!(untrusted.server_status("project"), Value::Null);
+    assert!(
+        untrusted.stderr.contains("trusted workspace"),
+        "{}",
+        untrusted.stderr
+    );
+    let trusted = run(&["--trust-workspace"])?;
+    assert_eq!(trusted.server_status("project")["status"], "connected");
+    let strict = run(&["--trust-workspace", "--strict-mcp-config"])?;
+    assert_eq!(strict.server_status("project"), Value::Null);
     Ok(())
 }
