@@ -65,6 +65,123 @@ fn main() -> BenchResult {
     if wanted("plugin") {
         runtime.block_on(plugin_benches())?;
     }
+    if wanted("mcp") {
+        runtime.block_on(mcp_benches())?;
+    }
+    Ok(())
+}
+
+/// One `tools/call` of server-everything's `echo` over stdio: through the
+/// bridge (a fresh sandboxed bridge instance per call, parsing the reply)
+/// next to a direct client (the same request and reply over the same kind
+/// of pipe, parsed by serde_json in the host).
+async fn mcp_benches() -> BenchResult {
+    use carapace::mcp::{McpServer, ServerConfig, Transport};
+    use carapace::sandbox::ProcessConfig;
+    use carapace::sandbox::mcp::{BRIDGE_WASM, McpBridge};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    const N: usize = 300;
+    let entry = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if !entry.exists() {
+        println!(
+            "| mcp_call_bridge | — | — | — | — | server-everything not installed: npm ci --prefix tests/mcp/servers |"
+        );
+        return Ok(());
+    }
+    let dir = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(dir.path())?;
+    let cache = tempfile::tempdir()?;
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: cache.path().to_path_buf(),
+        ..SandboxConfig::default()
+    })?;
+    let bridge = McpBridge::load(&sandbox, BRIDGE_WASM)?;
+    let config = ServerConfig {
+        name: "everything".into(),
+        transport: Transport::Stdio {
+            command: "node".into(),
+            args: vec![entry.display().to_string(), "stdio".into()],
+            env: Vec::new(),
+            allow_network: false,
+        },
+        source: "bench".into(),
+    };
+    // The OS-sandbox helper is carapace's own binary, not this one.
+    let process = ProcessConfig {
+        helper: Some(PathBuf::from(env!("CARGO_BIN_EXE_carapace"))),
+        ..ProcessConfig::new(&ws)
+    };
+    let server = McpServer::start(
+        &config,
+        &bridge,
+        &process,
+        CallLimits::default(),
+        Duration::from_secs(60),
+    )
+    .await
+    .map_err(|e| format!("server-everything: {e}"))?;
+    let input = json!({"message": "hello"}).to_string();
+    let limits = CallLimits::default();
+    let samples = time_async(N, |_| {
+        let (server, input, limits) = (&server, &input, &limits);
+        async move {
+            let outcome = server.call("echo", input, limits).await??;
+            if outcome.is_error {
+                return Err("echo failed".into());
+            }
+            Ok(())
+        }
+    })
+    .await?;
+    report(
+        "mcp_call_bridge",
+        &samples,
+        "tools/call echo via the bridge: fresh sandboxed instance, JSON-RPC parsed inside",
+    );
+    server.shutdown().await;
+
+    // The direct client: the same server, the same handshake and request,
+    // written and read by the host itself.
+    let mut child = tokio::process::Command::new("node")
+        .arg(&entry)
+        .arg("stdio")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
+    stdin.write_all(format!("{init}\n").as_bytes()).await?;
+    lines.next_line().await?;
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await?;
+    let mut samples = Vec::with_capacity(N);
+    for i in 0..N + 5 {
+        let request = json!({"jsonrpc": "2.0", "id": i + 2, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": "hello"}}});
+        let started = Instant::now();
+        stdin.write_all(format!("{request}\n").as_bytes()).await?;
+        loop {
+            let line = lines.next_line().await?.ok_or("server closed")?;
+            let reply: serde_json::Value = serde_json::from_str(&line)?;
+            if reply["id"] == json!(i + 2) {
+                break;
+            }
+        }
+        if i >= 5 {
+            samples.push(started.elapsed());
+        }
+    }
+    report(
+        "mcp_call_direct",
+        &samples,
+        "the same call from a host-side client (serde_json), no sandbox",
+    );
     Ok(())
 }
 
