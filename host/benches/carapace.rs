@@ -81,8 +81,9 @@ async fn mcp_benches() -> BenchResult {
     use carapace::sandbox::mcp::{BRIDGE_WASM, McpBridge};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     const N: usize = 300;
-    let entry = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/mcp/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let entry = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../tests/mcp/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
     if !entry.exists() {
         println!(
             "| mcp_call_bridge | — | — | — | — | server-everything not installed: npm ci --prefix tests/mcp/servers |"

@@ -485,3 +485,56 @@ fn mcp_calls_pass_the_same_hooks_and_project_servers_need_trust() -> TestResult 
     assert_eq!(strict.server_status("project"), Value::Null);
     Ok(())
 }
+
+#[test]
+fn a_streamable_http_server_is_reached_by_the_bridge_over_wasi_http() -> TestResult {
+    let Some(notes) = notes()? else {
+        return Ok(());
+    };
+    // A free port, then the Python server on it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let script = notes["args"][0].as_str().ok_or("no script")?.to_string();
+    let mut server = Command::new("python3")
+        .arg(script)
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if std::time::Instant::now() > deadline {
+            let _ = server.kill();
+            return Err("the HTTP server did not start".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let s = session(
+        json!({"remote": {"type": "http", "url": url, "headers": {"X-Test": "1"}}}),
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_add",
+                "mcp__remote__add_note",
+                json!({"text": "over http"}),
+            )]),
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_count",
+                "mcp__remote__count_notes",
+                json!({}),
+            )]),
+            Reply::text("done"),
+        ],
+        &["--allowedTools", "mcp__remote"],
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    let s = s?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    assert_eq!(s.server_status("remote")["status"], "connected");
+    assert_eq!(text_of(&s.result(1, "toolu_add")?), "noted (1 notes)");
+    let count: Value = serde_json::from_str(&text_of(&s.result(2, "toolu_count")?))?;
+    assert_eq!(count, json!({"count": 1, "notes": ["over http"]}));
+    Ok(())
+}

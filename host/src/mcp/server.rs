@@ -2,7 +2,9 @@
 //! tools listed, its calls made — every step in a fresh bridge instance.
 
 use super::config::{ServerConfig, Transport};
-use crate::sandbox::mcp::{McpBridge, McpCallOutcome, McpChannel, McpSession, McpTool};
+use crate::sandbox::mcp::{
+    HttpEndpoint, McpBridge, McpCallOutcome, McpChannel, McpLink, McpSession, McpTool,
+};
 use crate::sandbox::process::spawn_confined;
 use crate::sandbox::{CallLimits, ProcessConfig, SandboxError};
 use std::sync::Arc;
@@ -16,7 +18,7 @@ const MAX_TOOL_PAGES: usize = 100;
 pub struct McpServer {
     pub name: String,
     bridge: McpBridge,
-    channel: Arc<McpChannel>,
+    link: Arc<McpLink>,
     session: McpSession,
     tools: std::sync::RwLock<Vec<McpTool>>,
     next_id: AtomicU64,
@@ -45,39 +47,44 @@ impl McpServer {
         limits: CallLimits,
         startup: Duration,
     ) -> Result<Arc<Self>, String> {
-        let (command, args, env, allow_network) = match &config.transport {
+        let (link, endpoint) = match &config.transport {
             Transport::Stdio {
                 command,
                 args,
                 env,
                 allow_network,
-            } => (command, args, env, *allow_network),
-            Transport::Http { .. } => {
-                return Err(
-                    "Streamable HTTP servers are not supported by this carapace yet (stdio only)"
-                        .into(),
-                );
+            } => {
+                let process = ProcessConfig {
+                    allow_network: process.allow_network || *allow_network,
+                    ..process.clone()
+                };
+                let child = spawn_confined(&process, command, args, env)?;
+                (
+                    McpLink::stdio(McpChannel::from_child(&config.name, child)?),
+                    None,
+                )
             }
+            Transport::Http { url, headers } => (
+                McpLink::http(&config.name, url)?,
+                Some(HttpEndpoint {
+                    url: url.clone(),
+                    headers: headers.clone(),
+                }),
+            ),
         };
-        let process = ProcessConfig {
-            allow_network: process.allow_network || allow_network,
-            ..process.clone()
-        };
-        let child = spawn_confined(&process, command, args, env)?;
-        let channel = McpChannel::from_child(&config.name, child)?;
         let connect = async {
             let handshake = CallLimits {
                 deadline: startup,
                 ..limits
             };
             let session = bridge
-                .initialize(&channel, &handshake, 1)
+                .initialize(&link, endpoint, &handshake, 1)
                 .await
                 .map_err(|e| e.to_string())??;
             let server = Arc::new(Self {
                 name: config.name.clone(),
                 bridge: bridge.clone(),
-                channel: channel.clone(),
+                link: link.clone(),
                 session,
                 tools: std::sync::RwLock::new(Vec::new()),
                 next_id: AtomicU64::new(4),
@@ -90,11 +97,11 @@ impl McpServer {
         match tokio::time::timeout(startup, connect).await {
             Ok(Ok(server)) => Ok(server),
             Ok(Err(e)) => {
-                channel.shutdown().await;
+                link.shutdown().await;
                 Err(e)
             }
             Err(_) => {
-                channel.shutdown().await;
+                link.shutdown().await;
                 Err(format!(
                     "it did not finish starting within {} s",
                     startup.as_secs()
@@ -119,7 +126,7 @@ impl McpServer {
         let tools = self
             .bridge
             .list_tools(
-                &self.channel,
+                &self.link,
                 &self.session,
                 limits,
                 &|| self.id(),
@@ -140,7 +147,7 @@ impl McpServer {
         if !self.stale.load(Ordering::Relaxed) {
             let changed = self
                 .bridge
-                .tools_changed(&self.channel, &self.session, &self.limits)
+                .tools_changed(&self.link, &self.session, &self.limits)
                 .await
                 .map_err(|e| e.to_string())??;
             if !changed {
@@ -161,7 +168,7 @@ impl McpServer {
         let answer = self
             .bridge
             .call_tool(
-                &self.channel,
+                &self.link,
                 &self.session,
                 limits,
                 self.id(),
@@ -178,6 +185,6 @@ impl McpServer {
     }
 
     pub async fn shutdown(&self) {
-        self.channel.shutdown().await;
+        self.link.shutdown().await;
     }
 }

@@ -69,8 +69,6 @@ pub struct McpChannel {
     lines: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<String, String>>>,
     stderr: Arc<std::sync::Mutex<VecDeque<u8>>>,
     child: std::sync::Mutex<Option<tokio::process::Child>>,
-    /// Held for one whole operation.
-    operation: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for McpChannel {
@@ -106,7 +104,6 @@ impl McpChannel {
             lines: tokio::sync::Mutex::new(rx),
             stderr: tail,
             child: std::sync::Mutex::new(Some(child)),
-            operation: tokio::sync::Mutex::new(()),
         }))
     }
 
@@ -241,11 +238,71 @@ async fn keep_tail(
 /// What `initialize` agreed with a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpSession {
+    /// An HTTP server's URL and headers.
+    pub endpoint: Option<HttpEndpoint>,
+    /// The `Mcp-Session-Id` an HTTP server gave.
+    pub http_session: Option<String>,
     pub protocol_version: String,
     pub server_name: String,
     pub server_version: String,
     pub instructions: Option<String>,
     pub tools_list_changed: bool,
+}
+
+/// A Streamable HTTP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpEndpoint {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+}
+
+/// How bridge instances reach one server: the lent stdio connection, or
+/// HTTP to its origin (the one host their grant names). Operations on one
+/// server never overlap.
+pub struct McpLink {
+    name: String,
+    channel: Option<Arc<McpChannel>>,
+    grant: Grant,
+    operation: tokio::sync::Mutex<()>,
+}
+
+impl McpLink {
+    pub fn stdio(channel: Arc<McpChannel>) -> Arc<Self> {
+        Arc::new(Self {
+            name: channel.server.clone(),
+            channel: Some(channel),
+            grant: Grant::none(),
+            operation: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// Bridge instances for this link may reach `url`'s host and port,
+    /// nothing else (an IP literal is reached even when internal: the user
+    /// configured it).
+    pub fn http(name: &str, url: &str) -> Result<Arc<Self>, String> {
+        let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(format!("`{url}` is not an http(s) URL"));
+        }
+        let host = parsed.host_str().ok_or(format!("`{url}` has no host"))?;
+        let authority = match parsed.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_string(),
+        };
+        let pattern = crate::policy::HostPattern::parse(&authority).map_err(|e| e.to_string())?;
+        Ok(Arc::new(Self {
+            name: name.to_string(),
+            channel: None,
+            grant: Grant::none().http_host(pattern),
+            operation: tokio::sync::Mutex::new(()),
+        }))
+    }
+
+    pub async fn shutdown(&self) {
+        if let Some(channel) = &self.channel {
+            channel.shutdown().await;
+        }
+    }
 }
 
 /// One of a server's tools.
@@ -302,7 +359,7 @@ impl McpBridge {
     /// Runs one operation in a fresh instance holding only `channel`.
     async fn run<R: Send + 'static>(
         &self,
-        channel: &Arc<McpChannel>,
+        link: &McpLink,
         limits: &CallLimits,
         f: impl for<'a> FnOnce(
             &'a Bindings,
@@ -311,17 +368,17 @@ impl McpBridge {
             Box<dyn std::future::Future<Output = wasmtime::Result<Result<R, String>>> + Send + 'a>,
         > + Send,
     ) -> Result<Result<R, String>, SandboxError> {
-        let _operation = channel.operation.lock().await;
+        let _operation = link.operation.lock().await;
         let pre = self.pre.clone();
         let (value, _) = self
             .sandbox
             .execute(
-                &format!("mcp:{}", channel.server),
-                &Grant::none(),
+                &format!("mcp:{}", link.name),
+                &link.grant,
                 limits,
                 None,
                 CallIo {
-                    mcp: Some(channel.clone()),
+                    mcp: link.channel.clone(),
                     ..CallIo::default()
                 },
                 move |store| Box::pin(async move { pre.instantiate_async(store).await }),
@@ -333,20 +390,36 @@ impl McpBridge {
 
     pub async fn initialize(
         &self,
-        channel: &Arc<McpChannel>,
+        link: &McpLink,
+        endpoint: Option<HttpEndpoint>,
         limits: &CallLimits,
         request_id: u64,
     ) -> Result<Result<McpSession, String>, SandboxError> {
+        let endpoint = endpoint.map(|e| types::HttpEndpoint {
+            url: e.url,
+            headers: e.headers,
+        });
         let answer = self
-            .run(channel, limits, move |b, store| {
+            .run(link, limits, move |b, store| {
                 Box::pin(async move {
                     b.carapace_mcp_bridge()
-                        .call_initialize(store, "carapace", env!("CARGO_PKG_VERSION"), request_id)
+                        .call_initialize(
+                            store,
+                            endpoint.as_ref(),
+                            "carapace",
+                            env!("CARGO_PKG_VERSION"),
+                            request_id,
+                        )
                         .await
                 })
             })
             .await?;
         Ok(answer.map(|s| McpSession {
+            endpoint: s.endpoint.map(|e| HttpEndpoint {
+                url: e.url,
+                headers: e.headers,
+            }),
+            http_session: s.http_session,
             protocol_version: s.protocol_version,
             server_name: s.server_name,
             server_version: s.server_version,
@@ -358,7 +431,7 @@ impl McpBridge {
     /// Every tool, following `nextCursor` (at most `max_pages` pages).
     pub async fn list_tools(
         &self,
-        channel: &Arc<McpChannel>,
+        link: &McpLink,
         session: &McpSession,
         limits: &CallLimits,
         next_id: &(dyn Fn() -> u64 + Sync),
@@ -371,7 +444,7 @@ impl McpBridge {
             let id = next_id();
             let page_cursor = cursor.clone();
             let answer = self
-                .run(channel, limits, move |b, store| {
+                .run(link, limits, move |b, store| {
                     Box::pin(async move {
                         b.carapace_mcp_bridge()
                             .call_list_tools(store, &wit_session, page_cursor.as_deref(), id)
@@ -401,7 +474,7 @@ impl McpBridge {
 
     pub async fn call_tool(
         &self,
-        channel: &Arc<McpChannel>,
+        link: &McpLink,
         session: &McpSession,
         limits: &CallLimits,
         request_id: u64,
@@ -411,7 +484,7 @@ impl McpBridge {
         let wit_session = to_wit(session);
         let (name, arguments) = (name.to_string(), arguments.to_string());
         let answer = self
-            .run(channel, limits, move |b, store| {
+            .run(link, limits, move |b, store| {
                 Box::pin(async move {
                     b.carapace_mcp_bridge()
                         .call_call_tool(store, &wit_session, &name, &arguments, request_id)
@@ -441,13 +514,13 @@ impl McpBridge {
     /// operation.
     pub async fn tools_changed(
         &self,
-        channel: &Arc<McpChannel>,
+        link: &McpLink,
         session: &McpSession,
         limits: &CallLimits,
     ) -> Result<Result<bool, String>, SandboxError> {
         let wit_session = to_wit(session);
         let answer = self
-            .run(channel, limits, move |b, store| {
+            .run(link, limits, move |b, store| {
                 Box::pin(async move {
                     b.carapace_mcp_bridge()
                         .call_drain(store, &wit_session)
@@ -461,6 +534,11 @@ impl McpBridge {
 
 fn to_wit(session: &McpSession) -> types::Session {
     types::Session {
+        endpoint: session.endpoint.as_ref().map(|e| types::HttpEndpoint {
+            url: e.url.clone(),
+            headers: e.headers.clone(),
+        }),
+        http_session: session.http_session.clone(),
         protocol_version: session.protocol_version.clone(),
         server_name: session.server_name.clone(),
         server_version: session.server_version.clone(),

@@ -13,9 +13,13 @@ wit_bindgen::generate!({
 
 use base64::Engine;
 use carapace::mcp::transport;
-use carapace::mcp::types::{CallOutcome, Content, Events, Image, McpTool, Session, ToolPage};
+use carapace::mcp::types::{
+    CallOutcome, Content, Events, HttpEndpoint, Image, McpTool, Session, ToolPage,
+};
 use exports::carapace::mcp::bridge::Guest;
 use serde_json::{Value, json};
+use std::cell::RefCell;
+use std::collections::VecDeque;
 
 /// The current revision: stateless, no handshake; every request carries
 /// the protocol version and the client in `params._meta`, and
@@ -42,8 +46,262 @@ const METHOD_NOT_FOUND: i64 = -32601;
 
 struct Bridge;
 
+/// How this instance reaches the server, for its one operation.
+enum Link {
+    /// Lines over the connection the host lent.
+    Stdio,
+    /// Streamable HTTP: each message is a POST; what the server answers
+    /// (one JSON message, or an SSE stream of them) waits in `inbox`.
+    Http {
+        endpoint: HttpEndpoint,
+        session: Option<String>,
+        protocol: Option<String>,
+        inbox: VecDeque<String>,
+    },
+}
+
+thread_local! {
+    static LINK: RefCell<Link> = const { RefCell::new(Link::Stdio) };
+}
+
+/// Uses `session`'s link (HTTP when it has an endpoint) for this operation.
+fn use_session(session: &Session) {
+    LINK.with(|link| {
+        *link.borrow_mut() = match &session.endpoint {
+            Some(endpoint) => Link::Http {
+                endpoint: endpoint.clone(),
+                session: session.http_session.clone(),
+                protocol: Some(session.protocol_version.clone()),
+                inbox: VecDeque::new(),
+            },
+            None => Link::Stdio,
+        }
+    });
+}
+
 fn send(message: &Value) -> Result<(), String> {
-    transport::send(&message.to_string()).map_err(|e| format!("cannot write to the server: {e}"))
+    let http = LINK.with(|link| match &*link.borrow() {
+        Link::Stdio => None,
+        Link::Http {
+            endpoint,
+            session,
+            protocol,
+            ..
+        } => Some((endpoint.clone(), session.clone(), protocol.clone())),
+    });
+    let Some((endpoint, session, protocol)) = http else {
+        return transport::send(&message.to_string())
+            .map_err(|e| format!("cannot write to the server: {e}"));
+    };
+    let reply = http::post(&endpoint, session.as_deref(), protocol.as_deref(), message)?;
+    LINK.with(|link| {
+        if let Link::Http { session, inbox, .. } = &mut *link.borrow_mut() {
+            if reply.session.is_some() {
+                *session = reply.session.clone();
+            }
+            inbox.extend(reply.messages);
+        }
+    });
+    Ok(())
+}
+
+/// The next message from the server. Over HTTP, everything a request
+/// brings arrives with its POST: an empty inbox is silence.
+fn receive(timeout_ms: u32) -> Result<Option<String>, String> {
+    let http = LINK.with(|link| match &mut *link.borrow_mut() {
+        Link::Stdio => None,
+        Link::Http { inbox, .. } => Some(inbox.pop_front()),
+    });
+    match http {
+        None => transport::receive(timeout_ms),
+        Some(Some(message)) => Ok(Some(message)),
+        Some(None) => Ok(None),
+    }
+}
+
+fn is_http() -> bool {
+    LINK.with(|link| matches!(&*link.borrow(), Link::Http { .. }))
+}
+
+/// The HTTP session id the server gave during this operation.
+fn http_session() -> Option<String> {
+    LINK.with(|link| match &*link.borrow() {
+        Link::Http { session, .. } => session.clone(),
+        Link::Stdio => None,
+    })
+}
+
+fn set_protocol(version: &str) {
+    LINK.with(|link| {
+        if let Link::Http { protocol, .. } = &mut *link.borrow_mut() {
+            *protocol = Some(version.to_string());
+        }
+    });
+}
+
+mod http {
+    //! One Streamable HTTP POST through `wasi:http`.
+
+    use super::HttpEndpoint;
+    use serde_json::Value;
+    use wasi::http::outgoing_handler;
+    use wasi::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme};
+
+    /// The most a response may bring.
+    const MAX_BODY_BYTES: usize = 16 << 20;
+
+    pub(super) struct Reply {
+        pub(super) session: Option<String>,
+        pub(super) messages: Vec<String>,
+    }
+
+    pub(super) fn post(
+        endpoint: &HttpEndpoint,
+        session: Option<&str>,
+        protocol: Option<&str>,
+        message: &Value,
+    ) -> Result<Reply, String> {
+        let (https, rest) = if let Some(rest) = endpoint.url.strip_prefix("https://") {
+            (true, rest)
+        } else if let Some(rest) = endpoint.url.strip_prefix("http://") {
+            (false, rest)
+        } else {
+            return Err(format!("`{}` is not an http(s) URL", endpoint.url));
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let headers = Fields::new();
+        let set = |name: &str, value: &str| {
+            headers
+                .append(name, value.as_bytes())
+                .map_err(|e| format!("header `{name}`: {e:?}"))
+        };
+        set("content-type", "application/json")?;
+        set("accept", "application/json, text/event-stream")?;
+        for (name, value) in &endpoint.headers {
+            set(name, value)?;
+        }
+        if let Some(session) = session {
+            set("mcp-session-id", session)?;
+        }
+        if let Some(protocol) = protocol {
+            set("mcp-protocol-version", protocol)?;
+            // The current revision names the method (and the tool) in
+            // headers too, so that proxies can route without the body.
+            if protocol == super::MODERN {
+                if let Some(method) = message.get("method").and_then(Value::as_str) {
+                    set("mcp-method", method)?;
+                }
+                if let Some(name) = message.pointer("/params/name").and_then(Value::as_str) {
+                    set("mcp-name", name)?;
+                }
+            }
+        }
+        let request = OutgoingRequest::new(headers);
+        request
+            .set_method(&Method::Post)
+            .map_err(|()| "invalid method")?;
+        request
+            .set_scheme(Some(if https { &Scheme::Https } else { &Scheme::Http }))
+            .map_err(|()| "invalid scheme")?;
+        request
+            .set_authority(Some(authority))
+            .map_err(|()| format!("invalid host `{authority}`"))?;
+        request
+            .set_path_with_query(Some(path))
+            .map_err(|()| format!("invalid path `{path}`"))?;
+        let body = request.body().map_err(|()| "no request body")?;
+        {
+            let stream = body.write().map_err(|()| "no request body stream")?;
+            let bytes = message.to_string().into_bytes();
+            for chunk in bytes.chunks(4096) {
+                stream
+                    .blocking_write_and_flush(chunk)
+                    .map_err(|e| format!("sending the request failed: {e:?}"))?;
+            }
+        }
+        let pending = outgoing_handler::handle(request, None)
+            .map_err(|e| format!("the request to {authority} was refused: {e:?}"))?;
+        OutgoingBody::finish(body, None)
+            .map_err(|e| format!("sending the request failed: {e:?}"))?;
+        pending.subscribe().block();
+        let response = pending
+            .get()
+            .ok_or("no response")?
+            .map_err(|()| "the response was taken twice")?
+            .map_err(|e| format!("the request to {} failed: {e:?}", endpoint.url))?;
+        let status = response.status();
+        let headers = response.headers();
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .first()
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+        };
+        let session = header("mcp-session-id");
+        let content_type = header("content-type")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        drop(headers);
+        let body = response.consume().map_err(|()| "no body")?;
+        let stream = body.stream().map_err(|()| "no body stream")?;
+        let mut bytes = Vec::new();
+        loop {
+            match stream.blocking_read(64 * 1024) {
+                Ok(chunk) => {
+                    bytes.extend(chunk);
+                    if bytes.len() > MAX_BODY_BYTES {
+                        return Err(format!(
+                            "the server's answer is larger than {MAX_BODY_BYTES} bytes"
+                        ));
+                    }
+                }
+                Err(wasi::io::streams::StreamError::Closed) => break,
+                Err(e) => return Err(format!("reading the answer failed: {e:?}")),
+            }
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if !(200..300).contains(&status) {
+            // A JSON-RPC error in the body is still an answer.
+            if content_type.starts_with("application/json") && !text.trim().is_empty() {
+                return Ok(Reply {
+                    session,
+                    messages: vec![text],
+                });
+            }
+            return Err(format!(
+                "the server answered HTTP {status}: {}",
+                super::preview(&text)
+            ));
+        }
+        let messages = if content_type.starts_with("text/event-stream") {
+            sse_data(&text)
+        } else if text.trim().is_empty() {
+            Vec::new() // 202 Accepted for a notification
+        } else {
+            vec![text]
+        };
+        Ok(Reply { session, messages })
+    }
+
+    /// The `data` of each event of an SSE body.
+    fn sse_data(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut data: Vec<&str> = Vec::new();
+        for line in text.lines().chain(std::iter::once("")) {
+            if line.is_empty() {
+                if !data.is_empty() {
+                    out.push(data.join("\n"));
+                    data.clear();
+                }
+            } else if let Some(value) = line.strip_prefix("data:") {
+                data.push(value.strip_prefix(' ').unwrap_or(value));
+            }
+        }
+        out
+    }
 }
 
 /// `params` with the per-request envelope of the current revision.
@@ -83,8 +341,9 @@ fn request_within(
 ) -> Result<Option<Result<Value, String>>, String> {
     send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
     loop {
-        let Some(line) = transport::receive(patience.unwrap_or(WAIT_MS))? else {
-            if patience.is_some() {
+        let Some(line) = receive(patience.unwrap_or(WAIT_MS))? else {
+            // Over HTTP the answer comes with the POST or not at all.
+            if patience.is_some() || is_http() {
                 return Ok(None);
             }
             continue;
@@ -268,6 +527,7 @@ impl Guest for Bridge {
     /// `server/discover` first (the current revision); on an error, or no
     /// answer in time, the `initialize` handshake (earlier revisions).
     fn initialize(
+        endpoint: Option<HttpEndpoint>,
         client_name: String,
         client_version: String,
         request_id: u64,
@@ -276,12 +536,15 @@ impl Guest for Bridge {
             tools_changed: false,
         };
         let probe = Session {
+            endpoint: endpoint.clone(),
+            http_session: None,
             protocol_version: MODERN.into(),
             server_name: String::new(),
             server_version: String::new(),
             instructions: None,
             tools_list_changed: false,
         };
+        use_session(&probe);
         let discovered = request_within(
             request_id,
             "server/discover",
@@ -289,9 +552,15 @@ impl Guest for Bridge {
             &mut events,
             Some(DISCOVER_WAIT_MS),
         );
-        // A broken exchange is an error; an error answer or silence means
-        // an older server: fall back to the handshake.
-        if let Some(Ok(result)) = discovered? {
+        // A broken exchange is an error (over HTTP, an older server may
+        // refuse the probe outright); an error answer or silence means an
+        // older server: fall back to the handshake.
+        let discovered = match discovered {
+            Ok(answer) => answer,
+            Err(_) if endpoint.is_some() => None,
+            Err(e) => return Err(e),
+        };
+        if let Some(Ok(result)) = discovered {
             let speaks_modern = result
                 .get("supportedVersions")
                 .and_then(Value::as_array)
@@ -301,7 +570,9 @@ impl Guest for Bridge {
                     .pointer("/capabilities/tools/listChanged")
                     .and_then(Value::as_bool)
                     .unwrap_or(false);
-                if tools_list_changed {
+                // (Over HTTP the stream would outlive this instance: list
+                // changes there are not followed yet.)
+                if tools_list_changed && endpoint.is_none() {
                     // The current revision sends list changes only on a
                     // `subscriptions/listen` stream; its notifications are
                     // read with every later operation (and by `drain`).
@@ -317,6 +588,8 @@ impl Guest for Bridge {
                     .cloned()
                     .unwrap_or(Value::Null);
                 return Ok(Session {
+                    endpoint,
+                    http_session: http_session(),
                     protocol_version: MODERN.into(),
                     server_name: text_field(&info, "name"),
                     server_version: text_field(&info, "version"),
@@ -328,6 +601,12 @@ impl Guest for Bridge {
                 });
             }
         }
+        // The handshake names its version in the body, not in a header.
+        LINK.with(|link| {
+            if let Link::Http { protocol, .. } = &mut *link.borrow_mut() {
+                *protocol = None;
+            }
+        });
         let result = request(
             request_id + 1,
             "initialize",
@@ -345,9 +624,12 @@ impl Guest for Bridge {
                 HANDSHAKE_VERSIONS.join(", ")
             ));
         }
+        set_protocol(&version);
         send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
         let info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
         Ok(Session {
+            endpoint,
+            http_session: http_session(),
             protocol_version: version,
             server_name: text_field(&info, "name"),
             server_version: text_field(&info, "version"),
@@ -367,6 +649,7 @@ impl Guest for Bridge {
         cursor: Option<String>,
         request_id: u64,
     ) -> Result<(ToolPage, Events), String> {
+        use_session(&session);
         let mut events = Events {
             tools_changed: false,
         };
@@ -401,6 +684,7 @@ impl Guest for Bridge {
         arguments: String,
         request_id: u64,
     ) -> Result<(CallOutcome, Events), String> {
+        use_session(&session);
         let mut events = Events {
             tools_changed: false,
         };
@@ -433,11 +717,12 @@ impl Guest for Bridge {
         ))
     }
 
-    fn drain(_session: Session) -> Result<Events, String> {
+    fn drain(session: Session) -> Result<Events, String> {
+        use_session(&session);
         let mut events = Events {
             tools_changed: false,
         };
-        while let Some(line) = transport::receive(0)? {
+        while let Some(line) = receive(0)? {
             let Ok(message) = serde_json::from_str::<Value>(&line) else {
                 continue; // unasked-for noise: nothing waits for it
             };

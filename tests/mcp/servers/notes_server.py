@@ -2,10 +2,12 @@
 tests: a structured result, a tool error, a tool that kills the server
 mid-call, and a tool that adds a tool and announces the change.
 
-Run: python3 notes_server.py   (stdio)
+Run: python3 notes_server.py            (stdio)
+     python3 notes_server.py --http PORT (Streamable HTTP on 127.0.0.1:PORT/mcp)
 """
 
 import os
+import sys
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -51,4 +53,7 @@ async def unlock_archive(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
