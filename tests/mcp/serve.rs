@@ -28,6 +28,16 @@ fn client_available() -> Result<bool, Box<dyn std::error::Error>> {
 
 /// Runs the client against `carapace mcp serve ARGS` in `ws`.
 fn drive(ws: &Path, calls: Value, args: &[&str]) -> Result<Value, Box<dyn std::error::Error>> {
+    drive_at(ws, calls, args, None)
+}
+
+/// [`drive`], over Streamable HTTP at `url` when given.
+fn drive_at(
+    ws: &Path,
+    calls: Value,
+    args: &[&str],
+    url: Option<&str>,
+) -> Result<Value, Box<dyn std::error::Error>> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join("tests")
@@ -41,6 +51,7 @@ fn drive(ws: &Path, calls: Value, args: &[&str]) -> Result<Value, Box<dyn std::e
             None => c.env_remove(k),
         })
         .env("CARAPACE_CONFIG_DIR", ws.join(".config"))
+        .env("CARAPACE_MCP_URL", url.unwrap_or(""))
         .current_dir(ws)
         .arg(script)
         .arg(env!("CARGO_BIN_EXE_carapace"))
@@ -109,4 +120,92 @@ fn an_mcp_client_gets_sandboxed_tools_and_calls_outside_the_grant_are_refused() 
     // Bad input is the tool's error, not the server's.
     assert_eq!(result(4)["is_error"], true);
     Ok(())
+}
+
+#[test]
+fn over_http_the_same_tools_are_served_on_loopback_only_and_not_to_web_pages() -> TestResult {
+    if !client_available()? {
+        return Ok(());
+    }
+    let dir = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(dir.path())?;
+    std::fs::write(ws.join("inside.txt"), "over http\n")?;
+    // Not loopback: refused before anything is served.
+    let open = support::carapace()
+        .current_dir(&ws)
+        .args(["mcp", "serve", "--http", "0.0.0.0:0"])
+        .output()?;
+    assert_eq!(open.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&open.stderr).contains("not a loopback address"));
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let mut server = support::carapace()
+        .current_dir(&ws)
+        .env("CARAPACE_CONFIG_DIR", ws.join(".config"))
+        .args(["mcp", "serve", "--http", &format!("127.0.0.1:{port}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if std::time::Instant::now() > deadline {
+            let _ = server.kill();
+            return Err("carapace mcp serve --http did not start".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let outcome = (|| -> Result<(), Box<dyn std::error::Error>> {
+        let report = drive_at(
+            &ws,
+            json!([
+                ["Read", {"file_path": ws.join("inside.txt")}],
+                ["Read", {"file_path": "/etc/passwd"}],
+            ]),
+            &[],
+            Some(&url),
+        )?;
+        assert_eq!(report["results"][0]["text"], "1\tover http\n2\t");
+        assert_eq!(report["results"][1]["is_error"], true);
+        assert!(
+            !report["results"][1]["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("root:")
+        );
+        // A web page's request (a foreign Origin) is refused.
+        let from_page = raw_http::post_from_a_web_page(&url)?;
+        assert_eq!(from_page, 403);
+        Ok(())
+    })();
+    let _ = server.kill();
+    let _ = server.wait();
+    outcome
+}
+
+mod raw_http {
+    //! One raw POST with a foreign Origin, without an HTTP client crate.
+    use std::io::{Read, Write};
+
+    pub fn post_from_a_web_page(url: &str) -> Result<u16, Box<dyn std::error::Error>> {
+        let rest = url.strip_prefix("http://").ok_or("not http")?;
+        let (authority, path) = rest.split_at(rest.find('/').ok_or("no path")?);
+        let mut stream = std::net::TcpStream::connect(authority)?;
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        write!(
+            stream,
+            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nOrigin: http://evil.example\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        let status = response
+            .split_whitespace()
+            .nth(1)
+            .ok_or("no status")?
+            .parse()?;
+        Ok(status)
+    }
 }

@@ -190,6 +190,10 @@ pub enum McpCommand {
         /// Load the project's plugins too.
         #[arg(long)]
         trust_workspace: bool,
+        /// Serve Streamable HTTP on this loopback address (e.g.
+        /// 127.0.0.1:8931) instead of stdio.
+        #[arg(long)]
+        http: Option<std::net::SocketAddr>,
     },
 }
 
@@ -545,6 +549,7 @@ async fn mcp_serve(command: McpCommand, paths: &Paths) -> anyhow::Result<ExitCod
         allowed_tools,
         disallowed_tools,
         trust_workspace,
+        http,
     } = command;
     let locations = Locations {
         managed: std::env::var_os("CARAPACE_MANAGED_SETTINGS")
@@ -601,6 +606,12 @@ async fn mcp_serve(command: McpCommand, paths: &Paths) -> anyhow::Result<ExitCod
                 .join(&session_id)
                 .join("audit.jsonl"),
         ));
+    if let Some(addr) = http {
+        let (bound, server) = crate::mcp::serve_http::bind(Arc::new(pipeline), addr).await?;
+        eprintln!("carapace: serving MCP on http://{bound}/mcp");
+        server.await;
+        return Ok(ExitCode::SUCCESS);
+    }
     crate::mcp::serve::serve(
         Arc::new(pipeline),
         tokio::io::BufReader::new(tokio::io::stdin()),

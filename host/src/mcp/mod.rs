@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod serve;
+pub mod serve_http;
 mod server;
 
 pub use config::{McpConfigError, ServerConfig, Transport};

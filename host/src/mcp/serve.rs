@@ -33,67 +33,61 @@ where
         if line.trim().is_empty() {
             continue;
         }
-        let message: Value = match serde_json::from_str(&line) {
-            Ok(message) => message,
-            Err(e) => {
-                write(
-                    &output,
-                    &error(Value::Null, PARSE_ERROR, &format!("not JSON: {e}")),
-                )
-                .await?;
-                continue;
+        let pipeline = pipeline.clone();
+        let output = output.clone();
+        // Each message is answered on its own task: a long call does not
+        // hold up a ping or a listing.
+        calls.spawn(async move {
+            if let Some(reply) = answer(&pipeline, &line).await {
+                let _ = write(&output, &reply).await;
             }
-        };
-        let id = message.get("id").cloned();
-        let method = message.get("method").and_then(Value::as_str).unwrap_or("");
-        let params = message.get("params").cloned().unwrap_or(json!({}));
-        let Some(id) = id else {
-            continue; // a notification (initialized, cancelled…): nothing to answer
-        };
-        let reply = match method {
-            "initialize" => {
-                let asked = params
-                    .get("protocolVersion")
-                    .and_then(Value::as_str)
-                    .unwrap_or(VERSIONS[0]);
-                let version = if VERSIONS.contains(&asked) {
-                    asked
-                } else {
-                    VERSIONS[0]
-                };
-                result(
-                    id,
-                    json!({
-                        "protocolVersion": version,
-                        "capabilities": {"tools": {"listChanged": false}},
-                        "serverInfo": {"name": "carapace", "version": env!("CARGO_PKG_VERSION")},
-                        "instructions": "carapace's tools; every call runs in a WebAssembly sandbox holding only what the policy grants it.",
-                    }),
-                )
-            }
-            "ping" => result(id, json!({})),
-            "tools/list" => result(id, json!({"tools": tool_list(&pipeline)})),
-            "tools/call" => {
-                let pipeline = pipeline.clone();
-                let output = output.clone();
-                calls.spawn(async move {
-                    let reply = call(&pipeline, id, &params).await;
-                    let _ = write(&output, &reply).await;
-                });
-                continue;
-            }
-            "" => error(id, INVALID_REQUEST, "a request needs a method"),
-            other => error(
-                id,
-                METHOD_NOT_FOUND,
-                &format!("carapace does not serve `{other}`"),
-            ),
-        };
-        write(&output, &reply).await?;
+        });
     }
     // The client is done: let running calls answer before leaving.
     while calls.join_next().await.is_some() {}
     Ok(())
+}
+
+/// The reply to one JSON-RPC message; `None` for a notification.
+pub async fn answer(pipeline: &Arc<ToolPipeline>, text: &str) -> Option<Value> {
+    let message: Value = match serde_json::from_str(text) {
+        Ok(message) => message,
+        Err(e) => return Some(error(Value::Null, PARSE_ERROR, &format!("not JSON: {e}"))),
+    };
+    let id = message.get("id").cloned()?; // a notification: nothing to answer
+    let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+    let params = message.get("params").cloned().unwrap_or(json!({}));
+    Some(match method {
+        "initialize" => {
+            let asked = params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or(VERSIONS[0]);
+            let version = if VERSIONS.contains(&asked) {
+                asked
+            } else {
+                VERSIONS[0]
+            };
+            result(
+                id,
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": false}},
+                    "serverInfo": {"name": "carapace", "version": env!("CARGO_PKG_VERSION")},
+                    "instructions": "carapace's tools; every call runs in a WebAssembly sandbox holding only what the policy grants it.",
+                }),
+            )
+        }
+        "ping" => result(id, json!({})),
+        "tools/list" => result(id, json!({"tools": tool_list(pipeline)})),
+        "tools/call" => call(pipeline, id, &params).await,
+        "" => error(id, INVALID_REQUEST, "a request needs a method"),
+        other => error(
+            id,
+            METHOD_NOT_FOUND,
+            &format!("carapace does not serve `{other}`"),
+        ),
+    })
 }
 
 fn tool_list(pipeline: &ToolPipeline) -> Vec<Value> {

@@ -2,7 +2,9 @@
 
     python3 call_carapace.py CARAPACE_BINARY WORKDIR CALLS_JSON [ARGS...]
 
-CALLS_JSON is a list of [tool, arguments]. Prints one JSON object: the
+CALLS_JSON is a list of [tool, arguments]. With CARAPACE_MCP_URL set, the
+client connects to that Streamable HTTP endpoint instead of starting
+`carapace mcp serve` on stdio. Prints one JSON object: the
 negotiated protocol version, the tools offered, and for each call its text
 and isError.
 """
@@ -23,7 +25,8 @@ async def main() -> None:
     params = StdioServerParameters(
         command=binary, args=["mcp", "serve", *sys.argv[4:]], cwd=workdir, env=env
     )
-    async with Client(params, read_timeout_seconds=120) as client:
+    target = os.environ.get("CARAPACE_MCP_URL") or params
+    async with Client(target, read_timeout_seconds=120) as client:
         tools = await client.list_tools()
         results = []
         for name, arguments in calls:
