@@ -538,3 +538,35 @@ fn a_streamable_http_server_is_reached_by_the_bridge_over_wasi_http() -> TestRes
     assert_eq!(count, json!({"count": 1, "notes": ["over http"]}));
     Ok(())
 }
+
+#[test]
+fn a_paged_tool_list_is_followed_to_its_end() -> TestResult {
+    let server = json!({"command": "python3", "args": [servers_dir().join("paged_server.py")]});
+    let s = session(
+        json!({"paged": server}),
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_6",
+                "mcp__paged__tool_6",
+                json!({}),
+            )]),
+            Reply::text("done"),
+        ],
+        &["--allowedTools", "mcp__paged__*"],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    let tools: Vec<String> = s.init()["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(Value::as_str)
+                .filter(|n| n.starts_with("mcp__paged__"))
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let expected: Vec<String> = (0..7).map(|i| format!("mcp__paged__tool_{i}")).collect();
+    assert_eq!(tools, expected);
+    assert_eq!(text_of(&s.result(1, "toolu_6")?), "tool_6 ran");
+    Ok(())
+}
