@@ -61,3 +61,41 @@ pub fn last_line(stdout: &str) -> Result<Value, Box<dyn std::error::Error>> {
     let line = stdout.lines().last().ok_or("no output")?;
     Ok(serde_json::from_str(line)?)
 }
+
+/// The text of a tool_result block (its string content, or its text blocks
+/// joined).
+pub fn text_of(result: &Value) -> String {
+    match &result["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// A free loopback port.
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// Waits (up to a minute) until `child` accepts connections on `port`;
+/// kills it if it never does.
+pub fn wait_for_port(
+    child: &mut std::process::Child,
+    port: u16,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            return Err(format!("nothing listens on port {port} after a minute").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Ok(())
+}

@@ -13,7 +13,7 @@ mod support;
 use scripted_server::{Block, Reply, ScriptedServer};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use support::{Run, TestResult, lines};
+use support::{Run, TestResult, lines, text_of};
 
 const NOTES: &str = "the cat and the hat\nThe end.\n";
 /// What WordCount answers for NOTES with `top: 2`, in every language.
@@ -134,18 +134,6 @@ fn tool_result(server: &ScriptedServer, id: &str) -> Result<Value, builder::BoxE
         .find(|r| r["tool_use_id"] == id)
         .cloned()
         .ok_or(format!("no result for {id}"))?)
-}
-
-fn text_of(result: &Value) -> String {
-    match &result["content"] {
-        Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
 }
 
 fn word_count_call(user: &User) -> Reply {

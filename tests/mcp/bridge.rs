@@ -15,7 +15,7 @@ use scripted_server::{Block, Reply, ScriptedServer};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use support::{TestResult, lines};
+use support::{TestResult, free_port, lines, text_of, wait_for_port};
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -163,18 +163,6 @@ impl Session {
             .as_array()
             .and_then(|c| c.iter().find(|r| r["tool_use_id"] == id).cloned())
             .ok_or(format!("no result for {id}"))?)
-    }
-}
-
-fn text_of(result: &Value) -> String {
-    match &result["content"] {
-        Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
     }
 }
 
@@ -492,9 +480,7 @@ fn a_streamable_http_server_is_reached_by_the_bridge_over_wasi_http() -> TestRes
         return Ok(());
     };
     // A free port, then the Python server on it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
+    let port = free_port()?;
     let script = notes["args"][0].as_str().ok_or("no script")?.to_string();
     let mut server = Command::new("python3")
         .arg(script)
@@ -502,14 +488,7 @@ fn a_streamable_http_server_is_reached_by_the_bridge_over_wasi_http() -> TestRes
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if std::time::Instant::now() > deadline {
-            let _ = server.kill();
-            return Err("the HTTP server did not start".into());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_for_port(&mut server, port)?;
     let url = format!("http://127.0.0.1:{port}/mcp");
     let s = session(
         json!({"remote": {"type": "http", "url": url, "headers": {"X-Test": "1"}}}),

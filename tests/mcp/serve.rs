@@ -138,9 +138,7 @@ fn over_http_the_same_tools_are_served_on_loopback_only_and_not_to_web_pages() -
     assert_eq!(open.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&open.stderr).contains("not a loopback address"));
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
+    let port = support::free_port()?;
     let mut server = support::carapace()
         .current_dir(&ws)
         .env("CARAPACE_CONFIG_DIR", ws.join(".config"))
@@ -148,14 +146,7 @@ fn over_http_the_same_tools_are_served_on_loopback_only_and_not_to_web_pages() -
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if std::time::Instant::now() > deadline {
-            let _ = server.kill();
-            return Err("carapace mcp serve --http did not start".into());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    support::wait_for_port(&mut server, port)?;
     let url = format!("http://127.0.0.1:{port}/mcp");
     let outcome = (|| -> Result<(), Box<dyn std::error::Error>> {
         let report = drive_at(
