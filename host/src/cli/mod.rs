@@ -220,6 +220,25 @@ impl Paths {
             config_dir,
         })
     }
+
+    /// The merged settings (`cli_settings` is `--settings`), their
+    /// warnings printed.
+    fn settings(&self, cli_settings: Option<String>, trust: bool) -> anyhow::Result<Settings> {
+        let locations = Locations {
+            managed: std::env::var_os("CARAPACE_MANAGED_SETTINGS")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/etc/carapace/managed-settings.json")),
+            cli: cli_settings,
+            cwd: self.cwd.clone(),
+            home: self.home.clone(),
+            config_dir: self.config_dir.clone(),
+        };
+        let settings = Settings::load(&locations, trust)?;
+        for warning in &settings.warnings {
+            eprintln!("carapace: warning: {warning}");
+        }
+        Ok(settings)
+    }
 }
 
 pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
@@ -263,24 +282,13 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         bail!("the prompt is empty");
     }
+    let paths = Paths::from_env()?;
+    let settings = paths.settings(cli.settings.clone(), cli.trust_workspace)?;
     let Paths {
         cwd,
         home,
         config_dir,
-    } = Paths::from_env()?;
-    let locations = Locations {
-        managed: std::env::var_os("CARAPACE_MANAGED_SETTINGS")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/etc/carapace/managed-settings.json")),
-        cli: cli.settings.clone(),
-        cwd: cwd.clone(),
-        home: home.clone(),
-        config_dir: config_dir.clone(),
-    };
-    let settings = Settings::load(&locations, cli.trust_workspace)?;
-    for warning in &settings.warnings {
-        eprintln!("carapace: warning: {warning}");
-    }
+    } = paths;
     // Settings `env` layers over the process environment, for carapace only.
     let env = |name: &str| {
         settings
@@ -551,19 +559,7 @@ async fn mcp_serve(command: McpCommand, paths: &Paths) -> anyhow::Result<ExitCod
         trust_workspace,
         http,
     } = command;
-    let locations = Locations {
-        managed: std::env::var_os("CARAPACE_MANAGED_SETTINGS")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/etc/carapace/managed-settings.json")),
-        cli: None,
-        cwd: paths.cwd.clone(),
-        home: paths.home.clone(),
-        config_dir: paths.config_dir.clone(),
-    };
-    let settings = Settings::load(&locations, trust_workspace)?;
-    for warning in &settings.warnings {
-        eprintln!("carapace: warning: {warning}");
-    }
+    let settings = paths.settings(None, trust_workspace)?;
     let rules = session_rules(
         settings.rules.clone(),
         &allowed_tools,

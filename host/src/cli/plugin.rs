@@ -7,10 +7,7 @@ use crate::plugins::{
     Candidate, InstallContext, InstalledPlugin, Manifest, Placeholders, PluginSource, PluginStore,
     Scope, ToolRegistry,
 };
-use crate::policy::{
-    Anchors, Outcome, PermissionMode, Policy, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource,
-    SourceKind,
-};
+use crate::policy::{Outcome, PermissionMode, Policy, PolicyConfig, RuleSet};
 use crate::sandbox::{
     CallContext, CallLimits, ProcessConfig, Sandbox, SandboxConfig, ToolComponent, ToolContent,
     ToolFailure,
@@ -541,24 +538,13 @@ pub async fn tool_call(request: CallRequest, paths: &Paths) -> anyhow::Result<Ex
 }
 
 fn call_policy(request: &CallRequest, paths: &Paths) -> anyhow::Result<Policy> {
-    let anchors = Anchors {
-        cwd: paths.cwd.clone(),
-        home: paths.home.clone(),
-        project: paths.cwd.clone(),
-    };
-    let source = RuleSource {
-        kind: SourceKind::CliFlag,
-        file: None,
-    };
-    let mut rules = Vec::new();
-    for (kind, list) in [
-        (RuleKind::Deny, &request.disallowed_tools),
-        (RuleKind::Allow, &request.allowed_tools),
-    ] {
-        for text in list.iter().flat_map(|l| super::split_rules(l)) {
-            rules.push(Rule::parse(&text, kind, source.clone(), &anchors)?);
-        }
-    }
+    let rules = super::session_rules(
+        Vec::new(),
+        &request.allowed_tools,
+        &request.disallowed_tools,
+        &paths.cwd,
+        &paths.home,
+    )?;
     Ok(Policy::from_config(PolicyConfig {
         rules: RuleSet::new(rules),
         home: paths.home.clone(),
