@@ -260,6 +260,17 @@ pub async fn prepare(
         return Err(InstallError::ToolMismatch { listed, provided });
     }
 
+    // Every installed plugin, read once, with the scope it is in.
+    let installed: Vec<(super::Scope, InstalledPlugin)> = std::iter::once(cx.store)
+        .chain(cx.others)
+        .flat_map(|store| {
+            store
+                .list()
+                .into_iter()
+                .flatten()
+                .map(move |plugin| (store.scope(), plugin))
+        })
+        .collect();
     for tool in &provided {
         if cx.builtin_tools.contains(tool) {
             return Err(InstallError::Clash {
@@ -267,19 +278,13 @@ pub async fn prepare(
                 owner: "carapace's first-party tools".into(),
             });
         }
-        for store in std::iter::once(cx.store).chain(cx.others) {
-            for installed in store.list().into_iter().flatten() {
-                let replacing = store.scope() == cx.store.scope() && installed.name() == name;
-                if !replacing && installed.tools.iter().any(|t| &t.name == tool) {
-                    return Err(InstallError::Clash {
-                        tool: tool.clone(),
-                        owner: format!(
-                            "plugin `{}` ({} scope)",
-                            installed.name(),
-                            store.scope().as_str()
-                        ),
-                    });
-                }
+        for (scope, plugin) in &installed {
+            let replacing = *scope == cx.store.scope() && plugin.name() == name;
+            if !replacing && plugin.tools.iter().any(|t| &t.name == tool) {
+                return Err(InstallError::Clash {
+                    tool: tool.clone(),
+                    owner: format!("plugin `{}` ({} scope)", plugin.name(), scope.as_str()),
+                });
             }
         }
     }
