@@ -196,7 +196,8 @@ impl InstalledProvider {
                 self.path.display()
             )
         })?;
-        if store::digest(&wasm) != self.digest {
+        let digest = store::digest(&wasm);
+        if digest != self.digest {
             return Err(format!(
                 "plugin `{}` changed on disk since it was approved ({}); it will not run until it is approved again with `carapace plugin add`",
                 self.name,
@@ -207,6 +208,7 @@ impl InstalledProvider {
             &self.sandbox,
             &self.name,
             &wasm,
+            &digest,
             &self.contract,
             self.tools.clone(),
         )

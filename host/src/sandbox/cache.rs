@@ -53,13 +53,17 @@ impl ComponentCache {
 
     /// The cache key of `wasm` under `engine`.
     pub fn key(engine: &Engine, wasm: &[u8]) -> String {
-        let content = Sha256::digest(wasm);
+        Self::key_for_digest(engine, &hex::encode(Sha256::digest(wasm)))
+    }
+
+    /// The cache key of bytes whose SHA-256 is `digest` (lowercase hex).
+    fn key_for_digest(engine: &Engine, digest: &str) -> String {
         // The compatibility hash is exposed only through `Hash`; a fixed-key
         // hasher is enough because the key only has to be stable for one
         // build of this host, and the content part is cryptographic.
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        format!("{}-{:016x}", hex::encode(content), hasher.finish())
+        format!("{digest}-{:016x}", hasher.finish())
     }
 
     /// Loads `wasm` compiled for `engine`, compiling and storing it on a miss.
@@ -70,7 +74,21 @@ impl ComponentCache {
         engine: &Engine,
         wasm: &[u8],
     ) -> Result<(Component, CacheOutcome), SandboxError> {
-        let path = self.dir.join(format!("{}.cwasm", Self::key(engine, wasm)));
+        self.load_digested(engine, wasm, &hex::encode(Sha256::digest(wasm)))
+    }
+
+    /// [`load`](Self::load) for bytes whose SHA-256 (lowercase hex) the
+    /// caller has just computed from these very bytes (an installed plugin,
+    /// checked against its approved digest): the key is not hashed again.
+    pub(crate) fn load_digested(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        digest: &str,
+    ) -> Result<(Component, CacheOutcome), SandboxError> {
+        let path = self
+            .dir
+            .join(format!("{}.cwasm", Self::key_for_digest(engine, digest)));
         if path.exists() {
             match deserialize(engine, &path) {
                 Ok(component) => return Ok((component, CacheOutcome::Hit)),

@@ -128,6 +128,18 @@ impl Sandbox {
         self.inner.cache.load(&self.inner.engine, wasm)
     }
 
+    /// [`load_component`](Self::load_component) for bytes whose SHA-256
+    /// (lowercase hex) the caller computed from them.
+    pub(crate) fn load_component_digested(
+        &self,
+        wasm: &[u8],
+        digest: &str,
+    ) -> Result<(Component, CacheOutcome), SandboxError> {
+        self.inner
+            .cache
+            .load_digested(&self.inner.engine, wasm, digest)
+    }
+
     pub(crate) fn inner(&self) -> &Arc<SandboxInner> {
         &self.inner
     }

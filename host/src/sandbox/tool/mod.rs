@@ -220,7 +220,7 @@ impl ToolComponent {
     /// Compiles or loads `wasm`, checks it implements a known version of the
     /// tool contract, and reads its tool list.
     pub async fn load(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
-        let mut this = Self::link(sandbox, name, wasm)?;
+        let mut this = Self::link(sandbox, name, sandbox.load_component(wasm)?)?;
         let tools = this
             .run(&Grant::none(), &METADATA_LIMITS, None, |contract, store| {
                 Box::pin(async move {
@@ -230,7 +230,8 @@ impl ToolComponent {
                     }
                 })
             })
-            .await?;
+            .await?
+            .0;
         let size: usize = tools
             .iter()
             .map(|t| t.name.len() + t.description.len() + t.input_schema.len())
@@ -247,15 +248,21 @@ impl ToolComponent {
 
     /// Loads a component whose tool list is already known (an installed
     /// plugin: read at install time, approved with it), without running it.
+    /// `digest` is the SHA-256 (lowercase hex) just computed from `wasm`.
     /// The component must still target `contract`.
     pub fn load_known(
         sandbox: &Sandbox,
         name: &str,
         wasm: &[u8],
+        digest: &str,
         contract: &str,
         tools: Vec<ToolDefinition>,
     ) -> Result<Self, SandboxError> {
-        let mut this = Self::link(sandbox, name, wasm)?;
+        let mut this = Self::link(
+            sandbox,
+            name,
+            sandbox.load_component_digested(wasm, digest)?,
+        )?;
         if this.contract_version() != contract {
             return Err(SandboxError::Contract(format!(
                 "it targets carapace:tool@{}, but was installed as carapace:tool@{contract}",
@@ -266,10 +273,13 @@ impl ToolComponent {
         Ok(this)
     }
 
-    /// Compiles (or loads from the cache) and links one component against
-    /// the contract version it exports.
-    fn link(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
-        let (component, load_outcome) = sandbox.load_component(wasm)?;
+    /// Links one compiled component against the contract version it
+    /// exports.
+    fn link(
+        sandbox: &Sandbox,
+        name: &str,
+        (component, load_outcome): (wasmtime::component::Component, CacheOutcome),
+    ) -> Result<Self, SandboxError> {
         let inner = sandbox.inner().clone();
         let version = exported_contract(sandbox.engine(), &component)?;
         let instance_pre = inner
@@ -341,6 +351,7 @@ impl ToolComponent {
             },
         )
         .await
+        .map(|(plan, _)| plan)
     }
 
     /// Runs one call in a fresh instance holding exactly `grant`.
@@ -386,7 +397,7 @@ impl ToolComponent {
         let input = input.to_string();
         let context = context.clone();
         let (answer, memory_bytes) = self
-            .run_captured(grant, limits, reads, move |contract, store| {
+            .run(grant, limits, reads, move |contract, store| {
                 Box::pin(async move {
                     match contract {
                         Contract::V0_1(p) => v0_1::call(p, store, &tool, &input, &context).await,
@@ -408,26 +419,9 @@ impl ToolComponent {
     }
 
     /// Instantiates with `grant` under `limits` and runs `f`, mapping traps,
-    /// the deadline and the memory cap to [`SandboxError`].
+    /// the deadline and the memory cap to [`SandboxError`]; returns `f`'s
+    /// value and the linear memory the instance held.
     async fn run<R: Send + 'static>(
-        &self,
-        grant: &Grant,
-        limits: &CallLimits,
-        reads: Option<&Arc<ReadLedger>>,
-        f: impl for<'a> FnOnce(
-            &'a Contract,
-            &'a mut wasmtime::Store<HostState>,
-        ) -> std::pin::Pin<
-            Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
-        > + Send,
-    ) -> Result<R, SandboxError> {
-        self.run_captured(grant, limits, reads, f)
-            .await
-            .map(|(value, _)| value)
-    }
-
-    /// [`run`](Self::run), also returning the instance's linear memory.
-    async fn run_captured<R: Send + 'static>(
         &self,
         grant: &Grant,
         limits: &CallLimits,
