@@ -45,11 +45,17 @@ pub fn run(
         .env("ANTHROPIC_API_KEY", "test-key")
         .args(args)
         .output()?;
-    Ok(Run {
-        status: output.status.code(),
-        stdout: String::from_utf8(output.stdout)?,
-        stderr: String::from_utf8(output.stderr)?,
-    })
+    Run::from_output(output)
+}
+
+impl Run {
+    pub fn from_output(output: std::process::Output) -> Result<Self, Box<dyn std::error::Error>> {
+        Ok(Run {
+            status: output.status.code(),
+            stdout: String::from_utf8(output.stdout)?,
+            stderr: String::from_utf8(output.stderr)?,
+        })
+    }
 }
 
 /// Every stdout line as JSON.

@@ -63,12 +63,7 @@ impl User {
 
     /// Runs a plugin or tool subcommand.
     fn run(&self, args: &[&str]) -> Result<Run, builder::BoxError> {
-        let output = self.command(args).output()?;
-        Ok(Run {
-            status: output.status.code(),
-            stdout: String::from_utf8(output.stdout)?,
-            stderr: String::from_utf8(output.stderr)?,
-        })
+        Run::from_output(self.command(args).output()?)
     }
 
     /// Runs a session against `server`.
@@ -90,11 +85,7 @@ impl User {
             .env("ANTHROPIC_BASE_URL", server.url())
             .env("ANTHROPIC_API_KEY", "test-key")
             .output()?;
-        Ok(Run {
-            status: output.status.code(),
-            stdout: String::from_utf8(output.stdout)?,
-            stderr: String::from_utf8(output.stderr)?,
-        })
+        Run::from_output(output)
     }
 
     fn installed(&self) -> Result<Vec<Value>, builder::BoxError> {
