@@ -65,7 +65,14 @@ fn run() -> Result<(), String> {
     let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?);
     let built = target_dir.join("wasm32-wasip2").join("release");
     for (name, file) in PLUGINS {
-        copy_if_changed(&built.join(file), &out_dir.join(format!("{name}.wasm")))?;
+        let bytes = copy_if_changed(&built.join(file), &out_dir.join(format!("{name}.wasm")))?;
+        // The digest the host keys its caches by, computed once here so a
+        // run never hashes the embedded components.
+        println!(
+            "cargo:rustc-env=CARAPACE_DIGEST_{}={}",
+            name.to_uppercase().replace('-', "_"),
+            hex_digest(&bytes)
+        );
     }
     println!(
         "cargo:rustc-env=CARAPACE_TEST_GUESTS_DIR={}",
@@ -123,10 +130,19 @@ fn build_guests(workspace: &Path, target_dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn copy_if_changed(from: &Path, to: &Path) -> Result<(), String> {
+/// Copies `from` to `to` unless it is already there; returns the bytes.
+fn copy_if_changed(from: &Path, to: &Path) -> Result<Vec<u8>, String> {
     let bytes = std::fs::read(from).map_err(|e| format!("reading {}: {e}", from.display()))?;
     if std::fs::read(to).ok().as_deref() != Some(bytes.as_slice()) {
         std::fs::write(to, &bytes).map_err(|e| format!("writing {}: {e}", to.display()))?;
     }
-    Ok(())
+    Ok(bytes)
+}
+
+fn hex_digest(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

@@ -7,16 +7,15 @@
 //! date.
 
 use carapace::agent::{
-    EventSink, NoLoopHooks, Preparation, QueryConfig, QueryDeps, ToolCall, ToolCallResult,
-    ToolPipeline, ToolRuntime, query,
+    EventSink, InterruptBehavior, NoLoopHooks, Preparation, QueryConfig, QueryDeps, ReadyCall,
+    ToolCall, ToolCallResult, ToolRuntime, query,
 };
 use carapace::model::{
     EventStream, Message, MessagesRequest, Model, ModelError, ReplayModel, StreamEvent,
 };
-use carapace::plugins::ToolRegistry;
 use carapace::policy::{PermissionMode, Policy};
 use carapace::sandbox::{CallLimits, Grant, Sandbox, SandboxConfig};
-use carapace::sandbox::{CallPlan, InterruptBehavior};
+use carapace::tools::{ToolPipeline, ToolRegistry};
 use futures::future::BoxFuture;
 use scripted_server::{Reply, ScriptedServer};
 use serde_json::json;
@@ -293,7 +292,10 @@ async fn plugin_benches() -> BenchResult {
 
         // One call, and the instance's memory.
         let mut registry = ToolRegistry::default();
-        registry.add_installed(&warm, &store, &record, &places, &CallLimits::default())?;
+        registry.add_installed(
+            &warm,
+            store.registration(&record, &places, &CallLimits::default())?,
+        )?;
         let tool = registry.get("WordCount").ok_or("no WordCount")?;
         let component = tool.component().await?;
         let grant = Grant::none().read_file(&notes)?;
@@ -365,10 +367,7 @@ async fn plugin_benches() -> BenchResult {
             for entry in store.list() {
                 registry.add_installed(
                     sandbox,
-                    &store,
-                    &entry?,
-                    &places,
-                    &CallLimits::default(),
+                    store.registration(&entry?, &places, &CallLimits::default())?,
                 )?;
             }
             Ok(registry)
@@ -644,8 +643,7 @@ async fn tool_benches(cache: &Path) -> BenchResult {
             invalid_input: None,
         };
         async move {
-            let preparation = pipeline.prepare(&call).await;
-            let result = pipeline.run(call, preparation).await;
+            let result = pipeline.call(call).await;
             if result.is_error {
                 return Err(format!("tool failed: {}", result.content.text()).into());
             }
@@ -845,7 +843,8 @@ async fn tool_benches(cache: &Path) -> BenchResult {
 /// (deny, ask, allow, in that order) plus building the grant.
 fn policy_benches(file: &Path) -> BenchResult {
     use carapace::policy::{
-        Anchors, Ceiling, Outcome, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource, SourceKind,
+        Anchors, CallRequest, Ceiling, Outcome, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource,
+        SourceKind,
     };
     use carapace::sandbox::{Capability, FileAccess};
     let cwd = file.parent().ok_or("no parent")?.to_path_buf();
@@ -888,7 +887,7 @@ fn policy_benches(file: &Path) -> BenchResult {
     let mut samples = Vec::with_capacity(N);
     for _ in 0..N {
         let started = Instant::now();
-        let verdict = policy.decide("Read", &needs, &ceiling);
+        let verdict = policy.decide(&CallRequest::new("Read", &needs, &ceiling));
         samples.push(started.elapsed());
         if !matches!(verdict.outcome, Outcome::Allow(_)) {
             return Err(format!("unexpected verdict {verdict:?}").into());
@@ -926,23 +925,24 @@ impl ToolRuntime for InstantTools {
             input_schema: json!({"type": "object"}),
         }]
     }
-    fn prepare<'a>(&'a self, _call: &'a ToolCall) -> BoxFuture<'a, Preparation> {
-        Box::pin(async {
-            Preparation::Ready {
-                concurrency_safe: true,
-                interrupt: InterruptBehavior::Cancel,
-                plan: CallPlan {
-                    concurrency_safe: true,
-                    interrupt: InterruptBehavior::Cancel,
-                    needs: vec![],
-                },
-            }
-        })
+    fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {
+        Box::pin(async move { Preparation::Ready(Box::new(InstantCall(call))) })
     }
-    fn run(self: Arc<Self>, call: ToolCall, _p: Preparation) -> BoxFuture<'static, ToolCallResult> {
+}
+
+struct InstantCall(ToolCall);
+
+impl ReadyCall for InstantCall {
+    fn concurrency_safe(&self) -> bool {
+        true
+    }
+    fn interrupt(&self) -> InterruptBehavior {
+        InterruptBehavior::Cancel
+    }
+    fn run(self: Box<Self>) -> BoxFuture<'static, ToolCallResult> {
         Box::pin(async move {
             ToolCallResult {
-                tool_use_id: call.id,
+                tool_use_id: self.0.id,
                 content: carapace::model::ToolResultContent::Text("ok".into()),
                 is_error: false,
                 denial: None,
@@ -952,24 +952,46 @@ impl ToolRuntime for InstantTools {
     }
 }
 
-/// Records when `run` starts, delegating to an inner runtime.
+/// Records when a call starts running, delegating to an inner runtime.
 struct StartClock<R> {
     inner: Arc<R>,
     started: Arc<Mutex<Vec<Instant>>>,
 }
 
-impl<R: ToolRuntime + 'static> ToolRuntime for StartClock<R> {
-    fn specs(&self) -> Vec<carapace::model::ToolSpec> {
-        self.inner.specs()
+struct ClockedCall {
+    inner: Box<dyn ReadyCall>,
+    started: Arc<Mutex<Vec<Instant>>>,
+}
+
+impl ReadyCall for ClockedCall {
+    fn concurrency_safe(&self) -> bool {
+        self.inner.concurrency_safe()
     }
-    fn prepare<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, Preparation> {
-        self.inner.prepare(call)
+    fn interrupt(&self) -> InterruptBehavior {
+        self.inner.interrupt()
     }
-    fn run(self: Arc<Self>, call: ToolCall, p: Preparation) -> BoxFuture<'static, ToolCallResult> {
+    fn run(self: Box<Self>) -> BoxFuture<'static, ToolCallResult> {
         if let Ok(mut started) = self.started.lock() {
             started.push(Instant::now());
         }
-        self.inner.clone().run(call, p)
+        self.inner.run()
+    }
+}
+
+impl<R: ToolRuntime> ToolRuntime for StartClock<R> {
+    fn specs(&self) -> Vec<carapace::model::ToolSpec> {
+        self.inner.specs()
+    }
+    fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {
+        Box::pin(async move {
+            match self.inner.clone().prepare(call).await {
+                Preparation::Ready(inner) => Preparation::Ready(Box::new(ClockedCall {
+                    inner,
+                    started: self.started.clone(),
+                })),
+                failed => failed,
+            }
+        })
     }
 }
 
@@ -1224,11 +1246,7 @@ async fn sandbox_benches(cache: &Path, file: &Path, wanted: &dyn Fn(&str) -> boo
                 invalid_input: None,
             };
             let started = Instant::now();
-            let preparation = pipeline.prepare(&call).await;
-            if let Preparation::Failed(result) = &preparation {
-                return Err(format!("prepare failed: {result:?}").into());
-            }
-            let result = pipeline.clone().run(call, preparation).await;
+            let result = pipeline.clone().call(call).await;
             let elapsed = started.elapsed();
             if result.is_error {
                 return Err(format!("Read failed: {result:?}").into());

@@ -11,4 +11,6 @@ pub mod output;
 pub mod plugins;
 pub mod policy;
 pub mod sandbox;
+pub mod session;
 pub mod settings;
+pub mod tools;

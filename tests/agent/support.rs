@@ -5,18 +5,16 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
-use carapace::agent::{
-    InputQueue, LoopHooks, NoLoopHooks, QueryConfig, QueryDeps, QueryOutcome, ToolPipeline,
-};
+use carapace::agent::{InputQueue, LoopHooks, NoLoopHooks, QueryConfig, QueryDeps, QueryOutcome};
 use carapace::cli::print::{Prompts, run_print};
 use carapace::hooks::HookRuntime;
 use carapace::model::{AnthropicModel, RetryPolicy};
 use carapace::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
-use carapace::plugins::ToolRegistry;
 use carapace::policy::{Ceiling, PermissionMode, Policy};
 use carapace::policy::{RuleSource, SourceKind};
 use carapace::sandbox::HookCommon;
 use carapace::sandbox::{CallLimits, FileAccess, Sandbox, SandboxConfig, ToolComponent};
+use carapace::tools::{ToolPipeline, ToolRegistry};
 use scripted_server::{RecordedRequest, Reply, ScriptedServer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

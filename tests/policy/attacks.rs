@@ -4,14 +4,14 @@
 //! ceiling or grant, bypass mode, an approval — and asserts that the attempt
 //! then does succeed, so no test passes merely because everything is refused.
 
-use carapace::agent::{Preparation, ToolCall, ToolCallResult, ToolPipeline, ToolRuntime};
-use carapace::plugins::ToolRegistry;
+use carapace::agent::{ToolCall, ToolCallResult, ToolRuntime};
 use carapace::policy::{
     Anchors, Ceiling, HostPattern, Outcome, PermissionMode, Policy, PolicyConfig, Rule, RuleKind,
     RuleSet, RuleSource, SourceKind,
 };
 use carapace::sandbox::{CallLimits, FileAccess, Sandbox, SandboxConfig, ToolComponent};
 use carapace::settings::{Locations, Settings};
+use carapace::tools::{ToolPipeline, ToolRegistry};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -161,11 +161,7 @@ impl Run {
             input,
             invalid_input: None,
         };
-        let preparation = pipeline.prepare(&call).await;
-        if let Preparation::Failed(result) = &preparation {
-            return Ok(result.clone());
-        }
-        Ok(pipeline.run(call, preparation).await)
+        Ok(pipeline.call(call).await)
     }
 }
 

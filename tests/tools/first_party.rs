@@ -3,9 +3,8 @@
 //! grant, sandboxed call): schema errors, normal cases, and the sandbox
 //! boundary of each.
 
-use carapace::agent::{Preparation, ToolCall, ToolCallResult, ToolPipeline, ToolRuntime};
+use carapace::agent::{ToolCall, ToolCallResult, ToolRuntime};
 use carapace::model::{ToolResultBlock, ToolResultContent};
-use carapace::plugins::ToolRegistry;
 use carapace::policy::{
     Anchors, Ceiling, PermissionMode, Policy, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource,
     SourceKind,
@@ -13,6 +12,7 @@ use carapace::policy::{
 use carapace::sandbox::{
     CallLimits, FileAccess, ProcessConfig, Sandbox, SandboxConfig, ToolComponent,
 };
+use carapace::tools::{ToolPipeline, ToolRegistry};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -108,11 +108,7 @@ impl Bench {
             input,
             invalid_input: None,
         };
-        let preparation = self.pipeline.prepare(&call).await;
-        if let Preparation::Failed(result) = preparation {
-            return result;
-        }
-        self.pipeline.clone().run(call, preparation).await
+        self.pipeline.clone().call(call).await
     }
 
     fn p(&self, rel: &str) -> String {

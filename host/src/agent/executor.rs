@@ -7,21 +7,28 @@
 //! in model order, except that a finished safe result may pass a safe call
 //! still running; a running unsafe call stops delivery.
 //!
+//! A call that fails before running (unknown tool, invalid input) never
+//! runs and waits for nothing: its error result is deliverable at once, as
+//! Claude Code shows it right after the call's block.
+//!
 //! The executor never pairs a result with a response it did not come from:
 //! a retry or a fallback drops the whole executor, which aborts its calls.
 
-use super::tools::{Preparation, ToolCall, ToolCallResult, ToolRuntime};
+use super::tools::{
+    InterruptBehavior, Preparation, ReadyCall, ToolCall, ToolCallResult, ToolRuntime,
+};
 use crate::model::InvalidToolInput;
-use crate::sandbox::InterruptBehavior;
 use futures::FutureExt;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 enum Slot {
-    Queued(Preparation),
+    Queued(Box<dyn ReadyCall>),
     Running(JoinHandle<()>),
     Completed(ToolCallResult),
+    /// Failed before running: delivered at once, whatever runs before it.
+    Failed(ToolCallResult),
     Delivered,
 }
 
@@ -55,14 +62,20 @@ impl ToolExecutor {
 
     /// Prepares `call`, queues it and starts whatever the rule allows.
     pub async fn add(&mut self, call: ToolCall) {
-        let preparation = self.runtime.prepare(&call).await;
-        let safe = preparation.concurrency_safe();
-        let interrupt = preparation.interrupt();
+        let preparation = self.runtime.clone().prepare(call.clone()).await;
+        let (safe, interrupt, slot) = match preparation {
+            Preparation::Ready(ready) => (
+                ready.concurrency_safe(),
+                ready.interrupt(),
+                Slot::Queued(ready),
+            ),
+            Preparation::Failed(result) => (true, InterruptBehavior::Cancel, Slot::Failed(result)),
+        };
         self.entries.push(Entry {
             call,
             safe,
             interrupt,
-            slot: Slot::Queued(preparation),
+            slot,
         });
         self.start_ready();
     }
@@ -94,21 +107,28 @@ impl ToolExecutor {
         }
     }
 
-    /// Results deliverable now, in delivery order.
+    /// Results deliverable now, in delivery order: in model order up to the
+    /// first call that holds delivery back, plus every call that failed
+    /// before running.
     pub fn take_deliverable(&mut self) -> Vec<ToolCallResult> {
         let mut out = Vec::new();
+        let mut held = false;
         for entry in &mut self.entries {
-            match &entry.slot {
-                Slot::Delivered => {}
-                Slot::Completed(_) => {
-                    if let Slot::Completed(result) =
-                        std::mem::replace(&mut entry.slot, Slot::Delivered)
-                    {
-                        out.push(result);
-                    }
+            let deliver = match &entry.slot {
+                Slot::Delivered => false,
+                Slot::Failed(_) => true,
+                Slot::Completed(_) => !held,
+                Slot::Running(_) if entry.safe => false,
+                Slot::Running(_) | Slot::Queued(_) => {
+                    held = true;
+                    false
                 }
-                Slot::Running(_) if entry.safe => {}
-                Slot::Running(_) | Slot::Queued(_) => break,
+            };
+            if deliver
+                && let Slot::Completed(result) | Slot::Failed(result) =
+                    std::mem::replace(&mut entry.slot, Slot::Delivered)
+            {
+                out.push(result);
             }
         }
         out
@@ -139,7 +159,7 @@ impl ToolExecutor {
                     task.abort();
                     true
                 }
-                Slot::Running(_) | Slot::Completed(_) | Slot::Delivered => false,
+                Slot::Running(_) | Slot::Completed(_) | Slot::Failed(_) | Slot::Delivered => false,
             };
             if stop {
                 entry.slot = Slot::Completed(ToolCallResult::error(&entry.call.id, message));
@@ -154,7 +174,7 @@ impl ToolExecutor {
         for entry in &mut self.entries {
             let result = match std::mem::replace(&mut entry.slot, Slot::Delivered) {
                 Slot::Delivered => continue,
-                Slot::Completed(result) => result,
+                Slot::Completed(result) | Slot::Failed(result) => result,
                 Slot::Running(task) => {
                     task.abort();
                     ToolCallResult::error(&entry.call.id, message)
@@ -202,17 +222,16 @@ impl ToolExecutor {
 
     fn start(&mut self, index: usize) {
         let entry = &mut self.entries[index];
-        let Slot::Queued(preparation) = std::mem::replace(&mut entry.slot, Slot::Delivered) else {
+        let Slot::Queued(ready) = std::mem::replace(&mut entry.slot, Slot::Delivered) else {
             return;
         };
-        let call = entry.call.clone();
-        let id = call.id.clone();
-        let runtime = self.runtime.clone();
+        let id = entry.call.id.clone();
         let done = self.done_tx.clone();
-        let span = tracing::debug_span!("tool", depth = self.depth, id = %id, name = %call.name);
+        let span =
+            tracing::debug_span!("tool", depth = self.depth, id = %id, name = %entry.call.name);
         let task = tokio::spawn(tracing::Instrument::instrument(
             async move {
-                let result = std::panic::AssertUnwindSafe(runtime.run(call, preparation))
+                let result = std::panic::AssertUnwindSafe(ready.run())
                     .catch_unwind()
                     .await
                     .unwrap_or_else(|_| {
@@ -242,7 +261,6 @@ impl Drop for ToolExecutor {
 mod tests {
     use super::*;
     use crate::model::{ToolResultContent, ToolSpec};
-    use crate::sandbox::CallPlan;
     use futures::future::BoxFuture;
     use std::sync::Mutex;
     use std::time::Duration;
@@ -257,39 +275,48 @@ mod tests {
         fn specs(&self) -> Vec<ToolSpec> {
             Vec::new()
         }
-        fn prepare<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, Preparation> {
-            let safe = call.name.starts_with("safe");
-            let interrupt = if call.name.contains("block") {
-                InterruptBehavior::Block
-            } else {
-                InterruptBehavior::Cancel
-            };
+        fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {
             async move {
-                Preparation::Ready {
-                    concurrency_safe: safe,
-                    interrupt,
-                    plan: CallPlan {
-                        concurrency_safe: safe,
-                        interrupt,
-                        needs: vec![],
-                    },
+                if call.name == "unknown" {
+                    return Preparation::Failed(ToolCallResult::error(&call.id, "no such tool"));
                 }
+                Preparation::Ready(Box::new(TimedCall {
+                    runtime: self,
+                    call,
+                }))
             }
             .boxed()
         }
-        fn run(
-            self: Arc<Self>,
-            call: ToolCall,
-            _p: Preparation,
-        ) -> BoxFuture<'static, ToolCallResult> {
+    }
+
+    struct TimedCall {
+        runtime: Arc<Timed>,
+        call: ToolCall,
+    }
+
+    impl ReadyCall for TimedCall {
+        fn concurrency_safe(&self) -> bool {
+            self.call.name.starts_with("safe")
+        }
+        fn interrupt(&self) -> InterruptBehavior {
+            if self.call.name.contains("block") {
+                InterruptBehavior::Block
+            } else {
+                InterruptBehavior::Cancel
+            }
+        }
+        fn run(self: Box<Self>) -> BoxFuture<'static, ToolCallResult> {
+            let TimedCall { runtime, call } = *self;
             async move {
-                self.log
+                runtime
+                    .log
                     .lock()
                     .map(|mut l| l.push(format!("start {}", call.id)))
                     .ok();
                 let ms = call.input["ms"].as_u64().unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
-                self.log
+                runtime
+                    .log
                     .lock()
                     .map(|mut l| l.push(format!("end {}", call.id)))
                     .ok();
@@ -410,5 +437,22 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(20)).await;
         let log = runtime.log.lock().map(|l| l.clone()).unwrap_or_default();
         assert_eq!(log, vec!["start slow"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_fails_before_running_is_delivered_at_once() {
+        let runtime = Arc::new(Timed {
+            log: Mutex::new(vec![]),
+        });
+        let mut executor = ToolExecutor::new(runtime.clone(), 0);
+        executor.add(call("w", "write", 100)).await;
+        executor.add(call("x", "unknown", 0)).await;
+        executor.add(call("r", "safe_read", 1)).await;
+        // The unknown tool's error passes the running barrier; the read
+        // waits behind it as before.
+        assert_eq!(ids(&executor.take_deliverable()), vec!["x"]);
+        assert_eq!(ids(&executor.drain().await), vec!["w", "r"]);
+        let log = runtime.log.lock().map(|l| l.clone()).unwrap_or_default();
+        assert_eq!(log, vec!["start w", "end w", "start r", "end r"]);
     }
 }

@@ -15,8 +15,6 @@ pub enum Transition {
     StopHookBlocking,
     /// The response was cut at max_tokens; the model is asked to continue.
     MaxOutputTokensRecovery,
-    /// The prompt was too long; the history was compacted and resent.
-    ReactiveCompactRetry,
     /// `stop_reason: tool_use` without a usable tool_use block.
     MalformedToolUseRetry,
     /// The answer had thinking but no visible text.
@@ -26,54 +24,67 @@ pub enum Transition {
 }
 
 /// Why the loop stopped. The mapping to the result's `subtype`, `is_error`
-/// and the exit code follows the seeds' table.
+/// and the exit code follows the seeds' table; what the result line prints
+/// as `terminal_reason` follows Claude Code's CLI (see [`Terminal::reported`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Terminal {
+    /// The model answered without tool calls (or a Stop hook cap overrode
+    /// the hooks).
     Completed,
-    BackgroundRequested,
+    /// Running the next turn would pass `--max-turns`.
     MaxTurns,
+    /// A PreToolUse hook deferred the batch's only call.
     ToolDeferred,
+    /// A hook stopped the run after a tool batch (or before the first turn).
     HookStopped,
+    /// A Stop hook said `continue: false`.
     StopHookPrevented,
+    /// Cancelled while the model streamed.
     AbortedStreaming,
+    /// Cancelled while tools ran.
     AbortedTools,
-    BlockingLimit,
-    RapidRefillBreaker,
+    /// The API said the prompt is too long.
     PromptTooLong,
-    ImageError,
+    /// The model could not be used: a broken stream, no key, a bad replay
+    /// script.
     ModelError,
+    /// The API answered with an error (after retries and fallbacks).
     ApiError,
+    /// `stop_reason: tool_use` without a usable call, twice.
     MalformedToolUseExhausted,
+    /// `--max-budget-usd` was reached.
     BudgetExhausted,
-    StructuredOutputRetryExhausted,
-    ToolDeferredUnavailable,
-    TurnSetupFailed,
 }
 
 impl Terminal {
-    /// The name printed as `terminal_reason`.
+    /// The internal name (`--debug`, tests).
     pub fn as_str(self) -> &'static str {
         match self {
             Terminal::Completed => "completed",
-            Terminal::BackgroundRequested => "background_requested",
             Terminal::MaxTurns => "max_turns",
             Terminal::ToolDeferred => "tool_deferred",
             Terminal::HookStopped => "hook_stopped",
             Terminal::StopHookPrevented => "stop_hook_prevented",
             Terminal::AbortedStreaming => "aborted_streaming",
             Terminal::AbortedTools => "aborted_tools",
-            Terminal::BlockingLimit => "blocking_limit",
-            Terminal::RapidRefillBreaker => "rapid_refill_breaker",
             Terminal::PromptTooLong => "prompt_too_long",
-            Terminal::ImageError => "image_error",
             Terminal::ModelError => "model_error",
             Terminal::ApiError => "api_error",
             Terminal::MalformedToolUseExhausted => "malformed_tool_use_exhausted",
             Terminal::BudgetExhausted => "budget_exhausted",
-            Terminal::StructuredOutputRetryExhausted => "structured_output_retry_exhausted",
-            Terminal::ToolDeferredUnavailable => "tool_deferred_unavailable",
-            Terminal::TurnSetupFailed => "turn_setup_failed",
+        }
+    }
+
+    /// The `terminal_reason` the result line prints. Claude Code (checked
+    /// against 2.1.332 on the scripted server) reports every failure of the
+    /// model call — an HTTP error, a connection lost mid-stream, a stream it
+    /// cannot parse — as `api_error`; carapace keeps the finer internal
+    /// reason and prints Claude Code's.
+    pub fn reported(self) -> &'static str {
+        match self {
+            Terminal::ModelError => Terminal::ApiError.as_str(),
+            other => other.as_str(),
         }
     }
 
@@ -83,52 +94,37 @@ impl Terminal {
     pub fn is_error(self) -> bool {
         match self {
             Terminal::Completed
-            | Terminal::BackgroundRequested
             | Terminal::ToolDeferred
             | Terminal::HookStopped
             | Terminal::StopHookPrevented => false,
             Terminal::MaxTurns
             | Terminal::AbortedStreaming
             | Terminal::AbortedTools
-            | Terminal::BlockingLimit
-            | Terminal::RapidRefillBreaker
             | Terminal::PromptTooLong
-            | Terminal::ImageError
             | Terminal::ModelError
             | Terminal::ApiError
             | Terminal::MalformedToolUseExhausted
-            | Terminal::BudgetExhausted
-            | Terminal::StructuredOutputRetryExhausted
-            | Terminal::ToolDeferredUnavailable
-            | Terminal::TurnSetupFailed => true,
+            | Terminal::BudgetExhausted => true,
         }
     }
 
     /// The result line's `subtype`. As in Claude Code, a run that ends on
-    /// an error the model API reported (shown as an assistant message) is a
+    /// a failure of the model call (shown as an assistant message) is a
     /// `success` subtype with `is_error: true`; `error_during_execution` is
-    /// for runs that broke off (a cancellation, a broken stream, setup).
+    /// for runs that broke off (a cancellation).
     pub fn subtype(self) -> &'static str {
         match self {
             Terminal::MaxTurns => "error_max_turns",
             Terminal::BudgetExhausted => "error_max_budget_usd",
-            Terminal::StructuredOutputRetryExhausted => "error_max_structured_output_retries",
-            Terminal::AbortedStreaming
-            | Terminal::AbortedTools
-            | Terminal::ModelError
-            | Terminal::TurnSetupFailed => "error_during_execution",
+            Terminal::AbortedStreaming | Terminal::AbortedTools => "error_during_execution",
             Terminal::Completed
-            | Terminal::BackgroundRequested
             | Terminal::ToolDeferred
             | Terminal::HookStopped
             | Terminal::StopHookPrevented
-            | Terminal::BlockingLimit
-            | Terminal::RapidRefillBreaker
             | Terminal::PromptTooLong
-            | Terminal::ImageError
+            | Terminal::ModelError
             | Terminal::ApiError
-            | Terminal::MalformedToolUseExhausted
-            | Terminal::ToolDeferredUnavailable => "success",
+            | Terminal::MalformedToolUseExhausted => "success",
         }
     }
 }
@@ -141,7 +137,6 @@ pub struct State {
     /// The model iteration about to run, from 1.
     pub turn_count: u32,
     pub max_output_tokens_recovery_count: u32,
-    pub has_attempted_reactive_compact: bool,
     pub thinking_only_nudged: bool,
     pub stop_hook_active: bool,
     pub stop_hook_blocking_count: u32,
@@ -150,13 +145,27 @@ pub struct State {
     pub transition: Option<Transition>,
 }
 
+impl Transition {
+    /// Whether going round for this reason runs another model turn (so
+    /// `--max-turns` applies). Continuing a cut response is the same turn;
+    /// a fallback repeats the same request.
+    pub fn counts_turn(self) -> bool {
+        match self {
+            Transition::NextTurn
+            | Transition::StopHookBlocking
+            | Transition::MalformedToolUseRetry
+            | Transition::ThinkingOnlyNudge => true,
+            Transition::MaxOutputTokensRecovery | Transition::ModelFallback => false,
+        }
+    }
+}
+
 impl State {
     pub fn initial(messages: Vec<Message>) -> Self {
         Self {
             messages,
             turn_count: 1,
             max_output_tokens_recovery_count: 0,
-            has_attempted_reactive_compact: false,
             thinking_only_nudged: false,
             stop_hook_active: false,
             stop_hook_blocking_count: 0,
@@ -165,21 +174,55 @@ impl State {
         }
     }
 
-    /// The state after a tool batch: the batch's messages appended, the turn
-    /// counted, and the per-round recovery counters reset.
-    pub fn next_turn(self, appended: Vec<Message>) -> Self {
-        let mut messages = self.messages;
-        messages.extend(appended);
+    /// The state after a tool batch (its messages already appended): the
+    /// turn counted, and the per-round recovery counters reset.
+    pub fn next_turn(self) -> Self {
         Self {
-            messages,
             turn_count: self.turn_count + 1,
             max_output_tokens_recovery_count: 0,
-            has_attempted_reactive_compact: false,
             thinking_only_nudged: false,
             stop_hook_active: false,
             stop_hook_blocking_count: 0,
             malformed_tool_use_retried: false,
             transition: Some(Transition::NextTurn),
+            ..self
+        }
+    }
+
+    /// The state that goes round again for `transition` (its messages
+    /// already appended): the transition recorded, the turn counted if it
+    /// counts one, and the recovery's own counter moved.
+    pub fn advance(self, transition: Transition) -> Self {
+        let turn_count = self.turn_count + u32::from(transition.counts_turn());
+        let state = Self {
+            turn_count,
+            transition: Some(transition),
+            ..self
+        };
+        match transition {
+            Transition::NextTurn => Self {
+                turn_count: state.turn_count - 1,
+                ..state
+            }
+            .next_turn(),
+            Transition::StopHookBlocking => Self {
+                stop_hook_active: true,
+                stop_hook_blocking_count: state.stop_hook_blocking_count + 1,
+                ..state
+            },
+            Transition::MaxOutputTokensRecovery => Self {
+                max_output_tokens_recovery_count: state.max_output_tokens_recovery_count + 1,
+                ..state
+            },
+            Transition::MalformedToolUseRetry => Self {
+                malformed_tool_use_retried: true,
+                ..state
+            },
+            Transition::ThinkingOnlyNudge => Self {
+                thinking_only_nudged: true,
+                ..state
+            },
+            Transition::ModelFallback => state,
         }
     }
 }
@@ -198,7 +241,7 @@ mod tests {
             (Terminal::MaxTurns, "error_max_turns", true),
             (Terminal::BudgetExhausted, "error_max_budget_usd", true),
             (Terminal::ApiError, "success", true),
-            (Terminal::ModelError, "error_during_execution", true),
+            (Terminal::ModelError, "success", true),
             (Terminal::AbortedTools, "error_during_execution", true),
             (Terminal::MalformedToolUseExhausted, "success", true),
             (Terminal::AbortedStreaming, "error_during_execution", true),
@@ -214,14 +257,63 @@ mod tests {
     }
 
     #[test]
+    fn model_failures_are_reported_as_claude_code_reports_them() {
+        assert_eq!(Terminal::ModelError.reported(), "api_error");
+        assert_eq!(Terminal::ModelError.as_str(), "model_error");
+        assert_eq!(
+            Terminal::MalformedToolUseExhausted.reported(),
+            "malformed_tool_use_exhausted"
+        );
+    }
+
+    #[test]
     fn next_turn_counts_and_resets_round_counters() {
         let mut state = State::initial(vec![]);
         state.max_output_tokens_recovery_count = 2;
         state.thinking_only_nudged = true;
-        let next = state.next_turn(vec![]);
+        let next = state.next_turn();
         assert_eq!(next.turn_count, 2);
         assert_eq!(next.max_output_tokens_recovery_count, 0);
         assert!(!next.thinking_only_nudged);
+        assert_eq!(next.transition, Some(Transition::NextTurn));
+    }
+
+    #[test]
+    fn each_recovery_moves_its_own_counter_and_counts_a_turn_or_not() {
+        let start = State::initial(vec![]);
+        let cut = start.clone().advance(Transition::MaxOutputTokensRecovery);
+        assert_eq!(
+            (cut.turn_count, cut.max_output_tokens_recovery_count),
+            (1, 1)
+        );
+        let blocked = start
+            .clone()
+            .advance(Transition::StopHookBlocking)
+            .advance(Transition::StopHookBlocking);
+        assert_eq!(
+            (
+                blocked.turn_count,
+                blocked.stop_hook_blocking_count,
+                blocked.stop_hook_active
+            ),
+            (3, 2, true)
+        );
+        let retried = start.clone().advance(Transition::MalformedToolUseRetry);
+        assert_eq!(
+            (retried.turn_count, retried.malformed_tool_use_retried),
+            (2, true)
+        );
+        let nudged = start.clone().advance(Transition::ThinkingOnlyNudge);
+        assert_eq!((nudged.turn_count, nudged.thinking_only_nudged), (2, true));
+        let next = blocked.advance(Transition::NextTurn);
+        assert_eq!(
+            (
+                next.turn_count,
+                next.stop_hook_blocking_count,
+                next.stop_hook_active
+            ),
+            (4, 0, false)
+        );
         assert_eq!(next.transition, Some(Transition::NextTurn));
     }
 }

@@ -1,8 +1,11 @@
-//! What the loop knows of tools: a call, its preparation, its result, and
-//! the [`ToolRuntime`] that prepares and runs calls.
+//! The loop's seam to tools: a call, what preparing it gives, its result,
+//! and the [`ToolRuntime`] behind which the whole single-tool pipeline
+//! lives. Nothing here knows how a tool runs: the loop only starts prepared
+//! calls, honours what they say about concurrency and interrupts, and pairs
+//! their results by `tool_use_id`.
 
 use crate::model::{InvalidToolInput, ToolResultContent, ToolSpec};
-use crate::sandbox::InterruptBehavior;
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
@@ -19,8 +22,29 @@ pub struct ToolCall {
     pub invalid_input: Option<InvalidToolInput>,
 }
 
+/// What happens to a running call when the user interrupts the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterruptBehavior {
+    /// The call is stopped and gets a synthetic result.
+    Cancel,
+    /// The call runs to completion.
+    Block,
+}
+
+/// What decided that a call was refused, as the `permission_denied` line
+/// shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DenialSource {
+    /// `rule`, `mode`, `ceiling`, `hook`, … (snake case).
+    pub decided_by: String,
+    /// The rule as written, when a rule decided.
+    pub rule: Option<String>,
+    /// Where that rule came from.
+    pub source: Option<String>,
+}
+
 /// A permission the policy refused, as the result line lists it (the reason
-/// and basis go to the `permission_denied` line, not the result).
+/// and its source go to the `permission_denied` line, not the result).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PermissionDenial {
     pub tool_name: String,
@@ -29,7 +53,7 @@ pub struct PermissionDenial {
     #[serde(skip)]
     pub reason: String,
     #[serde(skip)]
-    pub basis: Option<crate::policy::Basis>,
+    pub source: Option<DenialSource>,
 }
 
 /// The `tool_result` of one call. Always paired with its call by
@@ -73,50 +97,49 @@ impl ToolCallResult {
     }
 }
 
+/// A call that passed lookup and validation and was planned: it knows how
+/// to run itself.
+pub trait ReadyCall: Send {
+    /// Whether the call may overlap with other concurrency-safe calls.
+    fn concurrency_safe(&self) -> bool;
+
+    fn interrupt(&self) -> InterruptBehavior;
+
+    /// Permission, the sandboxed call and its result. Never fails: every
+    /// failure is an error result.
+    fn run(self: Box<Self>) -> BoxFuture<'static, ToolCallResult>;
+}
+
 /// A call checked and planned, before it runs.
-#[derive(Debug, Clone)]
 pub enum Preparation {
-    /// The call may run: what the tool said about it.
-    Ready {
-        concurrency_safe: bool,
-        interrupt: InterruptBehavior,
-        plan: crate::sandbox::CallPlan,
-    },
+    Ready(Box<dyn ReadyCall>),
     /// The call failed before running (unknown tool, invalid input, the
     /// tool's own validation, a crash while planning): this is its result.
     Failed(ToolCallResult),
 }
 
-impl Preparation {
-    /// Whether the call may overlap with other safe calls. A failure in
-    /// deciding means unsafe.
-    pub fn concurrency_safe(&self) -> bool {
+impl std::fmt::Debug for Preparation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Preparation::Ready {
-                concurrency_safe, ..
-            } => *concurrency_safe,
-            Preparation::Failed(_) => false,
-        }
-    }
-
-    /// Interrupt behaviour; anything undecided blocks.
-    pub fn interrupt(&self) -> InterruptBehavior {
-        match self {
-            Preparation::Ready { interrupt, .. } => *interrupt,
-            Preparation::Failed(_) => InterruptBehavior::Block,
+            Preparation::Ready(call) => f
+                .debug_struct("Ready")
+                .field("concurrency_safe", &call.concurrency_safe())
+                .field("interrupt", &call.interrupt())
+                .finish(),
+            Preparation::Failed(result) => f.debug_tuple("Failed").field(result).finish(),
         }
     }
 }
 
-/// Prepares and runs tool calls: the single-tool pipeline behind a seam the
-/// loop and the executor can be tested through.
-pub trait ToolRuntime: Send + Sync {
+/// Prepares tool calls: the single-tool pipeline behind a seam the loop and
+/// the executor can be tested through.
+pub trait ToolRuntime: Send + Sync + 'static {
     /// The tools offered to the model, in a stable order.
     fn specs(&self) -> Vec<ToolSpec>;
 
     /// Lookup, input parsing and schema validation, the tool's own
     /// validation and its plan (concurrency safety, needs).
-    fn prepare<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, Preparation>;
+    fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation>;
 
     /// Between turns: takes in tool sets that changed (an MCP server's
     /// `notifications/tools/list_changed`). `true` when `specs` changed.
@@ -124,11 +147,15 @@ pub trait ToolRuntime: Send + Sync {
         Box::pin(async { false })
     }
 
-    /// Permission, grant, the sandboxed call and the mapping to a result.
-    /// Never fails: every failure is an error result.
-    fn run(
-        self: Arc<Self>,
-        call: ToolCall,
-        preparation: Preparation,
-    ) -> BoxFuture<'static, ToolCallResult>;
+    /// Prepares and runs one call to its result (what a caller outside the
+    /// loop — `mcp serve`, a test — wants).
+    fn call(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, ToolCallResult> {
+        async move {
+            match self.prepare(call).await {
+                Preparation::Ready(ready) => ready.run().await,
+                Preparation::Failed(result) => result,
+            }
+        }
+        .boxed()
+    }
 }

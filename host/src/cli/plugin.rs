@@ -1,23 +1,21 @@
 //! `carapace plugin …` and `carapace tool call`: installing third-party
 //! tool plugins, and running one tool call by hand while writing one.
 
-use super::Paths;
-use crate::plugins::install::{self, find_local_manifest};
+use crate::plugins::install;
 use crate::plugins::{
-    Candidate, InstallContext, InstalledPlugin, Manifest, Placeholders, PluginSource, PluginStore,
-    Scope, ToolRegistry,
+    Candidate, InstallContext, InstalledPlugin, Manifest, PluginSource, PluginStore, Scope,
 };
-use crate::policy::{Outcome, PermissionMode, Policy, PolicyConfig, RuleSet};
+use crate::policy::{Approval, CallRequest, Outcome, PermissionMode};
 use crate::sandbox::{
-    CallContext, CallLimits, ProcessConfig, Sandbox, SandboxConfig, ToolComponent, ToolContent,
-    ToolFailure,
+    CallContext, ProcessConfig, Sandbox, SandboxConfig, ToolContent, ToolFailure,
 };
+use crate::session::{SessionBuilder, SessionPaths, ToolSet};
+use crate::tools::ToolRegistry;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// `println!` that does not panic when stdout is closed (`| head`).
 macro_rules! say {
@@ -94,22 +92,23 @@ pub enum ToolCommand {
         /// Rules that deny.
         #[arg(long = "disallowedTools", alias = "disallowed-tools", num_args = 1..)]
         disallowed_tools: Vec<String>,
-        #[arg(long, value_enum, default_value = "default")]
-        permission_mode: PermissionMode,
+        /// The permission mode (else the settings' default).
+        #[arg(long, value_enum)]
+        permission_mode: Option<PermissionMode>,
         /// Grant what the policy would ask about (never what it denies).
         #[arg(long, short = 'y')]
         yes: bool,
     },
 }
 
-fn stores(paths: &Paths) -> [PluginStore; 2] {
+fn stores(paths: &SessionPaths) -> [PluginStore; 2] {
     [
         PluginStore::new(&paths.config_dir, Scope::User),
         PluginStore::new(&paths.cwd.join(".carapace"), Scope::Project),
     ]
 }
 
-fn plain_sandbox(paths: &Paths) -> anyhow::Result<Sandbox> {
+fn plain_sandbox(paths: &SessionPaths) -> anyhow::Result<Sandbox> {
     Ok(Sandbox::new(SandboxConfig {
         guest_cwd: Some(paths.cwd.clone()),
         process: Some(ProcessConfig {
@@ -120,7 +119,7 @@ fn plain_sandbox(paths: &Paths) -> anyhow::Result<Sandbox> {
     })?)
 }
 
-pub async fn plugin(command: PluginCommand, paths: &Paths) -> anyhow::Result<ExitCode> {
+pub async fn plugin(command: PluginCommand, paths: &SessionPaths) -> anyhow::Result<ExitCode> {
     match command {
         PluginCommand::Add {
             source,
@@ -181,7 +180,7 @@ pub async fn plugin(command: PluginCommand, paths: &Paths) -> anyhow::Result<Exi
 }
 
 async fn add(
-    paths: &Paths,
+    paths: &SessionPaths,
     source: &str,
     manifest: Option<&Path>,
     scope: Scope,
@@ -247,7 +246,7 @@ fn approve(candidate: &Candidate) -> anyhow::Result<bool> {
 }
 
 fn find(
-    paths: &Paths,
+    paths: &SessionPaths,
     name: &str,
     scope: Option<Scope>,
 ) -> anyhow::Result<(PluginStore, InstalledPlugin)> {
@@ -278,7 +277,7 @@ fn status(store: &PluginStore, record: &InstalledPlugin) -> String {
     }
 }
 
-fn list(paths: &Paths, json: bool) {
+fn list(paths: &SessionPaths, json: bool) {
     let mut rows = Vec::new();
     for store in stores(paths) {
         for entry in store.list() {
@@ -385,17 +384,17 @@ fn print_inspect(store: &PluginStore, record: &InstalledPlugin, status: &str) {
     }
 }
 
-pub struct CallRequest {
+pub struct ToolCallRequest {
     pub plugin: String,
     pub tool: String,
     pub input: String,
     pub allowed_tools: Vec<String>,
     pub disallowed_tools: Vec<String>,
-    pub permission_mode: PermissionMode,
+    pub permission_mode: Option<PermissionMode>,
     pub yes: bool,
 }
 
-impl From<ToolCommand> for CallRequest {
+impl From<ToolCommand> for ToolCallRequest {
     fn from(command: ToolCommand) -> Self {
         let ToolCommand::Call {
             plugin,
@@ -418,14 +417,27 @@ impl From<ToolCommand> for CallRequest {
     }
 }
 
-/// `carapace tool call`: one call, through the same policy a session uses.
-pub async fn tool_call(request: CallRequest, paths: &Paths) -> anyhow::Result<ExitCode> {
+/// `carapace tool call`: one call, through the same policy a session uses
+/// (the settings' rules, mode and directories, and the flags').
+pub async fn tool_call(request: ToolCallRequest, paths: SessionPaths) -> anyhow::Result<ExitCode> {
     let input: Value = serde_json::from_str(&request.input).context("--input is not JSON")?;
     if !input.is_object() {
         bail!("--input must be a JSON object");
     }
-    let sandbox = plain_sandbox(paths)?;
-    let registry = load_one(&sandbox, paths, &request.plugin).await?;
+    let session = SessionBuilder::new(paths)
+        .mode(request.permission_mode)
+        .rules(
+            request.allowed_tools.clone(),
+            request.disallowed_tools.clone(),
+        )
+        .tools(ToolSet::Plugin(request.plugin.clone()))
+        .hooks(false)
+        .build()
+        .await?;
+    for warning in &session.warnings {
+        eprintln!("carapace: warning: {warning}");
+    }
+    let registry = session.pipeline.registry();
     let Some(tool) = registry.get(&request.tool) else {
         bail!(
             "`{}` provides no tool `{}` (it provides: {})",
@@ -457,18 +469,22 @@ pub async fn tool_call(request: CallRequest, paths: &Paths) -> anyhow::Result<Ex
     report["concurrency_safe"] = json!(plan.concurrency_safe);
     report["ceiling"] = json!(tool.ceiling.describe());
 
-    let policy = call_policy(&request, paths)?;
-    let mut verdict = policy.decide(&request.tool, &plan.needs, &tool.ceiling);
-    if request.yes && matches!(verdict.outcome, Outcome::Ask(_)) {
-        verdict = policy.approve(&request.tool, &plan.needs, &tool.ceiling);
-    }
+    let approval = if request.yes {
+        Approval::Given
+    } else {
+        Approval::None
+    };
+    let verdict = session.pipeline.policy().decide(
+        &CallRequest::new(&request.tool, &plan.needs, &tool.ceiling).with_approval(approval),
+    );
     report["basis"] = json!(verdict.basis);
     let grant = match verdict.outcome {
         Outcome::Allow(grant) => grant,
-        Outcome::Ask(message) => {
+        Outcome::Ask(question) => {
             report["verdict"] = json!("ask");
             report["message"] = json!(format!(
-                "{message} (approve with --yes, or allow it with --allowedTools)"
+                "{} (approve with --yes, or allow it with --allowedTools)",
+                question.text
             ));
             say!("{}", serde_json::to_string_pretty(&report)?);
             return Ok(ExitCode::FAILURE);
@@ -485,7 +501,7 @@ pub async fn tool_call(request: CallRequest, paths: &Paths) -> anyhow::Result<Ex
     let limits = tool.limits.unwrap_or_default();
     let context = CallContext {
         tool_use_id: format!("toolu_local_{}", uuid::Uuid::new_v4().simple()),
-        session_id: uuid::Uuid::new_v4().to_string(),
+        session_id: session.id.clone(),
     };
     let answer = component
         .call_measured(
@@ -535,54 +551,4 @@ pub async fn tool_call(request: CallRequest, paths: &Paths) -> anyhow::Result<Ex
     } else {
         ExitCode::FAILURE
     })
-}
-
-fn call_policy(request: &CallRequest, paths: &Paths) -> anyhow::Result<Policy> {
-    let rules = super::session_rules(
-        Vec::new(),
-        &request.allowed_tools,
-        &request.disallowed_tools,
-        &paths.cwd,
-        &paths.home,
-    )?;
-    Ok(Policy::from_config(PolicyConfig {
-        rules: RuleSet::new(rules),
-        home: paths.home.clone(),
-        config_dir: paths.config_dir.clone(),
-        ..PolicyConfig::new(request.permission_mode, &paths.cwd)
-    }))
-}
-
-/// A registry holding one plugin: installed (user, then project scope),
-/// first-party, or a local `.wasm` with its manifest.
-async fn load_one(sandbox: &Sandbox, paths: &Paths, plugin: &str) -> anyhow::Result<ToolRegistry> {
-    let places = Placeholders::current(&paths.cwd);
-    let mut registry = ToolRegistry::default();
-    let as_file = Path::new(plugin);
-    if plugin.ends_with(".wasm") || as_file.is_file() {
-        let wasm = std::fs::read(as_file).with_context(|| format!("reading {plugin}"))?;
-        let (manifest, _) = find_local_manifest(as_file, &wasm)?;
-        let component = ToolComponent::load(sandbox, &manifest.plugin.name, &wasm).await?;
-        registry.add_with_limits(
-            component,
-            Arc::new(manifest.ceiling(&places)?),
-            Some(manifest.limits(&CallLimits::default())),
-        )?;
-        return Ok(registry);
-    }
-    for store in stores(paths) {
-        if let Ok(record) = store.get(plugin) {
-            registry.add_installed(sandbox, &store, &record, &places, &CallLimits::default())?;
-            return Ok(registry);
-        }
-    }
-    if let Some(builtin) = crate::plugins::BUILTIN_PLUGINS
-        .iter()
-        .find(|p| p.name == plugin)
-    {
-        let component = ToolComponent::load(sandbox, builtin.name, builtin.wasm).await?;
-        registry.add(component, Arc::new((builtin.ceiling)()))?;
-        return Ok(registry);
-    }
-    bail!("no plugin `{plugin}`: not installed, not first-party, and not a .wasm file")
 }

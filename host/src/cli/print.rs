@@ -85,10 +85,9 @@ pub async fn run_print<W: Write + Send + 'static>(
                 // A turn that broke off (cancelled, or a hard failure) cancels
                 // what it consumed; any controlled end completes it.
                 let fate = match outcome.terminal {
-                    Terminal::AbortedStreaming
-                    | Terminal::AbortedTools
-                    | Terminal::ModelError
-                    | Terminal::TurnSetupFailed => CommandState::Cancelled,
+                    Terminal::AbortedStreaming | Terminal::AbortedTools | Terminal::ModelError => {
+                        CommandState::Cancelled
+                    }
                     _ => CommandState::Completed,
                 };
                 for uuid in

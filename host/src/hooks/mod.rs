@@ -19,7 +19,7 @@ pub use protocol::{HandlerResult, aggregate, from_command, from_outcome, input_j
 use crate::agent::{
     AgentEvent, BatchCall, BatchDecision, EventSink, LoopHooks, StopDecision, StopHookInput,
 };
-use crate::policy::protected_reason;
+use crate::policy::{ModeCell, protected_reason};
 use crate::sandbox::{
     CallLimits, CommandHook, FileAccess, Grant, HookCommon, HookComponent, HookEvent,
     HookEventKind, HookPermission, Sandbox, SandboxError,
@@ -55,7 +55,10 @@ pub type HookObserver = Arc<Mutex<Box<dyn EventSink>>>;
 /// The loaded hooks of a session.
 pub struct HookRuntime {
     hooks: Vec<Arc<LoadedHook>>,
-    common: Mutex<HookCommon>,
+    common: HookCommon,
+    /// The session's permission mode, read at each event (it can change
+    /// during a session); without one, `common`'s is told.
+    mode: Option<ModeCell>,
     /// Set once the printer exists (after the pipeline holding the hooks).
     observer: std::sync::OnceLock<HookObserver>,
 }
@@ -80,7 +83,8 @@ impl HookRuntime {
     pub fn empty(common: HookCommon) -> Self {
         Self {
             hooks: Vec::new(),
-            common: Mutex::new(common),
+            common,
+            mode: None,
             observer: std::sync::OnceLock::new(),
         }
     }
@@ -120,7 +124,8 @@ impl HookRuntime {
         Ok((
             Self {
                 hooks,
-                common: Mutex::new(common),
+                common,
+                mode: None,
                 observer: std::sync::OnceLock::new(),
             },
             warnings,
@@ -143,11 +148,10 @@ impl HookRuntime {
         self.hooks.is_empty()
     }
 
-    /// The permission mode hooks are told (it can change during a session).
-    pub fn set_permission_mode(&self, mode: &str) {
-        if let Ok(mut common) = self.common.lock() {
-            common.permission_mode = mode.to_string();
-        }
+    /// Tells hooks the session's mode as it is at each event.
+    pub fn with_mode(mut self, mode: ModeCell) -> Self {
+        self.mode = Some(mode);
+        self
     }
 
     fn emit(&self, event: AgentEvent) {
@@ -179,10 +183,10 @@ impl HookRuntime {
         if matching.is_empty() {
             return HandlerResult::default();
         }
-        let common = match self.common.lock() {
-            Ok(common) => common.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        };
+        let mut common = self.common.clone();
+        if let Some(mode) = &self.mode {
+            common.permission_mode = mode.get().as_str().to_string();
+        }
         let hook_name = match &subject {
             Some(s) if event.tool_name().is_some() => format!("{}:{s}", kind.name()),
             _ => kind.name().to_string(),

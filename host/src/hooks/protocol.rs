@@ -48,13 +48,21 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
         HookEvent::PostToolUse {
             call,
             tool_response,
+            duration_ms,
         } => {
             call_fields(&mut v, call);
             v["tool_response"] = parse(tool_response);
+            v["duration_ms"] = json!(duration_ms);
         }
-        HookEvent::PostToolUseFailure { call, error } => {
+        HookEvent::PostToolUseFailure {
+            call,
+            error,
+            duration_ms,
+        } => {
             call_fields(&mut v, call);
             v["error"] = json!(error);
+            v["is_interrupt"] = json!(false);
+            v["duration_ms"] = json!(duration_ms);
         }
         HookEvent::PostToolBatch(calls) => {
             v["tool_calls"] = Value::Array(

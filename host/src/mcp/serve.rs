@@ -4,8 +4,9 @@
 //! a sandboxed instance holding only the grant. Nobody is there to answer a
 //! question, so what the policy would ask about is refused.
 
-use crate::agent::{ToolCall, ToolPipeline, ToolRuntime};
+use crate::agent::{ToolCall, ToolRuntime};
 use crate::model::{ToolResultBlock, ToolResultContent};
+use crate::tools::ToolPipeline;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
@@ -124,8 +125,7 @@ async fn call(pipeline: &Arc<ToolPipeline>, id: Value, params: &Value) -> Value 
         input: arguments,
         invalid_input: None,
     };
-    let preparation = pipeline.prepare(&call).await;
-    let outcome = pipeline.clone().run(call, preparation).await;
+    let outcome = pipeline.clone().call(call).await;
     let content: Vec<Value> = match &outcome.content {
         ToolResultContent::Text(text) => vec![json!({"type": "text", "text": text})],
         ToolResultContent::Blocks(blocks) => blocks

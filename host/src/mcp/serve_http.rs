@@ -5,7 +5,7 @@
 //! a browser cannot be made to call the tools (DNS rebinding).
 
 use super::serve::answer;
-use crate::agent::ToolPipeline;
+use crate::tools::ToolPipeline;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;

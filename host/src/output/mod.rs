@@ -131,7 +131,7 @@ impl<W: Write + Send> Printer<W> {
             "total_cost_usd": outcome.cost_usd,
             "usage": usage_json(&outcome.usage),
             "permission_denials": outcome.permission_denials,
-            "terminal_reason": outcome.terminal.as_str(),
+            "terminal_reason": outcome.terminal.reported(),
             "uuid": new_uuid(),
         });
         if subtype.starts_with("error_") {
@@ -216,9 +216,9 @@ impl<W: Write + Send> EventSink for Printer<W> {
                 "tool_name": denial.tool_name,
                 "tool_use_id": denial.tool_use_id,
                 "reason": denial.reason,
-                "decided_by": denial.basis.as_ref().map(|b| b.kind),
-                "rule": denial.basis.as_ref().and_then(|b| b.rule.clone()),
-                "source": denial.basis.as_ref().and_then(|b| b.source.clone()),
+                "decided_by": denial.source.as_ref().map(|s| s.decided_by.clone()),
+                "rule": denial.source.as_ref().and_then(|s| s.rule.clone()),
+                "source": denial.source.as_ref().and_then(|s| s.source.clone()),
                 "session_id": self.info.session_id,
                 "uuid": new_uuid(),
             }),

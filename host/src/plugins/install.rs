@@ -4,9 +4,9 @@
 
 use super::manifest::{Manifest, ManifestError};
 use super::store::{InstalledPlugin, PluginStore, RecordedTool, StoreError, digest};
-use super::{RegistryError, ToolRegistry};
 use crate::policy::Ceiling;
 use crate::sandbox::{CacheOutcome, Sandbox, SandboxError, ToolComponent};
+use crate::tools::{RegistryError, ToolRegistry};
 use futures::StreamExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

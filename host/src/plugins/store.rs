@@ -7,10 +7,10 @@
 //! either the old plugin or the new one, never a record pointing at bytes
 //! that were not approved.
 
-use super::manifest::Manifest;
-use crate::sandbox::{ToolAnnotations, ToolDefinition};
+use super::manifest::{Manifest, ManifestError, Placeholders};
+use crate::sandbox::{CallLimits, ToolAnnotations, ToolDefinition};
+use crate::tools::InstalledTools;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -175,6 +175,25 @@ impl PluginStore {
         self.dir.join(plugin.name()).join(plugin.component_file())
     }
 
+    /// `plugin` as the registry takes it: its approved tools, ceiling and
+    /// limits, and where its bytes are.
+    pub fn registration(
+        &self,
+        plugin: &InstalledPlugin,
+        places: &Placeholders,
+        defaults: &CallLimits,
+    ) -> Result<InstalledTools, ManifestError> {
+        Ok(InstalledTools {
+            plugin: plugin.name().to_string(),
+            path: self.component_path(plugin),
+            digest: plugin.digest.clone(),
+            contract: plugin.contract.clone(),
+            tools: plugin.tools.iter().map(ToolDefinition::from).collect(),
+            ceiling: plugin.manifest.ceiling(places)?,
+            limits: plugin.manifest.limits(defaults),
+        })
+    }
+
     /// Stores `wasm` and its record, replacing any earlier version.
     pub fn put(&self, record: &InstalledPlugin, wasm: &[u8]) -> Result<(), StoreError> {
         let dir = self.dir.join(record.name());
@@ -228,6 +247,4 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
 }
 
 /// SHA-256 of `bytes`, lowercase hex.
-pub fn digest(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
+pub use crate::sandbox::digest;

@@ -7,7 +7,7 @@
 //! the engine's compatibility hash, and only files this host wrote are ever
 //! loaded: the directory is private (0700) and files appear by atomic rename.
 
-use super::SandboxError;
+use super::{SandboxError, ToolDefinition};
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -53,7 +53,7 @@ impl ComponentCache {
 
     /// The cache key of `wasm` under `engine`.
     pub fn key(engine: &Engine, wasm: &[u8]) -> String {
-        Self::key_for_digest(engine, &hex::encode(Sha256::digest(wasm)))
+        Self::key_for_digest(engine, &digest(wasm))
     }
 
     /// The cache key of bytes whose SHA-256 is `digest` (lowercase hex).
@@ -74,7 +74,7 @@ impl ComponentCache {
         engine: &Engine,
         wasm: &[u8],
     ) -> Result<(Component, CacheOutcome), SandboxError> {
-        self.load_digested(engine, wasm, &hex::encode(Sha256::digest(wasm)))
+        self.load_digested(engine, wasm, &digest(wasm))
     }
 
     /// [`load`](Self::load) for bytes whose SHA-256 (lowercase hex) the
@@ -131,6 +131,30 @@ impl ComponentCache {
         Some(file)
     }
 
+    /// The tool definitions stored for the component whose SHA-256 is
+    /// `digest`, if an earlier run stored them (and they still parse).
+    pub fn definitions(&self, digest: &str) -> Option<Vec<ToolDefinition>> {
+        let text = std::fs::read(self.definitions_path(digest)).ok()?;
+        serde_json::from_slice(&text).ok()
+    }
+
+    /// Stores what the component whose SHA-256 is `digest` said its tools
+    /// are, so a later run can offer them without running it. Failing to
+    /// store only costs that later run the load.
+    pub fn store_definitions(&self, digest: &str, tools: &[ToolDefinition]) {
+        let stored = serde_json::to_vec(tools)
+            .map_err(std::io::Error::other)
+            .and_then(|json| self.store(&self.definitions_path(digest), &json));
+        if let Err(e) = stored {
+            tracing::debug!(dir = %self.dir.display(), error = %e, "cannot store tool definitions");
+        }
+    }
+
+    /// Definitions depend on the bytes only, not on the engine.
+    fn definitions_path(&self, digest: &str) -> PathBuf {
+        self.dir.join(format!("{digest}.tools.json"))
+    }
+
     fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {
         create_private_dir(&self.dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
@@ -139,6 +163,12 @@ impl ComponentCache {
         tmp.persist(path).map_err(|e| e.error)?;
         Ok(())
     }
+}
+
+/// The SHA-256 of `bytes`, lowercase hex: how components are named in the
+/// cache and pinned when installed.
+pub fn digest(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {

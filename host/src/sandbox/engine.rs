@@ -1,21 +1,25 @@
 //! The engine every component runs on, and the per-call store.
+//!
+//! This module knows no world: a world (tool, hook, MCP bridge) is a host
+//! context type implementing [`World`], which links what its components may
+//! import and nothing else. Each world gets its own linker, built once per
+//! engine on first use, so a component of one world cannot even link
+//! another world's host interfaces.
 
 use super::SandboxError;
 use super::cache::{CacheOutcome, ComponentCache};
 use super::grant::{Grant, StagedGrant};
-use super::http::HttpGate;
 use super::limits::{CallLimiter, CallLimits};
 use super::process::ProcessConfig;
 use super::staging::StagingPool;
-use super::tool::ReadLedger;
+use std::any::{Any, TypeId};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
 /// How the engine is set up; fixed for the process.
 #[derive(Debug, Clone)]
@@ -61,11 +65,12 @@ pub struct Sandbox {
 
 pub(crate) struct SandboxInner {
     pub(crate) engine: Engine,
-    pub(crate) linker: Linker<HostState>,
     cache: ComponentCache,
     staging: Arc<StagingPool>,
-    guest_cwd: Option<String>,
-    process: Option<Arc<ProcessConfig>>,
+    pub(crate) guest_cwd: Option<String>,
+    pub(crate) process: Option<Arc<ProcessConfig>>,
+    /// One linker per world, built on first use.
+    linkers: Mutex<Vec<(TypeId, Arc<dyn Any + Send + Sync>)>>,
 }
 
 impl Sandbox {
@@ -85,16 +90,6 @@ impl Sandbox {
         let engine = Engine::new(&wasm_config)
             .map_err(|e| SandboxError::Prepare(format!("creating the wasmtime engine: {e:#}")))?;
 
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| SandboxError::Prepare(format!("linking WASI: {e:#}")))?;
-        // Linked for every component so those that import it instantiate;
-        // each call's gate refuses every request its grant does not name.
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-            .map_err(|e| SandboxError::Prepare(format!("linking wasi:http: {e:#}")))?;
-        super::tool::add_host_interfaces(&mut linker)?;
-        super::mcp::link(&mut linker)?;
-
         let staging = StagingPool::new(&config.staging_parent).map_err(|e| {
             SandboxError::Prepare(format!(
                 "creating a staging directory in {}: {e}",
@@ -106,11 +101,11 @@ impl Sandbox {
         Ok(Self {
             inner: Arc::new(SandboxInner {
                 engine,
-                linker,
                 cache: ComponentCache::new(config.cache_dir),
                 staging,
                 guest_cwd: config.guest_cwd.map(|p| p.to_string_lossy().into_owned()),
                 process: config.process.map(Arc::new),
+                linkers: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -145,63 +140,63 @@ impl Sandbox {
     }
 }
 
-impl SandboxInner {
-    /// A fresh store for one call: WASI built from `grant` and nothing else,
-    /// the memory cap installed, and the epoch deadline set to yield on every
-    /// tick so the wall-clock timeout around the call can fire.
-    pub(crate) fn new_store(
-        &self,
-        plugin: &str,
-        grant: &Grant,
-        limits: &CallLimits,
-        reads: Option<Arc<ReadLedger>>,
-        stdin: Option<Vec<u8>>,
-        stdout: Option<MemoryOutputPipe>,
-    ) -> Result<(Store<HostState>, StagedGrant, MemoryOutputPipe), SandboxError> {
-        let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
-        let mut wasi = WasiCtxBuilder::new();
-        if let Some(input) = stdin {
-            wasi.stdin(wasmtime_wasi::p2::pipe::MemoryInputPipe::new(input));
-        }
-        if let Some(stdout) = stdout {
-            wasi.stdout(stdout);
-        }
-        wasi.stderr(stderr.clone())
-            .allow_blocking_current_thread(true)
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false);
-        let staged = grant
-            .apply(&self.staging, &mut wasi)
-            .map_err(|e| SandboxError::Prepare(e.to_string()))?;
-        let state = HostState {
-            wasi: wasi.build(),
-            http: WasiHttpCtx::new(),
-            gate: HttpGate::new(grant.http_hosts()),
-            table: ResourceTable::new(),
-            limiter: CallLimiter::new(limits.memory_bytes),
-            plugin: plugin.into(),
-            reads,
-            working_dir: self.guest_cwd.clone(),
-            commands: grant.commands().to_vec(),
-            process: self.process.clone(),
-            mcp: None,
-        };
-        let mut store = Store::new(&self.engine, state);
-        store.limiter(|state| &mut state.limiter);
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_async_yield_and_update(1);
-        Ok((store, staged, stderr))
-    }
+/// A world: the host context of one kind of component, which links what
+/// those components may import and nothing more.
+pub(crate) trait World: Send + Sized + 'static {
+    /// Adds this world's imports (WASI, and whatever the world offers
+    /// beyond it) to an empty linker.
+    fn link(linker: &mut Linker<Self>) -> Result<(), SandboxError>;
+
+    /// What every world's context holds.
+    fn core(&mut self) -> &mut CallCore;
 }
+
+/// What every call's store holds, whatever its world: WASI built from the
+/// grant and nothing else, the resource table, the memory limiter.
+pub(crate) struct CallCore {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: CallLimiter,
+    pub(crate) plugin: Arc<str>,
+}
+
+/// Implements `WasiView` for a world whose context has a `core` field.
+macro_rules! wasi_view {
+    ($world:ty) => {
+        impl wasmtime_wasi::WasiView for $world {
+            fn ctx(&mut self) -> wasmtime_wasi::WasiCtxView<'_> {
+                wasmtime_wasi::WasiCtxView {
+                    ctx: &mut self.core.wasi,
+                    table: &mut self.core.table,
+                }
+            }
+        }
+    };
+}
+
+/// Implements `WasiHttpView` for a world whose context has `core` and
+/// `http` (an [`HttpParts`](super::http::HttpParts)) fields.
+macro_rules! wasi_http_view {
+    ($world:ty) => {
+        impl wasmtime_wasi_http::WasiHttpView for $world {
+            fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+                wasmtime_wasi_http::WasiHttpCtxView {
+                    ctx: &mut self.http.ctx,
+                    table: &mut self.core.table,
+                    hooks: &mut self.http.gate,
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use {wasi_http_view, wasi_view};
 
 /// The standard streams of one call: stdin to feed, stdout to capture.
 #[derive(Default)]
 pub(crate) struct CallIo {
     pub(crate) stdin: Option<Vec<u8>>,
     pub(crate) capture_stdout: bool,
-    /// The MCP connection lent to a bridge instance.
-    pub(crate) mcp: Option<Arc<super::mcp::McpChannel>>,
 }
 
 /// What a call left on its standard streams.
@@ -217,28 +212,83 @@ type Boxed<'a, T> =
     std::pin::Pin<Box<dyn std::future::Future<Output = wasmtime::Result<T>> + Send + 'a>>;
 
 impl SandboxInner {
-    /// Runs one call in a fresh store holding exactly `grant`: instantiate,
-    /// then `call`, under the deadline and the memory cap; saves what a
-    /// write grant produced only if the call returned normally; maps traps,
-    /// the deadline and the cap to [`SandboxError`].
+    /// World `W`'s linker, built the first time a `W` component is linked.
+    pub(crate) fn linker<W: World>(&self) -> Result<Arc<Linker<W>>, SandboxError> {
+        let mut linkers = self
+            .linkers
+            .lock()
+            .map_err(|_| SandboxError::Prepare("the linker cache is poisoned".into()))?;
+        if let Some((_, linker)) = linkers.iter().find(|(id, _)| *id == TypeId::of::<W>())
+            && let Ok(linker) = linker.clone().downcast::<Linker<W>>()
+        {
+            return Ok(linker);
+        }
+        let mut linker = Linker::new(&self.engine);
+        W::link(&mut linker)?;
+        let linker = Arc::new(linker);
+        linkers.push((TypeId::of::<W>(), linker.clone()));
+        Ok(linker)
+    }
+
+    /// Links `component` in world `W`: an import the world does not offer
+    /// is a contract error naming it.
+    pub(crate) fn instantiate_pre<W: World>(
+        &self,
+        component: &Component,
+    ) -> Result<InstancePre<W>, SandboxError> {
+        self.linker::<W>()?
+            .instantiate_pre(component)
+            .map_err(|e| SandboxError::Contract(format!("{e:#}")))
+    }
+
+    /// Runs one call in a fresh store holding exactly `grant`: the world's
+    /// context is built by `world` around WASI made from the grant; then
+    /// instantiate, then `call`, under the deadline and the memory cap;
+    /// saves what a write grant produced only if the call returned
+    /// normally; maps traps, the deadline and the cap to [`SandboxError`].
     #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn execute<B: Send, R: Send>(
+    pub(crate) async fn execute<W: World, B: Send, R: Send>(
         &self,
         plugin: &str,
         grant: &Grant,
         limits: &CallLimits,
-        reads: Option<Arc<ReadLedger>>,
         io: CallIo,
-        instantiate: impl for<'a> FnOnce(&'a mut Store<HostState>) -> Boxed<'a, B> + Send,
-        call: impl for<'a> FnOnce(&'a B, &'a mut Store<HostState>) -> Boxed<'a, R> + Send,
+        world: impl FnOnce(CallCore) -> W + Send,
+        instantiate: impl for<'a> FnOnce(&'a mut Store<W>) -> Boxed<'a, B> + Send,
+        call: impl for<'a> FnOnce(&'a B, &'a mut Store<W>) -> Boxed<'a, R> + Send,
     ) -> Result<(R, Captured), SandboxError> {
         let started = std::time::Instant::now();
         let stdout = io
             .capture_stdout
             .then(|| MemoryOutputPipe::new(STDOUT_CAPTURE_BYTES));
-        let (mut store, staged, stderr) =
-            self.new_store(plugin, grant, limits, reads, io.stdin, stdout.clone())?;
-        store.data_mut().mcp = io.mcp;
+        let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
+        let mut wasi = WasiCtxBuilder::new();
+        if let Some(input) = io.stdin {
+            wasi.stdin(wasmtime_wasi::p2::pipe::MemoryInputPipe::new(input));
+        }
+        if let Some(stdout) = stdout.clone() {
+            wasi.stdout(stdout);
+        }
+        wasi.stderr(stderr.clone())
+            .allow_blocking_current_thread(true)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        let staged: StagedGrant = grant
+            .apply(&self.staging, &mut wasi)
+            .map_err(|e| SandboxError::Prepare(e.to_string()))?;
+        let core = CallCore {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            limiter: CallLimiter::new(limits.memory_bytes),
+            plugin: plugin.into(),
+        };
+        let mut store = Store::new(&self.engine, world(core));
+        store.limiter(|state| &mut state.core().limiter);
+        // Yield on every tick so the wall-clock timeout around the call can
+        // fire even while the guest spins.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_async_yield_and_update(1);
         let outcome = tokio::time::timeout(limits.deadline, async {
             let bindings = instantiate(&mut store).await.map_err(|e| (true, e))?;
             call(&bindings, &mut store).await.map_err(|e| (false, e))
@@ -254,7 +304,9 @@ impl SandboxInner {
         };
         drop(staged);
         committed?;
-        let refused_memory = store.data().limiter.refused_growth();
+        let limiter = &store.data_mut().core().limiter;
+        let refused_memory = limiter.refused_growth();
+        let memory_bytes = limiter.in_use();
         tracing::trace!(
             plugin,
             elapsed_us = started.elapsed().as_micros() as u64,
@@ -263,7 +315,7 @@ impl SandboxInner {
         let captured = Captured {
             stdout: stdout.map(|p| p.contents().to_vec()).unwrap_or_default(),
             stderr: stderr.contents().to_vec(),
-            memory_bytes: store.data().limiter.in_use(),
+            memory_bytes,
         };
         match outcome {
             Err(_) => Err(SandboxError::Timeout(limits.deadline)),
@@ -298,41 +350,6 @@ const STDOUT_CAPTURE_BYTES: usize = 4 << 20;
 
 /// What the guest wrote to stderr is kept (bounded) to explain a crash.
 const STDERR_CAPTURE_BYTES: usize = 16 << 10;
-
-/// The data of one call's store.
-pub(crate) struct HostState {
-    wasi: WasiCtx,
-    http: WasiHttpCtx,
-    gate: HttpGate,
-    table: ResourceTable,
-    pub(crate) limiter: CallLimiter,
-    pub(crate) plugin: Arc<str>,
-    pub(crate) reads: Option<Arc<ReadLedger>>,
-    pub(crate) working_dir: Option<String>,
-    /// The command lines this call may run.
-    pub(crate) commands: Vec<String>,
-    pub(crate) process: Option<Arc<ProcessConfig>>,
-    pub(crate) mcp: Option<Arc<super::mcp::McpChannel>>,
-}
-
-impl WasiHttpView for HostState {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            ctx: &mut self.http,
-            table: &mut self.table,
-            hooks: &mut self.gate,
-        }
-    }
-}
-
-impl WasiView for HostState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
 
 /// Advances the engine's epoch every `tick` until the engine is dropped.
 fn spawn_epoch_ticker(engine: &Engine, tick: Duration) {

@@ -4,10 +4,31 @@
 //! tools: a fresh instance per invocation, only what their settings grant.
 
 use super::SandboxError;
-use super::engine::{CallIo, HostState, Sandbox, SandboxInner};
+use super::engine::{CallCore, CallIo, Sandbox, SandboxInner, World, wasi_view};
 use super::grant::Grant;
 use super::limits::CallLimits;
 use std::sync::Arc;
+use wasmtime::component::Linker;
+
+/// The hook world's context: WASI built from the hook's grant, nothing
+/// else. A hook cannot link `wasi:http`, the tool host interfaces or the
+/// MCP transport: they are not in this world's linker.
+pub(crate) struct HookState {
+    core: CallCore,
+}
+
+wasi_view!(HookState);
+
+impl World for HookState {
+    fn link(linker: &mut Linker<Self>) -> Result<(), SandboxError> {
+        wasmtime_wasi::p2::add_to_linker_async(linker)
+            .map_err(|e| SandboxError::Prepare(format!("linking WASI: {e:#}")))
+    }
+
+    fn core(&mut self) -> &mut CallCore {
+        &mut self.core
+    }
+}
 
 mod v0_1 {
     wasmtime::component::bindgen!({
@@ -94,10 +115,13 @@ pub enum HookEvent {
     PostToolUse {
         call: HookToolCall,
         tool_response: String,
+        /// How long the call ran.
+        duration_ms: u64,
     },
     PostToolUseFailure {
         call: HookToolCall,
         error: String,
+        duration_ms: u64,
     },
     PostToolBatch(Vec<(HookToolCall, String)>),
     Stop {
@@ -179,7 +203,7 @@ pub struct HookOutcome {
 pub struct HookComponent {
     name: Arc<str>,
     sandbox: Arc<SandboxInner>,
-    pre: v0_1::HookPluginPre<HostState>,
+    pre: v0_1::HookPluginPre<HookState>,
     events: Arc<[HookEventKind]>,
 }
 
@@ -195,10 +219,7 @@ impl HookComponent {
     pub async fn load(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
         let (component, _) = sandbox.load_component(wasm)?;
         let inner = sandbox.inner().clone();
-        let instance_pre = inner
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| SandboxError::Contract(format!("{e:#}")))?;
+        let instance_pre = inner.instantiate_pre::<HookState>(&component)?;
         let pre = v0_1::HookPluginPre::new(instance_pre)
             .map_err(|e| SandboxError::Contract(format!("{e:#}")))?;
         let pre_for_events = pre.clone();
@@ -207,8 +228,8 @@ impl HookComponent {
                 name,
                 &Grant::none(),
                 &METADATA_LIMITS,
-                None,
                 CallIo::default(),
+                |core| HookState { core },
                 move |store| Box::pin(async move { pre_for_events.instantiate_async(store).await }),
                 |bindings, store| {
                     Box::pin(
@@ -258,8 +279,8 @@ impl HookComponent {
                 &self.name,
                 grant,
                 limits,
-                None,
                 CallIo::default(),
+                |core| HookState { core },
                 move |store| Box::pin(async move { pre.instantiate_async(store).await }),
                 move |bindings, store| {
                     Box::pin(async move {
@@ -288,17 +309,14 @@ pub struct CommandRun {
 pub struct CommandHook {
     name: Arc<str>,
     sandbox: Arc<SandboxInner>,
-    pre: wasmtime_wasi::p2::bindings::CommandPre<HostState>,
+    pre: wasmtime_wasi::p2::bindings::CommandPre<HookState>,
 }
 
 impl CommandHook {
     pub async fn load(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
         let (component, _) = sandbox.load_component(wasm)?;
         let inner = sandbox.inner().clone();
-        let instance_pre = inner
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| SandboxError::Contract(format!("{e:#}")))?;
+        let instance_pre = inner.instantiate_pre::<HookState>(&component)?;
         let pre = wasmtime_wasi::p2::bindings::CommandPre::new(instance_pre)
             .map_err(|e| SandboxError::Contract(format!("not a WASI command component: {e:#}")))?;
         Ok(Self {
@@ -324,7 +342,6 @@ impl CommandHook {
         let io = CallIo {
             stdin: Some(stdin),
             capture_stdout: true,
-            mcp: None,
         };
         let ran = self
             .sandbox
@@ -332,8 +349,8 @@ impl CommandHook {
                 &self.name,
                 grant,
                 limits,
-                None,
                 io,
+                |core| HookState { core },
                 move |store| Box::pin(async move { pre.instantiate_async(store).await }),
                 |bindings, store| {
                     Box::pin(async move { bindings.wasi_cli_run().call_run(store).await })
@@ -392,11 +409,12 @@ fn event_to_wit(event: &HookEvent) -> wit::Event {
         HookEvent::PostToolUse {
             call,
             tool_response,
+            ..
         } => wit::Event::PostToolUse(wit::ToolCompleted {
             call: call_to_wit(call),
             tool_response: tool_response.clone(),
         }),
-        HookEvent::PostToolUseFailure { call, error } => {
+        HookEvent::PostToolUseFailure { call, error, .. } => {
             wit::Event::PostToolUseFailure(wit::ToolFailed {
                 call: call_to_wit(call),
                 error: error.clone(),

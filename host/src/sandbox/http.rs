@@ -18,6 +18,23 @@ use std::sync::Arc;
 use std::time::Duration;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
+/// What a world that links `wasi:http` keeps in its context: the WASI HTTP
+/// state and the gate that refuses whatever the grant does not name.
+pub(crate) struct HttpParts {
+    pub(crate) ctx: wasmtime_wasi_http::WasiHttpCtx,
+    pub(crate) gate: HttpGate,
+}
+
+impl HttpParts {
+    /// HTTP to exactly the hosts `grant` names.
+    pub(crate) fn for_grant(grant: &super::Grant) -> Self {
+        Self {
+            ctx: wasmtime_wasi_http::WasiHttpCtx::new(),
+            gate: HttpGate::new(grant.http_hosts()),
+        }
+    }
+}
+
 /// The `wasi:http` hooks of one call's store.
 pub(crate) struct HttpGate {
     allowed: Vec<HostPattern>,

@@ -8,8 +8,9 @@
 //! Operations on one connection never overlap (the channel's lock): a reply
 //! can only reach the instance that asked for it.
 
-use super::engine::{CallIo, HostState, Sandbox, SandboxInner};
+use super::engine::{CallCore, CallIo, Sandbox, SandboxInner, World, wasi_http_view, wasi_view};
 use super::grant::Grant;
+use super::http::HttpParts;
 use super::limits::CallLimits;
 use super::{CacheOutcome, SandboxError};
 use std::collections::VecDeque;
@@ -35,12 +36,34 @@ const MAX_MESSAGE_BYTES: usize = 16 << 20;
 /// What is kept of a server's stderr, to explain its death.
 const STDERR_TAIL_BYTES: usize = 4096;
 
-pub(crate) fn link(linker: &mut Linker<HostState>) -> Result<(), SandboxError> {
-    transport::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
-        .map_err(|e| SandboxError::Prepare(format!("linking carapace:mcp/transport: {e:#}")))
+/// The bridge world's context: WASI (with no grant), `wasi:http` to the one
+/// origin of an HTTP server, and the MCP transport lent for one operation.
+/// Only the bridge links the transport; tools and hooks cannot.
+pub(crate) struct BridgeState {
+    core: CallCore,
+    http: HttpParts,
+    mcp: Option<Arc<McpChannel>>,
 }
 
-impl transport::Host for HostState {
+wasi_view!(BridgeState);
+wasi_http_view!(BridgeState);
+
+impl World for BridgeState {
+    fn link(linker: &mut Linker<Self>) -> Result<(), SandboxError> {
+        wasmtime_wasi::p2::add_to_linker_async(linker)
+            .map_err(|e| SandboxError::Prepare(format!("linking WASI: {e:#}")))?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
+            .map_err(|e| SandboxError::Prepare(format!("linking wasi:http: {e:#}")))?;
+        transport::add_to_linker::<BridgeState, HasSelf<BridgeState>>(linker, |state| state)
+            .map_err(|e| SandboxError::Prepare(format!("linking carapace:mcp/transport: {e:#}")))
+    }
+
+    fn core(&mut self) -> &mut CallCore {
+        &mut self.core
+    }
+}
+
+impl transport::Host for BridgeState {
     async fn send(&mut self, message: String) -> Result<(), String> {
         match &self.mcp {
             Some(channel) => channel.send(&message).await,
@@ -60,7 +83,7 @@ impl transport::Host for HostState {
     }
 }
 
-impl types::Host for HostState {}
+impl types::Host for BridgeState {}
 
 /// A running stdio server: its stdin, the lines it wrote, its stderr tail.
 pub struct McpChannel {
@@ -331,7 +354,7 @@ pub const BRIDGE_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/mcp-bri
 #[derive(Clone)]
 pub struct McpBridge {
     sandbox: Arc<SandboxInner>,
-    pre: McpBridgePre<HostState>,
+    pre: McpBridgePre<BridgeState>,
     load_outcome: CacheOutcome,
 }
 
@@ -339,10 +362,7 @@ impl McpBridge {
     pub fn load(sandbox: &Sandbox, wasm: &[u8]) -> Result<Self, SandboxError> {
         let (component, load_outcome) = sandbox.load_component(wasm)?;
         let inner = sandbox.inner().clone();
-        let instance_pre = inner
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| SandboxError::Contract(format!("{e:#}")))?;
+        let instance_pre = inner.instantiate_pre::<BridgeState>(&component)?;
         let pre = McpBridgePre::new(instance_pre)
             .map_err(|e| SandboxError::Contract(format!("carapace:mcp: {e:#}")))?;
         Ok(Self {
@@ -363,24 +383,23 @@ impl McpBridge {
         limits: &CallLimits,
         f: impl for<'a> FnOnce(
             &'a Bindings,
-            &'a mut wasmtime::Store<HostState>,
+            &'a mut wasmtime::Store<BridgeState>,
         ) -> std::pin::Pin<
             Box<dyn std::future::Future<Output = wasmtime::Result<Result<R, String>>> + Send + 'a>,
         > + Send,
     ) -> Result<Result<R, String>, SandboxError> {
         let _operation = link.operation.lock().await;
         let pre = self.pre.clone();
+        let http = HttpParts::for_grant(&link.grant);
+        let mcp = link.channel.clone();
         let (value, _) = self
             .sandbox
             .execute(
                 &format!("mcp:{}", link.name),
                 &link.grant,
                 limits,
-                None,
-                CallIo {
-                    mcp: link.channel.clone(),
-                    ..CallIo::default()
-                },
+                CallIo::default(),
+                move |core| BridgeState { core, http, mcp },
                 move |store| Box::pin(async move { pre.instantiate_async(store).await }),
                 f,
             )

@@ -22,7 +22,7 @@ pub mod process;
 mod staging;
 mod tool;
 
-pub use cache::{CacheOutcome, ComponentCache};
+pub use cache::{CacheOutcome, ComponentCache, digest};
 pub use engine::{Sandbox, SandboxConfig};
 pub use grant::{FileAccess, Grant, GrantError};
 pub use hook::{

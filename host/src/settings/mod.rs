@@ -10,6 +10,10 @@
 //! carapace's own directories, and what they bring that would run (hooks,
 //! plugins, MCP servers) loads only in a trusted workspace.
 
+mod trust;
+
+pub use trust::{ProjectItem, WorkspaceTrust};
+
 use crate::policy::{Anchors, PermissionMode, Rule, RuleKind, RuleSource, SourceKind};
 use serde::Deserialize;
 use serde_json::Value;
@@ -120,7 +124,7 @@ pub struct Settings {
     /// only when the workspace is trusted).
     pub hooks: Vec<(Value, RuleSource)>,
     /// Whether executables brought by project files may load.
-    pub trusted: bool,
+    pub trust: WorkspaceTrust,
     /// `sandbox.required`: refuse commands when the OS sandbox is missing.
     pub sandbox_required: Option<bool>,
     /// `sandbox.allowNetwork`: commands may use the network.
@@ -152,17 +156,17 @@ impl Settings {
             }
         }
 
-        let mut settings = Settings::default();
-        // Trust comes from the flag or from settings the user (or the
-        // administrator) wrote — never from the project being trusted.
-        let trusted_by_user = sources.iter().any(|(kind, _, file)| {
-            matches!(kind, SourceKind::User | SourceKind::Managed)
-                && file
-                    .trusted_workspaces
+        let mut settings = Settings {
+            trust: WorkspaceTrust::determine(
+                trust_flag,
+                sources
                     .iter()
-                    .any(|w| same_dir(w, &locations.cwd))
-        });
-        settings.trusted = trust_flag || trusted_by_user;
+                    .filter(|(kind, _, _)| matches!(kind, SourceKind::User | SourceKind::Managed))
+                    .flat_map(|(_, _, file)| file.trusted_workspaces.iter().map(PathBuf::as_path)),
+                &locations.cwd,
+            ),
+            ..Settings::default()
+        };
 
         let anchors_for = |path: &Option<PathBuf>, kind: SourceKind| Anchors {
             cwd: locations.cwd.clone(),
@@ -201,12 +205,13 @@ impl Settings {
                     path: shown.clone(),
                     reason: format!("unknown permissions.defaultMode `{mode}`"),
                 })?;
-                if from_project && parsed == PermissionMode::BypassPermissions && !settings.trusted
+                if !(from_project && parsed == PermissionMode::BypassPermissions)
+                    || settings.trust.admits(
+                        ProjectItem::BypassMode,
+                        &shown,
+                        &mut settings.warnings,
+                    )
                 {
-                    settings.warnings.push(format!(
-                        "{shown}: ignoring defaultMode bypassPermissions from a project file in an untrusted workspace"
-                    ));
-                } else {
                     settings.default_mode = Some(parsed);
                 }
             }
@@ -254,14 +259,13 @@ impl Settings {
                     }
                 ));
             }
-            if let Some(hooks) = file.hooks {
-                if from_project && !settings.trusted {
-                    settings.warnings.push(format!(
-                        "{shown}: hooks from a project file load only in a trusted workspace (pass --trust-workspace, or list it in trustedWorkspaces in ~/.carapace/settings.json); skipped"
-                    ));
-                } else {
-                    settings.hooks.push((hooks, source.clone()));
-                }
+            if let Some(hooks) = file.hooks
+                && (!from_project
+                    || settings
+                        .trust
+                        .admits(ProjectItem::Hooks, &shown, &mut settings.warnings))
+            {
+                settings.hooks.push((hooks, source.clone()));
             }
             // A project file may tighten the OS sandbox, never loosen it.
             if let Some(required) = file.sandbox.required {
@@ -290,11 +294,6 @@ impl Settings {
         }
         Ok(settings)
     }
-}
-
-fn same_dir(a: &Path, b: &Path) -> bool {
-    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    real(a) == real(b)
 }
 
 fn read_file(path: &Path) -> Result<Option<SettingsFile>, SettingsError> {
@@ -424,7 +423,7 @@ mod tests {
         let settings = Settings::load(&f.locations, false)?;
         assert_eq!(settings.env.keys().collect::<Vec<_>>(), vec!["LANG"]);
         assert!(settings.hooks.is_empty());
-        assert!(!settings.trusted);
+        assert!(!settings.trust.is_trusted());
         assert_eq!(settings.default_mode, None);
         assert!(settings.warnings.len() >= 5, "{:?}", settings.warnings);
 
@@ -440,7 +439,7 @@ mod tests {
             serde_json::json!({"trustedWorkspaces": [f.locations.cwd], "env": {"ANTHROPIC_BASE_URL": "https://proxy.example"}}),
         )?;
         let by_user = Settings::load(&f.locations, false)?;
-        assert!(by_user.trusted);
+        assert!(by_user.trust.is_trusted());
         assert_eq!(
             by_user.env.get("ANTHROPIC_BASE_URL").map(String::as_str),
             Some("https://proxy.example")

@@ -3,12 +3,48 @@
 //! not change with the version. A component's version is read from what it
 //! exports; an unknown one is refused by name.
 
-use super::engine::{CallIo, HostState, Sandbox, SandboxInner};
+use super::engine::{CallCore, CallIo, Sandbox, SandboxInner, World, wasi_http_view, wasi_view};
 use super::grant::Grant;
+use super::http::HttpParts;
 use super::limits::CallLimits;
+use super::process::ProcessConfig;
 use super::{CacheOutcome, SandboxError};
 use std::sync::Arc;
 use wasmtime::component::Linker;
+
+/// The tool world's context: WASI from the grant, `wasi:http` through the
+/// grant's gate, and the `carapace:tool` host interfaces — the session's
+/// read ledger (first-party tools only), the working directory, and the
+/// command lines this call was granted.
+pub(crate) struct ToolState {
+    core: CallCore,
+    http: HttpParts,
+    reads: Option<Arc<ReadLedger>>,
+    working_dir: Option<String>,
+    /// The command lines this call may run.
+    commands: Vec<String>,
+    process: Option<Arc<ProcessConfig>>,
+}
+
+wasi_view!(ToolState);
+wasi_http_view!(ToolState);
+
+impl World for ToolState {
+    fn link(linker: &mut Linker<Self>) -> Result<(), SandboxError> {
+        wasmtime_wasi::p2::add_to_linker_async(linker)
+            .map_err(|e| SandboxError::Prepare(format!("linking WASI: {e:#}")))?;
+        // Linked for every tool so those that import it instantiate; each
+        // call's gate refuses every request its grant does not name.
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
+            .map_err(|e| SandboxError::Prepare(format!("linking wasi:http: {e:#}")))?;
+        v0_1::link(linker)?;
+        v0_2::link(linker)
+    }
+
+    fn core(&mut self) -> &mut CallCore {
+        &mut self.core
+    }
+}
 
 mod v0_1;
 mod v0_2;
@@ -51,12 +87,13 @@ impl ReadLedger {
 }
 
 /// One tool a component provides, as offered to the model.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ToolDefinition {
     pub name: String,
     pub description: String,
     /// The input JSON Schema, as the component gave it.
     pub input_schema: String,
+    #[serde(default)]
     pub annotations: ToolAnnotations,
 }
 
@@ -158,8 +195,8 @@ impl std::fmt::Debug for ToolComponent {
 /// A component linked against one contract version.
 #[derive(Clone)]
 enum ContractPre {
-    V0_1(v0_1::ToolPluginPre<HostState>),
-    V0_2(v0_2::ToolPluginPre<HostState>),
+    V0_1(v0_1::ToolPluginPre<ToolState>),
+    V0_2(v0_2::ToolPluginPre<ToolState>),
 }
 
 /// An instance of one contract version.
@@ -171,7 +208,7 @@ enum Contract {
 impl ContractPre {
     async fn instantiate(
         &self,
-        store: &mut wasmtime::Store<HostState>,
+        store: &mut wasmtime::Store<ToolState>,
     ) -> wasmtime::Result<Contract> {
         Ok(match self {
             ContractPre::V0_1(pre) => Contract::V0_1(pre.instantiate_async(store).await?),
@@ -220,7 +257,23 @@ impl ToolComponent {
     /// Compiles or loads `wasm`, checks it implements a known version of the
     /// tool contract, and reads its tool list.
     pub async fn load(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
-        let mut this = Self::link(sandbox, name, sandbox.load_component(wasm)?)?;
+        Self::load_digested(sandbox, name, wasm, &super::digest(wasm)).await
+    }
+
+    /// [`load`](Self::load) for bytes whose SHA-256 (lowercase hex) is
+    /// already known: computed from these very bytes, just now or when the
+    /// binary was built.
+    pub async fn load_digested(
+        sandbox: &Sandbox,
+        name: &str,
+        wasm: &[u8],
+        digest: &str,
+    ) -> Result<Self, SandboxError> {
+        let mut this = Self::link(
+            sandbox,
+            name,
+            sandbox.load_component_digested(wasm, digest)?,
+        )?;
         let tools = this
             .run(&Grant::none(), &METADATA_LIMITS, None, |contract, store| {
                 Box::pin(async move {
@@ -247,15 +300,16 @@ impl ToolComponent {
     }
 
     /// Loads a component whose tool list is already known (an installed
-    /// plugin: read at install time, approved with it), without running it.
-    /// `digest` is the SHA-256 (lowercase hex) just computed from `wasm`.
-    /// The component must still target `contract`.
+    /// plugin's, read at install time and approved with it; a first-party
+    /// plugin's, read by an earlier run), without running it. `digest` is
+    /// the SHA-256 (lowercase hex) of `wasm`. When `contract` is given, the
+    /// component must still target it.
     pub fn load_known(
         sandbox: &Sandbox,
         name: &str,
         wasm: &[u8],
         digest: &str,
-        contract: &str,
+        contract: Option<&str>,
         tools: Vec<ToolDefinition>,
     ) -> Result<Self, SandboxError> {
         let mut this = Self::link(
@@ -263,7 +317,9 @@ impl ToolComponent {
             name,
             sandbox.load_component_digested(wasm, digest)?,
         )?;
-        if this.contract_version() != contract {
+        if let Some(contract) = contract
+            && this.contract_version() != contract
+        {
             return Err(SandboxError::Contract(format!(
                 "it targets carapace:tool@{}, but was installed as carapace:tool@{contract}",
                 this.contract_version()
@@ -282,10 +338,7 @@ impl ToolComponent {
     ) -> Result<Self, SandboxError> {
         let inner = sandbox.inner().clone();
         let version = exported_contract(sandbox.engine(), &component)?;
-        let instance_pre = inner
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| SandboxError::Contract(format!("{e:#}")))?;
+        let instance_pre = inner.instantiate_pre::<ToolState>(&component)?;
         let linked =
             |e: wasmtime::Error| SandboxError::Contract(format!("carapace:tool@{version}: {e:#}"));
         let pre = match version.as_str() {
@@ -428,20 +481,32 @@ impl ToolComponent {
         reads: Option<&Arc<ReadLedger>>,
         f: impl for<'a> FnOnce(
             &'a Contract,
-            &'a mut wasmtime::Store<HostState>,
+            &'a mut wasmtime::Store<ToolState>,
         ) -> std::pin::Pin<
             Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
         > + Send,
     ) -> Result<(R, usize), SandboxError> {
         let pre = self.pre.clone();
+        let reads = reads.cloned();
+        let working_dir = self.sandbox.guest_cwd.clone();
+        let process = self.sandbox.process.clone();
+        let http = HttpParts::for_grant(grant);
+        let commands = grant.commands().to_vec();
         let (value, captured) = self
             .sandbox
             .execute(
                 &self.name,
                 grant,
                 limits,
-                reads.cloned(),
                 CallIo::default(),
+                move |core| ToolState {
+                    core,
+                    http,
+                    reads,
+                    working_dir,
+                    commands,
+                    process,
+                },
                 move |store| Box::pin(async move { pre.instantiate(store).await }),
                 f,
             )
@@ -450,17 +515,10 @@ impl ToolComponent {
     }
 }
 
-/// The host interfaces every tool component may import, every version.
-pub(crate) fn add_host_interfaces(linker: &mut Linker<HostState>) -> Result<(), SandboxError> {
-    v0_1::link(linker)?;
-    v0_2::link(linker)
-}
-
 /// The host functions, once, for every contract version's binding.
 mod host_impl {
-    use super::FileStamp;
+    use super::{FileStamp, ToolState};
     use crate::sandbox::CommandOutput;
-    use crate::sandbox::engine::HostState;
     use crate::sandbox::process::run_command;
 
     /// Longest command a tool may run.
@@ -477,7 +535,7 @@ mod host_impl {
     }
 
     pub(super) async fn run(
-        state: &mut HostState,
+        state: &mut ToolState,
         command: String,
         timeout_ms: u64,
     ) -> Result<CommandOutput, String> {
@@ -491,8 +549,8 @@ mod host_impl {
         run_command(&config, &command, timeout).await
     }
 
-    pub(super) fn log(state: &HostState, level: tracing::Level, message: &str) {
-        let plugin = &*state.plugin;
+    pub(super) fn log(state: &ToolState, level: tracing::Level, message: &str) {
+        let plugin = &*state.core.plugin;
         let message = bounded(message);
         match level {
             tracing::Level::TRACE => tracing::trace!(plugin, "{message}"),
@@ -503,17 +561,17 @@ mod host_impl {
         }
     }
 
-    pub(super) fn progress(state: &HostState, message: &str) {
-        tracing::info!(plugin = &*state.plugin, progress = bounded(message));
+    pub(super) fn progress(state: &ToolState, message: &str) {
+        tracing::info!(plugin = &*state.core.plugin, progress = bounded(message));
     }
 
-    pub(super) fn record_read(state: &HostState, path: &str, stamp: FileStamp) {
+    pub(super) fn record_read(state: &ToolState, path: &str, stamp: FileStamp) {
         if let Some(ledger) = &state.reads {
             ledger.record(path, stamp);
         }
     }
 
-    pub(super) fn last_read(state: &HostState, path: &str) -> Option<FileStamp> {
+    pub(super) fn last_read(state: &ToolState, path: &str) -> Option<FileStamp> {
         state.reads.as_ref()?.last(path)
     }
 }

@@ -1,11 +1,11 @@
 //! `carapace:tool@0.1.0`: the binding, and its mapping onto host types.
 
+use super::ToolState;
 use super::{
     CallContext, CallPlan, Capability, FileStamp, InterruptBehavior, ToolAnnotations, ToolContent,
     ToolDefinition, ToolFailure, ToolOutput, host_impl,
 };
 use crate::sandbox::SandboxError;
-use crate::sandbox::engine::HostState;
 use wasmtime::component::{HasSelf, Linker};
 
 mod bindings {
@@ -22,16 +22,16 @@ pub(super) use bindings::{ToolPlugin, ToolPluginPre};
 
 pub(super) const VERSION: &str = "0.1.0";
 
-pub(super) fn link(linker: &mut Linker<HostState>) -> Result<(), SandboxError> {
-    host::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
+pub(super) fn link(linker: &mut Linker<ToolState>) -> Result<(), SandboxError> {
+    host::add_to_linker::<ToolState, HasSelf<ToolState>>(linker, |state| state)
         .map_err(|e| SandboxError::Prepare(format!("linking carapace:tool/host@0.1.0: {e:#}")))?;
-    process::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
+    process::add_to_linker::<ToolState, HasSelf<ToolState>>(linker, |state| state)
         .map_err(|e| SandboxError::Prepare(format!("linking carapace:tool/process@0.1.0: {e:#}")))
 }
 
 pub(super) async fn tools(
     plugin: &ToolPlugin,
-    store: &mut wasmtime::Store<HostState>,
+    store: &mut wasmtime::Store<ToolState>,
 ) -> wasmtime::Result<Vec<ToolDefinition>> {
     let tools = plugin
         .carapace_tool_tool_provider()
@@ -51,7 +51,7 @@ pub(super) async fn tools(
 
 pub(super) async fn plan(
     plugin: &ToolPlugin,
-    store: &mut wasmtime::Store<HostState>,
+    store: &mut wasmtime::Store<ToolState>,
     tool: &str,
     input: &str,
 ) -> wasmtime::Result<Result<CallPlan, String>> {
@@ -72,7 +72,7 @@ pub(super) async fn plan(
 /// 0.1.0's `call` is not told its context.
 pub(super) async fn call(
     plugin: &ToolPlugin,
-    store: &mut wasmtime::Store<HostState>,
+    store: &mut wasmtime::Store<ToolState>,
     tool: &str,
     input: &str,
     _context: &CallContext,
@@ -113,7 +113,7 @@ fn content(c: types::Content) -> ToolContent {
     }
 }
 
-impl process::Host for HostState {
+impl process::Host for ToolState {
     async fn run(
         &mut self,
         command: String,
@@ -130,7 +130,7 @@ impl process::Host for HostState {
     }
 }
 
-impl host::Host for HostState {
+impl host::Host for ToolState {
     fn log(&mut self, level: host::LogLevel, message: String) {
         let level = match level {
             host::LogLevel::Trace => tracing::Level::TRACE,
@@ -170,4 +170,4 @@ impl host::Host for HostState {
     }
 }
 
-impl types::Host for HostState {}
+impl types::Host for ToolState {}

@@ -1,0 +1,117 @@
+//! What the loop reports while it runs: one [`AgentEvent`] per thing the
+//! output layer (stream-json, a test) may show, in the order it happened.
+//!
+//! Events describe; they never steer the loop. A sink that drops them all
+//! leaves the run unchanged.
+
+use super::tools::{PermissionDenial, ToolCallResult};
+use crate::model::{ContentBlock, FailureKind, Usage};
+use std::time::Duration;
+
+/// What the loop reports while it runs, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// One content block of a response, as soon as it completes.
+    AssistantBlock {
+        message_id: String,
+        model: String,
+        block: ContentBlock,
+        usage: Usage,
+    },
+    /// One tool result, as soon as it may be delivered.
+    ToolResult(ToolCallResult),
+    /// The policy refused a call (its `is_error` result follows).
+    PermissionDenied(PermissionDenial),
+    /// A user message the loop added and shows (a retry prompt, a nudge,
+    /// Stop hook feedback, an interruption marker).
+    SyntheticUser {
+        text: String,
+    },
+    /// An attempt failed and the request will be sent again.
+    ApiRetry {
+        attempt: u32,
+        max_retries: u32,
+        delay: Duration,
+        error_status: Option<u16>,
+        error: FailureKind,
+    },
+    /// The model failed; the next model of the fallback chain takes over.
+    ModelFallback {
+        trigger: FailureKind,
+        from: String,
+        to: String,
+    },
+    /// The partial response `message_id` (and its tool calls) is void.
+    Tombstone {
+        message_id: String,
+        tool_use_ids: Vec<String>,
+        reason: String,
+    },
+    Warning {
+        message: String,
+    },
+    /// A notice for the user (never the model): a hook's `systemMessage`,
+    /// a hook that stopped the run or blocked the prompt.
+    Informational {
+        content: String,
+        /// `info` or `warning`.
+        level: &'static str,
+        /// Whether the run stops because of it.
+        prevent_continuation: bool,
+    },
+    /// A hook handler started (printed with `--include-hook-events`).
+    HookStarted {
+        hook_id: String,
+        /// `PreToolUse:Bash`, `Stop`, … as Claude Code names it.
+        hook_name: String,
+        hook_event: String,
+    },
+    /// A hook handler finished (printed with `--include-hook-events`).
+    HookResponse {
+        hook_id: String,
+        hook_name: String,
+        hook_event: String,
+        output: String,
+        stdout: String,
+        stderr: String,
+        exit_code: Option<i32>,
+        /// `success` or `error`.
+        outcome: &'static str,
+    },
+    CommandLifecycle {
+        uuid: String,
+        state: CommandState,
+    },
+    /// The failure the run ends with, shown as an assistant message.
+    Error {
+        message: String,
+        kind: &'static str,
+    },
+}
+
+/// The fate of a queued user message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandState {
+    Queued,
+    Started,
+    Completed,
+    Cancelled,
+    Discarded,
+}
+
+impl CommandState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommandState::Queued => "queued",
+            CommandState::Started => "started",
+            CommandState::Completed => "completed",
+            CommandState::Cancelled => "cancelled",
+            CommandState::Discarded => "discarded",
+        }
+    }
+}
+
+/// Receives the loop's events (the output layer, a test).
+pub trait EventSink: Send {
+    fn emit(&mut self, event: AgentEvent);
+}

@@ -1,0 +1,595 @@
+//! [`SessionBuilder`]: what the caller chose (flags), and the one way a
+//! session is put together from it.
+
+use super::{Session, SessionPaths};
+use crate::hooks::{HookConfigError, HookLoadError, HookRuntime};
+use crate::mcp::{McpConfigError, ServerConfig};
+use crate::plugins::{Placeholders, PluginStore, Scope};
+use crate::policy::{
+    Anchors, AuditLog, PermissionMode, Policy, PolicyConfig, Rule, RuleError, RuleKind, RuleSet,
+    RuleSource, SourceKind,
+};
+use crate::sandbox::{
+    CallLimits, HookCommon, ProcessConfig, Sandbox, SandboxConfig, SandboxError, ToolComponent,
+};
+use crate::settings::{Locations, ProjectItem, Settings, SettingsError};
+use crate::tools::{BUILTIN_PLUGINS, RegistryError, ToolPipeline, ToolRegistry};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A tool result longer than this is saved to a file and shown as a preview.
+const MAX_RESULT_CHARS: usize = 100_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error("{0}")]
+    Rule(#[from] RuleError),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    #[error(transparent)]
+    Tools(#[from] RegistryError),
+    #[error(transparent)]
+    HookConfig(#[from] HookConfigError),
+    #[error(transparent)]
+    HookLoad(#[from] HookLoadError),
+    #[error(transparent)]
+    McpConfig(#[from] McpConfigError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Which tools the session offers.
+#[derive(Debug, Clone, Default)]
+pub enum ToolSet {
+    /// Every first-party and installed tool (and MCP servers' tools).
+    #[default]
+    All,
+    /// These, in this order (`--tools`).
+    Only(Vec<String>),
+    /// One plugin's tools: an installed plugin's name, a first-party
+    /// plugin's name (`read`), or a `.wasm` file with its manifest beside
+    /// it (`tool call`).
+    Plugin(String),
+}
+
+/// The MCP servers the session connects to.
+#[derive(Debug, Clone, Default)]
+pub struct McpSetup {
+    /// `--mcp-config`: files or JSON strings.
+    pub configs: Vec<String>,
+    /// `--strict-mcp-config`: only those.
+    pub strict: bool,
+}
+
+/// What the caller chose; [`build`](Self::build) assembles the session.
+pub struct SessionBuilder {
+    paths: SessionPaths,
+    settings: Option<String>,
+    trust: bool,
+    mode: Option<PermissionMode>,
+    allowed: Vec<String>,
+    disallowed: Vec<String>,
+    add_dirs: Vec<PathBuf>,
+    session_id: Option<String>,
+    tools: ToolSet,
+    mcp: Option<McpSetup>,
+    hooks: bool,
+    prompt_tool: Option<String>,
+    sandbox: Option<SandboxConfig>,
+}
+
+impl SessionBuilder {
+    pub fn new(paths: SessionPaths) -> Self {
+        Self {
+            paths,
+            settings: None,
+            trust: false,
+            mode: None,
+            allowed: Vec::new(),
+            disallowed: Vec::new(),
+            add_dirs: Vec::new(),
+            session_id: None,
+            tools: ToolSet::All,
+            mcp: None,
+            hooks: true,
+            prompt_tool: None,
+            sandbox: None,
+        }
+    }
+
+    /// `--settings FILE|JSON`.
+    pub fn settings(mut self, settings: Option<String>) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// `--trust-workspace`.
+    pub fn trust_workspace(mut self, trust: bool) -> Self {
+        self.trust = trust;
+        self
+    }
+
+    /// The mode chosen on the command line (else the settings' default).
+    pub fn mode(mut self, mode: Option<PermissionMode>) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// `--allowedTools` / `--disallowedTools` values.
+    pub fn rules(mut self, allowed: Vec<String>, disallowed: Vec<String>) -> Self {
+        self.allowed = allowed;
+        self.disallowed = disallowed;
+        self
+    }
+
+    /// `--add-dir`.
+    pub fn add_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.add_dirs = dirs;
+        self
+    }
+
+    pub fn session_id(mut self, id: Option<String>) -> Self {
+        self.session_id = id;
+        self
+    }
+
+    pub fn tools(mut self, tools: ToolSet) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Connect to the configured MCP servers (not done unless asked).
+    pub fn mcp(mut self, mcp: McpSetup) -> Self {
+        self.mcp = Some(mcp);
+        self
+    }
+
+    /// Load the settings' hooks (the default).
+    pub fn hooks(mut self, hooks: bool) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// `--permission-prompt-tool`.
+    pub fn prompt_tool(mut self, tool: Option<String>) -> Self {
+        self.prompt_tool = tool;
+        self
+    }
+
+    /// The engine's configuration (tests: a shared component cache); the
+    /// working directory and the process rules are the session's.
+    pub fn sandbox_config(mut self, config: SandboxConfig) -> Self {
+        self.sandbox = Some(config);
+        self
+    }
+
+    pub async fn build(self) -> Result<Session, SessionError> {
+        let SessionPaths {
+            cwd,
+            home,
+            config_dir,
+        } = self.paths.clone();
+        let settings = Settings::load(
+            &Locations {
+                managed: std::env::var_os("CARAPACE_MANAGED_SETTINGS")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| PathBuf::from("/etc/carapace/managed-settings.json")),
+                cli: self.settings.clone(),
+                cwd: cwd.clone(),
+                home: home.clone(),
+                config_dir: config_dir.clone(),
+            },
+            self.trust,
+        )?;
+        let mut warnings = settings.warnings.clone();
+        let env = |name: &str| {
+            settings
+                .env
+                .get(name)
+                .cloned()
+                .or_else(|| std::env::var(name).ok())
+        };
+
+        let mode = self
+            .mode
+            .or(settings.default_mode)
+            .unwrap_or(PermissionMode::Default);
+        let rules = session_rules(
+            settings.rules.clone(),
+            &self.allowed,
+            &self.disallowed,
+            &cwd,
+            &home,
+        )?;
+        let id = self
+            .session_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let dir = config_dir.join("sessions").join(&id);
+        // Tool results too large for the model's context are saved here,
+        // where Read may page through them.
+        let spill_dir = dir.join("tool-results");
+        let mut additional_dirs = settings.additional_dirs.clone();
+        additional_dirs.extend(self.add_dirs.iter().map(|d| {
+            if d.is_absolute() {
+                d.clone()
+            } else {
+                cwd.join(d)
+            }
+        }));
+        let mut write_roots = vec![cwd.clone(), std::env::temp_dir()];
+        write_roots.extend(additional_dirs.iter().cloned());
+        additional_dirs.push(spill_dir.clone());
+        let policy = Policy::from_config(PolicyConfig {
+            mode,
+            rules: RuleSet::new(rules),
+            cwd: cwd.clone(),
+            additional_dirs,
+            home: home.clone(),
+            config_dir: config_dir.clone(),
+        });
+
+        let process = ProcessConfig {
+            write_roots,
+            allow_network: settings.sandbox_network.unwrap_or(false),
+            require_os_sandbox: settings.sandbox_required.unwrap_or(true),
+            ..ProcessConfig::new(&cwd)
+        };
+        let sandbox = Sandbox::new(SandboxConfig {
+            guest_cwd: Some(cwd.clone()),
+            process: Some(process.clone()),
+            ..self.sandbox.clone().unwrap_or_default()
+        })?;
+
+        let places = Placeholders::current(&cwd);
+        let (mut registry, plugins) = match &self.tools {
+            ToolSet::Plugin(plugin) => (
+                one_plugin(&sandbox, &self.paths, &places, plugin).await?,
+                Vec::new(),
+            ),
+            ToolSet::All | ToolSet::Only(_) => {
+                let mut registry = ToolRegistry::builtin(&sandbox).await?;
+                let plugins = load_installed(
+                    &mut registry,
+                    &sandbox,
+                    &self.paths,
+                    &settings,
+                    &mut warnings,
+                );
+                (registry, plugins)
+            }
+        };
+
+        let mcp = match &self.mcp {
+            None => Vec::new(),
+            Some(setup) => {
+                let configs =
+                    mcp_configs(setup, &cwd, &config_dir, &settings, &env, &mut warnings)?;
+                let startup = match env("MCP_TIMEOUT") {
+                    Some(ms) => Duration::from_millis(ms.trim().parse().map_err(|_| {
+                        SessionError::Invalid(format!(
+                            "MCP_TIMEOUT must be milliseconds, got `{ms}`"
+                        ))
+                    })?),
+                    None => crate::mcp::DEFAULT_STARTUP,
+                };
+                crate::mcp::start_all(&sandbox, &configs, &process, CallLimits::default(), startup)
+                    .await?
+            }
+        };
+        for status in &mcp {
+            match &status.outcome {
+                Ok(server) => warnings.extend(registry.add_mcp(server)),
+                Err(e) => {
+                    warnings.push(format!("MCP server `{}` failed to start: {e}", status.name))
+                }
+            }
+        }
+        if let ToolSet::Only(names) = &self.tools {
+            registry = registry.select(names)?;
+        }
+        if let Some(prompt_tool) = &self.prompt_tool
+            && registry.get(prompt_tool).is_none()
+        {
+            return Err(SessionError::Invalid(format!(
+                "--permission-prompt-tool: no loaded tool is called `{prompt_tool}`"
+            )));
+        }
+
+        let common = HookCommon {
+            session_id: id.clone(),
+            // carapace keeps no transcript file yet: hooks get an empty path.
+            transcript_path: String::new(),
+            cwd: cwd.display().to_string(),
+            permission_mode: mode.as_str().to_string(),
+        };
+        let hooks = if self.hooks {
+            let mut specs = Vec::new();
+            for (value, source) in &settings.hooks {
+                let (parsed, parse_warnings) = crate::hooks::parse(value, source)?;
+                warnings.extend(parse_warnings);
+                specs.extend(parsed);
+            }
+            if specs.is_empty() {
+                HookRuntime::empty(common)
+            } else {
+                let (hooks, load_warnings) =
+                    HookRuntime::load(&sandbox, specs, common, &home, &config_dir).await?;
+                warnings.extend(load_warnings);
+                hooks
+            }
+        } else {
+            HookRuntime::empty(common)
+        };
+        let hooks = Arc::new(hooks.with_mode(policy.mode_cell().clone()));
+
+        let connected = mcp
+            .iter()
+            .filter_map(|s| s.outcome.as_ref().ok().cloned())
+            .collect();
+        let pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
+            .with_mcp_servers(connected)
+            .with_hooks(hooks.clone())
+            .with_session_id(id.clone())
+            .with_audit(AuditLog::at(dir.join("audit.jsonl")))
+            .with_prompt_tool(self.prompt_tool.clone())
+            .with_result_spill(spill_dir, MAX_RESULT_CHARS);
+        Ok(Session {
+            id,
+            paths: self.paths,
+            dir,
+            settings,
+            sandbox,
+            hooks,
+            mcp,
+            pipeline: Arc::new(pipeline),
+            plugins,
+            warnings,
+        })
+    }
+}
+
+/// The settings' rules and the command line's, deny rules first (a deny
+/// anywhere beats an allow anywhere).
+fn session_rules(
+    mut rules: Vec<Rule>,
+    allowed: &[String],
+    disallowed: &[String],
+    cwd: &Path,
+    home: &Path,
+) -> Result<Vec<Rule>, RuleError> {
+    let anchors = Anchors {
+        cwd: cwd.to_path_buf(),
+        home: home.to_path_buf(),
+        project: cwd.to_path_buf(),
+    };
+    let source = RuleSource {
+        kind: SourceKind::CliFlag,
+        file: None,
+    };
+    for (kind, list) in [(RuleKind::Deny, disallowed), (RuleKind::Allow, allowed)] {
+        for text in list.iter().flat_map(|l| split_rules(l)) {
+            rules.push(Rule::parse(&text, kind, source.clone(), &anchors)?);
+        }
+    }
+    rules.sort_by_key(|r| match r.kind {
+        RuleKind::Deny => 0,
+        RuleKind::Ask => 1,
+        RuleKind::Allow => 2,
+    });
+    Ok(rules)
+}
+
+/// Splits a `--allowedTools` value on commas outside parentheses, so
+/// `Read,Bash(echo a,b)` is two rules.
+pub(crate) fn split_rules(value: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut current = String::new();
+    for c in value.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    out.push(current);
+    out.into_iter()
+        .map(|r| r.trim().to_string())
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+/// The MCP servers of this session: `--mcp-config` (each a file or a JSON
+/// string), then — unless strict — `~/.carapace/mcp.json` and, in a trusted
+/// workspace only, the project's `.mcp.json`. A name configured twice keeps
+/// its first definition.
+fn mcp_configs(
+    setup: &McpSetup,
+    cwd: &Path,
+    config_dir: &Path,
+    settings: &Settings,
+    env: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<ServerConfig>, SessionError> {
+    let mut sources: Vec<(String, String)> = Vec::new();
+    for value in &setup.configs {
+        if value.trim_start().starts_with('{') {
+            sources.push((value.clone(), "--mcp-config".into()));
+        } else {
+            let text = std::fs::read_to_string(value).map_err(|e| {
+                SessionError::Invalid(format!("--mcp-config: reading {value}: {e}"))
+            })?;
+            sources.push((text, value.clone()));
+        }
+    }
+    if !setup.strict {
+        let user = config_dir.join("mcp.json");
+        if let Ok(text) = std::fs::read_to_string(&user) {
+            sources.push((text, user.display().to_string()));
+        }
+        let project = cwd.join(".mcp.json");
+        if project.is_file()
+            && settings.trust.admits(
+                ProjectItem::McpServers,
+                &project.display().to_string(),
+                warnings,
+            )
+        {
+            let text = std::fs::read_to_string(&project).map_err(|e| {
+                SessionError::Invalid(format!("reading {}: {e}", project.display()))
+            })?;
+            sources.push((text, project.display().to_string()));
+        }
+    }
+    let mut servers: Vec<ServerConfig> = Vec::new();
+    for (text, source) in sources {
+        for server in crate::mcp::config::parse(&text, &source, env)? {
+            if servers.iter().any(|s| s.name == server.name) {
+                warnings.push(format!(
+                    "{source}: MCP server `{}` is configured earlier; this one is ignored",
+                    server.name
+                ));
+            } else {
+                servers.push(server);
+            }
+        }
+    }
+    Ok(servers)
+}
+
+/// Adds the installed plugins' tools (the project's only in a trusted
+/// workspace). A plugin that cannot load is reported and skipped; the
+/// session goes on. Returns what `system`/`init` lists.
+fn load_installed(
+    registry: &mut ToolRegistry,
+    sandbox: &Sandbox,
+    paths: &SessionPaths,
+    settings: &Settings,
+    warnings: &mut Vec<String>,
+) -> Vec<serde_json::Value> {
+    let places = Placeholders::current(&paths.cwd);
+    let user = PluginStore::new(&paths.config_dir, Scope::User);
+    let project = PluginStore::new(&paths.cwd.join(".carapace"), Scope::Project);
+    let same_dir =
+        std::fs::canonicalize(user.dir()).ok() == std::fs::canonicalize(project.dir()).ok();
+    let mut stores = vec![user];
+    if !same_dir
+        && !project.list().is_empty()
+        && settings.trust.admits(
+            ProjectItem::Plugins,
+            &project.dir().display().to_string(),
+            warnings,
+        )
+    {
+        stores.push(project);
+    }
+    let mut listed = Vec::new();
+    for store in &stores {
+        for entry in store.list() {
+            let record = match entry {
+                Ok(record) => record,
+                Err(e) => {
+                    warnings.push(format!("skipping a plugin: {e}"));
+                    continue;
+                }
+            };
+            let mut info = serde_json::json!({
+                "name": record.name(),
+                "version": record.manifest.plugin.version,
+                "scope": store.scope().as_str(),
+                "path": store.component_path(&record),
+            });
+            let added = store
+                .registration(&record, &places, &CallLimits::default())
+                .map_err(|e| e.to_string())
+                .and_then(|tools| {
+                    registry
+                        .add_installed(sandbox, tools)
+                        .map_err(|e| e.to_string())
+                });
+            match added {
+                Ok(()) => info["status"] = "loaded".into(),
+                Err(e) => {
+                    warnings.push(format!("plugin `{}` not loaded: {e}", record.name()));
+                    info["status"] = "failed".into();
+                    info["error"] = e.into();
+                }
+            }
+            listed.push(info);
+        }
+    }
+    listed
+}
+
+/// A registry holding one plugin: a `.wasm` with its manifest, installed
+/// (user, then project scope), or first-party.
+async fn one_plugin(
+    sandbox: &Sandbox,
+    paths: &SessionPaths,
+    places: &Placeholders,
+    plugin: &str,
+) -> Result<ToolRegistry, SessionError> {
+    let mut registry = ToolRegistry::default();
+    let as_file = Path::new(plugin);
+    if plugin.ends_with(".wasm") || as_file.is_file() {
+        let wasm = std::fs::read(as_file)
+            .map_err(|e| SessionError::Invalid(format!("reading {plugin}: {e}")))?;
+        let (manifest, _) = crate::plugins::install::find_local_manifest(as_file, &wasm)
+            .map_err(|e| SessionError::Invalid(e.to_string()))?;
+        let component = ToolComponent::load(sandbox, &manifest.plugin.name, &wasm).await?;
+        let ceiling = manifest
+            .ceiling(places)
+            .map_err(|e| SessionError::Invalid(e.to_string()))?;
+        registry.add_with_limits(
+            component,
+            Arc::new(ceiling),
+            Some(manifest.limits(&CallLimits::default())),
+        )?;
+        return Ok(registry);
+    }
+    for store in [
+        PluginStore::new(&paths.config_dir, Scope::User),
+        PluginStore::new(&paths.cwd.join(".carapace"), Scope::Project),
+    ] {
+        if let Ok(record) = store.get(plugin) {
+            let tools = store
+                .registration(&record, places, &CallLimits::default())
+                .map_err(|e| SessionError::Invalid(e.to_string()))?;
+            registry.add_installed(sandbox, tools)?;
+            return Ok(registry);
+        }
+    }
+    if BUILTIN_PLUGINS.iter().any(|p| p.name == plugin) {
+        let builtin = ToolRegistry::builtin(sandbox).await?;
+        let names: Vec<String> = builtin
+            .names()
+            .into_iter()
+            .filter(|name| builtin.get(name).is_some_and(|t| t.plugin() == plugin))
+            .collect();
+        return Ok(builtin.select(&names)?);
+    }
+    Err(SessionError::Invalid(format!(
+        "no plugin `{plugin}`: not installed, not first-party, and not a .wasm file"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rule_lists_split_on_top_level_commas() {
+        assert_eq!(
+            super::split_rules("Read, Bash(echo a,b),WebFetch"),
+            vec!["Read", "Bash(echo a,b)", "WebFetch"]
+        );
+        assert!(super::split_rules(" , ").is_empty());
+    }
+}

@@ -1,0 +1,108 @@
+//! A session, assembled once: the settings and the workspace's trust, the
+//! policy (rules from settings and flags, the mode, the working
+//! directories), the sandbox, the registry of tools (first-party, installed
+//! plugins, MCP servers' tools), the hooks, and the pipeline that ties them
+//! together — the same way for `carapace -p`, `carapace mcp serve` and
+//! `carapace tool call`.
+//!
+//! The builder is the only place these are put together, so the three
+//! cannot drift: a rule in a settings file, an additional directory or a
+//! hook applies to every one of them. Workspace trust is decided once, in
+//! [`settings`](crate::settings), and every project-brought item (hooks,
+//! plugins, MCP servers) passes through it.
+
+mod assemble;
+
+pub use assemble::{McpSetup, SessionBuilder, SessionError, ToolSet};
+
+use crate::hooks::HookRuntime;
+use crate::mcp::ServerStatus;
+use crate::policy::PermissionMode;
+use crate::sandbox::Sandbox;
+use crate::settings::Settings;
+use crate::tools::ToolPipeline;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where carapace looks for things.
+#[derive(Debug, Clone)]
+pub struct SessionPaths {
+    pub cwd: PathBuf,
+    pub home: PathBuf,
+    /// `CARAPACE_CONFIG_DIR`, else `~/.carapace`.
+    pub config_dir: PathBuf,
+}
+
+impl SessionPaths {
+    /// From the process's working directory and environment.
+    pub fn from_env() -> std::io::Result<Self> {
+        let cwd = std::env::current_dir()?;
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let config_dir = std::env::var_os("CARAPACE_CONFIG_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(".carapace"));
+        Ok(Self {
+            cwd,
+            home,
+            config_dir,
+        })
+    }
+}
+
+/// An assembled session.
+pub struct Session {
+    pub id: String,
+    pub paths: SessionPaths,
+    /// `~/.carapace/sessions/<id>`: the audit log, spilled results.
+    pub dir: PathBuf,
+    pub settings: Settings,
+    pub sandbox: Sandbox,
+    pub hooks: Arc<HookRuntime>,
+    /// Every configured MCP server, connected or not.
+    pub mcp: Vec<ServerStatus>,
+    pub pipeline: Arc<ToolPipeline>,
+    /// Installed plugins and whether each loaded (`system`/`init`).
+    pub plugins: Vec<serde_json::Value>,
+    /// What the assembly had to say to the user (skipped plugins, servers
+    /// that failed, project items an untrusted workspace does not admit).
+    pub warnings: Vec<String>,
+}
+
+impl Session {
+    /// The permission mode now.
+    pub fn mode(&self) -> PermissionMode {
+        self.pipeline.policy().mode()
+    }
+
+    /// Changes the mode for the rest of the session: every later decision,
+    /// and what hooks are told, follow it.
+    pub fn set_permission_mode(&self, mode: PermissionMode) {
+        self.pipeline.policy().mode_cell().set(mode);
+    }
+
+    /// A variable for carapace itself: the settings' `env` over the
+    /// process's environment (never given to plugins).
+    pub fn env(&self, name: &str) -> Option<String> {
+        self.settings
+            .env
+            .get(name)
+            .cloned()
+            .or_else(|| std::env::var(name).ok())
+    }
+
+    /// `system`/`init`'s `mcp_servers`.
+    pub fn mcp_status(&self) -> Vec<serde_json::Value> {
+        self.mcp.iter().map(ServerStatus::to_json).collect()
+    }
+
+    /// Stops the MCP servers the session started.
+    pub async fn shutdown(&self) {
+        for status in &self.mcp {
+            if let Ok(server) = &status.outcome {
+                server.shutdown().await;
+            }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! The tools wing: what the model can call and how one call goes.
+//!
+//! The [`ToolRegistry`] holds every tool the session offers — the
+//! first-party components embedded in the binary, installed plugins, MCP
+//! servers' tools — and the [`ToolPipeline`] takes one call through its
+//! stages, from lookup to the result the model sees. The pipeline is the
+//! loop's [`ToolRuntime`](crate::agent::ToolRuntime); it asks the policy
+//! once per call and runs the call only with what the policy granted.
+
+mod builtin;
+mod pipeline;
+mod registry;
+
+pub use builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
+pub use pipeline::ToolPipeline;
+pub use registry::{
+    InstalledTools, McpHandle, RegisteredTool, RegistryError, ToolHandle, ToolRegistry,
+    checked_definition,
+};

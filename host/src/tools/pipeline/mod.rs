@@ -1,0 +1,257 @@
+//! The single-tool pipeline, as named stages:
+//!
+//! ```text
+//! prepare:  lookup → validate → plan
+//! run:      pre-hooks → decide → ask → call → sweep → post-hooks → spill
+//! ```
+//!
+//! `prepare` runs when the call's block completes and says whether the call
+//! may overlap with others; `run` runs when the executor starts it. Each
+//! stage is a method in [`stages`]; a stage that settles the call returns
+//! its result, and the call goes no further.
+//!
+//! Every failure along the way is an `is_error` result with the call's id;
+//! nothing here can end the loop. The pipeline never grants what the policy
+//! did not decide, and decides each call exactly once.
+
+mod ask;
+mod results;
+mod stages;
+
+use crate::agent::{
+    InterruptBehavior, Preparation, ReadyCall, ToolCall, ToolCallResult, ToolRuntime,
+};
+use crate::hooks::HookRuntime;
+use crate::model::ToolSpec;
+use crate::policy::{AuditLog, Policy};
+use crate::sandbox::{CallLimits, CallPlan, HookEventKind, ReadLedger};
+use crate::tools::registry::{RegisteredTool, ToolHandle, ToolRegistry};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub struct ToolPipeline {
+    /// Replaced whole when an MCP server's tools change (between turns).
+    registry: std::sync::RwLock<ToolRegistry>,
+    /// Connected MCP servers, asked between turns whether their tools changed.
+    mcp_servers: Vec<Arc<crate::mcp::McpServer>>,
+    policy: Policy,
+    limits: CallLimits,
+    audit: AuditLog,
+    /// A tool that answers permission questions in print mode
+    /// (`--permission-prompt-tool`).
+    prompt_tool: Option<String>,
+    /// What the model was shown of each file in this session (first-party
+    /// tools only).
+    reads: Arc<ReadLedger>,
+    /// Where results over the limit (second) are saved in full.
+    spill: Option<(PathBuf, usize)>,
+    /// PreToolUse / PostToolUse / PostToolUseFailure / Notification hooks.
+    hooks: Option<Arc<HookRuntime>>,
+    /// Told to tools with each call (contract 0.2.0 on).
+    session_id: String,
+}
+
+impl ToolPipeline {
+    pub fn new(registry: ToolRegistry, policy: Policy, limits: CallLimits) -> Self {
+        Self {
+            registry: std::sync::RwLock::new(registry),
+            mcp_servers: Vec::new(),
+            policy,
+            limits,
+            audit: AuditLog::disabled(),
+            prompt_tool: None,
+            reads: ReadLedger::new(),
+            spill: None,
+            hooks: None,
+            session_id: String::new(),
+        }
+    }
+
+    /// The session id tools are told with each call.
+    pub fn with_session_id(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = session_id.into();
+        self
+    }
+
+    /// Runs the tool hooks of `hooks` around every call.
+    pub fn with_hooks(mut self, hooks: Arc<HookRuntime>) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
+    /// Saves any text result longer than `max_chars` to `dir` and gives the
+    /// model a preview and the file's path instead (Read can page through
+    /// it), so one large result cannot crowd out the context.
+    pub fn with_result_spill(mut self, dir: PathBuf, max_chars: usize) -> Self {
+        self.spill = Some((dir, max_chars));
+        self
+    }
+
+    /// Records every permission decision in `audit`.
+    pub fn with_audit(mut self, audit: AuditLog) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    /// Asks `tool` (a loaded tool) whenever the policy would ask the user.
+    pub fn with_prompt_tool(mut self, tool: Option<String>) -> Self {
+        self.prompt_tool = tool;
+        self
+    }
+
+    /// Refreshes these servers' tools between turns.
+    pub fn with_mcp_servers(mut self, servers: Vec<Arc<crate::mcp::McpServer>>) -> Self {
+        self.mcp_servers = servers;
+        self
+    }
+
+    /// The tools as they are now.
+    pub fn registry(&self) -> ToolRegistry {
+        self.registry.read().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The tools offered to the model: every loaded tool that no bare deny
+    /// rule removes.
+    pub fn offered_names(&self) -> Vec<String> {
+        self.registry()
+            .names()
+            .into_iter()
+            .filter(|name| self.policy.hidden_by(name).is_none())
+            .collect()
+    }
+
+    fn hooks_for(&self, kind: HookEventKind) -> Option<&HookRuntime> {
+        self.hooks.as_deref().filter(|h| h.handles(kind))
+    }
+
+    /// lookup → validate → plan.
+    async fn prepare_call(self: Arc<Self>, call: ToolCall) -> Preparation {
+        let tool = match self.lookup(&call) {
+            Ok(tool) => tool,
+            Err(result) => return Preparation::Failed(*result),
+        };
+        if let Err(result) = self.validate(&tool, &call) {
+            return Preparation::Failed(*result);
+        }
+        match self.plan(&tool, &call).await {
+            Ok((handle, plan)) => Preparation::Ready(Box::new(PreparedCall {
+                pipeline: self,
+                tool,
+                handle,
+                call,
+                plan,
+            })),
+            Err(result) => Preparation::Failed(*result),
+        }
+    }
+
+    /// pre-hooks → decide → ask → call → sweep → post-hooks → spill.
+    async fn run_call(&self, prepared: PreparedCall) -> ToolCallResult {
+        let PreparedCall {
+            tool,
+            handle,
+            call,
+            plan,
+            ..
+        } = prepared;
+        let hooked = match self.pre_hooks(&tool, handle, call, plan).await {
+            Ok(hooked) => hooked,
+            Err(result) => return *result,
+        };
+        let stages::PreHooked {
+            call,
+            plan,
+            handle,
+            hook,
+            mut notes,
+        } = hooked;
+        let verdict = self.decide(&tool, &call, &plan, hook);
+        let grant = match self.ask(&call, &plan, verdict).await {
+            Ok(grant) => grant,
+            Err(mut refused) => {
+                // A refused call did not run: no PostToolUse.
+                refused.hooks = notes;
+                return *refused;
+            }
+        };
+        let started = std::time::Instant::now();
+        let result = self.call(&tool, &handle, &call, &grant).await;
+        let result = self.sweep(&call, &grant).unwrap_or(result);
+        let mut result = self.spill(self.post_hooks(&call, result, started.elapsed()).await);
+        notes.context.append(&mut result.hooks.context);
+        notes.stop = notes.stop.or(result.hooks.stop.take());
+        result.hooks = notes;
+        result
+    }
+}
+
+/// A call that passed lookup, validation and planning.
+struct PreparedCall {
+    pipeline: Arc<ToolPipeline>,
+    tool: Arc<RegisteredTool>,
+    handle: ToolHandle,
+    call: ToolCall,
+    plan: CallPlan,
+}
+
+impl ReadyCall for PreparedCall {
+    fn concurrency_safe(&self) -> bool {
+        self.plan.concurrency_safe
+    }
+
+    fn interrupt(&self) -> InterruptBehavior {
+        match self.plan.interrupt {
+            crate::sandbox::InterruptBehavior::Cancel => InterruptBehavior::Cancel,
+            crate::sandbox::InterruptBehavior::Block => InterruptBehavior::Block,
+        }
+    }
+
+    fn run(self: Box<Self>) -> BoxFuture<'static, ToolCallResult> {
+        let pipeline = self.pipeline.clone();
+        async move { pipeline.run_call(*self).await }.boxed()
+    }
+}
+
+impl ToolRuntime for ToolPipeline {
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.registry()
+            .specs()
+            .into_iter()
+            .filter(|spec| self.policy.hidden_by(&spec.name).is_none())
+            .collect()
+    }
+
+    fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {
+        self.prepare_call(call).boxed()
+    }
+
+    fn refresh(&self) -> BoxFuture<'_, bool> {
+        async move {
+            let mut changed = false;
+            for server in &self.mcp_servers {
+                match server.refresh_if_changed().await {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        if let Ok(mut registry) = self.registry.write() {
+                            for warning in registry.replace_mcp(server) {
+                                tracing::warn!("{warning}");
+                            }
+                        }
+                        changed = true;
+                    }
+                    Err(e) => {
+                        tracing::warn!(server = %server.name, "cannot refresh its tools: {e}")
+                    }
+                }
+            }
+            changed
+        }
+        .boxed()
+    }
+}

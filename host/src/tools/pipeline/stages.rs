@@ -1,0 +1,434 @@
+//! The pipeline's stages, in the order a call goes through them. A stage
+//! either hands the call on or settles it with its result (`Err`).
+
+use super::ToolPipeline;
+use super::results::{
+    closest_name, contexts, denial_source, describe_need, hook_call, hook_denied,
+    replacement_output, result_text, to_result,
+};
+use crate::agent::{HookNotes, PermissionDenial, ToolCall, ToolCallResult};
+use crate::model::ToolResultContent;
+use crate::policy::{AuditEntry, Basis, CallRequest, HookAnswer, Verdict, protected_entries};
+use crate::sandbox::{
+    CallContext, CallPlan, Grant, HookEvent, HookEventKind, HookPermission, ToolFailure,
+};
+use crate::tools::registry::{RegisteredTool, ToolHandle};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Longest excerpt of unparsable tool input quoted back to the model.
+const INPUT_EXCERPT_CHARS: usize = 200;
+
+/// Characters of an oversized result shown inline.
+const PREVIEW_CHARS: usize = 2_000;
+
+/// A stage's verdict on the call: go on with `T`, or this is its result.
+pub(super) type Staged<T> = Result<T, Box<ToolCallResult>>;
+
+/// A call as the PreToolUse hooks left it.
+pub(super) struct PreHooked {
+    pub call: ToolCall,
+    pub plan: CallPlan,
+    pub handle: ToolHandle,
+    /// What the hooks said, for the decision.
+    pub hook: HookAnswer,
+    pub notes: HookNotes,
+}
+
+fn settled(call: &ToolCall, message: impl AsRef<str>) -> Box<ToolCallResult> {
+    Box::new(ToolCallResult::error(&call.id, message))
+}
+
+impl ToolPipeline {
+    /// lookup: the tool by name, unless a bare deny rule hides it; an
+    /// unknown name gets a suggestion.
+    pub(super) fn lookup(&self, call: &ToolCall) -> Staged<Arc<RegisteredTool>> {
+        let found = match self.policy.hidden_by(&call.name) {
+            Some(_) => None,
+            None => self
+                .registry
+                .read()
+                .ok()
+                .and_then(|r| r.get_shared(&call.name)),
+        };
+        found.ok_or_else(|| {
+            let mut message = format!("Error: No such tool available: {}", call.name);
+            if let Some(close) = closest_name(&call.name, &self.offered_names()) {
+                message.push_str(&format!(". Did you mean {close}?"));
+            }
+            settled(call, message)
+        })
+    }
+
+    /// validate: the input parsed as JSON and matches the tool's schema.
+    pub(super) fn validate(&self, tool: &RegisteredTool, call: &ToolCall) -> Staged<()> {
+        if let Some(invalid) = &call.invalid_input {
+            let excerpt: String = invalid.raw.chars().take(INPUT_EXCERPT_CHARS).collect();
+            let ellipsis = if invalid.raw.chars().count() > INPUT_EXCERPT_CHARS {
+                "…"
+            } else {
+                ""
+            };
+            return Err(settled(
+                call,
+                format!(
+                    "InputValidationError: the input for {} is not valid JSON ({}). Received: {excerpt}{ellipsis}",
+                    call.name, invalid.error
+                ),
+            ));
+        }
+        let problems = tool.schema_errors(&call.input);
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let noun = if problems.len() == 1 {
+            "issue"
+        } else {
+            "issues"
+        };
+        Err(settled(
+            call,
+            format!(
+                "InputValidationError: {} failed due to the following {noun}:\n{}",
+                call.name,
+                problems.join("\n")
+            ),
+        ))
+    }
+
+    /// plan: the tool's own validation, and what the call needs (in an
+    /// instance with no capabilities).
+    pub(super) async fn plan(
+        &self,
+        tool: &RegisteredTool,
+        call: &ToolCall,
+    ) -> Staged<(ToolHandle, CallPlan)> {
+        let handle = tool
+            .handle()
+            .await
+            .map_err(|e| settled(call, format!("{} is unavailable: {e}", call.name)))?;
+        match handle.plan(&call.name, &call.input.to_string()).await {
+            Ok(Ok(plan)) => Ok((handle, plan)),
+            Ok(Err(message)) => Err(settled(call, message)),
+            Err(e) => Err(settled(
+                call,
+                format!("{} could not check its input: {e}", call.name),
+            )),
+        }
+    }
+
+    /// pre-hooks: the PreToolUse hooks may settle the call (deny, defer,
+    /// stop, an invalid update) or rewrite its input (checked and planned
+    /// again); their permission answer goes to the decision.
+    pub(super) async fn pre_hooks(
+        &self,
+        tool: &RegisteredTool,
+        handle: ToolHandle,
+        mut call: ToolCall,
+        mut plan: CallPlan,
+    ) -> Staged<PreHooked> {
+        let mut notes = HookNotes::default();
+        let Some(hooks) = self.hooks_for(HookEventKind::PreToolUse) else {
+            return Ok(PreHooked {
+                call,
+                plan,
+                handle,
+                hook: HookAnswer::None,
+                notes,
+            });
+        };
+        let answer = hooks.run(HookEvent::PreToolUse(hook_call(&call))).await;
+        notes.context = contexts("PreToolUse", &call.name, &answer);
+        let settle = |mut result: Box<ToolCallResult>, notes: HookNotes| {
+            result.hooks = notes;
+            Err(result)
+        };
+        if let Some(reason) = answer.stop {
+            hooks.notify_stop(HookEventKind::PreToolUse, &reason);
+            notes.stop = Some(reason.clone());
+            let result = settled(
+                &call,
+                format!("A PreToolUse hook stopped the run before this call: {reason}"),
+            );
+            return settle(result, notes);
+        }
+        let reason = answer.reason.unwrap_or_default();
+        let hook = match answer.decision {
+            Some(HookPermission::Deny) => {
+                self.audit(
+                    &call,
+                    &plan,
+                    &Grant::none(),
+                    "hook_deny",
+                    &Basis::hook(None, None),
+                );
+                return settle(Box::new(hook_denied(&call, reason)), notes);
+            }
+            Some(HookPermission::Defer) => {
+                notes.deferred = true;
+                let result = settled(
+                    &call,
+                    "A PreToolUse hook deferred this call, so it was not run. Only a response with a single tool call can be deferred (the run then ends, to be answered later).",
+                );
+                return settle(result, notes);
+            }
+            Some(HookPermission::Allow) => HookAnswer::Allow,
+            Some(HookPermission::Ask) => HookAnswer::Ask(reason),
+            None => HookAnswer::None,
+        };
+        if let Some(updated) = answer.updated_input {
+            let problems = tool.schema_errors(&updated);
+            if !problems.is_empty() {
+                hooks.warn(format!(
+                    "PreToolUse hook gave {} an invalid updatedInput ({}); the call was not run",
+                    call.name,
+                    problems.join("; ")
+                ));
+                let result = settled(
+                    &call,
+                    format!(
+                        "A PreToolUse hook rewrote the input of {} into one that fails its schema, so the call was not run:\n{}",
+                        call.name,
+                        problems.join("\n")
+                    ),
+                );
+                return settle(result, notes);
+            }
+            // The needs follow the input the tool will actually get.
+            plan = match handle.plan(&call.name, &updated.to_string()).await {
+                Ok(Ok(plan)) => plan,
+                Ok(Err(message)) => return settle(settled(&call, message), notes),
+                Err(e) => {
+                    let result = settled(
+                        &call,
+                        format!(
+                            "{} could not check the input a hook gave it: {e}",
+                            call.name
+                        ),
+                    );
+                    return settle(result, notes);
+                }
+            };
+            call.input = updated;
+        }
+        Ok(PreHooked {
+            call,
+            plan,
+            handle,
+            hook,
+            notes,
+        })
+    }
+
+    /// decide: the policy's verdict, the hook's answer included.
+    pub(super) fn decide(
+        &self,
+        tool: &RegisteredTool,
+        call: &ToolCall,
+        plan: &CallPlan,
+        hook: HookAnswer,
+    ) -> Verdict {
+        self.policy
+            .decide(&CallRequest::new(&call.name, &plan.needs, &tool.ceiling).with_hook(hook))
+    }
+
+    /// call: the sandboxed call holding exactly `grant`.
+    pub(super) async fn call(
+        &self,
+        tool: &RegisteredTool,
+        handle: &ToolHandle,
+        call: &ToolCall,
+        grant: &Grant,
+    ) -> ToolCallResult {
+        tracing::debug!(tool = %call.name, id = %call.id, granted = ?grant.describe(), "calling tool");
+        let limits = tool.limits.as_ref().unwrap_or(&self.limits);
+        let context = CallContext {
+            tool_use_id: call.id.clone(),
+            session_id: self.session_id.clone(),
+        };
+        let answer = handle
+            .call(
+                &call.name,
+                &call.input.to_string(),
+                grant,
+                limits,
+                &self.reads,
+                &context,
+            )
+            .await;
+        match answer {
+            Ok(Ok(output)) => to_result(&call.id, output),
+            Ok(Err(ToolFailure::InvalidInput(message))) => {
+                ToolCallResult::error(&call.id, format!("InputValidationError: {message}"))
+            }
+            Ok(Err(ToolFailure::Failed(message))) => ToolCallResult::error(&call.id, message),
+            Err(e) => ToolCallResult::error(&call.id, format!("{} failed: {e}", call.name)),
+        }
+    }
+
+    /// sweep: after a call holding a write grant on a tree, a protected file
+    /// that appeared in the tree (none was there, or the grant would not
+    /// have been given) is removed, and the call reports it.
+    pub(super) fn sweep(&self, call: &ToolCall, grant: &Grant) -> Option<ToolCallResult> {
+        let (home, config_dir) = self.policy.protected_roots();
+        let mut removed = Vec::new();
+        for tree in grant.write_trees() {
+            let found = protected_entries(tree, &home, &config_dir, usize::MAX).unwrap_or_default();
+            for path in found {
+                let gone = if path.is_dir() && !path.is_symlink() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+                if let Err(e) = gone {
+                    tracing::error!(path = %path.display(), error = %e, "cannot remove a protected file a tool created");
+                }
+                removed.push(path.display().to_string());
+            }
+        }
+        (!removed.is_empty()).then(|| {
+            ToolCallResult::error(
+                &call.id,
+                format!(
+                    "{} created protected files ({}); carapace removed them. Writing them needs the user's explicit approval.",
+                    call.name,
+                    removed.join(", ")
+                ),
+            )
+        })
+    }
+
+    /// post-hooks: PostToolUse (PostToolUseFailure on an error) — their
+    /// context, a block's reason for the model, a validated replacement
+    /// output, a stop.
+    pub(super) async fn post_hooks(
+        &self,
+        call: &ToolCall,
+        mut result: ToolCallResult,
+        duration: Duration,
+    ) -> ToolCallResult {
+        let failed = result.is_error;
+        let kind = if failed {
+            HookEventKind::PostToolUseFailure
+        } else {
+            HookEventKind::PostToolUse
+        };
+        let Some(hooks) = self.hooks_for(kind) else {
+            return result;
+        };
+        let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        let event = if failed {
+            HookEvent::PostToolUseFailure {
+                call: hook_call(call),
+                error: result_text(&result.content),
+                duration_ms,
+            }
+        } else {
+            HookEvent::PostToolUse {
+                call: hook_call(call),
+                tool_response: serde_json::to_string(&result.content).unwrap_or_default(),
+                duration_ms,
+            }
+        };
+        let answer = hooks.run(event).await;
+        let mut context = contexts(kind.name(), &call.name, &answer);
+        if let Some(reason) = &answer.block {
+            context.push(format!(
+                "<system-reminder>\nA {} hook objected to the {} call: {reason}\n</system-reminder>",
+                kind.name(),
+                call.name
+            ));
+        }
+        if let Some(output) = answer.updated_tool_output {
+            match replacement_output(output) {
+                Ok(content) if !failed => result.content = content,
+                Ok(_) => hooks.warn(format!(
+                    "{} hook returned updatedToolOutput for a failed {} call; only PostToolUse may replace an output, so the original was kept",
+                    kind.name(),
+                    call.name
+                )),
+                Err(problem) => hooks.warn(format!(
+                    "{} hook returned an invalid updatedToolOutput for {} ({problem}); the original output was kept",
+                    kind.name(),
+                    call.name
+                )),
+            }
+        }
+        if let Some(reason) = &answer.stop {
+            hooks.notify_stop(kind, reason);
+        }
+        result.hooks.context = context;
+        result.hooks.stop = answer.stop;
+        result
+    }
+
+    /// spill: a text result longer than the limit is saved whole to the
+    /// session's directory and the model gets a preview and the path (Read
+    /// can page through it), so one large result cannot crowd out the
+    /// context.
+    pub(super) fn spill(&self, mut result: ToolCallResult) -> ToolCallResult {
+        let Some((dir, max_chars)) = &self.spill else {
+            return result;
+        };
+        let ToolResultContent::Text(text) = &result.content else {
+            return result;
+        };
+        let total = text.chars().count();
+        if total <= *max_chars {
+            return result;
+        }
+        let name: String = result
+            .tool_use_id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+            .collect();
+        let path = dir.join(format!("{name}.txt"));
+        let saved =
+            std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, text.as_bytes()));
+        let preview: String = text.chars().take(PREVIEW_CHARS).collect();
+        let note = match saved {
+            Ok(()) => format!(
+                "\n\n[This result was {total} characters long; the first {PREVIEW_CHARS} are shown. The whole result is saved at {} — read it with Read, using offset and limit.]",
+                path.display()
+            ),
+            Err(e) => format!(
+                "\n\n[This result was {total} characters long and was cut to {PREVIEW_CHARS}; saving it whole failed: {e}]"
+            ),
+        };
+        result.content = ToolResultContent::Text(preview + &note);
+        result
+    }
+
+    /// The `is_error` result of a refused call, naming what refused it.
+    pub(super) fn denied(&self, call: &ToolCall, message: String, basis: &Basis) -> ToolCallResult {
+        let mut result = ToolCallResult::error(&call.id, &message);
+        result.denial = Some(Box::new(PermissionDenial {
+            tool_name: call.name.clone(),
+            tool_use_id: call.id.clone(),
+            tool_input: call.input.clone(),
+            reason: message,
+            source: Some(denial_source(basis)),
+        }));
+        result
+    }
+
+    pub(super) fn audit(
+        &self,
+        call: &ToolCall,
+        plan: &CallPlan,
+        grant: &Grant,
+        decision: &'static str,
+        basis: &Basis,
+    ) {
+        self.audit.record(&AuditEntry {
+            time: AuditEntry::now(),
+            tool: call.name.clone(),
+            tool_use_id: call.id.clone(),
+            input_sha256: AuditEntry::digest(&call.input),
+            requested: plan.needs.iter().map(describe_need).collect(),
+            granted: grant.describe(),
+            decision,
+            basis: basis.clone(),
+        });
+    }
+}

@@ -1,0 +1,639 @@
+//! The registry: every tool the session can offer, by name, each with its
+//! compiled input schema, its plugin's capability ceiling and limits, and
+//! what runs its calls (a component, loaded on first use, or an MCP
+//! server's tool).
+//!
+//! The registry never offers two tools under one name, and never offers a
+//! tool whose schema is not valid JSON Schema. Components are loaded on
+//! first use: a first-party one from the bytes embedded in the binary, an
+//! installed one after its bytes are checked against the approved digest.
+
+use super::builtin::BUILTIN_PLUGINS;
+use crate::mcp::McpServer;
+use crate::model::ToolSpec;
+use crate::policy::Ceiling;
+use crate::sandbox::{
+    CallContext, CallLimits, CallPlan, Grant, InterruptBehavior, ReadLedger, Sandbox, SandboxError,
+    ToolAnnotations, ToolComponent, ToolContent, ToolDefinition, ToolFailure, ToolOutput,
+};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("plugin `{plugin}`: {source}")]
+    Load {
+        plugin: String,
+        #[source]
+        source: SandboxError,
+    },
+    #[error("plugin `{plugin}`: tool `{tool}` has an invalid input schema: {reason}")]
+    InvalidSchema {
+        plugin: String,
+        tool: String,
+        reason: String,
+    },
+    #[error(
+        "plugin `{plugin}`: `{tool}` is not a valid tool name (1-64 of A-Z a-z 0-9 _ -, starting with a letter)"
+    )]
+    InvalidName { plugin: String, tool: String },
+    #[error("tool `{tool}` is provided by both `{first}` and `{second}`")]
+    DuplicateTool {
+        tool: String,
+        first: String,
+        second: String,
+    },
+    #[error("plugin `{plugin}`: {reason}")]
+    Installed { plugin: String, reason: String },
+    #[error("unknown tool `{0}` in --tools (available: {1})")]
+    UnknownSelection(String, String),
+}
+
+/// An installed plugin, as the registry takes it: its tools as approved,
+/// where its bytes are and what they must hash to.
+#[derive(Debug, Clone)]
+pub struct InstalledTools {
+    pub plugin: String,
+    pub path: PathBuf,
+    /// SHA-256 (lowercase hex) of the approved bytes.
+    pub digest: String,
+    /// The `carapace:tool` version it was installed as.
+    pub contract: String,
+    pub tools: Vec<ToolDefinition>,
+    pub ceiling: Ceiling,
+    pub limits: CallLimits,
+}
+
+/// One tool, ready to be offered and called.
+pub struct RegisteredTool {
+    pub definition: ToolDefinition,
+    pub schema: Value,
+    validator: jsonschema::Validator,
+    provider: ToolProvider,
+    pub ceiling: Arc<Ceiling>,
+    /// The plugin's own limits, when its manifest sets them.
+    pub limits: Option<CallLimits>,
+}
+
+/// Where a tool's calls go.
+#[derive(Clone)]
+enum ToolProvider {
+    /// A first-party component, built with carapace: the only kind that
+    /// sees the session's read ledger.
+    FirstParty(Arc<LazyComponent>),
+    /// Anyone else's component.
+    ThirdParty(Arc<LazyComponent>),
+    Mcp(McpHandle),
+}
+
+/// One tool of an MCP server.
+#[derive(Clone)]
+pub struct McpHandle {
+    server: Arc<McpServer>,
+    /// The server's own name for the tool.
+    tool: String,
+    read_only: bool,
+}
+
+/// What runs a tool's calls: a component, or an MCP server's tool through
+/// the bridge.
+#[derive(Clone)]
+pub enum ToolHandle {
+    Wasm {
+        component: ToolComponent,
+        /// The session's read ledger, for first-party components only.
+        ledger_access: bool,
+    },
+    Mcp(McpHandle),
+}
+
+impl ToolHandle {
+    /// What one call needs. An MCP tool needs nothing the host could grant
+    /// (the server has what it was started with); it is concurrency-safe
+    /// when the server marks it read-only.
+    pub async fn plan(
+        &self,
+        tool: &str,
+        input: &str,
+    ) -> Result<Result<CallPlan, String>, SandboxError> {
+        match self {
+            ToolHandle::Wasm { component, .. } => component.plan(tool, input).await,
+            ToolHandle::Mcp(mcp) => Ok(Ok(CallPlan {
+                concurrency_safe: mcp.read_only,
+                interrupt: InterruptBehavior::Cancel,
+                needs: Vec::new(),
+            })),
+        }
+    }
+
+    /// Runs one call with `grant`; `reads` reaches the component only if it
+    /// is first-party.
+    pub async fn call(
+        &self,
+        tool: &str,
+        input: &str,
+        grant: &Grant,
+        limits: &CallLimits,
+        reads: &Arc<ReadLedger>,
+        context: &CallContext,
+    ) -> Result<Result<ToolOutput, ToolFailure>, SandboxError> {
+        match self {
+            ToolHandle::Wasm {
+                component,
+                ledger_access,
+            } => {
+                let reads = ledger_access.then_some(reads);
+                component
+                    .call_in_session(tool, input, grant, limits, reads, context)
+                    .await
+            }
+            ToolHandle::Mcp(mcp) => {
+                let answer = mcp.server.call(&mcp.tool, input, limits).await?;
+                Ok(match answer {
+                    Err(message) => Err(ToolFailure::Failed(message)),
+                    Ok(outcome) => {
+                        let mut content = outcome.content;
+                        // Structured content stands in for empty content.
+                        if content.is_empty()
+                            && let Some(structured) = outcome.structured
+                        {
+                            content.push(ToolContent::Text(structured));
+                        }
+                        Ok(ToolOutput {
+                            content,
+                            is_error: outcome.is_error,
+                        })
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// Where a component's bytes are.
+enum Source {
+    /// Already loaded (a component loaded by hand).
+    Loaded,
+    /// Embedded in the binary, with the digest computed at build time.
+    Embedded {
+        sandbox: Sandbox,
+        wasm: &'static [u8],
+        digest: &'static str,
+    },
+    /// An installed plugin's file, which must still hash to the approved
+    /// digest.
+    Installed {
+        sandbox: Sandbox,
+        path: PathBuf,
+        digest: String,
+        contract: String,
+    },
+}
+
+/// A component loaded (compiled, or read from the cache, and linked) the
+/// first time one of its tools is called, once for all callers.
+struct LazyComponent {
+    name: String,
+    tools: Vec<ToolDefinition>,
+    source: Source,
+    loaded: tokio::sync::OnceCell<Result<ToolComponent, String>>,
+}
+
+impl LazyComponent {
+    fn loaded(component: ToolComponent) -> Self {
+        Self {
+            name: component.name().to_string(),
+            tools: component.tools().to_vec(),
+            source: Source::Loaded,
+            loaded: tokio::sync::OnceCell::new_with(Some(Ok(component))),
+        }
+    }
+
+    async fn component(self: &Arc<Self>) -> Result<ToolComponent, SandboxError> {
+        let this = self.clone();
+        let loaded = self
+            .loaded
+            .get_or_init(|| async move {
+                // Reading, hashing and compiling are blocking work.
+                tokio::task::spawn_blocking(move || this.load())
+                    .await
+                    .unwrap_or_else(|e| Err(format!("loading stopped: {e}")))
+            })
+            .await;
+        loaded.clone().map_err(SandboxError::Unavailable)
+    }
+
+    fn load(&self) -> Result<ToolComponent, String> {
+        match &self.source {
+            Source::Loaded => Err(format!("plugin `{}` was not loaded", self.name)),
+            Source::Embedded {
+                sandbox,
+                wasm,
+                digest,
+            } => ToolComponent::load_known(
+                sandbox,
+                &self.name,
+                wasm,
+                digest,
+                None,
+                self.tools.clone(),
+            )
+            .map_err(|e| format!("first-party plugin `{}`: {e}", self.name)),
+            Source::Installed {
+                sandbox,
+                path,
+                digest,
+                contract,
+            } => {
+                let wasm = std::fs::read(path).map_err(|e| {
+                    format!(
+                        "plugin `{}` cannot be read ({}: {e}); reinstall it with `carapace plugin add`",
+                        self.name,
+                        path.display()
+                    )
+                })?;
+                let actual = crate::sandbox::digest(&wasm);
+                if actual != *digest {
+                    return Err(format!(
+                        "plugin `{}` changed on disk since it was approved ({}); it will not run until it is approved again with `carapace plugin add`",
+                        self.name,
+                        path.display()
+                    ));
+                }
+                ToolComponent::load_known(
+                    sandbox,
+                    &self.name,
+                    &wasm,
+                    &actual,
+                    Some(contract),
+                    self.tools.clone(),
+                )
+                .map_err(|e| format!("plugin `{}`: {e}", self.name))
+            }
+        }
+    }
+}
+
+impl RegisteredTool {
+    /// What runs the tool's calls (loading its component on first use).
+    pub async fn handle(&self) -> Result<ToolHandle, SandboxError> {
+        match &self.provider {
+            ToolProvider::Mcp(mcp) => Ok(ToolHandle::Mcp(mcp.clone())),
+            ToolProvider::FirstParty(lazy) => Ok(ToolHandle::Wasm {
+                component: lazy.component().await?,
+                ledger_access: true,
+            }),
+            ToolProvider::ThirdParty(lazy) => Ok(ToolHandle::Wasm {
+                component: lazy.component().await?,
+                ledger_access: false,
+            }),
+        }
+    }
+
+    /// The tool's component (loading it on first use); an MCP tool has
+    /// none.
+    pub async fn component(&self) -> Result<ToolComponent, SandboxError> {
+        match self.handle().await? {
+            ToolHandle::Wasm { component, .. } => Ok(component),
+            ToolHandle::Mcp(mcp) => Err(SandboxError::Unavailable(format!(
+                "{} is a tool of MCP server `{}`, not a component",
+                mcp.tool, mcp.server.name
+            ))),
+        }
+    }
+
+    /// The plugin (or `mcp:<server>`) the tool belongs to.
+    pub fn plugin(&self) -> &str {
+        match &self.provider {
+            ToolProvider::FirstParty(lazy) | ToolProvider::ThirdParty(lazy) => &lazy.name,
+            ToolProvider::Mcp(mcp) => &mcp.server.name,
+        }
+    }
+
+    /// Whether the tool is carapace's own.
+    pub fn is_first_party(&self) -> bool {
+        matches!(self.provider, ToolProvider::FirstParty(_))
+    }
+
+    /// Every way `input` violates the tool's schema, one line each.
+    pub fn schema_errors(&self, input: &Value) -> Vec<String> {
+        self.validator
+            .iter_errors(input)
+            .map(|e| {
+                let at = e.instance_path.to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{e} (at `{at}`)")
+                }
+            })
+            .collect()
+    }
+}
+
+/// The tools of every loaded plugin, in a stable order. Cheap to clone:
+/// the tools are shared.
+#[derive(Default, Clone)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<RegisteredTool>>,
+}
+
+impl ToolRegistry {
+    /// The first-party tools embedded in this binary. Their definitions
+    /// come from the component cache when an earlier run stored them, so
+    /// no component is compiled, loaded or run before one of its tools is
+    /// called; otherwise each component is loaded now and its definitions
+    /// stored for the next run.
+    pub async fn builtin(sandbox: &Sandbox) -> Result<Self, RegistryError> {
+        let mut registry = Self::default();
+        for plugin in BUILTIN_PLUGINS {
+            let lazy = match sandbox.cache().definitions(plugin.digest) {
+                Some(tools) => LazyComponent {
+                    name: plugin.name.to_string(),
+                    tools,
+                    source: Source::Embedded {
+                        sandbox: sandbox.clone(),
+                        wasm: plugin.wasm,
+                        digest: plugin.digest,
+                    },
+                    loaded: tokio::sync::OnceCell::new(),
+                },
+                None => {
+                    let component = ToolComponent::load_digested(
+                        sandbox,
+                        plugin.name,
+                        plugin.wasm,
+                        plugin.digest,
+                    )
+                    .await
+                    .map_err(|source| RegistryError::Load {
+                        plugin: plugin.name.to_string(),
+                        source,
+                    })?;
+                    sandbox
+                        .cache()
+                        .store_definitions(plugin.digest, component.tools());
+                    LazyComponent::loaded(component)
+                }
+            };
+            let definitions = lazy.tools.clone();
+            registry.add_tools(
+                plugin.name,
+                &definitions,
+                ToolProvider::FirstParty(Arc::new(lazy)),
+                Arc::new((plugin.ceiling)()),
+                None,
+            )?;
+        }
+        Ok(registry)
+    }
+
+    /// Adds every tool of a third-party `component`.
+    pub fn add(
+        &mut self,
+        component: ToolComponent,
+        ceiling: Arc<Ceiling>,
+    ) -> Result<(), RegistryError> {
+        self.add_with_limits(component, ceiling, None)
+    }
+
+    /// Adds every tool of a third-party `component`, run under `limits`
+    /// rather than the session's defaults when given.
+    pub fn add_with_limits(
+        &mut self,
+        component: ToolComponent,
+        ceiling: Arc<Ceiling>,
+        limits: Option<CallLimits>,
+    ) -> Result<(), RegistryError> {
+        let name = component.name().to_string();
+        let definitions = component.tools().to_vec();
+        self.add_tools(
+            &name,
+            &definitions,
+            ToolProvider::ThirdParty(Arc::new(LazyComponent::loaded(component))),
+            ceiling,
+            limits,
+        )
+    }
+
+    /// Adds an installed plugin's tools, as recorded when it was approved;
+    /// its component is compiled or loaded from the cache on first use. The
+    /// plugin's tools are all added or none is.
+    pub fn add_installed(
+        &mut self,
+        sandbox: &Sandbox,
+        plugin: InstalledTools,
+    ) -> Result<(), RegistryError> {
+        let InstalledTools {
+            plugin: name,
+            path,
+            digest,
+            contract,
+            tools,
+            ceiling,
+            limits,
+        } = plugin;
+        if !path.is_file() {
+            return Err(RegistryError::Installed {
+                plugin: name,
+                reason: format!(
+                    "its component {} is missing; reinstall it with `carapace plugin add`",
+                    path.display()
+                ),
+            });
+        }
+        let provider = ToolProvider::ThirdParty(Arc::new(LazyComponent {
+            name: name.clone(),
+            tools: tools.clone(),
+            source: Source::Installed {
+                sandbox: sandbox.clone(),
+                path,
+                digest,
+                contract,
+            },
+            loaded: tokio::sync::OnceCell::new(),
+        }));
+        let mut staged = self.clone();
+        staged.add_tools(&name, &tools, provider, Arc::new(ceiling), Some(limits))?;
+        *self = staged;
+        Ok(())
+    }
+
+    /// Adds a connected MCP server's tools as `mcp__<server>__<tool>`. A
+    /// tool that cannot be offered (a clashing or too long name, an invalid
+    /// schema) is left out with a warning; the others are added.
+    pub fn add_mcp(&mut self, server: &Arc<McpServer>) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let ceiling = Arc::new(Ceiling::none().with_calls_needing_approval());
+        for tool in server.tools() {
+            let name = crate::mcp::tool_name(&server.name, &tool.name);
+            let definition = ToolDefinition {
+                name: name.clone(),
+                description: tool.description.clone(),
+                input_schema: tool.input_schema.clone(),
+                annotations: ToolAnnotations {
+                    read_only: tool.read_only,
+                    ..ToolAnnotations::default()
+                },
+            };
+            let provider = ToolProvider::Mcp(McpHandle {
+                server: server.clone(),
+                tool: tool.name.clone(),
+                read_only: tool.read_only,
+            });
+            let plugin = format!("mcp:{}", server.name);
+            if let Err(e) = self.add_tools(&plugin, &[definition], provider, ceiling.clone(), None)
+            {
+                warnings.push(format!(
+                    "MCP server `{}`: tool `{}` left out: {e}",
+                    server.name, tool.name
+                ));
+            }
+        }
+        warnings
+    }
+
+    fn add_tools(
+        &mut self,
+        plugin: &str,
+        definitions: &[ToolDefinition],
+        provider: ToolProvider,
+        ceiling: Arc<Ceiling>,
+        limits: Option<CallLimits>,
+    ) -> Result<(), RegistryError> {
+        for definition in definitions {
+            if let Some(existing) = self.get(&definition.name) {
+                return Err(RegistryError::DuplicateTool {
+                    tool: definition.name.clone(),
+                    first: existing.plugin().to_string(),
+                    second: plugin.to_string(),
+                });
+            }
+            let (schema, validator) = checked_definition(plugin, definition)?;
+            self.tools.push(Arc::new(RegisteredTool {
+                definition: definition.clone(),
+                schema,
+                validator,
+                provider: provider.clone(),
+                ceiling: ceiling.clone(),
+                limits,
+            }));
+        }
+        Ok(())
+    }
+
+    /// Keeps only the named tools (`--tools`), in the order given.
+    pub fn select(mut self, names: &[String]) -> Result<Self, RegistryError> {
+        let mut selected = Vec::with_capacity(names.len());
+        for name in names {
+            let Some(index) = self.tools.iter().position(|t| &t.definition.name == name) else {
+                if selected
+                    .iter()
+                    .any(|t: &Arc<RegisteredTool>| &t.definition.name == name)
+                {
+                    continue; // named twice
+                }
+                return Err(RegistryError::UnknownSelection(
+                    name.clone(),
+                    self.names().join(", "),
+                ));
+            };
+            selected.push(self.tools.remove(index));
+        }
+        Ok(Self { tools: selected })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
+        self.tools
+            .iter()
+            .find(|t| t.definition.name == name)
+            .map(|t| &**t)
+    }
+
+    /// The tool, shared (to hold across a call while the registry changes).
+    pub fn get_shared(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        self.tools
+            .iter()
+            .find(|t| t.definition.name == name)
+            .cloned()
+    }
+
+    /// Replaces an MCP server's tools with its current list.
+    pub fn replace_mcp(&mut self, server: &Arc<McpServer>) -> Vec<String> {
+        self.tools.retain(|t| match &t.provider {
+            ToolProvider::Mcp(mcp) => !Arc::ptr_eq(&mcp.server, server),
+            _ => true,
+        });
+        self.add_mcp(server)
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .map(|t| t.definition.name.clone())
+            .collect()
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|t| ToolSpec {
+                name: t.definition.name.clone(),
+                description: t.definition.description.clone(),
+                input_schema: t.schema.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Checks that a plugin's tool can be offered: a name the API accepts, an
+/// input schema that is valid JSON Schema for an object. Returns the schema
+/// and its compiled validator.
+pub fn checked_definition(
+    plugin: &str,
+    definition: &ToolDefinition,
+) -> Result<(Value, jsonschema::Validator), RegistryError> {
+    if !valid_tool_name(&definition.name) {
+        return Err(RegistryError::InvalidName {
+            plugin: plugin.to_string(),
+            tool: definition.name.clone(),
+        });
+    }
+    let invalid = |reason: String| RegistryError::InvalidSchema {
+        plugin: plugin.to_string(),
+        tool: definition.name.clone(),
+        reason,
+    };
+    let schema: Value =
+        serde_json::from_str(&definition.input_schema).map_err(|e| invalid(e.to_string()))?;
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(invalid(
+            "the input schema must have `\"type\": \"object\"`".into(),
+        ));
+    }
+    let validator = jsonschema::validator_for(&schema).map_err(|e| invalid(e.to_string()))?;
+    Ok((schema, validator))
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_tool_name;
+
+    #[test]
+    fn tool_names_follow_the_api_rules() {
+        for ok in ["Read", "mcp__srv__tool", "a-b", &"x".repeat(64)] {
+            assert!(valid_tool_name(ok), "{ok}");
+        }
+        for bad in ["", "1abc", "a b", "naïve", &"x".repeat(65), "_x"] {
+            assert!(!valid_tool_name(bad), "{bad}");
+        }
+    }
+}
