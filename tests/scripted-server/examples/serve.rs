@@ -14,7 +14,7 @@
 //! (after `--requests N` Messages requests, or `--idle-secs S` of silence, 60 by
 //! default).
 
-use scripted_server::{Block, Reply, ScriptedServer, Step};
+use scripted_server::{Reply, ScriptedServer};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|i| args.get(i + 1))
         .and_then(|n| n.parse().ok());
     let script: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(script_path)?)?;
-    let replies = script.iter().map(reply).collect::<Result<Vec<_>, _>>()?;
+    let replies = script
+        .iter()
+        .map(Reply::from_script)
+        .collect::<Result<Vec<_>, _>>()?;
     let server = ScriptedServer::start(replies)?;
     eprintln!("ANTHROPIC_BASE_URL={}", server.url());
     let mut last_change = Instant::now();
@@ -59,61 +62,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
-}
-
-fn reply(value: &Value) -> Result<Reply, String> {
-    if let Some(status) = value.get("status").and_then(Value::as_u64) {
-        let mut reply = Reply::status(
-            status as u16,
-            value["type"].as_str().unwrap_or("api_error"),
-            value["message"].as_str().unwrap_or("scripted error"),
-        );
-        if let (Reply::Status { headers, .. }, Some(after)) =
-            (&mut reply, value["retry_after"].as_str())
-        {
-            headers.push(("retry-after".into(), after.into()));
-        }
-        return Ok(reply);
-    }
-    if let Some(events) = value.get("events").and_then(Value::as_array) {
-        let steps = events
-            .iter()
-            .map(|e| {
-                if let Some(ms) = e.get("pause_ms").and_then(Value::as_u64) {
-                    Step::Pause(Duration::from_millis(ms))
-                } else if e.get("cut").is_some() {
-                    Step::Cut
-                } else {
-                    Step::Event(e.clone())
-                }
-            })
-            .collect();
-        return Ok(Reply::Events(steps));
-    }
-    let blocks = value["blocks"]
-        .as_array()
-        .ok_or_else(|| format!("reply without blocks, status or events: {value}"))?
-        .iter()
-        .map(|b| match b["type"].as_str() {
-            Some("text") => Ok(Block::text(b["text"].as_str().unwrap_or_default())),
-            Some("thinking") => Ok(Block::Thinking(
-                b["thinking"].as_str().unwrap_or_default().into(),
-            )),
-            Some("tool_use") => Ok(Block::tool_use(
-                b["id"].as_str().unwrap_or("toolu_x"),
-                b["name"].as_str().unwrap_or_default(),
-                b["input"].clone(),
-            )),
-            Some("raw_tool_use") => Ok(Block::RawToolUse {
-                id: b["id"].as_str().unwrap_or("toolu_x").into(),
-                name: b["name"].as_str().unwrap_or_default().into(),
-                json: b["json"].as_str().unwrap_or_default().into(),
-            }),
-            _ => Err(format!("unknown block {b}")),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Reply::message(
-        blocks,
-        value["stop_reason"].as_str().unwrap_or("end_turn"),
-    ))
 }

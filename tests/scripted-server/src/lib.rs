@@ -150,6 +150,67 @@ impl Reply {
         self
     }
 
+    /// A reply from its JSON form (the `serve` example's script format, and
+    /// the Claude Code recordings'): `{"blocks": [...], "stop_reason"}`,
+    /// `{"status", "type", "message", "retry_after"?}` or
+    /// `{"events": [SSE data | {"pause_ms"} | {"cut": true}]}`.
+    pub fn from_script(value: &Value) -> Result<Reply, String> {
+        if let Some(status) = value.get("status").and_then(Value::as_u64) {
+            let mut reply = Reply::status(
+                status as u16,
+                value["type"].as_str().unwrap_or("api_error"),
+                value["message"].as_str().unwrap_or("scripted error"),
+            );
+            if let (Reply::Status { headers, .. }, Some(after)) =
+                (&mut reply, value["retry_after"].as_str())
+            {
+                headers.push(("retry-after".into(), after.into()));
+            }
+            return Ok(reply);
+        }
+        if let Some(events) = value.get("events").and_then(Value::as_array) {
+            let steps = events
+                .iter()
+                .map(|e| {
+                    if let Some(ms) = e.get("pause_ms").and_then(Value::as_u64) {
+                        Step::Pause(Duration::from_millis(ms))
+                    } else if e.get("cut").is_some() {
+                        Step::Cut
+                    } else {
+                        Step::Event(e.clone())
+                    }
+                })
+                .collect();
+            return Ok(Reply::Events(steps));
+        }
+        let blocks = value["blocks"]
+            .as_array()
+            .ok_or_else(|| format!("reply without blocks, status or events: {value}"))?
+            .iter()
+            .map(|b| match b["type"].as_str() {
+                Some("text") => Ok(Block::text(b["text"].as_str().unwrap_or_default())),
+                Some("thinking") => Ok(Block::Thinking(
+                    b["thinking"].as_str().unwrap_or_default().into(),
+                )),
+                Some("tool_use") => Ok(Block::tool_use(
+                    b["id"].as_str().unwrap_or("toolu_x"),
+                    b["name"].as_str().unwrap_or_default(),
+                    b["input"].clone(),
+                )),
+                Some("raw_tool_use") => Ok(Block::RawToolUse {
+                    id: b["id"].as_str().unwrap_or("toolu_x").into(),
+                    name: b["name"].as_str().unwrap_or_default().into(),
+                    json: b["json"].as_str().unwrap_or_default().into(),
+                }),
+                _ => Err(format!("unknown block {b}")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Reply::message(
+            blocks,
+            value["stop_reason"].as_str().unwrap_or("end_turn"),
+        ))
+    }
+
     fn into_steps(self, n: usize) -> Vec<Step> {
         match self {
             Reply::Events(steps) => steps,

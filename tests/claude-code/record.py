@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Records how Claude Code's CLI behaves on the scripted Messages server, for
+the parity tests (tests/agent/parity.rs). Not run by the test suite: the
+recordings in this directory are the reference.
+
+    CLAUDE=/path/to/claude python3 tests/claude-code/record.py [SCENARIO ...]
+
+Install the CLI in a scratch folder outside the repository
+(`npm install @anthropic-ai/claude-code`) and point CLAUDE at its `claude`.
+Each scenario's recording holds the script the server played, the CLI's
+stdout lines (without `system`/`init`), the messages of every request after
+the first user message, and — where a scenario has a hook that saves its
+stdin — what the hooks were given.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SERVE = os.environ.get("SERVE", os.path.join(ROOT, "target/debug/examples/serve"))
+CLAUDE = os.environ.get("CLAUDE", "claude")
+
+
+def text(t):
+    return {"type": "text", "text": t}
+
+
+def tool(id, name, input):
+    return {"type": "tool_use", "id": id, "name": name, "input": input}
+
+
+def reply(blocks, stop="end_turn"):
+    return {"blocks": blocks, "stop_reason": stop}
+
+
+def stop_hook():
+    # Always blocks; its input is saved for the recording.
+    return {"hooks": {"Stop": [{"hooks": [{"type": "command", "command":
+        "(cat; echo) >> \"$HOOK_LOG\"; echo 'keep going' >&2; exit 2"}]}]}}
+
+
+def dump_hooks(*events):
+    command = "(cat; echo) >> \"$HOOK_LOG\"; pwd >> \"$HOOK_LOG.cwd\""
+    return {"hooks": {e: [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]
+                      for e in events}}
+
+
+MESSAGE_START = {"type": "message_start", "message": {
+    "id": "msg_cut", "type": "message", "role": "assistant", "model": "m", "content": [],
+    "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}
+
+# name -> (script, extra args, extra env, settings or None)
+SCENARIOS = {
+    # (a) a call that fails before running is shown right after its block.
+    "unknown-tool": ([
+        reply([tool("toolu_unknown", "Reed", {"file_path": "{ws}/notes.txt"}),
+               text("after the unknown"),
+               tool("toolu_read", "Read", {"file_path": "{ws}/notes.txt"}),
+               text("last text")], "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Read"], {}, None),
+    "invalid-input": ([
+        reply([tool("toolu_bad", "Read", {"path": "x"}),
+               text("after the invalid"),
+               tool("toolu_read", "Read", {"file_path": "{ws}/notes.txt"})], "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Read"], {}, None),
+    # (a) … even past a call that is still running and holds delivery back.
+    "failed-passes-running": ([
+        reply([tool("toolu_slow", "Bash", {"command": "sleep 2; echo slept"}),
+               tool("toolu_unknown", "Reed", {}),
+               text("after")], "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Read,Bash", "--allowedTools", "Bash"], {}, None),
+    # (b) the Stop-hook cap.
+    "stop-hook-cap-8": ([reply([text(f"answer {n}")]) for n in range(1, 13)],
+                        [], {}, stop_hook()),
+    "stop-hook-cap-2": ([reply([text(f"answer {n}")]) for n in range(1, 13)],
+                        [], {"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "2"}, stop_hook()),
+    # (c) terminal_reason of a failed model call and of malformed tool use.
+    "api-error-500": ([{"status": 500, "type": "api_error", "message": "boom"}] * 3,
+                      [], {"CLAUDE_CODE_MAX_RETRIES": "1"}, None),
+    "stream-cut": ([{"events": [MESSAGE_START, {"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "text", "text": ""}},
+                    {"type": "content_block_delta", "index": 0,
+                     "delta": {"type": "text_delta", "text": "partial"}}, {"cut": True}]}] * 3,
+                   [], {"CLAUDE_CODE_MAX_RETRIES": "1"}, None),
+    "malformed-tool-use": ([reply([text("calling a tool")], "tool_use")] * 3, [], {}, None),
+    # (d) what history keeps of input that is not JSON.
+    "unparsable-input": ([
+        {"blocks": [{"type": "raw_tool_use", "id": "toolu_raw", "name": "Read",
+                     "json": "{\"file_path\": \"{ws}/notes.txt\", oops"}], "stop_reason": "tool_use"},
+        reply([text("done")]),
+    ], ["--tools", "Read"], {}, None),
+    # (e) what hooks are given.
+    "hook-input": ([
+        reply([tool("toolu_read", "Read", {"file_path": "{ws}/notes.txt"}),
+               tool("toolu_missing", "Read", {"file_path": "{ws}/missing.txt"})], "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Read"], {},
+        dump_hooks("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop")),
+}
+
+
+def fill(value, ws):
+    return json.loads(json.dumps(value).replace("{ws}", ws))
+
+
+def record(name):
+    script, args, env_extra, settings = SCENARIOS[name]
+    with tempfile.TemporaryDirectory() as scratch:
+        ws = os.path.join(scratch, "ws")
+        home = os.path.join(scratch, "home")
+        os.makedirs(ws)
+        os.makedirs(home)
+        with open(os.path.join(ws, "notes.txt"), "w") as f:
+            f.write("hello file\n")
+        script_path = os.path.join(scratch, "script.json")
+        with open(script_path, "w") as f:
+            json.dump(fill(script, ws), f)
+        server = subprocess.Popen([SERVE, script_path, "--idle-secs", "5"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        url = server.stderr.readline().strip().split("=", 1)[1]
+        hook_log = os.path.join(scratch, "hooks.jsonl")
+        env = {"PATH": os.environ["PATH"], "HOME": home, "ANTHROPIC_API_KEY": "test-key",
+               "ANTHROPIC_BASE_URL": url, "DISABLE_TELEMETRY": "1",
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+               "DISABLE_ERROR_REPORTING": "1", "HOOK_LOG": hook_log, **env_extra}
+        argv = [CLAUDE, "-p", "hello", "--output-format", "stream-json", "--verbose",
+                "--model", "claude-sonnet-4-5", *args]
+        if settings:
+            settings_path = os.path.join(scratch, "settings.json")
+            with open(settings_path, "w") as f:
+                json.dump(settings, f)
+            argv += ["--settings", settings_path]
+        run = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=120)
+        requests, _ = server.communicate(timeout=60)
+        version = subprocess.run([CLAUDE, "--version"], capture_output=True, text=True).stdout
+        hooks = []
+        if os.path.exists(hook_log):
+            hooks = [json.loads(l) for l in open(hook_log) if l.strip()]
+        cwds = []
+        if os.path.exists(hook_log + ".cwd"):
+            cwds = sorted({l.strip() for l in open(hook_log + ".cwd") if l.strip()})
+
+        def unfill(value):
+            return json.loads(json.dumps(value).replace(ws, "{ws}").replace(home, "{home}"))
+
+        recording = {
+            "claude_code": version.split()[0] if version else "unknown",
+            "args": argv[1:],
+            "env": env_extra,
+            "settings": settings,
+            "script": script,
+            "exit_code": run.returncode,
+            "stdout": [unfill(json.loads(l)) for l in run.stdout.splitlines()
+                       if l.strip() and json.loads(l).get("subtype") != "init"],
+            "requests": [unfill(json.loads(l)["body"].get("messages", [])[1:])
+                         for l in requests.splitlines() if l.strip()
+                         if json.loads(l)["path"] == "/v1/messages"],
+            "hook_inputs": unfill(hooks),
+            "hook_cwds": [c.replace(ws, "{ws}") for c in cwds],
+        }
+        with open(os.path.join(HERE, f"{name}.json"), "w") as f:
+            json.dump(recording, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+        print(f"{name}: {len(recording['stdout'])} lines, {len(recording['requests'])} requests")
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or SCENARIOS:
+        record(name)
