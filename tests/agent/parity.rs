@@ -93,7 +93,7 @@ fn shape(lines: &[Value]) -> Vec<String> {
                         Some("tool_use") => {
                             format!("tool_use {}", block["id"].as_str().unwrap_or(""))
                         }
-                        other => format!("{}", other.unwrap_or("?")),
+                        other => other.unwrap_or("?").to_string(),
                     });
                 }
             }
