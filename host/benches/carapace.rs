@@ -454,6 +454,7 @@ async fn hook_benches(cache: &Path) -> BenchResult {
         transcript_path: String::new(),
         cwd: ws.display().to_string(),
         permission_mode: "default".into(),
+        prompt_id: None,
     };
     let call = HookToolCall {
         tool_name: "Bash".into(),
@@ -945,6 +946,7 @@ impl ReadyCall for InstantCall {
                 tool_use_id: self.0.id,
                 content: carapace::model::ToolResultContent::Text("ok".into()),
                 is_error: false,
+                structured: None,
                 denial: None,
                 hooks: Default::default(),
             }

@@ -153,13 +153,23 @@ async fn a_command_hook_reads_claude_codes_fields_on_stdin() -> TestResult {
         response[0]["exit_code"], 1,
         "echo exits 1: a non-blocking error"
     );
-    let stdin: Value = serde_json::from_str(response[0]["stderr"].as_str().unwrap_or(""))?;
+    let mut stdin: Value = serde_json::from_str(response[0]["stderr"].as_str().unwrap_or(""))?;
+    // The prompt's id is new each run: it must be there, and is compared
+    // as a uuid.
+    let prompt_id = stdin["prompt_id"].take();
+    assert!(
+        prompt_id
+            .as_str()
+            .is_some_and(|id| uuid::Uuid::parse_str(id).is_ok()),
+        "{prompt_id}"
+    );
     assert_eq!(
         stdin,
         json!({
             "session_id": "00000000-0000-4000-8000-000000000000",
             "transcript_path": "",
             "cwd": ws.display().to_string(),
+            "prompt_id": null,
             "permission_mode": "bypassPermissions",
             "hook_event_name": "PreToolUse",
             "tool_name": "Read",
@@ -889,10 +899,19 @@ async fn a_hook_opens_no_socket() -> TestResult {
 async fn a_hook_sees_no_environment_variable_it_was_not_granted() -> TestResult {
     let (_dir, ws) = workspace()?;
     let path = std::env::var("PATH")?;
-    let tries =
-        json!([{"op": "env", "name": "PATH"}, {"op": "env", "name": "HOME"}, {"op": "env_all"}]);
+    let tries = json!([{"op": "env", "name": "PATH"}, {"op": "env", "name": "HOME"},
+                       {"op": "env_all"}, {"op": "env", "name": "PWD"}]);
     let report = attempts(&ws, json!({}), tries.clone()).await?;
-    assert_eq!(worked(&report), vec![false, false, false], "{report:?}");
+    // The one variable every hook has is PWD: the workspace its input names
+    // anyway (the convention for where a WASI program starts), never the
+    // host's.
+    assert_eq!(
+        worked(&report),
+        vec![false, false, true, true],
+        "{report:?}"
+    );
+    assert_eq!(report[2]["detail"], "PWD", "nothing of the host's");
+    assert_eq!(report[3]["detail"], ws.display().to_string());
     let report = attempts(&ws, json!({"env": ["PATH"]}), tries).await?;
     assert_eq!(
         report[0]["detail"],
@@ -900,7 +919,10 @@ async fn a_hook_sees_no_environment_variable_it_was_not_granted() -> TestResult 
         "granted by name: visible"
     );
     assert_eq!(report[1]["ok"], false, "HOME was not granted");
-    assert_eq!(report[2]["detail"], "PATH", "only the granted name exists");
+    assert_eq!(
+        report[2]["detail"], "PWD,PATH",
+        "only the granted name exists, besides PWD"
+    );
     Ok(())
 }
 

@@ -390,3 +390,117 @@ async fn unparsable_input_is_kept_under_claude_codes_key_names() -> TestResult {
     );
     Ok(())
 }
+
+// ---- (e) what hooks are given ----------------------------------------------
+
+/// What each hook invocation of `run` was given, from the `hook_response`
+/// lines of the echoing command hook, by event.
+fn hook_inputs(run: &Run) -> Vec<Value> {
+    run.lines_of("system", Some("hook_response"))
+        .iter()
+        .filter_map(|l| serde_json::from_str(l["stderr"].as_str()?).ok())
+        .collect()
+}
+
+fn keys(value: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = value
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    keys.sort();
+    keys
+}
+
+#[tokio::test]
+async fn hooks_are_given_what_claude_code_gives_them() -> TestResult {
+    let recording = Recording::load("hook-input")?;
+    let events = [
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+    ];
+    let (run, dir) = replay(&recording, |setup, ws| {
+        let script: serde_json::Map<String, Value> = events
+            .iter()
+            .map(|e| (e.to_string(), json!({"echo": true})))
+            .collect();
+        if support::hook_script(ws, Value::Object(script)).is_ok() {
+            let mut settings = serde_json::Map::new();
+            for event in events {
+                settings.insert(
+                    event.into(),
+                    json!([{"matcher": "*", "hooks": [support::command_probe(ws)]}]),
+                );
+            }
+            setup.hook_settings = Some(Value::Object(settings));
+        }
+    })
+    .await?;
+    let ws = std::fs::canonicalize(dir.path())?;
+    let ours: Vec<Value> = hook_inputs(&run)
+        .into_iter()
+        .map(|v| serde_json::from_str(&v.to_string().replace(&ws.display().to_string(), "{ws}")))
+        .collect::<Result<_, _>>()?;
+    let theirs: Vec<Value> = recording.value["hook_inputs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for event in events {
+        let pick = |all: &[Value]| -> Vec<Value> {
+            all.iter()
+                .filter(|v| v["hook_event_name"] == event)
+                .cloned()
+                .collect()
+        };
+        let (ours, theirs) = (pick(&ours), pick(&theirs));
+        assert_eq!(ours.len(), theirs.len(), "{event}: how many invocations");
+        for (ours, theirs) in ours.iter().zip(&theirs) {
+            // Claude Code's background tasks and crons have no counterpart.
+            let mut expected = keys(theirs);
+            expected.retain(|k| k != "background_tasks" && k != "session_crons");
+            assert_eq!(keys(ours), expected, "{event}: the fields");
+        }
+        // One prompt: every event after it carries the same prompt id.
+        let ids: Vec<&Value> = ours.iter().map(|v| &v["prompt_id"]).collect();
+        assert!(
+            ids.iter().all(|id| id.is_string() && *id == ids[0]),
+            "{event}"
+        );
+    }
+    // Read's result in Claude Code's shape, the same values.
+    let read = |all: &[Value]| {
+        all.iter()
+            .find(|v| v["hook_event_name"] == "PostToolUse")
+            .map(|v| (v["tool_response"].clone(), v["tool_input"].clone()))
+    };
+    assert_eq!(read(&ours), read(&theirs));
+    assert!(ours.iter().all(|v| v["cwd"] == "{ws}"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_command_hook_starts_in_the_workspace_as_in_claude_code() -> TestResult {
+    let recording = Recording::load("hook-input")?;
+    assert_eq!(recording.value["hook_cwds"], json!(["{ws}"]));
+    let (run, dir) = replay(&recording, |setup, ws| {
+        if support::hook_script(ws, json!({"UserPromptSubmit": {"where": true}})).is_ok() {
+            setup.hook_settings = Some(support::hook_on(
+                "UserPromptSubmit",
+                "",
+                support::command_probe(ws),
+            ));
+        }
+    })
+    .await?;
+    let ws = std::fs::canonicalize(dir.path())?.display().to_string();
+    // WASI's initial working directory and PWD say the workspace; a libc
+    // that does not read them yet (wasi-libc starts at `/`) gets there with
+    // one chdir, and then opens what it was granted by a relative name.
+    assert_eq!(
+        hook_inputs(&run),
+        vec![json!({"initial_cwd": ws, "pwd": ws, "libc_cwd": "/", "relative_read": true})],
+    );
+    Ok(())
+}

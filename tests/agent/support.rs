@@ -256,6 +256,7 @@ pub async fn load_hooks(
         transcript_path: String::new(),
         cwd: cwd.display().to_string(),
         permission_mode: "bypassPermissions".into(),
+        prompt_id: None,
     };
     let home = Path::new("/nonexistent-home");
     let (runtime, warnings) =

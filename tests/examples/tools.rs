@@ -446,7 +446,7 @@ fn malformed_components_and_manifests_are_rejected_with_nothing_installed() -> T
             "a contract version this host does not know",
             std::fs::read(guests.join("future_tool.wasm"))?,
             Some(good_manifest.clone()),
-            "carapace:tool@0.9.0, which this carapace does not support (it supports 0.1.0, 0.2.0)",
+            "carapace:tool@0.9.0, which this carapace does not support (it supports 0.1.0, 0.2.0, 0.3.0)",
         ),
         ("no manifest", std::fs::read(&wasm)?, None, "no manifest"),
         (

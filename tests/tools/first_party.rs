@@ -725,3 +725,91 @@ async fn oversized_results_are_saved_and_previewed() -> TestResult {
     assert!(saved.starts_with(&b.outside.to_string_lossy().into_owned()));
     Ok(())
 }
+
+/// What each first-party tool says it did, for hooks and SDK clients, in
+/// Claude Code's shapes (checked against Claude Code 2.1.332's PostToolUse
+/// inputs for the same calls).
+#[tokio::test]
+async fn first_party_tools_describe_their_results_in_claude_codes_shapes() -> TestResult {
+    let b = bench(PermissionMode::AcceptEdits, &[]).await?;
+    let notes = b.p("notes.txt");
+    std::fs::write(&notes, "hello file\n")?;
+    let read = b.call("Read", json!({"file_path": notes})).await;
+    assert_eq!(
+        read.structured,
+        Some(
+            json!({"type": "text", "file": {"filePath": notes, "content": "hello file\n",
+                    "numLines": 2, "startLine": 1, "totalLines": 2}})
+        )
+    );
+    // A window of a longer file still counts all of its lines.
+    let long = b.p("long.txt");
+    std::fs::write(&long, "1\n2\n3\n4\n5")?;
+    let window = b
+        .call("Read", json!({"file_path": long, "offset": 2, "limit": 2}))
+        .await;
+    assert_eq!(
+        window.structured,
+        Some(
+            json!({"type": "text", "file": {"filePath": long, "content": "2\n3",
+                    "numLines": 2, "startLine": 2, "totalLines": 5}})
+        )
+    );
+
+    let new = b.p("new.txt");
+    let created = b
+        .call("Write", json!({"file_path": new, "content": "abc\n"}))
+        .await;
+    assert_eq!(
+        created.structured,
+        Some(
+            json!({"type": "create", "filePath": new, "content": "abc\n",
+                    "structuredPatch": [], "originalFile": null, "userModified": false})
+        )
+    );
+    let edited = b
+        .call(
+            "Edit",
+            json!({"file_path": new, "old_string": "abc", "new_string": "xyz"}),
+        )
+        .await;
+    assert_eq!(
+        edited.structured,
+        Some(
+            json!({"filePath": new, "oldString": "abc", "newString": "xyz",
+                    "originalFile": "abc\n",
+                    "structuredPatch": [{"oldStart": 1, "oldLines": 1, "newStart": 1,
+                                         "newLines": 1, "lines": ["-abc", "+xyz"]}],
+                    "userModified": false, "replaceAll": false})
+        )
+    );
+    let updated = b
+        .call(
+            "Write",
+            json!({"file_path": new, "content": "1\n2\n3\n4\nfive\n"}),
+        )
+        .await;
+    assert_eq!(
+        updated
+            .structured
+            .as_ref()
+            .map(|s| (&s["type"], &s["structuredPatch"])),
+        Some((
+            &json!("update"),
+            &json!([{"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 5,
+                     "lines": ["-xyz", "+1", "+2", "+3", "+4", "+five"]}])
+        ))
+    );
+
+    let glob = b.call("Glob", json!({"pattern": "*.txt"})).await;
+    let found = glob.structured.clone().unwrap_or_default();
+    assert_eq!(found["numFiles"], 3, "{found}");
+    assert_eq!(found["truncated"], false);
+    assert!(found["durationMs"].is_u64());
+    let grep = b.call("Grep", json!({"pattern": "hello"})).await;
+    assert_eq!(
+        grep.structured,
+        Some(json!({"mode": "files_with_matches", "filenames": [notes], "numFiles": 1}))
+    );
+    Ok(())
+}

@@ -324,6 +324,7 @@ mod tests {
                     tool_use_id: call.id.clone(),
                     content: ToolResultContent::Text(call.id),
                     is_error: false,
+                    structured: None,
                     denial: None,
                     hooks: Default::default(),
                 }

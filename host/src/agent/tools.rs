@@ -63,6 +63,9 @@ pub struct ToolCallResult {
     pub tool_use_id: String,
     pub content: ToolResultContent,
     pub is_error: bool,
+    /// What the call did, for programs (hooks, SDK clients), when the tool
+    /// says; never sent to the model.
+    pub structured: Option<Value>,
     pub denial: Option<Box<PermissionDenial>>,
     /// What hooks added to this call's outcome.
     pub hooks: HookNotes,
@@ -91,6 +94,7 @@ impl ToolCallResult {
                 message.as_ref()
             )),
             is_error: true,
+            structured: None,
             denial: None,
             hooks: HookNotes::default(),
         }

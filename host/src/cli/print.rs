@@ -151,6 +151,9 @@ impl SessionHooks<'_> {
         prompt: &str,
         sink: &mut dyn EventSink,
     ) -> Result<Vec<String>, QueryOutcome> {
+        if let Some(hooks) = self.0 {
+            hooks.begin_prompt();
+        }
         let Some(hooks) = self.handling(HookEventKind::UserPromptSubmit) else {
             return Ok(Vec::new());
         };

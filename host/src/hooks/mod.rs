@@ -59,6 +59,9 @@ pub struct HookRuntime {
     /// The session's permission mode, read at each event (it can change
     /// during a session); without one, `common`'s is told.
     mode: Option<ModeCell>,
+    /// The prompt being answered, told to every event from its
+    /// UserPromptSubmit on.
+    prompt_id: Mutex<Option<String>>,
     /// Set once the printer exists (after the pipeline holding the hooks).
     observer: std::sync::OnceLock<HookObserver>,
 }
@@ -85,6 +88,7 @@ impl HookRuntime {
             hooks: Vec::new(),
             common,
             mode: None,
+            prompt_id: Mutex::new(None),
             observer: std::sync::OnceLock::new(),
         }
     }
@@ -126,6 +130,7 @@ impl HookRuntime {
                 hooks,
                 common,
                 mode: None,
+                prompt_id: Mutex::new(None),
                 observer: std::sync::OnceLock::new(),
             },
             warnings,
@@ -146,6 +151,14 @@ impl HookRuntime {
 
     pub fn is_empty(&self) -> bool {
         self.hooks.is_empty()
+    }
+
+    /// A new user prompt begins: its id is told to the hooks of every event
+    /// until the next.
+    pub fn begin_prompt(&self) {
+        if let Ok(mut prompt) = self.prompt_id.lock() {
+            *prompt = Some(uuid::Uuid::new_v4().to_string());
+        }
     }
 
     /// Tells hooks the session's mode as it is at each event.
@@ -187,6 +200,7 @@ impl HookRuntime {
         if let Some(mode) = &self.mode {
             common.permission_mode = mode.get().as_str().to_string();
         }
+        common.prompt_id = self.prompt_id.lock().ok().and_then(|p| p.clone());
         let hook_name = match &subject {
             Some(s) if event.tool_name().is_some() => format!("{}:{s}", kind.name()),
             _ => kind.name().to_string(),
@@ -380,7 +394,7 @@ async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> In
         }
         Handler::Command(command) => {
             let stdin = input_json(common, event).to_string().into_bytes();
-            match command.run(stdin, &hook.grant, &limits).await {
+            match command.run(stdin, &common.cwd, &hook.grant, &limits).await {
                 Ok(run) => {
                     let result = from_command(kind, &run);
                     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();

@@ -32,9 +32,18 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
         "session_id": common.session_id,
         "transcript_path": common.transcript_path,
         "cwd": common.cwd,
-        "permission_mode": common.permission_mode,
-        "hook_event_name": event.kind().name(),
     });
+    // As Claude Code: the session's own events carry no mode and no prompt.
+    if !matches!(
+        event.kind(),
+        HookEventKind::SessionStart | HookEventKind::SessionEnd
+    ) {
+        if let Some(prompt_id) = &common.prompt_id {
+            v["prompt_id"] = json!(prompt_id);
+        }
+        v["permission_mode"] = json!(common.permission_mode);
+    }
+    v["hook_event_name"] = json!(event.kind().name());
     let parse = |text: &str| {
         serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.into()))
     };
@@ -332,6 +341,7 @@ mod tests {
             transcript_path: "/t.jsonl".into(),
             cwd: "/w".into(),
             permission_mode: "default".into(),
+            prompt_id: None,
         };
         let event = HookEvent::PreToolUse(HookToolCall {
             tool_name: "Bash".into(),

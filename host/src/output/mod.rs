@@ -204,9 +204,10 @@ impl<W: Write + Send> EventSink for Printer<W> {
                     "parent_tool_use_id": null,
                     "session_id": self.info.session_id,
                     "uuid": new_uuid(),
-                    "tool_use_result": match &result.content {
-                        ToolResultContent::Text(text) => json!(text),
-                        blocks => json!(blocks),
+                    "tool_use_result": match (&result.structured, &result.content) {
+                        (Some(structured), _) => structured.clone(),
+                        (None, ToolResultContent::Text(text)) => json!(text),
+                        (None, blocks) => json!(blocks),
                     },
                 })
             }

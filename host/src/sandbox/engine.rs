@@ -197,6 +197,8 @@ pub(crate) use {wasi_http_view, wasi_view};
 pub(crate) struct CallIo {
     pub(crate) stdin: Option<Vec<u8>>,
     pub(crate) capture_stdout: bool,
+    /// The directory relative paths start from (it grants nothing).
+    pub(crate) cwd: Option<String>,
 }
 
 /// What a call left on its standard streams.
@@ -268,6 +270,11 @@ impl SandboxInner {
         }
         if let Some(stdout) = stdout.clone() {
             wasi.stdout(stdout);
+        }
+        if let Some(cwd) = &io.cwd {
+            // WASI's way (`initial-cwd`) and the convention libcs that do
+            // not read it yet follow (`PWD`). Knowing it grants nothing.
+            wasi.initial_cwd(cwd).env("PWD", cwd);
         }
         wasi.stderr(stderr.clone())
             .allow_blocking_current_thread(true)

@@ -99,6 +99,8 @@ pub struct HookCommon {
     pub transcript_path: String,
     pub cwd: String,
     pub permission_mode: String,
+    /// The user prompt being answered (from its UserPromptSubmit on).
+    pub prompt_id: Option<String>,
 }
 
 /// A tool call, its JSON values as JSON text.
@@ -271,6 +273,7 @@ impl HookComponent {
             permission_mode: common.permission_mode.clone(),
             hook_event_name: event.kind().name().into(),
         };
+        let cwd = common.cwd.clone();
         let event = event_to_wit(event);
         let pre = self.pre.clone();
         let (answer, _) = self
@@ -279,7 +282,10 @@ impl HookComponent {
                 &self.name,
                 grant,
                 limits,
-                CallIo::default(),
+                CallIo {
+                    cwd: Some(cwd),
+                    ..CallIo::default()
+                },
                 |core| HookState { core },
                 move |store| Box::pin(async move { pre.instantiate_async(store).await }),
                 move |bindings, store| {
@@ -332,9 +338,12 @@ impl CommandHook {
 
     /// Runs the command with `stdin`; its exit code is 0 for a normal
     /// return, the code it passed to `exit`, or 1 for `Err` from `run`.
+    /// The instance starts in `cwd` (the workspace), as a Claude Code
+    /// command hook does; what it may open there is what its grant holds.
     pub async fn run(
         &self,
         stdin: Vec<u8>,
+        cwd: &str,
         grant: &Grant,
         limits: &CallLimits,
     ) -> Result<CommandRun, SandboxError> {
@@ -342,6 +351,7 @@ impl CommandHook {
         let io = CallIo {
             stdin: Some(stdin),
             capture_stdout: true,
+            cwd: Some(cwd.to_string()),
         };
         let ran = self
             .sandbox

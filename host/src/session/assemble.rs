@@ -305,6 +305,7 @@ impl SessionBuilder {
             transcript_path: String::new(),
             cwd: cwd.display().to_string(),
             permission_mode: mode.as_str().to_string(),
+            prompt_id: None,
         };
         let hooks = if self.hooks {
             let mut specs = Vec::new();

@@ -163,6 +163,7 @@ impl ToolHandle {
                         Ok(ToolOutput {
                             content,
                             is_error: outcome.is_error,
+                            structured: None,
                         })
                     }
                 })

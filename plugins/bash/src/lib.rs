@@ -4,12 +4,13 @@
 
 wit_bindgen::generate!({
     world: "tool-plugin",
-    path: "../../wit/tool/v0.1.0",
+    path: "../../wit/tool/v0.3.0",
 });
 
 use carapace::tool::process::run;
 use carapace::tool::types::{
-    CallError, CallPlan, Capability, Content, InterruptBehavior, ToolDefinition, ToolOutput,
+    CallContext, CallError, CallPlan, Capability, Content, InterruptBehavior, ToolAnnotations,
+    ToolDefinition, ToolOutput,
 };
 use carapace_guest_util::cap_chars;
 use exports::carapace::tool::tool_provider::Guest;
@@ -109,6 +110,12 @@ impl Guest for BashTool {
             name: "Bash".into(),
             description: DESCRIPTION.into(),
             input_schema: INPUT_SCHEMA.into(),
+            annotations: ToolAnnotations {
+                read_only: false,
+                destructive: true,
+                idempotent: false,
+                open_world: true,
+            },
         }]
     }
 
@@ -121,12 +128,20 @@ impl Guest for BashTool {
         })
     }
 
-    fn call(_tool: String, input: String) -> Result<ToolOutput, CallError> {
+    fn call(_tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
         let input = parse(&input).map_err(CallError::InvalidInput)?;
         let timeout = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
         let output = run(&input.command, timeout).map_err(CallError::Failed)?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
+        // Claude Code's shape for Bash's structured result.
+        let structured = serde_json::json!({
+            "stdout": cap_chars(stdout.trim_end(), MAX_OUTPUT_CHARS),
+            "stderr": cap_chars(stderr.trim_end(), MAX_OUTPUT_CHARS),
+            "interrupted": output.timed_out,
+            "isImage": false,
+            "noOutputExpected": false,
+        });
         let mut text = stdout.trim_end().to_string();
         if !stderr.trim().is_empty() {
             if !text.is_empty() {
@@ -162,6 +177,7 @@ impl Guest for BashTool {
         Ok(ToolOutput {
             content: vec![Content::Text(text)],
             is_error: failed,
+            structured: Some(structured.to_string()),
         })
     }
 }

@@ -4,16 +4,18 @@
 
 wit_bindgen::generate!({
     world: "tool-plugin",
-    path: "../../wit/tool/v0.1.0",
+    path: "../../wit/tool/v0.3.0",
 });
 
 use carapace::tool::host::{FileStamp, last_read, record_read};
 use carapace::tool::types::{
-    CallError, CallPlan, Capability, Content, InterruptBehavior, ToolDefinition, ToolOutput,
+    CallContext, CallError, CallPlan, Capability, Content, InterruptBehavior, ToolAnnotations,
+    ToolDefinition, ToolOutput,
 };
 use carapace_guest_util::{absolute_path, numbered, stamp};
 use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
+use serde_json::{Value, json};
 
 const DESCRIPTION: &str = "\
 Replaces exact text in a file.
@@ -69,6 +71,12 @@ impl Guest for EditTool {
             name: "Edit".into(),
             description: DESCRIPTION.into(),
             input_schema: INPUT_SCHEMA.into(),
+            annotations: ToolAnnotations {
+                read_only: false,
+                destructive: true,
+                idempotent: false,
+                open_world: false,
+            },
         }]
     }
 
@@ -82,7 +90,7 @@ impl Guest for EditTool {
         })
     }
 
-    fn call(_tool: String, input: String) -> Result<ToolOutput, CallError> {
+    fn call(_tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
         let input = parse(&input).map_err(CallError::InvalidInput)?;
         let path = absolute_path("file_path", &input.file_path).map_err(CallError::InvalidInput)?;
         let path_text = path.to_string_lossy().into_owned();
@@ -94,7 +102,8 @@ impl Guest for EditTool {
                 std::fs::write(&path, input.new_string.as_bytes())
                     .map_err(|e| failed(format!("Cannot create {path_text}: {e}")))?;
                 remember(&path_text);
-                return Ok(text(format!("Created {path_text}.")));
+                let structured = edit_result(&path_text, &input, "", &input.new_string);
+                return Ok(text(format!("Created {path_text}."), structured));
             }
             Err(_) => return Err(failed(format!("File does not exist: {path_text}"))),
         };
@@ -156,9 +165,12 @@ Give more surrounding context to make it unique, or set replace_all to true."
         } else {
             "1 occurrence replaced".into()
         };
-        Ok(text(format!(
-            "The file {path_text} has been updated ({what}). Around the change:\n{snippet}"
-        )))
+        Ok(text(
+            format!(
+                "The file {path_text} has been updated ({what}). Around the change:\n{snippet}"
+            ),
+            edit_result(&path_text, &input, &content, &updated),
+        ))
     }
 }
 
@@ -169,10 +181,24 @@ fn remember(path: &str) {
     }
 }
 
-fn text(t: String) -> ToolOutput {
+/// Claude Code's shape for Edit's structured result.
+fn edit_result(path: &str, input: &EditInput, original: &str, updated: &str) -> Value {
+    json!({
+        "filePath": path,
+        "oldString": input.old_string,
+        "newString": input.new_string,
+        "originalFile": original,
+        "structuredPatch": carapace_guest_util::structured_patch(original, updated),
+        "userModified": false,
+        "replaceAll": input.replace_all,
+    })
+}
+
+fn text(t: String, structured: Value) -> ToolOutput {
     ToolOutput {
         content: vec![Content::Text(t)],
         is_error: false,
+        structured: Some(structured.to_string()),
     }
 }
 

@@ -3,11 +3,12 @@
 
 wit_bindgen::generate!({
     world: "tool-plugin",
-    path: "../../wit/tool/v0.1.0",
+    path: "../../wit/tool/v0.3.0",
 });
 
 use carapace::tool::types::{
-    CallError, CallPlan, Capability, Content, InterruptBehavior, ToolDefinition, ToolOutput,
+    CallContext, CallError, CallPlan, Capability, Content, InterruptBehavior, ToolAnnotations,
+    ToolDefinition, ToolOutput,
 };
 use carapace_guest_util::path_or_cwd;
 use exports::carapace::tool::tool_provider::Guest;
@@ -64,6 +65,12 @@ impl Guest for GlobTool {
             name: "Glob".into(),
             description: DESCRIPTION.into(),
             input_schema: INPUT_SCHEMA.into(),
+            annotations: ToolAnnotations {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+            },
         }]
     }
 
@@ -76,7 +83,8 @@ impl Guest for GlobTool {
         })
     }
 
-    fn call(_tool: String, input: String) -> Result<ToolOutput, CallError> {
+    fn call(_tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
+        let started = std::time::Instant::now();
         let (glob, root) = parse(&input).map_err(CallError::InvalidInput)?;
         if !root.is_dir() {
             return Err(CallError::Failed(format!(
@@ -89,11 +97,20 @@ impl Guest for GlobTool {
         // Newest first; equal times by name, so the order is stable.
         found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let total = found.len();
-        let mut lines: Vec<String> = found
+        let filenames: Vec<String> = found
             .into_iter()
             .take(MAX_RESULTS)
             .map(|(_, p)| p.display().to_string())
             .collect();
+        // Claude Code's shape for Glob's result.
+        let structured = serde_json::json!({
+            "filenames": filenames,
+            "durationMs": started.elapsed().as_millis() as u64,
+            "numFiles": filenames.len(),
+            "truncated": total > MAX_RESULTS,
+            "totalMatches": total,
+        });
+        let mut lines = filenames;
         if total == 0 {
             lines.push("No files found".into());
         } else if total > MAX_RESULTS {
@@ -104,6 +121,7 @@ impl Guest for GlobTool {
         Ok(ToolOutput {
             content: vec![Content::Text(lines.join("\n"))],
             is_error: false,
+            structured: Some(structured.to_string()),
         })
     }
 }

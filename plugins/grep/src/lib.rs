@@ -5,15 +5,17 @@
 
 wit_bindgen::generate!({
     world: "tool-plugin",
-    path: "../../wit/tool/v0.1.0",
+    path: "../../wit/tool/v0.3.0",
 });
 
 use carapace::tool::types::{
-    CallError, CallPlan, Capability, Content, InterruptBehavior, ToolDefinition, ToolOutput,
+    CallContext, CallError, CallPlan, Capability, Content, InterruptBehavior, ToolAnnotations,
+    ToolDefinition, ToolOutput,
 };
 use carapace_guest_util::{cap_chars, looks_binary, path_or_cwd};
 use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
+use serde_json::{Value, json};
 use std::path::PathBuf;
 
 /// Files larger than this are not searched.
@@ -141,6 +143,12 @@ impl Guest for GrepTool {
             name: "Grep".into(),
             description: DESCRIPTION.into(),
             input_schema: INPUT_SCHEMA.into(),
+            annotations: ToolAnnotations {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+            },
         }]
     }
 
@@ -155,12 +163,13 @@ impl Guest for GrepTool {
         })
     }
 
-    fn call(_tool: String, input: String) -> Result<ToolOutput, CallError> {
+    fn call(_tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
         let search = parse(&input).map_err(CallError::InvalidInput)?;
-        let text = run(&search).map_err(CallError::Failed)?;
+        let (text, structured) = run(&search).map_err(CallError::Failed)?;
         Ok(ToolOutput {
             content: vec![Content::Text(cap_chars(&text, MAX_OUTPUT_CHARS))],
             is_error: false,
+            structured: Some(structured.to_string()),
         })
     }
 }
@@ -237,7 +246,9 @@ fn matching_lines(search: &Search, text: &str) -> (Vec<usize>, usize) {
     (lines, count)
 }
 
-fn run(search: &Search) -> Result<String, String> {
+/// The result for the model, and in Claude Code's shape for Grep's
+/// structured result.
+fn run(search: &Search) -> Result<(String, Value), String> {
     let mut found: Vec<(std::time::SystemTime, PathBuf, String, Vec<usize>, usize)> = Vec::new();
     for path in files(search)? {
         let Ok(meta) = std::fs::metadata(&path) else {
@@ -262,11 +273,22 @@ fn run(search: &Search) -> Result<String, String> {
     // Most recently modified first, as Claude Code's Grep lists them.
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let limit = search.head_limit.unwrap_or(usize::MAX);
+    let mode = match search.mode {
+        Mode::Files => "files_with_matches",
+        Mode::Count => "count",
+        Mode::Content => "content",
+    };
+    let mut structured = json!({"mode": mode, "filenames": [], "numFiles": found.len()});
     let out = match search.mode {
         Mode::Files => {
             if found.is_empty() {
-                return Ok("No files found".into());
+                return Ok(("No files found".into(), structured));
             }
+            structured["filenames"] = found
+                .iter()
+                .take(limit)
+                .map(|f| Value::String(f.1.display().to_string()))
+                .collect();
             let mut lines = vec![format!(
                 "Found {} file{}",
                 found.len(),
@@ -277,9 +299,11 @@ fn run(search: &Search) -> Result<String, String> {
         }
         Mode::Count => {
             if found.is_empty() {
-                return Ok("No matches found".into());
+                structured["numMatches"] = json!(0);
+                return Ok(("No matches found".into(), structured));
             }
             let total: usize = found.iter().map(|f| f.4).sum();
+            structured["numMatches"] = json!(total);
             let mut lines: Vec<String> = found
                 .iter()
                 .take(limit)
@@ -328,11 +352,17 @@ fn run(search: &Search) -> Result<String, String> {
                 }
             }
             if out.is_empty() {
-                return Ok("No matches found".into());
+                structured["content"] = json!("");
+                structured["numLines"] = json!(0);
+                return Ok(("No matches found".into(), structured));
             }
             out.truncate(limit);
+            structured["numLines"] = json!(out.len());
             out.join("\n")
         }
     };
-    Ok(out)
+    if !matches!(search.mode, Mode::Files) {
+        structured["content"] = json!(out);
+    }
+    Ok((out, structured))
 }

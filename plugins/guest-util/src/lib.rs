@@ -1,6 +1,6 @@
 //! Helpers the first-party tools share: path normalisation, file stamps,
-//! line numbering and output caps. Pure Rust: each tool keeps its own WIT
-//! bindings.
+//! line numbering, output caps and patches. Pure Rust: each tool keeps its
+//! own WIT bindings.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -72,4 +72,67 @@ pub fn numbered(text: &str, first: usize) -> String {
 /// Whether the first bytes look binary (a NUL byte).
 pub fn looks_binary(head: &[u8]) -> bool {
     head.iter().take(8192).any(|b| *b == 0)
+}
+
+/// Lines of context around each change in a [`structured_patch`].
+const PATCH_CONTEXT: usize = 3;
+
+/// The change from `old` to `new` as Claude Code reports it in Write's and
+/// Edit's structured results (the `diff` package's `structuredPatch`
+/// hunks): `oldStart`, `oldLines`, `newStart`, `newLines`, and `lines`
+/// prefixed with ` `, `-` or `+`.
+pub fn structured_patch(old: &str, new: &str) -> serde_json::Value {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let hunks: Vec<serde_json::Value> = diff
+        .grouped_ops(PATCH_CONTEXT)
+        .iter()
+        .filter_map(|group| {
+            let (first, last) = (group.first()?, group.last()?);
+            let old_range = first.old_range().start..last.old_range().end;
+            let new_range = first.new_range().start..last.new_range().end;
+            let lines: Vec<String> = group
+                .iter()
+                .flat_map(|op| diff.iter_changes(op))
+                .map(|change| {
+                    let sign = match change.tag() {
+                        similar::ChangeTag::Equal => ' ',
+                        similar::ChangeTag::Delete => '-',
+                        similar::ChangeTag::Insert => '+',
+                    };
+                    let value = change.value();
+                    format!("{sign}{}", value.strip_suffix('\n').unwrap_or(value))
+                })
+                .collect();
+            Some(serde_json::json!({
+                "oldStart": old_range.start + 1,
+                "oldLines": old_range.len(),
+                "newStart": new_range.start + 1,
+                "newLines": new_range.len(),
+                "lines": lines,
+            }))
+        })
+        .collect();
+    serde_json::Value::Array(hunks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_one_line_change_is_one_hunk_as_claude_code_reports_it() {
+        assert_eq!(
+            structured_patch("abc\n", "xyz\n"),
+            serde_json::json!([{"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1,
+                                "lines": ["-abc", "+xyz"]}])
+        );
+        let old = "1\n2\n3\n4\n5\n6\n7\n8\n";
+        let new = "1\n2\n3\n4\nfive\n6\n7\n8\n";
+        assert_eq!(
+            structured_patch(old, new),
+            serde_json::json!([{"oldStart": 2, "oldLines": 7, "newStart": 2, "newLines": 7,
+                                "lines": [" 2", " 3", " 4", "-5", "+five", " 6", " 7", " 8"]}])
+        );
+        assert_eq!(structured_patch("same\n", "same\n"), serde_json::json!([]));
+    }
 }

@@ -7,16 +7,18 @@
 
 wit_bindgen::generate!({
     world: "tool-plugin",
-    path: "../../wit/tool/v0.1.0",
+    path: "../../wit/tool/v0.3.0",
 });
 
 use carapace::tool::host::{FileStamp, record_read};
 use carapace::tool::types::{
-    CallError, CallPlan, Capability, Content, Image, InterruptBehavior, ToolDefinition, ToolOutput,
+    CallContext, CallError, CallPlan, Capability, Content, Image, InterruptBehavior,
+    ToolAnnotations, ToolDefinition, ToolOutput,
 };
 use carapace_guest_util::{absolute_path, looks_binary, stamp};
 use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::path::Path;
 
@@ -84,6 +86,12 @@ impl Guest for ReadTool {
             name: TOOL_NAME.to_string(),
             description: DESCRIPTION.to_string(),
             input_schema: INPUT_SCHEMA.to_string(),
+            annotations: ToolAnnotations {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+            },
         }]
     }
 
@@ -98,14 +106,16 @@ impl Guest for ReadTool {
         })
     }
 
-    fn call(tool: String, input: String) -> Result<ToolOutput, CallError> {
+    fn call(tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
         check_tool(&tool).map_err(CallError::InvalidInput)?;
         let input = parse_input(&input).map_err(CallError::InvalidInput)?;
         let path = absolute_path("file_path", &input.file_path).map_err(CallError::InvalidInput)?;
-        let content = read(&path, input.offset, input.limit).map_err(CallError::Failed)?;
+        let (content, structured) =
+            read(&path, input.offset, input.limit).map_err(CallError::Failed)?;
         Ok(ToolOutput {
             content: vec![content],
             is_error: false,
+            structured: Some(structured.to_string()),
         })
     }
 }
@@ -124,7 +134,21 @@ fn parse_input(input: &str) -> Result<ReadInput, String> {
     serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))
 }
 
-fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<Content, String> {
+/// What a text read returned, in Claude Code's shape for Read's result:
+/// the lines' text as in the file, how many, from which line, of how many.
+fn text_result(path: &str, content: &str, start: u64, lines: u64, total: u64) -> Value {
+    json!({"type": "text", "file": {
+        "filePath": path,
+        "content": content,
+        "numLines": lines,
+        "startLine": start,
+        "totalLines": total,
+    }})
+}
+
+/// The file's content (numbered lines, or an image) and the structured
+/// result.
+fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<(Content, Value), String> {
     let shown = path.display();
     let file = std::fs::File::open(path).map_err(|e| match e.kind() {
         ErrorKind::NotFound => format!("File does not exist: {shown}"),
@@ -143,9 +167,12 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<Content,
     let path_text = path.to_string_lossy();
     if meta.len() == 0 {
         record_read(&path_text, FileStamp { modified_ns, size });
-        return Ok(Content::Text(format!(
-            "<system-reminder>The file {shown} exists but is empty.</system-reminder>"
-        )));
+        return Ok((
+            Content::Text(format!(
+                "<system-reminder>The file {shown} exists but is empty.</system-reminder>"
+            )),
+            text_result(&path_text, "", 1, 0, 0),
+        ));
     }
 
     let mut reader = BufReader::new(file);
@@ -164,10 +191,18 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<Content,
             .read_to_end(&mut data)
             .map_err(|e| format!("Cannot read {shown}: {e}"))?;
         record_read(&path_text, FileStamp { modified_ns, size });
-        return Ok(Content::Image(Image {
-            media_type: media_type.to_string(),
-            data,
-        }));
+        let structured = json!({"type": "image", "file": {
+            "filePath": path_text,
+            "type": media_type,
+            "originalSize": data.len(),
+        }});
+        return Ok((
+            Content::Image(Image {
+                media_type: media_type.to_string(),
+                data,
+            }),
+            structured,
+        ));
     }
     if looks_binary(head) {
         return Err(format!(
@@ -179,10 +214,14 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<Content,
     let limit = limit.unwrap_or(DEFAULT_LINE_LIMIT);
     let last = first.saturating_add(limit); // exclusive
     let mut out = String::new();
+    // The returned lines as they are in the file, for the structured result.
+    let mut raw = String::new();
     // Lines are the file split on '\n': a final newline starts one more,
     // empty line, so "a\nb\n" has three.
     let mut line_no: u64 = 0;
     let mut stopped_at: Option<u64> = None;
+    // Whether the line that stopped the read ended with a newline.
+    let mut stopped_on_newline = false;
     let mut previous_ended_with_newline = true;
     let mut buf = Vec::new();
     loop {
@@ -200,17 +239,23 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<Content,
         line_no += 1;
         if line_no >= last {
             stopped_at = Some(line_no);
+            stopped_on_newline = ended_with_newline;
             break;
         }
         if line_no >= first {
             if out.len() >= MAX_OUTPUT_CHARS {
                 stopped_at = Some(line_no);
+                stopped_on_newline = ended_with_newline;
                 break;
             }
             if line_no > first {
                 out.push('\n');
+                raw.push('\n');
             }
             push_line(&mut out, line_no, &buf);
+            if raw.len() < MAX_OUTPUT_CHARS {
+                raw.push_str(&String::from_utf8_lossy(&buf));
+            }
         }
         if n == 0 {
             break;
@@ -218,10 +263,27 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<Content,
         previous_ended_with_newline = ended_with_newline;
     }
 
+    let returned = match stopped_at {
+        Some(next) => next.saturating_sub(first),
+        None => line_no.saturating_sub(first) + 1,
+    };
+    // The total counts the lines not returned too: a file has one line
+    // more than it has newlines.
+    let total = match stopped_at {
+        Some(_) => {
+            line_no
+                + u64::from(stopped_on_newline)
+                + newlines_left(&mut reader, &shown.to_string())?
+        }
+        None => line_no,
+    };
     if line_no < first {
-        return Ok(Content::Text(format!(
-            "<system-reminder>The file {shown} has {line_no} lines, fewer than the requested offset {first}.</system-reminder>"
-        )));
+        return Ok((
+            Content::Text(format!(
+                "<system-reminder>The file {shown} has {line_no} lines, fewer than the requested offset {first}.</system-reminder>"
+            )),
+            text_result(&path_text, "", first, 0, total),
+        ));
     }
     record_read(&path_text, FileStamp { modified_ns, size });
     if let Some(next) = stopped_at {
@@ -230,9 +292,27 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<Content,
             next - 1
         ));
     }
-    Ok(Content::Text(out))
+    Ok((
+        Content::Text(out),
+        text_result(&path_text, &raw, first, returned, total),
+    ))
 }
 
+/// The newlines left in `reader`.
+fn newlines_left(reader: &mut impl BufRead, shown: &str) -> Result<u64, String> {
+    let mut left = 0u64;
+    loop {
+        let chunk = reader
+            .fill_buf()
+            .map_err(|e| format!("Cannot read {shown}: {e}"))?;
+        if chunk.is_empty() {
+            return Ok(left);
+        }
+        left += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+        let n = chunk.len();
+        reader.consume(n);
+    }
+}
 fn push_line(out: &mut String, line_no: u64, bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
     let text = text.strip_suffix('\r').unwrap_or(&text);

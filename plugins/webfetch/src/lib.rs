@@ -6,11 +6,12 @@
 
 wit_bindgen::generate!({
     world: "tool-plugin",
-    path: "../../wit/tool/v0.1.0",
+    path: "../../wit/tool/v0.3.0",
 });
 
 use carapace::tool::types::{
-    CallError, CallPlan, Capability, Content, InterruptBehavior, ToolDefinition, ToolOutput,
+    CallContext, CallError, CallPlan, Capability, Content, InterruptBehavior, ToolAnnotations,
+    ToolDefinition, ToolOutput,
 };
 use carapace_guest_util::cap_chars;
 use exports::carapace::tool::tool_provider::Guest;
@@ -152,6 +153,12 @@ impl Guest for FetchTool {
             name: "WebFetch".into(),
             description: DESCRIPTION.into(),
             input_schema: INPUT_SCHEMA.into(),
+            annotations: ToolAnnotations {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: true,
+            },
         }]
     }
 
@@ -169,7 +176,8 @@ impl Guest for FetchTool {
         })
     }
 
-    fn call(_tool: String, input: String) -> Result<ToolOutput, CallError> {
+    fn call(_tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
+        let started = std::time::Instant::now();
         let input: FetchInput =
             serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
         let mut target = Target::parse(&input.url).map_err(CallError::InvalidInput)?;
@@ -205,9 +213,19 @@ impl Guest for FetchTool {
             if page.truncated {
                 out.push_str("\n\n[the page was larger than 10 MB; the rest was not fetched]");
             }
+            // Claude Code's shape for WebFetch's structured result.
+            let structured = serde_json::json!({
+                "bytes": page.body.len(),
+                "code": page.status,
+                "codeText": reason(page.status),
+                "result": cap_chars(&markdown, MAX_OUTPUT_CHARS),
+                "durationMs": started.elapsed().as_millis() as u64,
+                "url": target.url(),
+            });
             return Ok(ToolOutput {
                 content: vec![Content::Text(out)],
                 is_error: !(200..300).contains(&page.status),
+                structured: Some(structured.to_string()),
             });
         }
         Err(CallError::Failed(format!(
@@ -220,6 +238,28 @@ fn text(t: String) -> ToolOutput {
     ToolOutput {
         content: vec![Content::Text(t)],
         is_error: false,
+        structured: None,
+    }
+}
+
+/// The reason phrase of common statuses.
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        204 => "No Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "",
     }
 }
 

@@ -5,12 +5,13 @@
 
 wit_bindgen::generate!({
     world: "tool-plugin",
-    path: "../../wit/tool/v0.1.0",
+    path: "../../wit/tool/v0.3.0",
 });
 
 use carapace::tool::host::{FileStamp, last_read, record_read};
 use carapace::tool::types::{
-    CallError, CallPlan, Capability, Content, InterruptBehavior, ToolDefinition, ToolOutput,
+    CallContext, CallError, CallPlan, Capability, Content, InterruptBehavior, ToolAnnotations,
+    ToolDefinition, ToolOutput,
 };
 use carapace_guest_util::{absolute_path, stamp};
 use exports::carapace::tool::tool_provider::Guest;
@@ -50,6 +51,12 @@ impl Guest for WriteTool {
             name: "Write".into(),
             description: DESCRIPTION.into(),
             input_schema: INPUT_SCHEMA.into(),
+            annotations: ToolAnnotations {
+                read_only: false,
+                destructive: true,
+                idempotent: true,
+                open_world: false,
+            },
         }]
     }
 
@@ -64,7 +71,7 @@ impl Guest for WriteTool {
         })
     }
 
-    fn call(_tool: String, input: String) -> Result<ToolOutput, CallError> {
+    fn call(_tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
         let input: WriteInput =
             serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
         let path = absolute_path("file_path", &input.file_path).map_err(CallError::InvalidInput)?;
@@ -88,10 +95,14 @@ impl Guest for WriteTool {
                             "{path_text} has changed since it was read. Read it again before writing it."
                         )));
                     }
-                    Some(_) => true,
+                    Some(_) => {
+                        Some(std::fs::read_to_string(&path).map_err(|e| {
+                            CallError::Failed(format!("Cannot read {path_text}: {e}"))
+                        })?)
+                    }
                 }
             }
-            Err(_) => false,
+            Err(_) => None,
         };
         std::fs::write(&path, input.content.as_bytes())
             .map_err(|e| CallError::Failed(format!("Cannot write {path_text}: {e}")))?;
@@ -99,14 +110,27 @@ impl Guest for WriteTool {
             let (modified_ns, size) = stamp(&meta);
             record_read(&path_text, FileStamp { modified_ns, size });
         }
-        let text = if existed {
+        let text = if existed.is_some() {
             format!("The file {path_text} has been updated.")
         } else {
             format!("File created successfully at: {path_text}")
         };
+        // Claude Code's shape for Write's structured result.
+        let structured = serde_json::json!({
+            "type": if existed.is_some() { "update" } else { "create" },
+            "filePath": path_text,
+            "content": input.content,
+            "structuredPatch": match &existed {
+                Some(original) => carapace_guest_util::structured_patch(original, &input.content),
+                None => serde_json::json!([]),
+            },
+            "originalFile": existed,
+            "userModified": false,
+        });
         Ok(ToolOutput {
             content: vec![Content::Text(text)],
             is_error: false,
+            structured: Some(structured.to_string()),
         })
     }
 }

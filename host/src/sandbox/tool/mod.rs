@@ -38,7 +38,8 @@ impl World for ToolState {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
             .map_err(|e| SandboxError::Prepare(format!("linking wasi:http: {e:#}")))?;
         v0_1::link(linker)?;
-        v0_2::link(linker)
+        v0_2::link(linker)?;
+        v0_3::link(linker)
     }
 
     fn core(&mut self) -> &mut CallCore {
@@ -48,9 +49,10 @@ impl World for ToolState {
 
 mod v0_1;
 mod v0_2;
+mod v0_3;
 
 /// The contract versions this host implements, oldest first.
-pub const SUPPORTED_CONTRACTS: &[&str] = &[v0_1::VERSION, v0_2::VERSION];
+pub const SUPPORTED_CONTRACTS: &[&str] = &[v0_1::VERSION, v0_2::VERSION, v0_3::VERSION];
 
 /// What the model was shown of each file in a session (the `record-read` /
 /// `last-read` host functions): lets Edit refuse a file the model has not
@@ -152,6 +154,9 @@ pub enum ToolContent {
 pub struct ToolOutput {
     pub content: Vec<ToolContent>,
     pub is_error: bool,
+    /// What the call did, as JSON text, for hooks and SDK clients (contract
+    /// 0.3.0 on; never shown to the model).
+    pub structured: Option<String>,
 }
 
 impl ToolOutput {
@@ -162,7 +167,8 @@ impl ToolOutput {
                 ToolContent::Text(t) => t.len(),
                 ToolContent::Image { media_type, data } => media_type.len() + data.len(),
             })
-            .sum()
+            .sum::<usize>()
+            + self.structured.as_ref().map_or(0, String::len)
     }
 }
 
@@ -197,12 +203,14 @@ impl std::fmt::Debug for ToolComponent {
 enum ContractPre {
     V0_1(v0_1::ToolPluginPre<ToolState>),
     V0_2(v0_2::ToolPluginPre<ToolState>),
+    V0_3(v0_3::ToolPluginPre<ToolState>),
 }
 
 /// An instance of one contract version.
 enum Contract {
     V0_1(v0_1::ToolPlugin),
     V0_2(v0_2::ToolPlugin),
+    V0_3(v0_3::ToolPlugin),
 }
 
 impl ContractPre {
@@ -213,6 +221,7 @@ impl ContractPre {
         Ok(match self {
             ContractPre::V0_1(pre) => Contract::V0_1(pre.instantiate_async(store).await?),
             ContractPre::V0_2(pre) => Contract::V0_2(pre.instantiate_async(store).await?),
+            ContractPre::V0_3(pre) => Contract::V0_3(pre.instantiate_async(store).await?),
         })
     }
 
@@ -220,6 +229,7 @@ impl ContractPre {
         match self {
             ContractPre::V0_1(_) => v0_1::VERSION,
             ContractPre::V0_2(_) => v0_2::VERSION,
+            ContractPre::V0_3(_) => v0_3::VERSION,
         }
     }
 }
@@ -280,6 +290,7 @@ impl ToolComponent {
                     match contract {
                         Contract::V0_1(p) => v0_1::tools(p, store).await,
                         Contract::V0_2(p) => v0_2::tools(p, store).await,
+                        Contract::V0_3(p) => v0_3::tools(p, store).await,
                     }
                 })
             })
@@ -348,6 +359,9 @@ impl ToolComponent {
             v0_2::VERSION => {
                 ContractPre::V0_2(v0_2::ToolPluginPre::new(instance_pre).map_err(linked)?)
             }
+            v0_3::VERSION => {
+                ContractPre::V0_3(v0_3::ToolPluginPre::new(instance_pre).map_err(linked)?)
+            }
             other => {
                 return Err(SandboxError::Contract(format!(
                     "it targets carapace:tool@{other}, which this carapace does not support (it supports {})",
@@ -399,6 +413,7 @@ impl ToolComponent {
                     match contract {
                         Contract::V0_1(p) => v0_1::plan(p, store, &tool, &input).await,
                         Contract::V0_2(p) => v0_2::plan(p, store, &tool, &input).await,
+                        Contract::V0_3(p) => v0_3::plan(p, store, &tool, &input).await,
                     }
                 })
             },
@@ -455,6 +470,7 @@ impl ToolComponent {
                     match contract {
                         Contract::V0_1(p) => v0_1::call(p, store, &tool, &input, &context).await,
                         Contract::V0_2(p) => v0_2::call(p, store, &tool, &input, &context).await,
+                        Contract::V0_3(p) => v0_3::call(p, store, &tool, &input, &context).await,
                     }
                 })
             })

@@ -92,6 +92,7 @@ pub(super) async fn call(
         Ok(output) => Ok(ToolOutput {
             content: output.content.into_iter().map(content).collect(),
             is_error: output.is_error,
+            structured: None,
         }),
         Err(types::CallError::InvalidInput(m)) => Err(ToolFailure::InvalidInput(m)),
         Err(types::CallError::Failed(m)) => Err(ToolFailure::Failed(m)),

@@ -36,6 +36,11 @@ pub(super) fn to_result(id: &str, output: ToolOutput) -> ToolCallResult {
         tool_use_id: id.to_string(),
         content,
         is_error: output.is_error,
+        // A structured result that is not a JSON object is not one.
+        structured: output
+            .structured
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            .filter(Value::is_object),
         denial: None,
         hooks: Default::default(),
     }
@@ -62,6 +67,7 @@ pub(super) fn hook_denied(call: &ToolCall, reason: String) -> ToolCallResult {
         tool_use_id: call.id.clone(),
         content: ToolResultContent::Text(reason.clone()),
         is_error: true,
+        structured: None,
         denial: Some(Box::new(PermissionDenial {
             tool_name: call.name.clone(),
             tool_use_id: call.id.clone(),

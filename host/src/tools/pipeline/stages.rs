@@ -326,7 +326,12 @@ impl ToolPipeline {
         } else {
             HookEvent::PostToolUse {
                 call: hook_call(call),
-                tool_response: serde_json::to_string(&result.content).unwrap_or_default(),
+                // What the tool said it did, in its own (Claude Code's, for
+                // first-party tools) shape; else what the model sees.
+                tool_response: match &result.structured {
+                    Some(structured) => structured.to_string(),
+                    None => serde_json::to_string(&result.content).unwrap_or_default(),
+                },
                 duration_ms,
             }
         };

@@ -7,7 +7,11 @@
 //! ```
 //!
 //! `"echo": true` writes the stdin JSON back on stderr with exit 1 (so a
-//! test can see exactly what the hook was given, in the hook_response line).
+//! test can see exactly what the hook was given, in the hook_response line);
+//! `"where": true` does the same with where it was started: the initial
+//! working directory WASI reports, `PWD`, the libc's current directory, and
+//! whether `hook-script.json` opens by that relative name once it changes
+//! to the initial directory.
 
 use serde_json::Value;
 use std::io::{Read, Write};
@@ -43,6 +47,23 @@ fn main() {
     let step = &script[name];
     if step["echo"] == true {
         eprint!("{input}");
+        let _ = std::io::stderr().flush();
+        wasip2::cli::exit::exit_with_code(1);
+    }
+    if step["where"] == true {
+        let current = std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        let initial = wasip2::cli::environment::initial_cwd();
+        let relative = initial
+            .as_ref()
+            .is_some_and(|dir| std::env::set_current_dir(dir).is_ok())
+            && std::fs::read_to_string("hook-script.json").is_ok();
+        eprint!(
+            "{}",
+            serde_json::json!({"initial_cwd": initial, "pwd": std::env::var("PWD").ok(),
+                               "libc_cwd": current, "relative_read": relative})
+        );
         let _ = std::io::stderr().flush();
         wasip2::cli::exit::exit_with_code(1);
     }
