@@ -49,6 +49,9 @@ fn main() -> BenchResult {
     if wanted("cold_start") {
         cold_start(&cache, work.path())?;
     }
+    if wanted("startup") {
+        startup_read_probe(&cache, work.path())?;
+    }
     if wanted("loop") {
         runtime.block_on(loop_benches(&cache, &file))?;
     }
@@ -1337,6 +1340,100 @@ fn cold_start(cache: &Path, cwd: &Path) -> BenchResult {
         "cold_start: whole `carapace -p` run, one-line answer",
         &whole_run,
         "",
+    );
+    Ok(())
+}
+
+/// Waits for `child`; returns whether it succeeded and its peak resident
+/// set in KiB.
+#[allow(unsafe_code)]
+fn wait_with_peak(child: std::process::Child) -> std::io::Result<(bool, i64)> {
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child, not yet waited for (`child` is consumed
+    // here and never waited on by std); `status` and `usage` are valid for
+    // writes for the duration of the call.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if waited != pid {
+        return Err(std::io::Error::last_os_error());
+    }
+    let succeeded = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    Ok((succeeded, usage.ru_maxrss))
+}
+
+/// The seeds' Read probe as a user runs it: spawn `carapace -p` with Read
+/// only, one Read call and a final answer from the scripted server, until
+/// the process exits, and the process's peak resident set.
+fn startup_read_probe(cache: &Path, cwd: &Path) -> BenchResult {
+    const RUNS: usize = 30;
+    let file = cwd.join("probe-fixture.txt");
+    std::fs::write(&file, "AGENT_LOOP_FILE_MARKER\n")?;
+    let mut spawn_to_exit = Vec::with_capacity(RUNS);
+    let mut spawn_to_request = Vec::with_capacity(RUNS);
+    let mut peaks_kib = Vec::with_capacity(RUNS);
+    for i in 0..RUNS + 2 {
+        let server = ScriptedServer::start(vec![
+            Reply::tool_uses(vec![scripted_server::Block::tool_use(
+                "toolu_probe",
+                "Read",
+                json!({"file_path": file}),
+            )]),
+            Reply::text("TOOL_EXECUTION_OK"),
+        ])?;
+        let started = Instant::now();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_carapace"))
+            .current_dir(cwd)
+            .env_clear()
+            .env("HOME", cwd)
+            .env("CARAPACE_CACHE_DIR", cache)
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .env("ANTHROPIC_API_KEY", "bench")
+            .args([
+                "-p",
+                "AGENT_LOOP_INITIAL_MARKER",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--tools",
+                "Read",
+                "--permission-mode",
+                "bypassPermissions",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()?;
+        let (succeeded, peak_kib) = wait_with_peak(child)?;
+        let ended = started.elapsed();
+        if !succeeded {
+            return Err("carapace failed".into());
+        }
+        let requests = server.requests();
+        if requests.len() != 2 {
+            return Err(format!("{} requests, not 2", requests.len()).into());
+        }
+        if i >= 2 {
+            // The first runs fill the component cache and the page cache.
+            spawn_to_exit.push(ended);
+            spawn_to_request.push(requests[0].received_at.duration_since(started));
+            peaks_kib.push(peak_kib);
+        }
+    }
+    report(
+        "startup: read probe, spawn → first request",
+        &spawn_to_request,
+        "",
+    );
+    peaks_kib.sort_unstable();
+    let mib = |kib: i64| kib as f64 / 1024.0;
+    report(
+        "startup: read probe, spawn → exit (two requests, one Read)",
+        &spawn_to_exit,
+        &format!(
+            "peak RSS p50 {:.1} MiB, max {:.1} MiB",
+            mib(peaks_kib[peaks_kib.len() / 2]),
+            mib(peaks_kib.last().copied().unwrap_or_default())
+        ),
     );
     Ok(())
 }

@@ -309,6 +309,11 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         }
     };
 
+    tracing::debug!(
+        mark = "model_ready",
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        "startup timing"
+    );
     let tool_names = session.pipeline.offered_names();
     let cwd = &session.paths.cwd;
     let info = RunInfo {

@@ -167,6 +167,15 @@ impl SessionBuilder {
     }
 
     pub async fn build(self) -> Result<Session, SessionError> {
+        let started = std::time::Instant::now();
+        // A start-up timing mark (printed with `--debug`).
+        let mark = |name: &str| {
+            tracing::debug!(
+                mark = name,
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "session timing"
+            )
+        };
         let SessionPaths {
             cwd,
             home,
@@ -184,6 +193,7 @@ impl SessionBuilder {
             },
             self.trust,
         )?;
+        mark("settings_loaded");
         let mut warnings = settings.warnings.clone();
         let env = |name: &str| {
             settings
@@ -243,6 +253,7 @@ impl SessionBuilder {
             process: Some(process.clone()),
             ..self.sandbox.clone().unwrap_or_default()
         })?;
+        mark("sandbox_ready");
 
         let places = Placeholders::current(&cwd);
         let (mut registry, plugins) = match &self.tools {
@@ -263,6 +274,7 @@ impl SessionBuilder {
             }
         };
 
+        mark("tools_registered");
         let mcp = match &self.mcp {
             None => Vec::new(),
             Some(setup) => {
@@ -326,6 +338,7 @@ impl SessionBuilder {
             HookRuntime::empty(common)
         };
         let hooks = Arc::new(hooks.with_mode(policy.mode_cell().clone()));
+        mark("hooks_loaded");
 
         let connected = mcp
             .iter()

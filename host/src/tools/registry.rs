@@ -69,7 +69,10 @@ pub struct InstalledTools {
 pub struct RegisteredTool {
     pub definition: ToolDefinition,
     pub schema: Value,
-    validator: jsonschema::Validator,
+    /// Compiled when the tool is added, or — for schemas vetted before
+    /// (first-party, approved at install) — on first use, so a session
+    /// does not compile validators for tools it never calls.
+    validator: std::sync::OnceLock<Result<jsonschema::Validator, String>>,
     provider: ToolProvider,
     pub ceiling: Arc<Ceiling>,
     /// The plugin's own limits, when its manifest sets them.
@@ -319,10 +322,21 @@ impl RegisteredTool {
 
     /// Every way `input` violates the tool's schema, one line each.
     pub fn schema_errors(&self, input: &Value) -> Vec<String> {
-        self.validator
+        let validator = self
+            .validator
+            .get_or_init(|| jsonschema::validator_for(&self.schema).map_err(|e| e.to_string()));
+        let validator = match validator {
+            Ok(validator) => validator,
+            Err(reason) => {
+                return vec![format!(
+                    "the tool's input schema is not valid JSON Schema ({reason}), so no input can be checked against it"
+                )];
+            }
+        };
+        validator
             .iter_errors(input)
             .map(|e| {
-                let at = e.instance_path.to_string();
+                let at = e.instance_path().to_string();
                 if at.is_empty() {
                     e.to_string()
                 } else {
@@ -503,6 +517,9 @@ impl ToolRegistry {
         ceiling: Arc<Ceiling>,
         limits: Option<CallLimits>,
     ) -> Result<(), RegistryError> {
+        // Schemas vetted before are compiled on first use.
+        let vetted = matches!(&provider, ToolProvider::FirstParty(_))
+            || matches!(&provider, ToolProvider::ThirdParty(lazy) if matches!(lazy.source, Source::Installed { .. }));
         for definition in definitions {
             if let Some(existing) = self.get(&definition.name) {
                 return Err(RegistryError::DuplicateTool {
@@ -511,7 +528,14 @@ impl ToolRegistry {
                     second: plugin.to_string(),
                 });
             }
-            let (schema, validator) = checked_definition(plugin, definition)?;
+            let validator = std::sync::OnceLock::new();
+            let schema = if vetted {
+                checked_shape(plugin, definition)?
+            } else {
+                let (schema, compiled) = checked_definition(plugin, definition)?;
+                let _ = validator.set(Ok(compiled));
+                schema
+            };
             self.tools.push(Arc::new(RegisteredTool {
                 definition: definition.clone(),
                 schema,
@@ -595,6 +619,19 @@ pub fn checked_definition(
     plugin: &str,
     definition: &ToolDefinition,
 ) -> Result<(Value, jsonschema::Validator), RegistryError> {
+    let schema = checked_shape(plugin, definition)?;
+    let validator =
+        jsonschema::validator_for(&schema).map_err(|e| RegistryError::InvalidSchema {
+            plugin: plugin.to_string(),
+            tool: definition.name.clone(),
+            reason: e.to_string(),
+        })?;
+    Ok((schema, validator))
+}
+
+/// The checks of [`checked_definition`] short of compiling the schema: the
+/// name, and a JSON object schema of `"type": "object"`.
+fn checked_shape(plugin: &str, definition: &ToolDefinition) -> Result<Value, RegistryError> {
     if !valid_tool_name(&definition.name) {
         return Err(RegistryError::InvalidName {
             plugin: plugin.to_string(),
@@ -613,8 +650,7 @@ pub fn checked_definition(
             "the input schema must have `\"type\": \"object\"`".into(),
         ));
     }
-    let validator = jsonschema::validator_for(&schema).map_err(|e| invalid(e.to_string()))?;
-    Ok((schema, validator))
+    Ok(schema)
 }
 
 fn valid_tool_name(name: &str) -> bool {

@@ -401,6 +401,10 @@ async fn serve(
             _ = &mut shutdown => return,
         };
         let Ok((stream, _)) = accepted else { continue };
+        // Events are small writes: without this, Nagle holds each behind
+        // the client's delayed ACK (~40 ms per request on a kept-alive
+        // connection), which no real API server does.
+        let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| handle(request, shared.clone()));
