@@ -1232,6 +1232,32 @@ async fn sandbox_benches(cache: &Path, file: &Path, wanted: &dyn Fn(&str) -> boo
             &samples,
             "",
         );
+        // The same with the structured result asked for (PostToolUse hooks,
+        // stream-json's tool_use_result).
+        let context = carapace::sandbox::CallContext {
+            wants_structured: true,
+            ..Default::default()
+        };
+        let mut samples = Vec::with_capacity(N);
+        for i in 0..N + 100 {
+            let started = Instant::now();
+            let grant = Grant::none().read_file(file)?;
+            let output = read
+                .call_in_session("Read", &input, &grant, &limits, None, &context)
+                .await?;
+            let elapsed = started.elapsed();
+            if !output.as_ref().is_ok_and(|o| o.structured.is_some()) {
+                return Err(format!("Read failed or gave no structured result: {output:?}").into());
+            }
+            if i >= 100 {
+                samples.push(elapsed);
+            }
+        }
+        report(
+            "sandbox_call: … with the structured result asked for",
+            &samples,
+            "",
+        );
     }
 
     if wanted("pipeline_call") {

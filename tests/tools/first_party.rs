@@ -89,7 +89,8 @@ fn bench(
         let spill = outside.join("spill");
         let pipeline = Arc::new(
             ToolPipeline::new(registry, policy, CallLimits::default())
-                .with_result_spill(spill, 100_000),
+                .with_result_spill(spill, 100_000)
+                .with_structured_results(true),
         );
         Ok(Bench {
             _dirs: vec![ws_dir, out_dir],
@@ -728,9 +729,26 @@ async fn oversized_results_are_saved_and_previewed() -> TestResult {
 
 /// What each first-party tool says it did, for hooks and SDK clients, in
 /// Claude Code's shapes (checked against Claude Code 2.1.332's PostToolUse
-/// inputs for the same calls).
+/// inputs for the same calls) — and nothing when nobody reads it.
 #[tokio::test]
 async fn first_party_tools_describe_their_results_in_claude_codes_shapes() -> TestResult {
+    let unread = bench(PermissionMode::AcceptEdits, &[]).await?;
+    let unread = Bench {
+        pipeline: Arc::new(
+            ToolPipeline::new(
+                unread.pipeline.registry(),
+                Policy::new(PermissionMode::AcceptEdits, &unread.ws),
+                CallLimits::default(),
+            )
+            .with_structured_results(false),
+        ),
+        ..unread
+    };
+    std::fs::write(unread.p("a.txt"), "a\n")?;
+    let plain = unread
+        .call("Read", json!({"file_path": unread.p("a.txt")}))
+        .await;
+    assert_eq!((plain.is_error, plain.structured), (false, None));
     let b = bench(PermissionMode::AcceptEdits, &[]).await?;
     let notes = b.p("notes.txt");
     std::fs::write(&notes, "hello file\n")?;

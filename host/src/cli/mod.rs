@@ -273,6 +273,8 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             strict: cli.strict_mcp_config,
         })
         .prompt_tool(cli.permission_prompt_tool.clone())
+        // Verbose JSON output prints each result's `tool_use_result`.
+        .structured_results(cli.verbose && cli.output_format != OutputFormat::Text)
         .build()
         .await?;
     print_warnings(&session);

@@ -502,6 +502,7 @@ pub async fn tool_call(request: ToolCallRequest, paths: SessionPaths) -> anyhow:
     let context = CallContext {
         tool_use_id: format!("toolu_local_{}", uuid::Uuid::new_v4().simple()),
         session_id: session.id.clone(),
+        wants_structured: true,
     };
     let answer = component
         .call_measured(

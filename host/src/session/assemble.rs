@@ -79,6 +79,7 @@ pub struct SessionBuilder {
     hooks: bool,
     prompt_tool: Option<String>,
     sandbox: Option<SandboxConfig>,
+    structured_results: bool,
 }
 
 impl SessionBuilder {
@@ -97,7 +98,15 @@ impl SessionBuilder {
             hooks: true,
             prompt_tool: None,
             sandbox: None,
+            structured_results: false,
         }
+    }
+
+    /// Ask tools for their structured results on every call: something
+    /// prints them (stream-json's `tool_use_result`).
+    pub fn structured_results(mut self, wanted: bool) -> Self {
+        self.structured_results = wanted;
+        self
     }
 
     /// `--settings FILE|JSON`.
@@ -350,7 +359,8 @@ impl SessionBuilder {
             .with_session_id(id.clone())
             .with_audit(AuditLog::at(dir.join("audit.jsonl")))
             .with_prompt_tool(self.prompt_tool.clone())
-            .with_result_spill(spill_dir, MAX_RESULT_CHARS);
+            .with_result_spill(spill_dir, MAX_RESULT_CHARS)
+            .with_structured_results(self.structured_results);
         Ok(Session {
             id,
             paths: self.paths,

@@ -128,7 +128,7 @@ impl Guest for BashTool {
         })
     }
 
-    fn call(_tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
+    fn call(_tool: String, input: String, context: CallContext) -> Result<ToolOutput, CallError> {
         let input = parse(&input).map_err(CallError::InvalidInput)?;
         let timeout = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
         let output = run(&input.command, timeout).map_err(CallError::Failed)?;
@@ -177,7 +177,7 @@ impl Guest for BashTool {
         Ok(ToolOutput {
             content: vec![Content::Text(text)],
             is_error: failed,
-            structured: Some(structured.to_string()),
+            structured: context.wants_structured.then(|| structured.to_string()),
         })
     }
 }

@@ -90,7 +90,7 @@ impl Guest for EditTool {
         })
     }
 
-    fn call(_tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
+    fn call(_tool: String, input: String, context: CallContext) -> Result<ToolOutput, CallError> {
         let input = parse(&input).map_err(CallError::InvalidInput)?;
         let path = absolute_path("file_path", &input.file_path).map_err(CallError::InvalidInput)?;
         let path_text = path.to_string_lossy().into_owned();
@@ -102,7 +102,9 @@ impl Guest for EditTool {
                 std::fs::write(&path, input.new_string.as_bytes())
                     .map_err(|e| failed(format!("Cannot create {path_text}: {e}")))?;
                 remember(&path_text);
-                let structured = edit_result(&path_text, &input, "", &input.new_string);
+                let structured = context
+                    .wants_structured
+                    .then(|| edit_result(&path_text, &input, "", &input.new_string));
                 return Ok(text(format!("Created {path_text}."), structured));
             }
             Err(_) => return Err(failed(format!("File does not exist: {path_text}"))),
@@ -169,7 +171,9 @@ Give more surrounding context to make it unique, or set replace_all to true."
             format!(
                 "The file {path_text} has been updated ({what}). Around the change:\n{snippet}"
             ),
-            edit_result(&path_text, &input, &content, &updated),
+            context
+                .wants_structured
+                .then(|| edit_result(&path_text, &input, &content, &updated)),
         ))
     }
 }
@@ -194,11 +198,11 @@ fn edit_result(path: &str, input: &EditInput, original: &str, updated: &str) -> 
     })
 }
 
-fn text(t: String, structured: Value) -> ToolOutput {
+fn text(t: String, structured: Option<Value>) -> ToolOutput {
     ToolOutput {
         content: vec![Content::Text(t)],
         is_error: false,
-        structured: Some(structured.to_string()),
+        structured: structured.map(|s| s.to_string()),
     }
 }
 

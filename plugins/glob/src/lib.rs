@@ -83,7 +83,7 @@ impl Guest for GlobTool {
         })
     }
 
-    fn call(_tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
+    fn call(_tool: String, input: String, context: CallContext) -> Result<ToolOutput, CallError> {
         let started = std::time::Instant::now();
         let (glob, root) = parse(&input).map_err(CallError::InvalidInput)?;
         if !root.is_dir() {
@@ -121,7 +121,7 @@ impl Guest for GlobTool {
         Ok(ToolOutput {
             content: vec![Content::Text(lines.join("\n"))],
             is_error: false,
-            structured: Some(structured.to_string()),
+            structured: context.wants_structured.then(|| structured.to_string()),
         })
     }
 }

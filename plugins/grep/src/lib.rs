@@ -163,13 +163,13 @@ impl Guest for GrepTool {
         })
     }
 
-    fn call(_tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
+    fn call(_tool: String, input: String, context: CallContext) -> Result<ToolOutput, CallError> {
         let search = parse(&input).map_err(CallError::InvalidInput)?;
         let (text, structured) = run(&search).map_err(CallError::Failed)?;
         Ok(ToolOutput {
             content: vec![Content::Text(cap_chars(&text, MAX_OUTPUT_CHARS))],
             is_error: false,
-            structured: Some(structured.to_string()),
+            structured: context.wants_structured.then(|| structured.to_string()),
         })
     }
 }

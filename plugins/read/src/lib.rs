@@ -18,7 +18,8 @@ use carapace::tool::types::{
 use carapace_guest_util::{absolute_path, looks_binary, stamp};
 use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::path::Path;
 
@@ -106,16 +107,17 @@ impl Guest for ReadTool {
         })
     }
 
-    fn call(tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
+    fn call(tool: String, input: String, context: CallContext) -> Result<ToolOutput, CallError> {
         check_tool(&tool).map_err(CallError::InvalidInput)?;
         let input = parse_input(&input).map_err(CallError::InvalidInput)?;
         let path = absolute_path("file_path", &input.file_path).map_err(CallError::InvalidInput)?;
         let (content, structured) =
-            read(&path, input.offset, input.limit).map_err(CallError::Failed)?;
+            read(&path, input.offset, input.limit, context.wants_structured)
+                .map_err(CallError::Failed)?;
         Ok(ToolOutput {
             content: vec![content],
             is_error: false,
-            structured: Some(structured.to_string()),
+            structured,
         })
     }
 }
@@ -134,21 +136,60 @@ fn parse_input(input: &str) -> Result<ReadInput, String> {
     serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))
 }
 
-/// What a text read returned, in Claude Code's shape for Read's result:
-/// the lines' text as in the file, how many, from which line, of how many.
-fn text_result(path: &str, content: &str, start: u64, lines: u64, total: u64) -> Value {
-    json!({"type": "text", "file": {
-        "filePath": path,
-        "content": content,
-        "numLines": lines,
-        "startLine": start,
-        "totalLines": total,
-    }})
+/// Claude Code's shape for Read's structured result of a text read.
+#[derive(Serialize)]
+struct TextResult<'a> {
+    r#type: &'static str,
+    file: TextFile<'a>,
+}
+
+/// The lines' text as in the file, how many, from which line, of how
+/// many.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TextFile<'a> {
+    file_path: &'a str,
+    content: &'a str,
+    num_lines: u64,
+    start_line: u64,
+    total_lines: u64,
+}
+
+/// The structured result of a text read, serialised straight into one
+/// buffer: a fresh instance pays for every page of memory it touches.
+fn text_result(path: &str, content: &str, start: u64, lines: u64, total: u64) -> String {
+    let result = TextResult {
+        r#type: "text",
+        file: TextFile {
+            file_path: path,
+            content,
+            num_lines: lines,
+            start_line: start,
+            total_lines: total,
+        },
+    };
+    let mut out = Vec::with_capacity(content.len() + path.len() + 128);
+    match serde_json::to_writer(&mut out, &result) {
+        Ok(()) => String::from_utf8(out).unwrap_or_default(),
+        Err(_) => String::new(),
+    }
 }
 
 /// The file's content (numbered lines, or an image) and the structured
 /// result.
-fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<(Content, Value), String> {
+/// The file's content (numbered lines, or an image) and, when `structured`,
+/// the structured result (JSON).
+fn read(
+    path: &Path,
+    offset: Option<u64>,
+    limit: Option<u64>,
+    structured: bool,
+) -> Result<(Content, Option<String>), String> {
+    // Only what will be read is built: a fresh instance pays for every
+    // page it touches.
+    let describe = |content: &str, start: u64, lines: u64, total: u64| {
+        structured.then(|| text_result(&path.to_string_lossy(), content, start, lines, total))
+    };
     let shown = path.display();
     let file = std::fs::File::open(path).map_err(|e| match e.kind() {
         ErrorKind::NotFound => format!("File does not exist: {shown}"),
@@ -171,7 +212,7 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<(Content
             Content::Text(format!(
                 "<system-reminder>The file {shown} exists but is empty.</system-reminder>"
             )),
-            text_result(&path_text, "", 1, 0, 0),
+            describe("", 1, 0, 0),
         ));
     }
 
@@ -191,11 +232,14 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<(Content
             .read_to_end(&mut data)
             .map_err(|e| format!("Cannot read {shown}: {e}"))?;
         record_read(&path_text, FileStamp { modified_ns, size });
-        let structured = json!({"type": "image", "file": {
-            "filePath": path_text,
-            "type": media_type,
-            "originalSize": data.len(),
-        }});
+        let structured = structured.then(|| {
+            json!({"type": "image", "file": {
+                "filePath": path_text,
+                "type": media_type,
+                "originalSize": data.len(),
+            }})
+            .to_string()
+        });
         return Ok((
             Content::Image(Image {
                 media_type: media_type.to_string(),
@@ -213,9 +257,13 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<(Content
     let first = offset.unwrap_or(1).max(1);
     let limit = limit.unwrap_or(DEFAULT_LINE_LIMIT);
     let last = first.saturating_add(limit); // exclusive
-    let mut out = String::new();
+    // Sized once: growing a buffer in a fresh instance touches new pages.
+    let expected = usize::try_from(meta.len())
+        .unwrap_or(0)
+        .min(MAX_OUTPUT_CHARS);
+    let mut out = String::with_capacity(expected + expected / 8 + 64);
     // The returned lines as they are in the file, for the structured result.
-    let mut raw = String::new();
+    let mut raw = String::with_capacity(if structured { expected } else { 0 });
     // Lines are the file split on '\n': a final newline starts one more,
     // empty line, so "a\nb\n" has three.
     let mut line_no: u64 = 0;
@@ -250,10 +298,12 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<(Content
             }
             if line_no > first {
                 out.push('\n');
-                raw.push('\n');
+                if structured {
+                    raw.push('\n');
+                }
             }
             push_line(&mut out, line_no, &buf);
-            if raw.len() < MAX_OUTPUT_CHARS {
+            if structured && raw.len() < MAX_OUTPUT_CHARS {
                 raw.push_str(&String::from_utf8_lossy(&buf));
             }
         }
@@ -282,7 +332,7 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<(Content
             Content::Text(format!(
                 "<system-reminder>The file {shown} has {line_no} lines, fewer than the requested offset {first}.</system-reminder>"
             )),
-            text_result(&path_text, "", first, 0, total),
+            describe("", first, 0, total),
         ));
     }
     record_read(&path_text, FileStamp { modified_ns, size });
@@ -292,10 +342,7 @@ fn read(path: &Path, offset: Option<u64>, limit: Option<u64>) -> Result<(Content
             next - 1
         ));
     }
-    Ok((
-        Content::Text(out),
-        text_result(&path_text, &raw, first, returned, total),
-    ))
+    Ok((Content::Text(out), describe(&raw, first, returned, total)))
 }
 
 /// The newlines left in `reader`.

@@ -176,7 +176,7 @@ impl Guest for FetchTool {
         })
     }
 
-    fn call(_tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
+    fn call(_tool: String, input: String, context: CallContext) -> Result<ToolOutput, CallError> {
         let started = std::time::Instant::now();
         let input: FetchInput =
             serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
@@ -225,7 +225,7 @@ impl Guest for FetchTool {
             return Ok(ToolOutput {
                 content: vec![Content::Text(out)],
                 is_error: !(200..300).contains(&page.status),
-                structured: Some(structured.to_string()),
+                structured: context.wants_structured.then(|| structured.to_string()),
             });
         }
         Err(CallError::Failed(format!(

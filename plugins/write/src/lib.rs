@@ -71,7 +71,7 @@ impl Guest for WriteTool {
         })
     }
 
-    fn call(_tool: String, input: String, _context: CallContext) -> Result<ToolOutput, CallError> {
+    fn call(_tool: String, input: String, context: CallContext) -> Result<ToolOutput, CallError> {
         let input: WriteInput =
             serde_json::from_str(&input).map_err(|e| CallError::InvalidInput(e.to_string()))?;
         let path = absolute_path("file_path", &input.file_path).map_err(CallError::InvalidInput)?;
@@ -116,21 +116,24 @@ impl Guest for WriteTool {
             format!("File created successfully at: {path_text}")
         };
         // Claude Code's shape for Write's structured result.
-        let structured = serde_json::json!({
-            "type": if existed.is_some() { "update" } else { "create" },
-            "filePath": path_text,
-            "content": input.content,
-            "structuredPatch": match &existed {
-                Some(original) => carapace_guest_util::structured_patch(original, &input.content),
-                None => serde_json::json!([]),
-            },
-            "originalFile": existed,
-            "userModified": false,
+        let structured = context.wants_structured.then(|| {
+            serde_json::json!({
+                "type": if existed.is_some() { "update" } else { "create" },
+                "filePath": path_text,
+                "content": input.content,
+                "structuredPatch": match &existed {
+                    Some(original) => carapace_guest_util::structured_patch(original, &input.content),
+                    None => serde_json::json!([]),
+                },
+                "originalFile": existed,
+                "userModified": false,
+            })
+            .to_string()
         });
         Ok(ToolOutput {
             content: vec![Content::Text(text)],
             is_error: false,
-            structured: Some(structured.to_string()),
+            structured,
         })
     }
 }

@@ -113,6 +113,9 @@ pub struct ToolAnnotations {
 pub struct CallContext {
     pub tool_use_id: String,
     pub session_id: String,
+    /// Whether the structured result will be read (0.3.0 on): tools skip
+    /// building it otherwise.
+    pub wants_structured: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

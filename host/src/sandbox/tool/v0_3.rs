@@ -83,6 +83,7 @@ pub(super) async fn call(
     let context = types::CallContext {
         tool_use_id: context.tool_use_id.clone(),
         session_id: context.session_id.clone(),
+        wants_structured: context.wants_structured,
     };
     let answer = plugin
         .carapace_tool_tool_provider()

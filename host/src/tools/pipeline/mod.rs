@@ -51,6 +51,9 @@ pub struct ToolPipeline {
     hooks: Option<Arc<HookRuntime>>,
     /// Told to tools with each call (contract 0.2.0 on).
     session_id: String,
+    /// Whether something outside reads each result's structured form
+    /// (stream-json's `tool_use_result`); PostToolUse hooks always do.
+    structured_results: bool,
 }
 
 impl ToolPipeline {
@@ -66,7 +69,15 @@ impl ToolPipeline {
             spill: None,
             hooks: None,
             session_id: String::new(),
+            structured_results: false,
         }
+    }
+
+    /// Asks tools for their structured results on every call (for
+    /// stream-json's `tool_use_result`), not only when hooks read them.
+    pub fn with_structured_results(mut self, wanted: bool) -> Self {
+        self.structured_results = wanted;
+        self
     }
 
     /// The session id tools are told with each call.

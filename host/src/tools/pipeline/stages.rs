@@ -245,6 +245,8 @@ impl ToolPipeline {
         let context = CallContext {
             tool_use_id: call.id.clone(),
             session_id: self.session_id.clone(),
+            wants_structured: self.structured_results
+                || self.hooks_for(HookEventKind::PostToolUse).is_some(),
         };
         let answer = handle
             .call(
