@@ -1,8 +1,8 @@
 //! A plugin's ceiling: what it may ever be granted, approved when it was
 //! installed. Every grant is bounded by it, whatever the mode or the rules.
 
-use super::hosts::HostPattern;
 use crate::sandbox::FileAccess;
+use crate::sandbox::HostPattern;
 use std::path::{Path, PathBuf};
 
 /// Environment variables no plugin is ever given, whatever it declares:

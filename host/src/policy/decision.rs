@@ -9,11 +9,11 @@
 
 use super::bash::{Analysis, analyse};
 use super::ceiling::{Ceiling, SECRET_ENV};
-use super::hosts::HostPattern;
 use super::modes::{ModeCell, PermissionMode};
 use super::paths::{lexical_absolute, resolve_symlinks};
 use super::protected::{protected_entries, protected_reason};
 use super::rules::{self, Rule, RuleKind, RuleSet, Subject};
+use crate::sandbox::HostPattern;
 use crate::sandbox::{Capability, FileAccess, Grant};
 use serde::Serialize;
 use std::path::{Path, PathBuf};

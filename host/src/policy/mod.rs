@@ -15,12 +15,12 @@ mod audit;
 pub mod bash;
 mod ceiling;
 mod decision;
-mod hosts;
 mod modes;
 mod paths;
 mod protected;
 mod rules;
 
+pub use crate::sandbox::{HostPattern, HostPatternError, is_internal};
 pub use audit::{AuditEntry, AuditLog};
 pub use bash::{Analysis, analyse};
 pub use ceiling::{Ceiling, SECRET_ENV};
@@ -28,7 +28,6 @@ pub use decision::{
     Approval, Basis, BasisKind, CallRequest, HookAnswer, Outcome, Policy, PolicyConfig, Question,
     Verdict,
 };
-pub use hosts::{HostPattern, HostPatternError, is_internal};
 pub use modes::{ModeCell, PermissionMode};
 pub use paths::{lexical_absolute, resolve_symlinks};
 pub use protected::{TreeTooLarge, protected_entries, protected_reason};

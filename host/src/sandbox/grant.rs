@@ -17,8 +17,8 @@
 //! call, atomically (write beside it, rename over it). Nothing else the guest
 //! puts in the staging directory ever leaves it.
 
+use super::hosts::HostPattern;
 use super::staging::{StagingDir, StagingPool};
-use crate::policy::HostPattern;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};

@@ -8,7 +8,7 @@
 //! again — with TLS verified against the name. An internal address is
 //! reached only when the grant names it as an IP literal.
 
-use crate::policy::{HostPattern, is_internal};
+use super::hosts::{HostPattern, is_internal};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use std::future::Future;

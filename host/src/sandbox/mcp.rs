@@ -312,7 +312,7 @@ impl McpLink {
             Some(port) => format!("{host}:{port}"),
             None => host.to_string(),
         };
-        let pattern = crate::policy::HostPattern::parse(&authority).map_err(|e| e.to_string())?;
+        let pattern = super::HostPattern::parse(&authority).map_err(|e| e.to_string())?;
         Ok(Arc::new(Self {
             name: name.to_string(),
             channel: None,

@@ -15,6 +15,7 @@ mod cache;
 mod engine;
 mod grant;
 mod hook;
+mod hosts;
 mod http;
 mod limits;
 pub mod mcp;
@@ -29,6 +30,7 @@ pub use hook::{
     CommandHook, CommandRun, HookCommon, HookComponent, HookEvent, HookEventKind, HookOutcome,
     HookPermission, HookToolCall,
 };
+pub use hosts::{HostPattern, HostPatternError, is_internal};
 pub use limits::CallLimits;
 pub use process::{CommandOutput, ProcessConfig};
 pub use tool::{

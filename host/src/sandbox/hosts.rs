@@ -1,5 +1,7 @@
 //! Outgoing-HTTP host patterns, parsed once: `example.com`,
 //! `example.com:8443`, `*.example.com`, `127.0.0.1:8080`, `[::1]:3000`.
+//! What a grant names and the HTTP gate enforces; the policy matches its
+//! rules and the plugins' ceilings against them.
 
 use std::fmt;
 use std::net::IpAddr;
