@@ -47,6 +47,112 @@ impl World for ToolState {
     }
 }
 
+/// What every version's binding shares, written once: linking the host
+/// interfaces, the host functions behind them (delegating to
+/// [`host_impl`]), and the mapping of the types that did not change
+/// between versions. Expanded inside each `vX_Y` module, where `types`,
+/// `host` and `process` are that version's bindings.
+macro_rules! version_glue {
+    () => {
+        pub(super) fn link(
+            linker: &mut wasmtime::component::Linker<ToolState>,
+        ) -> Result<(), crate::sandbox::SandboxError> {
+            use wasmtime::component::HasSelf;
+            let linked = |interface: &str, e: wasmtime::Error| {
+                crate::sandbox::SandboxError::Prepare(format!(
+                    "linking carapace:tool/{interface}@{VERSION}: {e:#}"
+                ))
+            };
+            host::add_to_linker::<ToolState, HasSelf<ToolState>>(linker, |state| state)
+                .map_err(|e| linked("host", e))?;
+            process::add_to_linker::<ToolState, HasSelf<ToolState>>(linker, |state| state)
+                .map_err(|e| linked("process", e))
+        }
+
+        fn capability(c: types::Capability) -> super::Capability {
+            use super::Capability;
+            match c {
+                types::Capability::ReadFile(p) => Capability::ReadFile(p),
+                types::Capability::WriteFile(p) => Capability::WriteFile(p),
+                types::Capability::ReadTree(p) => Capability::ReadTree(p),
+                types::Capability::WriteTree(p) => Capability::WriteTree(p),
+                types::Capability::Http(h) => Capability::Http(h),
+                types::Capability::Env(v) => Capability::Env(v),
+                types::Capability::Process(c) => Capability::Process(c),
+            }
+        }
+
+        fn content(c: types::Content) -> super::ToolContent {
+            match c {
+                types::Content::Text(t) => super::ToolContent::Text(t),
+                types::Content::Image(image) => super::ToolContent::Image {
+                    media_type: image.media_type,
+                    data: image.data,
+                },
+            }
+        }
+
+        impl process::Host for ToolState {
+            async fn run(
+                &mut self,
+                command: String,
+                timeout_ms: u64,
+            ) -> Result<process::CommandOutput, String> {
+                let output = super::host_impl::run(self, command, timeout_ms).await?;
+                Ok(process::CommandOutput {
+                    stdout: output.stdout,
+                    stderr: output.stderr,
+                    exit_code: output.exit_code,
+                    timed_out: output.timed_out,
+                    truncated: output.truncated,
+                })
+            }
+        }
+
+        impl host::Host for ToolState {
+            fn log(&mut self, level: host::LogLevel, message: String) {
+                let level = match level {
+                    host::LogLevel::Trace => tracing::Level::TRACE,
+                    host::LogLevel::Debug => tracing::Level::DEBUG,
+                    host::LogLevel::Info => tracing::Level::INFO,
+                    host::LogLevel::Warn => tracing::Level::WARN,
+                    host::LogLevel::Error => tracing::Level::ERROR,
+                };
+                super::host_impl::log(self, level, &message);
+            }
+
+            fn progress(&mut self, message: String) {
+                super::host_impl::progress(self, &message);
+            }
+
+            fn working_directory(&mut self) -> Option<String> {
+                self.working_dir.clone()
+            }
+
+            fn record_read(&mut self, path: String, stamp: host::FileStamp) {
+                super::host_impl::record_read(
+                    self,
+                    &path,
+                    super::FileStamp {
+                        modified_ns: stamp.modified_ns,
+                        size: stamp.size,
+                    },
+                );
+            }
+
+            fn last_read(&mut self, path: String) -> Option<host::FileStamp> {
+                let stamp = super::host_impl::last_read(self, &path)?;
+                Some(host::FileStamp {
+                    modified_ns: stamp.modified_ns,
+                    size: stamp.size,
+                })
+            }
+        }
+
+        impl types::Host for ToolState {}
+    };
+}
+
 mod v0_1;
 mod v0_2;
 mod v0_3;

@@ -2,11 +2,9 @@
 
 use super::ToolState;
 use super::{
-    CallContext, CallPlan, Capability, FileStamp, InterruptBehavior, ToolAnnotations, ToolContent,
-    ToolDefinition, ToolFailure, ToolOutput, host_impl,
+    CallContext, CallPlan, InterruptBehavior, ToolAnnotations, ToolDefinition, ToolFailure,
+    ToolOutput,
 };
-use crate::sandbox::SandboxError;
-use wasmtime::component::{HasSelf, Linker};
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -21,13 +19,6 @@ use bindings::carapace::tool::{host, process, types};
 pub(super) use bindings::{ToolPlugin, ToolPluginPre};
 
 pub(super) const VERSION: &str = "0.2.0";
-
-pub(super) fn link(linker: &mut Linker<ToolState>) -> Result<(), SandboxError> {
-    host::add_to_linker::<ToolState, HasSelf<ToolState>>(linker, |state| state)
-        .map_err(|e| SandboxError::Prepare(format!("linking carapace:tool/host@0.2.0: {e:#}")))?;
-    process::add_to_linker::<ToolState, HasSelf<ToolState>>(linker, |state| state)
-        .map_err(|e| SandboxError::Prepare(format!("linking carapace:tool/process@0.2.0: {e:#}")))
-}
 
 pub(super) async fn tools(
     plugin: &ToolPlugin,
@@ -99,83 +90,5 @@ pub(super) async fn call(
     })
 }
 
-fn capability(c: types::Capability) -> Capability {
-    match c {
-        types::Capability::ReadFile(p) => Capability::ReadFile(p),
-        types::Capability::WriteFile(p) => Capability::WriteFile(p),
-        types::Capability::ReadTree(p) => Capability::ReadTree(p),
-        types::Capability::WriteTree(p) => Capability::WriteTree(p),
-        types::Capability::Http(h) => Capability::Http(h),
-        types::Capability::Env(v) => Capability::Env(v),
-        types::Capability::Process(c) => Capability::Process(c),
-    }
-}
-
-fn content(c: types::Content) -> ToolContent {
-    match c {
-        types::Content::Text(t) => ToolContent::Text(t),
-        types::Content::Image(image) => ToolContent::Image {
-            media_type: image.media_type,
-            data: image.data,
-        },
-    }
-}
-
-impl process::Host for ToolState {
-    async fn run(
-        &mut self,
-        command: String,
-        timeout_ms: u64,
-    ) -> Result<process::CommandOutput, String> {
-        let output = host_impl::run(self, command, timeout_ms).await?;
-        Ok(process::CommandOutput {
-            stdout: output.stdout,
-            stderr: output.stderr,
-            exit_code: output.exit_code,
-            timed_out: output.timed_out,
-            truncated: output.truncated,
-        })
-    }
-}
-
-impl host::Host for ToolState {
-    fn log(&mut self, level: host::LogLevel, message: String) {
-        let level = match level {
-            host::LogLevel::Trace => tracing::Level::TRACE,
-            host::LogLevel::Debug => tracing::Level::DEBUG,
-            host::LogLevel::Info => tracing::Level::INFO,
-            host::LogLevel::Warn => tracing::Level::WARN,
-            host::LogLevel::Error => tracing::Level::ERROR,
-        };
-        host_impl::log(self, level, &message);
-    }
-
-    fn progress(&mut self, message: String) {
-        host_impl::progress(self, &message);
-    }
-
-    fn working_directory(&mut self) -> Option<String> {
-        self.working_dir.clone()
-    }
-
-    fn record_read(&mut self, path: String, stamp: host::FileStamp) {
-        host_impl::record_read(
-            self,
-            &path,
-            FileStamp {
-                modified_ns: stamp.modified_ns,
-                size: stamp.size,
-            },
-        );
-    }
-
-    fn last_read(&mut self, path: String) -> Option<host::FileStamp> {
-        let stamp = host_impl::last_read(self, &path)?;
-        Some(host::FileStamp {
-            modified_ns: stamp.modified_ns,
-            size: stamp.size,
-        })
-    }
-}
-
-impl types::Host for ToolState {}
+// The host side of `host` and `process`, the same in every version.
+version_glue!();
