@@ -192,9 +192,11 @@ fn after_its_call(shape: &[String], id: &str) -> bool {
     matches!((call, result), (Some(c), Some(r)) if c < r)
 }
 
-#[tokio::test]
-async fn an_unknown_tools_error_follows_its_block_as_in_claude_code() -> TestResult {
-    let recording = Recording::load("unknown-tool")?;
+/// The recording `name` (a call that fails before running, among other
+/// blocks) played to carapace: the same lines, the failure's result right
+/// after its block, and the same result line.
+async fn a_failed_call_follows_its_block(name: &str) -> TestResult {
+    let recording = Recording::load(name)?;
     let (run, _dir) = replay(&recording, |_, _| {}).await?;
     let ours = shape(&run.lines);
     assert_eq!(
@@ -211,20 +213,13 @@ async fn an_unknown_tools_error_follows_its_block_as_in_claude_code() -> TestRes
 }
 
 #[tokio::test]
+async fn an_unknown_tools_error_follows_its_block_as_in_claude_code() -> TestResult {
+    a_failed_call_follows_its_block("unknown-tool").await
+}
+
+#[tokio::test]
 async fn an_invalid_inputs_error_follows_its_block_as_in_claude_code() -> TestResult {
-    let recording = Recording::load("invalid-input")?;
-    let (run, _dir) = replay(&recording, |_, _| {}).await?;
-    let ours = shape(&run.lines);
-    assert_eq!(
-        without_ran_results(ours.clone()),
-        without_ran_results(shape(&recording.stdout()))
-    );
-    assert!(after_its_call(&ours, "toolu_read"), "{ours:?}");
-    assert_eq!(
-        result_fields(run.result(), RESULT),
-        result_fields(&recording.result(), RESULT)
-    );
-    Ok(())
+    a_failed_call_follows_its_block("invalid-input").await
 }
 
 #[tokio::test]

@@ -49,8 +49,8 @@ impl World for ToolState {
 
 /// What every version's binding shares, written once: linking the host
 /// interfaces, the host functions behind them (delegating to
-/// [`host_impl`]), and the mapping of the types that did not change
-/// between versions. Expanded inside each `vX_Y` module, where `types`,
+/// [`host_impl`]), `plan`, and the mapping of the types that did not
+/// change between versions. Expanded inside each `vX_Y` module, where `types`,
 /// `host` and `process` are that version's bindings.
 macro_rules! version_glue {
     () => {
@@ -67,6 +67,26 @@ macro_rules! version_glue {
                 .map_err(|e| linked("host", e))?;
             process::add_to_linker::<ToolState, HasSelf<ToolState>>(linker, |state| state)
                 .map_err(|e| linked("process", e))
+        }
+
+        pub(super) async fn plan(
+            plugin: &ToolPlugin,
+            store: &mut wasmtime::Store<ToolState>,
+            tool: &str,
+            input: &str,
+        ) -> wasmtime::Result<Result<super::CallPlan, String>> {
+            let plan = plugin
+                .carapace_tool_tool_provider()
+                .call_plan(store, tool, input)
+                .await?;
+            Ok(plan.map(|plan| super::CallPlan {
+                concurrency_safe: plan.concurrency_safe,
+                interrupt: match plan.interrupt {
+                    types::InterruptBehavior::Cancel => super::InterruptBehavior::Cancel,
+                    types::InterruptBehavior::Block => super::InterruptBehavior::Block,
+                },
+                needs: plan.needs.into_iter().map(capability).collect(),
+            }))
         }
 
         fn capability(c: types::Capability) -> super::Capability {

@@ -1,10 +1,7 @@
 //! `carapace:tool@0.1.0`: the binding, and its mapping onto host types.
 
 use super::ToolState;
-use super::{
-    CallContext, CallPlan, InterruptBehavior, ToolAnnotations, ToolDefinition, ToolFailure,
-    ToolOutput,
-};
+use super::{CallContext, ToolAnnotations, ToolDefinition, ToolFailure, ToolOutput};
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -38,26 +35,6 @@ pub(super) async fn tools(
             annotations: ToolAnnotations::default(),
         })
         .collect())
-}
-
-pub(super) async fn plan(
-    plugin: &ToolPlugin,
-    store: &mut wasmtime::Store<ToolState>,
-    tool: &str,
-    input: &str,
-) -> wasmtime::Result<Result<CallPlan, String>> {
-    let plan = plugin
-        .carapace_tool_tool_provider()
-        .call_plan(store, tool, input)
-        .await?;
-    Ok(plan.map(|plan| CallPlan {
-        concurrency_safe: plan.concurrency_safe,
-        interrupt: match plan.interrupt {
-            types::InterruptBehavior::Cancel => InterruptBehavior::Cancel,
-            types::InterruptBehavior::Block => InterruptBehavior::Block,
-        },
-        needs: plan.needs.into_iter().map(capability).collect(),
-    }))
 }
 
 /// 0.1.0's `call` is not told its context.
