@@ -1,0 +1,212 @@
+//! One session assembly for every entry point: the settings' rules, hooks
+//! and directories apply whether the session is a print-mode run, `mcp
+//! serve` or `tool call`, and the permission mode can change while it runs.
+
+use carapace::agent::{AgentEvent, EventSink, ToolCall, ToolCallResult, ToolRuntime};
+use carapace::policy::{CallRequest, Outcome, PermissionMode};
+use carapace::sandbox::{Capability, SandboxConfig};
+use carapace::session::{Session, SessionBuilder, SessionPaths, ToolSet};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// A workspace, a home with its `.carapace`, and a directory elsewhere.
+struct Places {
+    _dirs: Vec<tempfile::TempDir>,
+    ws: PathBuf,
+    home: PathBuf,
+    elsewhere: PathBuf,
+}
+
+impl Places {
+    fn new() -> Result<Self, Box<dyn std::error::Error>> {
+        let dirs = vec![
+            tempfile::tempdir()?,
+            tempfile::tempdir()?,
+            tempfile::tempdir()?,
+        ];
+        let real = |d: &tempfile::TempDir| std::fs::canonicalize(d.path());
+        let (ws, home, elsewhere) = (real(&dirs[0])?, real(&dirs[1])?, real(&dirs[2])?);
+        std::fs::create_dir_all(home.join(".carapace"))?;
+        std::fs::write(ws.join("notes.txt"), "notes\n")?;
+        std::fs::write(ws.join("secret.txt"), "secret\n")?;
+        std::fs::write(elsewhere.join("far.txt"), "far\n")?;
+        Ok(Self {
+            _dirs: dirs,
+            ws,
+            home,
+            elsewhere,
+        })
+    }
+
+    /// The user's settings (`~/.carapace/settings.json`).
+    fn user_settings(&self, settings: Value) -> std::io::Result<()> {
+        std::fs::write(
+            self.home.join(".carapace").join("settings.json"),
+            settings.to_string(),
+        )
+    }
+
+    fn builder(&self) -> SessionBuilder {
+        SessionBuilder::new(SessionPaths {
+            cwd: self.ws.clone(),
+            home: self.home.clone(),
+            config_dir: self.home.join(".carapace"),
+        })
+        .sandbox_config(SandboxConfig {
+            cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+                .join("carapace-cache")
+                .join("components"),
+            ..SandboxConfig::default()
+        })
+    }
+}
+
+async fn read(session: &Session, path: &Path) -> ToolCallResult {
+    let call = ToolCall {
+        id: "toolu_read".into(),
+        name: "Read".into(),
+        input: json!({"file_path": path}),
+        invalid_input: None,
+    };
+    session.pipeline.clone().call(call).await
+}
+
+fn text(result: &ToolCallResult) -> String {
+    match &result.content {
+        carapace::model::ToolResultContent::Text(text) => text.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The typed command hook of the tests, answering from `hook-script.json`.
+fn command_probe(ws: &Path) -> Value {
+    let guest = Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("command-hook-probe.wasm");
+    let script = ws.join("hook-script.json");
+    json!({"type": "wasm-command", "path": guest, "grants": {"read": [script]}})
+}
+
+#[tokio::test]
+async fn tool_call_applies_the_settings_rules() -> TestResult {
+    let p = Places::new()?;
+    p.user_settings(json!({"permissions": {"deny": ["Read(./secret.txt)"]}}))?;
+    // What `carapace tool call read Read` assembles.
+    let session = p
+        .builder()
+        .mode(Some(PermissionMode::BypassPermissions))
+        .tools(ToolSet::Plugin("read".into()))
+        .hooks(false)
+        .build()
+        .await?;
+    assert_eq!(session.pipeline.registry().names(), vec!["Read"]);
+    let needs = [Capability::ReadFile(
+        p.ws.join("secret.txt").display().to_string(),
+    )];
+    let registry = session.pipeline.registry();
+    let tool = registry.get("Read").ok_or("no Read")?;
+    let verdict =
+        session
+            .pipeline
+            .policy()
+            .decide(&CallRequest::new("Read", &needs, &tool.ceiling));
+    assert!(
+        matches!(&verdict.outcome, Outcome::Deny(m) if m.contains("Read(./secret.txt)")),
+        "{verdict:?}"
+    );
+    let denied = read(&session, &p.ws.join("secret.txt")).await;
+    assert!(denied.is_error && denied.denial.is_some(), "{denied:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_session_built_as_mcp_serve_builds_it_runs_the_settings_hooks() -> TestResult {
+    let p = Places::new()?;
+    std::fs::write(
+        p.ws.join("hook-script.json"),
+        json!({"PreToolUse": {"exit": 2, "stderr": "HOOK_SAYS_NO"}}).to_string(),
+    )?;
+    p.user_settings(json!({"hooks": {"PreToolUse": [{"matcher": "Read",
+        "hooks": [command_probe(&p.ws)]}]}}))?;
+    // What `carapace mcp serve` assembles: no MCP clients, no output.
+    let session = p
+        .builder()
+        .mode(Some(PermissionMode::BypassPermissions))
+        .build()
+        .await?;
+    let result = read(&session, &p.ws.join("notes.txt")).await;
+    assert!(
+        result.is_error && text(&result).contains("HOOK_SAYS_NO"),
+        "{result:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn additional_directories_from_the_settings_are_working_directories() -> TestResult {
+    let p = Places::new()?;
+    let far = p.elsewhere.join("far.txt");
+    let without = p.builder().build().await?;
+    let asked = read(&without, &far).await;
+    assert!(
+        asked.is_error && text(&asked).contains("outside the working directory"),
+        "{asked:?}"
+    );
+    p.user_settings(json!({"permissions": {"additionalDirectories": [p.elsewhere]}}))?;
+    let with = p.builder().build().await?;
+    let read_far = read(&with, &far).await;
+    assert!(!read_far.is_error, "{read_far:?}");
+    assert!(text(&read_far).contains("far"));
+    Ok(())
+}
+
+/// Collects what hooks report.
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<Vec<AgentEvent>>>);
+
+impl EventSink for Seen {
+    fn emit(&mut self, event: AgentEvent) {
+        if let Ok(mut seen) = self.0.lock() {
+            seen.push(event);
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_mode_changes_mid_session_for_the_policy_and_the_hooks() -> TestResult {
+    let p = Places::new()?;
+    std::fs::write(
+        p.ws.join("hook-script.json"),
+        json!({"PreToolUse": {"echo": true}}).to_string(),
+    )?;
+    p.user_settings(json!({"hooks": {"PreToolUse": [{"matcher": "Read",
+        "hooks": [command_probe(&p.ws)]}]}}))?;
+    let session = p.builder().build().await?;
+    let seen = Seen::default();
+    session.hooks.observe(Box::new(seen.clone()));
+    let far = p.elsewhere.join("far.txt");
+    assert_eq!(session.mode(), PermissionMode::Default);
+    let asked = read(&session, &far).await;
+    assert!(asked.is_error, "default mode asks, print mode refuses");
+
+    session.set_permission_mode(PermissionMode::BypassPermissions);
+    assert_eq!(session.mode(), PermissionMode::BypassPermissions);
+    let allowed = read(&session, &far).await;
+    assert!(!allowed.is_error, "{allowed:?}");
+
+    // What the hook was told each time, from its echo.
+    let told: Vec<Value> = seen
+        .0
+        .lock()
+        .map_err(|_| "poisoned")?
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::HookResponse { stderr, .. } => serde_json::from_str(stderr).ok(),
+            _ => None,
+        })
+        .collect();
+    let modes: Vec<&Value> = told.iter().map(|v| &v["permission_mode"]).collect();
+    assert_eq!(modes, vec!["default", "bypassPermissions"]);
+    Ok(())
+}
