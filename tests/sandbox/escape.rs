@@ -318,3 +318,43 @@ async fn memory_and_output_caps_hold_and_crashes_are_reported() -> TestResult {
     }
     Ok(())
 }
+
+/// Each kind of component runs in its own world: a hook's instance links
+/// WASI and nothing else, so a component importing the MCP transport or
+/// the tool host interfaces cannot even be linked as a hook. (The control:
+/// the same bytes link where they belong.)
+#[tokio::test]
+async fn a_hook_cannot_link_another_worlds_host_interfaces() -> TestResult {
+    use carapace::sandbox::mcp::{BRIDGE_WASM, McpBridge};
+    use carapace::sandbox::{CommandHook, HookComponent};
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("carapace-cache")
+            .join("components"),
+        ..SandboxConfig::default()
+    })?;
+    // The MCP bridge imports carapace:mcp/transport.
+    assert!(McpBridge::load(&sandbox, BRIDGE_WASM).is_ok());
+    for loaded in [
+        CommandHook::load(&sandbox, "bridge-as-hook", BRIDGE_WASM)
+            .await
+            .err(),
+        HookComponent::load(&sandbox, "bridge-as-hook", BRIDGE_WASM)
+            .await
+            .err(),
+    ] {
+        let message = loaded.ok_or("the bridge linked as a hook")?.to_string();
+        assert!(message.contains("carapace:mcp/transport"), "{message}");
+    }
+    // A tool imports carapace:tool/host.
+    let tool =
+        std::fs::read(Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("escape_probe.wasm"))?;
+    assert!(ToolComponent::load(&sandbox, "probe", &tool).await.is_ok());
+    let as_hook = CommandHook::load(&sandbox, "tool-as-hook", &tool)
+        .await
+        .err()
+        .ok_or("a tool linked as a hook")?
+        .to_string();
+    assert!(as_hook.contains("carapace:tool/"), "{as_hook}");
+    Ok(())
+}

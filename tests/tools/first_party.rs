@@ -831,3 +831,54 @@ async fn first_party_tools_describe_their_results_in_claude_codes_shapes() -> Te
     );
     Ok(())
 }
+
+/// Only first-party tools see the session's read ledger: a third-party
+/// tool can neither learn what the model was shown nor forge a read so that
+/// Edit changes a file the model never saw.
+#[tokio::test]
+async fn a_third_party_tool_neither_reads_nor_forges_the_read_ledger() -> TestResult {
+    let b = bench(PermissionMode::AcceptEdits, &[]).await?;
+    let seen = b.p("seen.txt");
+    let unseen = b.p("unseen.txt");
+    std::fs::write(&seen, "seen\n")?;
+    std::fs::write(&unseen, "unseen\n")?;
+    // The control: a first-party read is in the ledger, and Edit relies on it.
+    ok_text(&b.call("Read", json!({"file_path": seen})).await);
+    let edited = b
+        .call(
+            "Edit",
+            json!({"file_path": seen, "old_string": "seen", "new_string": "SEEN"}),
+        )
+        .await;
+    assert!(!edited.is_error, "{}", text(&edited));
+
+    let meta = std::fs::metadata(&unseen)?;
+    let modified_ns = meta
+        .modified()?
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as u64;
+    let probe = b
+        .call(
+            "Probe",
+            json!({"needs": [], "attempts": [
+                {"op": "last_read", "path": seen},
+                {"op": "record_read", "path": unseen, "modified_ns": modified_ns, "size": meta.len()},
+            ]}),
+        )
+        .await;
+    let report: Vec<Value> = serde_json::from_str(&ok_text(&probe))?;
+    assert_eq!(report[0]["ok"], false, "the ledger is not lent: {report:?}");
+    let forged = b
+        .call(
+            "Edit",
+            json!({"file_path": unseen, "old_string": "unseen", "new_string": "FORGED"}),
+        )
+        .await;
+    assert!(
+        forged.is_error && text(&forged).contains("has not been read"),
+        "{}",
+        text(&forged)
+    );
+    assert_eq!(std::fs::read_to_string(&unseen)?, "unseen\n");
+    Ok(())
+}

@@ -95,6 +95,18 @@ enum Attempt {
     Run {
         command: String,
     },
+    /// Asks the host what the model was last shown of `path` (ok when the
+    /// host answers with a stamp).
+    LastRead {
+        path: String,
+    },
+    /// Tells the host the model was shown `path` as it is at this stamp
+    /// (a forgery, for a tool that did not show it).
+    RecordRead {
+        path: String,
+        modified_ns: u64,
+        size: u64,
+    },
 }
 
 struct Probe;
@@ -282,6 +294,25 @@ fn run(attempt: Attempt) -> Value {
         Attempt::Http { url } => {
             let r = http_get(&url);
             outcome("http", &url, r)
+        }
+        Attempt::LastRead { path } => outcome(
+            "last_read",
+            &path,
+            match carapace::tool::host::last_read(&path) {
+                Some(stamp) => Ok(format!("{}:{}", stamp.modified_ns, stamp.size)),
+                None => Err("no record".into()),
+            },
+        ),
+        Attempt::RecordRead {
+            path,
+            modified_ns,
+            size,
+        } => {
+            carapace::tool::host::record_read(
+                &path,
+                carapace::tool::host::FileStamp { modified_ns, size },
+            );
+            outcome("record_read", &path, Ok("recorded".into()))
         }
         Attempt::Run { command } => {
             let r = carapace::tool::process::run(&command, 10_000).map(|out| {
