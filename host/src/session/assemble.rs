@@ -80,6 +80,7 @@ pub struct SessionBuilder {
     prompt_tool: Option<String>,
     sandbox: Option<SandboxConfig>,
     structured_results: bool,
+    helper: Option<PathBuf>,
 }
 
 impl SessionBuilder {
@@ -99,7 +100,15 @@ impl SessionBuilder {
             prompt_tool: None,
             sandbox: None,
             structured_results: false,
+            helper: None,
         }
+    }
+
+    /// The binary whose helper mode applies the OS sandbox to commands
+    /// (default: this process's own; tests name `carapace`'s).
+    pub fn process_helper(mut self, helper: PathBuf) -> Self {
+        self.helper = Some(helper);
+        self
     }
 
     /// Ask tools for their structured results on every call: something
@@ -239,8 +248,17 @@ impl SessionBuilder {
                 cwd.join(d)
             }
         }));
+        // Commands may write in the working directory, the temp dir, and
+        // the directories the user named (their settings, --add-dir) —
+        // never a directory only a project file names.
+        let flag_dirs: Vec<PathBuf> = additional_dirs
+            .iter()
+            .skip(settings.additional_dirs.len())
+            .cloned()
+            .collect();
         let mut write_roots = vec![cwd.clone(), std::env::temp_dir()];
-        write_roots.extend(additional_dirs.iter().cloned());
+        write_roots.extend(settings.user_dirs.iter().cloned());
+        write_roots.extend(flag_dirs);
         additional_dirs.push(spill_dir.clone());
         let policy = Policy::from_config(PolicyConfig {
             mode,
@@ -252,6 +270,7 @@ impl SessionBuilder {
         });
 
         let process = ProcessConfig {
+            helper: self.helper.clone().or_else(|| std::env::current_exe().ok()),
             write_roots,
             allow_network: settings.sandbox_network.unwrap_or(false),
             require_os_sandbox: settings.sandbox_required.unwrap_or(true),

@@ -116,7 +116,13 @@ pub struct Settings {
     pub model: Option<String>,
     pub default_mode: Option<PermissionMode>,
     pub rules: Vec<Rule>,
+    /// Further working directories for the policy
+    /// (`permissions.additionalDirectories` of every admitted source).
     pub additional_dirs: Vec<PathBuf>,
+    /// The additional directories the user's own settings (user, managed,
+    /// `--settings`) name: only these may also widen where commands may
+    /// write, never a project file's.
+    pub user_dirs: Vec<PathBuf>,
     /// Environment for carapace itself (the model client), highest source
     /// first-wins; never given to plugins.
     pub env: BTreeMap<String, String>,
@@ -205,23 +211,34 @@ impl Settings {
                     path: shown.clone(),
                     reason: format!("unknown permissions.defaultMode `{mode}`"),
                 })?;
-                if !(from_project && parsed == PermissionMode::BypassPermissions)
-                    || settings.trust.admits(
-                        ProjectItem::BypassMode,
-                        &shown,
-                        &mut settings.warnings,
-                    )
+                let wider = matches!(
+                    parsed,
+                    PermissionMode::AcceptEdits | PermissionMode::BypassPermissions
+                );
+                if !(from_project && wider)
+                    || settings
+                        .trust
+                        .admits(ProjectItem::WiderMode, &shown, &mut settings.warnings)
                 {
                     settings.default_mode = Some(parsed);
                 }
             }
             let anchors = anchors_for(&path, kind);
+            // A project's deny and ask rules only tighten; its allow rules
+            // widen, so they need a trusted workspace.
+            let allow_admitted = !from_project
+                || file.permissions.allow.is_empty()
+                || settings
+                    .trust
+                    .admits(ProjectItem::AllowRules, &shown, &mut settings.warnings);
             for (kind_of, list) in [
                 (RuleKind::Deny, &file.permissions.deny),
                 (RuleKind::Ask, &file.permissions.ask),
                 (RuleKind::Allow, &file.permissions.allow),
             ] {
                 for text in list {
+                    // Parsed even when not admitted: a broken file is an
+                    // error whatever the trust.
                     let rule =
                         Rule::parse(text, kind_of, source.clone(), &anchors).map_err(|e| {
                             SettingsError::Rule {
@@ -229,18 +246,40 @@ impl Settings {
                                 source: e,
                             }
                         })?;
-                    settings.rules.push(rule);
+                    if kind_of != RuleKind::Allow || allow_admitted {
+                        settings.rules.push(rule);
+                    }
                 }
             }
-            for dir in &file.permissions.additional_directories {
+            let dirs_admitted = !from_project
+                || file.permissions.additional_directories.is_empty()
+                || settings.trust.admits(
+                    ProjectItem::AdditionalDirectories,
+                    &shown,
+                    &mut settings.warnings,
+                );
+            for dir in file
+                .permissions
+                .additional_directories
+                .iter()
+                .filter(|_| dirs_admitted)
+            {
                 let dir = if dir.is_absolute() {
                     dir.clone()
                 } else {
                     locations.cwd.join(dir)
                 };
+                if !from_project {
+                    settings.user_dirs.push(dir.clone());
+                }
                 settings.additional_dirs.push(dir);
             }
-            for (name, value) in file.env {
+            let env_admitted = !from_project
+                || file.env.is_empty()
+                || settings
+                    .trust
+                    .admits(ProjectItem::Env, &shown, &mut settings.warnings);
+            for (name, value) in file.env.into_iter().filter(|_| env_admitted) {
                 if from_project && is_forbidden_project_env(&name) {
                     settings.warnings.push(format!(
                         "{shown}: a project file may not set {name} (it could redirect the API, the credentials or carapace's directories); ignored"
@@ -421,7 +460,7 @@ mod tests {
             }),
         )?;
         let settings = Settings::load(&f.locations, false)?;
-        assert_eq!(settings.env.keys().collect::<Vec<_>>(), vec!["LANG"]);
+        assert!(settings.env.is_empty(), "{:?}", settings.env);
         assert!(settings.hooks.is_empty());
         assert!(!settings.trust.is_trusted());
         assert_eq!(settings.default_mode, None);
@@ -429,6 +468,7 @@ mod tests {
 
         let trusted = Settings::load(&f.locations, true)?;
         assert_eq!(trusted.hooks.len(), 1);
+        assert_eq!(trusted.env.keys().collect::<Vec<_>>(), vec!["LANG"]);
         assert!(
             !trusted.env.contains_key("ANTHROPIC_BASE_URL"),
             "trust never lets a project redirect the API"

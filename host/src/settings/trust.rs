@@ -5,9 +5,10 @@
 //! Trust comes from the user — `--trust-workspace`, or the workspace listed
 //! in `trustedWorkspaces` of the user's or the administrator's settings —
 //! never from the project itself. Whoever wrote the repository must not be
-//! able to make carapace run their code: in an untrusted workspace a
-//! project's hooks, plugins and MCP servers do not load, and it cannot put
-//! the session in `bypassPermissions`.
+//! able to make carapace run their code or widen what a call may do: in an
+//! untrusted workspace a project's files may only tighten — their deny and
+//! ask rules apply; their allow rules, additional directories, a mode wider
+//! than the default, environment, hooks, plugins and MCP servers do not.
 
 use std::path::Path;
 
@@ -17,7 +18,11 @@ pub enum ProjectItem {
     Hooks,
     Plugins,
     McpServers,
-    BypassMode,
+    /// `defaultMode` `acceptEdits` or `bypassPermissions`.
+    WiderMode,
+    AllowRules,
+    AdditionalDirectories,
+    Env,
 }
 
 impl ProjectItem {
@@ -26,7 +31,10 @@ impl ProjectItem {
             ProjectItem::Hooks => "hooks from a project file load",
             ProjectItem::Plugins => "project plugins load",
             ProjectItem::McpServers => "MCP servers from a project file start",
-            ProjectItem::BypassMode => "a project file may set defaultMode bypassPermissions",
+            ProjectItem::WiderMode => "a project file may set a defaultMode wider than `default`",
+            ProjectItem::AllowRules => "a project file's allow rules apply",
+            ProjectItem::AdditionalDirectories => "a project file's additionalDirectories apply",
+            ProjectItem::Env => "a project file's env applies",
         }
     }
 }
