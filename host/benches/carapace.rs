@@ -632,12 +632,28 @@ async fn tool_benches(cache: &Path) -> BenchResult {
         }),
         ..SandboxConfig::default()
     })?;
+    // A loopback page for WebFetch.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 2048];
+            let _ = stream.read(&mut buf);
+            let body = "<html><body><h1>Title</h1><p>Some <b>text</b>.</p></body></html>";
+            let _ = stream.write_all(format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len()).as_bytes());
+        }
+    });
     let registry = ToolRegistry::builtin(&sandbox).await?;
-    let pipeline = Arc::new(ToolPipeline::new(
-        registry,
-        Policy::new(PermissionMode::BypassPermissions, &ws),
-        CallLimits::default(),
-    ));
+    // The user lists the loopback page (`sandbox.allowInternalAddresses`).
+    let policy = Policy::from_config(carapace::policy::PolicyConfig {
+        internal_hosts: vec![carapace::policy::HostPattern::parse(&format!(
+            "127.0.0.1:{port}"
+        ))?],
+        ..carapace::policy::PolicyConfig::new(PermissionMode::BypassPermissions, &ws)
+    });
+    let pipeline = Arc::new(ToolPipeline::new(registry, policy, CallLimits::default()));
     let call = |name: &str, input: serde_json::Value| {
         let pipeline = pipeline.clone();
         let call = ToolCall {
@@ -808,19 +824,6 @@ async fn tool_benches(cache: &Path) -> BenchResult {
     .await?;
     report("tools: spawning `sh -c 'echo hi'` directly", &samples, "");
 
-    // A loopback page for WebFetch.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let port = listener.local_addr()?.port();
-    std::thread::spawn(move || {
-        use std::io::{Read, Write};
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut buf = [0u8; 2048];
-            let _ = stream.read(&mut buf);
-            let body = "<html><body><h1>Title</h1><p>Some <b>text</b>.</p></body></html>";
-            let _ = stream.write_all(format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len()).as_bytes());
-        }
-    });
     let url = format!("http://127.0.0.1:{port}/");
     let samples = time_async(100, |_| {
         let c = call("WebFetch", json!({"url": url, "prompt": "x"}));
@@ -882,6 +885,7 @@ fn policy_benches(file: &Path) -> BenchResult {
         additional_dirs: vec![],
         home: "/home/bench".into(),
         config_dir: "/home/bench/.carapace".into(),
+        internal_hosts: vec![],
     });
     let ceiling = Ceiling::none()
         .with_files("/", FileAccess::Write)

@@ -64,6 +64,17 @@ impl World {
     }
 
     fn policy(&self, mode: PermissionMode, rules: &[(RuleKind, &str)]) -> Result<Policy, BoxError> {
+        self.policy_reaching(mode, rules, &[])
+    }
+
+    /// A policy whose HTTP grants may reach the `internal` hosts (the
+    /// user's `sandbox.allowInternalAddresses`).
+    fn policy_reaching(
+        &self,
+        mode: PermissionMode,
+        rules: &[(RuleKind, &str)],
+        internal: &[&str],
+    ) -> Result<Policy, BoxError> {
         let anchors = Anchors {
             cwd: self.ws.clone(),
             home: self.home.clone(),
@@ -84,6 +95,10 @@ impl World {
             additional_dirs: vec![],
             home: self.home.clone(),
             config_dir: self.config_dir.clone(),
+            internal_hosts: internal
+                .iter()
+                .map(|h| HostPattern::parse(h))
+                .collect::<Result<_, _>>()?,
         }))
     }
 }
@@ -688,7 +703,7 @@ async fn http_to_a_host_not_granted() -> TestResult {
     assert!(!worked(&strong, 0), "{strong:?}");
     assert_eq!(hits.load(Ordering::SeqCst), 0, "nothing reached the server");
     let literal = format!("127.0.0.1:{port}");
-    let weak = Run::new(w.policy(PermissionMode::BypassPermissions, &[])?)
+    let weak = Run::new(w.policy_reaching(PermissionMode::BypassPermissions, &[], &[&literal])?)
         .ceiling(Ceiling::none().with_host(HostPattern::parse(&literal)?))
         .call(
             "Probe",
@@ -725,20 +740,20 @@ async fn http_to_loopback_reached_through_a_name() -> TestResult {
         "a name must not lead to a loopback address: {strong:?}"
     );
     assert_eq!(hits.load(Ordering::SeqCst), 0);
-    let literal = format!("127.0.0.1:{port}");
-    let weak = Run::new(w.policy(PermissionMode::BypassPermissions, &[])?)
-        .ceiling(Ceiling::none().with_host(HostPattern::parse(&literal)?))
+    // Weakened: the user's settings list the name as internal.
+    let weak = Run::new(w.policy_reaching(PermissionMode::BypassPermissions, &[], &[&by_name])?)
+        .ceiling(Ceiling::none().with_host(HostPattern::parse(&by_name)?))
         .call(
             "Probe",
             probe(
-                json!([need("http", &literal)]),
-                json!([{"op": "http", "url": format!("http://{literal}/")}]),
+                json!([need("http", &by_name)]),
+                json!([{"op": "http", "url": format!("http://{by_name}/")}]),
             ),
         )
         .await?;
     assert!(
         worked(&weak, 0),
-        "an IP literal the user granted is reached: {weak:?}"
+        "a name the user listed as internal is reached: {weak:?}"
     );
     Ok(())
 }
@@ -755,22 +770,24 @@ async fn http_needs_approval_in_default_mode_and_obeys_deny_rules() -> TestResul
         json!([need("http", &literal)]),
         json!([{"op": "http", "url": format!("http://{literal}/")}]),
     );
-    let default = Run::new(w.policy(PermissionMode::Default, &[])?)
+    let default = Run::new(w.policy_reaching(PermissionMode::Default, &[], &[&literal])?)
         .ceiling(ceiling())
         .call("Probe", input.clone())
         .await?;
     assert!(refused(&default), "{default:?}");
-    let denied = Run::new(w.policy(
+    let denied = Run::new(w.policy_reaching(
         PermissionMode::BypassPermissions,
         &[(RuleKind::Deny, "WebFetch(domain:127.0.0.1)")],
+        &[&literal],
     )?)
     .ceiling(ceiling())
     .call("Probe", input.clone())
     .await?;
     assert!(refused(&denied), "{denied:?}");
-    let allowed = Run::new(w.policy(
+    let allowed = Run::new(w.policy_reaching(
         PermissionMode::Default,
         &[(RuleKind::Allow, "WebFetch(domain:127.0.0.1)")],
+        &[&literal],
     )?)
     .ceiling(ceiling())
     .call("Probe", input)
@@ -797,7 +814,7 @@ async fn a_raw_socket() -> TestResult {
     // No policy grants raw sockets; the weakened variant reaches the same
     // listener through a granted HTTP request, proving it was reachable.
     let literal = format!("127.0.0.1:{port}");
-    let weak = Run::new(w.policy(PermissionMode::BypassPermissions, &[])?)
+    let weak = Run::new(w.policy_reaching(PermissionMode::BypassPermissions, &[], &[&literal])?)
         .ceiling(Ceiling::none().with_host(HostPattern::parse(&literal)?))
         .call(
             "Probe",
@@ -809,6 +826,86 @@ async fn a_raw_socket() -> TestResult {
         .await?;
     assert!(worked(&weak, 0));
     Ok(())
+}
+
+/// A URL the model chose, granted in bypass mode, naming an internal
+/// address in any spelling: loopback, the unspecified address (which Linux
+/// routes to this machine), an IPv4-mapped IPv6 literal, the cloud metadata
+/// address, and this machine's own interface address. None may be reached
+/// unless the user's own settings list it.
+#[tokio::test]
+async fn http_to_internal_addresses_the_model_chose() -> TestResult {
+    let w = world()?;
+    let listener = std::net::TcpListener::bind("0.0.0.0:0")?;
+    let port = listener.local_addr()?.port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let mut buf = [0u8; 4096];
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\nconnection: close\r\n\r\nSECRET_PAGE",
+            );
+        }
+    });
+    let mut hosts = vec![
+        format!("127.0.0.1:{port}"),
+        format!("127.1.2.3:{port}"),
+        format!("0.0.0.0:{port}"),
+        format!("[::ffff:127.0.0.1]:{port}"),
+        "169.254.169.254:80".to_string(),
+    ];
+    // This machine's own (non-loopback) address, where the listener on
+    // 0.0.0.0 also answers.
+    let own = own_address().ok_or("this machine has no non-loopback IPv4 address")?;
+    hosts.push(format!("{own}:{port}"));
+    for host in &hosts {
+        let url = format!("http://{host}/");
+        let input = probe(
+            json!([need("http", host)]),
+            json!([{"op": "http", "url": url}]),
+        );
+        let strong = Run::new(w.policy(PermissionMode::BypassPermissions, &[])?)
+            .ceiling(Ceiling::none().with_host(HostPattern::parse(host)?))
+            .call("Probe", input.clone())
+            .await?;
+        assert!(!worked(&strong, 0), "{host} was reached: {strong:?}");
+        assert_eq!(hits.load(Ordering::SeqCst), 0, "{host} reached the server");
+    }
+    // Weakened: the user lists this machine's address; now it answers.
+    let host = format!("{own}:{port}");
+    let weak = Run::new(w.policy_reaching(PermissionMode::BypassPermissions, &[], &[&host])?)
+        .ceiling(Ceiling::none().with_host(HostPattern::parse(&host)?))
+        .call(
+            "Probe",
+            probe(
+                json!([need("http", &host)]),
+                json!([{"op": "http", "url": format!("http://{host}/")}]),
+            ),
+        )
+        .await?;
+    assert!(
+        worked(&weak, 0) && text(&weak).contains("SECRET_PAGE"),
+        "{weak:?}"
+    );
+    Ok(())
+}
+
+/// A non-loopback IPv4 address of this machine (from the kernel's table of
+/// local routes).
+fn own_address() -> Option<std::net::Ipv4Addr> {
+    let output = std::process::Command::new("hostname")
+        .arg("-I")
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .filter_map(|a| a.parse::<std::net::Ipv4Addr>().ok())
+        .find(|a| !a.is_loopback())
 }
 
 // ---- secrets ---------------------------------------------------------------

@@ -238,3 +238,58 @@ fn a_trusted_project_widens_but_never_redirects_the_api() -> TestResult {
     assert_eq!(trusted.env.keys().collect::<Vec<_>>(), vec!["LANG"]);
     Ok(())
 }
+
+/// A project — even a trusted one — cannot open the way to this machine's
+/// services: `sandbox.allowInternalAddresses` counts only in the user's own
+/// settings.
+#[tokio::test]
+async fn a_project_cannot_list_internal_addresses() -> TestResult {
+    use std::io::{Read, Write};
+    let w = World::new()?;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 13\r\nconnection: close\r\n\r\nINTERNAL_PAGE",
+            );
+        }
+    });
+    let listing = json!({
+        "permissions": {"allow": ["WebFetch"]},
+        "sandbox": {"allowInternalAddresses": [format!("127.0.0.1:{port}")]}
+    });
+    let fetch = json!({"url": format!("http://127.0.0.1:{port}/"), "prompt": "x"});
+
+    w.project_settings(listing.clone())?;
+    let strong = w.session(true).build().await?;
+    let refused = call(&strong, "WebFetch", fetch.clone()).await;
+    assert!(
+        refused.is_error && !text(&refused).contains("INTERNAL_PAGE"),
+        "{}",
+        text(&refused)
+    );
+    assert!(
+        strong
+            .warnings
+            .iter()
+            .any(|w| w.contains("allowInternalAddresses")),
+        "{:?}",
+        strong.warnings
+    );
+
+    w.project_settings(json!({}))?;
+    w.user_settings(listing)?;
+    let weak = w.session(false).build().await?;
+    let reached = call(&weak, "WebFetch", fetch).await;
+    assert!(
+        text(&reached).contains("INTERNAL_PAGE"),
+        "{}",
+        text(&reached)
+    );
+    Ok(())
+}

@@ -6,8 +6,8 @@
 use carapace::agent::{ToolCall, ToolCallResult, ToolRuntime};
 use carapace::model::{ToolResultBlock, ToolResultContent};
 use carapace::policy::{
-    Anchors, Ceiling, PermissionMode, Policy, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource,
-    SourceKind,
+    Anchors, Ceiling, HostPattern, PermissionMode, Policy, PolicyConfig, Rule, RuleKind, RuleSet,
+    RuleSource, SourceKind,
 };
 use carapace::sandbox::{
     CallLimits, FileAccess, ProcessConfig, Sandbox, SandboxConfig, ToolComponent,
@@ -34,6 +34,16 @@ struct Bench {
 fn bench(
     mode: PermissionMode,
     rules: &[(RuleKind, &str)],
+) -> impl std::future::Future<Output = Result<Bench, BoxError>> {
+    bench_reaching(mode, rules, Vec::new())
+}
+
+/// A bench whose policy lets HTTP reach the `internal` hosts (what the
+/// user's `sandbox.allowInternalAddresses` would list).
+fn bench_reaching(
+    mode: PermissionMode,
+    rules: &[(RuleKind, &str)],
+    internal: Vec<HostPattern>,
 ) -> impl std::future::Future<Output = Result<Bench, BoxError>> {
     let rules: Vec<(RuleKind, String)> = rules.iter().map(|(k, r)| (*k, r.to_string())).collect();
     async move {
@@ -85,6 +95,7 @@ fn bench(
             additional_dirs: vec![],
             home: outside.join("home"),
             config_dir: outside.join("home/.carapace"),
+            internal_hosts: internal,
         });
         let spill = outside.join("spill");
         let pipeline = Arc::new(
@@ -635,7 +646,21 @@ fn web_server() -> Result<u16, BoxError> {
 #[tokio::test]
 async fn webfetch_returns_markdown_and_respects_the_grant_through_redirects() -> TestResult {
     let port = web_server()?;
-    let b = bench(PermissionMode::BypassPermissions, &[]).await?;
+    let local = || HostPattern::parse(&format!("127.0.0.1:{port}"));
+    // Even in bypass mode, a URL the model chose does not reach this
+    // machine unless the user's settings list the address.
+    let unlisted = bench(PermissionMode::BypassPermissions, &[]).await?;
+    let refused = unlisted
+        .call(
+            "WebFetch",
+            json!({"url": format!("http://127.0.0.1:{port}/page"), "prompt": "x"}),
+        )
+        .await;
+    assert!(
+        refused.is_error && !text(&refused).contains("9090"),
+        "{refused:?}"
+    );
+    let b = bench_reaching(PermissionMode::BypassPermissions, &[], vec![local()?]).await?;
     let page = ok_text(
         &b.call(
             "WebFetch",
@@ -679,9 +704,10 @@ async fn webfetch_returns_markdown_and_respects_the_grant_through_redirects() ->
         )
         .await;
     assert!(denied.is_error && denied.denial.is_some());
-    let allowed = bench(
+    let allowed = bench_reaching(
         PermissionMode::Default,
         &[(RuleKind::Allow, "WebFetch(domain:127.0.0.1)")],
+        vec![local()?],
     )
     .await?;
     assert!(

@@ -215,6 +215,9 @@ pub struct PolicyConfig {
     pub home: PathBuf,
     /// carapace's configuration directory (`~/.carapace`), always protected.
     pub config_dir: PathBuf,
+    /// Hosts a granted HTTP capability may reach although they are internal
+    /// addresses (`sandbox.allowInternalAddresses`, user settings only).
+    pub internal_hosts: Vec<HostPattern>,
 }
 
 impl PolicyConfig {
@@ -230,6 +233,7 @@ impl PolicyConfig {
             additional_dirs: Vec::new(),
             config_dir: home.join(".carapace"),
             home,
+            internal_hosts: Vec::new(),
         }
     }
 }
@@ -246,6 +250,7 @@ pub struct Policy {
     working_dirs: Vec<PathBuf>,
     home: PathBuf,
     config_dir: PathBuf,
+    internal_hosts: Vec<HostPattern>,
 }
 
 enum Need {
@@ -269,6 +274,7 @@ impl Policy {
             working_dirs,
             home: real(&config.home),
             config_dir: resolve_symlinks(&config.config_dir),
+            internal_hosts: config.internal_hosts,
         }
     }
 
@@ -749,6 +755,11 @@ impl Policy {
                     },
                 )
                 .map_err(|e| e.to_string()),
+            // Reaching an internal address is for what the user's own
+            // settings name, never for whatever a model or plugin asks.
+            Resolved::Host(host) if self.internal_hosts.iter().any(|i| i.covers(host)) => {
+                Ok(grant.http_internal(host.clone()))
+            }
             Resolved::Host(host) => Ok(grant.http_host(host.clone())),
             Resolved::Env(name) => Ok(match std::env::var(name) {
                 Ok(value) => grant.env_var(name, value),

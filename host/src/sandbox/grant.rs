@@ -54,6 +54,9 @@ pub struct Grant {
     trees: Vec<TreeGrant>,
     env: Vec<(String, String)>,
     http_hosts: Vec<HostPattern>,
+    /// Of `http_hosts`, those that may lead to an internal address (the
+    /// user's own settings named them, or configured the server).
+    http_internal: Vec<HostPattern>,
     commands: Vec<String>,
 }
 
@@ -146,8 +149,17 @@ impl Grant {
         self
     }
 
-    /// Outgoing HTTP to hosts matching `host`.
+    /// Outgoing HTTP to hosts matching `host` — never to an internal
+    /// address (loopback, private, link-local, this machine's own).
     pub fn http_host(mut self, host: HostPattern) -> Self {
+        self.http_hosts.push(host);
+        self
+    }
+
+    /// Outgoing HTTP to `host`, which may be (or resolve to) an internal
+    /// address: only for what the user named themselves.
+    pub fn http_internal(mut self, host: HostPattern) -> Self {
+        self.http_internal.push(host.clone());
         self.http_hosts.push(host);
         self
     }
@@ -173,6 +185,10 @@ impl Grant {
 
     pub(crate) fn http_hosts(&self) -> &[HostPattern] {
         &self.http_hosts
+    }
+
+    pub(crate) fn internal_http_hosts(&self) -> &[HostPattern] {
+        &self.http_internal
     }
 
     /// The write trees of this grant (checked again after the call).

@@ -119,12 +119,6 @@ impl HostPattern {
     pub fn host(&self) -> &str {
         &self.host
     }
-
-    /// An IP literal: the user named the address, so it is reached even if
-    /// it is private or loopback. A name never reaches such an address.
-    pub fn is_ip_literal(&self) -> bool {
-        self.host.parse::<IpAddr>().is_ok()
-    }
 }
 
 impl fmt::Display for HostPattern {
@@ -142,6 +136,41 @@ impl fmt::Display for HostPattern {
         }
         Ok(())
     }
+}
+
+/// Whether reaching `ip` would reach inside: an internal address, or one of
+/// this machine's own (a service listening on a public interface of the
+/// host is as local as one on loopback).
+pub fn is_off_limits(ip: IpAddr) -> bool {
+    is_internal(ip) || own_addresses().contains(&canonical(ip))
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// This machine's interface addresses, read once.
+fn own_addresses() -> &'static [IpAddr] {
+    static OWN: std::sync::OnceLock<Vec<IpAddr>> = std::sync::OnceLock::new();
+    OWN.get_or_init(|| match nix::ifaddrs::getifaddrs() {
+        Ok(interfaces) => interfaces
+            .filter_map(|i| i.address)
+            .filter_map(|a| {
+                a.as_sockaddr_in()
+                    .map(|v4| IpAddr::V4(v4.ip()))
+                    .or_else(|| a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
+            })
+            .map(canonical)
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot list this machine's addresses; only internal ranges are refused");
+            Vec::new()
+        }
+    })
 }
 
 /// Addresses a host *name* must never lead to: loopback, private, link-local,
@@ -174,6 +203,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn internal_ranges_mapped_forms_and_this_machines_addresses_are_off_limits()
+    -> Result<(), std::net::AddrParseError> {
+        for ip in [
+            "127.0.0.1",
+            "0.0.0.0",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "::1",
+            "::",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "fe80::1",
+            "fd00::1",
+        ] {
+            let ip: IpAddr = ip.parse()?;
+            assert!(is_off_limits(ip), "{ip}");
+        }
+        for own in own_addresses() {
+            assert!(is_off_limits(*own), "{own}");
+        }
+        let public: IpAddr = "93.184.216.34".parse()?;
+        assert_eq!(is_off_limits(public), own_addresses().contains(&public));
+        Ok(())
+    }
+
+    #[test]
     fn parses_the_allow_list_grammar() -> Result<(), HostPatternError> {
         let plain = HostPattern::parse("Example.com")?;
         assert!(plain.matches("example.com", 443, 443));
@@ -186,7 +243,7 @@ mod tests {
         assert!(!wild.matches("example.com", 443, 443));
         assert!(!wild.matches("badexample.com", 443, 443));
         let v6 = HostPattern::parse("[::1]:3000")?;
-        assert!(v6.matches("[::1]", 3000, 80) && v6.is_ip_literal());
+        assert!(v6.matches("[::1]", 3000, 80));
         assert_eq!(v6.to_string(), "[::1]:3000");
         for bad in [
             "https://example.com",

@@ -2,13 +2,16 @@
 //!
 //! A request goes out only if its host and port match a granted host
 //! pattern. A host *name* is resolved here and every address it resolves to
-//! is vetted: loopback, private, link-local and other internal addresses are
-//! refused (so DNS cannot turn a public name into a way into the local
-//! network), and the connection is made to the vetted address — not resolved
-//! again — with TLS verified against the name. An internal address is
-//! reached only when the grant names it as an IP literal.
+//! is vetted: loopback, private, link-local, unspecified, IPv4-mapped
+//! versions of those, and this machine's own addresses are refused — as
+//! names and as IP literals, whatever the mode — so neither DNS nor a
+//! model-chosen URL turns a grant into a way into the local network. The
+//! connection is made to the vetted address, not resolved again, with TLS
+//! verified against the name. An internal address is reached only through
+//! a pattern the grant marks internal: one the user's own settings list, or
+//! an MCP server the user configured.
 
-use super::hosts::{HostPattern, is_internal};
+use super::hosts::{HostPattern, is_off_limits};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use std::future::Future;
@@ -30,7 +33,7 @@ impl HttpParts {
     pub(crate) fn for_grant(grant: &super::Grant) -> Self {
         Self {
             ctx: wasmtime_wasi_http::WasiHttpCtx::new(),
-            gate: HttpGate::new(grant.http_hosts()),
+            gate: HttpGate::new(grant.http_hosts(), grant.internal_http_hosts()),
         }
     }
 }
@@ -38,12 +41,15 @@ impl HttpParts {
 /// The `wasi:http` hooks of one call's store.
 pub(crate) struct HttpGate {
     allowed: Vec<HostPattern>,
+    /// Of `allowed`, the patterns that may reach internal addresses.
+    internal: Vec<HostPattern>,
 }
 
 impl HttpGate {
-    pub(crate) fn new(allowed: &[HostPattern]) -> Self {
+    pub(crate) fn new(allowed: &[HostPattern], internal: &[HostPattern]) -> Self {
         Self {
             allowed: allowed.to_vec(),
+            internal: internal.to_vec(),
         }
     }
 }
@@ -68,8 +74,9 @@ impl WasiHttpHooks for HttpGate {
         _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> ResponseFuture {
         let allowed = self.allowed.clone();
+        let internal = self.internal.clone();
         Box::new(async move {
-            let target = Target::of(&request, &allowed)?;
+            let target = Target::of(&request, &allowed, &internal)?;
             send(request, options, target).await
         })
     }
@@ -80,12 +87,16 @@ struct Target {
     host: String,
     port: u16,
     tls: bool,
-    /// The grant named this host as an IP literal.
-    literal: bool,
+    /// The grant lets this host reach an internal address.
+    internal_ok: bool,
 }
 
 impl Target {
-    fn of(request: &http::Request<WasiBody>, allowed: &[HostPattern]) -> Result<Self, HttpError> {
+    fn of(
+        request: &http::Request<WasiBody>,
+        allowed: &[HostPattern],
+        internal: &[HostPattern],
+    ) -> Result<Self, HttpError> {
         let uri = request.uri();
         let tls = match uri.scheme_str() {
             Some("https") => true,
@@ -100,15 +111,14 @@ impl Target {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_ascii_lowercase();
-        let Some(pattern) = allowed
-            .iter()
-            .find(|p| p.matches(&host, port, default_port))
-        else {
+        if !allowed.iter().any(|p| p.matches(&host, port, default_port)) {
             tracing::debug!(%host, port, "outgoing HTTP refused: host not granted");
             return Err(HttpError::HttpRequestDenied);
-        };
+        }
         Ok(Self {
-            literal: pattern.is_ip_literal(),
+            internal_ok: internal
+                .iter()
+                .any(|p| p.matches(&host, port, default_port)),
             host,
             port,
             tls,
@@ -117,9 +127,8 @@ impl Target {
 
     async fn address(&self) -> Result<SocketAddr, HttpError> {
         if let Ok(ip) = self.host.parse::<std::net::IpAddr>() {
-            // A literal the grant names is reached as is; a literal under a
-            // wildcard cannot happen (patterns reject `*.` on IPs).
-            if is_internal(ip) && !self.literal {
+            if is_off_limits(ip) && !self.internal_ok {
+                tracing::debug!(%ip, "outgoing HTTP refused: an internal address");
                 return Err(HttpError::DestinationIpProhibited);
             }
             return Ok(SocketAddr::new(ip, self.port));
@@ -133,7 +142,7 @@ impl Target {
         }
         // Every address must be public: a name that also resolves inside
         // could be steered there on the next lookup.
-        if resolved.iter().any(|a| is_internal(a.ip())) {
+        if !self.internal_ok && resolved.iter().any(|a| is_off_limits(a.ip())) {
             tracing::debug!(host = %self.host, ?resolved, "outgoing HTTP refused: the name resolves to an internal address");
             return Err(HttpError::DestinationIpProhibited);
         }

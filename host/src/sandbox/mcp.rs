@@ -300,8 +300,8 @@ impl McpLink {
     }
 
     /// Bridge instances for this link may reach `url`'s host and port,
-    /// nothing else (an IP literal is reached even when internal: the user
-    /// configured it).
+    /// nothing else — even when that is an internal address (a local
+    /// server): the user configured it, or trusted the project that did.
     pub fn http(name: &str, url: &str) -> Result<Arc<Self>, String> {
         let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
         if !matches!(parsed.scheme(), "http" | "https") {
@@ -316,7 +316,9 @@ impl McpLink {
         Ok(Arc::new(Self {
             name: name.to_string(),
             channel: None,
-            grant: Grant::none().http_host(pattern),
+            // The user configured this server: its address is reached even
+            // when it is internal (a local server).
+            grant: Grant::none().http_internal(pattern),
             operation: tokio::sync::Mutex::new(()),
         }))
     }

@@ -30,7 +30,7 @@ pub use hook::{
     CommandHook, CommandRun, HookCommon, HookComponent, HookEvent, HookEventKind, HookOutcome,
     HookPermission, HookToolCall,
 };
-pub use hosts::{HostPattern, HostPatternError, is_internal};
+pub use hosts::{HostPattern, HostPatternError, is_internal, is_off_limits};
 pub use limits::CallLimits;
 pub use process::{CommandOutput, ProcessConfig};
 pub use tool::{

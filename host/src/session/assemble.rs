@@ -267,6 +267,7 @@ impl SessionBuilder {
             additional_dirs,
             home: home.clone(),
             config_dir: config_dir.clone(),
+            internal_hosts: settings.internal_addresses.clone(),
         });
 
         let process = ProcessConfig {

@@ -14,7 +14,7 @@ mod trust;
 
 pub use trust::{ProjectItem, WorkspaceTrust};
 
-use crate::policy::{Anchors, PermissionMode, Rule, RuleKind, RuleSource, SourceKind};
+use crate::policy::{Anchors, HostPattern, PermissionMode, Rule, RuleKind, RuleSource, SourceKind};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -31,6 +31,12 @@ pub enum SettingsError {
         path: String,
         #[source]
         source: crate::policy::RuleError,
+    },
+    #[error("settings {path}: sandbox.allowInternalAddresses: {source}")]
+    InternalAddress {
+        path: String,
+        #[source]
+        source: crate::policy::HostPatternError,
     },
 }
 
@@ -59,6 +65,10 @@ struct SandboxFile {
     required: Option<bool>,
     /// Give commands (Bash) network access.
     allow_network: Option<bool>,
+    /// Host patterns (`localhost:8080`, `10.0.0.5`) that WebFetch and other
+    /// HTTP-granted tools may reach although they are internal addresses.
+    #[serde(default)]
+    allow_internal_addresses: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -135,6 +145,10 @@ pub struct Settings {
     pub sandbox_required: Option<bool>,
     /// `sandbox.allowNetwork`: commands may use the network.
     pub sandbox_network: Option<bool>,
+    /// `sandbox.allowInternalAddresses` of the user's own settings: the
+    /// only internal (loopback, private, link-local, this machine's)
+    /// addresses a tool's outgoing HTTP may reach.
+    pub internal_addresses: Vec<HostPattern>,
     /// What was refused or ignored, to tell the user.
     pub warnings: Vec<String>,
     /// Every file that was read, highest precedence first.
@@ -323,6 +337,23 @@ impl Settings {
                     ));
                 } else if settings.sandbox_network.is_none() {
                     settings.sandbox_network = Some(network);
+                }
+            }
+            if !file.sandbox.allow_internal_addresses.is_empty() {
+                if from_project {
+                    settings.warnings.push(format!(
+                        "{shown}: sandbox.allowInternalAddresses is honoured only in user or managed settings; ignored"
+                    ));
+                } else {
+                    for text in &file.sandbox.allow_internal_addresses {
+                        let pattern = HostPattern::parse(text).map_err(|e| {
+                            SettingsError::InternalAddress {
+                                path: shown.clone(),
+                                source: e,
+                            }
+                        })?;
+                        settings.internal_addresses.push(pattern);
+                    }
                 }
             }
             if from_project && !file.trusted_workspaces.is_empty() {
