@@ -119,6 +119,11 @@ impl HostPattern {
     pub fn host(&self) -> &str {
         &self.host
     }
+
+    /// `*.host`: a whole family of names rather than one.
+    pub fn is_wildcard(&self) -> bool {
+        self.subdomains
+    }
 }
 
 impl fmt::Display for HostPattern {

@@ -352,6 +352,14 @@ impl Settings {
                                 source: e,
                             }
                         })?;
+                        if pattern.is_wildcard() {
+                            return Err(SettingsError::Invalid {
+                                path: shown.clone(),
+                                reason: format!(
+                                    "sandbox.allowInternalAddresses lists exact hosts, not `{text}`"
+                                ),
+                            });
+                        }
                         settings.internal_addresses.push(pattern);
                     }
                 }
@@ -431,6 +439,39 @@ mod tests {
 
     fn write(path: &Path, json: Value) -> std::io::Result<()> {
         std::fs::write(path, json.to_string())
+    }
+
+    #[test]
+    fn internal_addresses_come_from_the_user_and_name_exact_hosts()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let f = fixture()?;
+        let list = |hosts: Value| serde_json::json!({"sandbox": {"allowInternalAddresses": hosts}});
+        write(
+            &f.locations.user(),
+            list(serde_json::json!(["localhost:8080", "[::1]:3000"])),
+        )?;
+        write(
+            &f.locations.project(),
+            list(serde_json::json!(["10.0.0.5"])),
+        )?;
+        let settings = Settings::load(&f.locations, true)?;
+        let listed: Vec<String> = settings
+            .internal_addresses
+            .iter()
+            .map(|h| h.to_string())
+            .collect();
+        assert_eq!(listed, ["localhost:8080", "[::1]:3000"]);
+        assert!(
+            settings
+                .warnings
+                .iter()
+                .any(|w| w.contains("allowInternalAddresses"))
+        );
+        for bad in ["*.corp.example", "http://localhost/"] {
+            write(&f.locations.user(), list(serde_json::json!([bad])))?;
+            assert!(Settings::load(&f.locations, true).is_err(), "{bad}");
+        }
+        Ok(())
     }
 
     #[test]
