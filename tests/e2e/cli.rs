@@ -289,7 +289,10 @@ fn a_project_settings_file_cannot_redirect_the_api() -> TestResult {
     // Untrusted, the project's env is skipped whole; trusted, the variables
     // that would redirect the API or the credentials are still refused.
     for (trust, warning) in [
-        (false, "a project file's env applies only in a trusted workspace"),
+        (
+            false,
+            "a project file's env applies only in a trusted workspace",
+        ),
         (true, "may not set ANTHROPIC_BASE_URL"),
     ] {
         let ws = tempfile::tempdir()?;

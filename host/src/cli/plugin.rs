@@ -111,10 +111,7 @@ fn stores(paths: &SessionPaths) -> [PluginStore; 2] {
 fn plain_sandbox(paths: &SessionPaths) -> anyhow::Result<Sandbox> {
     Ok(Sandbox::new(SandboxConfig {
         guest_cwd: Some(paths.cwd.clone()),
-        process: Some(ProcessConfig {
-            write_roots: vec![paths.cwd.clone(), std::env::temp_dir()],
-            ..ProcessConfig::new(&paths.cwd)
-        }),
+        process: Some(ProcessConfig::new(&paths.cwd)),
         ..SandboxConfig::default()
     })?)
 }

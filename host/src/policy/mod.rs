@@ -18,6 +18,7 @@ mod decision;
 mod modes;
 mod paths;
 mod protected;
+mod read_denials;
 mod rules;
 
 pub use crate::sandbox::{HostPattern, HostPatternError, is_internal};
@@ -30,7 +31,8 @@ pub use decision::{
 };
 pub use modes::{ModeCell, PermissionMode};
 pub use paths::{lexical_absolute, resolve_symlinks};
-pub use protected::{TreeTooLarge, protected_entries, protected_reason};
+pub use protected::{SHELL_START_UP, TreeTooLarge, protected_entries, protected_reason};
+pub use read_denials::ReadDenials;
 pub use rules::{
     Anchors, Family, Rule, RuleError, RuleKind, RuleSet, RuleSource, SourceKind, Subject,
 };

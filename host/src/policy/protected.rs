@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 /// Shell start-up files in the home directory.
-const SHELL_RC_FILES: &[&str] = &[
+pub const SHELL_START_UP: &[&str] = &[
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -62,7 +62,7 @@ pub fn protected_reason(path: &Path, home: &Path, config_dir: &Path) -> Option<S
     }
     if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
         let name = name.to_string_lossy();
-        if parent == home && SHELL_RC_FILES.contains(&name.as_ref()) {
+        if parent == home && SHELL_START_UP.contains(&name.as_ref()) {
             return Some(format!("`~/{name}` runs in every new shell"));
         }
     }

@@ -307,6 +307,12 @@ impl PathPattern {
         }
     }
 
+    /// The directory every match lies at or below: the literal part of a
+    /// rooted pattern, the anchor of a floating one.
+    pub fn search_root(&self) -> &Path {
+        self.literal_prefix.as_deref().unwrap_or(&self.root)
+    }
+
     /// Whether the pattern covers the whole tree `dir` (every entry in it).
     pub fn covers_tree(&self, dir: &Path) -> bool {
         self.matches(dir, true) || self.matches(&dir.join("\u{1}any-entry"), false)

@@ -92,6 +92,8 @@ pub struct McpChannel {
     lines: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<String, String>>>,
     stderr: Arc<std::sync::Mutex<VecDeque<u8>>>,
     child: std::sync::Mutex<Option<tokio::process::Child>>,
+    /// The server's private temp dir, removed with the channel.
+    _temp_dir: Option<tempfile::TempDir>,
 }
 
 impl std::fmt::Debug for McpChannel {
@@ -104,7 +106,14 @@ impl std::fmt::Debug for McpChannel {
 
 impl McpChannel {
     /// Wraps a spawned process whose stdin, stdout and stderr are piped.
-    pub fn from_child(server: &str, mut child: tokio::process::Child) -> Result<Arc<Self>, String> {
+    pub fn from_child(
+        server: &str,
+        confined: super::process::ConfinedChild,
+    ) -> Result<Arc<Self>, String> {
+        let super::process::ConfinedChild {
+            mut child,
+            temp_dir,
+        } = confined;
         let stdin = child
             .stdin
             .take()
@@ -127,6 +136,7 @@ impl McpChannel {
             lines: tokio::sync::Mutex::new(rx),
             stderr: tail,
             child: std::sync::Mutex::new(Some(child)),
+            _temp_dir: Some(temp_dir),
         }))
     }
 

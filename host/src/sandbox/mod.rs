@@ -32,7 +32,7 @@ pub use hook::{
 };
 pub use hosts::{HostPattern, HostPatternError, is_internal, is_off_limits};
 pub use limits::CallLimits;
-pub use process::{CommandOutput, ProcessConfig};
+pub use process::{CommandOutput, DeniedPaths, ProcessConfig, SandboxLayer};
 pub use tool::{
     CallContext, CallPlan, Capability, FileStamp, InterruptBehavior, ReadLedger,
     SUPPORTED_CONTRACTS, ToolAnnotations, ToolComponent, ToolContent, ToolDefinition, ToolFailure,

@@ -6,11 +6,12 @@ use crate::hooks::{HookConfigError, HookLoadError, HookRuntime};
 use crate::mcp::{McpConfigError, ServerConfig};
 use crate::plugins::{Placeholders, PluginStore, Scope};
 use crate::policy::{
-    Anchors, AuditLog, PermissionMode, Policy, PolicyConfig, Rule, RuleError, RuleKind, RuleSet,
-    RuleSource, SourceKind,
+    Anchors, AuditLog, PermissionMode, Policy, PolicyConfig, ReadDenials, Rule, RuleError,
+    RuleKind, RuleSet, RuleSource, SHELL_START_UP, SourceKind,
 };
 use crate::sandbox::{
-    CallLimits, HookCommon, ProcessConfig, Sandbox, SandboxConfig, SandboxError, ToolComponent,
+    CallLimits, DeniedPaths, HookCommon, ProcessConfig, Sandbox, SandboxConfig, SandboxError,
+    ToolComponent,
 };
 use crate::settings::{Locations, ProjectItem, Settings, SettingsError};
 use crate::tools::{BUILTIN_PLUGINS, RegistryError, ToolPipeline, ToolRegistry};
@@ -248,15 +249,15 @@ impl SessionBuilder {
                 cwd.join(d)
             }
         }));
-        // Commands may write in the working directory, the temp dir, and
-        // the directories the user named (their settings, --add-dir) —
-        // never a directory only a project file names.
+        // Commands may write in the working directory and the directories
+        // the user named (their settings, --add-dir) — never a directory
+        // only a project file names; each command gets its own temp dir.
         let flag_dirs: Vec<PathBuf> = additional_dirs
             .iter()
             .skip(settings.additional_dirs.len())
             .cloned()
             .collect();
-        let mut write_roots = vec![cwd.clone(), std::env::temp_dir()];
+        let mut write_roots = vec![cwd.clone()];
         write_roots.extend(settings.user_dirs.iter().cloned());
         write_roots.extend(flag_dirs);
         additional_dirs.push(spill_dir.clone());
@@ -270,9 +271,13 @@ impl SessionBuilder {
             internal_hosts: settings.internal_addresses.clone(),
         });
 
+        let read_denied = ReadDenials::from_rules(policy.rules(), write_roots.clone())
+            .map(|d| Arc::new(d) as Arc<dyn DeniedPaths>);
         let process = ProcessConfig {
             helper: self.helper.clone().or_else(|| std::env::current_exe().ok()),
+            protected: command_protected(&home, &config_dir),
             write_roots,
+            read_denied,
             allow_network: settings.sandbox_network.unwrap_or(false),
             require_os_sandbox: settings.sandbox_required.unwrap_or(true),
             ..ProcessConfig::new(&cwd)
@@ -624,6 +629,16 @@ async fn one_plugin(
     Err(SessionError::Invalid(format!(
         "no plugin `{plugin}`: not installed, not first-party, and not a .wasm file"
     )))
+}
+
+/// Paths outside the workspace's own protected names that commands may not
+/// write even when they lie under a write root: what runs in every new
+/// shell, and carapace's own configuration.
+fn command_protected(home: &Path, config_dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = SHELL_START_UP.iter().map(|name| home.join(name)).collect();
+    paths.push(home.join(".config/fish"));
+    paths.push(config_dir.to_path_buf());
+    paths
 }
 
 #[cfg(test)]

@@ -2,26 +2,97 @@
 //!
 //! The host never runs a command a guest names unless the call's grant holds
 //! that exact command line. It runs it through carapace's own binary in a
-//! helper mode (`carapace __sandbox-exec …`): the helper, still
-//! single-threaded, leaves the network namespace (no network unless
-//! granted), restricts itself with Landlock (reads anywhere; writes only in
-//! the working directory and the temporary directory; no TCP connect or bind
-//! unless the network is granted) and only then execs `/bin/sh -c`. The
-//! environment is fresh for every call: a few neutral variables, never the
-//! host's (no API key, no shell state).
+//! helper mode (`carapace __sandbox-exec …`, see [`helper`]) that confines
+//! the command before it starts: its own PID, mount, IPC and network
+//! namespaces (a private `/proc`; the whole tree dies with the call), a
+//! cgroup capping memory and tasks, the workspace's protected paths
+//! read-only, read-denied paths hidden, Landlock (writes only in the working
+//! directory, a private temp dir and the directories the user named;
+//! signals and abstract sockets scoped to the sandbox), no capabilities,
+//! `no_new_privs`, and a seccomp filter. The environment is fresh for every
+//! call: a few neutral variables, never the host's.
 //!
 //! When the sandbox is required (the default) and the kernel cannot enforce
 //! it, the command is refused — never silently run unsandboxed.
 
+mod cgroup;
+mod confine;
+mod helper;
+mod isolate;
+
+pub use helper::{HELPER_ARG, helper_main};
+
+use helper::{MESSAGE_PREFIX, Plan, REFUSED_EXIT};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
-/// The helper mode's argument.
-pub const HELPER_ARG: &str = "__sandbox-exec";
-/// The exit code of a helper that refused to run the command.
-const REFUSED_EXIT: i32 = 125;
+/// Names under every write root that commands may never write, create or
+/// replace: what makes git, carapace, Claude Code or an editor run programs
+/// later.
+const PROTECTED_NAMES: &[&str] = &[
+    ".git",
+    ".carapace",
+    ".claude",
+    ".mcp.json",
+    ".vscode",
+    ".idea",
+];
+
+/// How long a helper asked to stop (timeout) gets before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// One layer of the command sandbox. All are on; tests turn one off to show
+/// what it stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxLayer {
+    /// PID, mount, IPC (and network) namespaces: a private `/proc`, the
+    /// tree killed with the call, read-only and hidden paths.
+    Namespaces,
+    Landlock,
+    Seccomp,
+    Capabilities,
+    /// The cgroup (or per-process rlimits).
+    Limits,
+    /// Read-only protected paths, and removing ones a command created.
+    ProtectedPaths,
+}
+
+impl SandboxLayer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxLayer::Namespaces => "namespaces",
+            SandboxLayer::Landlock => "landlock",
+            SandboxLayer::Seccomp => "seccomp",
+            SandboxLayer::Capabilities => "capabilities",
+            SandboxLayer::Limits => "limits",
+            SandboxLayer::ProtectedPaths => "protected-paths",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        [
+            SandboxLayer::Namespaces,
+            SandboxLayer::Landlock,
+            SandboxLayer::Seccomp,
+            SandboxLayer::Capabilities,
+            SandboxLayer::Limits,
+            SandboxLayer::ProtectedPaths,
+        ]
+        .into_iter()
+        .find(|l| l.as_str() == name)
+    }
+}
+
+/// Paths commands must not read (what the read deny rules cover), listed
+/// afresh for each command.
+pub trait DeniedPaths: Send + Sync + std::fmt::Debug {
+    /// The existing paths to hide, or why they cannot be listed (then the
+    /// command is refused).
+    fn list(&self) -> Result<Vec<PathBuf>, String>;
+}
 
 /// How commands run, fixed for a session.
 #[derive(Debug, Clone)]
@@ -29,26 +100,89 @@ pub struct ProcessConfig {
     /// The carapace binary (its helper mode applies the OS sandbox).
     pub helper: Option<PathBuf>,
     pub cwd: PathBuf,
-    /// Where commands may write (the working directory, the temp dir…).
+    /// Where commands may write (the working directory, the directories the
+    /// user named); each call also gets a private temp dir.
     pub write_roots: Vec<PathBuf>,
+    /// Further paths commands may never write or create when they lie under
+    /// a write root (shell start-up files, carapace's configuration), beside
+    /// [`PROTECTED_NAMES`] under every write root.
+    pub protected: Vec<PathBuf>,
+    /// What commands may not read.
+    pub read_denied: Option<Arc<dyn DeniedPaths>>,
     pub allow_network: bool,
     /// Refuse to run when the OS sandbox cannot be applied.
     pub require_os_sandbox: bool,
     /// Bytes kept of each of stdout and stderr.
     pub output_cap: usize,
+    /// Memory for a command's whole process tree.
+    pub memory_limit: u64,
+    /// Processes and threads for a command's whole tree.
+    pub task_limit: u64,
+    /// Layers turned off: only for tests that show what each layer stops.
+    #[doc(hidden)]
+    pub without: Vec<SandboxLayer>,
 }
 
 impl ProcessConfig {
     pub fn new(cwd: &Path) -> Self {
-        let tmp = std::env::temp_dir();
         Self {
             helper: std::env::current_exe().ok(),
             cwd: cwd.to_path_buf(),
-            write_roots: vec![cwd.to_path_buf(), tmp],
+            write_roots: vec![cwd.to_path_buf()],
+            protected: Vec::new(),
+            read_denied: None,
             allow_network: false,
             require_os_sandbox: true,
             output_cap: 1 << 20,
+            memory_limit: 4 << 30,
+            task_limit: 1024,
+            without: Vec::new(),
         }
+    }
+
+    /// The protected paths under this configuration's write roots.
+    fn protected_paths(&self, writes: &[PathBuf]) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = self
+            .write_roots
+            .iter()
+            .flat_map(|root| PROTECTED_NAMES.iter().map(move |name| root.join(name)))
+            .collect();
+        paths.extend(
+            self.protected
+                .iter()
+                .filter(|p| writes.iter().any(|w| p.starts_with(w)))
+                .cloned(),
+        );
+        paths.sort();
+        paths.dedup();
+        paths
+    }
+
+    /// The helper's plan for `command`, with its private temp dir.
+    fn plan(&self, command: String, temp: &Path) -> Result<(Plan, Vec<PathBuf>), String> {
+        let mut writes = self.write_roots.clone();
+        writes.push(temp.to_path_buf());
+        let (existing, absent): (Vec<PathBuf>, Vec<PathBuf>) = self
+            .protected_paths(&writes)
+            .into_iter()
+            .partition(|p| p.symlink_metadata().is_ok());
+        let hide = match &self.read_denied {
+            Some(denied) => denied.list()?,
+            None => Vec::new(),
+        };
+        let plan = Plan {
+            writes,
+            readonly: existing,
+            hide,
+            network: self.allow_network,
+            required: self.require_os_sandbox,
+            memory: Some(self.memory_limit),
+            tasks: Some(self.task_limit),
+            without: self.without.clone(),
+            command,
+            user_tasks: 0,
+        };
+        Ok((plan, absent))
     }
 }
 
@@ -63,17 +197,31 @@ pub struct CommandOutput {
 }
 
 /// The environment every command starts with.
-fn fresh_env(config: &ProcessConfig) -> Vec<(String, String)> {
+fn fresh_env(config: &ProcessConfig, temp: &Path) -> Vec<(String, String)> {
     let path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_string();
-    let tmp = std::env::temp_dir().to_string_lossy().into_owned();
     vec![
         ("PATH".into(), path),
         ("HOME".into(), config.cwd.to_string_lossy().into_owned()),
         ("LANG".into(), "C.UTF-8".into()),
         ("TERM".into(), "dumb".into()),
-        ("TMPDIR".into(), tmp),
+        ("TMPDIR".into(), temp.to_string_lossy().into_owned()),
         ("PWD".into(), config.cwd.to_string_lossy().into_owned()),
     ]
+}
+
+/// A private temp dir for one command (or one server's life).
+fn private_temp_dir() -> Result<tempfile::TempDir, String> {
+    tempfile::Builder::new()
+        .prefix("carapace-cmd-")
+        .tempdir()
+        .map_err(|e| format!("cannot make the command's temp dir: {e}"))
+}
+
+/// A program started under the OS sandbox, with the temp dir it owns.
+pub struct ConfinedChild {
+    pub child: tokio::process::Child,
+    /// Removed when this is dropped.
+    pub temp_dir: tempfile::TempDir,
 }
 
 /// Starts a long-running program (an MCP server) under the OS sandbox of
@@ -86,7 +234,7 @@ pub fn spawn_confined(
     program: &str,
     args: &[String],
     env: &[(String, String)],
-) -> Result<tokio::process::Child, String> {
+) -> Result<ConfinedChild, String> {
     let helper = config
         .helper
         .as_ref()
@@ -95,25 +243,16 @@ pub fn spawn_confined(
         .chain(args.iter().map(String::as_str))
         .map(shell_quote)
         .collect();
-    let mut process = tokio::process::Command::new(helper);
-    process.arg(HELPER_ARG);
-    for root in &config.write_roots {
-        process.arg("--write").arg(root);
-    }
-    if config.allow_network {
-        process.arg("--network");
-    }
-    if !config.require_os_sandbox {
-        process.arg("--sandbox-optional");
-    }
-    let mut vars = fresh_env(config);
+    let temp_dir = private_temp_dir()?;
+    let (plan, _absent) = config.plan(format!("exec {}", quoted.join(" ")), temp_dir.path())?;
+    let mut vars = fresh_env(config, temp_dir.path());
     if let Some(path) = std::env::var_os("PATH") {
         vars.retain(|(k, _)| k != "PATH");
         vars.push(("PATH".into(), path.to_string_lossy().into_owned()));
     }
+    let mut process = tokio::process::Command::new(helper);
     process
-        .arg("--")
-        .arg(format!("exec {}", quoted.join(" ")))
+        .args(plan.to_args())
         .current_dir(&config.cwd)
         .env_clear()
         .envs(vars)
@@ -123,9 +262,10 @@ pub fn spawn_confined(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    process
+    let child = process
         .spawn()
-        .map_err(|e| format!("cannot start `{program}`: {e}"))
+        .map_err(|e| format!("cannot start `{program}`: {e}"))?;
+    Ok(ConfinedChild { child, temp_dir })
 }
 
 /// One word for `/bin/sh`, single-quoted.
@@ -143,23 +283,14 @@ pub async fn run_command(
         .helper
         .as_ref()
         .ok_or("carapace cannot find its own binary to sandbox the command")?;
+    let temp_dir = private_temp_dir()?;
+    let (plan, absent) = config.plan(command.to_string(), temp_dir.path())?;
     let mut process = tokio::process::Command::new(helper);
-    process.arg(HELPER_ARG);
-    for root in &config.write_roots {
-        process.arg("--write").arg(root);
-    }
-    if config.allow_network {
-        process.arg("--network");
-    }
-    if !config.require_os_sandbox {
-        process.arg("--sandbox-optional");
-    }
     process
-        .arg("--")
-        .arg(command)
+        .args(plan.to_args())
         .current_dir(&config.cwd)
         .env_clear()
-        .envs(fresh_env(config))
+        .envs(fresh_env(config, temp_dir.path()))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -177,22 +308,26 @@ pub async fn run_command(
 
     let (status, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => (status.ok(), false),
-        Err(_) => {
-            kill_group(pid);
-            (child.wait().await.ok(), true)
-        }
+        Err(_) => (stop(&mut child, pid).await, true),
     };
-    // The group may have children still holding the pipes: end them too.
+    // Without namespaces the group may have children still holding the
+    // pipes: end them too.
     kill_group(pid);
     let (stdout, out_truncated) = read_out.await.unwrap_or_default();
-    let (stderr, err_truncated) = read_err.await.unwrap_or_default();
+    let (mut stderr, err_truncated) = read_err.await.unwrap_or_default();
     let exit_code = status.and_then(|s| s.code());
     if exit_code == Some(REFUSED_EXIT)
         && stdout.is_empty()
-        && stderr.starts_with(b"carapace sandbox:")
+        && stderr.starts_with(MESSAGE_PREFIX.as_bytes())
     {
         return Err(String::from_utf8_lossy(&stderr).trim().to_string());
     }
+    if plan.uses(SandboxLayer::ProtectedPaths) {
+        for note in remove_created(&absent) {
+            stderr.extend_from_slice(format!("\ncarapace: {note}\n").as_bytes());
+        }
+    }
+    tokio::task::spawn_blocking(move || drop(temp_dir));
     Ok(CommandOutput {
         stdout,
         stderr,
@@ -200,6 +335,56 @@ pub async fn run_command(
         timed_out,
         truncated: out_truncated || err_truncated,
     })
+}
+
+/// Ends a command past its deadline: the helper is asked first (it kills
+/// the tree and removes the call's cgroup), then killed with its group.
+async fn stop(
+    child: &mut tokio::process::Child,
+    pid: Option<u32>,
+) -> Option<std::process::ExitStatus> {
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    if let Ok(status) = tokio::time::timeout(STOP_GRACE, child.wait()).await {
+        return status.ok();
+    }
+    kill_group(pid);
+    let status = child.wait().await.ok();
+    if let Some(pid) = pid {
+        let _ = tokio::task::spawn_blocking(move || cgroup::remove_leftover(pid)).await;
+    }
+    status
+}
+
+/// Removes the protected paths a command created (they did not exist
+/// before it ran); says what was removed.
+fn remove_created(absent: &[PathBuf]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for path in absent {
+        let Ok(meta) = path.symlink_metadata() else {
+            continue;
+        };
+        let removed = if meta.is_dir() {
+            std::fs::remove_dir_all(path)
+        } else {
+            std::fs::remove_file(path)
+        };
+        notes.push(match removed {
+            Ok(()) => format!(
+                "removed {}: commands may not create it (it can make git, carapace or an editor run programs); create it yourself if it is wanted",
+                path.display()
+            ),
+            Err(e) => format!(
+                "the command created {}, which commands may not create, and it could not be removed ({e}): remove it before trusting this workspace",
+                path.display()
+            ),
+        });
+    }
+    notes
 }
 
 fn kill_group(pid: Option<u32>) {
@@ -228,107 +413,4 @@ async fn read_capped(reader: &mut (impl AsyncReadExt + Unpin), cap: usize) -> (V
         }
     }
     (kept, truncated)
-}
-
-/// The helper mode: `carapace __sandbox-exec [--write DIR]… [--network]
-/// [--sandbox-optional] -- COMMAND`. Applies the sandbox to itself, then
-/// execs `/bin/sh -c COMMAND`; returns only if that failed.
-pub fn helper_main(args: &[String]) -> i32 {
-    let mut writes = Vec::new();
-    let mut network = false;
-    let mut required = true;
-    let mut command = None;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--write" => match iter.next() {
-                Some(dir) => writes.push(PathBuf::from(dir)),
-                None => return refuse("--write needs a directory"),
-            },
-            "--network" => network = true,
-            "--sandbox-optional" => required = false,
-            "--" => {
-                command = iter.next().cloned();
-                break;
-            }
-            other => return refuse(&format!("unknown argument {other}")),
-        }
-    }
-    let Some(command) = command else {
-        return refuse("no command");
-    };
-    if let Err(reason) = confine(&writes, network) {
-        if required {
-            return refuse(&format!(
-                "the OS sandbox is required but cannot be applied here ({reason}); the command was not run"
-            ));
-        }
-        eprintln!("carapace sandbox: warning: running without the OS sandbox ({reason})");
-    }
-    use std::os::unix::process::CommandExt;
-    let error = std::process::Command::new("/bin/sh")
-        .arg("-c")
-        .arg(&command)
-        .exec();
-    refuse(&format!("cannot run /bin/sh: {error}"))
-}
-
-fn refuse(message: &str) -> i32 {
-    eprintln!("carapace sandbox: {message}");
-    REFUSED_EXIT
-}
-
-/// Leaves the network (unless granted) and applies Landlock to this process.
-#[cfg(target_os = "linux")]
-fn confine(writes: &[PathBuf], network: bool) -> Result<(), String> {
-    use landlock::{
-        ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
-        RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
-    };
-    let abi = ABI::V5;
-    let mut no_network_namespace = None;
-    if !network && let Err(e) = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET) {
-        // Not permitted here (no user namespaces): Landlock's TCP rules
-        // below still refuse every connection.
-        no_network_namespace = Some(e);
-    }
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessFs::from_all(abi))
-        .map_err(|e| e.to_string())?;
-    if !network {
-        ruleset = ruleset
-            .handle_access(AccessNet::from_all(abi))
-            .map_err(|e| e.to_string())?;
-    }
-    let status = ruleset
-        .create()
-        .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
-        .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(
-            ["/dev/null", "/dev/zero", "/dev/tty", "/dev/urandom"],
-            AccessFs::from_all(abi),
-        ))
-        .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(writes, AccessFs::from_all(abi)))
-        .map_err(|e| e.to_string())?
-        .restrict_self()
-        .map_err(|e| e.to_string())?;
-    match status.ruleset {
-        RulesetStatus::FullyEnforced => Ok(()),
-        RulesetStatus::PartiallyEnforced if network || no_network_namespace.is_none() => Ok(()),
-        RulesetStatus::PartiallyEnforced => Err(format!(
-            "Landlock is only partly supported and no network namespace could be made ({})",
-            no_network_namespace
-                .map(|e| e.to_string())
-                .unwrap_or_default()
-        )),
-        RulesetStatus::NotEnforced => Err("the kernel does not enforce Landlock".into()),
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn confine(_writes: &[PathBuf], _network: bool) -> Result<(), String> {
-    Err("no OS sandbox is implemented for this platform".into())
 }

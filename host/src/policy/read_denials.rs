@@ -1,0 +1,263 @@
+//! What the read deny rules cover, listed for the command sandbox: a
+//! command (Bash, a stdio MCP server) reads with the OS's own calls, so the
+//! paths the rules deny are hidden from its view of the filesystem before it
+//! starts, listed afresh for each command.
+
+use super::rules::{Family, PathPattern, RuleKind, RuleSet, Specifier, ToolMatcher};
+use crate::sandbox::DeniedPaths;
+use std::path::{Path, PathBuf};
+
+/// Entries a listing may visit before it gives up: a floating pattern
+/// (`*.env`) is matched at every depth of its tree, and a tree this large
+/// makes every command slow — the command is refused with a way out.
+const WALK_LIMIT: usize = 100_000;
+
+/// The path patterns of the Read family's deny rules.
+#[derive(Debug, Clone)]
+pub struct ReadDenials {
+    patterns: Vec<PathPattern>,
+    /// Directories that must stay visible (the working directory, the
+    /// write roots): hiding one would blank the command's workspace.
+    keep: Vec<PathBuf>,
+    limit: usize,
+}
+
+impl ReadDenials {
+    /// `None` when no rule denies reading a path.
+    pub fn from_rules(rules: &RuleSet, keep: Vec<PathBuf>) -> Option<Self> {
+        let patterns: Vec<PathPattern> = rules
+            .iter()
+            .filter(|rule| rule.kind == RuleKind::Deny)
+            .filter(|rule| {
+                matches!(&rule.tool, ToolMatcher::Exact(tool) if Family::of_tool(tool) == Some(Family::Read))
+            })
+            .filter_map(|rule| match &rule.specifier {
+                Some(Specifier::Paths(pattern)) => Some(pattern.clone()),
+                _ => None,
+            })
+            .collect();
+        (!patterns.is_empty()).then_some(Self {
+            patterns,
+            keep,
+            limit: WALK_LIMIT,
+        })
+    }
+
+    #[cfg(test)]
+    fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Adds what `pattern` covers to `found`; a link that matches hides
+    /// what it points to.
+    fn walk(
+        &self,
+        pattern: &PathPattern,
+        seen: &mut usize,
+        found: &mut Vec<PathBuf>,
+    ) -> Result<(), String> {
+        let start = pattern.search_root();
+        let Ok(meta) = start.symlink_metadata() else {
+            return Ok(());
+        };
+        let covered = |path: &Path, is_dir: bool| {
+            pattern.matches(path, is_dir) || (is_dir && pattern.covers_tree(path))
+        };
+        if covered(start, meta.is_dir()) {
+            return self.add(
+                start,
+                meta.file_type().is_symlink(),
+                &pattern.written,
+                found,
+            );
+        }
+        if !meta.is_dir() {
+            return Ok(());
+        }
+        let mut stack = vec![start.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                *seen += 1;
+                if *seen > self.limit {
+                    return Err(format!(
+                        "the read deny rule `{}` is matched at any depth below {}, which holds more than {} entries: listing what it covers for every command is too slow. Anchor the rule (for example `Read(./config/{})` or `Read(//abs/path)`) so commands can run",
+                        pattern.written,
+                        start.display(),
+                        self.limit,
+                        pattern.written.trim_start_matches("./"),
+                    ));
+                }
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let path = entry.path();
+                if covered(&path, kind.is_dir()) {
+                    self.add(&path, kind.is_symlink(), &pattern.written, found)?;
+                } else if kind.is_dir() && pattern.may_match_inside(&path) {
+                    // Links to directories are not followed: what they
+                    // point to is judged by its own path.
+                    stack.push(path);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn add(
+        &self,
+        path: &Path,
+        is_link: bool,
+        rule: &str,
+        found: &mut Vec<PathBuf>,
+    ) -> Result<(), String> {
+        let target = if is_link {
+            match std::fs::canonicalize(path) {
+                Ok(target) => target,
+                // A dangling link reaches nothing.
+                Err(_) => return Ok(()),
+            }
+        } else {
+            path.to_path_buf()
+        };
+        if target == Path::new("/") || self.keep.iter().any(|k| k.starts_with(&target)) {
+            return Err(format!(
+                "the read deny rule `{rule}` covers {}{}, which would hide the command's own working directory; the command was not run (remove the link or narrow the rule)",
+                path.display(),
+                if is_link {
+                    format!(" (a link to {})", target.display())
+                } else {
+                    String::new()
+                },
+            ));
+        }
+        found.push(target);
+        Ok(())
+    }
+}
+
+impl DeniedPaths for ReadDenials {
+    fn list(&self) -> Result<Vec<PathBuf>, String> {
+        let mut found = Vec::new();
+        let mut seen = 0;
+        for pattern in &self.patterns {
+            self.walk(pattern, &mut seen, &mut found)?;
+        }
+        // A path inside one already hidden is hidden with it (and could not
+        // be mounted on once its parent is covered).
+        found.sort();
+        found.dedup();
+        let mut outermost: Vec<PathBuf> = Vec::new();
+        for path in found {
+            if !outermost.iter().any(|o| path.starts_with(o)) {
+                outermost.push(path);
+            }
+        }
+        Ok(outermost)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Anchors, Rule, RuleSource, SourceKind};
+
+    fn denials(root: &Path, rules: &[&str]) -> Option<ReadDenials> {
+        let anchors = Anchors {
+            cwd: root.join("ws"),
+            home: root.join("home"),
+            project: root.join("ws"),
+        };
+        let source = RuleSource {
+            kind: SourceKind::User,
+            file: None,
+        };
+        let rules = rules
+            .iter()
+            .map(|r| Rule::parse(r, RuleKind::Deny, source.clone(), &anchors))
+            .collect::<Result<Vec<_>, _>>()
+            .ok()?;
+        ReadDenials::from_rules(&RuleSet::new(rules), vec![root.join("ws")])
+    }
+
+    #[test]
+    fn lists_what_the_rules_cover_outermost_first() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        for d in ["ws/src/deep", "home/.ssh", "ws/node_modules/pkg"] {
+            std::fs::create_dir_all(root.join(d))?;
+        }
+        for f in [
+            "ws/.env",
+            "ws/src/deep/prod.env",
+            "ws/src/main.rs",
+            "home/.ssh/id_ed25519",
+            "ws/node_modules/pkg/x.env",
+        ] {
+            std::fs::write(root.join(f), "x")?;
+        }
+        std::os::unix::fs::symlink(root.join("home/.ssh/id_ed25519"), root.join("ws/key.pem"))?;
+        let listing = denials(
+            root,
+            &[
+                "Read(*.env)",
+                "Grep(~/.ssh/**)",
+                "Read(~/.ssh/id_ed25519)",
+                "Read(*.pem)",
+                "Bash(cat:*)",
+            ],
+        )
+        .ok_or("no denials")?;
+        let mut listed = listing.list()?;
+        listed.sort();
+        let real = |p: &str| std::fs::canonicalize(root.join(p));
+        let mut expected = vec![
+            root.join("home/.ssh"),
+            root.join("ws/.env"),
+            root.join("ws/node_modules/pkg/x.env"),
+            root.join("ws/src/deep/prod.env"),
+        ];
+        expected.sort();
+        // The link's target is inside ~/.ssh, already hidden whole — unless
+        // the temp dir itself sits behind a link.
+        if real("home/.ssh")? != root.join("home/.ssh") {
+            expected.push(real("home/.ssh/id_ed25519")?);
+            expected.sort();
+        }
+        assert_eq!(listed, expected);
+        assert!(
+            denials(root, &["Edit(*.env)", "Read"]).is_none(),
+            "only the Read family's path denials hide anything"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_list_or_must_not_hide() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("ws/a"))?;
+        for i in 0..20 {
+            std::fs::write(root.join(format!("ws/a/{i}.txt")), "x")?;
+        }
+        let listing = denials(root, &["Read(*.env)"])
+            .ok_or("no denials")?
+            .with_limit(10);
+        let err = listing
+            .list()
+            .err()
+            .ok_or("a tree past the limit is refused")?;
+        assert!(err.contains("Anchor the rule"), "{err}");
+        std::os::unix::fs::symlink("/", root.join("ws/escape.env"))?;
+        let err = denials(root, &["Read(*.env)"])
+            .ok_or("no denials")?
+            .list()
+            .err()
+            .ok_or("a link to / is not hidden")?;
+        assert!(err.contains("a link to /"), "{err}");
+        Ok(())
+    }
+}

@@ -1,0 +1,248 @@
+//! What the command's own process applies to itself before it execs:
+//! limits, Landlock, no capabilities, a seccomp filter.
+
+use super::SandboxLayer;
+use super::helper::{Plan, refuse, warn};
+use std::path::PathBuf;
+
+/// The Landlock ABI from which pathname UNIX sockets are governed by
+/// Landlock itself (`LANDLOCK_ACCESS_FS_RESOLVE_UNIX`); below it, seccomp
+/// refuses new UNIX sockets altogether.
+const UNIX_SOCKETS_ABI: i32 = 9;
+/// The Landlock ABI from which truncating a file counts as a write.
+const TRUNCATE_ABI: i32 = 3;
+/// The Landlock ABI from which TCP connect and bind are governed.
+const NETWORK_ABI: i32 = 4;
+
+/// Applies every layer the plan uses to this process. `namespaced`: the
+/// process is inside the call's namespaces (a private network, PID and
+/// mount view) and its tree is already limited by a cgroup when
+/// `limited_by_group`.
+#[cfg(target_os = "linux")]
+pub(super) fn apply(plan: &Plan, namespaced: bool, limited_by_group: bool) -> Result<(), String> {
+    if plan.uses(SandboxLayer::Limits) && !limited_by_group {
+        per_process_limits(plan)?;
+    }
+    let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
+    let abi = if plan.uses(SandboxLayer::Landlock) {
+        landlock(plan, namespaced)?
+    } else {
+        0
+    };
+    if abi > 0 && abi < TRUNCATE_ABI {
+        return Err(format!(
+            "Landlock ABI {abi} cannot stop a command from truncating files outside the write roots (ABI {TRUNCATE_ABI}, Linux 6.2, is needed)"
+        ));
+    }
+    if !plan.network && !namespaced && abi < NETWORK_ABI {
+        return Err(format!(
+            "without a network namespace, Landlock ABI {NETWORK_ABI} (Linux 6.7) is needed to keep the command off the network"
+        ));
+    }
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("cannot set no_new_privs: {e}"))?;
+    if plan.uses(SandboxLayer::Capabilities) {
+        drop_capabilities()?;
+    }
+    if plan.uses(SandboxLayer::Seccomp) {
+        seccomp(abi < UNIX_SOCKETS_ABI)?;
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(super) fn apply(
+    _plan: &Plan,
+    _namespaced: bool,
+    _limited_by_group: bool,
+) -> Result<(), String> {
+    Err("no OS sandbox is implemented for this platform".into())
+}
+
+/// Execs the command if confinement worked (or is optional).
+pub(super) fn exec_or_refuse(plan: &Plan, confined: Result<(), String>) -> i32 {
+    if let Err(reason) = confined {
+        if plan.required {
+            return refuse(&format!(
+                "the OS sandbox is required but cannot be applied here ({reason}); the command was not run"
+            ));
+        }
+        warn(&format!("running without the full OS sandbox ({reason})"));
+    }
+    use std::os::unix::process::CommandExt;
+    let error = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(&plan.command)
+        .exec();
+    refuse(&format!("cannot run /bin/sh: {error}"))
+}
+
+/// Without a cgroup: each process gets the memory cap; the user gets the
+/// task cap on top of the tasks it already runs (`RLIMIT_NPROC` counts every
+/// task of the real user; the kernel does not apply it to root).
+fn per_process_limits(plan: &Plan) -> Result<(), String> {
+    use nix::sys::resource::{Resource, setrlimit};
+    if let Some(memory) = plan.memory {
+        setrlimit(Resource::RLIMIT_DATA, memory, memory)
+            .map_err(|e| format!("cannot limit memory: {e}"))?;
+    }
+    if let Some(tasks) = plan.tasks {
+        let limit = plan.user_tasks.saturating_add(tasks);
+        setrlimit(Resource::RLIMIT_NPROC, limit, limit)
+            .map_err(|e| format!("cannot limit processes: {e}"))?;
+    }
+    Ok(())
+}
+
+/// How many tasks (threads) the real user runs now, from `/proc` — read
+/// before the call's own `/proc` is mounted.
+pub(super) fn count_user_tasks() -> u64 {
+    let uid = nix::unistd::getuid().as_raw().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut count = 0u64;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
+            continue;
+        };
+        let field = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map(str::trim)
+        };
+        let real_uid = field("Uid:").and_then(|v| v.split_whitespace().next());
+        if real_uid == Some(uid.as_str()) {
+            count += field("Threads:").and_then(|v| v.parse().ok()).unwrap_or(1);
+        }
+    }
+    count
+}
+
+/// Reads anywhere; writes only under the write roots (and a few devices);
+/// signals and abstract UNIX sockets only within the sandbox; no TCP
+/// without a network grant. Returns the ABI the kernel enforced.
+#[cfg(target_os = "linux")]
+fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, String> {
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, Ruleset,
+        RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+    };
+    // Everything this crate knows; the kernel enforces what it has.
+    let abi = ABI::V10;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(|e| e.to_string())?
+        .scope(Scope::from_all(abi))
+        .map_err(|e| e.to_string())?;
+    if !plan.network {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(abi))
+            .map_err(|e| e.to_string())?;
+    }
+    let mut writable: Vec<PathBuf> = plan.writes.clone();
+    if namespaced {
+        // A tmpfs of this call's own.
+        writable.push("/dev/shm".into());
+    }
+    let status = ruleset
+        .create()
+        .map_err(|e| e.to_string())?
+        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+        .map_err(|e| e.to_string())?
+        .add_rules(path_beneath_rules(
+            [
+                "/dev/null",
+                "/dev/zero",
+                "/dev/tty",
+                "/dev/urandom",
+                "/dev/random",
+            ],
+            AccessFs::from_all(abi),
+        ))
+        .map_err(|e| e.to_string())?
+        .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))
+        .map_err(|e| e.to_string())?
+        .restrict_self()
+        .map_err(|e| e.to_string())?;
+    let enforced = match status.landlock {
+        LandlockStatus::Available { effective_abi, .. } => effective_abi as i32,
+        _ => 0,
+    };
+    match status.ruleset {
+        RulesetStatus::NotEnforced => Err("the kernel does not enforce Landlock".into()),
+        RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => Ok(enforced),
+    }
+}
+
+/// Empties every capability set, the bounding set included, so nothing
+/// the command execs (even as root, even setuid) gets one back.
+#[cfg(target_os = "linux")]
+fn drop_capabilities() -> Result<(), String> {
+    use caps::CapSet;
+    let holds_setpcap = caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP)
+        .map_err(|e| e.to_string())?;
+    if holds_setpcap {
+        for cap in caps::all() {
+            caps::drop(None, CapSet::Bounding, cap)
+                .map_err(|e| format!("cannot drop {cap} from the bounding set: {e}"))?;
+        }
+    }
+    for set in [
+        CapSet::Ambient,
+        CapSet::Inheritable,
+        CapSet::Effective,
+        CapSet::Permitted,
+    ] {
+        caps::clear(None, set).map_err(|e| format!("cannot clear the {set:?} set: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Refuses the kernel keyring (shared by every process of the user) and,
+/// where Landlock cannot govern them, new UNIX-domain sockets
+/// (`socketpair` still works: it reaches nothing outside).
+#[cfg(target_os = "linux")]
+fn seccomp(block_unix_sockets: bool) -> Result<(), String> {
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule,
+    };
+    use std::collections::BTreeMap;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for call in [libc::SYS_keyctl, libc::SYS_add_key, libc::SYS_request_key] {
+        rules.insert(call, Vec::new());
+    }
+    if block_unix_sockets {
+        let unix = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            libc::AF_UNIX as u64,
+        )
+        .map_err(|e| e.to_string())?;
+        rules.insert(
+            libc::SYS_socket,
+            vec![SeccompRule::new(vec![unix]).map_err(|e| e.to_string())?],
+        );
+    }
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())?;
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    let program: BpfProgram = filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())?;
+    seccompiler::apply_filter(&program).map_err(|e| format!("cannot apply seccomp: {e}"))
+}

@@ -1,0 +1,246 @@
+//! The helper mode: `carapace __sandbox-exec [OPTIONS] -- COMMAND`.
+//!
+//! carapace re-executes itself so the confinement is applied by a
+//! single-threaded process before anything of the command runs. Three
+//! processes take part:
+//!
+//! - the **helper** (started by carapace) enters new PID, mount, IPC and
+//!   (without a network grant) network namespaces — through a user
+//!   namespace when it is not privileged — puts the call in its own cgroup,
+//!   forks the init and waits for it; on SIGTERM it ends the call;
+//! - the **init**, PID 1 of the new PID namespace, mounts a private `/proc`,
+//!   makes the protected paths read-only and hides the read-denied ones,
+//!   forks the command and waits; when the command returns, when the helper
+//!   dies, or when carapace stops reading the command's output, it exits —
+//!   and the kernel kills everything left in the namespace;
+//! - the **command** drops every capability, applies Landlock (writes only
+//!   under the write roots; signals and abstract sockets scoped to the
+//!   sandbox; no TCP without a network grant) and a seccomp filter, then
+//!   execs `/bin/sh -c COMMAND`.
+//!
+//! Without namespaces (and only when the sandbox is optional), the helper
+//! applies what it can to itself and execs the command directly.
+
+use super::SandboxLayer;
+use std::path::PathBuf;
+
+/// The helper mode's argument.
+pub const HELPER_ARG: &str = "__sandbox-exec";
+/// The exit code of a helper that refused to run the command.
+pub(super) const REFUSED_EXIT: i32 = 125;
+/// The prefix of every message the helper prints about itself.
+pub(super) const MESSAGE_PREFIX: &str = "carapace sandbox:";
+
+/// What the helper was asked to do.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Plan {
+    /// Where the command may write.
+    pub writes: Vec<PathBuf>,
+    /// Existing paths under the write roots that stay read-only.
+    pub readonly: Vec<PathBuf>,
+    /// Existing paths the command must not read.
+    pub hide: Vec<PathBuf>,
+    pub network: bool,
+    pub required: bool,
+    /// Bytes of memory for the whole process tree.
+    pub memory: Option<u64>,
+    /// Processes (and threads) for the whole tree.
+    pub tasks: Option<u64>,
+    /// Layers turned off (tests show what each one stops).
+    pub without: Vec<SandboxLayer>,
+    pub command: String,
+    /// Tasks the real user already ran when the helper started (the base
+    /// of the per-process task limit); counted by the helper, never passed.
+    pub user_tasks: u64,
+}
+
+impl Plan {
+    pub fn parse(args: &[String]) -> Result<Self, String> {
+        let mut plan = Plan {
+            required: true,
+            ..Plan::default()
+        };
+        let mut command = None;
+        let mut iter = args.iter();
+        while let Some(arg) = iter.next() {
+            let mut value = |name: &str| {
+                iter.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{name} needs a value"))
+            };
+            match arg.as_str() {
+                "--write" => plan.writes.push(PathBuf::from(value("--write")?)),
+                "--readonly" => plan.readonly.push(PathBuf::from(value("--readonly")?)),
+                "--hide" => plan.hide.push(PathBuf::from(value("--hide")?)),
+                "--network" => plan.network = true,
+                "--sandbox-optional" => plan.required = false,
+                "--memory" => {
+                    plan.memory = Some(
+                        value("--memory")?
+                            .parse()
+                            .map_err(|_| "--memory needs a number of bytes")?,
+                    );
+                }
+                "--tasks" => {
+                    plan.tasks = Some(
+                        value("--tasks")?
+                            .parse()
+                            .map_err(|_| "--tasks needs a number")?,
+                    );
+                }
+                "--without" => {
+                    let name = value("--without")?;
+                    plan.without.push(
+                        SandboxLayer::parse(&name)
+                            .ok_or_else(|| format!("unknown sandbox layer {name}"))?,
+                    );
+                }
+                "--" => {
+                    command = iter.next().cloned();
+                    break;
+                }
+                other => return Err(format!("unknown argument {other}")),
+            }
+        }
+        plan.command = command.ok_or("no command")?;
+        Ok(plan)
+    }
+
+    pub fn uses(&self, layer: SandboxLayer) -> bool {
+        !self.without.contains(&layer)
+    }
+
+    /// The arguments that make a helper follow this plan.
+    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = vec![HELPER_ARG.into()];
+        for (flag, paths) in [
+            ("--write", &self.writes),
+            ("--readonly", &self.readonly),
+            ("--hide", &self.hide),
+        ] {
+            for path in paths {
+                args.push(flag.into());
+                args.push(path.into());
+            }
+        }
+        if self.network {
+            args.push("--network".into());
+        }
+        if !self.required {
+            args.push("--sandbox-optional".into());
+        }
+        if let Some(memory) = self.memory {
+            args.push("--memory".into());
+            args.push(memory.to_string().into());
+        }
+        if let Some(tasks) = self.tasks {
+            args.push("--tasks".into());
+            args.push(tasks.to_string().into());
+        }
+        for layer in &self.without {
+            args.push("--without".into());
+            args.push(layer.as_str().into());
+        }
+        args.push("--".into());
+        args.push(self.command.clone().into());
+        args
+    }
+}
+
+/// The helper's entry point; returns only with an exit code.
+pub fn helper_main(args: &[String]) -> i32 {
+    let plan = match Plan::parse(args) {
+        Ok(plan) => plan,
+        Err(e) => return refuse(&e),
+    };
+    run(plan)
+}
+
+#[cfg(target_os = "linux")]
+fn run(mut plan: Plan) -> i32 {
+    use super::{confine, isolate};
+    if plan.uses(SandboxLayer::Namespaces) {
+        match isolate::enter(plan.network) {
+            Ok(own_user_ns) => return isolate::supervise(&mut plan, own_user_ns),
+            Err(reason) if plan.required => {
+                return refuse(&format!(
+                    "the OS sandbox is required but this system cannot give the command its own process and mount namespaces ({reason}); the command was not run (set sandbox.required to false to run commands with Landlock only)"
+                ));
+            }
+            Err(reason) => warn(&format!(
+                "running without namespaces ({reason}): the command can see other processes and outlive the call"
+            )),
+        }
+    }
+    if !plan.hide.is_empty() && plan.required {
+        return refuse(
+            "read deny rules cover paths the command could read, and without a mount namespace they cannot be hidden; the command was not run",
+        );
+    }
+    // Degraded: confine this process and become the command.
+    if plan.uses(SandboxLayer::Limits) && !nix::unistd::getuid().is_root() {
+        plan.user_tasks = confine::count_user_tasks();
+    }
+    let confined = confine::apply(&plan, false, false);
+    confine::exec_or_refuse(&plan, confined)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run(plan: Plan) -> i32 {
+    if plan.required {
+        return refuse(
+            "the OS sandbox is required but none is implemented for this platform; the command was not run",
+        );
+    }
+    warn("running without the OS sandbox (none is implemented for this platform)");
+    use std::os::unix::process::CommandExt;
+    let error = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(&plan.command)
+        .exec();
+    refuse(&format!("cannot run /bin/sh: {error}"))
+}
+
+pub(super) fn refuse(message: &str) -> i32 {
+    eprintln!("{MESSAGE_PREFIX} {message}");
+    REFUSED_EXIT
+}
+
+pub(super) fn warn(message: &str) {
+    eprintln!("{MESSAGE_PREFIX} warning: {message}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_survives_its_arguments() -> Result<(), String> {
+        let plan = Plan {
+            writes: vec!["/w".into()],
+            readonly: vec!["/w/.git".into()],
+            hide: vec!["/h/.ssh".into()],
+            network: true,
+            required: false,
+            memory: Some(1 << 30),
+            tasks: Some(64),
+            without: vec![SandboxLayer::Seccomp],
+            command: "echo 'hi' -- --write".into(),
+            user_tasks: 0,
+        };
+        let args: Vec<String> = plan
+            .to_args()
+            .into_iter()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let back = Plan::parse(&args)?;
+        assert_eq!(format!("{back:?}"), format!("{plan:?}"));
+        assert!(Plan::parse(&["--memory".into(), "lots".into()]).is_err());
+        assert!(
+            Plan::parse(&["--write".into(), "/w".into()]).is_err(),
+            "no command"
+        );
+        Ok(())
+    }
+}
