@@ -119,6 +119,40 @@ fn sigterm_while_a_tool_call_is_pending_pairs_it_and_exits_non_zero() -> TestRes
 }
 
 #[test]
+fn sigterm_during_a_command_ends_its_whole_tree() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let wsp = std::fs::canonicalize(ws.path())?;
+    // A command that leaves a detached process behind, then runs on.
+    let command = "setsid sh -c 'sleep 1; echo late > late' > /dev/null 2>&1 < /dev/null & echo > started; sleep 60";
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Bash",
+            json!({"command": command}),
+        )]),
+        Reply::text("done"),
+    ])?;
+    let child = spawn(&server, &wsp, &["-p", "hello", "--allowedTools", "Bash"])?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !wsp.join("started").exists() {
+        if Instant::now() > deadline {
+            return Err("the command never started".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(&child, "TERM")?;
+    let output = child.wait_with_output()?;
+    assert!(!output.status.success());
+    // Past the moment the detached process would have written.
+    std::thread::sleep(Duration::from_millis(2000));
+    assert!(
+        !wsp.join("late").exists(),
+        "a process of the command outlived carapace"
+    );
+    Ok(())
+}
+
+#[test]
 fn stream_json_input_runs_a_turn_per_message_with_lifecycles() -> TestResult {
     let ws = tempfile::tempdir()?;
     let server = ScriptedServer::start(vec![Reply::text("answer one"), Reply::text("answer two")])?;

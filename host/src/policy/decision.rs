@@ -10,11 +10,10 @@
 use super::bash::{Analysis, analyse};
 use super::ceiling::{Ceiling, SECRET_ENV};
 use super::modes::{ModeCell, PermissionMode};
-use super::paths::{lexical_absolute, resolve_symlinks};
-use super::protected::{protected_entries, protected_reason};
+use super::paths::{lexical_absolute, multiply_linked, resolve_symlinks};
+use super::protected::{TreeTooLarge, protected_entries, protected_reason};
 use super::rules::{self, Rule, RuleKind, RuleSet, Subject};
-use crate::sandbox::HostPattern;
-use crate::sandbox::{Capability, FileAccess, Grant};
+use crate::sandbox::{Capability, FileAccess, FileFacts, FileId, Grant, HostPattern, file_facts};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -241,6 +240,10 @@ impl PolicyConfig {
 /// Trees larger than this cannot be vouched free of protected paths, so a
 /// write grant on them asks.
 const PROTECTED_SCAN_LIMIT: usize = 20_000;
+
+/// Trees larger than this cannot be listed for hard links (when deny or ask
+/// rules name paths), so a grant on them asks.
+const LINKED_SCAN_LIMIT: usize = 100_000;
 
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -591,6 +594,19 @@ impl Policy {
                 Basis::rule(rule),
             );
         }
+        if let Resolved::Tree {
+            linked: Err(too_large),
+            ..
+        } = need
+        {
+            return Need::Ask(
+                format!(
+                    "Permission to {} needs approval: {too_large}, too many to check for hard links to files the deny and ask rules cover.",
+                    need.describe()
+                ),
+                Basis::of(BasisKind::Default),
+            );
+        }
         if need.is_write()
             && let Some(reason) = self.protection(need)
         {
@@ -707,18 +723,34 @@ impl Policy {
             Capability::ReadFile(p) | Capability::WriteFile(p) => {
                 let requested = path(p)?;
                 let resolved = resolve_symlinks(&requested);
+                // The file the decision is about, opened without following
+                // a link: what gets staged must be this one.
+                let file = file_facts(&resolved).map_err(|e| format!("{tool}: {e}"))?;
                 let is_dir = resolved.is_dir();
                 Resolved::File {
                     requested,
                     resolved,
                     is_dir,
                     write: matches!(need, Capability::WriteFile(_)),
+                    file,
                 }
             }
-            Capability::ReadTree(p) | Capability::WriteTree(p) => Resolved::Tree {
-                dir: resolve_symlinks(&path(p)?),
-                write: matches!(need, Capability::WriteTree(_)),
-            },
+            Capability::ReadTree(p) | Capability::WriteTree(p) => {
+                let dir = resolve_symlinks(&path(p)?);
+                // Another name for a denied file inside the tree would
+                // expose it: list the tree's hard links when rules limit
+                // paths at all.
+                let linked = if self.rules.has_path_limits() {
+                    multiply_linked(&dir, LINKED_SCAN_LIMIT)
+                } else {
+                    Ok(Vec::new())
+                };
+                Resolved::Tree {
+                    dir,
+                    write: matches!(need, Capability::WriteTree(_)),
+                    linked,
+                }
+            }
             Capability::Http(host) => {
                 Resolved::Host(HostPattern::parse(host).map_err(|e| format!("{tool}: {e}"))?)
             }
@@ -733,19 +765,21 @@ impl Policy {
                 requested,
                 resolved,
                 write: false,
+                file,
                 ..
             } => grant
-                .read_file_as(requested, resolved)
+                .read_file_as(requested, resolved, file.map(|f| f.id))
                 .map_err(|e| e.to_string()),
             Resolved::File {
                 requested,
                 resolved,
                 write: true,
+                file,
                 ..
             } => grant
-                .write_file_as(requested, resolved)
+                .write_file_as(requested, resolved, file.map(|f| f.id))
                 .map_err(|e| e.to_string()),
-            Resolved::Tree { dir, write } => grant
+            Resolved::Tree { dir, write, .. } => grant
                 .tree(
                     dir,
                     if *write {
@@ -800,10 +834,15 @@ enum Resolved {
         resolved: PathBuf,
         is_dir: bool,
         write: bool,
+        /// What is at `resolved`, if anything.
+        file: Option<FileFacts>,
     },
     Tree {
         dir: PathBuf,
         write: bool,
+        /// The tree's files with more than one name, or the tree was too
+        /// large to list them.
+        linked: Result<Vec<FileId>, TreeTooLarge>,
     },
     Host(HostPattern),
     Env(String),
@@ -845,7 +884,7 @@ impl Resolved {
                 ceiling.allows_file(resolved, access(*write))
                     && ceiling.allows_file(requested, access(*write))
             }
-            Resolved::Tree { dir, write } => ceiling.allows_file(dir, access(*write)),
+            Resolved::Tree { dir, write, .. } => ceiling.allows_file(dir, access(*write)),
             Resolved::Host(host) => ceiling.allows_host(host),
             Resolved::Env(name) => ceiling.allows_env(name),
             Resolved::Command(_) => ceiling.allows_process(),
@@ -859,13 +898,21 @@ impl Resolved {
                 resolved,
                 is_dir,
                 write,
+                file,
             } => Some(Subject::Path {
                 requested,
                 resolved,
                 is_dir: *is_dir,
                 write: *write,
+                file: *file,
             }),
-            Resolved::Tree { dir, write } => Some(Subject::Tree { dir, write: *write }),
+            Resolved::Tree {
+                dir, write, linked, ..
+            } => Some(Subject::Tree {
+                dir,
+                write: *write,
+                linked: linked.as_deref().unwrap_or(&[]),
+            }),
             Resolved::Host(host) => Some(Subject::Host(host.host())),
             Resolved::Env(_) | Resolved::Command(_) => None,
         }
@@ -925,9 +972,12 @@ mod tests {
         let policy = Policy::new(PermissionMode::Default, cwd.path());
         let needs = [Capability::ReadFile(file.to_string_lossy().into())];
         let verdict = policy.decide(&CallRequest::new("Read", &needs, &read_anywhere()));
+        // Bound to the very file that was there when it was decided.
+        let decided = file_facts(&file)?.map(|f| f.id);
+        assert!(decided.is_some());
         assert_eq!(
             verdict.outcome,
-            Outcome::Allow(Grant::none().read_file(&file)?)
+            Outcome::Allow(Grant::none().read_file_as(&file, &file, decided)?)
         );
         assert_eq!(verdict.basis.kind, BasisKind::Default);
         Ok(())
@@ -949,13 +999,17 @@ mod tests {
         };
         assert!(question.text.contains("outside the working directory"));
         // Approving grants what was asked, decided in the same pass.
-        assert_eq!(question.approve(), Grant::none().read_file(&file)?);
+        let decided = file_facts(&file)?.map(|f| f.id);
+        assert_eq!(
+            question.approve(),
+            Grant::none().read_file_as(&file, &file, decided)?
+        );
         let dont_ask = Policy::new(PermissionMode::DontAsk, cwd.path()).decide(&request);
         assert!(matches!(dont_ask.outcome, Outcome::Deny(_)));
         let bypass = Policy::new(PermissionMode::BypassPermissions, cwd.path()).decide(&request);
         assert_eq!(
             bypass.outcome,
-            Outcome::Allow(Grant::none().read_file(&file)?)
+            Outcome::Allow(Grant::none().read_file_as(&file, &file, decided)?)
         );
         Ok(())
     }
@@ -1012,7 +1066,11 @@ mod tests {
         let Outcome::Ask(question) = asked.outcome else {
             return Err(format!("expected an ask: {asked:?}").into());
         };
-        assert_eq!(question.approve(), Grant::none().read_file(&inside)?);
+        let decided = file_facts(&inside)?.map(|f| f.id);
+        assert_eq!(
+            question.approve(),
+            Grant::none().read_file_as(&inside, &inside, decided)?
+        );
         // A hook's allow answers the default question (outside the working
         // directory), no more.
         let hook_allowed =

@@ -1,6 +1,8 @@
 //! Paths as the policy compares them: made absolute and normal without
 //! touching the filesystem, and resolved through every symlink.
 
+use super::protected::TreeTooLarge;
+use crate::sandbox::FileId;
 use std::path::{Component, Path, PathBuf};
 
 /// `path` made absolute-and-normal without touching the filesystem, or
@@ -45,4 +47,46 @@ pub fn resolve_symlinks(path: &Path) -> PathBuf {
         ancestor = parent;
     }
     path.to_path_buf()
+}
+
+/// The regular files inside `dir` with more than one name (hard links),
+/// visiting at most `limit` entries; links are not followed.
+pub fn multiply_linked(dir: &Path, limit: usize) -> Result<Vec<FileId>, TreeTooLarge> {
+    use std::os::unix::fs::MetadataExt;
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(current) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&current) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > limit {
+                return Err(TreeTooLarge(limit));
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                if !is_staging(&entry.file_name()) {
+                    stack.push(entry.path());
+                }
+            } else if meta.is_file() && meta.nlink() > 1 {
+                found.push(FileId {
+                    dev: meta.dev(),
+                    ino: meta.ino(),
+                });
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Whether a directory is one of carapace's staging roots: the hard links
+/// in it are carapace's own, made for one call, and never another name a
+/// rule should judge.
+pub fn is_staging(name: &std::ffi::OsStr) -> bool {
+    name.to_string_lossy()
+        .starts_with(crate::sandbox::STAGING_PREFIX)
 }

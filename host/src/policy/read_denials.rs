@@ -3,8 +3,9 @@
 //! paths the rules deny are hidden from its view of the filesystem before it
 //! starts, listed afresh for each command.
 
+use super::paths::{is_staging, multiply_linked};
 use super::rules::{Family, PathPattern, RuleKind, RuleSet, Specifier, ToolMatcher};
-use crate::sandbox::DeniedPaths;
+use crate::sandbox::{DeniedPaths, FileId};
 use std::path::{Path, PathBuf};
 
 /// Entries a listing may visit before it gives up: a floating pattern
@@ -148,16 +149,93 @@ impl DeniedPaths for ReadDenials {
         }
         // A path inside one already hidden is hidden with it (and could not
         // be mounted on once its parent is covered).
-        found.sort();
-        found.dedup();
-        let mut outermost: Vec<PathBuf> = Vec::new();
-        for path in found {
-            if !outermost.iter().any(|o| path.starts_with(o)) {
-                outermost.push(path);
+        let mut hidden = outermost(found);
+        // A denied file with another name inside the workspace (a hard
+        // link) would be read through that name: hide those names too.
+        let linked = denied_links(&hidden, self.limit)?;
+        if !linked.is_empty() {
+            for root in &self.keep {
+                hidden.extend(names_of(root, &linked, self.limit)?);
+            }
+            hidden = outermost(hidden);
+        }
+        Ok(hidden)
+    }
+}
+
+/// Drops every path inside another of the list.
+fn outermost(mut found: Vec<PathBuf>) -> Vec<PathBuf> {
+    found.sort();
+    found.dedup();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for path in found {
+        if !kept.iter().any(|o| path.starts_with(o)) {
+            kept.push(path);
+        }
+    }
+    kept
+}
+
+/// The identities of the hidden files that have more than one name.
+fn denied_links(hidden: &[PathBuf], limit: usize) -> Result<Vec<FileId>, String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut linked = Vec::new();
+    for path in hidden {
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            linked.extend(multiply_linked(path, limit).map_err(|e| {
+                format!(
+                    "{} (hidden by a read deny rule) cannot be checked for hard links: {e}; the command was not run",
+                    path.display()
+                )
+            })?);
+        } else if meta.is_file() && meta.nlink() > 1 {
+            linked.push(FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            });
+        }
+    }
+    Ok(linked)
+}
+
+/// The names under `root` of the files `ids` (links not followed).
+fn names_of(root: &Path, ids: &[FileId], limit: usize) -> Result<Vec<PathBuf>, String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut names = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > limit {
+                return Err(format!(
+                    "a file a read deny rule covers has another name (a hard link), and {} has more than {limit} entries to search for it; the command was not run",
+                    root.display()
+                ));
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                if !is_staging(&entry.file_name()) {
+                    stack.push(entry.path());
+                }
+            } else if meta.is_file()
+                && ids
+                    .iter()
+                    .any(|id| id.dev == meta.dev() && id.ino == meta.ino())
+            {
+                names.push(entry.path());
             }
         }
-        Ok(outermost)
     }
+    Ok(names)
 }
 
 #[cfg(test)]
@@ -228,6 +306,12 @@ mod tests {
             expected.sort();
         }
         assert_eq!(listed, expected);
+        // Another name for a denied file, in the workspace: hidden too.
+        std::fs::hard_link(
+            root.join("home/.ssh/id_ed25519"),
+            root.join("ws/src/innocent.txt"),
+        )?;
+        assert!(listing.list()?.contains(&root.join("ws/src/innocent.txt")));
         assert!(
             denials(root, &["Edit(*.env)", "Read"]).is_none(),
             "only the Read family's path denials hide anything"

@@ -4,6 +4,7 @@
 //! patterns for Bash, `domain:` for WebFetch. Matching never re-parses text.
 
 use super::bash::{Analysis, CommandPattern};
+use crate::sandbox::{FileFacts, FileId};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::path::{Path, PathBuf};
 
@@ -201,6 +202,10 @@ impl Rule {
     }
 }
 
+/// How many entries a search for a hard-linked file's other names may
+/// visit before it gives up (and counts the file as denied).
+pub const LINK_SCAN_LIMIT: usize = 20_000;
+
 /// A gitignore-style path pattern with its anchor resolved: `//abs` from the
 /// filesystem root, `~/p` from the home directory, `/p` from the settings
 /// file's project, `p` (or `./p`) from the working directory.
@@ -291,6 +296,46 @@ impl PathPattern {
         }
     }
 
+    /// Whether the file `id` has a name this pattern matches — the question
+    /// a hard link raises: another name for a denied file. Walks what the
+    /// pattern can match (links not followed); a walk past
+    /// [`LINK_SCAN_LIMIT`] entries cannot vouch for the file, so it counts
+    /// as named.
+    pub fn names_file(&self, id: FileId) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let same = |meta: &std::fs::Metadata| meta.dev() == id.dev && meta.ino() == id.ino;
+        if let Some(named) = &self.literal_file {
+            return std::fs::metadata(named).is_ok_and(|m| same(&m));
+        }
+        let mut stack = vec![self.search_root().to_path_buf()];
+        let mut seen = 0usize;
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > LINK_SCAN_LIMIT {
+                    return true;
+                }
+                let Ok(meta) = entry.metadata() else {
+                    continue;
+                };
+                let path = entry.path();
+                if meta.is_file() && same(&meta) && self.matches(&path, false) {
+                    return true;
+                }
+                if meta.is_dir()
+                    && self.may_match_inside(&path)
+                    && !super::paths::is_staging(&entry.file_name())
+                {
+                    stack.push(path);
+                }
+            }
+        }
+        false
+    }
+
     /// Whether some path inside the tree `dir` could match: used to refuse a
     /// tree grant that would expose a denied file.
     pub fn may_match_inside(&self, dir: &Path) -> bool {
@@ -364,11 +409,16 @@ pub enum Subject<'a> {
         resolved: &'a Path,
         is_dir: bool,
         write: bool,
+        /// What was found at `resolved` (its other names, if it has any,
+        /// are matched too).
+        file: Option<FileFacts>,
     },
     /// A directory tree a capability reads or writes whole.
     Tree {
         dir: &'a Path,
         write: bool,
+        /// Files in the tree with more than one name.
+        linked: &'a [FileId],
     },
     Host(&'a str),
     Command(&'a Analysis),
@@ -441,6 +491,7 @@ impl RuleSet {
                         resolved,
                         is_dir,
                         write,
+                        file,
                     },
                 ) => {
                     let applies = match family {
@@ -455,10 +506,13 @@ impl RuleSet {
                                 pattern.matches(resolved, is_dir)
                                     || pattern.matches(requested, is_dir)
                                     || pattern.same_file(resolved)
+                                    || file.is_some_and(|f| {
+                                        f.is_file && f.links > 1 && pattern.names_file(f.id)
+                                    })
                             }
                         }
                 }
-                (Specifier::Paths(pattern), Subject::Tree { dir, write }) => {
+                (Specifier::Paths(pattern), Subject::Tree { dir, write, linked }) => {
                     let applies = match family {
                         Some(Family::Edit) => write || kind == RuleKind::Allow,
                         Some(Family::Read) => !write || kind != RuleKind::Allow,
@@ -467,7 +521,10 @@ impl RuleSet {
                     applies
                         && match kind {
                             RuleKind::Allow => pattern.covers_tree(dir),
-                            RuleKind::Ask | RuleKind::Deny => pattern.may_match_inside(dir),
+                            RuleKind::Ask | RuleKind::Deny => {
+                                pattern.may_match_inside(dir)
+                                    || linked.iter().any(|id| pattern.names_file(*id))
+                            }
                         }
                 }
                 (Specifier::Domain(pattern), Subject::Host(host)) => pattern.matches(host),
@@ -478,6 +535,14 @@ impl RuleSet {
                 _ => false,
             }
         })
+    }
+
+    /// Whether any deny or ask rule names paths (then a tree's hard links
+    /// are worth listing).
+    pub fn has_path_limits(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.kind != RuleKind::Allow && matches!(r.specifier, Some(Specifier::Paths(_))))
     }
 
     /// Whether any rule of `kind` is a Bash rule (an unanalysable command
@@ -525,6 +590,7 @@ mod tests {
             resolved: path,
             is_dir: false,
             write,
+            file: None,
         }
     }
 
@@ -633,6 +699,7 @@ mod tests {
         let tree = |dir: &'static str| Subject::Tree {
             dir: Path::new(dir),
             write: false,
+            linked: &[],
         };
         assert!(
             set.matching(RuleKind::Deny, tree("/home/u")).is_some(),

@@ -17,8 +17,10 @@
 //! call, atomically (write beside it, rename over it). Nothing else the guest
 //! puts in the staging directory ever leaves it.
 
+use super::bound::{self, BoundError, FileId};
 use super::hosts::HostPattern;
 use super::staging::{StagingDir, StagingPool};
+use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
@@ -39,6 +41,18 @@ struct FileGrant {
     /// resolved a symlink).
     host: PathBuf,
     access: FileAccess,
+    /// What the policy found at `host`: staging refuses anything else.
+    decided: Decided,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decided {
+    /// Not granted by a policy decision (a hook's configured grants).
+    Unchecked,
+    /// Nothing was there.
+    Absent,
+    /// This file (or directory) was there.
+    Present(FileId),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,23 +99,26 @@ impl Grant {
     /// Read access to one file, at its own path.
     pub fn read_file(self, path: impl Into<PathBuf>) -> Result<Self, GrantError> {
         let path = path.into();
-        self.read_file_as(path.clone(), path)
+        self.file(path.clone(), path, FileAccess::Read, Decided::Unchecked)
     }
 
     /// Read access to the host file `host`, shown to the guest at `guest`
-    /// (used when the policy resolved a symlink and decided on its target).
+    /// (used when the policy resolved a symlink and decided on its target);
+    /// `decided`: what the policy found there (`None`: nothing), the only
+    /// thing that may be staged.
     pub fn read_file_as(
         self,
         guest: impl Into<PathBuf>,
         host: impl Into<PathBuf>,
+        decided: Option<FileId>,
     ) -> Result<Self, GrantError> {
-        self.file(guest.into(), host.into(), FileAccess::Read)
+        self.file(guest.into(), host.into(), FileAccess::Read, decided.into())
     }
 
     /// Create, overwrite or modify one file (and read it), at its own path.
     pub fn write_file(self, path: impl Into<PathBuf>) -> Result<Self, GrantError> {
         let path = path.into();
-        self.write_file_as(path.clone(), path)
+        self.file(path.clone(), path, FileAccess::Write, Decided::Unchecked)
     }
 
     /// Write access to the host file `host`, shown to the guest at `guest`.
@@ -109,8 +126,9 @@ impl Grant {
         self,
         guest: impl Into<PathBuf>,
         host: impl Into<PathBuf>,
+        decided: Option<FileId>,
     ) -> Result<Self, GrantError> {
-        self.file(guest.into(), host.into(), FileAccess::Write)
+        self.file(guest.into(), host.into(), FileAccess::Write, decided.into())
     }
 
     fn file(
@@ -118,6 +136,7 @@ impl Grant {
         guest: PathBuf,
         host: PathBuf,
         access: FileAccess,
+        decided: Decided,
     ) -> Result<Self, GrantError> {
         let guest = normal_absolute(guest)?;
         let host = normal_absolute(host)?;
@@ -128,6 +147,7 @@ impl Grant {
             guest,
             host,
             access,
+            decided,
         });
         Ok(self)
     }
@@ -240,7 +260,17 @@ impl Grant {
                 FileAccess::Read => FsPerms::ReadOnly,
                 FileAccess::Write => FsPerms::ReadWrite,
             };
-            preopen(wasi, &tree.path, &tree.path, perms)?;
+            // The decided directory itself, reached without a link: the
+            // preopen goes through this descriptor, not the name.
+            let preopen_error = |reason: String| GrantError::Preopen {
+                path: tree.path.clone(),
+                reason,
+            };
+            let dir = bound::open_dir(&tree.path, false)
+                .map_err(|e| preopen_error(e.to_string()))?
+                .ok_or_else(|| preopen_error("it does not exist".into()))?;
+            let through = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+            preopen(wasi, &through, &tree.path, perms)?;
         }
 
         // One staging directory per parent directory, holding every granted
@@ -269,7 +299,7 @@ impl Grant {
             })?;
             let mut writable = false;
             for file in files {
-                let staged_entry = stage_file(file, dir.path())?;
+                let (staged_entry, original) = stage_file(file, dir.path())?;
                 if let Some(entry) = &staged_entry {
                     dir.record(entry.clone());
                 }
@@ -283,7 +313,7 @@ impl Grant {
                         dir.record(staged_path.clone()); // what the guest may create
                     }
                     staged.writes.push(PendingWrite {
-                        original: file_identity(&file.host),
+                        original,
                         staged: staged_path,
                         host: file.host.clone(),
                     });
@@ -305,16 +335,9 @@ impl Grant {
     }
 }
 
-/// A granted file's device and inode before the call, if it existed.
-fn file_identity(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(path)
-        .ok()
-        .map(|m| (m.dev(), m.ino()))
-}
-
 struct PendingWrite {
-    original: Option<(u64, u64)>,
+    /// The granted file staged for the call, if it existed.
+    original: Option<FileId>,
     staged: PathBuf,
     host: PathBuf,
 }
@@ -346,32 +369,15 @@ impl StagedGrant {
                     "the tool left something other than a regular file".into(),
                 ));
             }
-            if write.original == Some((meta.dev(), meta.ino())) {
+            if write.original
+                == Some(FileId {
+                    dev: meta.dev(),
+                    ino: meta.ino(),
+                })
+            {
                 continue; // written in place
             }
-            let parent = write
-                .host
-                .parent()
-                .ok_or_else(|| error("no parent directory".into()))?;
-            std::fs::create_dir_all(parent).map_err(|e| error(e.to_string()))?;
-            let mut tmp = tempfile::Builder::new()
-                .prefix(".carapace-write-")
-                .tempfile_in(parent)
-                .map_err(|e| error(e.to_string()))?;
-            let mut source =
-                std::fs::File::open(&write.staged).map_err(|e| error(e.to_string()))?;
-            std::io::copy(&mut source, tmp.as_file_mut()).map_err(|e| error(e.to_string()))?;
-            if let Ok(old) = std::fs::metadata(&write.host) {
-                let _ = tmp.as_file().set_permissions(old.permissions());
-            }
-            // The saved file keeps the staged file's modification time, so
-            // what the tool recorded as read is what is on disk.
-            if let Ok(modified) = meta.modified() {
-                let _ = tmp.as_file().set_modified(modified);
-            }
-            tmp.as_file().sync_all().map_err(|e| error(e.to_string()))?;
-            tmp.persist(&write.host)
-                .map_err(|e| error(e.error.to_string()))?;
+            save(&write.staged, &write.host, &meta).map_err(error)?;
             saved.push(write.host.clone());
         }
         Ok(saved)
@@ -405,8 +411,13 @@ fn preopen(
 /// missing file stays missing and a directory appears as an empty directory,
 /// so the guest itself sees and reports "not found" or "is a directory".
 /// Anything else (FIFO, socket, device) is not staged: opening it could block
-/// or reach a device. Returns the staged entry, if any.
-fn stage_file(file: &FileGrant, staging: &Path) -> Result<Option<PathBuf>, GrantError> {
+/// or reach a device. The file is reached without following a link and must
+/// be the one the policy decided on. Returns the staged entry, if any, and
+/// the staged file's identity.
+fn stage_file(
+    file: &FileGrant,
+    staging: &Path,
+) -> Result<(Option<PathBuf>, Option<FileId>), GrantError> {
     let Some(name) = file.guest.file_name() else {
         return Err(GrantError::RootAsFile);
     };
@@ -415,34 +426,123 @@ fn stage_file(file: &FileGrant, staging: &Path) -> Result<Option<PathBuf>, Grant
         path: file.guest.clone(),
         reason,
     };
-    let meta = match std::fs::metadata(&file.host) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    let replaced =
+        || staging_error("it was replaced after the policy's check; nothing was staged".into());
+    let opened = match bound::open(&file.host) {
+        Ok(Some(opened)) => opened,
+        Ok(None) if matches!(file.decided, Decided::Present(_)) => return Err(replaced()),
+        Ok(None) => return Ok((None, None)),
+        Err(e @ BoundError::LinkInPath(_)) => {
+            return Err(staging_error(format!("{e}; nothing was staged")));
+        }
         Err(e) => return Err(staging_error(e.to_string())),
     };
-    if meta.is_dir() {
+    let facts = opened.facts();
+    match file.decided {
+        Decided::Present(decided) if decided != facts.id => return Err(replaced()),
+        // Something appeared since the policy found nothing there.
+        Decided::Absent => return Err(replaced()),
+        Decided::Present(_) | Decided::Unchecked => {}
+    }
+    if opened.is_dir() {
         std::fs::create_dir(&target).map_err(|e| staging_error(e.to_string()))?;
-        return Ok(Some(target));
+        return Ok((Some(target), None));
     }
-    if !meta.is_file() {
-        return Ok(None);
+    if !opened.is_file() {
+        return Ok((None, None));
     }
-    // `hard_link` does not follow a symlink at `host`; resolve it first so the
-    // link is to the file itself (the policy decided on the resolved path).
-    let real = std::fs::canonicalize(&file.host).map_err(|e| staging_error(e.to_string()))?;
-    if std::fs::hard_link(&real, &target).is_err() {
-        std::fs::copy(&real, &target)
+    // Link (or copy) the opened file itself, whatever its name is now.
+    let source = opened.proc_path();
+    if nix::unistd::linkat(
+        nix::fcntl::AT_FDCWD,
+        &source,
+        nix::fcntl::AT_FDCWD,
+        &target,
+        nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
+    )
+    .is_err()
+    {
+        std::fs::copy(&source, &target)
             .map_err(|e| staging_error(format!("neither a hard link nor a copy worked: {e}")))?;
         // A copy keeps the original's modification time, so tools that
         // compare what was read with what is there see the same file.
-        if let Ok(modified) = meta.modified() {
+        if let Ok(modified) = std::fs::metadata(&source).and_then(|m| m.modified()) {
             let _ = std::fs::File::options()
                 .write(true)
                 .open(&target)
                 .and_then(|f| f.set_modified(modified));
         }
     }
-    Ok(Some(target))
+    Ok((Some(target), Some(facts.id)))
+}
+
+/// Saves the staged file `staged` at `host`, atomically: a new file beside
+/// it, renamed over it. The directory is reached without following a link
+/// (made if missing), and every step is relative to it.
+fn save(staged: &Path, host: &Path, staged_meta: &std::fs::Metadata) -> Result<(), String> {
+    use nix::fcntl::{AtFlags, OFlag, openat, renameat};
+    use nix::sys::stat::{Mode, fstatat};
+    let (Some(parent), Some(name)) = (host.parent(), host.file_name()) else {
+        return Err("no parent directory".into());
+    };
+    let dir = bound::open_dir(parent, true)
+        .map_err(|e| e.to_string())?
+        .ok_or("the directory is missing")?;
+    let old_mode = fstatat(&dir, name, AtFlags::AT_SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|s| s.st_mode & 0o7777);
+    let mut attempt = 0u32;
+    let (temp_name, temp) = loop {
+        let temp_name = format!(
+            ".carapace-write-{}-{}-{attempt}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or_default()
+        );
+        match openat(
+            &dir,
+            temp_name.as_str(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(0o600),
+        ) {
+            Ok(fd) => break (temp_name, std::fs::File::from(fd)),
+            Err(nix::errno::Errno::EEXIST) if attempt < 8 => attempt += 1,
+            Err(e) => return Err(format!("cannot create a file beside it: {e}")),
+        }
+    };
+    let written = (|| -> std::io::Result<()> {
+        let mut temp = temp;
+        std::io::copy(&mut std::fs::File::open(staged)?, &mut temp)?;
+        if let Some(mode) = old_mode {
+            use std::os::unix::fs::PermissionsExt;
+            temp.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        // The saved file keeps the staged file's modification time, so what
+        // the tool recorded as read is what is on disk.
+        if let Ok(modified) = staged_meta.modified() {
+            let _ = temp.set_modified(modified);
+        }
+        temp.sync_all()
+    })();
+    let renamed = written
+        .map_err(|e| e.to_string())
+        .and_then(|()| renameat(&dir, temp_name.as_str(), &dir, name).map_err(|e| e.to_string()));
+    if renamed.is_err() {
+        let _ = nix::unistd::unlinkat(
+            &dir,
+            temp_name.as_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        );
+    }
+    renamed
+}
+
+impl From<Option<FileId>> for Decided {
+    fn from(found: Option<FileId>) -> Self {
+        found.map_or(Decided::Absent, Decided::Present)
+    }
 }
 
 fn normal_absolute(path: PathBuf) -> Result<PathBuf, GrantError> {

@@ -11,6 +11,7 @@
 //! grant did not name. The API key and the host's environment never reach a
 //! guest.
 
+mod bound;
 mod cache;
 mod engine;
 mod grant;
@@ -23,6 +24,8 @@ pub mod process;
 mod staging;
 mod tool;
 
+pub(crate) use bound::facts as file_facts;
+pub use bound::{BoundError, FileFacts, FileId};
 pub use cache::{CacheOutcome, ComponentCache, digest};
 pub use engine::{Sandbox, SandboxConfig};
 pub use grant::{FileAccess, Grant, GrantError};
@@ -33,6 +36,7 @@ pub use hook::{
 pub use hosts::{HostPattern, HostPatternError, is_internal, is_off_limits};
 pub use limits::CallLimits;
 pub use process::{CommandOutput, DeniedPaths, ProcessConfig, SandboxLayer};
+pub use staging::STAGING_PREFIX;
 pub use tool::{
     CallContext, CallPlan, Capability, FileStamp, InterruptBehavior, ReadLedger,
     SUPPORTED_CONTRACTS, ToolAnnotations, ToolComponent, ToolContent, ToolDefinition, ToolFailure,

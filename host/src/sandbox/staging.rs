@@ -10,6 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// How every staging root's name begins. Its hard links are carapace's own
+/// (a granted file, linked for one call): searches for a file's other names
+/// skip these directories.
+pub const STAGING_PREFIX: &str = "carapace-staging-";
+
 /// Empty directories kept for reuse; beyond this they are removed.
 const MAX_FREE: usize = 256;
 
@@ -24,7 +29,7 @@ pub(crate) struct StagingPool {
 impl StagingPool {
     pub(crate) fn new(parent: &Path) -> std::io::Result<Arc<Self>> {
         let root = tempfile::Builder::new()
-            .prefix("carapace-staging-")
+            .prefix(STAGING_PREFIX)
             .tempdir_in(parent)?;
         Ok(Arc::new(Self {
             root,

@@ -274,7 +274,10 @@ impl SessionBuilder {
         let read_denied = ReadDenials::from_rules(policy.rules(), write_roots.clone())
             .map(|d| Arc::new(d) as Arc<dyn DeniedPaths>);
         let process = ProcessConfig {
-            helper: self.helper.clone().or_else(|| std::env::current_exe().ok()),
+            helper: self
+                .helper
+                .clone()
+                .or_else(crate::sandbox::process::default_helper),
             protected: command_protected(&home, &config_dir),
             write_roots,
             read_denied,

@@ -123,10 +123,22 @@ pub struct ProcessConfig {
     pub without: Vec<SandboxLayer>,
 }
 
+/// The helper's own binary, installed beside carapace's.
+pub const HELPER_BINARY: &str = "carapace-sandbox";
+
+/// The binary that applies the OS sandbox: `carapace-sandbox` beside this
+/// executable when it is there (it starts faster: it links only the
+/// sandbox), else this executable's own helper mode.
+pub fn default_helper() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let sibling = exe.with_file_name(HELPER_BINARY);
+    Some(if sibling.is_file() { sibling } else { exe })
+}
+
 impl ProcessConfig {
     pub fn new(cwd: &Path) -> Self {
         Self {
-            helper: std::env::current_exe().ok(),
+            helper: default_helper(),
             cwd: cwd.to_path_buf(),
             write_roots: vec![cwd.to_path_buf()],
             protected: Vec::new(),

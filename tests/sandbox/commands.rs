@@ -1,0 +1,502 @@
+//! Escape attempts against the command sandbox (what Bash and stdio MCP
+//! servers run in). The model chose each command and the policy allowed it
+//! (bypassPermissions, or an allow rule): only the OS sandbox stands between
+//! the command and the host. Every attempt runs twice — as carapace runs it,
+//! where it must fail, and with the layer that stops it turned off, where it
+//! must succeed (so the test would notice that layer breaking).
+
+use carapace::agent::{ToolCall, ToolCallResult, ToolRuntime};
+use carapace::policy::{
+    Anchors, PermissionMode, Policy, PolicyConfig, ReadDenials, Rule, RuleKind, RuleSet,
+    RuleSource, SourceKind,
+};
+use carapace::sandbox::{DeniedPaths, ProcessConfig, Sandbox, SandboxConfig, SandboxLayer};
+use carapace::tools::{ToolPipeline, ToolRegistry};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+type BoxError = Box<dyn std::error::Error>;
+
+/// A workspace, a directory outside it (another session's files, the
+/// user's secrets), and Bash wired as a session wires it.
+struct Bench {
+    _dirs: Vec<tempfile::TempDir>,
+    ws: PathBuf,
+    outside: PathBuf,
+    pipeline: Arc<ToolPipeline>,
+}
+
+/// What a test changes in the bench.
+#[derive(Default)]
+struct Setup {
+    mode: Option<PermissionMode>,
+    rules: Vec<(RuleKind, String)>,
+    /// Layers turned off: the weakened control.
+    without: Vec<SandboxLayer>,
+    /// Write roots beside the workspace.
+    extra_writes: Vec<PathBuf>,
+    memory: Option<u64>,
+    tasks: Option<u64>,
+    /// A network grant: without namespaces and Landlock nothing else
+    /// keeps a command off the network, and carapace refuses to run it.
+    network: bool,
+}
+
+impl Setup {
+    fn without(layers: &[SandboxLayer]) -> Self {
+        Setup {
+            without: layers.to_vec(),
+            ..Setup::default()
+        }
+    }
+}
+
+async fn bench(setup: Setup) -> Result<Bench, BoxError> {
+    let ws_dir = tempfile::tempdir()?;
+    let out_dir = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(ws_dir.path())?;
+    let outside = std::fs::canonicalize(out_dir.path())?;
+    let anchors = Anchors {
+        cwd: ws.clone(),
+        home: outside.clone(),
+        project: ws.clone(),
+    };
+    let source = RuleSource {
+        kind: SourceKind::CliFlag,
+        file: None,
+    };
+    let rules = setup
+        .rules
+        .iter()
+        .map(|(k, r)| Rule::parse(r, *k, source.clone(), &anchors))
+        .collect::<Result<Vec<_>, _>>()?;
+    let policy = Policy::from_config(PolicyConfig {
+        mode: setup.mode.unwrap_or(PermissionMode::BypassPermissions),
+        rules: RuleSet::new(rules),
+        cwd: ws.clone(),
+        additional_dirs: vec![],
+        home: outside.join("home"),
+        config_dir: outside.join("home/.carapace"),
+        internal_hosts: Vec::new(),
+    });
+    let mut write_roots = vec![ws.clone()];
+    write_roots.extend(setup.extra_writes.iter().cloned());
+    // As the session assembles it: the read deny rules, hidden.
+    let read_denied = ReadDenials::from_rules(policy.rules(), write_roots.clone())
+        .map(|d| Arc::new(d) as Arc<dyn DeniedPaths>);
+    let defaults = ProcessConfig::new(&ws);
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("carapace-cache")
+            .join("components"),
+        guest_cwd: Some(ws.clone()),
+        process: Some(ProcessConfig {
+            helper: Some(PathBuf::from(env!("CARGO_BIN_EXE_carapace-sandbox"))),
+            write_roots,
+            read_denied,
+            memory_limit: setup.memory.unwrap_or(defaults.memory_limit),
+            task_limit: setup.tasks.unwrap_or(defaults.task_limit),
+            without: setup.without.clone(),
+            allow_network: setup.network,
+            ..defaults
+        }),
+        ..SandboxConfig::default()
+    })?;
+    let registry = ToolRegistry::builtin(&sandbox).await?;
+    let pipeline = Arc::new(ToolPipeline::new(
+        registry,
+        policy,
+        carapace::sandbox::CallLimits::default(),
+    ));
+    Ok(Bench {
+        _dirs: vec![ws_dir, out_dir],
+        ws,
+        outside,
+        pipeline,
+    })
+}
+
+impl Bench {
+    async fn bash(&self, command: &str) -> ToolCallResult {
+        self.bash_with(json!({"command": command})).await
+    }
+
+    async fn bash_with(&self, input: Value) -> ToolCallResult {
+        let call = ToolCall {
+            id: "toolu_bash".into(),
+            name: "Bash".into(),
+            input,
+            invalid_input: None,
+        };
+        self.pipeline.clone().call(call).await
+    }
+}
+
+fn text(result: &ToolCallResult) -> String {
+    result.content.text()
+}
+
+/// Runs `command` on a bench as carapace sets it up and on one without
+/// `layers`; returns both outputs.
+async fn both(command: &str, layers: &[SandboxLayer]) -> Result<(String, String), BoxError> {
+    let strong = bench(Setup::default()).await?;
+    let weak = bench(Setup {
+        network: true,
+        ..Setup::without(layers)
+    })
+    .await?;
+    let command_for = |b: &Bench| {
+        command
+            .replace("{ws}", &b.ws.to_string_lossy())
+            .replace("{outside}", &b.outside.to_string_lossy())
+    };
+    let held = text(&strong.bash(&command_for(&strong)).await);
+    let escaped = text(&weak.bash(&command_for(&weak)).await);
+    Ok((held, escaped))
+}
+
+#[tokio::test]
+async fn carapaces_own_process_is_out_of_sight() -> TestResult {
+    // The host's environment (API keys among it) through /proc.
+    let command = format!(
+        "tr '\\0' '\\n' < /proc/{}/environ | grep -c '^CARGO_'; ls /proc | grep -c '^[0-9]'",
+        std::process::id()
+    );
+    // Three layers stop it: the private /proc, Landlock's ptrace scoping,
+    // and (carapace running as root) a caller with fewer capabilities than
+    // its target.
+    let (held, escaped) = both(
+        &command,
+        &[
+            SandboxLayer::Namespaces,
+            SandboxLayer::Landlock,
+            SandboxLayer::Capabilities,
+        ],
+    )
+    .await?;
+    assert!(held.contains("No such file"), "{held}");
+    let processes: u32 = held
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().parse().ok())
+        .ok_or("no process count")?;
+    assert!(
+        processes < 10,
+        "only the call's own processes are visible: {held}"
+    );
+    let leaked: u32 = escaped
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or_else(|| format!("the control read nothing: {escaped}"))?;
+    assert!(leaked > 0, "the control reads the environment: {escaped}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn signals_stay_inside_the_sandbox() -> TestResult {
+    let command = format!("kill -0 {} && echo REACHED", std::process::id());
+    let (held, escaped) = both(
+        &command,
+        &[SandboxLayer::Namespaces, SandboxLayer::Landlock],
+    )
+    .await?;
+    assert!(!held.contains("REACHED"), "{held}");
+    assert!(
+        escaped.contains("REACHED"),
+        "the control signals: {escaped}"
+    );
+    Ok(())
+}
+
+/// A client that connects to `address` (a path, or `@name` for the abstract
+/// namespace) and says hello.
+fn unix_client(address: &str) -> String {
+    let target = match address.strip_prefix('@') {
+        Some(name) => format!("'\\0{name}'"),
+        None => format!("'{address}'"),
+    };
+    format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect({target}); s.sendall(b'hi'); print('CONNECTED')\""
+    )
+}
+
+fn accepted(listener: &std::os::unix::net::UnixListener) -> bool {
+    for _ in 0..20 {
+        if listener.accept().is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+#[tokio::test]
+async fn unix_sockets_outside_are_unreachable() -> TestResult {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    // An agent or daemon socket of the user's (ssh-agent, docker.sock).
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("agent.sock");
+    let listener = UnixListener::bind(&path)?;
+    listener.set_nonblocking(true)?;
+    let command = unix_client(&path.to_string_lossy());
+    let (held, escaped) = both(&command, &[SandboxLayer::Seccomp, SandboxLayer::Landlock]).await?;
+    assert!(!held.contains("CONNECTED"), "{held}");
+    assert!(
+        escaped.contains("CONNECTED"),
+        "the control connects: {escaped}"
+    );
+    assert!(accepted(&listener), "the control's connection arrived");
+    assert!(!accepted(&listener), "nothing else did");
+
+    // An abstract socket (no file to protect; only its namespace).
+    let name = format!("carapace-test-{}", std::process::id());
+    let listener = UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)?;
+    listener.set_nonblocking(true)?;
+    let (held, escaped) = both(
+        &unix_client(&format!("@{name}")),
+        &[
+            SandboxLayer::Seccomp,
+            SandboxLayer::Landlock,
+            SandboxLayer::Namespaces,
+        ],
+    )
+    .await?;
+    assert!(!held.contains("CONNECTED"), "{held}");
+    assert!(
+        escaped.contains("CONNECTED"),
+        "the control connects: {escaped}"
+    );
+    assert!(accepted(&listener) && !accepted(&listener));
+    Ok(())
+}
+
+#[tokio::test]
+async fn no_capabilities_no_device_nodes() -> TestResult {
+    let command = "grep -E '^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs)' /proc/self/status; mknod node c 1 3 && echo MADE";
+    let (held, escaped) = both(command, &[SandboxLayer::Capabilities]).await?;
+    for set in ["CapEff", "CapPrm", "CapBnd", "CapAmb"] {
+        assert!(
+            held.contains(&format!("{set}:\t0000000000000000")),
+            "{set} is empty: {held}"
+        );
+    }
+    assert!(held.contains("NoNewPrivs:\t1"), "{held}");
+    assert!(!held.contains("MADE"), "{held}");
+    assert!(
+        !escaped.contains("CapEff:\t0000000000000000"),
+        "the control keeps capabilities: {escaped}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn protected_paths_cannot_be_written_or_created() -> TestResult {
+    // Written through expansions the policy's command analysis cannot see
+    // into: the OS sandbox is what holds.
+    let attack = "g=.gi; echo 'echo pwned' > ${g}t/hooks/pre-commit; echo '[core] fsmonitor = evil' >> ${g}t/config; \
+                  m=.mcp; echo '{}' > $m.json; c=.cla; mkdir -p ${c}ude/x ${g%gi}carapace; mv ${g}t g2; echo ok";
+    for strong in [true, false] {
+        let b = bench(if strong {
+            Setup::default()
+        } else {
+            Setup::without(&[SandboxLayer::ProtectedPaths])
+        })
+        .await?;
+        std::fs::create_dir_all(b.ws.join(".git/hooks"))?;
+        std::fs::write(b.ws.join(".git/config"), "[core]\n")?;
+        let result = b.bash(attack).await;
+        let out = text(&result);
+        let planted = [".git/hooks/pre-commit", ".mcp.json", ".claude", ".carapace"]
+            .iter()
+            .filter(|p| b.ws.join(p).exists())
+            .count();
+        let config = std::fs::read_to_string(b.ws.join(".git/config")).unwrap_or_default();
+        if strong {
+            assert_eq!(planted, 0, "{out}");
+            assert_eq!(config, "[core]\n");
+            assert!(b.ws.join(".git").is_dir() && !b.ws.join("g2").exists());
+            assert!(
+                out.contains("removed") && out.contains(".mcp.json"),
+                "{out}"
+            );
+        } else {
+            assert!(planted >= 3 || b.ws.join("g2").exists(), "control: {out}");
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn other_temp_directories_are_out_of_reach() -> TestResult {
+    // `outside` stands for another session's staging directory in /tmp.
+    let command =
+        "echo planted > {outside}/planted; echo mine > $TMPDIR/mine && echo \"tmp=$TMPDIR\"";
+    let strong = bench(Setup::default()).await?;
+    let run = |b: &Bench| command.replace("{outside}", &b.outside.to_string_lossy());
+    let out = text(&strong.bash(&run(&strong)).await);
+    assert!(!strong.outside.join("planted").exists(), "{out}");
+    let tmp = out
+        .lines()
+        .find_map(|l| l.strip_prefix("tmp="))
+        .ok_or_else(|| format!("the private temp dir is writable: {out}"))?;
+    assert!(
+        !Path::new(tmp).exists(),
+        "the private temp dir goes with the call"
+    );
+    // The control: all of the temp dir writable, as before.
+    let weak = bench(Setup {
+        extra_writes: vec![std::env::temp_dir()],
+        ..Setup::default()
+    })
+    .await?;
+    let out = text(&weak.bash(&run(&weak)).await);
+    assert!(weak.outside.join("planted").exists(), "control: {out}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn nothing_outlives_the_call() -> TestResult {
+    let escape =
+        "setsid sh -c 'sleep 1; echo late > {ws}/late' > /dev/null 2>&1 < /dev/null & echo started";
+    let stalled =
+        "setsid sh -c 'sleep 1; echo late > {ws}/late-too' > /dev/null 2>&1 < /dev/null & sleep 30";
+    for strong in [true, false] {
+        let b = bench(if strong {
+            Setup::default()
+        } else {
+            Setup::without(&[SandboxLayer::Namespaces])
+        })
+        .await?;
+        let ws = b.ws.to_string_lossy().into_owned();
+        let escape = escape.replace("{ws}", &ws);
+        let abandon = stalled
+            .replace("{ws}", &ws)
+            .replace("late-too", "late-three");
+        let returned = b.bash(&escape);
+        let timed_out =
+            b.bash_with(json!({"command": stalled.replace("{ws}", &ws), "timeout": 300}));
+        // And a call abandoned mid-way (the session is cancelled).
+        let abandoned = tokio::time::timeout(Duration::from_millis(300), b.bash(&abandon));
+        let (returned, timed_out, _) = tokio::join!(returned, timed_out, abandoned);
+        assert!(text(&returned).contains("started"), "{}", text(&returned));
+        assert!(
+            text(&timed_out).contains("timed out"),
+            "{}",
+            text(&timed_out)
+        );
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        let survivors = ["late", "late-too", "late-three"]
+            .iter()
+            .filter(|f| b.ws.join(f).exists())
+            .count();
+        if strong {
+            assert_eq!(survivors, 0, "a process outlived its call");
+        } else {
+            assert!(survivors > 0, "the control's processes outlive the call");
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_command_tree_stays_within_its_task_and_memory_caps() -> TestResult {
+    // Forty processes against a cap of sixteen for the whole tree.
+    let forks = "for i in $(seq 40); do sleep 3 & done 2>/dev/null; ls /proc | grep -c '^[0-9]'";
+    let hog = "python3 -c \"b = bytearray(256 * 2**20); b[::4096] = b'x' * len(b[::4096]); print('ALLOCATED')\"";
+    for strong in [true, false] {
+        let b = bench(Setup {
+            tasks: Some(16),
+            memory: Some(64 << 20),
+            without: if strong {
+                Vec::new()
+            } else {
+                vec![SandboxLayer::Limits]
+            },
+            ..Setup::default()
+        })
+        .await?;
+        let counted = text(&b.bash(forks).await);
+        let running: Option<u32> = counted.lines().rev().find_map(|l| l.trim().parse().ok());
+        let hogged = text(&b.bash(hog).await);
+        if strong {
+            assert!(running.is_none_or(|n| n <= 17), "{counted}");
+            assert!(!hogged.contains("ALLOCATED"), "{hogged}");
+        } else {
+            assert!(running.is_some_and(|n| n > 40), "control: {counted}");
+            assert!(hogged.contains("ALLOCATED"), "control: {hogged}");
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn read_deny_rules_hold_for_commands() -> TestResult {
+    // `cat` is allowed; what the read deny rules cover is not there for it.
+    let rules = |deny: bool| {
+        let mut rules = vec![(RuleKind::Allow, "Bash(cat:*)".to_string())];
+        if deny {
+            rules.push((RuleKind::Deny, "Read(~/secrets/**)".into()));
+            rules.push((RuleKind::Deny, "Read(*.env)".into()));
+        }
+        rules
+    };
+    let command = "cat {outside}/secrets/key; cat sub/prod.env; cat {outside}/secrets/link-to-key";
+    for deny in [true, false] {
+        let b = bench(Setup {
+            mode: Some(PermissionMode::Default),
+            rules: rules(deny),
+            ..Setup::default()
+        })
+        .await?;
+        std::fs::create_dir_all(b.outside.join("secrets"))?;
+        std::fs::create_dir_all(b.ws.join("sub"))?;
+        std::fs::write(b.outside.join("secrets/key"), "KEY-SECRET")?;
+        std::fs::write(b.ws.join("sub/prod.env"), "ENV-SECRET")?;
+        // A link inside the workspace to the denied file, and another name
+        // for it (a hard link).
+        std::os::unix::fs::symlink(b.outside.join("secrets/key"), b.ws.join("key-link.env"))?;
+        std::fs::hard_link(b.outside.join("secrets/key"), b.ws.join("innocent.txt"))?;
+        let cmd = command.replace("{outside}", &b.outside.to_string_lossy());
+        let result = b.bash(&cmd).await;
+        let out = text(&result);
+        assert!(result.denial.is_none(), "the policy allowed `cat`: {out}");
+        let link = text(&b.bash("cat key-link.env; cat innocent.txt").await);
+        if deny {
+            assert!(
+                !out.contains("SECRET") && !link.contains("SECRET"),
+                "{out}\n{link}"
+            );
+        } else {
+            assert!(
+                out.contains("KEY-SECRET") && out.contains("ENV-SECRET"),
+                "control: {out}"
+            );
+            assert_eq!(link.matches("KEY-SECRET").count(), 2, "control: {link}");
+        }
+    }
+    // Where they cannot be hidden, the command is refused, not run.
+    let b = bench(Setup {
+        mode: Some(PermissionMode::Default),
+        rules: rules(true),
+        without: vec![SandboxLayer::Namespaces],
+        ..Setup::default()
+    })
+    .await?;
+    std::fs::create_dir_all(b.outside.join("secrets"))?;
+    std::fs::write(b.outside.join("secrets/key"), "KEY-SECRET")?;
+    let refused = b
+        .bash(&format!("cat {}/secrets/key", b.outside.display()))
+        .await;
+    assert!(refused.is_error, "{}", text(&refused));
+    assert!(
+        !text(&refused).contains("KEY-SECRET") && text(&refused).contains("cannot be hidden"),
+        "{}",
+        text(&refused)
+    );
+    Ok(())
+}
