@@ -955,3 +955,70 @@ async fn a_hook_cannot_be_granted_writes_to_protected_places() -> TestResult {
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn a_hook_is_never_granted_carapaces_credentials_or_the_homes_dotfiles() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    hook_script(&ws, json!({}))?;
+    let home_dir = tempfile::tempdir()?;
+    let home = std::fs::canonicalize(home_dir.path())?;
+    std::fs::create_dir_all(home.join(".ssh"))?;
+    std::fs::create_dir_all(home.join("projects"))?;
+    std::fs::write(home.join(".netrc"), "machine x password y")?;
+    // A link in the workspace that leads to the keys.
+    std::os::unix::fs::symlink(home.join(".ssh"), ws.join("keys"))?;
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("carapace-cache")
+            .join("components"),
+        ..SandboxConfig::default()
+    })?;
+    let load = |grants: Value| {
+        let mut handler = typed(&ws);
+        handler["grants"] = grants;
+        handler["failClosed"] = json!(true);
+        let settings = hook_on("Stop", "", handler);
+        let sandbox = &sandbox;
+        let ws = &ws;
+        let home = &home;
+        async move {
+            support::load_hooks_at_home(sandbox, &settings, ws, home)
+                .await
+                .err()
+                .map(|e| e.to_string())
+        }
+    };
+    let path = |p: &Path| p.display().to_string();
+    for (grants, why) in [
+        (
+            json!({"env": ["ANTHROPIC_API_KEY"]}),
+            "never granted to hooks",
+        ),
+        (
+            json!({"env": ["CARAPACE_CONFIG_DIR"]}),
+            "never granted to hooks",
+        ),
+        (json!({"read": [path(&home.join(".ssh"))]}), "dotfiles"),
+        (json!({"read": [path(&home.join(".netrc"))]}), "dotfiles"),
+        (json!({"read": [path(&home)]}), "home directory"),
+        (json!({"read": ["/"]}), "home directory"),
+        (json!({"read": [path(&ws.join("keys"))]}), "dotfiles"),
+        (json!({"write": [path(&ws)]}), "protected"),
+    ] {
+        if why == "protected" {
+            // A write tree holding a protected entry.
+            std::fs::create_dir_all(ws.join(".git/hooks"))?;
+        }
+        let error = load(grants.clone()).await.unwrap_or_default();
+        assert!(error.contains(why), "{grants}: {error}");
+    }
+    // The control: the same shapes, harmless names, load.
+    for grants in [
+        json!({"env": ["PATH"]}),
+        json!({"read": [path(&home.join("projects"))]}),
+        json!({"write": [path(&ws.join("audit"))]}),
+    ] {
+        assert_eq!(load(grants.clone()).await, None, "{grants}");
+    }
+    Ok(())
+}

@@ -246,6 +246,16 @@ pub async fn load_hooks(
     value: &Value,
     cwd: &Path,
 ) -> Result<HookRuntime, BoxError> {
+    load_hooks_at_home(sandbox, value, cwd, Path::new("/nonexistent-home")).await
+}
+
+/// [`load_hooks`] for a user whose home directory is `home`.
+pub async fn load_hooks_at_home(
+    sandbox: &Sandbox,
+    value: &Value,
+    cwd: &Path,
+    home: &Path,
+) -> Result<HookRuntime, BoxError> {
     let source = RuleSource {
         kind: SourceKind::CliFlag,
         file: None,
@@ -258,7 +268,6 @@ pub async fn load_hooks(
         permission_mode: "bypassPermissions".into(),
         prompt_id: None,
     };
-    let home = Path::new("/nonexistent-home");
     let (runtime, warnings) =
         HookRuntime::load(sandbox, specs, common, home, &home.join(".carapace")).await?;
     if !warnings.is_empty() {

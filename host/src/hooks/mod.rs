@@ -19,7 +19,7 @@ pub use protocol::{HandlerResult, aggregate, from_command, from_outcome, input_j
 use crate::agent::{
     AgentEvent, BatchCall, BatchDecision, EventSink, LoopHooks, StopDecision, StopHookInput,
 };
-use crate::policy::{ModeCell, protected_reason};
+use crate::policy::{ModeCell, protected_entries, protected_reason, resolve_symlinks};
 use crate::sandbox::{
     CallLimits, CommandHook, FileAccess, Grant, HookCommon, HookComponent, HookEvent,
     HookEventKind, HookPermission, Sandbox, SandboxError,
@@ -508,18 +508,42 @@ fn grant_for(spec: &HookSpec, home: &Path, config_dir: &Path) -> Result<Grant, H
     ] {
         for raw in paths {
             let path = resolve(raw);
-            if access == FileAccess::Write {
-                if let Some(reason) = protected_reason(&path, home, config_dir) {
-                    return Err(bad(
-                        raw,
-                        format!("protected ({reason}); hooks are never granted writes there"),
-                    ));
+            // Judged as written and where its links lead (before anything
+            // is made for it).
+            for candidate in [path.clone(), resolve_symlinks(&path)] {
+                if let Some(reason) = refused_for_hooks(&candidate, home, config_dir) {
+                    return Err(bad(raw, format!("{reason}; hooks are never granted it")));
                 }
+            }
+            if access == FileAccess::Write {
                 // An audit directory that does not exist yet is made.
                 std::fs::create_dir_all(&path)
                     .map_err(|e| bad(raw, format!("cannot create it: {e}")))?;
             }
             let path = path.canonicalize().map_err(|e| bad(raw, e.to_string()))?;
+            if let Some(reason) = refused_for_hooks(&path, home, config_dir) {
+                return Err(bad(raw, format!("{reason}; hooks are never granted it")));
+            }
+            if access == FileAccess::Write && path.is_dir() {
+                match protected_entries(&path, home, config_dir, HOOK_TREE_SCAN_LIMIT) {
+                    Ok(found) if found.is_empty() => {}
+                    Ok(found) => {
+                        return Err(bad(
+                            raw,
+                            format!(
+                                "the tree holds {}, which is protected; hooks are never granted writes there",
+                                found[0].display()
+                            ),
+                        ));
+                    }
+                    Err(e) => {
+                        return Err(bad(
+                            raw,
+                            format!("it cannot be checked for protected files ({e})"),
+                        ));
+                    }
+                }
+            }
             grant = if path.is_dir() {
                 grant.tree(&path, access)
             } else if access == FileAccess::Read {
@@ -531,11 +555,52 @@ fn grant_for(spec: &HookSpec, home: &Path, config_dir: &Path) -> Result<Grant, H
         }
     }
     for name in &spec.grants.env {
+        if is_carapace_variable(name) {
+            return Err(HookLoadError::Grant {
+                path: spec.path.display().to_string(),
+                grant: name.clone(),
+                reason: "carapace's own credentials and settings (ANTHROPIC_*, CARAPACE_*, CLAUDE_CODE_*) are never granted to hooks".into(),
+            });
+        }
         if let Ok(value) = std::env::var(name) {
             grant = grant.env_var(name, value);
         }
     }
     Ok(grant)
+}
+
+/// Trees a hook's write grant may hold at most (to be checked for protected
+/// entries).
+const HOOK_TREE_SCAN_LIMIT: usize = 20_000;
+
+/// Why `path` may never be granted to a hook, read or write: a protected
+/// location, the home directory (or a directory holding it: its dotfiles
+/// come with it), or one of the home directory's dotfiles.
+fn refused_for_hooks(path: &Path, home: &Path, config_dir: &Path) -> Option<String> {
+    if let Some(reason) = protected_reason(path, home, config_dir) {
+        return Some(format!("protected ({reason})"));
+    }
+    if home.starts_with(path) {
+        return Some(format!(
+            "it holds your home directory {} and its dotfiles",
+            home.display()
+        ));
+    }
+    let first = path.strip_prefix(home).ok()?.components().next()?;
+    first
+        .as_os_str()
+        .to_string_lossy()
+        .starts_with('.')
+        .then(|| "it is one of your home directory's dotfiles".to_string())
+}
+
+/// carapace's own credentials and settings: never handed to a plugin or a
+/// hook by name, never expanded into an MCP configuration unless the user
+/// says so.
+pub fn is_carapace_variable(name: &str) -> bool {
+    ["ANTHROPIC_", "CARAPACE_", "CLAUDE_CODE_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
 }
 
 fn outcome_json(outcome: &crate::sandbox::HookOutcome) -> Value {

@@ -67,11 +67,15 @@ struct RawServer {
     allow_network: bool,
 }
 
-/// Parses one configuration (file contents or a JSON string).
+/// Parses one configuration (file contents or a JSON string). `${VAR}`
+/// expands from `env`, except carapace's own variables (its credentials and
+/// settings), which expand only when listed in `expandable` — the user's
+/// `sandbox.mcpExpandableVariables`.
 pub fn parse(
     text: &str,
     source_name: &str,
     env: &dyn Fn(&str) -> Option<String>,
+    expandable: &[String],
 ) -> Result<Vec<ServerConfig>, McpConfigError> {
     let file: File = serde_json::from_str(text).map_err(|e| McpConfigError::Invalid {
         source_name: source_name.to_string(),
@@ -93,7 +97,7 @@ pub fn parse(
                 "a server name may use only A-Z a-z 0-9 _ - (it becomes part of tool names)".into(),
             ));
         }
-        let x = |value: &str| expand(value, env).map_err(&fail);
+        let x = |value: &str| expand(value, env, expandable).map_err(&fail);
         let transport = match raw.kind.as_deref() {
             None | Some("stdio") => {
                 let command = raw
@@ -145,7 +149,11 @@ pub fn parse(
 
 /// `${VAR}` and `${VAR:-default}`; an unset variable without a default is
 /// an error, never an empty string silently.
-fn expand(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+fn expand(
+    value: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    expandable: &[String],
+) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = value;
     while let Some(start) = rest.find("${") {
@@ -159,6 +167,11 @@ fn expand(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, S
             Some((name, default)) => (name, Some(default)),
             None => (inner, None),
         };
+        if crate::hooks::is_carapace_variable(name) && !expandable.iter().any(|n| n == name) {
+            return Err(format!(
+                "`${{{name}}}` is one of carapace's own variables (its credentials and settings), which an MCP configuration may not read; list it in `sandbox.mcpExpandableVariables` of your own settings to allow it"
+            ));
+        }
         match (env(name), default) {
             (Some(v), _) => out.push_str(&v),
             (None, Some(d)) => out.push_str(d),
@@ -191,6 +204,7 @@ mod tests {
             }}"#,
             ".mcp.json",
             &env,
+            &[],
         )?;
         assert_eq!(servers.len(), 2);
         assert_eq!(
@@ -209,6 +223,21 @@ mod tests {
                 headers: vec![("Authorization".into(), "Bearer s3cret".into())],
             }
         );
+        Ok(())
+    }
+
+    #[test]
+    fn carapaces_own_variables_expand_only_when_the_user_lists_them() -> Result<(), McpConfigError>
+    {
+        let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "sk-key".to_string());
+        let text =
+            r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "${ANTHROPIC_API_KEY}"}}}}"#;
+        assert!(parse(text, "f", &env, &[]).is_err());
+        let servers = parse(text, "f", &env, &["ANTHROPIC_API_KEY".to_string()])?;
+        let Transport::Stdio { env: vars, .. } = &servers[0].transport else {
+            panic!("a stdio server");
+        };
+        assert_eq!(vars, &vec![("K".to_string(), "sk-key".to_string())]);
         Ok(())
     }
 
@@ -236,8 +265,16 @@ mod tests {
                 "unknown field",
             ),
             (r#"[1]"#, "not a valid MCP configuration"),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "${ANTHROPIC_API_KEY}"}}}}"#,
+                "carapace's own variables",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"type": "http", "url": "https://e.example/${CARAPACE_CONFIG_DIR:-x}"}}}"#,
+                "sandbox.mcpExpandableVariables",
+            ),
         ] {
-            match parse(text, "f", &env) {
+            match parse(text, "f", &env, &[]) {
                 Err(e) => assert!(e.to_string().contains(expected), "{text}: {e}"),
                 Ok(s) => panic!("{text}: accepted {s:?}"),
             }

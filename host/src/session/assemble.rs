@@ -504,7 +504,7 @@ fn mcp_configs(
     }
     let mut servers: Vec<ServerConfig> = Vec::new();
     for (text, source) in sources {
-        for server in crate::mcp::config::parse(&text, &source, env)? {
+        for server in crate::mcp::config::parse(&text, &source, env, &settings.mcp_expandable)? {
             if servers.iter().any(|s| s.name == server.name) {
                 warnings.push(format!(
                     "{source}: MCP server `{}` is configured earlier; this one is ignored",

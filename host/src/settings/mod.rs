@@ -69,6 +69,10 @@ struct SandboxFile {
     /// HTTP-granted tools may reach although they are internal addresses.
     #[serde(default)]
     allow_internal_addresses: Vec<String>,
+    /// carapace's own variables (ANTHROPIC_*, CARAPACE_*) that MCP
+    /// configurations may expand with `${NAME}`.
+    #[serde(default)]
+    mcp_expandable_variables: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -149,6 +153,8 @@ pub struct Settings {
     /// only internal (loopback, private, link-local, this machine's)
     /// addresses a tool's outgoing HTTP may reach.
     pub internal_addresses: Vec<HostPattern>,
+    /// `sandbox.mcpExpandableVariables` of the user's own settings.
+    pub mcp_expandable: Vec<String>,
     /// What was refused or ignored, to tell the user.
     pub warnings: Vec<String>,
     /// Every file that was read, highest precedence first.
@@ -362,6 +368,17 @@ impl Settings {
                         }
                         settings.internal_addresses.push(pattern);
                     }
+                }
+            }
+            if !file.sandbox.mcp_expandable_variables.is_empty() {
+                if from_project {
+                    settings.warnings.push(format!(
+                        "{shown}: sandbox.mcpExpandableVariables is honoured only in user or managed settings; ignored"
+                    ));
+                } else {
+                    settings
+                        .mcp_expandable
+                        .extend(file.sandbox.mcp_expandable_variables.iter().cloned());
                 }
             }
             if from_project && !file.trusted_workspaces.is_empty() {
