@@ -1058,6 +1058,91 @@ fn an_allow_rule_never_allows_a_hidden_extra_command() -> TestResult {
     Ok(())
 }
 
+#[test]
+fn a_denied_program_behind_paths_wrappers_assignments_and_expansions() -> TestResult {
+    let w = world()?;
+    let deny = [(RuleKind::Deny, "Bash(rm:*)")];
+    for line in [
+        "/bin/rm -rf /",
+        "./node_modules/.bin/../../../bin/rm x",
+        "FOO=1 rm -rf /",
+        "env rm -rf /",
+        "env -i PATH=/bin rm -rf /",
+        "command rm x",
+        "exec rm x",
+        "nice -n 5 rm x",
+        "timeout 5 rm x",
+        "nohup rm x",
+        "sudo rm x",
+        "echo x | xargs rm",
+        "find . -exec rm {} \\;",
+        "find . -execdir /bin/rm {} +",
+        "sh -c 'rm -rf /'",
+        "bash -c \"echo hi && rm -rf /\"",
+        "eval rm -rf /",
+        "eval 'rm -rf /'",
+        "alias ls=rm; ls x",
+        "f() { rm x; }; f",
+        "echo ${x:-$(rm -rf /)}",
+        "echo $(( $(rm -rf /) ))",
+        "echo rm -rf / | sh",
+    ] {
+        let strong = command_verdict(&w, PermissionMode::BypassPermissions, &deny, line)?;
+        assert!(matches!(strong, Outcome::Deny(_)), "{line:?}: {strong:?}");
+        let weak = command_verdict(&w, PermissionMode::BypassPermissions, &[], line)?;
+        assert!(
+            is_allowed(&weak),
+            "weakened (no deny rule) {line:?}: {weak:?}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_prefix_rule_never_allows_a_programs_own_way_to_run_code() -> TestResult {
+    let w = world()?;
+    let allow = [
+        (RuleKind::Allow, "Bash(git:*)"),
+        (RuleKind::Allow, "Bash(find:*)"),
+        (RuleKind::Allow, "Bash(rg:*)"),
+        (RuleKind::Allow, "Bash(tar:*)"),
+    ];
+    for line in [
+        "git status",
+        "git -C sub log",
+        "find . -name x",
+        "rg needle",
+    ] {
+        assert!(
+            is_allowed(&command_verdict(&w, PermissionMode::Default, &allow, line)?),
+            "{line:?} is allowed"
+        );
+    }
+    for line in [
+        "git -c core.fsmonitor='rm -rf ~' status",
+        "git -c alias.st='!rm -rf ~' st",
+        "git -c core.pager='sh -c evil' log",
+        "git --exec-path=/tmp/evil status",
+        "git clone -u 'sh -c evil' repo",
+        "git fetch --upload-pack='rm x' origin",
+        "GIT_PAGER='rm x' git log",
+        "find . -exec rm {} ;",
+        "rg --pre ./evil needle",
+        "tar -xf a.tar --to-command='rm x'",
+    ] {
+        let strong = command_verdict(&w, PermissionMode::Default, &allow, line)?;
+        assert!(!is_allowed(&strong), "{line:?}: {strong:?}");
+        let weak = command_verdict(
+            &w,
+            PermissionMode::Default,
+            &[(RuleKind::Allow, "Bash")],
+            line,
+        )?;
+        assert!(is_allowed(&weak), "weakened (Bash allowed whole) {line:?}");
+    }
+    Ok(())
+}
+
 // ---- settings ----------------------------------------------------------------
 
 fn locations(w: &World) -> Locations {

@@ -6,9 +6,17 @@
 //! are unquoted (`r''m` is `rm`); a word that depends on an expansion is
 //! marked dynamic. Anything the analysis does not follow — loops,
 //! conditionals, functions, a command name that is itself an expansion, a
-//! line that does not parse, too many parts — makes the line opaque: no allow
-//! rule matches an opaque line and every deny or ask rule does. The analysis
-//! falls back to deny, never to allow.
+//! line that does not parse, too many parts, a substitution hidden inside a
+//! parameter or arithmetic expansion, an alias — makes the line opaque: no
+//! allow rule matches an opaque line and every deny or ask rule does. The
+//! analysis falls back to deny, never to allow.
+//!
+//! Deny and ask rules also see what a command would run: the program by its
+//! name when invoked by path (`/bin/rm`), without leading assignments, and
+//! the commands it hands to another — wrappers (`env`, `timeout`, `xargs`,
+//! `sudo`…), `find -exec`, `sh -c STRING`, `eval`. Allow rules match the line
+//! as written, and a prefix rule never allows a program's own ways of running
+//! arbitrary code (`git -c …`, `--exec-path`, `find -exec`, `rg --pre`…).
 
 use brush_parser::ast;
 use brush_parser::word::{WordPiece, WordPieceWithSource};
@@ -17,6 +25,80 @@ use brush_parser::word::{WordPiece, WordPieceWithSource};
 const MAX_COMMANDS: usize = 256;
 /// Deeper nesting (substitutions inside substitutions…) makes it opaque.
 const MAX_DEPTH: usize = 8;
+/// More commands derived from wrappers than this make the line opaque.
+const MAX_DERIVED: usize = 1024;
+
+/// Programs that run (part of) the rest of their arguments as a command.
+const WRAPPERS: &[&str] = &[
+    "env",
+    "command",
+    "exec",
+    "builtin",
+    "nice",
+    "nohup",
+    "timeout",
+    "time",
+    "stdbuf",
+    "xargs",
+    "sudo",
+    "doas",
+    "setsid",
+    "ionice",
+    "taskset",
+    "chrt",
+    "unbuffer",
+    "watch",
+    "flock",
+    "chroot",
+    "strace",
+    "ltrace",
+    "busybox",
+    "runuser",
+    "systemd-run",
+    "firejail",
+    "proot",
+    "unshare",
+    "nsenter",
+    "setpriv",
+    "caffeinate",
+];
+
+/// Shells: `-c STRING` runs STRING.
+const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "su",
+];
+
+/// Options through which a program runs arbitrary code of the caller's
+/// choosing: a prefix rule for the program does not allow them.
+const EXECUTING_OPTIONS: &[(&str, &[&str])] = &[
+    (
+        "git",
+        &[
+            "--upload-pack",
+            "--receive-pack",
+            "--exec",
+            "--ext-diff",
+            "--textconv",
+        ],
+    ),
+    ("find", &["-exec", "-execdir", "-ok", "-okdir"]),
+    ("rg", &["--pre"]),
+    (
+        "tar",
+        &[
+            "--to-command",
+            "--use-compress-program",
+            "-I",
+            "--checkpoint-action",
+            "--info-script",
+            "--new-volume-script",
+        ],
+    ),
+    ("rsync", &["-e", "--rsh", "--rsync-path"]),
+    ("ssh", &["-o", "ProxyCommand", "LocalCommand"]),
+    ("less", &["-P"]),
+    ("man", &["-P", "--pager"]),
+];
 
 /// One word of a command as the analysis sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,21 +113,121 @@ pub enum WordText {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimpleCommand {
     pub words: Vec<WordText>,
+    /// Where the program's name is (after the leading assignments).
+    pub name: usize,
+    /// The commands it hands to another program to run (a wrapper's, `sh
+    /// -c`'s, `eval`'s, `find -exec`'s).
+    pub runs: Vec<SimpleCommand>,
 }
 
 impl SimpleCommand {
     /// The literal words before the first dynamic one, and whether the
     /// command is wholly literal.
     fn literal_prefix(&self) -> (String, bool) {
-        let mut parts = Vec::new();
-        for word in &self.words {
-            match word {
-                WordText::Literal(text) => parts.push(text.as_str()),
-                WordText::Dynamic => return (parts.join(" "), false),
-            }
-        }
-        (parts.join(" "), true)
+        literal_text(self.words.iter())
     }
+
+    /// The same from the program's name on, the name as written or by its
+    /// last path component.
+    fn program_text(&self, by_base_name: bool) -> (String, bool) {
+        let mut words: Vec<WordText> = self.words.iter().skip(self.name).cloned().collect();
+        if by_base_name && let Some(WordText::Literal(name)) = words.first_mut() {
+            *name = base_name(name).to_string();
+        }
+        literal_text(words.iter())
+    }
+
+    fn program(&self) -> Option<&str> {
+        match self.words.get(self.name) {
+            Some(WordText::Literal(name)) => Some(base_name(name)),
+            _ => None,
+        }
+    }
+
+    /// Whether one of its arguments is an option through which the program
+    /// runs code of the caller's choosing.
+    fn runs_code_through_options(&self) -> bool {
+        let Some(program) = self.program() else {
+            return false;
+        };
+        if program == "git" && self.git_global_option_runs_code() {
+            return true;
+        }
+        let Some((_, options)) = EXECUTING_OPTIONS.iter().find(|(p, _)| *p == program) else {
+            return false;
+        };
+        self.words
+            .iter()
+            .skip(self.name + 1)
+            .any(|word| match word {
+                WordText::Literal(arg) => options.iter().any(|option| {
+                    arg == option
+                        || arg.starts_with(&format!("{option}="))
+                        || (option.len() == 2 && option.starts_with('-') && arg.starts_with(option))
+                        || (!option.starts_with('-') && arg.contains(option))
+                }),
+                WordText::Dynamic => false,
+            })
+    }
+}
+
+impl SimpleCommand {
+    /// git's options before its subcommand that set configuration (a pager,
+    /// an alias to `!cmd`, `core.fsmonitor`, `core.sshCommand`…) or where
+    /// its own programs come from; and `clone -u` (the upload program).
+    fn git_global_option_runs_code(&self) -> bool {
+        let args: Vec<&WordText> = self.words.iter().skip(self.name + 1).collect();
+        let mut i = 0;
+        while let Some(word) = args.get(i) {
+            let WordText::Literal(arg) = word else {
+                // An unknown word where an option may be: it may be one.
+                return true;
+            };
+            if arg.starts_with("-c")
+                || arg.starts_with("--config-env")
+                || arg.starts_with("--exec-path")
+            {
+                return true;
+            }
+            if [
+                "-C",
+                "--git-dir",
+                "--work-tree",
+                "--namespace",
+                "--super-prefix",
+            ]
+            .contains(&arg.as_str())
+            {
+                i += 2;
+                continue;
+            }
+            if arg.starts_with('-') {
+                i += 1;
+                continue;
+            }
+            // The subcommand.
+            return arg == "clone"
+                && args[i + 1..].iter().any(
+                    |w| matches!(w, WordText::Literal(a) if a == "-u" || a.starts_with("-u")),
+                );
+        }
+        false
+    }
+}
+
+fn literal_text<'a>(words: impl Iterator<Item = &'a WordText>) -> (String, bool) {
+    let mut parts = Vec::new();
+    for word in words {
+        match word {
+            WordText::Literal(text) => parts.push(text.as_str()),
+            WordText::Dynamic => return (parts.join(" "), false),
+        }
+    }
+    (parts.join(" "), true)
+}
+
+fn base_name(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,9 +386,101 @@ fn walk_simple(simple: &ast::SimpleCommand, depth: usize, out: &mut Vec<SimpleCo
         return Err("the command name is an expansion".into());
     }
     if !words.is_empty() {
-        out.push(SimpleCommand { words });
+        let name = name_index.unwrap_or(words.len());
+        let mut budget = MAX_DERIVED;
+        let runs = derive_runs(&words, name, depth, &mut budget)?;
+        out.push(SimpleCommand { words, name, runs });
     }
     Ok(())
+}
+
+/// What the command at `words[name..]` hands to another program to run.
+fn derive_runs(
+    words: &[WordText],
+    name: usize,
+    depth: usize,
+    budget: &mut usize,
+) -> Result<Vec<SimpleCommand>, String> {
+    if depth > MAX_DEPTH {
+        return Err("nested too deeply".into());
+    }
+    let Some(WordText::Literal(program)) = words.get(name) else {
+        return Ok(Vec::new());
+    };
+    let program = base_name(program);
+    let args = words.get(name + 1..).unwrap_or_default();
+    let mut runs = Vec::new();
+    let view = |words: &[WordText], budget: &mut usize| -> Result<SimpleCommand, String> {
+        *budget = budget
+            .checked_sub(1)
+            .ok_or("too many commands hidden in wrappers")?;
+        Ok(SimpleCommand {
+            words: words.to_vec(),
+            name: 0,
+            runs: derive_runs(words, 0, depth + 1, budget)?,
+        })
+    };
+    match program {
+        "alias" | "shopt" | "enable" => {
+            return Err(format!("`{program}` can change what a later name runs"));
+        }
+        _ if WRAPPERS.contains(&program) => {
+            // Options and their values differ between wrappers: any later
+            // word may be where the wrapped command starts.
+            for start in 0..args.len() {
+                runs.push(view(&args[start..], budget)?);
+            }
+        }
+        "find" => {
+            let mut i = 0;
+            while i < args.len() {
+                let starts = matches!(&args[i], WordText::Literal(a) if ["-exec", "-execdir", "-ok", "-okdir"].contains(&a.as_str()));
+                i += 1;
+                if starts {
+                    let end = args[i..]
+                        .iter()
+                        .position(|a| matches!(a, WordText::Literal(t) if t == ";" || t == "+"))
+                        .map_or(args.len(), |p| i + p);
+                    runs.push(view(&args[i..end], budget)?);
+                    i = end;
+                }
+            }
+        }
+        "eval" => {
+            let mut text = Vec::new();
+            for arg in args {
+                match arg {
+                    WordText::Literal(t) => text.push(t.as_str()),
+                    WordText::Dynamic => {
+                        return Err("`eval` of text the analysis cannot see".into());
+                    }
+                }
+            }
+            walk_line(&text.join(" "), depth + 1, &mut runs)?;
+        }
+        _ if SHELLS.contains(&program) => {
+            let flag = args.iter().position(|a| {
+                matches!(a, WordText::Literal(t) if t.starts_with('-') && !t.starts_with("--") && t.contains('c'))
+            });
+            match flag.and_then(|f| args.get(f + 1)) {
+                Some(WordText::Literal(script)) => walk_line(script, depth + 1, &mut runs)?,
+                Some(WordText::Dynamic) => {
+                    return Err(format!("`{program} -c` of text the analysis cannot see"));
+                }
+                None if flag.is_some() => return Err(format!("`{program} -c` without a command")),
+                // A shell with no script reads its commands from its input.
+                None if args
+                    .iter()
+                    .all(|a| matches!(a, WordText::Literal(t) if t.starts_with('-'))) =>
+                {
+                    return Err(format!("`{program}` reading commands from its input"));
+                }
+                None => {}
+            }
+        }
+        _ => {}
+    }
+    Ok(runs)
 }
 
 fn walk_item(
@@ -241,7 +515,7 @@ fn word_text(raw: &str, depth: usize, out: &mut Vec<SimpleCommand>) -> Result<Wo
         .map_err(|e| format!("a word does not parse: {e}"))?;
     let mut text = String::new();
     let mut dynamic = false;
-    collect_pieces(&pieces, depth, out, &mut text, &mut dynamic)?;
+    collect_pieces(raw, &pieces, depth, out, &mut text, &mut dynamic)?;
     Ok(if dynamic {
         WordText::Dynamic
     } else {
@@ -250,6 +524,7 @@ fn word_text(raw: &str, depth: usize, out: &mut Vec<SimpleCommand>) -> Result<Wo
 }
 
 fn collect_pieces(
+    raw: &str,
     pieces: &[WordPieceWithSource],
     depth: usize,
     out: &mut Vec<SimpleCommand>,
@@ -264,19 +539,36 @@ fn collect_pieces(
             WordPiece::EscapeSequence(e) => text.push_str(e.trim_start_matches('\\')),
             WordPiece::DoubleQuotedSequence(inner)
             | WordPiece::GettextDoubleQuotedSequence(inner) => {
-                collect_pieces(inner, depth, out, text, dynamic)?
+                collect_pieces(raw, inner, depth, out, text, dynamic)?
             }
             WordPiece::CommandSubstitution(command)
             | WordPiece::BackquotedCommandSubstitution(command) => {
                 walk_line(command, depth + 1, out)?;
                 *dynamic = true;
             }
-            WordPiece::TildeExpansion(_)
-            | WordPiece::ParameterExpansion(_)
-            | WordPiece::ArithmeticExpression(_) => *dynamic = true,
+            WordPiece::ParameterExpansion(_) => {
+                // `${x:-$(cmd)}`: a command the expansion may run.
+                let source = raw.get(piece.start_index..piece.end_index).unwrap_or(raw);
+                if hides_a_command(source) {
+                    return Err("a substitution inside a parameter expansion".into());
+                }
+                *dynamic = true;
+            }
+            WordPiece::ArithmeticExpression(expression) => {
+                if hides_a_command(&expression.value) {
+                    return Err("a substitution inside an arithmetic expansion".into());
+                }
+                *dynamic = true;
+            }
+            WordPiece::TildeExpansion(_) => *dynamic = true,
         }
     }
     Ok(())
+}
+
+/// Whether expansion text could run a command.
+fn hides_a_command(text: &str) -> bool {
+    ["$(", "`", "<(", ">("].iter().any(|m| text.contains(m))
 }
 
 /// A Bash rule's specifier: `cmd` exactly, `cmd:*` (the command and any
@@ -327,15 +619,30 @@ impl CommandPattern {
         let (literal, whole) = command.literal_prefix();
         match &self.kind {
             PatternKind::Exact(exact) => whole && literal == *exact,
-            PatternKind::Prefix(prefix) => starts_with_words(&literal, prefix),
-            PatternKind::Wildcard(regex) => whole && regex.is_match(&literal),
+            PatternKind::Prefix(prefix) => {
+                starts_with_words(&literal, prefix) && !command.runs_code_through_options()
+            }
+            PatternKind::Wildcard(regex) => {
+                whole && regex.is_match(&literal) && !command.runs_code_through_options()
+            }
         }
     }
 
     /// Whether `command` could be what this pattern names: a dynamic word
     /// could be anything, so it is caught when its known part fits.
     fn catches_one(&self, command: &SimpleCommand) -> bool {
-        let (literal, whole) = command.literal_prefix();
+        [
+            command.literal_prefix(),
+            command.program_text(false),
+            command.program_text(true),
+        ]
+        .into_iter()
+        .any(|(literal, whole)| self.catches_text(&literal, whole))
+            || command.runs.iter().any(|run| self.catches_one(run))
+    }
+
+    fn catches_text(&self, literal: &str, whole: bool) -> bool {
+        let literal = literal.to_string();
         match &self.kind {
             PatternKind::Exact(exact) => {
                 if whole {
@@ -392,6 +699,8 @@ mod tests {
                 .iter()
                 .map(|w| WordText::Literal((*w).into()))
                 .collect(),
+            name: 0,
+            runs: Vec::new(),
         }
     }
 
@@ -485,6 +794,72 @@ mod tests {
         assert!(!deny.catches(&analyse("ls -la")));
         // A dynamic argument can be anything: an exact deny still catches it.
         assert!(CommandPattern::parse("git push")?.catches(&analyse("git $VERB")));
+        Ok(())
+    }
+
+    #[test]
+    fn what_a_command_hands_on_is_seen_by_deny_rules() -> Result<(), String> {
+        let deny = CommandPattern::parse("rm:*")?;
+        for line in [
+            "/bin/rm -rf /",
+            "FOO=1 BAR=2 rm x",
+            "env -i PATH=/bin rm x",
+            "timeout -s KILL 5 nice -n 3 rm x",
+            "xargs -0 rm < list",
+            "find . -name '*.o' -exec /usr/bin/rm {} ;",
+            "sh -c 'echo; rm x'",
+            "bash -lc \"rm x\"",
+            "eval rm x",
+            "eval 'echo && rm x'",
+            "sudo -u root rm x",
+        ] {
+            assert!(deny.catches(&analyse(line)), "{line:?} must be caught");
+        }
+        for line in [
+            "echo ${x:-$(rm x)}",
+            "echo $(( $(rm x) ))",
+            "echo \"${x:-`rm x`}\"",
+            "alias ls=rm; ls x",
+            "echo rm x | sh",
+            "bash -c \"$CMD\"",
+            "eval \"$CMD\"",
+        ] {
+            assert!(
+                matches!(analyse(line), Analysis::Opaque { .. }),
+                "{line:?} should be opaque"
+            );
+        }
+        assert!(!deny.catches(&analyse("env FOO=1 ls")));
+        assert!(!deny.catches(&analyse("find . -name rm")));
+        // Many nested wrappers stay bounded.
+        let nested = vec!["env"; 40].join(" ") + " ls";
+        assert!(matches!(analyse(&nested), Analysis::Opaque { .. }));
+        Ok(())
+    }
+
+    #[test]
+    fn a_prefix_rule_does_not_allow_a_programs_own_way_to_run_code() -> Result<(), String> {
+        let git = CommandPattern::parse("git:*")?;
+        for line in [
+            "git -c core.fsmonitor='rm x' status",
+            "git -c alias.x='!rm x' x",
+            "git -ccore.pager=evil log",
+            "git --exec-path=/tmp/evil status",
+            "git --config-env=core.pager=EVIL log",
+            "git clone -u 'rm x' repo",
+            "git fetch --upload-pack='rm x' origin",
+            "git diff --ext-diff",
+            "git $OPTION status",
+        ] {
+            assert!(!git.allows(&analyse(line)), "{line:?} must not be allowed");
+        }
+        for line in ["git status", "git -C sub log -c", "git log --oneline"] {
+            assert!(git.allows(&analyse(line)), "{line:?} is plain git");
+        }
+        let find = CommandPattern::parse("find:*")?;
+        assert!(find.allows(&analyse("find . -name x")));
+        assert!(!find.allows(&analyse("find . -exec rm {} ;")));
+        assert!(!CommandPattern::parse("rg:*")?.allows(&analyse("rg --pre ./evil x")));
         Ok(())
     }
 }
