@@ -135,9 +135,10 @@ impl Run<'_, '_> {
             ModelError::Http { .. } | ModelError::Api { .. } | ModelError::Connection(_) => {
                 Terminal::ApiError
             }
-            ModelError::MissingApiKey | ModelError::Stream(_) | ModelError::Replay(_) => {
-                Terminal::ModelError
-            }
+            ModelError::MissingApiKey
+            | ModelError::Stream(_)
+            | ModelError::Replay(_)
+            | ModelError::Garbage(_) => Terminal::ModelError,
         };
         Stop::new(state, terminal).with_error(RunError {
             message: api_error_text(error),

@@ -1,13 +1,23 @@
 //! The Anthropic Messages API over HTTPS and server-sent events.
 
+use super::sse::{SseDecoder, SseError};
 use super::{EventStream, MessagesRequest, Model, ModelError, StreamEvent};
-use eventsource_stream::Eventsource;
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 const API_VERSION: &str = "2023-06-01";
 const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+
+/// How long the response may send nothing — before its headers, or between
+/// two chunks — before the attempt fails (and is retried): Claude Code's
+/// event-level watchdog default. `CLAUDE_STREAM_IDLE_TIMEOUT_MS` changes it.
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// No Messages API event comes near this; a server that sends one is not
+/// speaking the API.
+const MAX_EVENT_BYTES: usize = 16 << 20;
 
 /// How the client authenticates.
 #[derive(Clone)]
@@ -21,6 +31,7 @@ pub struct AnthropicModel {
     client: reqwest::Client,
     endpoint: String,
     credential: Credential,
+    idle_timeout: Duration,
 }
 
 impl std::fmt::Debug for AnthropicModel {
@@ -53,7 +64,22 @@ impl AnthropicModel {
             (None, Some(token)) => Credential::BearerToken(token),
             (None, None) => return Err(ModelError::MissingApiKey),
         };
-        Self::new(&base, credential)
+        let mut model = Self::new(&base, credential)?;
+        if let Some(ms) = lookup("CLAUDE_STREAM_IDLE_TIMEOUT_MS").filter(|v| !v.is_empty()) {
+            let ms: u64 = ms.trim().parse().map_err(|_| {
+                ModelError::Connection(format!(
+                    "CLAUDE_STREAM_IDLE_TIMEOUT_MS must be milliseconds, got `{ms}`"
+                ))
+            })?;
+            model.idle_timeout = Duration::from_millis(ms.max(1));
+        }
+        Ok(model)
+    }
+
+    /// The same client with another idle timeout.
+    pub fn with_idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = idle;
+        self
     }
 
     /// A client for `base_url` (e.g. `https://api.anthropic.com`) sending
@@ -72,6 +98,7 @@ impl AnthropicModel {
             client,
             endpoint: format!("{}/v1/messages", base_url.trim_end_matches('/')),
             credential,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         })
     }
 
@@ -87,9 +114,9 @@ impl AnthropicModel {
             Credential::ApiKey(key) => http.header("x-api-key", key),
             Credential::BearerToken(token) => http.bearer_auth(token),
         };
-        let response = http
-            .send()
+        let response = tokio::time::timeout(self.idle_timeout, http.send())
             .await
+            .map_err(|_| ModelError::Stream("Stream idle timeout - no response received".into()))?
             .map_err(|e| ModelError::Connection(error_chain(&e)))?;
         let status = response.status();
         if !status.is_success() {
@@ -107,17 +134,76 @@ impl AnthropicModel {
                 retry_after,
             });
         }
-        let events = response
-            .bytes_stream()
-            .eventsource()
-            .filter_map(|event| async move {
-                match event {
-                    Err(e) => Some(Err(ModelError::Stream(e.to_string()))),
-                    Ok(event) => StreamEvent::parse(&event.event, &event.data).transpose(),
-                }
-            });
-        Ok(Box::pin(events))
+        Ok(Box::pin(events(response.bytes_stream(), self.idle_timeout)))
     }
+}
+
+/// The events of a response body: decoded as they arrive, each chunk
+/// awaited for at most `idle`.
+fn events<B>(body: B, idle: Duration) -> impl Stream<Item = Result<StreamEvent, ModelError>> + Send
+where
+    B: Stream<Item = reqwest::Result<bytes::Bytes>> + Send + Unpin + 'static,
+{
+    struct State<B> {
+        body: B,
+        decoder: SseDecoder,
+        ready: VecDeque<Result<StreamEvent, ModelError>>,
+        received: bool,
+        ended: bool,
+    }
+    let state = State {
+        body,
+        decoder: SseDecoder::new(MAX_EVENT_BYTES),
+        ready: VecDeque::new(),
+        received: false,
+        ended: false,
+    };
+    futures::stream::unfold(state, move |mut state| async move {
+        loop {
+            if let Some(item) = state.ready.pop_front() {
+                return Some((item, state));
+            }
+            if state.ended {
+                return None;
+            }
+            let fail = |state: &mut State<B>, error: ModelError| {
+                state.ended = true;
+                state.ready.push_back(Err(error));
+            };
+            match tokio::time::timeout(idle, state.body.next()).await {
+                Err(_) => {
+                    let which = if state.received {
+                        "partial response received"
+                    } else {
+                        "no chunks received"
+                    };
+                    fail(
+                        &mut state,
+                        ModelError::Stream(format!("Stream idle timeout - {which}")),
+                    );
+                }
+                Ok(None) => state.ended = true,
+                Ok(Some(Err(e))) => fail(&mut state, ModelError::Stream(error_chain(&e))),
+                Ok(Some(Ok(chunk))) => {
+                    state.received = true;
+                    match state.decoder.feed(&chunk) {
+                        Err(e @ (SseError::TooLarge { .. } | SseError::NotUtf8)) => {
+                            fail(&mut state, ModelError::Garbage(e.to_string()));
+                        }
+                        Ok(decoded) => {
+                            for event in decoded {
+                                if let Some(item) =
+                                    StreamEvent::parse(&event.event, &event.data).transpose()
+                                {
+                                    state.ready.push_back(item);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    })
 }
 
 impl Model for AnthropicModel {

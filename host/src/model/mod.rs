@@ -10,6 +10,7 @@ mod messages;
 mod pricing;
 mod replay;
 mod retry;
+mod sse;
 mod stream;
 
 pub use anthropic::AnthropicModel;
@@ -56,4 +57,8 @@ pub enum ModelError {
     Api { kind: String, message: String },
     #[error("replay: {0}")]
     Replay(String),
+    /// The server sent something no Messages API stream holds (an event
+    /// past the size cap, bytes that are not text): retrying will not help.
+    #[error("the response stream is not a Messages API stream: {0}")]
+    Garbage(String),
 }

@@ -91,7 +91,7 @@ impl ModelError {
             },
             ModelError::Connection(_) | ModelError::Stream(_) => FailureKind::Unknown,
             ModelError::MissingApiKey => FailureKind::AuthenticationFailed,
-            ModelError::Replay(_) => FailureKind::Unknown,
+            ModelError::Replay(_) | ModelError::Garbage(_) => FailureKind::Unknown,
         }
     }
 
@@ -108,7 +108,7 @@ impl ModelError {
                 "overloaded_error" | "api_error" | "rate_limit_error" | "timeout_error"
             ),
             ModelError::Connection(_) | ModelError::Stream(_) => true,
-            ModelError::MissingApiKey | ModelError::Replay(_) => false,
+            ModelError::MissingApiKey | ModelError::Replay(_) | ModelError::Garbage(_) => false,
         }
     }
 

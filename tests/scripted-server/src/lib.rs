@@ -49,6 +49,13 @@ pub enum Step {
     },
     /// Breaks the connection here.
     Cut,
+    /// Raw bytes, sent `chunk` bytes at a time with `pause` between chunks
+    /// (a misbehaving server: a huge line, a stream that trickles).
+    Raw {
+        bytes: Vec<u8>,
+        chunk: usize,
+        pause: Duration,
+    },
 }
 
 /// A content block of a scripted message.
@@ -533,6 +540,21 @@ async fn handle(
                     };
                     if let Ok(mut state) = shared.lock() {
                         state.gates.push((label, opened));
+                    }
+                }
+                Step::Raw {
+                    bytes,
+                    chunk,
+                    pause,
+                } => {
+                    for piece in bytes.chunks(chunk.max(1)) {
+                        let frame = Frame::data(Bytes::copy_from_slice(piece));
+                        if tx.send(Ok(frame)).await.is_err() {
+                            return;
+                        }
+                        if !pause.is_zero() {
+                            tokio::time::sleep(pause).await;
+                        }
                     }
                 }
                 Step::Cut => {
