@@ -1076,3 +1076,45 @@ async fn hard_links_do_not_defeat_glob_deny_rules() -> TestResult {
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn a_name_that_is_not_utf8_hides_no_sibling() -> TestResult {
+    use std::os::unix::ffi::OsStrExt;
+    let b = bench(PermissionMode::BypassPermissions, &[]).await?;
+    std::fs::create_dir(b.ws.join("sub"))?;
+    for name in ["a.txt", "c.txt", "sub/d.txt"] {
+        std::fs::write(b.ws.join(name), "needle\n")?;
+    }
+    // WASI carries names as UTF-8: these cannot be named by a tool, and
+    // must not take their siblings with them.
+    std::fs::write(
+        b.ws.join(std::ffi::OsStr::from_bytes(b"b\xff.txt")),
+        "needle\n",
+    )?;
+    std::fs::write(
+        b.ws.join("sub")
+            .join(std::ffi::OsStr::from_bytes(b"e\xfe.txt")),
+        "needle\n",
+    )?;
+    let globbed = ok_text(
+        &b.call("Glob", json!({"pattern": "**/*.txt", "path": b.ws}))
+            .await,
+    );
+    let grepped = ok_text(
+        &b.call(
+            "Grep",
+            json!({"pattern": "needle", "path": b.ws, "output_mode": "files_with_matches"}),
+        )
+        .await,
+    );
+    for listing in [&globbed, &grepped] {
+        for name in ["a.txt", "c.txt", "sub/d.txt"] {
+            assert!(listing.contains(&b.p(name)), "{name} missing:\n{listing}");
+        }
+        assert!(
+            listing.contains("2 file names that are not UTF-8 could not be listed"),
+            "{listing}"
+        );
+    }
+    Ok(())
+}

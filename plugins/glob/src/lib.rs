@@ -93,7 +93,8 @@ impl Guest for GlobTool {
             )));
         }
         let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
-        walk(&root, &root, &glob, &mut found);
+        let mut unlisted = 0;
+        walk(&root, &root, &glob, &mut found, &mut unlisted);
         // Newest first; equal times by name, so the order is stable.
         found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let total = found.len();
@@ -118,6 +119,7 @@ impl Guest for GlobTool {
                 "(Showing {MAX_RESULTS} of {total} matches. Use a more specific pattern or path to see the rest.)"
             ));
         }
+        lines.extend(carapace_guest_util::unrepresentable_note(unlisted));
         Ok(ToolOutput {
             content: vec![Content::Text(lines.join("\n"))],
             is_error: false,
@@ -126,30 +128,32 @@ impl Guest for GlobTool {
     }
 }
 
+/// `unlisted` counts names WASI cannot carry (not UTF-8): they are skipped,
+/// never their siblings.
 fn walk(
     root: &Path,
     dir: &Path,
     glob: &globset::GlobMatcher,
     found: &mut Vec<(std::time::SystemTime, PathBuf)>,
+    unlisted: &mut usize,
 ) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok((entries, skipped)) = carapace_guest_util::list_dir(dir) else {
         return;
     };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(kind) = entry.file_type() else {
+    *unlisted += skipped;
+    for path in entries {
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
         };
-        if kind.is_dir() {
-            if entry.file_name() == ".git" {
+        if meta.is_dir() {
+            if path.file_name().is_some_and(|n| n == ".git") {
                 continue;
             }
-            walk(root, &path, glob, found);
+            walk(root, &path, glob, found, unlisted);
         } else if let Ok(relative) = path.strip_prefix(root)
             && glob.is_match(relative)
         {
-            let modified = entry
-                .metadata()
+            let modified = std::fs::metadata(&path)
                 .and_then(|m| m.modified())
                 .unwrap_or(std::time::UNIX_EPOCH);
             found.push((modified, path));

@@ -16,7 +16,7 @@ use carapace_guest_util::{cap_chars, looks_binary, path_or_cwd};
 use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Files larger than this are not searched.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -176,41 +176,108 @@ impl Guest for GrepTool {
 
 export!(GrepTool);
 
-fn files(search: &Search) -> Result<Vec<PathBuf>, String> {
+/// The files to search, and how many names could not be listed (not
+/// UTF-8: WASI cannot carry them).
+fn files(search: &Search) -> Result<(Vec<PathBuf>, usize), String> {
     if search.root.is_file() {
-        return Ok(vec![search.root.clone()]);
+        return Ok((vec![search.root.clone()], 0));
     }
     if !search.root.is_dir() {
         return Err(format!("{} does not exist.", search.root.display()));
     }
-    let mut builder = ignore::WalkBuilder::new(&search.root);
-    builder.require_git(false).parents(false).git_global(false);
-    if let Some(glob) = &search.glob {
-        let mut overrides = ignore::overrides::OverrideBuilder::new(&search.root);
-        for part in glob.split_whitespace() {
-            overrides
-                .add(part)
-                .map_err(|e| format!("invalid glob `{part}`: {e}"))?;
+    let overrides = match &search.glob {
+        Some(glob) => {
+            let mut overrides = ignore::overrides::OverrideBuilder::new(&search.root);
+            for part in glob.split_whitespace() {
+                overrides
+                    .add(part)
+                    .map_err(|e| format!("invalid glob `{part}`: {e}"))?;
+            }
+            Some(overrides.build().map_err(|e| e.to_string())?)
         }
-        builder.overrides(overrides.build().map_err(|e| e.to_string())?);
-    }
-    if let Some(file_type) = &search.file_type {
-        let mut types = ignore::types::TypesBuilder::new();
-        types.add_defaults();
-        types.select(file_type);
-        builder.types(
-            types
-                .build()
-                .map_err(|e| format!("unknown file type `{file_type}`: {e}"))?,
-        );
-    }
+        None => None,
+    };
+    let types = match &search.file_type {
+        Some(file_type) => {
+            let mut types = ignore::types::TypesBuilder::new();
+            types.add_defaults();
+            types.select(file_type);
+            Some(
+                types
+                    .build()
+                    .map_err(|e| format!("unknown file type `{file_type}`: {e}"))?,
+            )
+        }
+        None => None,
+    };
+    let walker = |root: &Path| {
+        let mut builder = ignore::WalkBuilder::new(root);
+        builder.require_git(false).parents(false).git_global(false);
+        if let Some(overrides) = &overrides {
+            builder.overrides(overrides.clone());
+        }
+        if let Some(types) = &types {
+            builder.types(types.clone());
+        }
+        builder.build()
+    };
+    let wanted = |path: &Path| {
+        overrides
+            .as_ref()
+            .is_none_or(|o| !o.matched(path, false).is_ignore())
+            && types
+                .as_ref()
+                .is_none_or(|t| !t.matched(path, false).is_ignore())
+    };
     let mut out = Vec::new();
-    for entry in builder.build().flatten() {
-        if entry.file_type().is_some_and(|t| t.is_file()) {
-            out.push(entry.into_path());
+    let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut unlisted = 0;
+    let mut pending = vec![search.root.clone()];
+    while let Some(start) = pending.pop() {
+        let mut cut_short = false;
+        for entry in walker(&start) {
+            match entry {
+                Ok(entry) => {
+                    let is_file = entry.file_type().is_some_and(|t| t.is_file());
+                    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                    let path = entry.into_path();
+                    if is_dir {
+                        dirs.push(path.clone());
+                    }
+                    if seen.insert(path.clone()) && is_file {
+                        out.push(path);
+                    }
+                }
+                // A listing that stopped at a name it cannot carry drops
+                // every sibling after it: list those directories again.
+                Err(_) => cut_short = true,
+            }
+        }
+        if cut_short {
+            for dir in std::mem::take(&mut dirs) {
+                let Ok((names, skipped)) = carapace_guest_util::list_dir(&dir) else {
+                    continue;
+                };
+                unlisted += skipped;
+                for path in names {
+                    if seen.contains(&path) {
+                        continue;
+                    }
+                    let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                        continue;
+                    };
+                    if meta.is_dir() {
+                        pending.push(path);
+                    } else if meta.is_file() && wanted(&path) {
+                        seen.insert(path.clone());
+                        out.push(path);
+                    }
+                }
+            }
         }
     }
-    Ok(out)
+    Ok((out, unlisted))
 }
 
 /// The matches of one file: (line index, is_match) for every line shown.
@@ -249,8 +316,17 @@ fn matching_lines(search: &Search, text: &str) -> (Vec<usize>, usize) {
 /// The result for the model, and in Claude Code's shape for Grep's
 /// structured result.
 fn run(search: &Search) -> Result<(String, Value), String> {
+    let (paths, unlisted) = files(search)?;
+    let (text, structured) = render(search, paths)?;
+    Ok(match carapace_guest_util::unrepresentable_note(unlisted) {
+        Some(note) => (format!("{text}\n{note}"), structured),
+        None => (text, structured),
+    })
+}
+
+fn render(search: &Search, paths: Vec<PathBuf>) -> Result<(String, Value), String> {
     let mut found: Vec<(std::time::SystemTime, PathBuf, String, Vec<usize>, usize)> = Vec::new();
-    for path in files(search)? {
+    for path in paths {
         let Ok(meta) = std::fs::metadata(&path) else {
             continue;
         };

@@ -1,6 +1,7 @@
 //! Helpers the first-party tools share: path normalisation, file stamps,
-//! line numbering, output caps and patches. Pure Rust: each tool keeps its
-//! own WIT bindings.
+//! line numbering, output caps, patches, and a directory listing that a
+//! name WASI cannot carry does not cut short. Each tool keeps its own WIT
+//! bindings.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -113,6 +114,75 @@ pub fn structured_patch(old: &str, new: &str) -> serde_json::Value {
         })
         .collect();
     serde_json::Value::Array(hunks)
+}
+
+/// Every entry of `dir` whose name WASI can carry, and how many it cannot
+/// (names that are not UTF-8). `std::fs::read_dir` stops at the first such
+/// name — hiding every sibling after it — so this reads the directory
+/// through `wasi:filesystem` itself and steps over them.
+#[cfg(target_os = "wasi")]
+pub fn list_dir(dir: &Path) -> std::io::Result<(Vec<PathBuf>, usize)> {
+    use wasi::filesystem::types::{DescriptorFlags, ErrorCode, OpenFlags, PathFlags};
+    let wasi_error = |e: ErrorCode| std::io::Error::other(format!("{dir:?}: {e:?}"));
+    // The preopen the directory lies in (the deepest that holds it).
+    let (base, relative) = wasi::filesystem::preopens::get_directories()
+        .into_iter()
+        .filter_map(|(descriptor, guest)| {
+            let relative = dir.strip_prefix(&guest).ok()?.to_path_buf();
+            Some((guest.len(), descriptor, relative))
+        })
+        .max_by_key(|(depth, _, _)| *depth)
+        .map(|(_, descriptor, relative)| (descriptor, relative))
+        .ok_or_else(|| std::io::Error::other(format!("{dir:?} is not granted")))?;
+    let relative = relative.to_string_lossy().into_owned();
+    let opened;
+    let descriptor = if relative.is_empty() {
+        &base
+    } else {
+        opened = base
+            .open_at(
+                PathFlags::empty(),
+                &relative,
+                OpenFlags::DIRECTORY,
+                DescriptorFlags::READ,
+            )
+            .map_err(wasi_error)?;
+        &opened
+    };
+    let entries = descriptor.read_directory().map_err(wasi_error)?;
+    let mut names = Vec::new();
+    let mut unrepresentable = 0;
+    loop {
+        match entries.read_directory_entry() {
+            Ok(Some(entry)) => names.push(dir.join(entry.name)),
+            Ok(None) => break,
+            Err(ErrorCode::IllegalByteSequence) => unrepresentable += 1,
+            Err(e) => return Err(wasi_error(e)),
+        }
+    }
+    Ok((names, unrepresentable))
+}
+
+/// Outside WASI (this crate's own tests): `std::fs::read_dir`, which has
+/// no such limit.
+#[cfg(not(target_os = "wasi"))]
+pub fn list_dir(dir: &Path) -> std::io::Result<(Vec<PathBuf>, usize)> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        names.push(entry?.path());
+    }
+    Ok((names, 0))
+}
+
+/// The note a listing adds when names were skipped.
+pub fn unrepresentable_note(count: usize) -> Option<String> {
+    (count > 0).then(|| {
+        format!(
+            "({count} file name{} that {} not UTF-8 could not be listed)",
+            if count == 1 { "" } else { "s" },
+            if count == 1 { "is" } else { "are" }
+        )
+    })
 }
 
 #[cfg(test)]
