@@ -1118,3 +1118,36 @@ async fn a_name_that_is_not_utf8_hides_no_sibling() -> TestResult {
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn an_image_whose_bytes_are_not_one_never_reaches_the_model() -> TestResult {
+    let b = bench(PermissionMode::BypassPermissions, &[]).await?;
+    // Named like an image, holding something else.
+    std::fs::write(b.ws.join("fake.png"), "<svg onload=alert(1)>")?;
+    let result = b.call("Read", json!({"file_path": b.p("fake.png")})).await;
+    let blocks = match &result.content {
+        ToolResultContent::Blocks(blocks) => blocks.clone(),
+        ToolResultContent::Text(text) => vec![ToolResultBlock::Text { text: text.clone() }],
+    };
+    assert!(
+        !blocks
+            .iter()
+            .any(|b| matches!(b, ToolResultBlock::Image { .. })),
+        "{blocks:?}"
+    );
+    assert!(
+        text(&result).contains("<svg"),
+        "{}",
+        text(&result)
+    );
+    // The control: a real PNG is an image block.
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+    std::fs::write(b.ws.join("real.png"), png)?;
+    let real = b.call("Read", json!({"file_path": b.p("real.png")})).await;
+    assert!(
+        matches!(&real.content, ToolResultContent::Blocks(blocks) if blocks.iter().any(|b| matches!(b, ToolResultBlock::Image { .. }))),
+        "{:?}",
+        real.content
+    );
+    Ok(())
+}

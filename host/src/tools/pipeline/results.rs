@@ -21,13 +21,22 @@ pub(super) fn to_result(id: &str, output: ToolOutput) -> ToolCallResult {
                 .iter()
                 .map(|block| match block {
                     ToolContent::Text(text) => ToolResultBlock::Text { text: text.clone() },
-                    ToolContent::Image { media_type, data } => ToolResultBlock::Image {
-                        source: ImageSource {
-                            kind: "base64".into(),
-                            media_type: media_type.clone(),
-                            data: base64::engine::general_purpose::STANDARD.encode(data),
-                        },
-                    },
+                    ToolContent::Image { media_type, data } => {
+                        match image_problem(media_type, data) {
+                            None => ToolResultBlock::Image {
+                                source: ImageSource {
+                                    kind: "base64".into(),
+                                    media_type: media_type.clone(),
+                                    data: base64::engine::general_purpose::STANDARD.encode(data),
+                                },
+                            },
+                            Some(problem) => ToolResultBlock::Text {
+                                text: format!(
+                                    "[The tool returned an image that was not sent: {problem}.]"
+                                ),
+                            },
+                        }
+                    }
                 })
                 .collect(),
         ),
@@ -44,6 +53,40 @@ pub(super) fn to_result(id: &str, output: ToolOutput) -> ToolCallResult {
         denial: None,
         hooks: Default::default(),
     }
+}
+
+/// The media types the Messages API accepts for images.
+const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// The API's limit on one image, base64-encoded.
+const MAX_IMAGE_BASE64_BYTES: usize = 5 << 20;
+
+/// Why an image block must not reach the model, if it must not: a media
+/// type the API does not take, bytes that are not that kind of image (by
+/// their signature), or an image over the API's size limit.
+fn image_problem(media_type: &str, data: &[u8]) -> Option<String> {
+    if !IMAGE_TYPES.contains(&media_type) {
+        return Some(format!(
+            "`{media_type}` is not an image type the model accepts ({})",
+            IMAGE_TYPES.join(", ")
+        ));
+    }
+    let is = match media_type {
+        "image/png" => data.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "image/jpeg" => data.starts_with(&[0xff, 0xd8, 0xff]),
+        "image/gif" => data.starts_with(b"GIF87a") || data.starts_with(b"GIF89a"),
+        _ => data.len() >= 12 && &data[..4] == b"RIFF" && &data[8..12] == b"WEBP",
+    };
+    if !is {
+        return Some(format!("its bytes are not a {media_type} image"));
+    }
+    let encoded = data.len().div_ceil(3) * 4;
+    if encoded > MAX_IMAGE_BASE64_BYTES {
+        return Some(format!(
+            "it is {encoded} bytes encoded, over the model's limit of {MAX_IMAGE_BASE64_BYTES}"
+        ));
+    }
+    None
 }
 
 /// What decided a denial, as the loop's `permission_denied` line shows it.
@@ -169,5 +212,59 @@ mod tests {
         assert_eq!(closest_name("read", &known), Some("Read"));
         assert_eq!(closest_name("Reed", &known), Some("Read"));
         assert_eq!(closest_name("Delete", &known), None);
+    }
+
+    fn blocks(content: Vec<ToolContent>) -> Vec<ToolResultBlock> {
+        let output = ToolOutput {
+            content,
+            is_error: false,
+            structured: None,
+        };
+        match to_result("toolu_1", output).content {
+            ToolResultContent::Blocks(blocks) => blocks,
+            other => panic!("blocks expected: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_real_images_of_accepted_types_reach_the_model() {
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        let mut big = png.clone();
+        big.resize(4 << 20, 0);
+        let cases: [(&str, Vec<u8>, Option<&str>); 7] = [
+            ("image/png", png.clone(), None),
+            (
+                "image/png",
+                b"<svg onload=x>".to_vec(),
+                Some("not a image/png"),
+            ),
+            (
+                "image/svg+xml",
+                b"<svg/>".to_vec(),
+                Some("not an image type"),
+            ),
+            ("image/jpeg", png.clone(), Some("not a image/jpeg")),
+            ("image/gif", b"GIF89a....".to_vec(), None),
+            ("image/webp", b"RIFF\0\0\0\0WEBPVP8 ".to_vec(), None),
+            ("image/png", big, Some("over the model's limit")),
+        ];
+        for (media_type, data, problem) in cases {
+            let out = blocks(vec![
+                ToolContent::Text("x".into()),
+                ToolContent::Image {
+                    media_type: media_type.into(),
+                    data,
+                },
+            ]);
+            match (&out[1], problem) {
+                (ToolResultBlock::Image { source }, None) => {
+                    assert_eq!(source.media_type, media_type)
+                }
+                (ToolResultBlock::Text { text }, Some(why)) => {
+                    assert!(text.contains(why), "{media_type}: {text}")
+                }
+                (block, _) => panic!("{media_type}: {block:?}"),
+            }
+        }
     }
 }
