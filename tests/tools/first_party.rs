@@ -1135,11 +1135,7 @@ async fn an_image_whose_bytes_are_not_one_never_reaches_the_model() -> TestResul
             .any(|b| matches!(b, ToolResultBlock::Image { .. })),
         "{blocks:?}"
     );
-    assert!(
-        text(&result).contains("<svg"),
-        "{}",
-        text(&result)
-    );
+    assert!(text(&result).contains("<svg"), "{}", text(&result));
     // The control: a real PNG is an image block.
     let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
     std::fs::write(b.ws.join("real.png"), png)?;

@@ -208,7 +208,16 @@ impl McpChannel {
                 .await
                 .is_err()
         {
-            let _ = child.kill().await;
+            // The helper ends the server's tree and removes its cgroup.
+            super::process::end_helper(child);
+        }
+    }
+}
+
+impl Drop for McpChannel {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.get_mut().ok().and_then(Option::take) {
+            super::process::end_helper(child);
         }
     }
 }

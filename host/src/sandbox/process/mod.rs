@@ -308,9 +308,12 @@ pub async fn run_command(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = process
-        .spawn()
-        .map_err(|e| format!("cannot start the command: {e}"))?;
+    let mut running = RunningHelper(Some(
+        process
+            .spawn()
+            .map_err(|e| format!("cannot start the command: {e}"))?,
+    ));
+    let child = running.0.as_mut().ok_or("no command")?;
     let pid = child.id();
     let mut stdout = child.stdout.take().ok_or("no stdout")?;
     let mut stderr = child.stderr.take().ok_or("no stderr")?;
@@ -320,8 +323,10 @@ pub async fn run_command(
 
     let (status, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => (status.ok(), false),
-        Err(_) => (stop(&mut child, pid).await, true),
+        Err(_) => (stop(child, pid).await, true),
     };
+    // Ended: nothing to do when `running` is dropped.
+    running.0.take();
     // Without namespaces the group may have children still holding the
     // pipes: end them too.
     kill_group(pid);
@@ -370,6 +375,56 @@ async fn stop(
         let _ = tokio::task::spawn_blocking(move || cgroup::remove_leftover(pid)).await;
     }
     status
+}
+
+/// Ends a helper whose call was abandoned (its future dropped, its server
+/// shut down): asked first with SIGTERM — it ends the command's whole tree
+/// and removes the call's cgroup — then killed after [`STOP_GRACE`], and
+/// its cgroup removed for it. Never blocks the caller.
+pub(crate) fn end_helper(mut child: tokio::process::Child) {
+    if !matches!(child.try_wait(), Ok(None)) {
+        return; // already ended (and reaped)
+    }
+    let Some(pid) = child.id() else {
+        return;
+    };
+    if let Ok(raw) = i32::try_from(pid) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(raw),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    std::thread::spawn(move || {
+        let ended = |child: &mut tokio::process::Child, within: Duration| {
+            let deadline = std::time::Instant::now() + within;
+            loop {
+                if !matches!(child.try_wait(), Ok(None)) {
+                    return true;
+                }
+                if std::time::Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        };
+        if ended(&mut child, STOP_GRACE) {
+            return;
+        }
+        let _ = child.start_kill();
+        ended(&mut child, STOP_GRACE);
+        cgroup::remove_leftover(pid);
+    });
+}
+
+/// A running helper: ended with [`end_helper`] if its call is abandoned.
+struct RunningHelper(Option<tokio::process::Child>);
+
+impl Drop for RunningHelper {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.take() {
+            end_helper(child);
+        }
+    }
 }
 
 /// Removes the protected paths a command created (they did not exist
