@@ -162,7 +162,9 @@ impl SimpleCommand {
             .any(|word| match word {
                 WordText::Literal(arg) => options.iter().any(|option| {
                     arg == option
-                        || arg.starts_with(&format!("{option}="))
+                        || arg
+                            .strip_prefix(option)
+                            .is_some_and(|rest| rest.starts_with('='))
                         || (option.len() == 2 && option.starts_with('-') && arg.starts_with(option))
                         || (!option.starts_with('-') && arg.contains(option))
                 }),
@@ -631,14 +633,22 @@ impl CommandPattern {
     /// Whether `command` could be what this pattern names: a dynamic word
     /// could be anything, so it is caught when its known part fits.
     fn catches_one(&self, command: &SimpleCommand) -> bool {
-        [
-            command.literal_prefix(),
-            command.program_text(false),
-            command.program_text(true),
-        ]
-        .into_iter()
-        .any(|(literal, whole)| self.catches_text(&literal, whole))
-            || command.runs.iter().any(|run| self.catches_one(run))
+        let (literal, whole) = command.literal_prefix();
+        if self.catches_text(&literal, whole) {
+            return true;
+        }
+        // The same command without its assignments, its program by name:
+        // only different when there are assignments or a path.
+        let by_path = matches!(command.words.get(command.name), Some(WordText::Literal(n)) if n.contains('/'));
+        if command.name > 0 || by_path {
+            for by_base_name in [false, true] {
+                let (literal, whole) = command.program_text(by_base_name);
+                if self.catches_text(&literal, whole) {
+                    return true;
+                }
+            }
+        }
+        command.runs.iter().any(|run| self.catches_one(run))
     }
 
     fn catches_text(&self, literal: &str, whole: bool) -> bool {
