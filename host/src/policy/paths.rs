@@ -49,12 +49,26 @@ pub fn resolve_symlinks(path: &Path) -> PathBuf {
     path.to_path_buf()
 }
 
-/// The regular files inside `dir` with more than one name (hard links),
-/// visiting at most `limit` entries; links are not followed.
-pub fn multiply_linked(dir: &Path, limit: usize) -> Result<Vec<FileId>, TreeTooLarge> {
-    use std::os::unix::fs::MetadataExt;
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
+/// What a bounded walk does after visiting an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visit {
+    /// Go on; into the entry when it is a directory.
+    Descend,
+    /// Go on, but not into this entry.
+    Skip,
+    /// End the walk.
+    Stop,
+}
+
+/// Walks the tree `root`, calling `visit` with each entry's path and
+/// metadata (links not followed, carapace's staging roots not entered),
+/// visiting at most `limit` entries: a larger tree cannot be vouched for.
+pub fn walk_tree(
+    root: &Path,
+    limit: usize,
+    mut visit: impl FnMut(&Path, &std::fs::Metadata) -> Visit,
+) -> Result<(), TreeTooLarge> {
+    let mut stack = vec![root.to_path_buf()];
     let mut seen = 0usize;
     while let Some(current) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&current) else {
@@ -68,18 +82,33 @@ pub fn multiply_linked(dir: &Path, limit: usize) -> Result<Vec<FileId>, TreeTooL
             let Ok(meta) = entry.metadata() else {
                 continue;
             };
-            if meta.is_dir() {
-                if !is_staging(&entry.file_name()) {
-                    stack.push(entry.path());
+            let path = entry.path();
+            match visit(&path, &meta) {
+                Visit::Stop => return Ok(()),
+                Visit::Descend if meta.is_dir() && !is_staging(&entry.file_name()) => {
+                    stack.push(path)
                 }
-            } else if meta.is_file() && meta.nlink() > 1 {
-                found.push(FileId {
-                    dev: meta.dev(),
-                    ino: meta.ino(),
-                });
+                Visit::Descend | Visit::Skip => {}
             }
         }
     }
+    Ok(())
+}
+
+/// The regular files inside `dir` with more than one name (hard links),
+/// visiting at most `limit` entries; links are not followed.
+pub fn multiply_linked(dir: &Path, limit: usize) -> Result<Vec<FileId>, TreeTooLarge> {
+    use std::os::unix::fs::MetadataExt;
+    let mut found = Vec::new();
+    walk_tree(dir, limit, |_, meta| {
+        if meta.is_file() && meta.nlink() > 1 {
+            found.push(FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            });
+        }
+        Visit::Descend
+    })?;
     Ok(found)
 }
 

@@ -3,6 +3,7 @@
 //! case-insensitively (case-insensitive filesystems exist) on the path with
 //! symlinks resolved.
 
+use super::paths::{Visit, walk_tree};
 use std::path::{Path, PathBuf};
 
 /// Shell start-up files in the home directory.
@@ -88,29 +89,16 @@ pub fn protected_entries(
     limit: usize,
 ) -> Result<Vec<PathBuf>, TreeTooLarge> {
     let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    let mut seen = 0usize;
-    while let Some(current) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&current) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > limit {
-                return Err(TreeTooLarge(limit));
-            }
-            let path = entry.path();
-            if protected_reason(&path, home, config_dir).is_some() {
-                found.push(path);
-                continue;
-            }
-            // Do not follow links: a link is judged by where it points when
-            // it is used, not here.
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(path);
-            }
+    // Links are not followed: a link is judged by where it points when it
+    // is used, not here.
+    walk_tree(dir, limit, |path, _| {
+        if protected_reason(path, home, config_dir).is_some() {
+            found.push(path.to_path_buf());
+            Visit::Skip
+        } else {
+            Visit::Descend
         }
-    }
+    })?;
     Ok(found)
 }
 

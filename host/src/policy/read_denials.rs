@@ -3,7 +3,7 @@
 //! paths the rules deny are hidden from its view of the filesystem before it
 //! starts, listed afresh for each command.
 
-use super::paths::{is_staging, multiply_linked};
+use super::paths::{Visit, multiply_linked, walk_tree};
 use super::rules::{Family, PathPattern, RuleKind, RuleSet, Specifier, ToolMatcher};
 use crate::sandbox::{DeniedPaths, FileId};
 use std::path::{Path, PathBuf};
@@ -205,36 +205,22 @@ fn denied_links(hidden: &[PathBuf], limit: usize) -> Result<Vec<FileId>, String>
 fn names_of(root: &Path, ids: &[FileId], limit: usize) -> Result<Vec<PathBuf>, String> {
     use std::os::unix::fs::MetadataExt;
     let mut names = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    let mut seen = 0usize;
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > limit {
-                return Err(format!(
-                    "a file a read deny rule covers has another name (a hard link), and {} has more than {limit} entries to search for it; the command was not run",
-                    root.display()
-                ));
-            }
-            let Ok(meta) = entry.metadata() else {
-                continue;
-            };
-            if meta.is_dir() {
-                if !is_staging(&entry.file_name()) {
-                    stack.push(entry.path());
-                }
-            } else if meta.is_file()
-                && ids
-                    .iter()
-                    .any(|id| id.dev == meta.dev() && id.ino == meta.ino())
-            {
-                names.push(entry.path());
-            }
+    walk_tree(root, limit, |path, meta| {
+        if meta.is_file()
+            && ids
+                .iter()
+                .any(|id| id.dev == meta.dev() && id.ino == meta.ino())
+        {
+            names.push(path.to_path_buf());
         }
-    }
+        Visit::Descend
+    })
+    .map_err(|e| {
+        format!(
+            "a file a read deny rule covers has another name (a hard link), and {} cannot be searched for it ({e}); the command was not run",
+            root.display()
+        )
+    })?;
     Ok(names)
 }
 

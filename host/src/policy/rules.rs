@@ -4,6 +4,7 @@
 //! patterns for Bash, `domain:` for WebFetch. Matching never re-parses text.
 
 use super::bash::{Analysis, CommandPattern};
+use super::paths::{Visit, walk_tree};
 use crate::sandbox::{FileFacts, FileId};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::path::{Path, PathBuf};
@@ -307,33 +308,19 @@ impl PathPattern {
         if let Some(named) = &self.literal_file {
             return std::fs::metadata(named).is_ok_and(|m| same(&m));
         }
-        let mut stack = vec![self.search_root().to_path_buf()];
-        let mut seen = 0usize;
-        while let Some(dir) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                seen += 1;
-                if seen > LINK_SCAN_LIMIT {
-                    return true;
-                }
-                let Ok(meta) = entry.metadata() else {
-                    continue;
-                };
-                let path = entry.path();
-                if meta.is_file() && same(&meta) && self.matches(&path, false) {
-                    return true;
-                }
-                if meta.is_dir()
-                    && self.may_match_inside(&path)
-                    && !super::paths::is_staging(&entry.file_name())
-                {
-                    stack.push(path);
-                }
+        let mut named = false;
+        let walked = walk_tree(self.search_root(), LINK_SCAN_LIMIT, |path, meta| {
+            if meta.is_file() && same(meta) && self.matches(path, false) {
+                named = true;
+                return Visit::Stop;
             }
-        }
-        false
+            if self.may_match_inside(path) {
+                Visit::Descend
+            } else {
+                Visit::Skip
+            }
+        });
+        named || walked.is_err()
     }
 
     /// Whether some path inside the tree `dir` could match: used to refuse a
