@@ -833,6 +833,45 @@ async fn tool_benches(cache: &Path) -> BenchResult {
     .await?;
     report("tools: spawning `sh -c 'echo hi'` directly", &samples, "");
 
+    // What every command pays for a floating read deny rule: the walk that
+    // lists what it covers (to hide it).
+    {
+        use carapace::policy::{
+            Anchors, ReadDenials, Rule, RuleKind, RuleSet, RuleSource, SourceKind,
+        };
+        use carapace::sandbox::DeniedPaths;
+        let anchors = Anchors {
+            cwd: tree.clone(),
+            home: tree.clone(),
+            project: tree.clone(),
+        };
+        let source = RuleSource {
+            kind: SourceKind::User,
+            file: None,
+        };
+        let rules = RuleSet::new(vec![Rule::parse(
+            "Read(*.env)",
+            RuleKind::Deny,
+            source,
+            &anchors,
+        )?]);
+        let denials =
+            ReadDenials::from_rules(&rules, vec![tree.clone()]).ok_or("a read deny rule")?;
+        let samples = time_async(100, |_| {
+            let listed = denials.list();
+            async move {
+                std::hint::black_box(listed?);
+                Ok(())
+            }
+        })
+        .await?;
+        report(
+            "tools: list what `Read(*.env)` hides from a command (1,000-file tree)",
+            &samples,
+            "per Bash call while such a rule exists",
+        );
+    }
+
     let url = format!("http://127.0.0.1:{port}/");
     let samples = time_async(100, |_| {
         let c = call("WebFetch", json!({"url": url, "prompt": "x"}));
