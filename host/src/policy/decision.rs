@@ -726,7 +726,7 @@ impl Policy {
                 // The file the decision is about, opened without following
                 // a link: what gets staged must be this one.
                 let file = file_facts(&resolved).map_err(|e| format!("{tool}: {e}"))?;
-                let is_dir = resolved.is_dir();
+                let is_dir = file.is_some_and(|f| f.is_dir);
                 Resolved::File {
                     requested,
                     resolved,

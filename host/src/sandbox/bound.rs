@@ -39,6 +39,7 @@ pub struct FileFacts {
     /// How many names the file has (more than one: a hard link exists).
     pub links: u64,
     pub is_file: bool,
+    pub is_dir: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -64,6 +65,7 @@ impl Bound {
             id: FileId::of(&self.stat),
             links: self.stat.st_nlink,
             is_file: self.is_file(),
+            is_dir: self.is_dir(),
         }
     }
 
