@@ -94,6 +94,8 @@ pub struct McpChannel {
     child: std::sync::Mutex<Option<tokio::process::Child>>,
     /// The server's private temp dir, removed with the channel.
     _temp_dir: Option<tempfile::TempDir>,
+    /// Protected paths it must not leave behind.
+    sweep: super::process::Sweep,
 }
 
 impl std::fmt::Debug for McpChannel {
@@ -113,6 +115,7 @@ impl McpChannel {
         let super::process::ConfinedChild {
             mut child,
             temp_dir,
+            sweep,
         } = confined;
         let stdin = child
             .stdin
@@ -137,6 +140,7 @@ impl McpChannel {
             stderr: tail,
             child: std::sync::Mutex::new(Some(child)),
             _temp_dir: Some(temp_dir),
+            sweep,
         }))
     }
 
@@ -203,13 +207,12 @@ impl McpChannel {
     pub async fn shutdown(&self) {
         self.stdin.lock().await.take();
         let child = self.child.lock().ok().and_then(|mut c| c.take());
-        if let Some(mut child) = child
-            && tokio::time::timeout(Duration::from_millis(500), child.wait())
-                .await
-                .is_err()
-        {
-            // The helper ends the server's tree and removes its cgroup.
-            super::process::end_helper(child);
+        if let Some(mut child) = child {
+            // A moment to exit on its own once its input is closed; then
+            // the helper ends the server's tree and removes its cgroup, and
+            // what the server created among protected paths goes too.
+            let _ = tokio::time::timeout(Duration::from_millis(500), child.wait()).await;
+            super::process::end_helper(child, self.sweep.clone(), self.server.clone());
         }
     }
 }
@@ -217,7 +220,7 @@ impl McpChannel {
 impl Drop for McpChannel {
     fn drop(&mut self) {
         if let Some(child) = self.child.get_mut().ok().and_then(Option::take) {
-            super::process::end_helper(child);
+            super::process::end_helper(child, self.sweep.clone(), self.server.clone());
         }
     }
 }

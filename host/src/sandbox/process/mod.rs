@@ -234,6 +234,23 @@ pub struct ConfinedChild {
     pub child: tokio::process::Child,
     /// Removed when this is dropped.
     pub temp_dir: tempfile::TempDir,
+    /// Protected paths that did not exist when it started: whatever the
+    /// program creates there is removed when it ends.
+    pub sweep: Sweep,
+}
+
+/// Protected paths absent when a program started, removed if it created
+/// them (see [`end_helper`]).
+#[derive(Debug, Clone, Default)]
+pub struct Sweep(Vec<PathBuf>);
+
+impl Sweep {
+    /// Removes what was created; each removal is reported (to the log).
+    pub fn run(&self, program: &str) {
+        for note in remove_created(&self.0) {
+            tracing::warn!(program, "{note}");
+        }
+    }
 }
 
 /// Starts a long-running program (an MCP server) under the OS sandbox of
@@ -256,7 +273,12 @@ pub fn spawn_confined(
         .map(shell_quote)
         .collect();
     let temp_dir = private_temp_dir()?;
-    let (plan, _absent) = config.plan(format!("exec {}", quoted.join(" ")), temp_dir.path())?;
+    let (plan, absent) = config.plan(format!("exec {}", quoted.join(" ")), temp_dir.path())?;
+    let sweep = if plan.uses(SandboxLayer::ProtectedPaths) {
+        Sweep(absent)
+    } else {
+        Sweep::default()
+    };
     let mut vars = fresh_env(config, temp_dir.path());
     if let Some(path) = std::env::var_os("PATH") {
         vars.retain(|(k, _)| k != "PATH");
@@ -277,7 +299,11 @@ pub fn spawn_confined(
     let child = process
         .spawn()
         .map_err(|e| format!("cannot start `{program}`: {e}"))?;
-    Ok(ConfinedChild { child, temp_dir })
+    Ok(ConfinedChild {
+        child,
+        temp_dir,
+        sweep,
+    })
 }
 
 /// One word for `/bin/sh`, single-quoted.
@@ -308,11 +334,19 @@ pub async fn run_command(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut running = RunningHelper(Some(
-        process
-            .spawn()
-            .map_err(|e| format!("cannot start the command: {e}"))?,
-    ));
+    let abandoned_sweep = if plan.uses(SandboxLayer::ProtectedPaths) {
+        Sweep(absent.clone())
+    } else {
+        Sweep::default()
+    };
+    let mut running = RunningHelper(
+        Some(
+            process
+                .spawn()
+                .map_err(|e| format!("cannot start the command: {e}"))?,
+        ),
+        abandoned_sweep,
+    );
     let child = running.0.as_mut().ok_or("no command")?;
     let pid = child.id();
     let mut stdout = child.stdout.take().ok_or("no stdout")?;
@@ -381,11 +415,13 @@ async fn stop(
 /// shut down): asked first with SIGTERM — it ends the command's whole tree
 /// and removes the call's cgroup — then killed after [`STOP_GRACE`], and
 /// its cgroup removed for it. Never blocks the caller.
-pub(crate) fn end_helper(mut child: tokio::process::Child) {
+pub(crate) fn end_helper(mut child: tokio::process::Child, sweep: Sweep, program: String) {
     if !matches!(child.try_wait(), Ok(None)) {
+        sweep.run(&program);
         return; // already ended (and reaped)
     }
     let Some(pid) = child.id() else {
+        sweep.run(&program);
         return;
     };
     if let Ok(raw) = i32::try_from(pid) {
@@ -407,22 +443,22 @@ pub(crate) fn end_helper(mut child: tokio::process::Child) {
                 std::thread::sleep(Duration::from_millis(10));
             }
         };
-        if ended(&mut child, STOP_GRACE) {
-            return;
+        if !ended(&mut child, STOP_GRACE) {
+            let _ = child.start_kill();
+            ended(&mut child, STOP_GRACE);
+            cgroup::remove_leftover(pid);
         }
-        let _ = child.start_kill();
-        ended(&mut child, STOP_GRACE);
-        cgroup::remove_leftover(pid);
+        sweep.run(&program);
     });
 }
 
 /// A running helper: ended with [`end_helper`] if its call is abandoned.
-struct RunningHelper(Option<tokio::process::Child>);
+struct RunningHelper(Option<tokio::process::Child>, Sweep);
 
 impl Drop for RunningHelper {
     fn drop(&mut self) {
         if let Some(child) = self.0.take() {
-            end_helper(child);
+            end_helper(child, std::mem::take(&mut self.1), "a command".into());
         }
     }
 }
