@@ -152,6 +152,12 @@ fn sigterm_during_a_command_ends_its_whole_tree() -> TestResult {
     Ok(())
 }
 
+/// A reply that streams a text block, then does `step` (stalls, sends
+/// raw bytes) before the message would end.
+fn partial_then(step: Step) -> Reply {
+    Reply::message(vec![Block::text("partial")], "end_turn").after_block(0, step)
+}
+
 /// Bytes of one SSE event that never ends: `size` bytes of data, no line end.
 fn endless_line(size: usize) -> Vec<u8> {
     let mut bytes = b"event: content_block_delta\ndata: ".to_vec();
@@ -165,14 +171,11 @@ fn a_huge_line_is_refused_in_linear_time_and_not_retried() -> TestResult {
     // 40 MiB in 64 KiB chunks: a decoder that re-read its buffer on every
     // chunk would scan ~13 GB; the cap stops it at 16 MiB either way.
     let server = ScriptedServer::start(vec![
-        Reply::message(vec![Block::text("partial")], "end_turn").after_block(
-            0,
-            Step::Raw {
-                bytes: endless_line(40 << 20),
-                chunk: 64 << 10,
-                pause: Duration::ZERO,
-            },
-        ),
+        partial_then(Step::Raw {
+            bytes: endless_line(40 << 20),
+            chunk: 64 << 10,
+            pause: Duration::ZERO,
+        }),
         Reply::text("a retry happened"),
     ])?;
     let output = spawn(
@@ -195,14 +198,11 @@ fn a_huge_line_is_refused_in_linear_time_and_not_retried() -> TestResult {
     let mut small = endless_line(1 << 20);
     small.extend_from_slice(b"\n\n");
     let server = ScriptedServer::start(vec![
-        Reply::message(vec![Block::text("partial")], "end_turn").after_block(
-            0,
-            Step::Raw {
-                bytes: small,
-                chunk: 64 << 10,
-                pause: Duration::ZERO,
-            },
-        ),
+        partial_then(Step::Raw {
+            bytes: small,
+            chunk: 64 << 10,
+            pause: Duration::ZERO,
+        }),
         Reply::text("a retry happened"),
     ])?;
     let output = spawn(&server, ws.path(), &["-p", "hello"])?.wait_with_output()?;
@@ -214,8 +214,7 @@ fn a_huge_line_is_refused_in_linear_time_and_not_retried() -> TestResult {
 fn a_stalled_stream_hits_the_idle_timeout_and_is_retried() -> TestResult {
     let ws = tempfile::tempdir()?;
     let server = ScriptedServer::start(vec![
-        Reply::message(vec![Block::text("partial")], "end_turn")
-            .after_block(0, Step::Pause(Duration::from_secs(60))),
+        partial_then(Step::Pause(Duration::from_secs(60))),
         Reply::text("after the retry"),
     ])?;
     let output = support::carapace()
@@ -238,8 +237,7 @@ fn a_stalled_stream_hits_the_idle_timeout_and_is_retried() -> TestResult {
     // The control: with the default (five minutes) the same stall is still
     // waited on.
     let server = ScriptedServer::start(vec![
-        Reply::message(vec![Block::text("partial")], "end_turn")
-            .after_block(0, Step::Pause(Duration::from_secs(60))),
+        partial_then(Step::Pause(Duration::from_secs(60))),
         Reply::text("after the retry"),
     ])?;
     let mut child = spawn(&server, ws.path(), &["-p", "hello"])?;
@@ -257,16 +255,11 @@ fn sigterm_ends_a_run_whose_stream_trickles() -> TestResult {
     let ws = tempfile::tempdir()?;
     // One byte every millisecond or so, never a whole event: the stream is
     // busy but never done.
-    let server = ScriptedServer::start(vec![
-        Reply::message(vec![Block::text("partial")], "end_turn").after_block(
-            0,
-            Step::Raw {
-                bytes: endless_line(1 << 20),
-                chunk: 1,
-                pause: Duration::from_millis(1),
-            },
-        ),
-    ])?;
+    let server = ScriptedServer::start(vec![partial_then(Step::Raw {
+        bytes: endless_line(1 << 20),
+        chunk: 1,
+        pause: Duration::from_millis(1),
+    })])?;
     let child = spawn(
         &server,
         ws.path(),
