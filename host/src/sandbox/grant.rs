@@ -453,15 +453,7 @@ fn stage_file(
     }
     // Link (or copy) the opened file itself, whatever its name is now.
     let source = opened.proc_path();
-    if nix::unistd::linkat(
-        nix::fcntl::AT_FDCWD,
-        &source,
-        nix::fcntl::AT_FDCWD,
-        &target,
-        nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
-    )
-    .is_err()
-    {
+    if opened.link_to(&target).is_err() {
         std::fs::copy(&source, &target)
             .map_err(|e| staging_error(format!("neither a hard link nor a copy worked: {e}")))?;
         // A copy keeps the original's modification time, so tools that
