@@ -60,13 +60,39 @@ pub enum Visit {
     Stop,
 }
 
-/// Walks the tree `root`, calling `visit` with each entry's path and
-/// metadata (links not followed, carapace's staging roots not entered),
-/// visiting at most `limit` entries: a larger tree cannot be vouched for.
+/// One entry met by [`walk_tree`]: its path and kind from the directory
+/// listing; its identity only when asked (one `stat`, files only).
+pub struct TreeEntry<'a> {
+    pub path: &'a Path,
+    entry: &'a std::fs::DirEntry,
+    kind: std::fs::FileType,
+}
+
+impl TreeEntry<'_> {
+    /// A regular file's identity and how many names it has.
+    pub fn file(&self) -> Option<(FileId, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        if !self.kind.is_file() {
+            return None;
+        }
+        let meta = self.entry.metadata().ok()?;
+        Some((
+            FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            },
+            meta.nlink(),
+        ))
+    }
+}
+
+/// Walks the tree `root`, calling `visit` for each entry (links not
+/// followed, carapace's staging roots not entered), visiting at most
+/// `limit` entries: a larger tree cannot be vouched for.
 pub fn walk_tree(
     root: &Path,
     limit: usize,
-    mut visit: impl FnMut(&Path, &std::fs::Metadata) -> Visit,
+    mut visit: impl FnMut(&TreeEntry<'_>) -> Visit,
 ) -> Result<(), TreeTooLarge> {
     let mut stack = vec![root.to_path_buf()];
     let mut seen = 0usize;
@@ -79,13 +105,18 @@ pub fn walk_tree(
             if seen > limit {
                 return Err(TreeTooLarge(limit));
             }
-            let Ok(meta) = entry.metadata() else {
+            let Ok(kind) = entry.file_type() else {
                 continue;
             };
             let path = entry.path();
-            match visit(&path, &meta) {
+            let visited = visit(&TreeEntry {
+                path: &path,
+                entry: &entry,
+                kind,
+            });
+            match visited {
                 Visit::Stop => return Ok(()),
-                Visit::Descend if meta.is_dir() && !is_staging(&entry.file_name()) => {
+                Visit::Descend if kind.is_dir() && !is_staging(&entry.file_name()) => {
                     stack.push(path)
                 }
                 Visit::Descend | Visit::Skip => {}
@@ -98,14 +129,12 @@ pub fn walk_tree(
 /// The regular files inside `dir` with more than one name (hard links),
 /// visiting at most `limit` entries; links are not followed.
 pub fn multiply_linked(dir: &Path, limit: usize) -> Result<Vec<FileId>, TreeTooLarge> {
-    use std::os::unix::fs::MetadataExt;
     let mut found = Vec::new();
-    walk_tree(dir, limit, |_, meta| {
-        if meta.is_file() && meta.nlink() > 1 {
-            found.push(FileId {
-                dev: meta.dev(),
-                ino: meta.ino(),
-            });
+    walk_tree(dir, limit, |entry| {
+        if let Some((id, links)) = entry.file()
+            && links > 1
+        {
+            found.push(id);
         }
         Visit::Descend
     })?;

@@ -91,9 +91,9 @@ pub fn protected_entries(
     let mut found = Vec::new();
     // Links are not followed: a link is judged by where it points when it
     // is used, not here.
-    walk_tree(dir, limit, |path, _| {
-        if protected_reason(path, home, config_dir).is_some() {
-            found.push(path.to_path_buf());
+    walk_tree(dir, limit, |entry| {
+        if protected_reason(entry.path, home, config_dir).is_some() {
+            found.push(entry.path.to_path_buf());
             Visit::Skip
         } else {
             Visit::Descend

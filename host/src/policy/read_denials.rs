@@ -203,15 +203,10 @@ fn denied_links(hidden: &[PathBuf], limit: usize) -> Result<Vec<FileId>, String>
 
 /// The names under `root` of the files `ids` (links not followed).
 fn names_of(root: &Path, ids: &[FileId], limit: usize) -> Result<Vec<PathBuf>, String> {
-    use std::os::unix::fs::MetadataExt;
     let mut names = Vec::new();
-    walk_tree(root, limit, |path, meta| {
-        if meta.is_file()
-            && ids
-                .iter()
-                .any(|id| id.dev == meta.dev() && id.ino == meta.ino())
-        {
-            names.push(path.to_path_buf());
+    walk_tree(root, limit, |entry| {
+        if entry.file().is_some_and(|(id, _)| ids.contains(&id)) {
+            names.push(entry.path.to_path_buf());
         }
         Visit::Descend
     })

@@ -309,12 +309,12 @@ impl PathPattern {
             return std::fs::metadata(named).is_ok_and(|m| same(&m));
         }
         let mut named = false;
-        let walked = walk_tree(self.search_root(), LINK_SCAN_LIMIT, |path, meta| {
-            if meta.is_file() && same(meta) && self.matches(path, false) {
+        let walked = walk_tree(self.search_root(), LINK_SCAN_LIMIT, |entry| {
+            if self.matches(entry.path, false) && entry.file().is_some_and(|(f, _)| f == id) {
                 named = true;
                 return Visit::Stop;
             }
-            if self.may_match_inside(path) {
+            if self.may_match_inside(entry.path) {
                 Visit::Descend
             } else {
                 Visit::Skip

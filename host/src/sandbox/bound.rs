@@ -195,17 +195,7 @@ pub fn open(path: &Path) -> Result<Option<Bound>, BoundError> {
         .flags(OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
         .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
     match openat2(AT_FDCWD, path, how) {
-        Ok(fd) => {
-            let stat = fstat(&fd).map_err(|errno| BoundError::Open {
-                path: path.to_path_buf(),
-                errno,
-            })?;
-            let bound = Bound { fd, stat };
-            if bound.kind() == SFlag::S_IFLNK {
-                return Err(BoundError::LinkInPath(path.to_path_buf()));
-            }
-            Ok(Some(bound))
-        }
+        Ok(fd) => bound(fd, path).map(Some),
         // Missing, or a component is not a directory: nothing is there.
         Err(Errno::ENOENT | Errno::ENOTDIR) => Ok(None),
         Err(Errno::ELOOP) => Err(BoundError::LinkInPath(path.to_path_buf())),
@@ -222,12 +212,7 @@ pub fn open(path: &Path) -> Result<Option<Bound>, BoundError> {
 fn open_by_walking(path: &Path) -> Result<Option<Bound>, BoundError> {
     let parts = components(path)?;
     let Some((last, parents)) = parts.split_last() else {
-        let fd = root()?;
-        let stat = fstat(&fd).map_err(|errno| BoundError::Open {
-            path: path.to_path_buf(),
-            errno,
-        })?;
-        return Ok(Some(Bound { fd, stat }));
+        return bound(root()?, path).map(Some);
     };
     let mut dir = root()?;
     for name in parents {
@@ -251,6 +236,12 @@ fn open_by_walking(path: &Path) -> Result<Option<Bound>, BoundError> {
             });
         }
     };
+    bound(fd, path).map(Some)
+}
+
+/// The opened `path` with what it is; a link there (opened itself, not
+/// followed) means the path passes through one.
+fn bound(fd: OwnedFd, path: &Path) -> Result<Bound, BoundError> {
     let stat = fstat(&fd).map_err(|errno| BoundError::Open {
         path: path.to_path_buf(),
         errno,
@@ -259,7 +250,7 @@ fn open_by_walking(path: &Path) -> Result<Option<Bound>, BoundError> {
     if bound.kind() == SFlag::S_IFLNK {
         return Err(BoundError::LinkInPath(path.to_path_buf()));
     }
-    Ok(Some(bound))
+    Ok(bound)
 }
 
 /// Opens the directory `path` the same way, creating what is missing when
