@@ -69,6 +69,14 @@ pub struct TreeEntry<'a> {
 }
 
 impl TreeEntry<'_> {
+    pub fn is_dir(&self) -> bool {
+        self.kind.is_dir()
+    }
+
+    pub fn is_link(&self) -> bool {
+        self.kind.is_symlink()
+    }
+
     /// A regular file's identity and how many names it has.
     pub fn file(&self) -> Option<(FileId, u64)> {
         use std::os::unix::fs::MetadataExt;

@@ -76,36 +76,35 @@ impl ReadDenials {
         if !meta.is_dir() {
             return Ok(());
         }
-        let mut stack = vec![start.to_path_buf()];
-        while let Some(dir) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                *seen += 1;
-                if *seen > self.limit {
-                    return Err(format!(
-                        "the read deny rule `{}` is matched at any depth below {}, which holds more than {} entries: listing what it covers for every command is too slow. Anchor the rule (for example `Read(./config/{})` or `Read(//abs/path)`) so commands can run",
-                        pattern.written,
-                        start.display(),
-                        self.limit,
-                        pattern.written.trim_start_matches("./"),
-                    ));
-                }
-                let Ok(kind) = entry.file_type() else {
-                    continue;
-                };
-                let path = entry.path();
-                if covered(&path, kind.is_dir()) {
-                    self.add(&path, kind.is_symlink(), &pattern.written, found)?;
-                } else if kind.is_dir() && pattern.may_match_inside(&path) {
-                    // Links to directories are not followed: what they
-                    // point to is judged by its own path.
-                    stack.push(path);
-                }
+        // The bound counts every pattern's entries together.
+        let mut failed = None;
+        let _ = walk_tree(start, usize::MAX, |entry| {
+            *seen += 1;
+            if *seen > self.limit {
+                failed = Some(format!(
+                    "the read deny rule `{}` is matched at any depth below {}, which holds more than {} entries: listing what it covers for every command is too slow. Anchor the rule (for example `Read(./config/{})` or `Read(//abs/path)`) so commands can run",
+                    pattern.written,
+                    start.display(),
+                    self.limit,
+                    pattern.written.trim_start_matches("./"),
+                ));
+                return Visit::Stop;
             }
-        }
-        Ok(())
+            if covered(entry.path, entry.is_dir()) {
+                if let Err(e) = self.add(entry.path, entry.is_link(), &pattern.written, found) {
+                    failed = Some(e);
+                    return Visit::Stop;
+                }
+                Visit::Skip
+            } else if entry.is_dir() && pattern.may_match_inside(entry.path) {
+                // Links to directories are not followed: what they point
+                // to is judged by its own path.
+                Visit::Descend
+            } else {
+                Visit::Skip
+            }
+        });
+        failed.map_or(Ok(()), Err)
     }
 
     fn add(
