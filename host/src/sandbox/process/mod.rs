@@ -378,7 +378,9 @@ pub async fn run_command(
             stderr.extend_from_slice(format!("\ncarapace: {note}\n").as_bytes());
         }
     }
-    tokio::task::spawn_blocking(move || drop(temp_dir));
+    // Removed before the call returns (a later call or the model must not
+    // find it), off the async threads: the command may have filled it.
+    let _ = tokio::task::spawn_blocking(move || drop(temp_dir)).await;
     Ok(CommandOutput {
         stdout,
         stderr,
