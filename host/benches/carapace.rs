@@ -1114,6 +1114,7 @@ fn loop_config(max_turns: Option<u32>) -> QueryConfig {
         retry: carapace::model::RetryPolicy::default(),
         stop_hook_block_cap: 8,
         max_budget_usd: None,
+        context: carapace::agent::ContextConfig::for_model("bench", 1000, None),
     }
 }
 
@@ -1134,6 +1135,7 @@ async fn loop_benches(cache: &Path, file: &Path) -> BenchResult {
             model: &model,
             tools: Arc::new(InstantTools),
             hooks: &NoLoopHooks,
+            history: &carapace::agent::NoHistoryLog,
             input: None,
             abort: CancellationToken::new(),
         };
@@ -1199,6 +1201,7 @@ async fn loop_benches(cache: &Path, file: &Path) -> BenchResult {
                 model: &model,
                 tools: tools.clone(),
                 hooks: &NoLoopHooks,
+                history: &carapace::agent::NoHistoryLog,
                 input: None,
                 abort: CancellationToken::new(),
             };

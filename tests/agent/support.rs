@@ -5,8 +5,11 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
-use carapace::agent::{InputQueue, LoopHooks, NoLoopHooks, QueryConfig, QueryDeps, QueryOutcome};
-use carapace::cli::print::{Prompts, run_print};
+use carapace::agent::{
+    ContextConfig, HistoryLog, InputQueue, LoopHooks, NoHistoryLog, NoLoopHooks, QueryConfig,
+    QueryDeps, QueryOutcome,
+};
+use carapace::cli::print::{PrintSession, Prompts, run_print};
 use carapace::hooks::HookRuntime;
 use carapace::model::{AnthropicModel, RetryPolicy};
 use carapace::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
@@ -41,6 +44,10 @@ pub struct Setup {
     pub hook_settings: Option<Value>,
     /// The policy (bypassPermissions in the workspace unless set).
     pub policy: Option<Policy>,
+    /// The context limits (the model's, by default).
+    pub context: Option<ContextConfig>,
+    /// Where the history is kept (nowhere, by default).
+    pub history_log: Option<Arc<dyn HistoryLog>>,
 }
 
 impl Setup {
@@ -57,6 +64,8 @@ impl Setup {
             abort: CancellationToken::new(),
             hook_settings: None,
             policy: None,
+            context: None,
+            history_log: None,
         }
     }
 }
@@ -149,6 +158,9 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
     if let Some(hooks) = &hook_runtime {
         hooks.observe(Box::new(printer.clone()));
     }
+    let context = setup
+        .context
+        .unwrap_or_else(|| ContextConfig::for_model(&setup.model, 1000, None));
     let config = QueryConfig {
         model: setup.model,
         fallback_models: setup.fallback_models,
@@ -162,6 +174,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         },
         stop_hook_block_cap: setup.stop_hook_block_cap,
         max_budget_usd: setup.max_budget_usd,
+        context,
     };
     let queue = match &prompts {
         Prompts::Stream(queue) => Some(queue.clone()),
@@ -175,10 +188,20 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         model: &model,
         tools,
         hooks: loop_hooks,
+        history: match &setup.history_log {
+            Some(log) => log.as_ref(),
+            None => &NoHistoryLog,
+        },
         input: queue.as_deref(),
         abort: setup.abort,
     };
-    let outcome = run_print(&deps, &config, printer, prompts, hook_runtime.as_deref())
+    let session = PrintSession {
+        hooks: hook_runtime.as_deref(),
+        history: Vec::new(),
+        source: carapace::session::StartSource::Startup,
+        transcript: None,
+    };
+    let outcome = run_print(&deps, &config, printer, prompts, session)
         .await
         .ok_or("no turn ran")?;
     let text = out.text();

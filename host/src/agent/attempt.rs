@@ -65,6 +65,8 @@ impl Run<'_, '_> {
     pub(super) async fn attempt(&mut self, state: &State) -> Attempted {
         let mut attempt = 0;
         let mut overloads = 0;
+        // Written before it is sent: what the model is asked is on disk.
+        self.deps.history.sync(&state.messages);
         loop {
             let request = MessagesRequest {
                 model: self.model.clone(),

@@ -82,6 +82,12 @@ pub enum AgentEvent {
         uuid: String,
         state: CommandState,
     },
+    /// The history was compacted: what follows is the new history.
+    CompactBoundary {
+        trigger: super::loop_hooks::CompactTrigger,
+        /// The estimated size of the history before.
+        pre_tokens: u64,
+    },
     /// The failure the run ends with, shown as an assistant message.
     Error {
         message: String,

@@ -47,6 +47,34 @@ pub enum BatchDecision {
     Stop { reason: String },
 }
 
+/// What started a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactTrigger {
+    /// The loop: the threshold was crossed, or the API said the prompt is
+    /// too long.
+    Auto,
+    /// The user asked (`/compact`).
+    Manual,
+}
+
+impl CompactTrigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactTrigger::Auto => "auto",
+            CompactTrigger::Manual => "manual",
+        }
+    }
+}
+
+/// The combined decision of the PreCompact hooks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreCompactDecision {
+    /// Compact, with these extra instructions for the summary.
+    Continue { instructions: Vec<String> },
+    /// Do not compact.
+    Block { reason: String },
+}
+
 pub trait LoopHooks: Send + Sync {
     fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision>;
 
@@ -56,6 +84,21 @@ pub trait LoopHooks: Send + Sync {
                 context: Vec::new(),
             }
         })
+    }
+
+    /// PreCompact, before the summary request.
+    fn pre_compact(&self, _trigger: CompactTrigger) -> BoxFuture<'_, PreCompactDecision> {
+        Box::pin(async {
+            PreCompactDecision::Continue {
+                instructions: Vec::new(),
+            }
+        })
+    }
+
+    /// SessionStart with `source: compact`, after a compaction: context for
+    /// the new history.
+    fn after_compact(&self) -> BoxFuture<'_, Vec<String>> {
+        Box::pin(async { Vec::new() })
     }
 }
 

@@ -13,9 +13,12 @@
 mod after_text;
 mod after_tools;
 mod attempt;
+mod compaction;
+mod context;
 mod events;
 mod executor;
 mod history;
+mod history_log;
 mod input;
 mod loop_hooks;
 mod prompt;
@@ -24,11 +27,17 @@ mod state;
 mod tools;
 
 pub use after_text::MAX_OUTPUT_TOKENS_RECOVERIES;
+pub use context::{
+    CompactError, CompactRequest, Compacted, ContextConfig, ContextTracking, Microcompacted,
+    clear_results, compact, context_window, estimate_tokens, microcompact,
+};
 pub use events::{AgentEvent, CommandState, EventSink};
 pub use executor::ToolExecutor;
+pub use history_log::{HistoryLog, NoHistoryLog};
 pub use input::{InputQueue, QueuedInput};
 pub use loop_hooks::{
-    BatchCall, BatchDecision, LoopHooks, NoLoopHooks, StopDecision, StopHookInput,
+    BatchCall, BatchDecision, CompactTrigger, LoopHooks, NoLoopHooks, PreCompactDecision,
+    StopDecision, StopHookInput,
 };
 pub use prompt::system_prompt;
 pub use query::{QueryConfig, QueryDeps, QueryOutcome, RunError, query};

@@ -9,7 +9,9 @@
 //! ([`after_text`](super::after_text): the recoveries and the Stop hooks).
 //! Each step answers with [`Next`]: go round again with a new state, or stop.
 
+use super::context::ContextConfig;
 use super::events::{AgentEvent, EventSink};
+use super::history_log::HistoryLog;
 use super::input::InputQueue;
 use super::loop_hooks::LoopHooks;
 use super::state::{State, Terminal, Transition};
@@ -33,6 +35,8 @@ pub struct QueryConfig {
     /// Consecutive Stop hook blocks allowed; the next one is overridden.
     pub stop_hook_block_cap: u32,
     pub max_budget_usd: Option<f64>,
+    /// How large the history may grow, and whether it is compacted.
+    pub context: ContextConfig,
 }
 
 /// What the loop talks to.
@@ -40,6 +44,8 @@ pub struct QueryDeps<'a> {
     pub model: &'a dyn Model,
     pub tools: Arc<dyn ToolRuntime>,
     pub hooks: &'a dyn LoopHooks,
+    /// The durable copy of the history.
+    pub history: &'a dyn HistoryLog,
     /// User messages arriving while the loop runs.
     pub input: Option<&'a InputQueue>,
     /// Cancelled on SIGINT / SIGTERM.
@@ -241,8 +247,8 @@ impl<'r, 'a> Run<'r, 'a> {
         }
     }
 
-    /// One model iteration: the request's attempts, then what follows the
-    /// response.
+    /// One model iteration: the context pipeline, the request's attempts,
+    /// then what follows the response.
     async fn iteration(&mut self, state: State) -> Next {
         if let Some(transition) = state.transition {
             self.totals.transitions.push(transition);
@@ -257,15 +263,25 @@ impl<'r, 'a> Run<'r, 'a> {
         if self.deps.abort.is_cancelled() {
             return self.aborted_streaming(state, None);
         }
+        let mut state = match self.prepare_context(state).await {
+            Ok(state) => state,
+            Err(next) => return next,
+        };
         let response = match self.attempt(&state).await {
             super::attempt::Attempted::Response(response) => response,
             super::attempt::Attempted::Aborted(partial) => {
                 return self.aborted_streaming(state, partial);
             }
             super::attempt::Attempted::Failed(error) => {
-                return Next::Stop(self.model_failed(state, &error));
+                return self.after_failure(state, error).await;
             }
         };
+        state.context = state
+            .context
+            .measured(state.messages.len(), &response.usage);
+        if !response.content.is_empty() {
+            self.deps.history.response(&response.content);
+        }
         self.totals.usage.add(&response.usage);
         self.totals.cost_usd += cost_usd(&self.model, &response.usage);
         if let Some(budget) = self.config.max_budget_usd
@@ -336,6 +352,7 @@ impl<'r, 'a> Run<'r, 'a> {
             ending,
         } = stop;
         self.totals.mark("query_end");
+        self.deps.history.sync(&state.messages);
         tracing::debug!(terminal = terminal.as_str(), "loop ended");
         if let Some(error) = &error {
             self.sink.emit(AgentEvent::Error {

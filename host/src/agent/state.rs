@@ -1,6 +1,7 @@
 //! The loop's explicit state: what it carries between iterations, why it
 //! continued, and why it stopped.
 
+use super::context::ContextTracking;
 use crate::model::Message;
 use serde::Serialize;
 
@@ -21,6 +22,9 @@ pub enum Transition {
     ThinkingOnlyNudge,
     /// The model failed; the next model of the fallback chain is asked.
     ModelFallback,
+    /// The API said the prompt is too long; the history was compacted and
+    /// the same request goes again (once per turn).
+    ReactiveCompactRetry,
 }
 
 /// Why the loop stopped. The mapping to the result's `subtype`, `is_error`
@@ -44,8 +48,14 @@ pub enum Terminal {
     AbortedStreaming,
     /// Cancelled while tools ran.
     AbortedTools,
-    /// The API said the prompt is too long.
+    /// The API said the prompt is too long, and compaction could not help.
     PromptTooLong,
+    /// The next request was known to be over the context limit and nothing
+    /// could be compacted: it was not sent.
+    BlockingLimit,
+    /// Compaction after compaction was followed at once by a full context:
+    /// the loop stopped instead of summarising forever.
+    RapidRefillBreaker,
     /// The model could not be used: a broken stream, no key, a bad replay
     /// script.
     ModelError,
@@ -69,6 +79,8 @@ impl Terminal {
             Terminal::AbortedStreaming => "aborted_streaming",
             Terminal::AbortedTools => "aborted_tools",
             Terminal::PromptTooLong => "prompt_too_long",
+            Terminal::BlockingLimit => "blocking_limit",
+            Terminal::RapidRefillBreaker => "rapid_refill_breaker",
             Terminal::ModelError => "model_error",
             Terminal::ApiError => "api_error",
             Terminal::MalformedToolUseExhausted => "malformed_tool_use_exhausted",
@@ -101,6 +113,8 @@ impl Terminal {
             | Terminal::AbortedStreaming
             | Terminal::AbortedTools
             | Terminal::PromptTooLong
+            | Terminal::BlockingLimit
+            | Terminal::RapidRefillBreaker
             | Terminal::ModelError
             | Terminal::ApiError
             | Terminal::MalformedToolUseExhausted
@@ -122,6 +136,8 @@ impl Terminal {
             | Terminal::HookStopped
             | Terminal::StopHookPrevented
             | Terminal::PromptTooLong
+            | Terminal::BlockingLimit
+            | Terminal::RapidRefillBreaker
             | Terminal::ModelError
             | Terminal::ApiError
             | Terminal::MalformedToolUseExhausted => "success",
@@ -141,6 +157,12 @@ pub struct State {
     pub stop_hook_active: bool,
     pub stop_hook_blocking_count: u32,
     pub malformed_tool_use_retried: bool,
+    /// Set by a reactive compaction; reset by the next normal turn (never
+    /// by a Stop hook's re-entry: compact → still too long → hook → compact
+    /// … would burn requests without end).
+    pub has_attempted_reactive_compact: bool,
+    /// The history's size as far as known, and the compactions so far.
+    pub context: ContextTracking,
     /// Why this iteration exists; `None` for the first.
     pub transition: Option<Transition>,
 }
@@ -155,7 +177,9 @@ impl Transition {
             | Transition::StopHookBlocking
             | Transition::MalformedToolUseRetry
             | Transition::ThinkingOnlyNudge => true,
-            Transition::MaxOutputTokensRecovery | Transition::ModelFallback => false,
+            Transition::MaxOutputTokensRecovery
+            | Transition::ModelFallback
+            | Transition::ReactiveCompactRetry => false,
         }
     }
 }
@@ -170,6 +194,8 @@ impl State {
             stop_hook_active: false,
             stop_hook_blocking_count: 0,
             malformed_tool_use_retried: false,
+            has_attempted_reactive_compact: false,
+            context: ContextTracking::default(),
             transition: None,
         }
     }
@@ -184,6 +210,7 @@ impl State {
             stop_hook_active: false,
             stop_hook_blocking_count: 0,
             malformed_tool_use_retried: false,
+            has_attempted_reactive_compact: false,
             transition: Some(Transition::NextTurn),
             ..self
         }
@@ -222,6 +249,10 @@ impl State {
                 thinking_only_nudged: true,
                 ..state
             },
+            Transition::ReactiveCompactRetry => Self {
+                has_attempted_reactive_compact: true,
+                ..state
+            },
             Transition::ModelFallback => state,
         }
     }
@@ -246,6 +277,8 @@ mod tests {
             (Terminal::MalformedToolUseExhausted, "success", true),
             (Terminal::AbortedStreaming, "error_during_execution", true),
             (Terminal::PromptTooLong, "success", true),
+            (Terminal::BlockingLimit, "success", true),
+            (Terminal::RapidRefillBreaker, "success", true),
         ];
         for (terminal, subtype, is_error) in table {
             assert_eq!(
@@ -303,6 +336,18 @@ mod tests {
             (retried.turn_count, retried.malformed_tool_use_retried),
             (2, true)
         );
+        let compacted = start.clone().advance(Transition::ReactiveCompactRetry);
+        assert_eq!(
+            (
+                compacted.turn_count,
+                compacted.has_attempted_reactive_compact
+            ),
+            (1, true)
+        );
+        // A Stop hook's re-entry keeps the guard; the next normal turn resets it.
+        let blocked_after = compacted.clone().advance(Transition::StopHookBlocking);
+        assert!(blocked_after.has_attempted_reactive_compact);
+        assert!(!compacted.next_turn().has_attempted_reactive_compact);
         let nudged = start.clone().advance(Transition::ThinkingOnlyNudge);
         assert_eq!((nudged.turn_count, nudged.thinking_only_nudged), (2, true));
         let next = blocked.advance(Transition::NextTurn);

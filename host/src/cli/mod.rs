@@ -6,14 +6,18 @@
 mod plugin;
 pub mod print;
 
-use crate::agent::{InputQueue, QueryConfig, QueryDeps, system_prompt};
+use crate::agent::{
+    ContextConfig, HistoryLog, InputQueue, NoHistoryLog, QueryConfig, QueryDeps, system_prompt,
+};
 use crate::model::{AnthropicModel, Model, ReplayModel, RetryPolicy, price};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use crate::policy::PermissionMode;
-use crate::session::{McpSetup, Session, SessionBuilder, SessionPaths, ToolSet};
+use crate::session::{
+    HistorySetup, McpSetup, Resume, Session, SessionBuilder, SessionPaths, ToolSet,
+};
 use anyhow::{Context, bail};
 use clap::Parser;
-use print::{Prompts, run_print};
+use print::{PrintSession, Prompts, run_print};
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,7 +46,8 @@ pub enum InputFormat {
     after_help = "With no API key, try the replay demo: carapace -p 'Read the notes' --model replay:examples/demo/replay.json\n\n\
 Environment: ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, ANTHROPIC_MODEL, \
 CARAPACE_MAX_RETRIES (10), CARAPACE_RETRY_BASE_DELAY_MS (500), CARAPACE_MAX_OUTPUT_TOKENS (32000), \
-CARAPACE_STOP_HOOK_BLOCK_CAP (8), CARAPACE_CACHE_DIR, CARAPACE_LOG."
+CARAPACE_STOP_HOOK_BLOCK_CAP (8), CARAPACE_AUTOCOMPACT_PCT_OVERRIDE (1-100: compact at that share \
+of the context window), CARAPACE_DISABLE_AUTO_COMPACT, CARAPACE_CACHE_DIR, CARAPACE_CONFIG_DIR, CARAPACE_LOG."
 )]
 pub struct Cli {
     /// Print the response and exit (non-interactive; the only mode so far).
@@ -119,6 +124,24 @@ pub struct Cli {
     /// Use this session id (a UUID) instead of a new one.
     #[arg(long)]
     pub session_id: Option<uuid::Uuid>,
+
+    /// Resume the session with this id (in this workspace): its history
+    /// goes with the prompt.
+    #[arg(short = 'r', long, conflicts_with = "continue_session")]
+    pub resume: Option<String>,
+
+    /// Continue the most recent session of this workspace.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_session: bool,
+
+    /// With --resume or --continue: start a new session (a new id) from
+    /// the resumed one's history, leaving it as it was.
+    #[arg(long)]
+    pub fork_session: bool,
+
+    /// Write no transcript of this session (it cannot be resumed).
+    #[arg(long)]
+    pub no_session_persistence: bool,
 
     /// Settings as a JSON file or a JSON string.
     #[arg(long)]
@@ -242,6 +265,14 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         bail!("the prompt is empty");
     }
+    if cli.fork_session && cli.resume.is_none() && !cli.continue_session {
+        bail!("--fork-session goes with --resume or --continue");
+    }
+    let resume = match (&cli.resume, cli.continue_session) {
+        (Some(id), _) => Some(Resume::Id(id.clone())),
+        (None, true) => Some(Resume::Latest),
+        (None, false) => None,
+    };
     let mode = if cli.dangerously_skip_permissions {
         Some(PermissionMode::BypassPermissions)
     } else {
@@ -273,6 +304,11 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             strict: cli.strict_mcp_config,
         })
         .prompt_tool(cli.permission_prompt_tool.clone())
+        .history(HistorySetup {
+            resume,
+            fork: cli.fork_session,
+            persist: !cli.no_session_persistence,
+        })
         // Verbose JSON output prints each result's `tool_use_result`.
         .structured_results(cli.verbose && cli.output_format != OutputFormat::Text)
         .build()
@@ -335,11 +371,25 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     );
     session.hooks.observe(Box::new(printer.clone()));
 
+    let max_tokens = env_number(&env, "CARAPACE_MAX_OUTPUT_TOKENS", DEFAULT_MAX_TOKENS)?;
+    let autocompact_pct = match env("CARAPACE_AUTOCOMPACT_PCT_OVERRIDE") {
+        Some(pct) => match pct.trim().parse::<u8>() {
+            Ok(pct) if (1..=100).contains(&pct) => Some(pct),
+            _ => bail!(
+                "CARAPACE_AUTOCOMPACT_PCT_OVERRIDE must be a percentage from 1 to 100, got `{pct}`"
+            ),
+        },
+        None => None,
+    };
+    let mut context = ContextConfig::for_model(&model_name, max_tokens, autocompact_pct);
+    if env("CARAPACE_DISABLE_AUTO_COMPACT").is_some_and(|v| !v.is_empty() && v != "0") {
+        context = context.without_autocompact();
+    }
     let config = QueryConfig {
         model: model_name,
         fallback_models: cli.fallback_model.clone(),
         system_prompt: system_prompt(cwd, &tool_names),
-        max_tokens: env_number(&env, "CARAPACE_MAX_OUTPUT_TOKENS", DEFAULT_MAX_TOKENS)?,
+        max_tokens,
         max_turns: cli.max_turns,
         retry: RetryPolicy {
             max_retries: env_number(
@@ -360,6 +410,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             DEFAULT_STOP_HOOK_BLOCK_CAP,
         )?,
         max_budget_usd: cli.max_budget_usd,
+        context,
     };
 
     let abort = CancellationToken::new();
@@ -381,6 +432,10 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         model: model.as_ref(),
         tools: session.pipeline.clone(),
         hooks: session.hooks.as_ref(),
+        history: match &session.transcript {
+            Some(transcript) => transcript.as_ref() as &dyn HistoryLog,
+            None => &NoHistoryLog,
+        },
         input: matches!(prompts, Prompts::Stream(_)).then_some(queue.as_ref()),
         abort,
     };
@@ -389,7 +444,12 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         &config,
         printer,
         prompts,
-        Some(session.hooks.as_ref()),
+        PrintSession {
+            hooks: Some(session.hooks.as_ref()),
+            history: session.history.clone(),
+            source: session.source,
+            transcript: session.transcript.as_deref(),
+        },
     )
     .await;
     session.shutdown().await;

@@ -2,13 +2,14 @@
 //! the loop, its lines on stdout.
 
 use crate::agent::{
-    AgentEvent, CommandState, EventSink, InputQueue, QueryConfig, QueryDeps, QueryOutcome,
-    QueuedInput, Terminal, query,
+    AgentEvent, CommandState, CompactRequest, CompactTrigger, EventSink, InputQueue, QueryConfig,
+    QueryDeps, QueryOutcome, QueuedInput, RunError, Terminal, compact, estimate_tokens, query,
 };
 use crate::hooks::HookRuntime;
-use crate::model::{ContentBlock, Message, Role};
+use crate::model::{ContentBlock, Message, Role, cost_usd};
 use crate::output::SharedPrinter;
 use crate::sandbox::{HookEvent, HookEventKind};
+use crate::session::{StartSource, Transcript};
 use std::io::Write;
 use std::sync::Arc;
 
@@ -22,6 +23,16 @@ pub enum Prompts {
     Stream(Arc<InputQueue>),
 }
 
+/// What print mode runs on besides the loop's own dependencies.
+pub struct PrintSession<'a> {
+    pub hooks: Option<&'a HookRuntime>,
+    /// A resumed session's history.
+    pub history: Vec<Message>,
+    pub source: StartSource,
+    /// Synced to disk after each turn.
+    pub transcript: Option<&'a Transcript>,
+}
+
 /// Runs print mode to the end; returns the last turn's outcome (`None` when
 /// a message stream brought no message).
 pub async fn run_print<W: Write + Send + 'static>(
@@ -29,12 +40,23 @@ pub async fn run_print<W: Write + Send + 'static>(
     config: &QueryConfig,
     printer: SharedPrinter<W>,
     prompts: Prompts,
-    hooks: Option<&HookRuntime>,
+    print_session: PrintSession<'_>,
 ) -> Option<QueryOutcome> {
     printer.start();
     let mut sink = printer.clone();
+    let PrintSession {
+        hooks,
+        history: resumed,
+        source,
+        transcript,
+    } = print_session;
     let session = SessionHooks(hooks);
-    let mut session_context = match session.start().await {
+    let flush = || {
+        if let Some(transcript) = transcript {
+            transcript.flush();
+        }
+    };
+    let mut session_context = match session.start(source).await {
         Ok(context) => context,
         Err(reason) => {
             let outcome = QueryOutcome::without_turn(
@@ -48,19 +70,28 @@ pub async fn run_print<W: Write + Send + 'static>(
     };
     let outcome = match prompts {
         Prompts::One(prompt) => {
-            let outcome = match session.prompt(&prompt, &mut sink).await {
-                Err(outcome) => outcome,
-                Ok(context) => {
-                    let message =
-                        user_message(std::mem::take(&mut session_context), prompt, context);
-                    query(deps, config, vec![message], &mut sink).await
+            let outcome = if let Some(instructions) = compact_command(&prompt) {
+                compact_now(deps, config, resumed, instructions, &mut sink).await
+            } else {
+                match session.prompt(&prompt, &mut sink).await {
+                    Err(outcome) => outcome,
+                    Ok(context) => {
+                        let mut messages = resumed;
+                        messages.push(user_message(
+                            std::mem::take(&mut session_context),
+                            prompt,
+                            context,
+                        ));
+                        query(deps, config, messages, &mut sink).await
+                    }
                 }
             };
+            flush();
             printer.finish(&outcome);
             Some(outcome)
         }
         Prompts::Stream(queue) => {
-            let mut history: Vec<Message> = Vec::new();
+            let mut history: Vec<Message> = resumed;
             let mut last = None;
             while let Some(input) = queue.next().await {
                 sink.emit(AgentEvent::CommandLifecycle {
@@ -68,20 +99,25 @@ pub async fn run_print<W: Write + Send + 'static>(
                     state: CommandState::Started,
                 });
                 let mut messages = std::mem::take(&mut history);
-                let outcome = match session.prompt(&input.text, &mut sink).await {
-                    Err(mut outcome) => {
-                        outcome.messages = messages;
-                        outcome
-                    }
-                    Ok(context) => {
-                        messages.push(user_message(
-                            std::mem::take(&mut session_context),
-                            input.text,
-                            context,
-                        ));
-                        query(deps, config, messages, &mut sink).await
+                let outcome = if let Some(instructions) = compact_command(&input.text) {
+                    compact_now(deps, config, messages, instructions, &mut sink).await
+                } else {
+                    match session.prompt(&input.text, &mut sink).await {
+                        Err(mut outcome) => {
+                            outcome.messages = messages;
+                            outcome
+                        }
+                        Ok(context) => {
+                            messages.push(user_message(
+                                std::mem::take(&mut session_context),
+                                input.text,
+                                context,
+                            ));
+                            query(deps, config, messages, &mut sink).await
+                        }
                     }
                 };
+                flush();
                 // A turn that broke off (cancelled, or a hard failure) cancels
                 // what it consumed; any controlled end completes it.
                 let fate = match outcome.terminal {
@@ -128,13 +164,13 @@ impl SessionHooks<'_> {
 
     /// SessionStart's context for the first prompt, or why the session
     /// must not start (a failing hook that fails closed).
-    async fn start(&self) -> Result<Vec<String>, String> {
+    async fn start(&self, source: StartSource) -> Result<Vec<String>, String> {
         let Some(hooks) = self.handling(HookEventKind::SessionStart) else {
             return Ok(Vec::new());
         };
         let answer = hooks
             .run(HookEvent::SessionStart {
-                source: "startup".into(),
+                source: source.as_str().into(),
             })
             .await;
         if let Some(reason) = answer.stop {
@@ -187,6 +223,71 @@ impl SessionHooks<'_> {
                     reason: "other".into(),
                 })
                 .await;
+        }
+    }
+}
+
+/// `/compact [instructions]`: the user asks for a compaction now.
+fn compact_command(text: &str) -> Option<Option<&str>> {
+    let rest = text.trim().strip_prefix("/compact")?;
+    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+        return None;
+    }
+    let rest = rest.trim();
+    Some((!rest.is_empty()).then_some(rest))
+}
+
+/// A manual compaction: the history is summarised and replaced; no turn
+/// runs. Its result line says what happened.
+async fn compact_now(
+    deps: &QueryDeps<'_>,
+    config: &QueryConfig,
+    history: Vec<Message>,
+    instructions: Option<&str>,
+    sink: &mut dyn EventSink,
+) -> QueryOutcome {
+    let pre_tokens = estimate_tokens(&history);
+    let request = CompactRequest {
+        model: deps.model,
+        model_name: &config.model,
+        system_prompt: &config.system_prompt,
+        max_tokens: config.max_tokens,
+        hooks: deps.hooks,
+        trigger: CompactTrigger::Manual,
+        instructions,
+    };
+    let compacted = tokio::select! {
+        compacted = compact(request, &history, pre_tokens) => compacted,
+        () = deps.abort.cancelled() => Err(crate::agent::CompactError::Aborted),
+    };
+    match compacted {
+        Ok(compacted) => {
+            deps.history
+                .compacted(CompactTrigger::Manual, pre_tokens, &compacted.messages);
+            sink.emit(AgentEvent::CompactBoundary {
+                trigger: CompactTrigger::Manual,
+                pre_tokens,
+            });
+            let post_tokens = estimate_tokens(&compacted.messages);
+            let mut outcome = QueryOutcome::without_turn(
+                Terminal::Completed,
+                format!("Compacted the conversation: about {pre_tokens} tokens → {post_tokens}."),
+                compacted.messages,
+            );
+            outcome.usage = compacted.usage;
+            outcome.cost_usd = cost_usd(&config.model, &compacted.usage);
+            outcome
+        }
+        Err(error) => {
+            let message = format!("Could not compact the conversation: {error}");
+            let mut outcome =
+                QueryOutcome::without_turn(Terminal::Completed, message.clone(), history);
+            outcome.error = Some(RunError {
+                message,
+                kind: "compact_failed",
+                status: None,
+            });
+            outcome
         }
     }
 }

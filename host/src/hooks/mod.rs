@@ -17,7 +17,8 @@ pub use config::{
 pub use protocol::{HandlerResult, aggregate, from_command, from_outcome, input_json};
 
 use crate::agent::{
-    AgentEvent, BatchCall, BatchDecision, EventSink, LoopHooks, StopDecision, StopHookInput,
+    AgentEvent, BatchCall, BatchDecision, CompactTrigger, EventSink, LoopHooks, PreCompactDecision,
+    StopDecision, StopHookInput,
 };
 use crate::policy::{ModeCell, protected_entries, protected_reason, resolve_symlinks};
 use crate::sandbox::{
@@ -685,6 +686,48 @@ impl LoopHooks for HookRuntime {
                         .collect(),
                 },
             }
+        })
+    }
+
+    fn pre_compact(&self, trigger: CompactTrigger) -> BoxFuture<'_, PreCompactDecision> {
+        Box::pin(async move {
+            if !self.handles(HookEventKind::PreCompact) {
+                return PreCompactDecision::Continue {
+                    instructions: Vec::new(),
+                };
+            }
+            let answer = self
+                .run(HookEvent::PreCompact {
+                    trigger: trigger.as_str().into(),
+                })
+                .await;
+            match answer.stop.or(answer.block) {
+                Some(reason) => PreCompactDecision::Block { reason },
+                None => PreCompactDecision::Continue {
+                    instructions: answer.additional_context,
+                },
+            }
+        })
+    }
+
+    fn after_compact(&self) -> BoxFuture<'_, Vec<String>> {
+        Box::pin(async move {
+            if !self.handles(HookEventKind::SessionStart) {
+                return Vec::new();
+            }
+            let answer = self
+                .run(HookEvent::SessionStart {
+                    source: "compact".into(),
+                })
+                .await;
+            answer
+                .additional_context
+                .into_iter()
+                .filter(|c| !c.trim().is_empty())
+                .map(|c| {
+                    format!("<system-reminder>\nSessionStart hook context: {c}\n</system-reminder>")
+                })
+                .collect()
         })
     }
 }

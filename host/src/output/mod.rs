@@ -271,6 +271,16 @@ impl<W: Write + Send> EventSink for Printer<W> {
                 "session_id": self.info.session_id,
                 "uuid": new_uuid(),
             }),
+            AgentEvent::CompactBoundary {
+                trigger,
+                pre_tokens,
+            } => json!({
+                "type": "system",
+                "subtype": "compact_boundary",
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+                "compact_metadata": {"trigger": trigger.as_str(), "pre_tokens": pre_tokens},
+            }),
             AgentEvent::Warning { message } => json!({
                 "type": "system",
                 "subtype": "warning",

@@ -1,7 +1,10 @@
 //! [`SessionBuilder`]: what the caller chose (flags), and the one way a
 //! session is put together from it.
 
-use super::{Session, SessionPaths};
+use super::transcript::{
+    Opening, Transcript, TranscriptError, latest, load, project_dir, transcript_path,
+};
+use super::{Session, SessionPaths, StartSource};
 use crate::hooks::{HookConfigError, HookLoadError, HookRuntime};
 use crate::mcp::{McpConfigError, ServerConfig};
 use crate::plugins::{Placeholders, PluginStore, Scope};
@@ -38,8 +41,29 @@ pub enum SessionError {
     HookLoad(#[from] HookLoadError),
     #[error(transparent)]
     McpConfig(#[from] McpConfigError),
+    #[error(transparent)]
+    Transcript(#[from] TranscriptError),
     #[error("{0}")]
     Invalid(String),
+}
+
+/// Where a session's history comes from and whether it is kept.
+#[derive(Debug, Clone, Default)]
+pub struct HistorySetup {
+    /// `--resume ID` / `--continue`.
+    pub resume: Option<Resume>,
+    /// `--fork-session`: the resumed history under a new id.
+    pub fork: bool,
+    /// Whether a transcript is written (`-p` without
+    /// `--no-session-persistence`).
+    pub persist: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    Id(String),
+    /// The latest session of this workspace.
+    Latest,
 }
 
 /// Which tools the session offers.
@@ -82,6 +106,7 @@ pub struct SessionBuilder {
     sandbox: Option<SandboxConfig>,
     structured_results: bool,
     helper: Option<PathBuf>,
+    history: HistorySetup,
 }
 
 impl SessionBuilder {
@@ -102,7 +127,14 @@ impl SessionBuilder {
             sandbox: None,
             structured_results: false,
             helper: None,
+            history: HistorySetup::default(),
         }
+    }
+
+    /// Resume, fork, and whether the session's transcript is written.
+    pub fn history(mut self, history: HistorySetup) -> Self {
+        self.history = history;
+        self
     }
 
     /// The binary whose helper mode applies the OS sandbox to commands
@@ -233,10 +265,49 @@ impl SessionBuilder {
             &cwd,
             &home,
         )?;
-        let id = self
-            .session_id
-            .clone()
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        // A transcript to resume is read (and refused if damaged) before
+        // anything is written.
+        let projects = project_dir(&config_dir, &cwd);
+        let resumed = match &self.history.resume {
+            None => None,
+            Some(resume) => {
+                let id = match resume {
+                    Resume::Id(id) => id.clone(),
+                    Resume::Latest => latest(&projects)?,
+                };
+                let path = transcript_path(&projects, &id);
+                if !path.is_file() {
+                    return Err(TranscriptError::NotFound { id, dir: projects }.into());
+                }
+                Some(load(&path)?)
+            }
+        };
+        let id = match (&resumed, self.history.fork) {
+            (Some(loaded), false) => {
+                if self
+                    .session_id
+                    .as_ref()
+                    .is_some_and(|id| *id != loaded.session_id)
+                {
+                    return Err(SessionError::Invalid(
+                        "--session-id can only name a resumed session's new id with --fork-session"
+                            .into(),
+                    ));
+                }
+                loaded.session_id.clone()
+            }
+            _ => self
+                .session_id
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        };
+        let transcript_file = transcript_path(&projects, &id);
+        if self.history.persist
+            && (resumed.is_none() || self.history.fork)
+            && transcript_file.exists()
+        {
+            return Err(TranscriptError::AlreadyExists(id).into());
+        }
         let dir = config_dir.join("sessions").join(&id);
         // Tool results too large for the model's context are saved here,
         // where Read may page through them.
@@ -350,8 +421,11 @@ impl SessionBuilder {
 
         let common = HookCommon {
             session_id: id.clone(),
-            // carapace keeps no transcript file yet: hooks get an empty path.
-            transcript_path: String::new(),
+            transcript_path: if self.history.persist {
+                transcript_file.display().to_string()
+            } else {
+                String::new()
+            },
             cwd: cwd.display().to_string(),
             permission_mode: mode.as_str().to_string(),
             prompt_id: None,
@@ -389,6 +463,35 @@ impl SessionBuilder {
             .with_prompt_tool(self.prompt_tool.clone())
             .with_result_spill(spill_dir, MAX_RESULT_CHARS)
             .with_structured_results(self.structured_results);
+        // Opened last: a session that fails to assemble leaves no file.
+        let (history, source) = match resumed {
+            Some(loaded) => {
+                warnings.extend(loaded.warnings.iter().cloned());
+                (Some(loaded), StartSource::Resume)
+            }
+            None => (None, StartSource::Startup),
+        };
+        let transcript = if self.history.persist {
+            let opening = match (&history, self.history.fork) {
+                (Some(loaded), false) => Opening::Resume(loaded),
+                (Some(loaded), true) => Opening::New {
+                    forked_from: Some(&loaded.session_id),
+                    history: &loaded.messages,
+                },
+                (None, _) => Opening::New {
+                    forked_from: None,
+                    history: &[],
+                },
+            };
+            Some(Arc::new(Transcript::open(
+                transcript_file,
+                &id,
+                &cwd,
+                opening,
+            )?))
+        } else {
+            None
+        };
         Ok(Session {
             id,
             paths: self.paths,
@@ -400,6 +503,9 @@ impl SessionBuilder {
             pipeline: Arc::new(pipeline),
             plugins,
             warnings,
+            history: history.map(|h| h.messages).unwrap_or_default(),
+            source,
+            transcript,
         })
     }
 }

@@ -12,8 +12,13 @@
 //! plugins, MCP servers) passes through it.
 
 mod assemble;
+mod transcript;
 
-pub use assemble::{McpSetup, SessionBuilder, SessionError, ToolSet};
+pub use assemble::{HistorySetup, McpSetup, Resume, SessionBuilder, SessionError, ToolSet};
+pub use transcript::{
+    INTERRUPTED_RESULT, Loaded, Opening, TRANSCRIPT_FORMAT, Transcript, TranscriptError, latest,
+    load, project_dir, transcript_path,
+};
 
 use crate::hooks::HookRuntime;
 use crate::mcp::ServerStatus;
@@ -68,6 +73,28 @@ pub struct Session {
     /// What the assembly had to say to the user (skipped plugins, servers
     /// that failed, project items an untrusted workspace does not admit).
     pub warnings: Vec<String>,
+    /// The history a resumed session starts from (empty for a new one).
+    pub history: Vec<crate::model::Message>,
+    /// What SessionStart hooks are told.
+    pub source: StartSource,
+    /// The transcript being written (`None` without persistence).
+    pub transcript: Option<Arc<Transcript>>,
+}
+
+/// How a session started, as SessionStart hooks are told (`source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartSource {
+    Startup,
+    Resume,
+}
+
+impl StartSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartSource::Startup => "startup",
+            StartSource::Resume => "resume",
+        }
+    }
 }
 
 impl Session {

@@ -99,6 +99,9 @@ pub enum Reply {
         stop_reason: String,
         /// Steps inserted right after the block with this index stops.
         after_block: Vec<(usize, Step)>,
+        /// What `message_start`'s usage says the request held (10 unless
+        /// set: a test makes the context look as full as it needs).
+        input_tokens: u64,
     },
     /// Exactly these steps.
     Events(Vec<Step>),
@@ -123,7 +126,16 @@ impl Reply {
             blocks,
             stop_reason: stop_reason.into(),
             after_block: Vec::new(),
+            input_tokens: 10,
         }
+    }
+
+    /// Says the request held `tokens` input tokens.
+    pub fn input_tokens(mut self, tokens: u64) -> Self {
+        if let Reply::Message { input_tokens, .. } = &mut self {
+            *input_tokens = tokens;
+        }
+        self
     }
 
     /// Tool calls (`tool_use`).
@@ -212,10 +224,11 @@ impl Reply {
                 _ => Err(format!("unknown block {b}")),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Reply::message(
-            blocks,
-            value["stop_reason"].as_str().unwrap_or("end_turn"),
-        ))
+        let reply = Reply::message(blocks, value["stop_reason"].as_str().unwrap_or("end_turn"));
+        Ok(match value["input_tokens"].as_u64() {
+            Some(tokens) => reply.input_tokens(tokens),
+            None => reply,
+        })
     }
 
     fn into_steps(self, n: usize) -> Vec<Step> {
@@ -226,6 +239,7 @@ impl Reply {
                 blocks,
                 stop_reason,
                 after_block,
+                input_tokens,
             } => {
                 let mut steps = vec![Step::Event(json!({
                     "type": "message_start",
@@ -237,7 +251,7 @@ impl Reply {
                         "content": [],
                         "stop_reason": null,
                         "stop_sequence": null,
-                        "usage": {"input_tokens": 10, "output_tokens": 1}
+                        "usage": {"input_tokens": input_tokens, "output_tokens": 1}
                     }
                 }))];
                 for (index, block) in blocks.into_iter().enumerate() {
