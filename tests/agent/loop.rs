@@ -2,6 +2,7 @@
 //! per transition and per reachable terminal, asserting the `Transition` /
 //! `Terminal` and the requests actually sent, not only the final text.
 
+mod compaction;
 mod support;
 
 use carapace::agent::{Terminal, Transition};
