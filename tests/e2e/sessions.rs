@@ -1,0 +1,426 @@
+//! Sessions that last, through the binary: transcripts on disk, resume,
+//! continue and fork (what the next request carries), a `kill -9` mid-turn,
+//! damaged and foreign transcripts, and compaction seen from outside.
+
+mod support;
+
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use support::{Run, TestResult, last_line, lines};
+
+/// A workspace and a config dir of its own (where transcripts go).
+struct Home {
+    _dir: tempfile::TempDir,
+    ws: PathBuf,
+    config: PathBuf,
+}
+
+impl Home {
+    fn new() -> Result<Self, Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let ws = dir.path().join("ws");
+        let config = dir.path().join("config");
+        std::fs::create_dir_all(&ws)?;
+        std::fs::write(ws.join("notes.txt"), "the port is 8080\n")?;
+        Ok(Self {
+            _dir: dir,
+            ws,
+            config,
+        })
+    }
+
+    fn command(&self, server: &ScriptedServer, args: &[&str]) -> std::process::Command {
+        let mut command = support::carapace();
+        command
+            .current_dir(&self.ws)
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env("CARAPACE_CONFIG_DIR", &self.config)
+            .args(["--output-format", "stream-json", "--verbose"])
+            .args(args);
+        command
+    }
+
+    fn run(
+        &self,
+        server: &ScriptedServer,
+        args: &[&str],
+    ) -> Result<Run, Box<dyn std::error::Error>> {
+        Run::from_output(self.command(server, args).output()?)
+    }
+
+    fn transcripts(&self) -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(self.config.join("projects"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|project| {
+                std::fs::read_dir(project.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+            })
+            .map(|entry| entry.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        found.sort();
+        found
+    }
+
+    fn transcript(&self, id: &str) -> Result<PathBuf, String> {
+        self.transcripts()
+            .into_iter()
+            .find(|p| p.file_stem().is_some_and(|s| s == id))
+            .ok_or_else(|| format!("no transcript for {id}"))
+    }
+}
+
+fn session_id(run: &Run) -> Result<String, Box<dyn std::error::Error>> {
+    let line = last_line(&run.stdout)?;
+    Ok(line["session_id"]
+        .as_str()
+        .ok_or_else(|| format!("no session id: {}", run.stdout))?
+        .to_string())
+}
+
+fn messages(server: &ScriptedServer, n: usize) -> Vec<Value> {
+    server.requests()[n].body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn text_of(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        blocks => blocks
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+    }
+}
+
+fn without_cache_marks(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| *k != "cache_control")
+                .map(|(k, v)| (k.clone(), without_cache_marks(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_cache_marks).collect()),
+        other => other.clone(),
+    }
+}
+
+fn ok(run: &Run) -> Result<(), String> {
+    if run.status == Some(0) {
+        Ok(())
+    } else {
+        Err(format!(
+            "exit {:?}\n{}\n{}",
+            run.status, run.stdout, run.stderr
+        ))
+    }
+}
+
+#[test]
+fn resume_continue_and_fork_send_the_same_history() -> TestResult {
+    let home = Home::new()?;
+    let server = ScriptedServer::start(vec![
+        Reply::text("one"),
+        Reply::text("two"),
+        Reply::text("three"),
+        Reply::text("four"),
+    ])?;
+    let first = home.run(&server, &["-p", "FIRST"])?;
+    ok(&first)?;
+    let id = session_id(&first)?;
+    let path = home.transcript(&id)?;
+
+    let second = home.run(&server, &["-p", "SECOND", "--resume", &id])?;
+    ok(&second)?;
+    assert_eq!(session_id(&second)?, id, "a resumed session keeps its id");
+    let sent = messages(&server, 1);
+    assert_eq!(sent.len(), 3);
+    // The prefix is what the first run sent and got, byte for byte (the
+    // cache breakpoint moves to the newest message; it is not content).
+    assert_eq!(
+        serde_json::to_string(&without_cache_marks(&sent[0]))?,
+        serde_json::to_string(&without_cache_marks(&messages(&server, 0)[0]))?
+    );
+    assert!(sent[2].to_string().contains("cache_control"));
+    assert_eq!(
+        serde_json::to_string(&without_cache_marks(&sent[1]))?,
+        serde_json::to_string(
+            &json!({"role": "assistant", "content": [{"type": "text", "text": "one"}]})
+        )?
+    );
+    let requests = server.requests();
+    assert_eq!(requests[1].body["system"], requests[0].body["system"]);
+    assert_eq!(requests[1].body["tools"], requests[0].body["tools"]);
+
+    let third = home.run(&server, &["-p", "THIRD", "--continue"])?;
+    ok(&third)?;
+    assert_eq!(session_id(&third)?, id);
+    let texts: Vec<String> = messages(&server, 2).iter().map(text_of).collect();
+    assert_eq!(texts, ["FIRST", "one", "SECOND", "two", "THIRD"]);
+
+    let before = std::fs::read(&path)?;
+    let fork = home.run(&server, &["-p", "FOURTH", "--continue", "--fork-session"])?;
+    ok(&fork)?;
+    let fork_id = session_id(&fork)?;
+    assert_ne!(fork_id, id, "a fork has an id of its own");
+    let texts: Vec<String> = messages(&server, 3).iter().map(text_of).collect();
+    assert_eq!(
+        texts,
+        ["FIRST", "one", "SECOND", "two", "THIRD", "three", "FOURTH"]
+    );
+    assert_eq!(
+        std::fs::read(&path)?,
+        before,
+        "the forked session is left as it was"
+    );
+    let header = std::fs::read_to_string(home.transcript(&fork_id)?)?;
+    let header: Value = serde_json::from_str(header.lines().next().unwrap_or_default())?;
+    assert_eq!(header["forkedFrom"], id.as_str());
+    Ok(())
+}
+
+#[test]
+fn session_ids_and_persistence_flags() -> TestResult {
+    let home = Home::new()?;
+    let server = ScriptedServer::start(vec![
+        Reply::text("one"),
+        Reply::text("two"),
+        Reply::text("never"),
+    ])?;
+    let chosen = "7d5e4c32-1f0a-4b6e-9a53-0c2f8e7d6b1a";
+    let run = home.run(&server, &["-p", "hi", "--session-id", chosen])?;
+    ok(&run)?;
+    assert_eq!(session_id(&run)?, chosen);
+    home.transcript(chosen)?;
+    // The same id again would mix two sessions in one file.
+    let again = home.run(&server, &["-p", "hi", "--session-id", chosen])?;
+    assert_eq!(again.status, Some(1));
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+
+    let before = home.transcripts();
+    let run = home.run(&server, &["-p", "hi", "--no-session-persistence"])?;
+    ok(&run)?;
+    assert_eq!(home.transcripts(), before, "nothing written");
+
+    let missing = home.run(&server, &["-p", "hi", "--resume", "no-such-session"])?;
+    assert_eq!(missing.status, Some(1));
+    assert!(
+        missing.stderr.contains("no session `no-such-session`"),
+        "{}",
+        missing.stderr
+    );
+    let fork_alone = home.run(&server, &["-p", "hi", "--fork-session"])?;
+    assert_eq!(fork_alone.status, Some(1));
+    assert_eq!(server.requests().len(), 2, "refused runs send nothing");
+    Ok(())
+}
+
+#[test]
+fn a_run_killed_mid_tool_resumes_without_losing_a_completed_message() -> TestResult {
+    let home = Home::new()?;
+    let notes = home.ws.join("notes.txt").to_string_lossy().into_owned();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![
+            Block::text("Reading first."),
+            Block::tool_use("toolu_read", "Read", json!({"file_path": notes})),
+        ]),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_slow",
+            "Bash",
+            json!({"command": "sleep 30"}),
+        )]),
+        Reply::text("picked up again"),
+    ])?;
+    let mut child = home
+        .command(
+            &server,
+            &[
+                "-p",
+                "do the work",
+                "--permission-mode",
+                "bypassPermissions",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    // Killed while `sleep 30` runs: the second response is on disk by then.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let transcript = loop {
+        let found = home.transcripts().into_iter().next().and_then(|path| {
+            let text = std::fs::read_to_string(&path).ok()?;
+            text.contains("toolu_slow").then_some(path)
+        });
+        if let Some(path) = found {
+            break path;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            return Err("the second response never reached the transcript".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill()?; // SIGKILL
+    child.wait()?;
+    let id = transcript
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .ok_or("no id")?;
+
+    let resumed = home.run(&server, &["-p", "go on", "--resume", &id])?;
+    ok(&resumed)?;
+    assert!(
+        resumed.stderr.contains("marked interrupted"),
+        "{}",
+        resumed.stderr
+    );
+    let sent = messages(&server, 2);
+    let roles: Vec<&str> = sent.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "user", "assistant", "user", "user"],
+        "{sent:?}"
+    );
+    assert_eq!(text_of(&sent[1]), "Reading first.");
+    assert_eq!(sent[2]["content"][0]["tool_use_id"], "toolu_read");
+    assert!(
+        sent[2]["content"][0]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("the port is 8080"))
+    );
+    assert_eq!(sent[3]["content"][0]["id"], "toolu_slow");
+    assert_eq!(sent[4]["content"][0]["tool_use_id"], "toolu_slow");
+    assert_eq!(sent[4]["content"][0]["is_error"], true);
+    assert_eq!(text_of(&sent[5]), "go on");
+    // The repair is on disk: loading again needs none.
+    let again = ScriptedServer::start(vec![Reply::text("fine")])?;
+    let run = home.run(&again, &["-p", "more", "--resume", &id])?;
+    ok(&run)?;
+    assert!(!run.stderr.contains("interrupted"), "{}", run.stderr);
+    assert_eq!(messages(&again, 0).len(), 8);
+    Ok(())
+}
+
+fn transcript_with(
+    home: &Home,
+    server: &ScriptedServer,
+) -> Result<(String, PathBuf), Box<dyn std::error::Error>> {
+    let run = home.run(server, &["-p", "FIRST"])?;
+    ok(&run)?;
+    let id = session_id(&run)?;
+    let path = home.transcript(&id)?;
+    Ok((id, path))
+}
+
+#[test]
+fn damaged_and_foreign_transcripts_are_refused_and_left_alone() -> TestResult {
+    let home = Home::new()?;
+    let server = ScriptedServer::start(vec![Reply::text("one"), Reply::text("two")])?;
+    let (id, path) = transcript_with(&home, &server)?;
+    let good = std::fs::read_to_string(&path)?;
+    let mut lines: Vec<&str> = good.lines().collect();
+
+    // A line in the middle that is not JSON.
+    lines.insert(2, "{\"type\":\"user\",\"message\": garbage");
+    let damaged = format!("{}\n", lines.join("\n"));
+    std::fs::write(&path, &damaged)?;
+    let run = home.run(&server, &["-p", "again", "--resume", &id])?;
+    assert_eq!(run.status, Some(1));
+    assert!(run.stderr.contains("damaged at line 3"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&path)?, damaged, "changed nothing");
+
+    // Another format (a different carapace).
+    let foreign = good.replacen("\"format\":1", "\"format\":2", 1);
+    std::fs::write(&path, &foreign)?;
+    let run = home.run(&server, &["-p", "again", "--resume", &id])?;
+    assert_eq!(run.status, Some(1));
+    assert!(run.stderr.contains("transcript format 2"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&path)?, foreign);
+    assert_eq!(server.requests().len(), 1, "nothing was sent");
+
+    // A torn last line (a kill mid-write) is ignored, with a warning.
+    std::fs::write(&path, format!("{good}{{\"type\":\"assistant\",\"mess"))?;
+    let run = home.run(&server, &["-p", "again", "--resume", &id])?;
+    ok(&run)?;
+    assert!(run.stderr.contains("cut off mid-write"), "{}", run.stderr);
+    let texts: Vec<String> = messages(&server, 1).iter().map(text_of).collect();
+    assert_eq!(texts, ["FIRST", "one", "again"]);
+    let after = std::fs::read_to_string(&path)?;
+    for line in after.lines() {
+        serde_json::from_str::<Value>(line)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn compaction_shows_a_boundary_keeps_the_full_record_and_resumes_after_it() -> TestResult {
+    let home = Home::new()?;
+    let notes = home.ws.join("notes.txt").to_string_lossy().into_owned();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Read",
+            json!({"file_path": notes}),
+        )])
+        .input_tokens(30_000),
+        Reply::text("SUMMARY: the port is 8080"),
+        Reply::text("done"),
+        Reply::text("after resume"),
+        Reply::text("MANUAL SUMMARY"),
+    ])?;
+    let run = Run::from_output(
+        home.command(&server, &["-p", "find the port"])
+            .env("CARAPACE_AUTOCOMPACT_PCT_OVERRIDE", "10")
+            .output()?,
+    )?;
+    ok(&run)?;
+    let all = lines(&run.stdout)?;
+    let boundary = all
+        .iter()
+        .find(|l| l["subtype"] == "compact_boundary")
+        .ok_or("no compact_boundary line")?;
+    assert_eq!(boundary["compact_metadata"]["trigger"], "auto");
+    assert!(boundary["compact_metadata"]["pre_tokens"].as_u64() >= Some(30_000));
+    let id = session_id(&run)?;
+    let record = std::fs::read_to_string(home.transcript(&id)?)?;
+    assert!(
+        record.contains("toolu_1"),
+        "the history before the boundary stays"
+    );
+    assert!(record.contains("\"compact_boundary\""));
+
+    let resumed = home.run(&server, &["-p", "and now?", "--resume", &id])?;
+    ok(&resumed)?;
+    let texts: Vec<String> = messages(&server, 3).iter().map(text_of).collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(texts[0].contains("SUMMARY: the port is 8080"));
+    assert_eq!(texts[1..], ["done", "and now?"]);
+
+    // /compact by hand.
+    let manual = home.run(&server, &["-p", "/compact keep the port", "--resume", &id])?;
+    ok(&manual)?;
+    let all = lines(&manual.stdout)?;
+    assert!(all.iter().any(
+        |l| l["subtype"] == "compact_boundary" && l["compact_metadata"]["trigger"] == "manual"
+    ));
+    let summary_request = messages(&server, 4);
+    let last = summary_request.last().map(text_of).unwrap_or_default();
+    assert!(last.contains("keep the port"), "{last}");
+    assert_eq!(last_line(&manual.stdout)?["num_turns"], 0);
+    Ok(())
+}
