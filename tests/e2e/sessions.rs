@@ -424,3 +424,50 @@ fn compaction_shows_a_boundary_keeps_the_full_record_and_resumes_after_it() -> T
     assert_eq!(last_line(&manual.stdout)?["num_turns"], 0);
     Ok(())
 }
+
+#[test]
+fn hooks_are_told_the_transcript_path_and_how_the_session_started() -> TestResult {
+    let home = Home::new()?;
+    let script = home.ws.join("hook-script.json");
+    std::fs::write(&script, json!({"SessionStart": {"echo": true}}).to_string())?;
+    let probe =
+        std::path::Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("command-hook-probe.wasm");
+    let settings = json!({"hooks": {"SessionStart": [{"matcher": "", "hooks": [{
+        "type": "wasm-command",
+        "path": probe,
+        "grants": {"read": [script]},
+    }]}]}})
+    .to_string();
+    let server = ScriptedServer::start(vec![Reply::text("one"), Reply::text("two")])?;
+    let stdin_of = |run: &Run| -> Result<Value, Box<dyn std::error::Error>> {
+        let all = lines(&run.stdout)?;
+        let response = all
+            .iter()
+            .find(|l| l["subtype"] == "hook_response" && l["hook_event"] == "SessionStart")
+            .ok_or_else(|| format!("no SessionStart hook_response: {}", run.stdout))?;
+        Ok(serde_json::from_str(
+            response["stderr"].as_str().unwrap_or_default(),
+        )?)
+    };
+    let args = ["--settings", settings.as_str(), "--include-hook-events"];
+    let first = home.run(&server, &[&["-p", "FIRST"], &args[..]].concat())?;
+    ok(&first)?;
+    let id = session_id(&first)?;
+    let path = home.transcript(&id)?.display().to_string();
+    let told = stdin_of(&first)?;
+    assert_eq!(
+        (told["source"].as_str(), told["transcript_path"].as_str()),
+        (Some("startup"), Some(path.as_str()))
+    );
+    let resumed = home.run(
+        &server,
+        &[&["-p", "SECOND", "--resume", &id], &args[..]].concat(),
+    )?;
+    ok(&resumed)?;
+    let told = stdin_of(&resumed)?;
+    assert_eq!(
+        (told["source"].as_str(), told["transcript_path"].as_str()),
+        (Some("resume"), Some(path.as_str()))
+    );
+    Ok(())
+}
