@@ -471,3 +471,44 @@ fn hooks_are_told_the_transcript_path_and_how_the_session_started() -> TestResul
     );
     Ok(())
 }
+
+#[test]
+fn a_multi_turn_stream_is_one_session_on_disk() -> TestResult {
+    use std::io::Write;
+    let home = Home::new()?;
+    let server = ScriptedServer::start(vec![
+        Reply::text("one"),
+        Reply::text("two"),
+        Reply::text("three"),
+    ])?;
+    let mut child = home
+        .command(&server, &["-p", "--input-format", "stream-json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    {
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        for text in ["FIRST", "SECOND"] {
+            writeln!(
+                stdin,
+                "{}",
+                json!({"type": "user", "message": {"role": "user", "content": text}})
+            )?;
+        }
+    } // closed: the session ends after its turns
+    let run = Run::from_output(child.wait_with_output()?)?;
+    ok(&run)?;
+    let results: Vec<Value> = lines(&run.stdout)?
+        .into_iter()
+        .filter(|l| l["type"] == "result")
+        .collect();
+    assert_eq!(results.len(), 2);
+    let id = session_id(&run)?;
+    assert_eq!(results[0]["session_id"], id.as_str());
+    let resumed = home.run(&server, &["-p", "THIRD", "--resume", &id])?;
+    ok(&resumed)?;
+    let texts: Vec<String> = messages(&server, 2).iter().map(text_of).collect();
+    assert_eq!(texts, ["FIRST", "one", "SECOND", "two", "THIRD"]);
+    Ok(())
+}

@@ -12,8 +12,8 @@
 
 use super::loop_hooks::{CompactTrigger, LoopHooks, PreCompactDecision};
 use crate::model::{
-    ContentBlock, Message, MessagesRequest, Model, ModelError, ResponseAssembler, Role,
-    ToolResultContent, Usage,
+    ContentBlock, FailureKind, Message, MessagesRequest, Model, ModelError, ResponseAssembler,
+    Role, ToolResultContent, Usage,
 };
 use futures::StreamExt;
 
@@ -47,6 +47,13 @@ pub(super) const RAPID_REFILL_TURNS: u32 = 1;
 pub(super) const RAPID_REFILL_LIMIT: u32 = 3;
 /// Failed auto-compactions in a row after which no more are tried.
 pub(super) const AUTOCOMPACT_FAILURE_LIMIT: u32 = 3;
+
+/// Summary requests for one compaction: when the history is too long even
+/// to be summarised, the oldest part is left out and the request sent
+/// again.
+const SUMMARY_TRIES: usize = 3;
+const LEFT_OUT_NOTE: &str =
+    "(The earliest part of the conversation was too long to summarise and is not covered.)";
 
 const SUMMARY_INSTRUCTIONS: &str = "Stop here and write a summary of this conversation so far, to replace it: the conversation has grown too long for the context window, and only your summary will remain. Write it for yourself, to carry on the work without the user repeating anything. Include: what the user asked for (every request, in their words where they matter); the decisions taken and why; the files, commands and tools involved, with the details that will matter again (paths, names, exact error messages, code that was written or must change); what has been done and verified; what is in progress at this moment and the next step. Do not call tools. Answer with the summary only.";
 const SUMMARY_PREFIX: &str = "This session continues an earlier conversation that no longer fits in the context window. What follows is a summary of it, written by you:";
@@ -324,23 +331,39 @@ pub async fn compact(
         prompt.push_str("\n\nAlso: ");
         prompt.push_str(extra.trim());
     }
-    let mut history = without_dangling_calls(messages);
-    match history.last_mut() {
-        Some(last) if last.role == Role::User => {
-            last.content.push(ContentBlock::Text { text: prompt })
+    let mut start = 0;
+    let mut tries = 0;
+    let (summary, usage) = loop {
+        tries += 1;
+        let summary_request = MessagesRequest {
+            model: request.model_name.to_string(),
+            max_tokens: request.max_tokens,
+            system: request.system_prompt.to_string(),
+            messages: summary_history(&messages[start..], &prompt),
+            tools: Vec::new(),
+        };
+        match summarise(request.model, &summary_request).await {
+            Err(CompactError::Model(error))
+                if error.kind() == FailureKind::PromptTooLong && tries < SUMMARY_TRIES =>
+            {
+                match later_start(messages, start) {
+                    Some(later) => start = later,
+                    None => return Err(CompactError::Model(error)),
+                }
+            }
+            other => break other?,
         }
-        _ => history.push(Message::user_text(prompt)),
-    }
-    let summary_request = MessagesRequest {
-        model: request.model_name.to_string(),
-        max_tokens: request.max_tokens,
-        system: request.system_prompt.to_string(),
-        messages: history,
-        tools: Vec::new(),
     };
-    let (summary, usage) = summarise(request.model, &summary_request).await?;
+    let left_out = if start > 0 {
+        format!("\n\n{LEFT_OUT_NOTE}")
+    } else {
+        String::new()
+    };
     let mut content = vec![ContentBlock::Text {
-        text: format!("{SUMMARY_PREFIX}\n\n{}\n\n{SUMMARY_SUFFIX}", summary.trim()),
+        text: format!(
+            "{SUMMARY_PREFIX}\n\n{}{left_out}\n\n{SUMMARY_SUFFIX}",
+            summary.trim()
+        ),
     }];
     content.extend(
         request
@@ -358,6 +381,33 @@ pub async fn compact(
             content,
         }],
         usage,
+    })
+}
+
+/// What the summary request carries: the history (without a last
+/// message's unanswered calls), then the instructions.
+fn summary_history(messages: &[Message], prompt: &str) -> Vec<Message> {
+    let mut history = without_dangling_calls(messages);
+    match history.last_mut() {
+        Some(last) if last.role == Role::User => last.content.push(ContentBlock::Text {
+            text: prompt.to_string(),
+        }),
+        _ => history.push(Message::user_text(prompt)),
+    }
+    history
+}
+
+/// Where a shorter summary request may start: a fifth of the way further
+/// at least, at a user message that answers no tool call (so nothing is
+/// left unpaired).
+fn later_start(messages: &[Message], start: usize) -> Option<usize> {
+    let skip = ((messages.len() - start) / 5).max(1);
+    (start + skip..messages.len()).find(|&i| {
+        messages[i].role == Role::User
+            && !messages[i]
+                .content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
     })
 }
 
@@ -467,6 +517,105 @@ mod tests {
         assert_eq!(messages[0].content[4], result("r3", &big));
         // Twice is once.
         assert!(microcompact(&mut messages).cleared.is_empty());
+    }
+
+    /// Answers a summary only when the request holds at most `fits`
+    /// messages; "prompt is too long" otherwise.
+    struct SmallWindow {
+        fits: usize,
+        seen: std::sync::Mutex<Vec<usize>>,
+    }
+
+    impl Model for SmallWindow {
+        fn stream<'a>(
+            &'a self,
+            request: &'a MessagesRequest,
+        ) -> futures::future::BoxFuture<'a, Result<crate::model::EventStream, ModelError>> {
+            Box::pin(async move {
+                if let Ok(mut seen) = self.seen.lock() {
+                    seen.push(request.messages.len());
+                }
+                if request.messages.len() > self.fits {
+                    return Err(ModelError::Http {
+                        status: 400,
+                        message: "prompt is too long: 300000 tokens > 200000 maximum".into(),
+                        retry_after: None,
+                    });
+                }
+                let events = [
+                    ("message_start", r#"{"type":"message_start","message":{"id":"m","model":"m","usage":{"input_tokens":5,"output_tokens":1}}}"#),
+                    ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#),
+                    ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"SHORT SUMMARY"}}"#),
+                    ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#),
+                    ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}"#),
+                    ("message_stop", r#"{"type":"message_stop"}"#),
+                ]
+                .into_iter()
+                .filter_map(|(name, data)| crate::model::StreamEvent::parse(name, data).transpose())
+                .collect::<Vec<_>>();
+                Ok(Box::pin(futures::stream::iter(events)) as crate::model::EventStream)
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_history_too_long_to_summarise_loses_its_oldest_turns() -> Result<(), String> {
+        let mut messages = Vec::new();
+        for n in 0..10 {
+            messages.push(Message::user_text(format!("prompt {n}")));
+            messages.push(Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::Text {
+                    text: format!("answer {n}"),
+                }],
+            });
+        }
+        let model = SmallWindow {
+            fits: 13,
+            seen: Default::default(),
+        };
+        let request = CompactRequest {
+            model: &model,
+            model_name: "m",
+            system_prompt: "s",
+            max_tokens: 100,
+            hooks: &super::super::NoLoopHooks,
+            trigger: CompactTrigger::Auto,
+            instructions: None,
+        };
+        let compacted = compact(request, &messages, 1_000)
+            .await
+            .map_err(|e| e.to_string())?;
+        let seen = model.seen.lock().map(|s| s.clone()).unwrap_or_default();
+        // 20 + the prompt joined as a message, then from prompt 2, then prompt 4.
+        assert_eq!(seen, vec![21, 17, 13]);
+        let text = match &compacted.messages[0].content[0] {
+            ContentBlock::Text { text } => text.clone(),
+            other => format!("{other:?}"),
+        };
+        assert!(
+            text.contains("SHORT SUMMARY") && text.contains(LEFT_OUT_NOTE),
+            "{text}"
+        );
+
+        // Too long however short: the error, after three tries.
+        let never = SmallWindow {
+            fits: 0,
+            seen: Default::default(),
+        };
+        let request = CompactRequest {
+            model: &never,
+            model_name: "m",
+            system_prompt: "s",
+            max_tokens: 100,
+            hooks: &super::super::NoLoopHooks,
+            trigger: CompactTrigger::Auto,
+            instructions: None,
+        };
+        let error = compact(request, &messages, 1_000).await;
+        assert!(matches!(error, Err(CompactError::Model(_))), "{error:?}");
+        assert_eq!(never.seen.lock().map(|s| s.len()).unwrap_or_default(), 3);
+        Ok(())
     }
 
     #[test]

@@ -754,6 +754,26 @@ mod tests {
     }
 
     #[test]
+    fn a_full_disk_is_said_once_and_the_run_goes_on() -> TestResult {
+        let full = OpenOptions::new().append(true).open("/dev/full")?;
+        let transcript = Transcript {
+            path: PathBuf::from("/dev/full"),
+            session_id: "s".into(),
+            file: Mutex::new((Some(full), Written::default())),
+        };
+        transcript.sync(&[Message::user_text("hi")]);
+        {
+            let guard = transcript.lock();
+            assert!(guard.0.is_none() && guard.1.failed);
+        }
+        // Later writes are skipped, not retried line by line.
+        transcript.response(&call("t1").content);
+        transcript.sync(&[Message::user_text("hi"), call("t1")]);
+        transcript.flush();
+        Ok(())
+    }
+
+    #[test]
     fn workspace_folders_are_named_as_claude_code_names_them() {
         assert_eq!(
             project_dir(Path::new("/c"), Path::new("/work/my_repo.v2")),
