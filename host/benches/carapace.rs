@@ -70,7 +70,217 @@ fn main() -> BenchResult {
     if wanted("mcp") {
         runtime.block_on(mcp_benches())?;
     }
+    if wanted("session") {
+        session_benches(&cache, work.path(), &wanted)?;
+    }
     Ok(())
+}
+
+/// A tool round as history keeps it: the call, and a result of `bytes`.
+fn tool_round(n: usize, bytes: usize) -> [Message; 2] {
+    use carapace::model::{ContentBlock, Role, ToolResultContent};
+    let id = format!("toolu_{n:06}");
+    [
+        Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse {
+                id: id.clone(),
+                name: "Read".into(),
+                input: json!({"file_path": format!("/work/project/src/file_{n}.rs")}),
+            }],
+        },
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: id,
+                content: ToolResultContent::Text("let x = 1; // some source\n".repeat(bytes / 27)),
+                is_error: false,
+            }],
+        },
+    ]
+}
+
+/// Transcripts: the cost of appending, of loading a long one back, and the
+/// memory of a long session in the binary.
+fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> BenchResult {
+    use carapace::agent::HistoryLog;
+    use carapace::session::{Opening, Transcript, load, transcript_path};
+    let dir = tempfile::tempdir()?;
+    if wanted("session_append") {
+        let transcript = Transcript::open(
+            transcript_path(dir.path(), "append"),
+            "append",
+            dir.path(),
+            Opening::New {
+                forked_from: None,
+                history: &[],
+            },
+        )?;
+        let mut history = vec![Message::user_text("go")];
+        transcript.sync(&history);
+        let mut per_message = Vec::with_capacity(2_000);
+        for n in 0..2_000 {
+            let [call, result] = tool_round(n, 1_024);
+            let started = Instant::now();
+            // As the loop does: the response ahead of its tools, then the
+            // history before the next request.
+            transcript.response(&call.content);
+            history.push(call);
+            history.push(result);
+            transcript.sync(&history);
+            per_message.push(started.elapsed() / 2);
+        }
+        report(
+            "session_append: transcript, per message (1 KiB tool result)",
+            &per_message,
+            "one write(2) per line, no fsync",
+        );
+        let mut flushes = Vec::with_capacity(50);
+        for _ in 0..50 {
+            let started = Instant::now();
+            transcript.flush();
+            flushes.push(started.elapsed());
+        }
+        report(
+            "session_append: fdatasync at the end of a turn",
+            &flushes,
+            "",
+        );
+    }
+    if wanted("session_resume") {
+        // 10,000 messages: 4,999 tool rounds of ~500 B results, a prompt
+        // and an answer.
+        let mut history = vec![Message::user_text("go")];
+        for n in 0..4_999 {
+            history.extend(tool_round(n, 512));
+        }
+        history.push(Message {
+            role: carapace::model::Role::Assistant,
+            content: vec![carapace::model::ContentBlock::Text {
+                text: "done".into(),
+            }],
+        });
+        let path = transcript_path(dir.path(), "resume");
+        let transcript = Transcript::open(
+            path.clone(),
+            "resume",
+            dir.path(),
+            Opening::New {
+                forked_from: None,
+                history: &[],
+            },
+        )?;
+        transcript.sync(&history);
+        drop(transcript);
+        let size = std::fs::metadata(&path)?.len();
+        let mut loads = Vec::with_capacity(20);
+        for _ in 0..20 {
+            let started = Instant::now();
+            let loaded = load(&path)?;
+            loads.push(started.elapsed());
+            if loaded.messages.len() != 10_000 {
+                return Err(format!("loaded {} messages", loaded.messages.len()).into());
+            }
+        }
+        report(
+            "session_resume: load a 10,000-message transcript",
+            &loads,
+            &format!("{:.1} MiB file", size as f64 / 1048576.0),
+        );
+        // The binary: spawn → the resumed session's first request.
+        let projects = carapace::session::project_dir(&cwd.join(".carapace"), cwd);
+        std::fs::create_dir_all(&projects)?;
+        std::fs::copy(&path, transcript_path(&projects, "resume"))?;
+        let mut to_request = Vec::with_capacity(10);
+        for i in 0..12 {
+            let server = ScriptedServer::start(vec![Reply::text("resumed")])?;
+            let started = Instant::now();
+            let status = session_command(cache, cwd, &server)
+                .args([
+                    "-p",
+                    "again",
+                    "--resume",
+                    "resume",
+                    "--no-session-persistence",
+                ])
+                .stdout(std::process::Stdio::null())
+                .status()?;
+            if !status.success() {
+                return Err("the resumed run failed".into());
+            }
+            let requests = server.requests();
+            let sent = requests.first().ok_or("no request")?;
+            if sent.body["messages"].as_array().map(Vec::len) != Some(10_001) {
+                return Err("the resumed request does not carry the history".into());
+            }
+            if i >= 2 {
+                to_request.push(sent.received_at.duration_since(started));
+            }
+        }
+        report(
+            "session_resume: carapace --resume (10,000 messages), spawn → first request",
+            &to_request,
+            "load + request body",
+        );
+    }
+    if wanted("session_memory") {
+        let file = cwd.join("memory-fixture.txt");
+        std::fs::write(&file, "let x = 1; // some source\n".repeat(20))?;
+        for turns in [10usize, 1_000] {
+            let mut replies: Vec<Reply> = (0..turns)
+                .map(|n| {
+                    Reply::tool_uses(vec![scripted_server::Block::tool_use(
+                        format!("toolu_{n}"),
+                        "Read",
+                        json!({"file_path": file}),
+                    )])
+                })
+                .collect();
+            replies.push(Reply::text("done"));
+            let server = ScriptedServer::start(replies)?;
+            let started = Instant::now();
+            let child = session_command(cache, cwd, &server)
+                .args([
+                    "-p",
+                    "go",
+                    "--tools",
+                    "Read",
+                    "--output-format",
+                    "stream-json",
+                    "--verbose",
+                ])
+                .stdout(std::process::Stdio::null())
+                .spawn()?;
+            let (succeeded, peak_kib) = wait_with_peak(child)?;
+            let took = started.elapsed();
+            if !succeeded || server.requests().len() != turns + 1 {
+                return Err(format!("the {turns}-turn session failed").into());
+            }
+            report(
+                &format!("session_memory: a {turns}-turn session (one Read a turn), whole run"),
+                &[took],
+                &format!(
+                    "peak RSS {:.1} MiB; transcript written",
+                    peak_kib as f64 / 1024.0
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `carapace` against `server`, with its config (and transcripts) in `cwd`.
+fn session_command(cache: &Path, cwd: &Path, server: &ScriptedServer) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_carapace"));
+    command
+        .current_dir(cwd)
+        .env_clear()
+        .env("HOME", cwd)
+        .env("CARAPACE_CACHE_DIR", cache)
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "bench")
+        .args(["--permission-mode", "bypassPermissions"]);
+    command
 }
 
 /// One `tools/call` of server-everything's `echo` over stdio: through the

@@ -58,7 +58,12 @@ fn is_summary_request(run: &Run, n: usize) -> bool {
         .map(texts)
         .unwrap_or_default()
         .join("");
-    body["tools"].as_array().is_none_or(Vec::is_empty) && last.contains("write a summary")
+    // The same system prompt and tools as every request: the prompt cache
+    // holds for the summary request too.
+    let first = &run.requests[0].body;
+    body["tools"] == first["tools"]
+        && body["system"] == first["system"]
+        && last.contains("write a summary")
 }
 
 #[tokio::test]
@@ -233,7 +238,11 @@ impl LoopHooks for CompactHooks {
         Box::pin(async { StopDecision::Allow })
     }
 
-    fn pre_compact(&self, trigger: CompactTrigger) -> BoxFuture<'_, PreCompactDecision> {
+    fn pre_compact(
+        &self,
+        trigger: CompactTrigger,
+        _instructions: Option<String>,
+    ) -> BoxFuture<'_, PreCompactDecision> {
         Box::pin(async move {
             if let Ok(mut seen) = self.seen.lock() {
                 seen.push(trigger.as_str());

@@ -223,6 +223,16 @@ fn session_ids_and_persistence_flags() -> TestResult {
         "{}",
         missing.stderr
     );
+    // An id is a name in this workspace's folder, not a path to a file.
+    let outside = home.config.join("elsewhere.jsonl");
+    std::fs::copy(home.transcript(chosen)?, &outside)?;
+    let by_path = home.run(&server, &["-p", "hi", "--resume", "../../elsewhere"])?;
+    assert_eq!(by_path.status, Some(1));
+    assert!(
+        by_path.stderr.contains("is not a session id"),
+        "{}",
+        by_path.stderr
+    );
     let fork_alone = home.run(&server, &["-p", "hi", "--fork-session"])?;
     assert_eq!(fork_alone.status, Some(1));
     assert_eq!(server.requests().len(), 2, "refused runs send nothing");
@@ -421,7 +431,16 @@ fn compaction_shows_a_boundary_keeps_the_full_record_and_resumes_after_it() -> T
     let summary_request = messages(&server, 4);
     let last = summary_request.last().map(text_of).unwrap_or_default();
     assert!(last.contains("keep the port"), "{last}");
-    assert_eq!(last_line(&manual.stdout)?["num_turns"], 0);
+    let result = last_line(&manual.stdout)?;
+    assert_eq!(
+        (
+            result["num_turns"].as_u64(),
+            result["result"].as_str(),
+            result["is_error"].as_bool()
+        ),
+        (Some(0), Some(""), Some(false)),
+        "as Claude Code ends /compact"
+    );
     Ok(())
 }
 
@@ -510,5 +529,73 @@ fn a_multi_turn_stream_is_one_session_on_disk() -> TestResult {
     ok(&resumed)?;
     let texts: Vec<String> = messages(&server, 2).iter().map(text_of).collect();
     assert_eq!(texts, ["FIRST", "one", "SECOND", "two", "THIRD"]);
+    Ok(())
+}
+
+#[test]
+fn a_pre_compact_hook_is_told_the_instructions_and_may_block() -> TestResult {
+    let home = Home::new()?;
+    let script = home.ws.join("hook-script.json");
+    let probe =
+        std::path::Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("command-hook-probe.wasm");
+    let settings = json!({"hooks": {"PreCompact": [{"matcher": "", "hooks": [{
+        "type": "wasm-command",
+        "path": probe,
+        "grants": {"read": [script]},
+    }]}]}})
+    .to_string();
+    let server = ScriptedServer::start(vec![Reply::text("one"), Reply::text("SUMMARY")])?;
+    let first = home.run(&server, &["-p", "FIRST"])?;
+    ok(&first)?;
+    let id = session_id(&first)?;
+    let compact = |instructions: &str| {
+        home.run(
+            &server,
+            &[
+                "-p",
+                instructions,
+                "--resume",
+                &id,
+                "--settings",
+                &settings,
+                "--include-hook-events",
+            ],
+        )
+    };
+
+    // exit 2 blocks, as in Claude Code: the reason is the result, no error.
+    std::fs::write(
+        &script,
+        json!({"PreCompact": {"stderr": "not now", "exit": 2}}).to_string(),
+    )?;
+    let blocked = compact("/compact")?;
+    ok(&blocked)?;
+    let result = last_line(&blocked.stdout)?;
+    assert_eq!(
+        result["result"],
+        "Compaction blocked by PreCompact hook: not now"
+    );
+    assert_eq!(result["is_error"], false);
+    assert_eq!(server.requests().len(), 1, "no summary request");
+
+    // A hook that fails otherwise does not stop it, and saw its input.
+    std::fs::write(&script, json!({"PreCompact": {"echo": true}}).to_string())?;
+    let done = compact("/compact keep the tests")?;
+    ok(&done)?;
+    let all = lines(&done.stdout)?;
+    let response = all
+        .iter()
+        .find(|l| l["subtype"] == "hook_response")
+        .ok_or("no hook_response")?;
+    let told: Value = serde_json::from_str(response["stderr"].as_str().unwrap_or_default())?;
+    assert_eq!(
+        (
+            told["trigger"].as_str(),
+            told["custom_instructions"].as_str()
+        ),
+        (Some("manual"), Some("keep the tests"))
+    );
+    assert!(all.iter().any(|l| l["subtype"] == "compact_boundary"));
+    assert_eq!(server.requests().len(), 2);
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! `prompt_too_long` answer, one reactive compaction and the same request
 //! again. The rapid-refill breaker guards both.
 
-use super::context::{CompactError, CompactRequest, compact, estimate_tokens, microcompact};
+use super::context::{CompactError, CompactRequest, compact, microcompact};
 use super::events::AgentEvent;
 use super::loop_hooks::CompactTrigger;
 use super::query::{Next, Run, RunError, Stop};
@@ -133,6 +133,7 @@ impl Run<'_, '_> {
             model_name: &self.model,
             system_prompt: &self.config.system_prompt,
             max_tokens: self.config.max_tokens,
+            tools: &self.tool_specs,
             hooks: self.deps.hooks,
             trigger,
             instructions: None,
@@ -154,8 +155,10 @@ impl Run<'_, '_> {
         self.sink.emit(AgentEvent::CompactBoundary {
             trigger,
             pre_tokens,
+            post_tokens: compacted.post_tokens,
+            duration: compacted.duration,
         });
-        let tokens = estimate_tokens(&compacted.messages);
+        let tokens = compacted.post_tokens;
         let len = compacted.messages.len();
         let context = state.context.compacted(state.turn_count, tokens, len);
         Ok(State {

@@ -13,7 +13,7 @@
 use super::loop_hooks::{CompactTrigger, LoopHooks, PreCompactDecision};
 use crate::model::{
     ContentBlock, FailureKind, Message, MessagesRequest, Model, ModelError, ResponseAssembler,
-    Role, ToolResultContent, Usage,
+    Role, ToolResultContent, ToolSpec, Usage,
 };
 use futures::StreamExt;
 
@@ -55,7 +55,7 @@ const SUMMARY_TRIES: usize = 3;
 const LEFT_OUT_NOTE: &str =
     "(The earliest part of the conversation was too long to summarise and is not covered.)";
 
-const SUMMARY_INSTRUCTIONS: &str = "Stop here and write a summary of this conversation so far, to replace it: the conversation has grown too long for the context window, and only your summary will remain. Write it for yourself, to carry on the work without the user repeating anything. Include: what the user asked for (every request, in their words where they matter); the decisions taken and why; the files, commands and tools involved, with the details that will matter again (paths, names, exact error messages, code that was written or must change); what has been done and verified; what is in progress at this moment and the next step. Do not call tools. Answer with the summary only.";
+const SUMMARY_INSTRUCTIONS: &str = "Answer with text only: do not call any tool, whatever the tools above offer. Stop here and write a summary of this conversation so far, to replace it: the conversation has grown too long for the context window, and only your summary will remain. Write it for yourself, to carry on the work without the user repeating anything. Include: what the user asked for (every request, in their words where they matter); the decisions taken and why; the files, commands and tools involved, with the details that will matter again (paths, names, exact error messages, code that was written or must change); what has been done and verified; what is in progress at this moment and the next step. Answer with the summary only.";
 const SUMMARY_PREFIX: &str = "This session continues an earlier conversation that no longer fits in the context window. What follows is a summary of it, written by you:";
 const SUMMARY_SUFFIX: &str = "Carry on from where the conversation left off, with the task you were working on, without asking the user to repeat anything.";
 
@@ -267,8 +267,10 @@ pub fn clear_results(messages: &mut [Message], cleared: &[String]) {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Compacted {
     pub trigger: CompactTrigger,
-    /// The estimated size before.
+    /// The estimated size before and after.
     pub pre_tokens: u64,
+    pub post_tokens: u64,
+    pub duration: std::time::Duration,
     /// The new history: the summary, as a user message.
     pub messages: Vec<Message>,
     /// The summary request's usage.
@@ -280,7 +282,7 @@ pub struct Compacted {
 pub enum CompactError {
     #[error("there is nothing to compact yet")]
     NothingToCompact,
-    #[error("a PreCompact hook blocked the compaction: {0}")]
+    #[error("Compaction blocked by PreCompact hook: {0}")]
     Blocked(String),
     #[error("the summary request failed: {0}")]
     Model(#[from] ModelError),
@@ -296,6 +298,10 @@ pub struct CompactRequest<'a> {
     pub model_name: &'a str,
     pub system_prompt: &'a str,
     pub max_tokens: u32,
+    /// The session's tools, sent as they are with every request: with the
+    /// same system prompt and history, the summary request reuses the
+    /// prompt cache. The instructions say not to call them.
+    pub tools: &'a [ToolSpec],
     pub hooks: &'a dyn LoopHooks,
     pub trigger: CompactTrigger,
     /// The user's own instructions (`/compact focus on the tests`).
@@ -317,12 +323,14 @@ pub async fn compact(
     {
         return Err(CompactError::NothingToCompact);
     }
+    let started = std::time::Instant::now();
     let mut instructions: Vec<String> = request
         .instructions
         .map(str::to_string)
         .into_iter()
         .collect();
-    match request.hooks.pre_compact(request.trigger).await {
+    let asked = request.instructions.map(str::to_string);
+    match request.hooks.pre_compact(request.trigger, asked).await {
         PreCompactDecision::Block { reason } => return Err(CompactError::Blocked(reason)),
         PreCompactDecision::Continue { instructions: more } => instructions.extend(more),
     }
@@ -340,7 +348,7 @@ pub async fn compact(
             max_tokens: request.max_tokens,
             system: request.system_prompt.to_string(),
             messages: summary_history(&messages[start..], &prompt),
-            tools: Vec::new(),
+            tools: request.tools.to_vec(),
         };
         match summarise(request.model, &summary_request).await {
             Err(CompactError::Model(error))
@@ -373,13 +381,16 @@ pub async fn compact(
             .into_iter()
             .map(|text| ContentBlock::Text { text }),
     );
+    let messages = vec![Message {
+        role: Role::User,
+        content,
+    }];
     Ok(Compacted {
         trigger: request.trigger,
         pre_tokens,
-        messages: vec![Message {
-            role: Role::User,
-            content,
-        }],
+        post_tokens: estimate_tokens(&messages),
+        duration: started.elapsed(),
+        messages,
         usage,
     })
 }
@@ -579,6 +590,7 @@ mod tests {
             model_name: "m",
             system_prompt: "s",
             max_tokens: 100,
+            tools: &[],
             hooks: &super::super::NoLoopHooks,
             trigger: CompactTrigger::Auto,
             instructions: None,
@@ -608,6 +620,7 @@ mod tests {
             model_name: "m",
             system_prompt: "s",
             max_tokens: 100,
+            tools: &[],
             hooks: &super::super::NoLoopHooks,
             trigger: CompactTrigger::Auto,
             instructions: None,

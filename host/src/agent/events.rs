@@ -85,8 +85,11 @@ pub enum AgentEvent {
     /// The history was compacted: what follows is the new history.
     CompactBoundary {
         trigger: super::loop_hooks::CompactTrigger,
-        /// The estimated size of the history before.
+        /// The estimated size of the history before and after.
         pre_tokens: u64,
+        post_tokens: u64,
+        /// How long the compaction took (the summary request, mostly).
+        duration: Duration,
     },
     /// The failure the run ends with, shown as an assistant message.
     Error {

@@ -86,8 +86,13 @@ pub trait LoopHooks: Send + Sync {
         })
     }
 
-    /// PreCompact, before the summary request.
-    fn pre_compact(&self, _trigger: CompactTrigger) -> BoxFuture<'_, PreCompactDecision> {
+    /// PreCompact, before the summary request (`instructions`: the user's,
+    /// from `/compact`).
+    fn pre_compact(
+        &self,
+        _trigger: CompactTrigger,
+        _instructions: Option<String>,
+    ) -> BoxFuture<'_, PreCompactDecision> {
         Box::pin(async {
             PreCompactDecision::Continue {
                 instructions: Vec::new(),

@@ -3,7 +3,7 @@
 
 use crate::agent::{
     AgentEvent, CommandState, CompactRequest, CompactTrigger, EventSink, InputQueue, QueryConfig,
-    QueryDeps, QueryOutcome, QueuedInput, RunError, Terminal, compact, estimate_tokens, query,
+    QueryDeps, QueryOutcome, QueuedInput, Terminal, compact, estimate_tokens, query,
 };
 use crate::hooks::HookRuntime;
 use crate::model::{ContentBlock, Message, Role, cost_usd};
@@ -252,6 +252,7 @@ async fn compact_now(
         model_name: &config.model,
         system_prompt: &config.system_prompt,
         max_tokens: config.max_tokens,
+        tools: &deps.tools.specs(),
         hooks: deps.hooks,
         trigger: CompactTrigger::Manual,
         instructions,
@@ -267,27 +268,29 @@ async fn compact_now(
             sink.emit(AgentEvent::CompactBoundary {
                 trigger: CompactTrigger::Manual,
                 pre_tokens,
+                post_tokens: compacted.post_tokens,
+                duration: compacted.duration,
             });
-            let post_tokens = estimate_tokens(&compacted.messages);
-            let mut outcome = QueryOutcome::without_turn(
-                Terminal::Completed,
-                format!("Compacted the conversation: about {pre_tokens} tokens → {post_tokens}."),
-                compacted.messages,
-            );
+            // As Claude Code: no turn, and an empty result.
+            let mut outcome =
+                QueryOutcome::without_turn(Terminal::Completed, String::new(), compacted.messages);
             outcome.usage = compacted.usage;
             outcome.cost_usd = cost_usd(&config.model, &compacted.usage);
             outcome
         }
+        // Cancelled: the run broke off.
+        Err(crate::agent::CompactError::Aborted) => {
+            QueryOutcome::without_turn(Terminal::AbortedStreaming, String::new(), history)
+        }
+        // As Claude Code ends a `/compact` that did not happen (checked
+        // against 2.1.197 with a blocking PreCompact hook): the reason is
+        // the result, and the run is not an error; the history is kept.
         Err(error) => {
-            let message = format!("Could not compact the conversation: {error}");
-            let mut outcome =
-                QueryOutcome::without_turn(Terminal::Completed, message.clone(), history);
-            outcome.error = Some(RunError {
-                message,
-                kind: "compact_failed",
-                status: None,
+            let message = error.to_string();
+            sink.emit(AgentEvent::Warning {
+                message: message.clone(),
             });
-            outcome
+            QueryOutcome::without_turn(Terminal::Completed, message, history)
         }
     }
 }

@@ -478,7 +478,7 @@ fn matcher_subject(event: &HookEvent) -> Option<String> {
         | HookEvent::PostToolUseFailure { call, .. } => Some(call.tool_name.clone()),
         HookEvent::SessionStart { source } => Some(source.clone()),
         HookEvent::SessionEnd { reason } => Some(reason.clone()),
-        HookEvent::PreCompact { trigger } => Some(trigger.clone()),
+        HookEvent::PreCompact { trigger, .. } => Some(trigger.clone()),
         _ => None,
     }
 }
@@ -689,7 +689,11 @@ impl LoopHooks for HookRuntime {
         })
     }
 
-    fn pre_compact(&self, trigger: CompactTrigger) -> BoxFuture<'_, PreCompactDecision> {
+    fn pre_compact(
+        &self,
+        trigger: CompactTrigger,
+        instructions: Option<String>,
+    ) -> BoxFuture<'_, PreCompactDecision> {
         Box::pin(async move {
             if !self.handles(HookEventKind::PreCompact) {
                 return PreCompactDecision::Continue {
@@ -699,6 +703,7 @@ impl LoopHooks for HookRuntime {
             let answer = self
                 .run(HookEvent::PreCompact {
                     trigger: trigger.as_str().into(),
+                    custom_instructions: instructions,
                 })
                 .await;
             match answer.stop.or(answer.block) {

@@ -98,9 +98,12 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
         HookEvent::UserPromptSubmit { prompt } => v["prompt"] = json!(prompt),
         HookEvent::SessionStart { source } => v["source"] = json!(source),
         HookEvent::SessionEnd { reason } => v["reason"] = json!(reason),
-        HookEvent::PreCompact { trigger } => {
+        HookEvent::PreCompact {
+            trigger,
+            custom_instructions,
+        } => {
             v["trigger"] = json!(trigger);
-            v["custom_instructions"] = json!("");
+            v["custom_instructions"] = json!(custom_instructions);
         }
         HookEvent::Notification { message } => v["message"] = json!(message),
     }
@@ -118,6 +121,9 @@ fn blocks(kind: HookEventKind) -> bool {
             | HookEventKind::Stop
             | HookEventKind::SubagentStop
             | HookEventKind::UserPromptSubmit
+            // Checked against Claude Code 2.1.197: exit 2 (or a JSON
+            // block) stops the compaction.
+            | HookEventKind::PreCompact
     )
 }
 

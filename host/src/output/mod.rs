@@ -274,12 +274,19 @@ impl<W: Write + Send> EventSink for Printer<W> {
             AgentEvent::CompactBoundary {
                 trigger,
                 pre_tokens,
+                post_tokens,
+                duration,
             } => json!({
                 "type": "system",
                 "subtype": "compact_boundary",
                 "session_id": self.info.session_id,
                 "uuid": new_uuid(),
-                "compact_metadata": {"trigger": trigger.as_str(), "pre_tokens": pre_tokens},
+                "compact_metadata": {
+                    "trigger": trigger.as_str(),
+                    "pre_tokens": pre_tokens,
+                    "post_tokens": post_tokens,
+                    "duration_ms": duration.as_millis() as u64,
+                },
             }),
             AgentEvent::Warning { message } => json!({
                 "type": "system",

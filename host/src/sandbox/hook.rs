@@ -145,6 +145,8 @@ pub enum HookEvent {
     },
     PreCompact {
         trigger: String,
+        /// The user's `/compact` instructions.
+        custom_instructions: Option<String>,
     },
     Notification {
         message: String,
@@ -456,7 +458,7 @@ fn event_to_wit(event: &HookEvent) -> wit::Event {
         HookEvent::UserPromptSubmit { prompt } => wit::Event::UserPromptSubmit(prompt.clone()),
         HookEvent::SessionStart { source } => wit::Event::SessionStart(source.clone()),
         HookEvent::SessionEnd { reason } => wit::Event::SessionEnd(reason.clone()),
-        HookEvent::PreCompact { trigger } => wit::Event::PreCompact(trigger.clone()),
+        HookEvent::PreCompact { trigger, .. } => wit::Event::PreCompact(trigger.clone()),
         HookEvent::Notification { message } => wit::Event::Notification(message.clone()),
     }
 }

@@ -272,6 +272,18 @@ impl SessionBuilder {
             None => None,
             Some(resume) => {
                 let id = match resume {
+                    // An id names a file in this workspace's folder, never
+                    // a path.
+                    Resume::Id(id)
+                        if id.is_empty()
+                            || !id
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') =>
+                    {
+                        return Err(SessionError::Invalid(format!(
+                            "--resume: `{id}` is not a session id (letters, digits, - and _)"
+                        )));
+                    }
                     Resume::Id(id) => id.clone(),
                     Resume::Latest => latest(&projects)?,
                 };
