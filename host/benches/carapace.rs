@@ -185,7 +185,35 @@ fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> B
         report(
             "session_resume: load a 10,000-message transcript",
             &loads,
-            &format!("{:.1} MiB file", size as f64 / 1048576.0),
+            &format!(
+                "{:.1} MiB file; {} threads",
+                size as f64 / 1048576.0,
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            ),
+        );
+        // What the first request after a resume adds: the size estimate and
+        // the request body.
+        let loaded = load(&path)?;
+        let mut bodies = Vec::with_capacity(20);
+        for _ in 0..20 {
+            let started = Instant::now();
+            let estimate = carapace::agent::estimate_tokens(&loaded.messages);
+            let body = serde_json::to_vec(&MessagesRequest {
+                model: "m".into(),
+                max_tokens: 1000,
+                system: "s".into(),
+                messages: loaded.messages.clone(),
+                tools: Vec::new(),
+            })?;
+            bodies.push(started.elapsed());
+            if estimate == 0 || body.is_empty() {
+                return Err("no estimate or body".into());
+            }
+        }
+        report(
+            "session_resume: estimate + request body of the loaded history",
+            &bodies,
+            "",
         );
         // The binary: spawn → the resumed session's first request.
         let projects = carapace::session::project_dir(&cwd.join(".carapace"), cwd);
@@ -220,7 +248,7 @@ fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> B
         report(
             "session_resume: carapace --resume (10,000 messages), spawn → first request",
             &to_request,
-            "load + request body",
+            "start-up, load, request; and the scripted server reading the 5 MiB body",
         );
     }
     if wanted("session_memory") {

@@ -291,7 +291,9 @@ impl SessionBuilder {
                 if !path.is_file() {
                     return Err(TranscriptError::NotFound { id, dir: projects }.into());
                 }
-                Some(load(&path)?)
+                let loaded = load(&path)?;
+                mark("transcript_loaded");
+                Some(loaded)
             }
         };
         let id = match (&resumed, self.history.fork) {

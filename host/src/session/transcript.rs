@@ -159,35 +159,35 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
             tail.len()
         ));
     }
-    let mut session_id = None;
+    let header = lines
+        .first()
+        .ok_or_else(|| damaged(1, "the file is empty".into()))?;
+    let header: Value =
+        serde_json::from_slice(header).map_err(|e| damaged(1, format!("not a JSON line ({e})")))?;
+    if header["type"] != "header" {
+        return Err(damaged(
+            1,
+            "the first line is not a transcript header".into(),
+        ));
+    }
+    if header["format"].as_u64() != Some(TRANSCRIPT_FORMAT) {
+        return Err(TranscriptError::Format {
+            path: path.to_path_buf(),
+            found: header["format"].to_string(),
+            version: header["version"].as_str().unwrap_or("(unknown)").into(),
+        });
+    }
+    let session_id = header["sessionId"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| damaged(1, "the header has no session id".into()))?;
+    let entries = parse_lines(&lines[1..]).map_err(|(index, reason)| damaged(index + 2, reason))?;
     let mut messages: Vec<Message> = Vec::new();
-    for (index, line) in lines.iter().enumerate() {
-        let number = index + 1;
-        let entry: Value = serde_json::from_slice(line)
-            .map_err(|e| damaged(number, format!("not a JSON line ({e})")))?;
-        let kind = entry["type"].as_str().unwrap_or_default();
-        if number == 1 {
-            if kind != "header" {
-                return Err(damaged(
-                    1,
-                    "the first line is not a transcript header".into(),
-                ));
-            }
-            if entry["format"].as_u64() != Some(TRANSCRIPT_FORMAT) {
-                return Err(TranscriptError::Format {
-                    path: path.to_path_buf(),
-                    found: entry["format"].to_string(),
-                    version: entry["version"].as_str().unwrap_or("(unknown)").into(),
-                });
-            }
-            session_id = entry["sessionId"].as_str().map(str::to_string);
-            continue;
-        }
-        match kind {
-            "user" | "assistant" => {
-                let message: Message = serde_json::from_value(entry["message"].clone())
-                    .map_err(|e| damaged(number, format!("not a message ({e})")))?;
-                if entry["continues"].as_bool() == Some(true) {
+    for (index, entry) in entries.into_iter().enumerate() {
+        let number = index + 2;
+        match entry {
+            Entry::Message { message, continues } => {
+                if continues {
                     match messages.last_mut() {
                         Some(last) if last.role == message.role => {
                             last.content.extend(message.content)
@@ -203,17 +203,10 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
                     messages.push(message);
                 }
             }
-            "microcompact" => {
-                let cleared: Vec<String> = serde_json::from_value(entry["cleared"].clone())
-                    .map_err(|e| damaged(number, format!("a bad microcompact line ({e})")))?;
-                clear_results(&mut messages, &cleared);
-            }
-            "compact_boundary" => messages.clear(),
-            "header" => return Err(damaged(number, "a second header".into())),
-            other => return Err(damaged(number, format!("an unknown line type `{other}`"))),
+            Entry::Microcompact { cleared } => clear_results(&mut messages, &cleared),
+            Entry::CompactBoundary => messages.clear(),
         }
     }
-    let session_id = session_id.ok_or_else(|| damaged(1, "the file is empty".into()))?;
     let (paired, repair) = pair_cut_calls(&mut messages);
     if paired > 0 {
         warnings.push(format!(
@@ -227,6 +220,114 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
         intact_len,
         repair,
     })
+}
+
+/// One line after the header, as loading uses it.
+enum Entry {
+    Message { message: Message, continues: bool },
+    Microcompact { cleared: Vec<String> },
+    CompactBoundary,
+}
+
+/// A line as written: only what loading needs is read, the rest (ids,
+/// timestamps) is skipped.
+#[derive(serde::Deserialize)]
+struct Line {
+    #[serde(rename = "type")]
+    kind: LineKind,
+    #[serde(default)]
+    message: Option<Message>,
+    #[serde(default)]
+    continues: bool,
+    #[serde(default)]
+    cleared: Option<Vec<String>>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum LineKind {
+    User,
+    Assistant,
+    Microcompact,
+    CompactBoundary,
+    Header,
+}
+
+/// Transcripts larger than this are parsed on several threads.
+const PARALLEL_PARSE_BYTES: usize = 1 << 20;
+
+/// Parses every line; the error says which (0-based) and why. A long
+/// transcript is split across the machine's cores: parsing is nearly all
+/// of a resume's cost, and lines are independent.
+fn parse_lines(lines: &[&[u8]]) -> Result<Vec<Entry>, (usize, String)> {
+    let bytes: usize = lines.iter().map(|l| l.len()).sum();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if bytes < PARALLEL_PARSE_BYTES || threads < 2 || lines.len() < 2 * threads {
+        return parse_chunk(lines, 0);
+    }
+    let chunk = lines.len().div_ceil(threads);
+    let parsed: Vec<Result<Vec<Entry>, (usize, String)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = lines
+            .chunks(chunk)
+            .enumerate()
+            .map(|(n, part)| scope.spawn(move || parse_chunk(part, n * chunk)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err((0, "a parser thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut entries = Vec::with_capacity(lines.len());
+    for part in parsed {
+        entries.extend(part?);
+    }
+    Ok(entries)
+}
+
+fn parse_chunk(lines: &[&[u8]], first: usize) -> Result<Vec<Entry>, (usize, String)> {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(n, line)| parse_line(line).map_err(|reason| (first + n, reason)))
+        .collect()
+}
+
+fn parse_line(line: &[u8]) -> Result<Entry, String> {
+    let line: Line = serde_json::from_slice(line).map_err(|e| {
+        // Say which: a line that is not JSON, or a line of a kind no
+        // carapace writes.
+        match serde_json::from_slice::<Value>(line) {
+            Err(e) => format!("not a JSON line ({e})"),
+            Ok(value) => match value["type"].as_str() {
+                Some(
+                    kind @ ("user" | "assistant" | "microcompact" | "compact_boundary" | "header"),
+                ) => {
+                    format!("a bad `{kind}` line ({e})")
+                }
+                Some(other) => format!("an unknown line type `{other}`"),
+                None => "a line without a type".into(),
+            },
+        }
+    })?;
+    match line.kind {
+        LineKind::User | LineKind::Assistant => {
+            let message = line.message.ok_or("a message line without its message")?;
+            Ok(Entry::Message {
+                message,
+                continues: line.continues,
+            })
+        }
+        LineKind::Microcompact => Ok(Entry::Microcompact {
+            cleared: line
+                .cleared
+                .ok_or("a microcompact line without `cleared`")?,
+        }),
+        LineKind::CompactBoundary => Ok(Entry::CompactBoundary),
+        LineKind::Header => Err("a second header".into()),
+    }
 }
 
 /// Gives every tool call without a result an interrupted one, right after
@@ -736,6 +837,33 @@ mod tests {
         )?;
         let error = load(&path).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(error.contains("9.0.0"), "{error}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_long_transcript_parsed_in_parallel_names_the_damaged_line() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("long.jsonl");
+        let mut text =
+            String::from("{\"type\":\"header\",\"format\":1,\"sessionId\":\"long\"}\n");
+        let message = json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "x".repeat(1000)}]}});
+        for _ in 0..3_000 {
+            text.push_str(&message.to_string());
+            text.push('\n');
+        }
+        std::fs::write(&path, &text)?;
+        assert_eq!(load(&path)?.messages.len(), 3_000);
+        // Damage far into the file: the line number is the file's.
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines[2_900] = "{\"type\":\"user\",\"message\":{\"role\":\"robot\",\"content\":[]}}".into();
+        std::fs::write(&path, lines.join("\n") + "\n")?;
+        match load(&path) {
+            Err(TranscriptError::Damaged { line, reason, .. }) => {
+                assert_eq!(line, 2_901);
+                assert!(reason.contains("bad `user` line"), "{reason}");
+            }
+            other => return Err(format!("{other:?}").into()),
+        }
         Ok(())
     }
 
