@@ -198,13 +198,16 @@ fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> B
         for _ in 0..20 {
             let started = Instant::now();
             let estimate = carapace::agent::estimate_tokens(&loaded.messages);
-            let body = serde_json::to_vec(&MessagesRequest {
+            // As the client sends it: the history cloned into the request,
+            // the JSON body with its cache breakpoints, as text.
+            let body = MessagesRequest {
                 model: "m".into(),
                 max_tokens: 1000,
                 system: "s".into(),
                 messages: loaded.messages.clone(),
                 tools: Vec::new(),
-            })?;
+            }
+            .body_text();
             bodies.push(started.elapsed());
             if estimate == 0 || body.is_empty() {
                 return Err("no estimate or body".into());
@@ -279,7 +282,7 @@ fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> B
                 ])
                 .stdout(std::process::Stdio::null())
                 .spawn()?;
-            let (succeeded, peak_kib) = wait_with_peak(child)?;
+            let (succeeded, peak_kib) = wait_sampling_peak(child)?;
             let took = started.elapsed();
             if !succeeded || server.requests().len() != turns + 1 {
                 return Err(format!("the {turns}-turn session failed").into());
@@ -288,13 +291,36 @@ fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> B
                 &format!("session_memory: a {turns}-turn session (one Read a turn), whole run"),
                 &[took],
                 &format!(
-                    "peak RSS {:.1} MiB; transcript written",
+                    "peak RSS {:.1} MiB (VmHWM, sampled); transcript written",
                     peak_kib as f64 / 1024.0
                 ),
             );
         }
     }
     Ok(())
+}
+
+/// Waits for `child`, sampling its own peak resident set (`VmHWM`) every
+/// millisecond; returns whether it succeeded and the last sample in KiB.
+/// `wait4`'s `ru_maxrss` would not do here: Linux folds in the image the
+/// child had before `exec` — a copy of this bench process, by now large.
+fn wait_sampling_peak(mut child: std::process::Child) -> std::io::Result<(bool, i64)> {
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok((status.success(), peak));
+        }
+        if let Ok(status) = std::fs::read_to_string(&status_file)
+            && let Some(kib) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        {
+            peak = peak.max(kib);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// `carapace` against `server`, with its config (and transcripts) in `cwd`.

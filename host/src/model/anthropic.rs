@@ -109,7 +109,7 @@ impl AnthropicModel {
             .header("anthropic-version", API_VERSION)
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
-            .body(request.to_body().to_string());
+            .body(request.body_text());
         http = match &self.credential {
             Credential::ApiKey(key) => http.header("x-api-key", key),
             Credential::BearerToken(token) => http.bearer_auth(token),

@@ -138,34 +138,106 @@ impl MessagesRequest {
     /// The JSON body sent on the wire. Cache breakpoints go on the system
     /// prompt and on the last block of the last message, so that the next
     /// request (which only appends) shares this one's prefix byte for byte.
+    ///
+    /// Serialized straight from the history, without a `Value` tree of it:
+    /// a long session sends thousands of messages with every request.
+    pub fn body_text(&self) -> String {
+        let body = Body {
+            model: &self.model,
+            max_tokens: self.max_tokens,
+            system: (!self.system.is_empty()).then_some([SystemText {
+                kind: "text",
+                text: &self.system,
+                cache_control: EPHEMERAL,
+            }]),
+            messages: WithBreakpoint(&self.messages),
+            tools: &self.tools,
+            stream: true,
+        };
+        // Serializing these types cannot fail: no map has non-string keys.
+        serde_json::to_string(&body).unwrap_or_default()
+    }
+
+    /// [`Self::body_text`] as a value (tests, tools that inspect it).
     pub fn to_body(&self) -> Value {
-        let ephemeral = serde_json::json!({"type": "ephemeral"});
-        let mut messages = serde_json::to_value(&self.messages).unwrap_or(Value::Array(Vec::new()));
-        if let Some(last_block) = messages
-            .as_array_mut()
-            .and_then(|m| m.last_mut())
-            .and_then(|m| m.get_mut("content"))
-            .and_then(|c| c.as_array_mut())
-            .and_then(|c| c.last_mut())
-            .and_then(|b| b.as_object_mut())
-        {
-            last_block.insert("cache_control".into(), ephemeral.clone());
+        serde_json::from_str(&self.body_text()).unwrap_or(Value::Null)
+    }
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[SystemText<'a>; 1]>,
+    messages: WithBreakpoint<'a>,
+    #[serde(skip_serializing_if = "<[ToolSpec]>::is_empty")]
+    tools: &'a [ToolSpec],
+    stream: bool,
+}
+
+#[derive(Serialize)]
+struct SystemText<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: Ephemeral,
+}
+
+#[derive(Serialize, Clone, Copy)]
+struct Ephemeral {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: Ephemeral = Ephemeral { kind: "ephemeral" };
+
+/// The history, with a cache breakpoint on the last block of the last
+/// message.
+struct WithBreakpoint<'a>(&'a [Message]);
+
+impl Serialize for WithBreakpoint<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        let Some((last, rest)) = self.0.split_last() else {
+            return seq.end();
+        };
+        for message in rest {
+            seq.serialize_element(message)?;
         }
-        let mut body = serde_json::json!({
-            "model": self.model,
-            "max_tokens": self.max_tokens,
-            "messages": messages,
-            "stream": true,
-        });
-        if !self.system.is_empty() {
-            body["system"] = serde_json::json!([
-                {"type": "text", "text": self.system, "cache_control": ephemeral}
-            ]);
+        struct LastMessage<'a>(&'a Message);
+        impl Serialize for LastMessage<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("role", &self.0.role)?;
+                map.serialize_entry("content", &LastContent(&self.0.content))?;
+                map.end()
+            }
         }
-        if !self.tools.is_empty() {
-            body["tools"] = serde_json::to_value(&self.tools).unwrap_or(Value::Array(Vec::new()));
+        struct LastContent<'a>(&'a [ContentBlock]);
+        impl Serialize for LastContent<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+                let Some((last, rest)) = self.0.split_last() else {
+                    return seq.end();
+                };
+                for block in rest {
+                    seq.serialize_element(block)?;
+                }
+                let mut block = serde_json::to_value(last).map_err(serde::ser::Error::custom)?;
+                if let Some(fields) = block.as_object_mut() {
+                    fields.insert(
+                        "cache_control".into(),
+                        serde_json::json!({"type": "ephemeral"}),
+                    );
+                }
+                seq.serialize_element(&block)?;
+                seq.end()
+            }
         }
-        body
+        seq.serialize_element(&LastMessage(last))?;
+        seq.end()
     }
 }
 

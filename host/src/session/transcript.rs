@@ -844,8 +844,7 @@ mod tests {
     fn a_long_transcript_parsed_in_parallel_names_the_damaged_line() -> TestResult {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("long.jsonl");
-        let mut text =
-            String::from("{\"type\":\"header\",\"format\":1,\"sessionId\":\"long\"}\n");
+        let mut text = String::from("{\"type\":\"header\",\"format\":1,\"sessionId\":\"long\"}\n");
         let message = json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "x".repeat(1000)}]}});
         for _ in 0..3_000 {
             text.push_str(&message.to_string());
