@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod control;
 pub mod hooks;
 pub mod mcp;
 pub mod model;

@@ -200,6 +200,8 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         history: Vec::new(),
         source: carapace::session::StartSource::Startup,
         transcript: None,
+        turn: None,
+        model: None,
     };
     let outcome = run_print(&deps, &config, printer, prompts, session)
         .await

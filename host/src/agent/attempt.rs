@@ -218,6 +218,9 @@ impl Run<'_, '_> {
                         first_chunk = false;
                     }
                     let Some(event) = event else { break };
+                    if let Ok(event) = &event {
+                        self.sink.emit(AgentEvent::Partial(event.clone()));
+                    }
                     let assembled = match event.and_then(|e| assembler.push(e)) {
                         Ok(assembled) => assembled,
                         Err(error) => return Streamed::Failed { error, partial: partial!() },

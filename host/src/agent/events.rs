@@ -18,6 +18,9 @@ pub enum AgentEvent {
         block: ContentBlock,
         usage: Usage,
     },
+    /// One event of the response as it streams (printed with
+    /// `--include-partial-messages`).
+    Partial(crate::model::StreamEvent),
     /// One tool result, as soon as it may be delivered.
     ToolResult(ToolCallResult),
     /// The policy refused a call (its `is_error` result follows).

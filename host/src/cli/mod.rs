@@ -6,6 +6,7 @@
 mod plugin;
 pub mod print;
 
+use crate::control::{ControlChannel, Controller, SessionControl, TurnSlot};
 use crate::agent::{
     ContextConfig, HistoryLog, InputQueue, NoHistoryLog, QueryConfig, QueryDeps, system_prompt,
 };
@@ -143,6 +144,19 @@ pub struct Cli {
     #[arg(long)]
     pub no_session_persistence: bool,
 
+    /// Replace carapace's system prompt ("" for none, as the Agent SDK
+    /// passes by default).
+    #[arg(long, conflicts_with = "system_prompt_file")]
+    pub system_prompt: Option<String>,
+
+    /// Replace carapace's system prompt with this file's text.
+    #[arg(long)]
+    pub system_prompt_file: Option<PathBuf>,
+
+    /// Text added after the system prompt.
+    #[arg(long)]
+    pub append_system_prompt: Option<String>,
+
     /// Settings as a JSON file or a JSON string.
     #[arg(long)]
     pub settings: Option<String>,
@@ -160,6 +174,10 @@ pub struct Cli {
     /// Print hook lines (`hook_started`, `hook_response`) in stream-json.
     #[arg(long)]
     pub include_hook_events: bool,
+
+    /// Print each event of a response as it streams (`stream_event` lines).
+    #[arg(long)]
+    pub include_partial_messages: bool,
 
     /// Log what the host does, with timing marks, to stderr.
     #[arg(long)]
@@ -367,7 +385,8 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     };
     let printer = SharedPrinter::new(
         Printer::new(cli.output_format, cli.verbose, std::io::stdout(), info)
-            .with_hook_events(cli.include_hook_events),
+            .with_hook_events(cli.include_hook_events)
+            .with_partial_messages(cli.include_partial_messages),
     );
     session.hooks.observe(Box::new(printer.clone()));
 
@@ -388,7 +407,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let config = QueryConfig {
         model: model_name,
         fallback_models: cli.fallback_model.clone(),
-        system_prompt: system_prompt(cwd, &tool_names),
+        system_prompt: session_system_prompt(&cli, cwd, &tool_names)?,
         max_tokens,
         max_turns: cli.max_turns,
         retry: RetryPolicy {
@@ -416,14 +435,30 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let abort = CancellationToken::new();
     spawn_signal_handler(abort.clone());
     let queue = Arc::new(InputQueue::new());
+    let turn = TurnSlot::default();
+    let model_cell = Arc::new(std::sync::Mutex::new(config.model.clone()));
     let prompts = match prompt {
         Some(prompt) => Prompts::One(prompt),
         None => {
+            // stream-json input: the SDK's control protocol rides along.
+            let controller = Arc::new(Controller {
+                channel: Arc::new(ControlChannel::new(Box::new(printer.clone()))),
+                session: SessionControl {
+                    session_id: session.id.clone(),
+                    mode: session.pipeline.policy().mode_cell().clone(),
+                    model: model_cell.clone(),
+                    default_model: config.model.clone(),
+                    turn: turn.clone(),
+                    mcp_servers: session.mcp_status(),
+                    api_key_source: api_key_source.to_string(),
+                },
+            });
             let reader = tokio::io::BufReader::new(tokio::io::stdin());
             tokio::spawn(print::read_input_lines(
                 reader,
                 queue.clone(),
                 printer.clone(),
+                Some(controller),
             ));
             Prompts::Stream(queue.clone())
         }
@@ -449,6 +484,8 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             history: session.history.clone(),
             source: session.source,
             transcript: session.transcript.as_deref(),
+            turn: Some(turn),
+            model: Some(model_cell),
         },
     )
     .await;
@@ -518,6 +555,28 @@ fn spawn_signal_handler(abort: CancellationToken) {
             abort.cancel();
         }
     });
+}
+
+/// carapace's system prompt, or the one the flags give, with the appended
+/// text after it.
+fn session_system_prompt(
+    cli: &Cli,
+    cwd: &std::path::Path,
+    tools: &[String],
+) -> anyhow::Result<String> {
+    let mut prompt = match (&cli.system_prompt, &cli.system_prompt_file) {
+        (Some(text), _) => text.clone(),
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .with_context(|| format!("--system-prompt-file {}", path.display()))?,
+        (None, None) => system_prompt(cwd, tools),
+    };
+    if let Some(extra) = cli.append_system_prompt.as_deref().filter(|e| !e.is_empty()) {
+        if !prompt.is_empty() {
+            prompt.push_str("\n\n");
+        }
+        prompt.push_str(extra);
+    }
+    Ok(prompt)
 }
 
 fn env_number<T: std::str::FromStr>(

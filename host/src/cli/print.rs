@@ -9,6 +9,7 @@ use crate::hooks::HookRuntime;
 use crate::model::{ContentBlock, Message, Role, cost_usd};
 use crate::output::SharedPrinter;
 use crate::sandbox::{HookEvent, HookEventKind};
+use crate::control::{Controller, TurnSlot};
 use crate::session::{StartSource, Transcript};
 use std::io::Write;
 use std::sync::Arc;
@@ -31,6 +32,10 @@ pub struct PrintSession<'a> {
     pub source: StartSource,
     /// Synced to disk after each turn.
     pub transcript: Option<&'a Transcript>,
+    /// Where the SDK's `interrupt` finds the running turn.
+    pub turn: Option<TurnSlot>,
+    /// The model each turn uses (the SDK's `set_model` changes it).
+    pub model: Option<Arc<std::sync::Mutex<String>>>,
 }
 
 /// Runs print mode to the end; returns the last turn's outcome (`None` when
@@ -49,6 +54,8 @@ pub async fn run_print<W: Write + Send + 'static>(
         history: resumed,
         source,
         transcript,
+        turn,
+        model,
     } = print_session;
     let session = SessionHooks(hooks);
     let flush = || {
@@ -99,8 +106,33 @@ pub async fn run_print<W: Write + Send + 'static>(
                     state: CommandState::Started,
                 });
                 let mut messages = std::mem::take(&mut history);
+                // Each turn has its own cancellation (the SDK's interrupt
+                // ends the turn, not the session) and the current model.
+                let turn_token = deps.abort.child_token();
+                if let Some(slot) = &turn {
+                    slot.begin(turn_token.clone());
+                }
+                let turn_deps = &QueryDeps {
+                    model: deps.model,
+                    tools: deps.tools.clone(),
+                    hooks: deps.hooks,
+                    history: deps.history,
+                    input: deps.input,
+                    abort: turn_token,
+                };
+                let turn_config;
+                let config = match model.as_ref().and_then(|m| m.lock().ok().map(|m| m.clone())) {
+                    Some(name) if name != config.model => {
+                        turn_config = QueryConfig {
+                            model: name,
+                            ..config.clone()
+                        };
+                        &turn_config
+                    }
+                    _ => config,
+                };
                 let outcome = if let Some(instructions) = compact_command(&input.text) {
-                    compact_now(deps, config, messages, instructions, &mut sink).await
+                    compact_now(turn_deps, config, messages, instructions, &mut sink).await
                 } else {
                     match session.prompt(&input.text, &mut sink).await {
                         Err(mut outcome) => {
@@ -113,11 +145,14 @@ pub async fn run_print<W: Write + Send + 'static>(
                                 input.text,
                                 context,
                             ));
-                            query(deps, config, messages, &mut sink).await
+                            query(turn_deps, config, messages, &mut sink).await
                         }
                     }
                 };
                 flush();
+                if let Some(slot) = &turn {
+                    slot.end();
+                }
                 // A turn that broke off (cancelled, or a hard failure) cancels
                 // what it consumed; any controlled end completes it.
                 let fate = match outcome.terminal {
@@ -326,6 +361,11 @@ fn user_message(session_context: Vec<String>, prompt: String, context: Vec<Strin
 pub fn parse_input_line(line: &str) -> Result<Option<QueuedInput>, String> {
     let value: serde_json::Value =
         serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    user_line(&value)
+}
+
+/// A parsed input line as a user message (`Ok(None)` for other types).
+fn user_line(value: &serde_json::Value) -> Result<Option<QueuedInput>, String> {
     if value.get("type").and_then(|t| t.as_str()) != Some("user") {
         return Ok(None);
     }
@@ -349,10 +389,15 @@ pub fn parse_input_line(line: &str) -> Result<Option<QueuedInput>, String> {
     Ok(Some(QueuedInput { uuid, text }))
 }
 
-/// Reads stream-json lines from `reader` into `queue` until EOF, reporting
-/// each message as queued; a bad line is reported on stderr and skipped.
-pub async fn read_input_lines<R, W>(reader: R, queue: Arc<InputQueue>, mut sink: SharedPrinter<W>)
-where
+/// Reads stream-json lines from `reader` until EOF: user messages into
+/// `queue` (each reported as queued), control protocol lines to
+/// `controller`; a bad line is reported on stderr and skipped.
+pub async fn read_input_lines<R, W>(
+    reader: R,
+    queue: Arc<InputQueue>,
+    mut sink: SharedPrinter<W>,
+    controller: Option<Arc<Controller>>,
+) where
     R: tokio::io::AsyncBufRead + Unpin,
     W: Write + Send,
 {
@@ -361,7 +406,15 @@ where
     loop {
         match lines.next_line().await {
             Ok(Some(line)) if line.trim().is_empty() => {}
-            Ok(Some(line)) => match parse_input_line(&line) {
+            Ok(Some(line)) => match serde_json::from_str::<serde_json::Value>(&line)
+                .map_err(|e| format!("not JSON: {e}"))
+                .and_then(|value| {
+                    if controller.as_ref().is_some_and(|c| c.take(&value)) {
+                        Ok(None)
+                    } else {
+                        user_line(&value)
+                    }
+                }) {
                 Ok(Some(input)) => {
                     sink.emit(AgentEvent::CommandLifecycle {
                         uuid: input.uuid.clone(),
@@ -380,6 +433,9 @@ where
                 break;
             }
         }
+    }
+    if let Some(controller) = controller {
+        controller.channel.close();
     }
     queue.close();
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// One SSE event's `data`, as the Messages API sends it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamEvent {
     MessageStart {
@@ -40,7 +40,7 @@ pub enum StreamEvent {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 pub struct MessageStart {
     pub id: String,
     #[serde(default)]
@@ -49,7 +49,7 @@ pub struct MessageStart {
     pub usage: Usage,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 pub struct MessageDeltaBody {
     #[serde(default)]
     pub stop_reason: Option<String>,
@@ -57,7 +57,7 @@ pub struct MessageDeltaBody {
     pub stop_sequence: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 pub struct ApiErrorBody {
     #[serde(rename = "type", default)]
     pub kind: String,

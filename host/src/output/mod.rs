@@ -46,6 +46,8 @@ pub struct Printer<W: Write + Send> {
     write_failed: bool,
     /// `--include-hook-events`: print `hook_started` / `hook_response`.
     include_hook_events: bool,
+    /// `--include-partial-messages`: print `stream_event` lines.
+    partial_messages: bool,
 }
 
 impl<W: Write + Send> Printer<W> {
@@ -58,7 +60,14 @@ impl<W: Write + Send> Printer<W> {
             collected: Vec::new(),
             write_failed: false,
             include_hook_events: false,
+            partial_messages: false,
         }
+    }
+
+    /// Prints each event of a response as it streams (`stream_event`).
+    pub fn with_partial_messages(mut self, include: bool) -> Self {
+        self.partial_messages = include;
+        self
     }
 
     /// Prints hook lines (`hook_started`, `hook_response`) as Claude Code
@@ -271,6 +280,18 @@ impl<W: Write + Send> EventSink for Printer<W> {
                 "session_id": self.info.session_id,
                 "uuid": new_uuid(),
             }),
+            AgentEvent::Partial(event) => {
+                if !self.partial_messages {
+                    return;
+                }
+                json!({
+                    "type": "stream_event",
+                    "event": event,
+                    "session_id": self.info.session_id,
+                    "parent_tool_use_id": null,
+                    "uuid": new_uuid(),
+                })
+            }
             AgentEvent::CompactBoundary {
                 trigger,
                 pre_tokens,
@@ -421,6 +442,14 @@ impl<W: Write + Send> SharedPrinter<W> {
     pub fn finish(&self, outcome: &QueryOutcome) {
         if let Ok(mut printer) = self.0.lock() {
             printer.finish(outcome);
+        }
+    }
+}
+
+impl<W: Write + Send> crate::control::LineOut for SharedPrinter<W> {
+    fn line(&self, value: Value) {
+        if let Ok(mut printer) = self.0.lock() {
+            printer.line(value);
         }
     }
 }

@@ -1,0 +1,128 @@
+//! What the SDK may ask of a running session, and the answers.
+
+use super::ControlChannel;
+use crate::policy::{ModeCell, PermissionMode};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// The running turn's cancellation: print mode sets it at each turn;
+/// `interrupt` cancels it (the session goes on with the next message).
+#[derive(Clone, Default)]
+pub struct TurnSlot(Arc<Mutex<Option<CancellationToken>>>);
+
+impl TurnSlot {
+    pub fn begin(&self, token: CancellationToken) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(token);
+        }
+    }
+
+    pub fn end(&self) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = None;
+        }
+    }
+
+    /// Cancels the running turn; false when none runs.
+    pub fn interrupt(&self) -> bool {
+        match self.0.lock().ok().and_then(|slot| slot.clone()) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The session's handles the SDK's requests act on.
+pub struct SessionControl {
+    pub session_id: String,
+    pub mode: ModeCell,
+    /// The model the next turn uses (`set_model`).
+    pub model: Arc<Mutex<String>>,
+    /// What `set_model` with no model goes back to.
+    pub default_model: String,
+    pub turn: TurnSlot,
+    /// `mcp_status`: the servers as `system`/`init` lists them.
+    pub mcp_servers: Vec<Value>,
+    pub api_key_source: String,
+}
+
+impl SessionControl {
+    /// The answer to one request from the SDK (`Err`: an error response).
+    pub fn handle(&self, request: &Value, channel: &ControlChannel) -> Result<Value, String> {
+        match request["subtype"].as_str() {
+            Some("initialize") => self.initialize(request),
+            Some("interrupt") => {
+                let interrupted = self.turn.interrupt();
+                tracing::debug!(interrupted, "interrupt requested");
+                Ok(Value::Null)
+            }
+            Some("set_permission_mode") => {
+                let wanted = request["mode"].as_str().unwrap_or_default();
+                let mode = PermissionMode::parse(wanted).ok_or_else(|| {
+                    format!(
+                        "unknown permission mode `{wanted}` (default, acceptEdits, plan, dontAsk, bypassPermissions)"
+                    )
+                })?;
+                self.mode.set(mode);
+                channel.line(json!({
+                    "type": "system",
+                    "subtype": "status",
+                    "status": null,
+                    "permissionMode": mode.as_str(),
+                    "uuid": uuid::Uuid::new_v4().to_string(),
+                    "session_id": self.session_id,
+                }));
+                Ok(json!({"mode": mode.as_str()}))
+            }
+            Some("set_model") => {
+                let model = match &request["model"] {
+                    Value::Null => self.default_model.clone(),
+                    Value::String(model) if !model.trim().is_empty() => model.trim().to_string(),
+                    other => return Err(format!("set_model: not a model name: {other}")),
+                };
+                if let Ok(mut current) = self.model.lock() {
+                    *current = model;
+                }
+                Ok(Value::Null)
+            }
+            Some("mcp_status") => Ok(json!({"mcpServers": self.mcp_servers})),
+            Some(other) => Err(format!("Unsupported control request subtype: {other}")),
+            None => Err("a control request without a subtype".into()),
+        }
+    }
+
+    fn initialize(&self, request: &Value) -> Result<Value, String> {
+        if request["hooks"]
+            .as_object()
+            .is_some_and(|hooks| !hooks.is_empty())
+        {
+            return Err(
+                "carapace does not run SDK hook callbacks yet; configure hooks as WebAssembly components in settings"
+                    .into(),
+            );
+        }
+        let model = self
+            .model
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_else(|_| self.default_model.clone());
+        Ok(json!({
+            "commands": [],
+            "agents": [],
+            "output_style": "default",
+            "available_output_styles": ["default"],
+            "models": [{
+                "value": model,
+                "resolvedModel": model,
+                "displayName": model,
+                "description": "the session's model",
+            }],
+            "account": {"apiKeySource": self.api_key_source},
+            "pid": std::process::id(),
+        }))
+    }
+}
