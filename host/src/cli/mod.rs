@@ -6,10 +6,10 @@
 mod plugin;
 pub mod print;
 
-use crate::control::{ControlChannel, Controller, SessionControl, TurnSlot};
 use crate::agent::{
     ContextConfig, HistoryLog, InputQueue, NoHistoryLog, QueryConfig, QueryDeps, system_prompt,
 };
+use crate::control::{ControlChannel, Controller, SessionControl, TurnSlot};
 use crate::model::{AnthropicModel, Model, ReplayModel, RetryPolicy, price};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use crate::policy::PermissionMode;
@@ -570,7 +570,11 @@ fn session_system_prompt(
             .with_context(|| format!("--system-prompt-file {}", path.display()))?,
         (None, None) => system_prompt(cwd, tools),
     };
-    if let Some(extra) = cli.append_system_prompt.as_deref().filter(|e| !e.is_empty()) {
+    if let Some(extra) = cli
+        .append_system_prompt
+        .as_deref()
+        .filter(|e| !e.is_empty())
+    {
         if !prompt.is_empty() {
             prompt.push_str("\n\n");
         }

@@ -5,11 +5,11 @@ use crate::agent::{
     AgentEvent, CommandState, CompactRequest, CompactTrigger, EventSink, InputQueue, QueryConfig,
     QueryDeps, QueryOutcome, QueuedInput, Terminal, compact, estimate_tokens, query,
 };
+use crate::control::{Controller, TurnSlot};
 use crate::hooks::HookRuntime;
 use crate::model::{ContentBlock, Message, Role, cost_usd};
 use crate::output::SharedPrinter;
 use crate::sandbox::{HookEvent, HookEventKind};
-use crate::control::{Controller, TurnSlot};
 use crate::session::{StartSource, Transcript};
 use std::io::Write;
 use std::sync::Arc;
@@ -121,7 +121,10 @@ pub async fn run_print<W: Write + Send + 'static>(
                     abort: turn_token,
                 };
                 let turn_config;
-                let config = match model.as_ref().and_then(|m| m.lock().ok().map(|m| m.clone())) {
+                let config = match model
+                    .as_ref()
+                    .and_then(|m| m.lock().ok().map(|m| m.clone()))
+                {
                     Some(name) if name != config.model => {
                         turn_config = QueryConfig {
                             model: name,

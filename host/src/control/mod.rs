@@ -13,8 +13,8 @@ pub use session::{SessionControl, TurnSlot};
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 /// Both directions of the protocol for one session.
@@ -85,7 +85,10 @@ impl ControlChannel {
             return Err(ControlError::Closed);
         }
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
-        let request_id = format!("carapace_{n}_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+        let request_id = format!(
+            "carapace_{n}_{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
         let (send, receive) = oneshot::channel();
         if let Ok(mut pending) = self.pending.lock() {
             pending.insert(request_id.clone(), send);
@@ -196,25 +199,36 @@ mod tests {
         let channel = Arc::new(ControlChannel::new(Box::new(lines.clone())));
         let first = tokio::spawn({
             let channel = channel.clone();
-            async move { channel.request(json!({"subtype": "can_use_tool", "n": 1})).await }
+            async move {
+                channel
+                    .request(json!({"subtype": "can_use_tool", "n": 1}))
+                    .await
+            }
         });
         tokio::task::yield_now().await;
-        let first_id = lines.last()["request_id"].as_str().unwrap_or_default().to_string();
+        let first_id = lines.last()["request_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let second = tokio::spawn({
             let channel = channel.clone();
-            async move { channel.request(json!({"subtype": "can_use_tool", "n": 2})).await }
+            async move {
+                channel
+                    .request(json!({"subtype": "can_use_tool", "n": 2}))
+                    .await
+            }
         });
         tokio::task::yield_now().await;
-        let second_id = lines.last()["request_id"].as_str().unwrap_or_default().to_string();
+        let second_id = lines.last()["request_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         assert_ne!(first_id, second_id);
         channel.answered(&json!({"type": "control_response", "response": {
             "subtype": "error", "request_id": second_id, "error": "no"}}));
         channel.answered(&json!({"type": "control_response", "response": {
             "subtype": "success", "request_id": first_id, "response": {"behavior": "allow"}}}));
-        assert_eq!(
-            first.await.ok(),
-            Some(Ok(json!({"behavior": "allow"})))
-        );
+        assert_eq!(first.await.ok(), Some(Ok(json!({"behavior": "allow"}))));
         assert_eq!(
             second.await.ok(),
             Some(Err(ControlError::Refused("no".into())))

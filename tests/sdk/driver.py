@@ -1,0 +1,173 @@
+"""Drives the carapace binary through the Claude Agent SDK (PyPI
+`claude-agent-sdk`, pinned in requirements.txt), for tests/sdk/sdk.rs.
+
+    python3 driver.py SCENARIO
+
+The environment says where things are: CARAPACE_BIN (the binary, the SDK's
+`cli_path`), WS (the working directory), ANTHROPIC_BASE_URL (the scripted
+server), CARAPACE_CONFIG_DIR and HOME (private to the test). Each message
+the SDK yields is printed as one JSON line {"kind": <its class>, ...}; what
+a scenario does besides is printed as {"kind": "note", ...}. An exception
+ends the scenario with {"kind": "error", "error": ...} and exit code 3.
+"""
+
+import asyncio
+import dataclasses
+import json
+import os
+import sys
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    HookMatcher,
+    ResultMessage,
+    query,
+)
+
+
+def emit(value):
+    print(json.dumps(value, default=str), flush=True)
+
+
+def describe(message):
+    kind = type(message).__name__
+    if dataclasses.is_dataclass(message):
+        fields = dataclasses.asdict(message)
+    else:
+        fields = {"repr": repr(message)}
+    fields["kind"] = kind
+    return fields
+
+
+def options(**extra):
+    env = {
+        "HOME": os.environ["HOME"],
+        "ANTHROPIC_API_KEY": "test-key",
+        "ANTHROPIC_BASE_URL": os.environ["ANTHROPIC_BASE_URL"],
+        "CARAPACE_CONFIG_DIR": os.environ["CARAPACE_CONFIG_DIR"],
+    }
+    if "CARAPACE_CACHE_DIR" in os.environ:
+        env["CARAPACE_CACHE_DIR"] = os.environ["CARAPACE_CACHE_DIR"]
+    return ClaudeAgentOptions(
+        cli_path=os.environ["CARAPACE_BIN"],
+        cwd=os.environ["WS"],
+        env=env,
+        **extra,
+    )
+
+
+async def drain(client):
+    async for message in client.receive_response():
+        emit(describe(message))
+
+
+async def query_read():
+    async for message in query(prompt="what port?", options=options(allowed_tools=["Read"])):
+        emit(describe(message))
+
+
+async def two_turns():
+    async with ClaudeSDKClient(options=options()) as client:
+        await client.query("FIRST")
+        await drain(client)
+        await client.query("SECOND")
+        await drain(client)
+
+
+async def mode_and_model():
+    async with ClaudeSDKClient(options=options()) as client:
+        await client.set_permission_mode("acceptEdits")
+        await client.set_model("claude-opus-4-1")
+        await client.query("edit it")
+        await drain(client)
+        status = await client.get_mcp_status()
+        emit({"kind": "note", "mcp_status": status})
+
+
+async def max_turns():
+    # An error result ends the CLI with exit code 1, as Claude Code's does
+    # (for shell scripts); the SDK then raises a ResultError after the
+    # result message.
+    try:
+        async for message in query(
+            prompt="read twice", options=options(allowed_tools=["Read"], max_turns=1)
+        ):
+            emit(describe(message))
+    except Exception as error:
+        emit({"kind": "note", "raised": f"{type(error).__name__}: {error}"})
+
+
+async def system_prompts():
+    async for message in query(prompt="one", options=options(system_prompt="CUSTOM PROMPT")):
+        emit(describe(message))
+    async for message in query(prompt="two", options=options()):
+        emit(describe(message))
+    preset = {"type": "preset", "preset": "claude_code", "append": "APPENDED TEXT"}
+    async for message in query(prompt="three", options=options(system_prompt=preset)):
+        emit(describe(message))
+
+
+async def partial_messages():
+    async for message in query(prompt="stream", options=options(include_partial_messages=True)):
+        emit(describe(message))
+
+
+async def interrupt():
+    opts = options(permission_mode="bypassPermissions")
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("run the long command")
+        async for message in client.receive_messages():
+            emit(describe(message))
+            if isinstance(message, AssistantMessage) and any(
+                getattr(block, "name", None) == "Bash" for block in message.content
+            ):
+                # The command has started (or is about to): stop the turn.
+                await asyncio.sleep(0.5)
+                emit({"kind": "note", "interrupting": True})
+                await client.interrupt()
+            if isinstance(message, ResultMessage):
+                break
+        await client.query("still there?")
+        await drain(client)
+
+
+async def hook_callbacks():
+    async def deny_bash(input_data, tool_use_id, context):
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": "no shell from the SDK hook",
+            }
+        }
+
+    hooks = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[deny_bash])]}
+    async for message in query(prompt="run ls", options=options(hooks=hooks)):
+        emit(describe(message))
+
+
+SCENARIOS = {
+    "query_read": query_read,
+    "two_turns": two_turns,
+    "mode_and_model": mode_and_model,
+    "max_turns": max_turns,
+    "system_prompts": system_prompts,
+    "partial_messages": partial_messages,
+    "interrupt": interrupt,
+    "hook_callbacks": hook_callbacks,
+}
+
+
+def main():
+    scenario = SCENARIOS[sys.argv[1]]
+    try:
+        asyncio.run(scenario())
+    except Exception as error:  # the test reads it
+        emit({"kind": "error", "error": f"{type(error).__name__}: {error}"})
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()

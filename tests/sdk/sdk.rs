@@ -1,0 +1,311 @@
+//! carapace as the Claude Agent SDK's `cli_path`: the PyPI SDK (pinned in
+//! `tests/sdk/requirements.txt`, installed by the README's test command)
+//! drives the binary against the scripted server through
+//! `tests/sdk/driver.py`; each test checks what the SDK yielded and what
+//! was sent to the model. Without the SDK installed a test is skipped with
+//! a message, unless `CARAPACE_REQUIRE_EXAMPLES=1` (CI).
+
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Whether the SDK can be imported; an error when CI requires it.
+fn sdk_installed() -> Result<bool, String> {
+    let found = Command::new("python3")
+        .args(["-c", "import claude_agent_sdk"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found && std::env::var("CARAPACE_REQUIRE_EXAMPLES").as_deref() == Ok("1") {
+        return Err("the `claude-agent-sdk` Python package is required (CARAPACE_REQUIRE_EXAMPLES=1); pip install -r tests/sdk/requirements.txt".into());
+    }
+    if !found {
+        eprintln!("skipped: pip install -r tests/sdk/requirements.txt to run the SDK tests");
+    }
+    Ok(found)
+}
+
+/// One scenario's run: what the SDK yielded, and the server.
+struct Drive {
+    _dir: tempfile::TempDir,
+    lines: Vec<Value>,
+    server: ScriptedServer,
+    stderr: String,
+}
+
+impl Drive {
+    fn of(&self, kind: &str) -> Vec<&Value> {
+        self.lines.iter().filter(|l| l["kind"] == kind).collect()
+    }
+
+    fn results(&self) -> Vec<&Value> {
+        self.of("ResultMessage")
+    }
+
+    fn request(&self, n: usize) -> Result<Value, String> {
+        self.server
+            .requests()
+            .get(n)
+            .map(|r| r.body.clone())
+            .ok_or_else(|| format!("no request {n}; lines: {:?}\n{}", self.lines, self.stderr))
+    }
+
+    fn error(&self) -> Option<String> {
+        self.of("error")
+            .first()
+            .and_then(|e| e["error"].as_str())
+            .map(str::to_string)
+    }
+
+    fn ok(&self) -> Result<(), String> {
+        match self.error() {
+            Some(error) => Err(format!("{error}\n{}", self.stderr)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn drive(
+    scenario: &str,
+    replies: impl FnOnce(&Path) -> Vec<Reply>,
+) -> Result<Drive, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().join("ws");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&ws)?;
+    std::fs::create_dir_all(&home)?;
+    std::fs::write(ws.join("notes.txt"), "the port is 8080\n")?;
+    let server = ScriptedServer::start(replies(&ws))?;
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/sdk/driver.py");
+    let mut command = Command::new("python3");
+    command.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    let output = command
+        .arg(driver)
+        .arg(scenario)
+        .env("CARAPACE_BIN", env!("CARGO_BIN_EXE_carapace"))
+        .env("WS", &ws)
+        .env("HOME", &home)
+        .env("CARAPACE_CONFIG_DIR", home.join(".carapace"))
+        .env(
+            "CARAPACE_CACHE_DIR",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("carapace-cache"),
+        )
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .output()?;
+    let stdout = String::from_utf8(output.stdout)?;
+    let lines = stdout
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<Vec<Value>, _>>()
+        .map_err(|e| format!("the driver printed something else ({e}):\n{stdout}"))?;
+    Ok(Drive {
+        _dir: dir,
+        lines,
+        server,
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
+}
+
+fn texts(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        blocks => blocks
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+    }
+}
+
+fn read_call(ws: &Path) -> Reply {
+    Reply::tool_uses(vec![Block::tool_use(
+        "toolu_1",
+        "Read",
+        json!({"file_path": ws.join("notes.txt")}),
+    )])
+}
+
+#[test]
+fn a_query_with_a_read() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("query_read", |ws| {
+        vec![read_call(ws), Reply::text("The port is 8080.")]
+    })?;
+    run.ok()?;
+    assert_eq!(
+        run.of("SystemMessage")[0]["subtype"],
+        "init",
+        "{:?}",
+        run.lines
+    );
+    let answered = run
+        .of("UserMessage")
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .any(|b| b["tool_use_id"] == "toolu_1");
+    assert!(answered, "{:?}", run.lines);
+    let result = run.results()[0];
+    assert_eq!(
+        (
+            result["subtype"].as_str(),
+            result["result"].as_str(),
+            result["is_error"].as_bool()
+        ),
+        (Some("success"), Some("The port is 8080."), Some(false))
+    );
+    assert!(run.request(1)?.to_string().contains("the port is 8080"));
+    Ok(())
+}
+
+#[test]
+fn a_client_keeps_the_history_across_turns() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("two_turns", |_| {
+        vec![Reply::text("one"), Reply::text("two")]
+    })?;
+    run.ok()?;
+    assert_eq!(run.results().len(), 2);
+    let sent: Vec<String> = run.request(1)?["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(texts)
+        .collect();
+    assert_eq!(sent, ["FIRST", "one", "SECOND"]);
+    Ok(())
+}
+
+#[test]
+fn permission_mode_and_model_change_mid_session() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("mode_and_model", |_| vec![Reply::text("done")])?;
+    run.ok()?;
+    assert_eq!(run.request(0)?["model"], "claude-opus-4-1");
+    let status = run
+        .of("SystemMessage")
+        .into_iter()
+        .find(|m| m["subtype"] == "status")
+        .ok_or("no status line")?;
+    assert_eq!(status["data"]["permissionMode"], "acceptEdits");
+    let note = run.of("note");
+    assert_eq!(note[0]["mcp_status"], json!({"mcpServers": []}));
+    Ok(())
+}
+
+#[test]
+fn max_turns_ends_the_query() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("max_turns", |ws| vec![read_call(ws), Reply::text("never")])?;
+    run.ok()?;
+    assert_eq!(run.server.requests().len(), 1);
+    assert_eq!(run.results()[0]["subtype"], "error_max_turns");
+    let raised = run.of("note")[0]["raised"].as_str().unwrap_or_default().to_string();
+    assert!(
+        raised.starts_with("ResultError") && raised.contains("maximum number of turns (1)"),
+        "{raised}"
+    );
+    Ok(())
+}
+
+#[test]
+fn system_prompt_options() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("system_prompts", |_| {
+        vec![Reply::text("a"), Reply::text("b"), Reply::text("c")]
+    })?;
+    run.ok()?;
+    let system = |n: usize| -> Result<String, String> {
+        Ok(run.request(n)?["system"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<String>())
+    };
+    assert_eq!(system(0)?, "CUSTOM PROMPT");
+    // No system_prompt: the SDK asks for none, and none is sent.
+    assert_eq!(system(1)?, "");
+    assert!(run.request(1)?.get("system").is_none());
+    let preset = system(2)?;
+    assert!(
+        preset.contains("carapace") && preset.ends_with("APPENDED TEXT"),
+        "{preset}"
+    );
+    Ok(())
+}
+
+#[test]
+fn partial_messages_stream_the_events() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("partial_messages", |_| vec![Reply::text("streamed answer")])?;
+    run.ok()?;
+    let events: Vec<String> = run
+        .of("StreamEvent")
+        .iter()
+        .filter_map(|e| e["event"]["type"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(events.first().map(String::as_str), Some("message_start"));
+    assert!(events.iter().any(|e| e == "content_block_delta"));
+    assert_eq!(events.last().map(String::as_str), Some("message_stop"));
+    let delta = run
+        .of("StreamEvent")
+        .into_iter()
+        .find(|e| e["event"]["type"] == "content_block_delta")
+        .ok_or("no delta")?;
+    assert_eq!(delta["event"]["delta"]["text"], "streamed answer");
+    assert_eq!(run.results()[0]["result"], "streamed answer");
+    Ok(())
+}
+
+#[test]
+fn an_interrupt_ends_the_turn_and_the_session_goes_on() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("interrupt", |_| {
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_long",
+                "Bash",
+                json!({"command": "sleep 30"}),
+            )]),
+            Reply::text("still here"),
+        ]
+    })?;
+    run.ok()?;
+    let results = run.results();
+    assert_eq!(results.len(), 2, "{:?}", run.lines);
+    assert_eq!(results[0]["subtype"], "error_during_execution");
+    assert_eq!(results[1]["subtype"], "success");
+    assert_eq!(results[1]["result"], "still here");
+    // The interrupted call is paired in the history the next turn sends.
+    let sent = run.request(1)?;
+    let paired = sent["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .any(|b| b["tool_use_id"] == "toolu_long" && b["type"] == "tool_result");
+    assert!(paired, "{sent}");
+    Ok(())
+}
