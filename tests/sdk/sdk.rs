@@ -215,7 +215,10 @@ fn max_turns_ends_the_query() -> TestResult {
     run.ok()?;
     assert_eq!(run.server.requests().len(), 1);
     assert_eq!(run.results()[0]["subtype"], "error_max_turns");
-    let raised = run.of("note")[0]["raised"].as_str().unwrap_or_default().to_string();
+    let raised = run.of("note")[0]["raised"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     assert!(
         raised.starts_with("ResultError") && raised.contains("maximum number of turns (1)"),
         "{raised}"
@@ -307,5 +310,38 @@ fn an_interrupt_ends_the_turn_and_the_session_goes_on() -> TestResult {
         .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
         .any(|b| b["tool_use_id"] == "toolu_long" && b["type"] == "tool_result");
     assert!(paired, "{sent}");
+    Ok(())
+}
+
+#[test]
+fn a_pre_tool_use_callback_denies_bash() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("hook_callbacks", |_| {
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_ls",
+                "Bash",
+                json!({"command": "ls"}),
+            )]),
+            Reply::text("denied, then"),
+        ]
+    })?;
+    run.ok()?;
+    let sent = run.request(1)?;
+    let result = sent["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["tool_use_id"] == "toolu_ls" && b["type"] == "tool_result")
+        .ok_or_else(|| format!("no result for the call: {sent}"))?;
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result.to_string().contains("no shell from the SDK hook"),
+        "{result}"
+    );
+    assert_eq!(run.results()[0]["result"], "denied, then");
     Ok(())
 }

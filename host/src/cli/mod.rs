@@ -451,6 +451,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                     turn: turn.clone(),
                     mcp_servers: session.mcp_status(),
                     api_key_source: api_key_source.to_string(),
+                    hooks: session.hooks.clone(),
                 },
             });
             let reader = tokio::io::BufReader::new(tokio::io::stdin());

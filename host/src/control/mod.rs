@@ -48,6 +48,27 @@ impl Controller {
     }
 }
 
+/// SDK hook callbacks are `hook_callback` requests.
+impl crate::hooks::HookCallbacks for ControlChannel {
+    fn call(
+        &self,
+        id: String,
+        input: Value,
+        tool_use_id: Option<String>,
+    ) -> futures::future::BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async move {
+            self.request(json!({
+                "subtype": "hook_callback",
+                "callback_id": id,
+                "input": input,
+                "tool_use_id": tool_use_id,
+            }))
+            .await
+            .map_err(|e| e.to_string())
+        })
+    }
+}
+
 /// Where protocol lines go (stdout, shared with the run's own lines).
 pub trait LineOut: Send + Sync {
     fn line(&self, value: Value);

@@ -1,6 +1,7 @@
 //! What the SDK may ask of a running session, and the answers.
 
 use super::ControlChannel;
+use crate::hooks::{HookCallbacks, HookRuntime};
 use crate::policy::{ModeCell, PermissionMode};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -48,13 +49,15 @@ pub struct SessionControl {
     /// `mcp_status`: the servers as `system`/`init` lists them.
     pub mcp_servers: Vec<Value>,
     pub api_key_source: String,
+    /// Where `initialize` registers the SDK's hook callbacks.
+    pub hooks: Arc<HookRuntime>,
 }
 
 impl SessionControl {
     /// The answer to one request from the SDK (`Err`: an error response).
-    pub fn handle(&self, request: &Value, channel: &ControlChannel) -> Result<Value, String> {
+    pub fn handle(&self, request: &Value, channel: &Arc<ControlChannel>) -> Result<Value, String> {
         match request["subtype"].as_str() {
-            Some("initialize") => self.initialize(request),
+            Some("initialize") => self.initialize(request, channel),
             Some("interrupt") => {
                 let interrupted = self.turn.interrupt();
                 tracing::debug!(interrupted, "interrupt requested");
@@ -95,16 +98,10 @@ impl SessionControl {
         }
     }
 
-    fn initialize(&self, request: &Value) -> Result<Value, String> {
-        if request["hooks"]
-            .as_object()
-            .is_some_and(|hooks| !hooks.is_empty())
-        {
-            return Err(
-                "carapace does not run SDK hook callbacks yet; configure hooks as WebAssembly components in settings"
-                    .into(),
-            );
-        }
+    fn initialize(&self, request: &Value, channel: &Arc<ControlChannel>) -> Result<Value, String> {
+        let callbacks: Arc<dyn HookCallbacks> = channel.clone();
+        let registered = self.hooks.add_callbacks(&request["hooks"], callbacks)?;
+        tracing::debug!(registered, "SDK hook callbacks");
         let model = self
             .model
             .lock()
@@ -123,6 +120,9 @@ impl SessionControl {
             }],
             "account": {"apiKeySource": self.api_key_source},
             "pid": std::process::id(),
+            // onFailure "block" is honoured, and these callbacks run.
+            "hook_on_failure_supported": true,
+            "hooks_applied": true,
         }))
     }
 }

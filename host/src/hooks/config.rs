@@ -42,6 +42,9 @@ pub enum HandlerKind {
     Component,
     /// A WASI command speaking Claude Code's hook protocol.
     Command,
+    /// A function in the Agent SDK's process, registered by `initialize`
+    /// and called over the control protocol.
+    Callback,
 }
 
 /// What a hook is allowed to reach. Nothing by default.

@@ -14,7 +14,7 @@ mod protocol;
 pub use config::{
     DEFAULT_TIMEOUT, HandlerKind, HookConfigError, HookGrants, HookSpec, Matcher, parse,
 };
-pub use protocol::{HandlerResult, aggregate, from_command, from_outcome, input_json};
+pub use protocol::{HandlerResult, aggregate, from_command, from_json, from_outcome, input_json};
 
 use crate::agent::{
     AgentEvent, BatchCall, BatchDecision, CompactTrigger, EventSink, LoopHooks, PreCompactDecision,
@@ -40,6 +40,22 @@ const RESPONSE_CHARS: usize = 10_000;
 enum Handler {
     Typed(HookComponent),
     Command(CommandHook),
+    Callback {
+        id: String,
+        callbacks: Arc<dyn HookCallbacks>,
+    },
+}
+
+/// Where SDK hook callbacks are called (the control protocol's channel).
+pub trait HookCallbacks: Send + Sync {
+    /// Calls callback `id` with the hook's input (Claude Code's stdin
+    /// JSON); the answer is hook output JSON.
+    fn call(
+        &self,
+        id: String,
+        input: Value,
+        tool_use_id: Option<String>,
+    ) -> BoxFuture<'_, Result<Value, String>>;
 }
 
 struct LoadedHook {
@@ -55,7 +71,9 @@ pub type HookObserver = Arc<Mutex<Box<dyn EventSink>>>;
 
 /// The loaded hooks of a session.
 pub struct HookRuntime {
-    hooks: Vec<Arc<LoadedHook>>,
+    /// Settings' hooks from the start; the SDK's callbacks join when it
+    /// initializes.
+    hooks: std::sync::RwLock<Vec<Arc<LoadedHook>>>,
     common: HookCommon,
     /// The session's permission mode, read at each event (it can change
     /// during a session); without one, `common`'s is told.
@@ -86,7 +104,7 @@ impl HookRuntime {
     /// No hooks.
     pub fn empty(common: HookCommon) -> Self {
         Self {
-            hooks: Vec::new(),
+            hooks: std::sync::RwLock::new(Vec::new()),
             common,
             mode: None,
             prompt_id: Mutex::new(None),
@@ -128,7 +146,7 @@ impl HookRuntime {
         }
         Ok((
             Self {
-                hooks,
+                hooks: std::sync::RwLock::new(hooks),
                 common,
                 mode: None,
                 prompt_id: Mutex::new(None),
@@ -147,11 +165,77 @@ impl HookRuntime {
     /// Whether any hook handles `kind`: the loop skips building events
     /// nobody listens to.
     pub fn handles(&self, kind: HookEventKind) -> bool {
-        self.hooks.iter().any(|h| h.spec.event == kind)
+        self.hooks
+            .read()
+            .is_ok_and(|hooks| hooks.iter().any(|h| h.spec.event == kind))
     }
 
     pub fn is_empty(&self) -> bool {
-        self.hooks.is_empty()
+        self.hooks.read().map_or(true, |hooks| hooks.is_empty())
+    }
+
+    /// Registers the Agent SDK's hook callbacks (`initialize`'s `hooks`:
+    /// event → [{matcher, hookCallbackIds, timeout?, onFailure?}]). They
+    /// run beside the settings' hooks, folded with the same precedence.
+    /// Returns how many were added.
+    pub fn add_callbacks(
+        &self,
+        config: &Value,
+        callbacks: Arc<dyn HookCallbacks>,
+    ) -> Result<usize, String> {
+        let Some(events) = config.as_object() else {
+            return Ok(0);
+        };
+        let mut added = Vec::new();
+        for (event, matchers) in events {
+            let kind = HookEventKind::ALL
+                .into_iter()
+                .find(|k| k.name() == event)
+                .ok_or_else(|| format!("hooks: carapace has no `{event}` event"))?;
+            for group in matchers.as_array().into_iter().flatten() {
+                let matcher = Matcher::parse(group["matcher"].as_str())
+                    .map_err(|e| format!("hooks.{event}: {e}"))?;
+                let timeout = group["timeout"]
+                    .as_f64()
+                    .filter(|t| t.is_finite() && *t > 0.0)
+                    .map_or(DEFAULT_TIMEOUT, std::time::Duration::from_secs_f64);
+                // The SDK's own reading: any value but "continue" blocks.
+                let fail_closed = group
+                    .get("onFailure")
+                    .is_some_and(|v| v.as_str() != Some("continue"));
+                for id in group["hookCallbackIds"].as_array().into_iter().flatten() {
+                    let id = id
+                        .as_str()
+                        .ok_or_else(|| format!("hooks.{event}: a callback id is not a string"))?;
+                    added.push(Arc::new(LoadedHook {
+                        spec: HookSpec {
+                            event: kind,
+                            matcher: matcher.clone(),
+                            kind: HandlerKind::Callback,
+                            path: std::path::PathBuf::from(format!("sdk:{id}")),
+                            timeout,
+                            fail_closed,
+                            grants: HookGrants::default(),
+                            source: crate::policy::RuleSource {
+                                kind: crate::policy::SourceKind::CliFlag,
+                                file: None,
+                            },
+                        },
+                        handler: Handler::Callback {
+                            id: id.to_string(),
+                            callbacks: callbacks.clone(),
+                        },
+                        grant: Grant::none(),
+                        label: format!("SDK callback {id}"),
+                    }));
+                }
+            }
+        }
+        let count = added.len();
+        if let Ok(mut hooks) = self.hooks.write() {
+            hooks.extend(added);
+        }
+        Ok(count)
     }
 
     /// A new user prompt begins: its id is told to the hooks of every event
@@ -190,10 +274,15 @@ impl HookRuntime {
         let subject = matcher_subject(&event);
         let matching: Vec<Arc<LoadedHook>> = self
             .hooks
-            .iter()
-            .filter(|h| h.spec.event == kind && h.spec.matcher.matches(subject.as_deref()))
-            .cloned()
-            .collect();
+            .read()
+            .map(|hooks| {
+                hooks
+                    .iter()
+                    .filter(|h| h.spec.event == kind && h.spec.matcher.matches(subject.as_deref()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
         if matching.is_empty() {
             return HandlerResult::default();
         }
@@ -341,6 +430,11 @@ async fn load_one(
             };
             Handler::Command(command)
         }
+        HandlerKind::Callback => {
+            return Ok(Err(format!(
+                "hook {path}: SDK callbacks are registered by the SDK, not in settings"
+            )));
+        }
     };
     Ok(Ok((grant, label, handler)))
 }
@@ -419,6 +513,25 @@ async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> In
                     }
                 }
                 Err(e) => Invocation::failed(describe_failure(&e, hook)),
+            }
+        }
+        Handler::Callback { id, callbacks } => {
+            let input = input_json(common, event);
+            let tool_use_id = input["tool_use_id"].as_str().map(str::to_string);
+            let called = tokio::time::timeout(
+                hook.spec.timeout,
+                callbacks.call(id.clone(), input, tool_use_id),
+            )
+            .await;
+            match called {
+                Ok(Ok(answer)) => Invocation {
+                    result: from_json(kind, &answer),
+                    output: cut(answer.to_string()),
+                    exit_code: Some(0),
+                    ..Invocation::default()
+                },
+                Ok(Err(e)) => Invocation::failed(format!("the SDK's hook callback failed: {e}")),
+                Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
             }
         }
     }

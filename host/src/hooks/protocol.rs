@@ -187,7 +187,7 @@ pub fn from_command(kind: HookEventKind, run: &CommandRun) -> HandlerResult {
 }
 
 /// A hook's JSON answer (Claude Code's fields).
-fn from_json(kind: HookEventKind, v: &Value) -> HandlerResult {
+pub fn from_json(kind: HookEventKind, v: &Value) -> HandlerResult {
     let text = |v: &Value| v.as_str().map(str::to_string);
     let specific = &v["hookSpecificOutput"];
     let mut result = HandlerResult {
