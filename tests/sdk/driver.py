@@ -22,9 +22,13 @@ from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKClient,
     HookMatcher,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    PermissionUpdate,
     ResultMessage,
     query,
 )
+from claude_agent_sdk.types import PermissionRuleValue
 
 
 def emit(value):
@@ -148,7 +152,78 @@ async def hook_callbacks():
         emit(describe(message))
 
 
+def permission_client(decide):
+    """A client whose can_use_tool callback is `decide`, its calls noted."""
+
+    async def can_use_tool(tool_name, tool_input, context):
+        emit({"kind": "note", "asked": tool_name, "input": tool_input,
+              "tool_use_id": context.tool_use_id})
+        return decide(tool_name, tool_input)
+
+    return ClaudeSDKClient(options=options(can_use_tool=can_use_tool))
+
+
+async def permission_deny():
+    async with permission_client(
+        lambda name, data: PermissionResultDeny(message="not that command")
+    ) as client:
+        await client.query("run ls")
+        await drain(client)
+
+
+async def permission_updated_input():
+    async with permission_client(
+        lambda name, data: PermissionResultAllow(updated_input={"command": "echo rewritten"})
+    ) as client:
+        await client.query("run echo")
+        await drain(client)
+
+
+async def permission_interrupt():
+    async with permission_client(
+        lambda name, data: PermissionResultDeny(message="stop everything", interrupt=True)
+    ) as client:
+        await client.query("run ls")
+        await drain(client)
+        await client.query("and now?")
+        await drain(client)
+
+
+async def permission_rules():
+    rule = PermissionUpdate(
+        type="addRules",
+        rules=[PermissionRuleValue(tool_name="Bash")],
+        behavior="allow",
+        destination="session",
+    )
+    async with permission_client(
+        lambda name, data: PermissionResultAllow(updated_permissions=[rule])
+    ) as client:
+        await client.query("run two commands")
+        await drain(client)
+
+
+async def permission_never_widens():
+    def rewrite_into_rm(name, data):
+        return PermissionResultAllow(updated_input={"command": "rm notes.txt"})
+
+    async def can_use_tool(tool_name, tool_input, context):
+        emit({"kind": "note", "asked": tool_name, "input": tool_input,
+              "tool_use_id": context.tool_use_id})
+        return rewrite_into_rm(tool_name, tool_input)
+
+    opts = options(can_use_tool=can_use_tool, disallowed_tools=["Bash(rm:*)"])
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("clean up")
+        await drain(client)
+
+
 SCENARIOS = {
+    "permission_never_widens": permission_never_widens,
+    "permission_deny": permission_deny,
+    "permission_updated_input": permission_updated_input,
+    "permission_interrupt": permission_interrupt,
+    "permission_rules": permission_rules,
     "query_read": query_read,
     "two_turns": two_turns,
     "mode_and_model": mode_and_model,

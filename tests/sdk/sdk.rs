@@ -30,6 +30,7 @@ fn sdk_installed() -> Result<bool, String> {
 /// One scenario's run: what the SDK yielded, and the server.
 struct Drive {
     _dir: tempfile::TempDir,
+    ws: PathBuf,
     lines: Vec<Value>,
     server: ScriptedServer,
     stderr: String,
@@ -105,6 +106,7 @@ fn drive(
         .map_err(|e| format!("the driver printed something else ({e}):\n{stdout}"))?;
     Ok(Drive {
         _dir: dir,
+        ws,
         lines,
         server,
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -343,5 +345,142 @@ fn a_pre_tool_use_callback_denies_bash() -> TestResult {
         "{result}"
     );
     assert_eq!(run.results()[0]["result"], "denied, then");
+    Ok(())
+}
+
+fn bash(id: &str, command: &str) -> Reply {
+    Reply::tool_uses(vec![Block::tool_use(
+        id,
+        "Bash",
+        json!({"command": command}),
+    )])
+}
+
+/// The tool_result of call `id` in request `n`.
+fn result_of(run: &Drive, n: usize, id: &str) -> Result<Value, String> {
+    let sent = run.request(n)?;
+    sent["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["tool_use_id"] == id && b["type"] == "tool_result")
+        .ok_or_else(|| format!("no result for {id}: {sent}"))
+}
+
+fn content(result: &Value) -> String {
+    match &result["content"] {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[test]
+fn can_use_tool_denies_with_a_message() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("permission_deny", |_| {
+        vec![bash("toolu_1", "ls"), Reply::text("ok, not then")]
+    })?;
+    run.ok()?;
+    let asked = run.of("note");
+    assert_eq!(
+        (asked[0]["asked"].as_str(), asked[0]["tool_use_id"].as_str()),
+        (Some("Bash"), Some("toolu_1"))
+    );
+    let result = result_of(&run, 1, "toolu_1")?;
+    assert_eq!(result["is_error"], true);
+    assert!(content(&result).contains("not that command"), "{result}");
+    Ok(())
+}
+
+#[test]
+fn can_use_tool_allows_with_an_updated_input() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("permission_updated_input", |_| {
+        vec![bash("toolu_1", "echo original"), Reply::text("done")]
+    })?;
+    run.ok()?;
+    let result = result_of(&run, 1, "toolu_1")?;
+    assert!(content(&result).contains("rewritten"), "{result}");
+    assert!(!content(&result).contains("original"), "{result}");
+    // Asked once: the rewritten input answers the same question.
+    assert_eq!(run.of("note").len(), 1, "{:?}", run.lines);
+    Ok(())
+}
+
+#[test]
+fn can_use_tool_deny_with_interrupt_ends_the_turn() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("permission_interrupt", |_| {
+        vec![bash("toolu_1", "ls"), Reply::text("after the interrupt")]
+    })?;
+    run.ok()?;
+    let results = run.results();
+    assert_eq!(results.len(), 2, "{:?}", run.lines);
+    assert_eq!(results[0]["subtype"], "error_during_execution");
+    assert_eq!(results[1]["result"], "after the interrupt");
+    // No second request for the interrupted turn: the next one is the
+    // next prompt's, with the refusal paired.
+    assert_eq!(run.server.requests().len(), 2);
+    let result = result_of(&run, 1, "toolu_1")?;
+    assert!(content(&result).contains("stop everything"), "{result}");
+    Ok(())
+}
+
+#[test]
+fn can_use_tool_permission_updates_answer_later_questions() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("permission_rules", |_| {
+        vec![
+            bash("toolu_1", "echo first"),
+            bash("toolu_2", "echo second"),
+            Reply::text("both ran"),
+        ]
+    })?;
+    run.ok()?;
+    assert_eq!(run.of("note").len(), 1, "asked once: {:?}", run.lines);
+    assert!(content(&result_of(&run, 2, "toolu_2")?).contains("second"));
+    assert_eq!(run.results()[0]["result"], "both ran");
+    Ok(())
+}
+
+/// Escape attempt: the callback cannot answer what the policy does not ask
+/// (a deny rule), nor turn an approved call into a denied one.
+#[test]
+fn can_use_tool_never_widens_a_deny_rule() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("permission_never_widens", |_| {
+        vec![
+            bash("toolu_rm", "rm notes.txt"),
+            bash("toolu_echo", "echo hi"),
+            Reply::text("done"),
+        ]
+    })?;
+    run.ok()?;
+    let asked: Vec<&str> = run
+        .of("note")
+        .iter()
+        .filter_map(|n| n["tool_use_id"].as_str())
+        .collect();
+    assert_eq!(asked, ["toolu_echo"], "a denied call is never asked about");
+    for id in ["toolu_rm", "toolu_echo"] {
+        let result = result_of(&run, 2, id)?;
+        assert_eq!(result["is_error"], true, "{result}");
+    }
+    assert!(
+        content(&result_of(&run, 2, "toolu_echo")?).contains("rm"),
+        "the rewritten call was refused by the deny rule"
+    );
+    assert!(run.ws.join("notes.txt").exists(), "nothing was removed");
     Ok(())
 }

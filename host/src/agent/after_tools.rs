@@ -100,6 +100,17 @@ impl Run<'_, '_> {
             let ready = executor.take_deliverable();
             self.emit_results(&ready);
             delivered.extend(ready);
+            // A refusal that asks to stop the turn (the SDK's deny with
+            // interrupt) acts as an interrupt once it is delivered.
+            if !aborted
+                && delivered
+                    .iter()
+                    .any(|r| r.denial.as_ref().is_some_and(|d| d.interrupts_turn))
+            {
+                aborted = true;
+                executor.interrupt(TOOL_INTERRUPTED);
+                continue;
+            }
             if !executor.has_undelivered() {
                 return aborted;
             }

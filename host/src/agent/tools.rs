@@ -54,6 +54,11 @@ pub struct PermissionDenial {
     pub reason: String,
     #[serde(skip)]
     pub source: Option<DenialSource>,
+    /// Whoever refused also asked to stop the turn (the SDK's deny with
+    /// `interrupt`): the refusal is delivered, then the turn ends as if
+    /// interrupted.
+    #[serde(skip)]
+    pub interrupts_turn: bool,
 }
 
 /// The `tool_result` of one call. Always paired with its call by

@@ -9,7 +9,7 @@ pub mod print;
 use crate::agent::{
     ContextConfig, HistoryLog, InputQueue, NoHistoryLog, QueryConfig, QueryDeps, system_prompt,
 };
-use crate::control::{ControlChannel, Controller, SessionControl, TurnSlot};
+use crate::control::{ControlChannel, Controller, SdkPrompter, SessionControl, TurnSlot};
 use crate::model::{AnthropicModel, Model, ReplayModel, RetryPolicy, price};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use crate::policy::PermissionMode;
@@ -261,6 +261,13 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     {
         bail!("--input-format=stream-json requires --output-format=stream-json");
     }
+    if cli.permission_prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT)
+        && cli.input_format != InputFormat::StreamJson
+    {
+        bail!(
+            "--permission-prompt-tool stdio asks over the control protocol: it needs --input-format stream-json"
+        );
+    }
     let prompt = match (&cli.input_format, cli.prompt.clone()) {
         (InputFormat::StreamJson, Some(_)) => {
             bail!(
@@ -441,8 +448,15 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Some(prompt) => Prompts::One(prompt),
         None => {
             // stream-json input: the SDK's control protocol rides along.
+            let channel = Arc::new(ControlChannel::new(Box::new(printer.clone())));
+            if cli.permission_prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT) {
+                session.pipeline.set_prompter(Arc::new(SdkPrompter::new(
+                    channel.clone(),
+                    session.pipeline.policy().mode_cell().clone(),
+                )));
+            }
             let controller = Arc::new(Controller {
-                channel: Arc::new(ControlChannel::new(Box::new(printer.clone()))),
+                channel,
                 session: SessionControl {
                     session_id: session.id.clone(),
                     mode: session.pipeline.policy().mode_cell().clone(),

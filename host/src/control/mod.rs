@@ -7,8 +7,10 @@
 //! A request nobody here knows is answered with an error, never left
 //! hanging; a request carapace sent fails when stdin closes.
 
+mod prompt;
 mod session;
 
+pub use prompt::SdkPrompter;
 pub use session::{SessionControl, TurnSlot};
 
 use serde_json::{Value, json};

@@ -426,6 +426,7 @@ impl SessionBuilder {
             registry = registry.select(names)?;
         }
         if let Some(prompt_tool) = &self.prompt_tool
+            && prompt_tool != crate::tools::STDIO_PROMPT
             && registry.get(prompt_tool).is_none()
         {
             return Err(SessionError::Invalid(format!(

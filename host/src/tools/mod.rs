@@ -12,7 +12,7 @@ mod pipeline;
 mod registry;
 
 pub use builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
-pub use pipeline::ToolPipeline;
+pub use pipeline::{PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline};
 pub use registry::{
     InstalledTools, McpHandle, RegisteredTool, RegistryError, ToolHandle, ToolRegistry,
     checked_definition,

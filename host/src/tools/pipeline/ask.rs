@@ -7,52 +7,172 @@
 use super::ToolPipeline;
 use super::stages::Staged;
 use crate::agent::ToolCall;
-use crate::policy::{Outcome, Verdict};
+use crate::policy::{BasisKind, HookAnswer, Outcome, Verdict};
 use crate::sandbox::{CallPlan, Grant, HookEvent, HookEventKind, ToolContent};
+use crate::tools::registry::{RegisteredTool, ToolHandle};
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// `--permission-prompt-tool stdio`: the Agent SDK answers, over the
+/// control protocol.
+pub const STDIO_PROMPT: &str = "stdio";
+
+/// Rounds of a prompter answering with a changed input before the call is
+/// refused (each changed input is decided afresh).
+const PROMPT_ROUNDS: usize = 3;
+
+/// A permission question put to the SDK.
+pub struct PromptRequest<'a> {
+    pub call: &'a ToolCall,
+    pub question: &'a str,
+    /// Whether an allow rule could have answered this question (the mode's
+    /// default question; not an ask rule, a protected path or a secret).
+    pub rules_may_answer: bool,
+}
+
+/// The SDK's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptAnswer {
+    /// Run the call, with this input instead when it is given.
+    Allow { updated_input: Option<Value> },
+    /// Refuse; with `interrupt`, the turn ends once the refusal is given.
+    Deny { message: String, interrupt: bool },
+}
+
+/// Who answers permission questions besides a prompt tool: the SDK's
+/// `can_use_tool` callback.
+pub trait PermissionPrompter: Send + Sync {
+    fn ask<'a>(&'a self, request: PromptRequest<'a>) -> BoxFuture<'a, PromptAnswer>;
+}
 
 /// How an `Ask` was settled.
 enum AskAnswer {
-    Approved,
+    Approved { updated_input: Option<Value> },
     Refused(String),
+    RefusedInterrupting(String),
 }
 
 impl ToolPipeline {
-    /// ask: the grant the verdict gives (once approved, for an `Ask`), or
-    /// the refused call's result. Every outcome is audited.
+    /// The SDK's permission callback (`--permission-prompt-tool stdio`),
+    /// once the control protocol is up (set once).
+    pub fn set_prompter(&self, prompter: Arc<dyn PermissionPrompter>) {
+        let _ = self.prompter.set(prompter);
+    }
+
+    /// ask, until the call is granted or refused: an approval that changes
+    /// the input is checked against the schema, planned and decided again
+    /// (deny rules, ceilings and protected paths see the new input); the
+    /// default question it already answered is not asked twice.
+    pub(super) async fn ask_until_settled(
+        &self,
+        tool: &RegisteredTool,
+        handle: &ToolHandle,
+        mut call: ToolCall,
+        mut plan: CallPlan,
+        mut verdict: Verdict,
+    ) -> Staged<(ToolCall, Grant)> {
+        for _ in 0..PROMPT_ROUNDS {
+            let (grant, updated) = self.ask(&call, &plan, verdict).await?;
+            let Some(updated) = updated.filter(|input| *input != call.input) else {
+                return Ok((call, grant));
+            };
+            let problems = tool.schema_errors(&updated);
+            if !problems.is_empty() {
+                return Err(super::stages::settled(
+                    &call,
+                    format!(
+                        "The permission prompt approved {} with an input that fails its schema, so the call was not run:\n{}",
+                        call.name,
+                        problems.join("\n")
+                    ),
+                ));
+            }
+            plan = match handle.plan(&call.name, &updated.to_string()).await {
+                Ok(Ok(plan)) => plan,
+                Ok(Err(message)) => return Err(super::stages::settled(&call, message)),
+                Err(e) => {
+                    return Err(super::stages::settled(
+                        &call,
+                        format!("{} could not check the approved input: {e}", call.name),
+                    ));
+                }
+            };
+            call.input = updated;
+            verdict = match self.decide(tool, &call, &plan, HookAnswer::None) {
+                // The question the prompter answered, with this very input.
+                Verdict {
+                    outcome: Outcome::Ask(question),
+                    basis,
+                } if matches!(basis.kind, BasisKind::Default | BasisKind::Mode) => {
+                    let grant = question.approve();
+                    self.audit(&call, &plan, &grant, "ask_approved", &basis);
+                    return Ok((call, grant));
+                }
+                other => other,
+            };
+        }
+        Err(super::stages::settled(
+            &call,
+            "The permission prompt kept changing the input of this call, so it was not run.",
+        ))
+    }
+
+    /// ask: the grant the verdict gives (once approved, for an `Ask`), and
+    /// the input an approval changed, or the refused call's result. Every
+    /// outcome is audited.
     pub(super) async fn ask(
         &self,
         call: &ToolCall,
         plan: &CallPlan,
         verdict: Verdict,
-    ) -> Staged<Grant> {
+    ) -> Staged<(Grant, Option<Value>)> {
         let Verdict { outcome, basis } = verdict;
         match outcome {
             Outcome::Allow(grant) => {
                 self.audit(call, plan, &grant, "allow", &basis);
-                Ok(grant)
+                Ok((grant, None))
             }
             Outcome::Deny(message) => {
                 self.audit(call, plan, &Grant::none(), "deny", &basis);
                 Err(Box::new(self.denied(call, message, &basis)))
             }
-            Outcome::Ask(question) => match self.ask_notified(call, &question.text).await {
-                AskAnswer::Approved => {
-                    // The audit names what asked; the decision says it was
-                    // approved.
-                    let grant = question.approve();
-                    self.audit(call, plan, &grant, "ask_approved", &basis);
-                    Ok(grant)
+            Outcome::Ask(question) => {
+                let rules_may_answer = matches!(basis.kind, BasisKind::Default | BasisKind::Mode);
+                match self
+                    .ask_notified(call, &question.text, rules_may_answer)
+                    .await
+                {
+                    AskAnswer::Approved { updated_input } => {
+                        // The audit names what asked; the decision says it
+                        // was approved.
+                        let grant = question.approve();
+                        self.audit(call, plan, &grant, "ask_approved", &basis);
+                        Ok((grant, updated_input))
+                    }
+                    AskAnswer::Refused(message) => {
+                        self.audit(call, plan, &Grant::none(), "ask_refused", &basis);
+                        Err(Box::new(self.denied(call, message, &basis)))
+                    }
+                    AskAnswer::RefusedInterrupting(message) => {
+                        self.audit(call, plan, &Grant::none(), "ask_refused", &basis);
+                        let mut refused = self.denied(call, message, &basis);
+                        if let Some(denial) = &mut refused.denial {
+                            denial.interrupts_turn = true;
+                        }
+                        Err(Box::new(refused))
+                    }
                 }
-                AskAnswer::Refused(message) => {
-                    self.audit(call, plan, &Grant::none(), "ask_refused", &basis);
-                    Err(Box::new(self.denied(call, message, &basis)))
-                }
-            },
+            }
         }
     }
 
-    async fn ask_notified(&self, call: &ToolCall, question: &str) -> AskAnswer {
+    async fn ask_notified(
+        &self,
+        call: &ToolCall,
+        question: &str,
+        rules_may_answer: bool,
+    ) -> AskAnswer {
         if let Some(hooks) = self.hooks_for(HookEventKind::Notification) {
             hooks
                 .run(HookEvent::Notification {
@@ -62,6 +182,29 @@ impl ToolPipeline {
                     ),
                 })
                 .await;
+        }
+        if self.prompt_tool.as_deref() == Some(STDIO_PROMPT) {
+            let Some(prompter) = self.prompter.get() else {
+                return AskAnswer::Refused(format!(
+                    "{question} The permission prompt is the SDK (stdio), which is not connected."
+                ));
+            };
+            let request = PromptRequest {
+                call,
+                question,
+                rules_may_answer,
+            };
+            return match prompter.ask(request).await {
+                PromptAnswer::Allow { updated_input } => AskAnswer::Approved { updated_input },
+                PromptAnswer::Deny {
+                    message,
+                    interrupt: false,
+                } => AskAnswer::Refused(message),
+                PromptAnswer::Deny {
+                    message,
+                    interrupt: true,
+                } => AskAnswer::RefusedInterrupting(message),
+            };
         }
         self.ask_prompt_tool(call, question).await
     }
@@ -125,7 +268,9 @@ or name a --permission-prompt-tool."
             }
         };
         match serde_json::from_str::<Value>(&text) {
-            Ok(v) if v["behavior"] == "allow" => AskAnswer::Approved,
+            Ok(v) if v["behavior"] == "allow" => AskAnswer::Approved {
+                updated_input: v.get("updatedInput").filter(|u| u.is_object()).cloned(),
+            },
             Ok(v) if v["behavior"] == "deny" => AskAnswer::Refused(format!(
                 "{question} The permission prompt tool refused: {}",
                 v["message"].as_str().unwrap_or("no reason given")

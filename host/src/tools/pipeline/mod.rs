@@ -18,6 +18,8 @@ mod ask;
 mod results;
 mod stages;
 
+pub use ask::{PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT};
+
 use crate::agent::{
     InterruptBehavior, Preparation, ReadyCall, ToolCall, ToolCallResult, ToolRuntime,
 };
@@ -40,8 +42,10 @@ pub struct ToolPipeline {
     limits: CallLimits,
     audit: AuditLog,
     /// A tool that answers permission questions in print mode
-    /// (`--permission-prompt-tool`).
+    /// (`--permission-prompt-tool`; `stdio`: the SDK, through `prompter`).
     prompt_tool: Option<String>,
+    /// The SDK's permission callback, once the control protocol runs.
+    prompter: std::sync::OnceLock<Arc<dyn PermissionPrompter>>,
     /// What the model was shown of each file in this session (first-party
     /// tools only).
     reads: Arc<ReadLedger>,
@@ -65,6 +69,7 @@ impl ToolPipeline {
             limits,
             audit: AuditLog::disabled(),
             prompt_tool: None,
+            prompter: std::sync::OnceLock::new(),
             reads: ReadLedger::new(),
             spill: None,
             hooks: None,
@@ -183,8 +188,11 @@ impl ToolPipeline {
             mut notes,
         } = hooked;
         let verdict = self.decide(&tool, &call, &plan, hook);
-        let grant = match self.ask(&call, &plan, verdict).await {
-            Ok(grant) => grant,
+        let (call, grant) = match self
+            .ask_until_settled(&tool, &handle, call, plan, verdict)
+            .await
+        {
+            Ok(settled) => settled,
             Err(mut refused) => {
                 // A refused call did not run: no PostToolUse.
                 refused.hooks = notes;

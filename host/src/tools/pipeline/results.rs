@@ -117,6 +117,7 @@ pub(super) fn hook_denied(call: &ToolCall, reason: String) -> ToolCallResult {
             tool_input: call.input.clone(),
             reason,
             source: Some(denial_source(&Basis::hook(None, None))),
+            interrupts_turn: false,
         })),
         hooks: HookNotes::default(),
     }

@@ -35,7 +35,7 @@ pub(super) struct PreHooked {
     pub notes: HookNotes,
 }
 
-fn settled(call: &ToolCall, message: impl AsRef<str>) -> Box<ToolCallResult> {
+pub(super) fn settled(call: &ToolCall, message: impl AsRef<str>) -> Box<ToolCallResult> {
     Box::new(ToolCallResult::error(&call.id, message))
 }
 
@@ -415,6 +415,7 @@ impl ToolPipeline {
             tool_input: call.input.clone(),
             reason: message,
             source: Some(denial_source(basis)),
+            interrupts_turn: false,
         }));
         result
     }
