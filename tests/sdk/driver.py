@@ -26,7 +26,9 @@ from claude_agent_sdk import (
     PermissionResultDeny,
     PermissionUpdate,
     ResultMessage,
+    create_sdk_mcp_server,
     query,
+    tool,
 )
 from claude_agent_sdk.types import PermissionRuleValue
 
@@ -218,7 +220,27 @@ async def permission_never_widens():
         await drain(client)
 
 
+async def sdk_mcp():
+    @tool("add", "Adds two numbers", {"a": float, "b": float})
+    async def add(args):
+        return {"content": [{"type": "text", "text": f"sum={args['a'] + args['b']:g}"}]}
+
+    @tool("fail", "Always fails", {"why": str})
+    async def fail(args):
+        return {"content": [{"type": "text", "text": f"failed: {args['why']}"}], "is_error": True}
+
+    calc = create_sdk_mcp_server("calc", tools=[add, fail])
+    opts = options(
+        mcp_servers={"calc": calc},
+        allowed_tools=["mcp__calc__add", "mcp__calc__fail"],
+    )
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("add and fail")
+        await drain(client)
+
+
 SCENARIOS = {
+    "sdk_mcp": sdk_mcp,
     "permission_never_widens": permission_never_widens,
     "permission_deny": permission_deny,
     "permission_updated_input": permission_updated_input,

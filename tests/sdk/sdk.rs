@@ -484,3 +484,51 @@ fn can_use_tool_never_widens_a_deny_rule() -> TestResult {
     assert!(run.ws.join("notes.txt").exists(), "nothing was removed");
     Ok(())
 }
+
+#[test]
+fn an_in_process_sdk_mcp_server_serves_its_tools() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("sdk_mcp", |_| {
+        vec![
+            Reply::tool_uses(vec![
+                Block::tool_use("toolu_add", "mcp__calc__add", json!({"a": 2, "b": 3})),
+                Block::tool_use(
+                    "toolu_fail",
+                    "mcp__calc__fail",
+                    json!({"why": "on purpose"}),
+                ),
+            ]),
+            Reply::text("5, and a failure"),
+        ]
+    })?;
+    run.ok()?;
+    let first = run.request(0)?;
+    let offered: Vec<&str> = first["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        offered.contains(&"mcp__calc__add") && offered.contains(&"mcp__calc__fail"),
+        "{offered:?}"
+    );
+    let added = result_of(&run, 1, "toolu_add")?;
+    assert!(content(&added).contains("sum=5"), "{added}");
+    assert_ne!(added["is_error"], true);
+    let failed = result_of(&run, 1, "toolu_fail")?;
+    assert_eq!(failed["is_error"], true, "{failed}");
+    assert!(content(&failed).contains("failed: on purpose"), "{failed}");
+    let init = run
+        .of("SystemMessage")
+        .into_iter()
+        .find(|m| m["subtype"] == "init")
+        .ok_or("no init")?;
+    assert_eq!(
+        init["data"]["mcp_servers"],
+        json!([{"name": "calc", "status": "connected"}])
+    );
+    Ok(())
+}

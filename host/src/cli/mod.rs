@@ -9,7 +9,9 @@ pub mod print;
 use crate::agent::{
     ContextConfig, HistoryLog, InputQueue, NoHistoryLog, QueryConfig, QueryDeps, system_prompt,
 };
-use crate::control::{ControlChannel, Controller, SdkPrompter, SessionControl, TurnSlot};
+use crate::control::{
+    ControlChannel, Controller, SdkMcpLine, SdkPrompter, SessionControl, TurnSlot,
+};
 use crate::model::{AnthropicModel, Model, ReplayModel, RetryPolicy, price};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use crate::policy::PermissionMode;
@@ -411,7 +413,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     if env("CARAPACE_DISABLE_AUTO_COMPACT").is_some_and(|v| !v.is_empty() && v != "0") {
         context = context.without_autocompact();
     }
-    let config = QueryConfig {
+    let mut config = QueryConfig {
         model: model_name,
         fallback_models: cli.fallback_model.clone(),
         system_prompt: session_system_prompt(&cli, cwd, &tool_names)?,
@@ -463,7 +465,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                     model: model_cell.clone(),
                     default_model: config.model.clone(),
                     turn: turn.clone(),
-                    mcp_servers: session.mcp_status(),
+                    mcp_servers: std::sync::Mutex::new(session.mcp_status()),
                     api_key_source: api_key_source.to_string(),
                     hooks: session.hooks.clone(),
                 },
@@ -473,8 +475,24 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 reader,
                 queue.clone(),
                 printer.clone(),
-                Some(controller),
+                Some(controller.clone()),
             ));
+            // The SDK's in-process MCP servers, now that it can answer.
+            if !session.sdk_mcp_servers.is_empty() {
+                connect_sdk_servers(&session, &controller).await?;
+                let tools = session.pipeline.offered_names();
+                config.system_prompt = session_system_prompt(&cli, cwd, &tools)?;
+                let servers = controller
+                    .session
+                    .mcp_servers
+                    .lock()
+                    .map(|s| s.clone())
+                    .unwrap_or_default();
+                printer.update_info(|info| {
+                    info.tools = tools;
+                    info.mcp_servers = servers;
+                });
+            }
             Prompts::Stream(queue.clone())
         }
     };
@@ -570,6 +588,45 @@ fn spawn_signal_handler(abort: CancellationToken) {
             abort.cancel();
         }
     });
+}
+
+/// Connects the SDK's in-process MCP servers through the control protocol
+/// and offers their tools; a server that does not answer is reported, as
+/// any server that fails to start.
+async fn connect_sdk_servers(session: &Session, controller: &Controller) -> anyhow::Result<()> {
+    let lines = session
+        .sdk_mcp_servers
+        .iter()
+        .map(|name| {
+            let line: Arc<dyn crate::sandbox::mcp::McpLine> =
+                Arc::new(SdkMcpLine::new(name, controller.channel.clone()));
+            (name.clone(), line)
+        })
+        .collect();
+    let statuses = crate::mcp::connect_sdk(
+        &session.sandbox,
+        lines,
+        crate::sandbox::CallLimits::default(),
+        crate::mcp::DEFAULT_STARTUP,
+    )
+    .await?;
+    for status in &statuses {
+        match &status.outcome {
+            Ok(server) => {
+                for warning in session.pipeline.add_mcp_server(server) {
+                    eprintln!("carapace: warning: {warning}");
+                }
+            }
+            Err(e) => eprintln!(
+                "carapace: warning: SDK MCP server `{}` failed to start: {e}",
+                status.name
+            ),
+        }
+    }
+    if let Ok(mut servers) = controller.session.mcp_servers.lock() {
+        servers.extend(statuses.iter().map(crate::mcp::ServerStatus::to_json));
+    }
+    Ok(())
 }
 
 /// carapace's system prompt, or the one the flags give, with the appended

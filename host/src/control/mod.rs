@@ -7,9 +7,11 @@
 //! A request nobody here knows is answered with an error, never left
 //! hanging; a request carapace sent fails when stdin closes.
 
+mod mcp;
 mod prompt;
 mod session;
 
+pub use mcp::SdkMcpLine;
 pub use prompt::SdkPrompter;
 pub use session::{SessionControl, TurnSlot};
 

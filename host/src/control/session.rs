@@ -46,8 +46,9 @@ pub struct SessionControl {
     /// What `set_model` with no model goes back to.
     pub default_model: String,
     pub turn: TurnSlot,
-    /// `mcp_status`: the servers as `system`/`init` lists them.
-    pub mcp_servers: Vec<Value>,
+    /// `mcp_status`: the servers as `system`/`init` lists them (the SDK's
+    /// own join once connected).
+    pub mcp_servers: Mutex<Vec<Value>>,
     pub api_key_source: String,
     /// Where `initialize` registers the SDK's hook callbacks.
     pub hooks: Arc<HookRuntime>,
@@ -92,7 +93,14 @@ impl SessionControl {
                 }
                 Ok(Value::Null)
             }
-            Some("mcp_status") => Ok(json!({"mcpServers": self.mcp_servers})),
+            Some("mcp_status") => {
+                let servers = self
+                    .mcp_servers
+                    .lock()
+                    .map(|s| s.clone())
+                    .unwrap_or_default();
+                Ok(json!({"mcpServers": servers}))
+            }
             Some(other) => Err(format!("Unsupported control request subtype: {other}")),
             None => Err("a control request without a subtype".into()),
         }

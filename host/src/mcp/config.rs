@@ -41,6 +41,9 @@ pub enum Transport {
         url: String,
         headers: Vec<(String, String)>,
     },
+    /// A server inside the Agent SDK's process (`"type": "sdk"`), reached
+    /// through the control protocol once the SDK is connected.
+    Sdk,
 }
 
 #[derive(Deserialize)]
@@ -65,6 +68,9 @@ struct RawServer {
     headers: BTreeMap<String, String>,
     #[serde(rename = "allowNetwork", default)]
     allow_network: bool,
+    /// The SDK repeats the server's name in its entry.
+    #[allow(dead_code)]
+    name: Option<String>,
 }
 
 /// Parses one configuration (file contents or a JSON string). `${VAR}`
@@ -132,6 +138,7 @@ pub fn parse(
                         .collect::<Result<_, McpConfigError>>()?,
                 }
             }
+            Some("sdk") => Transport::Sdk,
             Some(other) => {
                 return Err(fail(format!(
                     "unknown type `{other}` (carapace supports stdio and http)"

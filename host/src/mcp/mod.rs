@@ -48,11 +48,16 @@ pub async fn start_all(
     limits: CallLimits,
     startup: Duration,
 ) -> Result<Vec<ServerStatus>, SandboxError> {
+    // The SDK's own servers are connected once the SDK is (print mode).
+    let servers: Vec<&ServerConfig> = servers
+        .iter()
+        .filter(|s| s.transport != Transport::Sdk)
+        .collect();
     if servers.is_empty() {
         return Ok(Vec::new());
     }
     let bridge = McpBridge::load(sandbox, BRIDGE_WASM)?;
-    let starts = servers.iter().map(|config| {
+    let starts = servers.into_iter().map(|config| {
         let bridge = bridge.clone();
         async move {
             ServerStatus {
@@ -62,6 +67,30 @@ pub async fn start_all(
         }
     });
     Ok(futures::future::join_all(starts).await)
+}
+
+/// Connects the Agent SDK's in-process servers, each over its `line`.
+pub async fn connect_sdk(
+    sandbox: &Sandbox,
+    servers: Vec<(String, Arc<dyn crate::sandbox::mcp::McpLine>)>,
+    limits: CallLimits,
+    startup: Duration,
+) -> Result<Vec<ServerStatus>, SandboxError> {
+    if servers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let bridge = McpBridge::load(sandbox, BRIDGE_WASM)?;
+    let connects = servers.into_iter().map(|(name, line)| {
+        let bridge = bridge.clone();
+        async move {
+            let link = crate::sandbox::mcp::McpLink::lent(&name, line);
+            ServerStatus {
+                outcome: McpServer::connect(&name, &bridge, link, None, limits, startup).await,
+                name,
+            }
+        }
+    });
+    Ok(futures::future::join_all(connects).await)
 }
 
 /// The model's name for a server's tool: `mcp__<server>__<tool>`, with any

@@ -71,7 +71,25 @@ impl McpServer {
                     headers: headers.clone(),
                 }),
             ),
+            Transport::Sdk => {
+                return Err(
+                    "an SDK server lives in the Agent SDK's process; it is connected when the SDK is"
+                        .into(),
+                );
+            }
         };
+        Self::connect(&config.name, bridge, link, endpoint, limits, startup).await
+    }
+
+    /// The handshake and the tool list over `link`, within `startup`.
+    pub async fn connect(
+        name: &str,
+        bridge: &McpBridge,
+        link: Arc<McpLink>,
+        endpoint: Option<HttpEndpoint>,
+        limits: CallLimits,
+        startup: Duration,
+    ) -> Result<Arc<Self>, String> {
         let connect = async {
             let handshake = CallLimits {
                 deadline: startup,
@@ -82,7 +100,7 @@ impl McpServer {
                 .await
                 .map_err(|e| e.to_string())??;
             let server = Arc::new(Self {
-                name: config.name.clone(),
+                name: name.to_string(),
                 bridge: bridge.clone(),
                 link: link.clone(),
                 session,

@@ -446,6 +446,16 @@ impl<W: Write + Send> SharedPrinter<W> {
     }
 }
 
+impl<W: Write + Send> SharedPrinter<W> {
+    /// Changes what `system`/`init` will say (tools and servers that
+    /// joined before it is printed).
+    pub fn update_info(&self, update: impl FnOnce(&mut RunInfo)) {
+        if let Ok(mut printer) = self.0.lock() {
+            update(&mut printer.info);
+        }
+    }
+}
+
 impl<W: Write + Send> crate::control::LineOut for SharedPrinter<W> {
     fn line(&self, value: Value) {
         if let Ok(mut printer) = self.0.lock() {

@@ -42,7 +42,38 @@ const STDERR_TAIL_BYTES: usize = 4096;
 pub(crate) struct BridgeState {
     core: CallCore,
     http: HttpParts,
-    mcp: Option<Arc<McpChannel>>,
+    mcp: Option<Arc<dyn McpLine>>,
+}
+
+/// A connection a bridge instance speaks JSON-RPC over, one message at a
+/// time: a stdio server's pipes, or the Agent SDK's in-process server
+/// reached through the control protocol.
+pub trait McpLine: Send + Sync {
+    fn send<'a>(&'a self, message: &'a str) -> futures::future::BoxFuture<'a, Result<(), String>>;
+    /// The next message, or `None` when none came within `timeout` (zero:
+    /// only one already there).
+    fn receive(
+        &self,
+        timeout: Duration,
+    ) -> futures::future::BoxFuture<'_, Result<Option<String>, String>>;
+    fn shutdown(&self) -> futures::future::BoxFuture<'_, ()>;
+}
+
+impl McpLine for McpChannel {
+    fn send<'a>(&'a self, message: &'a str) -> futures::future::BoxFuture<'a, Result<(), String>> {
+        Box::pin(McpChannel::send(self, message))
+    }
+
+    fn receive(
+        &self,
+        timeout: Duration,
+    ) -> futures::future::BoxFuture<'_, Result<Option<String>, String>> {
+        Box::pin(McpChannel::receive(self, timeout))
+    }
+
+    fn shutdown(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(McpChannel::shutdown(self))
+    }
 }
 
 wasi_view!(BridgeState);
@@ -306,16 +337,22 @@ pub struct HttpEndpoint {
 /// server never overlap.
 pub struct McpLink {
     name: String,
-    channel: Option<Arc<McpChannel>>,
+    channel: Option<Arc<dyn McpLine>>,
     grant: Grant,
     operation: tokio::sync::Mutex<()>,
 }
 
 impl McpLink {
     pub fn stdio(channel: Arc<McpChannel>) -> Arc<Self> {
+        let name = channel.server.clone();
+        Self::lent(&name, channel)
+    }
+
+    /// Bridge instances for this link are lent `line` and nothing else.
+    pub fn lent(name: &str, line: Arc<dyn McpLine>) -> Arc<Self> {
         Arc::new(Self {
-            name: channel.server.clone(),
-            channel: Some(channel),
+            name: name.to_string(),
+            channel: Some(line),
             grant: Grant::none(),
             operation: tokio::sync::Mutex::new(()),
         })

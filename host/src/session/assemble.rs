@@ -397,11 +397,17 @@ impl SessionBuilder {
         };
 
         mark("tools_registered");
+        let mut sdk_mcp_servers = Vec::new();
         let mcp = match &self.mcp {
             None => Vec::new(),
             Some(setup) => {
                 let configs =
                     mcp_configs(setup, &cwd, &config_dir, &settings, &env, &mut warnings)?;
+                sdk_mcp_servers = configs
+                    .iter()
+                    .filter(|c| c.transport == crate::mcp::Transport::Sdk)
+                    .map(|c| c.name.clone())
+                    .collect();
                 let startup = match env("MCP_TIMEOUT") {
                     Some(ms) => Duration::from_millis(ms.trim().parse().map_err(|_| {
                         SessionError::Invalid(format!(
@@ -519,6 +525,7 @@ impl SessionBuilder {
             plugins,
             warnings,
             history: history.map(|h| h.messages).unwrap_or_default(),
+            sdk_mcp_servers,
             source,
             transcript,
         })

@@ -79,6 +79,9 @@ pub struct Session {
     pub source: StartSource,
     /// The transcript being written (`None` without persistence).
     pub transcript: Option<Arc<Transcript>>,
+    /// The Agent SDK's in-process MCP servers (`"type": "sdk"`), connected
+    /// once the SDK is.
+    pub sdk_mcp_servers: Vec<String>,
 }
 
 /// How a session started, as SessionStart hooks are told (`source`).

@@ -142,6 +142,15 @@ impl ToolPipeline {
             .collect()
     }
 
+    /// Offers a server's tools from the next request on (the Agent SDK's
+    /// servers, connected after the session started); returns warnings.
+    pub fn add_mcp_server(&self, server: &Arc<crate::mcp::McpServer>) -> Vec<String> {
+        match self.registry.write() {
+            Ok(mut registry) => registry.add_mcp(server),
+            Err(_) => vec!["the tool registry is unusable".into()],
+        }
+    }
+
     fn hooks_for(&self, kind: HookEventKind) -> Option<&HookRuntime> {
         self.hooks.as_deref().filter(|h| h.handles(kind))
     }
