@@ -549,3 +549,70 @@ fn a_paged_tool_list_is_followed_to_its_end() -> TestResult {
     assert_eq!(text_of(&s.result(1, "toolu_6")?), "tool_6 ran");
     Ok(())
 }
+
+#[test]
+fn tools_chooses_among_the_built_in_tools_and_mcp_tools_stay() -> TestResult {
+    let Some(notes) = notes()? else {
+        return Ok(());
+    };
+    let s = session(
+        json!({"notes": notes}),
+        vec![Reply::text("done")],
+        &["--tools", "Read"],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    let offered: Vec<String> = s.server.requests()[0].body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(offered.first().map(String::as_str), Some("Read"));
+    assert!(
+        !offered.iter().any(|t| t == "Bash" || t == "Write"),
+        "{offered:?}"
+    );
+    assert!(
+        offered.iter().any(|t| t.starts_with("mcp__notes__")),
+        "{offered:?}"
+    );
+    // `""`: no built-in tool, the server's still offered; `default`: all.
+    let none = session(
+        json!({"notes": notes}),
+        vec![Reply::text("done")],
+        &["--tools", ""],
+    )?;
+    let offered: Vec<String> = none.server.requests()[0].body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        offered.iter().all(|t| t.starts_with("mcp__notes__")) && !offered.is_empty(),
+        "{offered:?}"
+    );
+    let all = session(
+        json!({"notes": notes}),
+        vec![Reply::text("done")],
+        &["--tools", "default"],
+    )?;
+    let tools = all.init()["tools"].as_array().cloned().unwrap_or_default();
+    assert!(
+        tools.contains(&json!("Bash")) && tools.contains(&json!("Read")),
+        "{tools:?}"
+    );
+    // A name outside the built-in set is refused, saying so.
+    let unknown = session(
+        json!({"notes": notes}),
+        vec![],
+        &["--tools", "mcp__notes__read"],
+    )?;
+    assert_eq!(unknown.status, Some(1));
+    assert!(
+        unknown.stderr.contains("chooses among the built-in tools"),
+        "{}",
+        unknown.stderr
+    );
+    Ok(())
+}

@@ -81,7 +81,9 @@ pub struct Cli {
     #[arg(long, value_delimiter = ',')]
     pub fallback_model: Vec<String>,
 
-    /// The tools offered to the model, comma- or space-separated; "" for none.
+    /// The built-in tools offered to the model, comma- or space-separated;
+    /// "" for none, "default" for all. Plugin and MCP tools are offered
+    /// whatever it says (the rules decide about them).
     #[arg(long, num_args = 1)]
     pub tools: Vec<String>,
 
@@ -305,18 +307,20 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     } else {
         cli.permission_mode
     };
-    let tools = if cli.tools.is_empty() {
+    let named: Vec<String> = cli
+        .tools
+        .iter()
+        .flat_map(|t| t.split([',', ' ']))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect();
+    // As Claude Code: no flag or `default` is every built-in tool, `""`
+    // none of them; plugin and MCP tools are offered either way.
+    let tools = if cli.tools.is_empty() || named == ["default"] {
         ToolSet::All
     } else {
-        ToolSet::Only(
-            cli.tools
-                .iter()
-                .flat_map(|t| t.split([',', ' ']))
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .map(str::to_string)
-                .collect(),
-        )
+        ToolSet::Only(named)
     };
     let session = SessionBuilder::new(paths()?)
         .settings(cli.settings.clone())

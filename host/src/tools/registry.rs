@@ -46,7 +46,9 @@ pub enum RegistryError {
     },
     #[error("plugin `{plugin}`: {reason}")]
     Installed { plugin: String, reason: String },
-    #[error("unknown tool `{0}` in --tools (available: {1})")]
+    #[error(
+        "unknown tool `{0}` in --tools, which chooses among the built-in tools ({1}); plugin and MCP tools are always offered, subject to the rules"
+    )]
     UnknownSelection(String, String),
 }
 
@@ -549,23 +551,40 @@ impl ToolRegistry {
     }
 
     /// Keeps only the named tools (`--tools`), in the order given.
+    /// `--tools`: which first-party tools are offered, in this order. As
+    /// in Claude Code, the list chooses from the built-in set only: plugin
+    /// and MCP tools stay (the rules decide about them).
     pub fn select(mut self, names: &[String]) -> Result<Self, RegistryError> {
-        let mut selected = Vec::with_capacity(names.len());
+        let first_party =
+            |t: &Arc<RegisteredTool>| matches!(t.provider, ToolProvider::FirstParty(_));
+        let mut selected = Vec::with_capacity(self.tools.len());
         for name in names {
-            let Some(index) = self.tools.iter().position(|t| &t.definition.name == name) else {
+            let Some(index) = self
+                .tools
+                .iter()
+                .position(|t| first_party(t) && &t.definition.name == name)
+            else {
                 if selected
                     .iter()
                     .any(|t: &Arc<RegisteredTool>| &t.definition.name == name)
                 {
                     continue; // named twice
                 }
+                let built_in: Vec<String> = self
+                    .tools
+                    .iter()
+                    .chain(selected.iter())
+                    .filter(|t| first_party(t))
+                    .map(|t| t.definition.name.clone())
+                    .collect();
                 return Err(RegistryError::UnknownSelection(
                     name.clone(),
-                    self.names().join(", "),
+                    built_in.join(", "),
                 ));
             };
             selected.push(self.tools.remove(index));
         }
+        selected.extend(self.tools.into_iter().filter(|t| !first_party(t)));
         Ok(Self { tools: selected })
     }
 
