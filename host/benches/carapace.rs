@@ -114,6 +114,7 @@ fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> B
             Opening::New {
                 forked_from: None,
                 history: &[],
+                name: None,
             },
         )?;
         let mut history = vec![Message::user_text("go")];
@@ -168,6 +169,7 @@ fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> B
             Opening::New {
                 forked_from: None,
                 history: &[],
+                name: None,
             },
         )?;
         transcript.sync(&history);

@@ -12,17 +12,37 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     let cli = carapace::cli::Cli::parse();
-    let filter = if cli.debug {
+    let filter = if cli.debug || cli.debug_file.is_some() {
         tracing_subscriber::EnvFilter::new("carapace=debug")
     } else {
         tracing_subscriber::EnvFilter::try_from_env("CARAPACE_LOG")
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    match &cli.debug_file {
+        Some(path) => {
+            let file = match std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
+                Ok(file) => file,
+                Err(e) => {
+                    eprintln!("Error: --debug-file {}: {e}", path.display());
+                    return ExitCode::FAILURE;
+                }
+            };
+            tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::sync::Mutex::new(file))
+                .with_ansi(false)
+                .init();
+        }
+        None => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+    }
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -202,6 +202,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         transcript: None,
         turn: None,
         model: None,
+        slash_commands: true,
     };
     let outcome = run_print(&deps, &config, printer, prompts, session)
         .await

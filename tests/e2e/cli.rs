@@ -612,3 +612,133 @@ fn denials_are_reported_on_stdout_and_in_the_audit_log() -> TestResult {
     assert_eq!(fine["basis"]["kind"], "mode");
     Ok(())
 }
+
+/// Claude Code's print-mode flags that carapace implements, and those it
+/// refuses by name.
+#[test]
+fn claude_codes_flags_are_honoured_or_refused_by_name() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let version = support::carapace().arg("-v").output()?;
+    assert_eq!(version.status.code(), Some(0));
+    assert!(String::from_utf8(version.stdout)?.starts_with("carapace "));
+
+    let server = ScriptedServer::start(vec![Reply::text("one"), Reply::text("two")])?;
+    for (flag, why) in [
+        (
+            vec!["--chrome"],
+            "--chrome is not supported: carapace has no browser integration",
+        ),
+        (vec!["--plugin-dir", "x"], "--plugin-dir is not supported"),
+        (vec!["-w"], "--worktree is not supported"),
+    ] {
+        let mut args = vec!["-p", "hi"];
+        args.extend(flag);
+        let run = support::run(&server, ws.path(), &args)?;
+        assert_eq!(run.status, Some(1), "{args:?}");
+        assert!(run.stderr.contains(why), "{args:?}: {}", run.stderr);
+    }
+    assert!(server.requests().is_empty(), "a refused flag sends nothing");
+
+    // --betas as the header; /compact as a plain prompt; -n kept; the
+    // debug log in its file; the dynamic-sections flag accepted.
+    let config = ws.path().join("config");
+    let log = ws.path().join("debug.log");
+    let output = support::carapace()
+        .current_dir(ws.path())
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("CARAPACE_CONFIG_DIR", &config)
+        .args([
+            "-p",
+            "/compact",
+            "--disable-slash-commands",
+            "--betas",
+            "b-one,b-two",
+        ])
+        .args([
+            "-n",
+            "my session",
+            "--exclude-dynamic-system-prompt-sections",
+        ])
+        .arg("--debug-file")
+        .arg(&log)
+        .output()?;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let request = &server.requests()[0];
+    assert_eq!(
+        request.headers.get("anthropic-beta").map(String::as_str),
+        Some("b-one,b-two")
+    );
+    assert_eq!(
+        request.body["messages"][0]["content"][0]["text"],
+        "/compact"
+    );
+    assert!(std::fs::read_to_string(&log)?.contains("timing"));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("timing"));
+    let transcript = std::fs::read_dir(config.join("projects"))?
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+        .next()
+        .ok_or("no transcript")?;
+    let header = std::fs::read_to_string(transcript.path())?;
+    let header: Value = serde_json::from_str(header.lines().next().unwrap_or_default())?;
+    assert_eq!(header["name"], "my session");
+    Ok(())
+}
+
+#[test]
+fn replayed_user_messages_and_bypass_only_when_allowed() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    for allowed in [false, true] {
+        let server = ScriptedServer::start(vec![Reply::text("answer")])?;
+        let mut args = vec![
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--replay-user-messages",
+        ];
+        if allowed {
+            args.push("--allow-dangerously-skip-permissions");
+        }
+        let mut child = spawn(&server, ws.path(), &args)?;
+        {
+            let mut stdin = child.stdin.take().ok_or("no stdin")?;
+            writeln!(
+                stdin,
+                r#"{{"type":"control_request","request_id":"r1","request":{{"subtype":"set_permission_mode","mode":"bypassPermissions"}}}}"#
+            )?;
+            writeln!(
+                stdin,
+                r#"{{"type":"user","message":{{"role":"user","content":"REPLAY ME"}},"uuid":"u-1"}}"#
+            )?;
+        }
+        let output = child.wait_with_output()?;
+        let all = lines(&String::from_utf8(output.stdout)?)?;
+        let response = all
+            .iter()
+            .find(|l| l["type"] == "control_response")
+            .ok_or("no control_response")?;
+        let expected = if allowed { "success" } else { "error" };
+        assert_eq!(response["response"]["subtype"], expected, "{response}");
+        let replay = all
+            .iter()
+            .find(|l| l["type"] == "user" && l["isReplay"] == true)
+            .ok_or("no replayed user line")?;
+        assert_eq!(
+            (
+                replay["message"]["content"].as_str(),
+                replay["uuid"].as_str()
+            ),
+            (Some("REPLAY ME"), Some("u-1"))
+        );
+    }
+    Ok(())
+}

@@ -85,6 +85,12 @@ pub enum AgentEvent {
         uuid: String,
         state: CommandState,
     },
+    /// A user message from stdin, as it is taken (printed with
+    /// `--replay-user-messages`).
+    UserReplay {
+        uuid: String,
+        text: String,
+    },
     /// The history was compacted: what follows is the new history.
     CompactBoundary {
         trigger: super::loop_hooks::CompactTrigger,

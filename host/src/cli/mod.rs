@@ -44,6 +44,7 @@ pub enum InputFormat {
 #[command(
     name = "carapace",
     version,
+    disable_version_flag = true,
     args_conflicts_with_subcommands = true,
     about = "An agent host whose tools run as sandboxed WebAssembly components",
     after_help = "With no API key, try the replay demo: carapace -p 'Read the notes' --model replay:examples/demo/replay.json\n\n\
@@ -53,6 +54,10 @@ CARAPACE_STOP_HOOK_BLOCK_CAP (8), CARAPACE_AUTOCOMPACT_PCT_OVERRIDE (1-100: comp
 of the context window), CARAPACE_DISABLE_AUTO_COMPACT, CARAPACE_CACHE_DIR, CARAPACE_CONFIG_DIR, CARAPACE_LOG."
 )]
 pub struct Cli {
+    /// Print the version.
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
+    pub version: Option<bool>,
+
     /// Print the response and exit (non-interactive; the only mode so far).
     #[arg(short = 'p', long = "print")]
     pub print: bool,
@@ -183,12 +188,165 @@ pub struct Cli {
     #[arg(long)]
     pub include_partial_messages: bool,
 
+    /// Print each user message read from stdin back on stdout, as it is
+    /// taken (stream-json in and out).
+    #[arg(long)]
+    pub replay_user_messages: bool,
+
+    /// Beta flags sent with every request (the `anthropic-beta` header).
+    #[arg(long, num_args = 1.., value_delimiter = ',')]
+    pub betas: Vec<String>,
+
+    /// Treat `/compact` as an ordinary prompt.
+    #[arg(long)]
+    pub disable_slash_commands: bool,
+
+    /// A display name for the session (kept in its transcript).
+    #[arg(short = 'n', long)]
+    pub name: Option<String>,
+
+    /// Write the debug log to this file (implies --debug).
+    #[arg(long)]
+    pub debug_file: Option<PathBuf>,
+
+    /// Let the session switch to bypassPermissions later (the SDK's
+    /// set_permission_mode) without starting in it.
+    #[arg(long)]
+    pub allow_dangerously_skip_permissions: bool,
+
+    /// Accepted: carapace's system prompt has no dynamic sections.
+    #[arg(long, hide = true)]
+    pub exclude_dynamic_system_prompt_sections: bool,
+
+    /// Claude Code features carapace does not have: refused by name.
+    #[command(flatten)]
+    pub unsupported: Unsupported,
+
     /// Log what the host does, with timing marks, to stderr.
     #[arg(long)]
     pub debug: bool,
 
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// Claude Code flags with no carapace counterpart. Each is accepted by the
+/// parser only to be refused with why (never an "unknown argument").
+#[derive(Debug, Default, clap::Args)]
+pub struct Unsupported {
+    #[arg(long, hide = true)]
+    chrome: bool,
+    #[arg(long, hide = true)]
+    no_chrome: bool,
+    #[arg(long, hide = true)]
+    ide: bool,
+    #[arg(long, hide = true, num_args = 0..=1, default_missing_value = "")]
+    tmux: Option<String>,
+    #[arg(short = 'w', long, hide = true, num_args = 0..=1, default_missing_value = "")]
+    worktree: Option<String>,
+    #[arg(long, hide = true, num_args = 0..=1, default_missing_value = "")]
+    remote_control: Option<String>,
+    #[arg(long, hide = true, num_args = 0..=1, default_missing_value = "")]
+    from_pr: Option<String>,
+    #[arg(long = "background", alias = "bg", hide = true)]
+    background: bool,
+    #[arg(long, hide = true)]
+    brief: bool,
+    #[arg(long, hide = true)]
+    ax_screen_reader: bool,
+    #[arg(long, hide = true, num_args = 1..)]
+    file: Vec<String>,
+    #[arg(long, hide = true)]
+    plugin_dir: Vec<String>,
+    #[arg(long, hide = true)]
+    plugin_url: Vec<String>,
+    #[arg(long, hide = true, num_args = 0..=1, default_missing_value = "")]
+    prompt_suggestions: Option<String>,
+    #[arg(long, hide = true)]
+    safe_mode: bool,
+}
+
+impl Unsupported {
+    /// The first unsupported flag given, with why carapace refuses it.
+    fn refusal(&self) -> Option<String> {
+        let refusals: [(bool, &str, &str); 15] = [
+            (
+                self.chrome,
+                "--chrome",
+                "carapace has no browser integration",
+            ),
+            (
+                self.no_chrome,
+                "--no-chrome",
+                "carapace has no browser integration",
+            ),
+            (self.ide, "--ide", "carapace does not connect to IDEs"),
+            (
+                self.tmux.is_some(),
+                "--tmux",
+                "carapace does not manage tmux sessions",
+            ),
+            (
+                self.worktree.is_some(),
+                "--worktree",
+                "carapace does not create git worktrees; run it in the worktree you want",
+            ),
+            (
+                self.remote_control.is_some(),
+                "--remote-control",
+                "carapace has no remote-control service",
+            ),
+            (
+                self.from_pr.is_some(),
+                "--from-pr",
+                "carapace keeps no link between sessions and pull requests; use --resume ID",
+            ),
+            (
+                self.background,
+                "--background",
+                "carapace has no background agents yet",
+            ),
+            (
+                self.brief,
+                "--brief",
+                "carapace has no SendUserMessage tool",
+            ),
+            (
+                self.ax_screen_reader,
+                "--ax-screen-reader",
+                "carapace has no interactive interface (print mode only)",
+            ),
+            (
+                !self.file.is_empty(),
+                "--file",
+                "carapace does not download file resources",
+            ),
+            (
+                !self.plugin_dir.is_empty(),
+                "--plugin-dir",
+                "carapace's plugins are WebAssembly components: install them with `carapace plugin add`",
+            ),
+            (
+                !self.plugin_url.is_empty(),
+                "--plugin-url",
+                "carapace's plugins are WebAssembly components: install them with `carapace plugin add URL`",
+            ),
+            (
+                self.prompt_suggestions.is_some(),
+                "--prompt-suggestions",
+                "carapace makes no prompt suggestions",
+            ),
+            (
+                self.safe_mode,
+                "--safe-mode",
+                "carapace loads only what it is told to: use --strict-mcp-config and --settings",
+            ),
+        ];
+        refusals
+            .into_iter()
+            .find(|(given, _, _)| *given)
+            .map(|(_, flag, why)| format!("{flag} is not supported: {why}"))
+    }
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -258,6 +416,9 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         None => {}
     }
     let started = Instant::now();
+    if let Some(refusal) = cli.unsupported.refusal() {
+        bail!("{refusal}");
+    }
     if cli.output_format == OutputFormat::StreamJson && !cli.verbose {
         bail!("When using --print, --output-format=stream-json requires --verbose");
     }
@@ -339,6 +500,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             resume,
             fork: cli.fork_session,
             persist: !cli.no_session_persistence,
+            name: cli.name.clone(),
         })
         // Verbose JSON output prints each result's `tool_use_result`.
         .structured_results(cli.verbose && cli.output_format != OutputFormat::Text)
@@ -374,7 +536,10 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 "ANTHROPIC_AUTH_TOKEN"
             };
-            (Box::new(AnthropicModel::from_lookup(env)?), source)
+            (
+                Box::new(AnthropicModel::from_lookup(env)?.with_betas(cli.betas.clone())),
+                source,
+            )
         }
     };
 
@@ -399,7 +564,8 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let printer = SharedPrinter::new(
         Printer::new(cli.output_format, cli.verbose, std::io::stdout(), info)
             .with_hook_events(cli.include_hook_events)
-            .with_partial_messages(cli.include_partial_messages),
+            .with_partial_messages(cli.include_partial_messages)
+            .with_replayed_user_messages(cli.replay_user_messages),
     );
     session.hooks.observe(Box::new(printer.clone()));
 
@@ -472,6 +638,9 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                     mcp_servers: std::sync::Mutex::new(session.mcp_status()),
                     api_key_source: api_key_source.to_string(),
                     hooks: session.hooks.clone(),
+                    bypass_allowed: mode == Some(PermissionMode::BypassPermissions)
+                        || session.mode() == PermissionMode::BypassPermissions
+                        || cli.allow_dangerously_skip_permissions,
                 },
             });
             let reader = tokio::io::BufReader::new(tokio::io::stdin());
@@ -523,6 +692,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             transcript: session.transcript.as_deref(),
             turn: Some(turn),
             model: Some(model_cell),
+            slash_commands: !cli.disable_slash_commands,
         },
     )
     .await;

@@ -36,6 +36,8 @@ pub struct PrintSession<'a> {
     pub turn: Option<TurnSlot>,
     /// The model each turn uses (the SDK's `set_model` changes it).
     pub model: Option<Arc<std::sync::Mutex<String>>>,
+    /// Whether `/compact` is a command (not with --disable-slash-commands).
+    pub slash_commands: bool,
 }
 
 /// Runs print mode to the end; returns the last turn's outcome (`None` when
@@ -56,6 +58,7 @@ pub async fn run_print<W: Write + Send + 'static>(
         transcript,
         turn,
         model,
+        slash_commands,
     } = print_session;
     let session = SessionHooks(hooks);
     let flush = || {
@@ -77,22 +80,23 @@ pub async fn run_print<W: Write + Send + 'static>(
     };
     let outcome = match prompts {
         Prompts::One(prompt) => {
-            let outcome = if let Some(instructions) = compact_command(&prompt) {
-                compact_now(deps, config, resumed, instructions, &mut sink).await
-            } else {
-                match session.prompt(&prompt, &mut sink).await {
-                    Err(outcome) => outcome,
-                    Ok(context) => {
-                        let mut messages = resumed;
-                        messages.push(user_message(
-                            std::mem::take(&mut session_context),
-                            prompt,
-                            context,
-                        ));
-                        query(deps, config, messages, &mut sink).await
+            let outcome =
+                if let Some(instructions) = compact_command(&prompt).filter(|_| slash_commands) {
+                    compact_now(deps, config, resumed, instructions, &mut sink).await
+                } else {
+                    match session.prompt(&prompt, &mut sink).await {
+                        Err(outcome) => outcome,
+                        Ok(context) => {
+                            let mut messages = resumed;
+                            messages.push(user_message(
+                                std::mem::take(&mut session_context),
+                                prompt,
+                                context,
+                            ));
+                            query(deps, config, messages, &mut sink).await
+                        }
                     }
-                }
-            };
+                };
             flush();
             printer.finish(&outcome);
             Some(outcome)
@@ -101,6 +105,10 @@ pub async fn run_print<W: Write + Send + 'static>(
             let mut history: Vec<Message> = resumed;
             let mut last = None;
             while let Some(input) = queue.next().await {
+                sink.emit(AgentEvent::UserReplay {
+                    uuid: input.uuid.clone(),
+                    text: input.text.clone(),
+                });
                 sink.emit(AgentEvent::CommandLifecycle {
                     uuid: input.uuid.clone(),
                     state: CommandState::Started,
@@ -134,7 +142,9 @@ pub async fn run_print<W: Write + Send + 'static>(
                     }
                     _ => config,
                 };
-                let outcome = if let Some(instructions) = compact_command(&input.text) {
+                let outcome = if let Some(instructions) =
+                    compact_command(&input.text).filter(|_| slash_commands)
+                {
                     compact_now(turn_deps, config, messages, instructions, &mut sink).await
                 } else {
                     match session.prompt(&input.text, &mut sink).await {

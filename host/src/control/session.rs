@@ -52,6 +52,9 @@ pub struct SessionControl {
     pub api_key_source: String,
     /// Where `initialize` registers the SDK's hook callbacks.
     pub hooks: Arc<HookRuntime>,
+    /// Whether the mode may become bypassPermissions (started in it, or
+    /// `--allow-dangerously-skip-permissions`).
+    pub bypass_allowed: bool,
 }
 
 impl SessionControl {
@@ -71,6 +74,9 @@ impl SessionControl {
                         "unknown permission mode `{wanted}` (default, acceptEdits, plan, dontAsk, bypassPermissions)"
                     )
                 })?;
+                if mode == PermissionMode::BypassPermissions && !self.bypass_allowed {
+                    return Err("bypassPermissions needs the session to start with --dangerously-skip-permissions or --allow-dangerously-skip-permissions".into());
+                }
                 self.mode.set(mode);
                 channel.line(json!({
                     "type": "system",

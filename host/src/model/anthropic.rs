@@ -32,6 +32,8 @@ pub struct AnthropicModel {
     endpoint: String,
     credential: Credential,
     idle_timeout: Duration,
+    /// `anthropic-beta` header values (`--betas`).
+    betas: Vec<String>,
 }
 
 impl std::fmt::Debug for AnthropicModel {
@@ -99,7 +101,14 @@ impl AnthropicModel {
             endpoint: format!("{}/v1/messages", base_url.trim_end_matches('/')),
             credential,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            betas: Vec::new(),
         })
+    }
+
+    /// Sends these beta flags with every request (`anthropic-beta`).
+    pub fn with_betas(mut self, betas: Vec<String>) -> Self {
+        self.betas = betas;
+        self
     }
 
     async fn open(&self, request: &MessagesRequest) -> Result<EventStream, ModelError> {
@@ -110,6 +119,9 @@ impl AnthropicModel {
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
             .body(request.body_text());
+        if !self.betas.is_empty() {
+            http = http.header("anthropic-beta", self.betas.join(","));
+        }
         http = match &self.credential {
             Credential::ApiKey(key) => http.header("x-api-key", key),
             Credential::BearerToken(token) => http.bearer_auth(token),

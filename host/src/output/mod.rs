@@ -48,6 +48,8 @@ pub struct Printer<W: Write + Send> {
     include_hook_events: bool,
     /// `--include-partial-messages`: print `stream_event` lines.
     partial_messages: bool,
+    /// `--replay-user-messages`: print user messages taken from stdin.
+    replay_user_messages: bool,
 }
 
 impl<W: Write + Send> Printer<W> {
@@ -61,7 +63,14 @@ impl<W: Write + Send> Printer<W> {
             write_failed: false,
             include_hook_events: false,
             partial_messages: false,
+            replay_user_messages: false,
         }
+    }
+
+    /// Prints each user message taken from stdin back (`isReplay`).
+    pub fn with_replayed_user_messages(mut self, replay: bool) -> Self {
+        self.replay_user_messages = replay;
+        self
     }
 
     /// Prints each event of a response as it streams (`stream_event`).
@@ -280,6 +289,19 @@ impl<W: Write + Send> EventSink for Printer<W> {
                 "session_id": self.info.session_id,
                 "uuid": new_uuid(),
             }),
+            AgentEvent::UserReplay { uuid, text } => {
+                if !self.replay_user_messages {
+                    return;
+                }
+                json!({
+                    "type": "user",
+                    "message": {"role": "user", "content": text},
+                    "session_id": self.info.session_id,
+                    "parent_tool_use_id": null,
+                    "uuid": uuid,
+                    "isReplay": true,
+                })
+            }
             AgentEvent::Partial(event) => {
                 if !self.partial_messages {
                     return;

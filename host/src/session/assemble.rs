@@ -57,6 +57,8 @@ pub struct HistorySetup {
     /// Whether a transcript is written (`-p` without
     /// `--no-session-persistence`).
     pub persist: bool,
+    /// A display name (`-n`), kept in the transcript's header.
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -498,10 +500,12 @@ impl SessionBuilder {
                 (Some(loaded), true) => Opening::New {
                     forked_from: Some(&loaded.session_id),
                     history: &loaded.messages,
+                    name: self.history.name.as_deref(),
                 },
                 (None, _) => Opening::New {
                     forked_from: None,
                     history: &[],
+                    name: self.history.name.as_deref(),
                 },
             };
             Some(Arc::new(Transcript::open(

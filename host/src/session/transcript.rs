@@ -429,6 +429,8 @@ pub enum Opening<'a> {
     New {
         forked_from: Option<&'a str>,
         history: &'a [Message],
+        /// A display name (`-n`).
+        name: Option<&'a str>,
     },
     /// A resumed session: appended to, after its torn tail is cut off.
     Resume(&'a Loaded),
@@ -449,6 +451,7 @@ impl Transcript {
             Opening::New {
                 forked_from,
                 history,
+                name,
             } => {
                 let file = OpenOptions::new()
                     .append(true)
@@ -475,6 +478,9 @@ impl Transcript {
                 });
                 if let Some(from) = forked_from {
                     header["forkedFrom"] = json!(from);
+                }
+                if let Some(name) = name {
+                    header["name"] = json!(name);
                 }
                 transcript.write_lines(vec![header])?;
                 if !history.is_empty() {
@@ -753,6 +759,7 @@ mod tests {
             Opening::New {
                 forked_from: None,
                 history: &[],
+                name: None,
             },
         )
     }
