@@ -742,3 +742,25 @@ fn replayed_user_messages_and_bypass_only_when_allowed() -> TestResult {
     }
     Ok(())
 }
+
+#[test]
+fn flags_not_supported_yet_say_so() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let server = ScriptedServer::start(vec![])?;
+    for flag in [
+        ["--effort", "high"],
+        ["--json-schema", "{}"],
+        ["--agents", "{}"],
+        ["--setting-sources", "user"],
+    ] {
+        let run = support::run(&server, ws.path(), &[&["-p", "hi"][..], &flag[..]].concat())?;
+        assert_eq!(run.status, Some(1), "{flag:?}");
+        assert!(
+            run.stderr
+                .contains(&format!("{} is not supported yet", flag[0])),
+            "{flag:?}: {}",
+            run.stderr
+        );
+    }
+    Ok(())
+}

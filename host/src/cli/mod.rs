@@ -264,6 +264,23 @@ pub struct Unsupported {
     prompt_suggestions: Option<String>,
     #[arg(long, hide = true)]
     safe_mode: bool,
+    // Not yet.
+    #[arg(long, hide = true)]
+    effort: Option<String>,
+    #[arg(long, hide = true)]
+    json_schema: Option<String>,
+    #[arg(long, hide = true)]
+    setting_sources: Option<String>,
+    #[arg(long, hide = true)]
+    bare: bool,
+    #[arg(long, hide = true)]
+    agent: Option<String>,
+    #[arg(long, hide = true)]
+    agents: Option<String>,
+    #[arg(long, hide = true)]
+    max_thinking_tokens: Option<String>,
+    #[arg(long, hide = true)]
+    thinking: Option<String>,
 }
 
 impl Unsupported {
@@ -342,10 +359,26 @@ impl Unsupported {
                 "carapace loads only what it is told to: use --strict-mcp-config and --settings",
             ),
         ];
+        let not_yet: [(bool, &str); 8] = [
+            (self.effort.is_some(), "--effort"),
+            (self.json_schema.is_some(), "--json-schema"),
+            (self.setting_sources.is_some(), "--setting-sources"),
+            (self.bare, "--bare"),
+            (self.agent.is_some(), "--agent"),
+            (self.agents.is_some(), "--agents"),
+            (self.max_thinking_tokens.is_some(), "--max-thinking-tokens"),
+            (self.thinking.is_some(), "--thinking"),
+        ];
         refusals
             .into_iter()
             .find(|(given, _, _)| *given)
             .map(|(_, flag, why)| format!("{flag} is not supported: {why}"))
+            .or_else(|| {
+                not_yet
+                    .into_iter()
+                    .find(|(given, _)| *given)
+                    .map(|(_, flag)| format!("{flag} is not supported yet by carapace"))
+            })
     }
 }
 
