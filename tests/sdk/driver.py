@@ -239,7 +239,22 @@ async def sdk_mcp():
         await drain(client)
 
 
+async def resume():
+    session_id = None
+    async for message in query(prompt="FIRST", options=options()):
+        emit(describe(message))
+        if isinstance(message, ResultMessage):
+            session_id = message.session_id
+    async for message in query(prompt="SECOND", options=options(resume=session_id)):
+        emit(describe(message))
+    async for message in query(
+        prompt="THIRD", options=options(resume=session_id, fork_session=True)
+    ):
+        emit(describe(message))
+
+
 SCENARIOS = {
+    "resume": resume,
     "sdk_mcp": sdk_mcp,
     "permission_never_widens": permission_never_widens,
     "permission_deny": permission_deny,

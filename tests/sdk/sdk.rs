@@ -532,3 +532,30 @@ fn an_in_process_sdk_mcp_server_serves_its_tools() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn resume_and_fork_through_the_sdk() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("resume", |_| {
+        vec![Reply::text("one"), Reply::text("two"), Reply::text("three")]
+    })?;
+    run.ok()?;
+    let results = run.results();
+    assert_eq!(results.len(), 3);
+    let texts = |n: usize| -> Result<Vec<String>, String> {
+        Ok(run.request(n)?["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(texts)
+            .collect())
+    };
+    assert_eq!(texts(1)?, ["FIRST", "one", "SECOND"]);
+    assert_eq!(texts(2)?, ["FIRST", "one", "SECOND", "two", "THIRD"]);
+    assert_eq!(results[1]["session_id"], results[0]["session_id"]);
+    assert_ne!(results[2]["session_id"], results[0]["session_id"]);
+    Ok(())
+}
