@@ -100,6 +100,12 @@ pub enum AgentEvent {
         /// How long the compaction took (the summary request, mostly).
         duration: Duration,
     },
+    /// An event of a child loop (a subagent), shown as belonging to the
+    /// parent's Agent call.
+    Child {
+        parent_tool_use_id: String,
+        event: Box<AgentEvent>,
+    },
     /// The failure the run ends with, shown as an assistant message.
     Error {
         message: String,

@@ -24,6 +24,7 @@ mod loop_hooks;
 mod prompt;
 mod query;
 mod state;
+mod tool_subset;
 mod tools;
 
 pub use after_text::MAX_OUTPUT_TOKENS_RECOVERIES;
@@ -42,6 +43,7 @@ pub use loop_hooks::{
 pub use prompt::system_prompt;
 pub use query::{QueryConfig, QueryDeps, QueryOutcome, RunError, query};
 pub use state::{State, Terminal, Transition};
+pub use tool_subset::ToolSubset;
 pub use tools::{
     DenialSource, HookNotes, InterruptBehavior, PermissionDenial, Preparation, ReadyCall, ToolCall,
     ToolCallResult, ToolRuntime,

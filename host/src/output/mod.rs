@@ -189,6 +189,27 @@ impl<W: Write + Send> Printer<W> {
 impl<W: Write + Send> EventSink for Printer<W> {
     fn emit(&mut self, event: AgentEvent) {
         let line = match event {
+            // A child loop's line: the parent's Agent call it belongs to.
+            AgentEvent::Child {
+                parent_tool_use_id,
+                event,
+            } => self.line_for(*event).map(|mut line| {
+                line["parent_tool_use_id"] = json!(parent_tool_use_id);
+                line
+            }),
+            other => self.line_for(other),
+        };
+        if let Some(line) = line {
+            self.line(line);
+        }
+    }
+}
+
+impl<W: Write + Send> Printer<W> {
+    /// The stream-json line of one event (`None`: not printed).
+    fn line_for(&self, event: AgentEvent) -> Option<Value> {
+        let line = match event {
+            AgentEvent::Child { event, .. } => return self.line_for(*event),
             AgentEvent::AssistantBlock {
                 message_id,
                 model,
@@ -291,7 +312,7 @@ impl<W: Write + Send> EventSink for Printer<W> {
             }),
             AgentEvent::UserReplay { uuid, text } => {
                 if !self.replay_user_messages {
-                    return;
+                    return None;
                 }
                 json!({
                     "type": "user",
@@ -304,7 +325,7 @@ impl<W: Write + Send> EventSink for Printer<W> {
             }
             AgentEvent::Partial(event) => {
                 if !self.partial_messages {
-                    return;
+                    return None;
                 }
                 json!({
                     "type": "stream_event",
@@ -357,7 +378,7 @@ impl<W: Write + Send> EventSink for Printer<W> {
                 hook_event,
             } => {
                 if !self.include_hook_events {
-                    return;
+                    return None;
                 }
                 json!({
                     "type": "system",
@@ -380,7 +401,7 @@ impl<W: Write + Send> EventSink for Printer<W> {
                 outcome,
             } => {
                 if !self.include_hook_events {
-                    return;
+                    return None;
                 }
                 json!({
                     "type": "system",
@@ -423,7 +444,7 @@ impl<W: Write + Send> EventSink for Printer<W> {
                 "error": kind,
             }),
         };
-        self.line(line);
+        Some(line)
     }
 }
 
@@ -491,5 +512,68 @@ impl<W: Write + Send> EventSink for SharedPrinter<W> {
         if let Ok(mut printer) = self.0.lock() {
             printer.emit(event);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ContentBlock;
+
+    fn printer() -> Printer<Vec<u8>> {
+        Printer::new(
+            OutputFormat::StreamJson,
+            true,
+            Vec::new(),
+            RunInfo {
+                session_id: "s".into(),
+                cwd: "/w".into(),
+                model: "m".into(),
+                tools: Vec::new(),
+                permission_mode: "default".into(),
+                api_key_source: "none".into(),
+                started: Instant::now(),
+                plugins: Vec::new(),
+                mcp_servers: Vec::new(),
+            },
+        )
+    }
+
+    fn printed(printer: &Printer<Vec<u8>>) -> Vec<Value> {
+        String::from_utf8_lossy(&printer.out)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    #[test]
+    fn a_child_loops_lines_name_the_parents_call() {
+        let mut printer = printer();
+        let block = AgentEvent::AssistantBlock {
+            message_id: "msg".into(),
+            model: "m".into(),
+            block: ContentBlock::Text {
+                text: "from the child".into(),
+            },
+            usage: Usage::default(),
+        };
+        printer.emit(block.clone());
+        printer.emit(AgentEvent::Child {
+            parent_tool_use_id: "toolu_agent".into(),
+            event: Box::new(block),
+        });
+        // Filtered events stay filtered inside a child.
+        printer.emit(AgentEvent::Child {
+            parent_tool_use_id: "toolu_agent".into(),
+            event: Box::new(AgentEvent::UserReplay {
+                uuid: "u".into(),
+                text: "t".into(),
+            }),
+        });
+        let lines = printed(&printer);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["parent_tool_use_id"], Value::Null);
+        assert_eq!(lines[1]["parent_tool_use_id"], "toolu_agent");
+        assert_eq!(lines[1]["message"]["content"][0]["text"], "from the child");
     }
 }

@@ -1,0 +1,114 @@
+//! The tools a child loop (a subagent) may use: a subset of its parent's,
+//! by name. A child never has more than its parent: each of its calls goes
+//! through the parent's runtime (the same pipeline, policy, ceilings and
+//! sandbox), and a call of a tool outside the subset is refused before
+//! anything runs — the model may name a tool it was not offered.
+
+use super::tools::{Preparation, ToolCall, ToolCallResult, ToolRuntime};
+use crate::model::ToolSpec;
+use futures::future::BoxFuture;
+use std::sync::Arc;
+
+pub struct ToolSubset {
+    parent: Arc<dyn ToolRuntime>,
+    names: Vec<String>,
+}
+
+impl ToolSubset {
+    /// The parent's tools named in `wanted` (all of them when `None`),
+    /// without those in `withheld` (a child does not start children).
+    pub fn new(parent: Arc<dyn ToolRuntime>, wanted: Option<&[String]>, withheld: &[&str]) -> Self {
+        let names = parent
+            .specs()
+            .into_iter()
+            .map(|spec| spec.name)
+            .filter(|name| wanted.is_none_or(|wanted| wanted.contains(name)))
+            .filter(|name| !withheld.contains(&name.as_str()))
+            .collect();
+        Self { parent, names }
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+impl ToolRuntime for ToolSubset {
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.parent
+            .specs()
+            .into_iter()
+            .filter(|spec| self.names.contains(&spec.name))
+            .collect()
+    }
+
+    fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {
+        if !self.names.contains(&call.name) {
+            let result = ToolCallResult::error(
+                &call.id,
+                format!(
+                    "{} is not one of this agent's tools (it has: {})",
+                    call.name,
+                    self.names.join(", ")
+                ),
+            );
+            return Box::pin(async move { Preparation::Failed(result) });
+        }
+        self.parent.clone().prepare(call)
+    }
+
+    fn refresh(&self) -> BoxFuture<'_, bool> {
+        self.parent.refresh()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Two tools; every call it prepares fails with "ran".
+    struct Parent;
+
+    impl ToolRuntime for Parent {
+        fn specs(&self) -> Vec<ToolSpec> {
+            ["Read", "Bash", "Agent"]
+                .into_iter()
+                .map(|name| ToolSpec {
+                    name: name.into(),
+                    description: String::new(),
+                    input_schema: json!({"type": "object"}),
+                })
+                .collect()
+        }
+
+        fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {
+            Box::pin(async move { Preparation::Failed(ToolCallResult::error(&call.id, "ran")) })
+        }
+    }
+
+    fn call(name: &str) -> ToolCall {
+        ToolCall {
+            id: "toolu_1".into(),
+            name: name.into(),
+            input: json!({}),
+            invalid_input: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_child_has_at_most_its_parents_tools() {
+        let wanted = vec!["Read".to_string(), "Write".to_string()];
+        let subset = Arc::new(ToolSubset::new(Arc::new(Parent), Some(&wanted), &["Agent"]));
+        // Write is not the parent's: the child does not get it either.
+        assert_eq!(subset.names(), ["Read"]);
+        assert_eq!(subset.specs().len(), 1);
+        let text = |result: ToolCallResult| result.content.text();
+        let refused = subset.clone().call(call("Bash")).await;
+        assert!(text(refused).contains("not one of this agent's tools"));
+        let ran = subset.clone().call(call("Read")).await;
+        assert!(text(ran).contains("ran"));
+        let all = ToolSubset::new(Arc::new(Parent), None, &["Agent"]);
+        assert_eq!(all.names(), ["Read", "Bash"]);
+    }
+}
