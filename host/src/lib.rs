@@ -14,4 +14,5 @@ pub mod policy;
 pub mod sandbox;
 pub mod session;
 pub mod settings;
+pub mod subagents;
 pub mod tools;

@@ -18,6 +18,7 @@ use crate::policy::PermissionMode;
 use crate::session::{
     HistorySetup, McpSetup, Resume, Session, SessionBuilder, SessionPaths, ToolSet,
 };
+use crate::subagents::{AgentTool, SubagentRunner};
 use anyhow::{Context, bail};
 use clap::Parser;
 use print::{PrintSession, Prompts, run_print};
@@ -516,7 +517,9 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     } else {
         ToolSet::Only(named)
     };
+    let agent_tool = Arc::new(AgentTool::default());
     let session = SessionBuilder::new(paths()?)
+        .agent_tool(agent_tool.clone())
         .settings(cli.settings.clone())
         .trust_workspace(cli.trust_workspace)
         .mode(mode)
@@ -558,9 +561,9 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let (model, api_key_source): (Box<dyn Model>, &str) = match model_name.strip_prefix("replay:") {
+    let (model, api_key_source): (Arc<dyn Model>, &str) = match model_name.strip_prefix("replay:") {
         Some(path) => (
-            Box::new(ReplayModel::from_file(&PathBuf::from(path))?),
+            Arc::new(ReplayModel::from_file(&PathBuf::from(path))?),
             "none",
         ),
         None => {
@@ -570,7 +573,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 "ANTHROPIC_AUTH_TOKEN"
             };
             (
-                Box::new(AnthropicModel::from_lookup(env)?.with_betas(cli.betas.clone())),
+                Arc::new(AnthropicModel::from_lookup(env)?.with_betas(cli.betas.clone())),
                 source,
             )
         }
@@ -702,6 +705,17 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             Prompts::Stream(queue.clone())
         }
     };
+    // Subagents: child loops on the same model, tools, hooks and output.
+    let parent_tools: Arc<dyn crate::agent::ToolRuntime> = session.pipeline.clone();
+    agent_tool.connect(Arc::new(SubagentRunner {
+        model: model.clone(),
+        parent_tools: Arc::downgrade(&parent_tools),
+        hooks: session.hooks.clone(),
+        sink: Arc::new(std::sync::Mutex::new(Box::new(printer.clone()))),
+        config: config.clone(),
+        cwd: cwd.to_path_buf(),
+        abort: abort.clone(),
+    }));
     let deps = QueryDeps {
         model: model.as_ref(),
         tools: session.pipeline.clone(),

@@ -109,6 +109,7 @@ pub struct SessionBuilder {
     structured_results: bool,
     helper: Option<PathBuf>,
     history: HistorySetup,
+    agent_tool: Option<Arc<dyn crate::tools::NativeTool>>,
 }
 
 impl SessionBuilder {
@@ -130,7 +131,14 @@ impl SessionBuilder {
             structured_results: false,
             helper: None,
             history: HistorySetup::default(),
+            agent_tool: None,
         }
+    }
+
+    /// Offers the Agent tool (print mode: subagents run child loops).
+    pub fn agent_tool(mut self, tool: Arc<dyn crate::tools::NativeTool>) -> Self {
+        self.agent_tool = Some(tool);
+        self
     }
 
     /// Resume, fork, and whether the session's transcript is written.
@@ -429,6 +437,9 @@ impl SessionBuilder {
                     warnings.push(format!("MCP server `{}` failed to start: {e}", status.name))
                 }
             }
+        }
+        if let Some(agent) = &self.agent_tool {
+            registry.add_native(crate::subagents::definition(), agent.clone())?;
         }
         if let ToolSet::Only(names) = &self.tools {
             registry = registry.select(names)?;

@@ -14,6 +14,6 @@ mod registry;
 pub use builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
 pub use pipeline::{PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline};
 pub use registry::{
-    InstalledTools, McpHandle, RegisteredTool, RegistryError, ToolHandle, ToolRegistry,
+    InstalledTools, McpHandle, NativeTool, RegisteredTool, RegistryError, ToolHandle, ToolRegistry,
     checked_definition,
 };

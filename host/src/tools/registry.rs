@@ -90,6 +90,22 @@ enum ToolProvider {
     /// Anyone else's component.
     ThirdParty(Arc<LazyComponent>),
     Mcp(McpHandle),
+    /// Run by the host itself.
+    Native(Arc<dyn NativeTool>),
+}
+
+/// A tool the host runs itself because it drives the loop (the Agent tool
+/// runs a child loop). It holds no grant: whatever it does goes through
+/// the pipeline again, call by call.
+pub trait NativeTool: Send + Sync {
+    /// Children run concurrently when the model starts several.
+    fn concurrency_safe(&self) -> bool;
+
+    fn call<'a>(
+        &'a self,
+        context: &'a CallContext,
+        input: Value,
+    ) -> futures::future::BoxFuture<'a, Result<ToolOutput, ToolFailure>>;
 }
 
 /// One tool of an MCP server.
@@ -111,6 +127,7 @@ pub enum ToolHandle {
         ledger_access: bool,
     },
     Mcp(McpHandle),
+    Native(Arc<dyn NativeTool>),
 }
 
 impl ToolHandle {
@@ -126,6 +143,11 @@ impl ToolHandle {
             ToolHandle::Wasm { component, .. } => component.plan(tool, input).await,
             ToolHandle::Mcp(mcp) => Ok(Ok(CallPlan {
                 concurrency_safe: mcp.read_only,
+                interrupt: InterruptBehavior::Cancel,
+                needs: Vec::new(),
+            })),
+            ToolHandle::Native(native) => Ok(Ok(CallPlan {
+                concurrency_safe: native.concurrency_safe(),
                 interrupt: InterruptBehavior::Cancel,
                 needs: Vec::new(),
             })),
@@ -152,6 +174,12 @@ impl ToolHandle {
                 component
                     .call_in_session(tool, input, grant, limits, reads, context)
                     .await
+            }
+            ToolHandle::Native(native) => {
+                let input: Value = serde_json::from_str(input).map_err(|e| {
+                    SandboxError::Contract(format!("{tool}: input is not JSON: {e}"))
+                })?;
+                Ok(native.call(context, input).await)
             }
             ToolHandle::Mcp(mcp) => {
                 let answer = mcp.server.call(&mcp.tool, input, limits).await?;
@@ -286,6 +314,7 @@ impl RegisteredTool {
     pub async fn handle(&self) -> Result<ToolHandle, SandboxError> {
         match &self.provider {
             ToolProvider::Mcp(mcp) => Ok(ToolHandle::Mcp(mcp.clone())),
+            ToolProvider::Native(native) => Ok(ToolHandle::Native(native.clone())),
             ToolProvider::FirstParty(lazy) => Ok(ToolHandle::Wasm {
                 component: lazy.component().await?,
                 ledger_access: true,
@@ -306,6 +335,9 @@ impl RegisteredTool {
                 "{} is a tool of MCP server `{}`, not a component",
                 mcp.tool, mcp.server.name
             ))),
+            ToolHandle::Native(_) => Err(SandboxError::Unavailable(
+                "a tool carapace runs itself is not a component".into(),
+            )),
         }
     }
 
@@ -314,6 +346,7 @@ impl RegisteredTool {
         match &self.provider {
             ToolProvider::FirstParty(lazy) | ToolProvider::ThirdParty(lazy) => &lazy.name,
             ToolProvider::Mcp(mcp) => &mcp.server.name,
+            ToolProvider::Native(_) => "carapace",
         }
     }
 
@@ -511,6 +544,22 @@ impl ToolRegistry {
         warnings
     }
 
+    /// Adds a tool the host runs itself, with carapace's schema (vetted).
+    pub fn add_native(
+        &mut self,
+        definition: ToolDefinition,
+        tool: Arc<dyn NativeTool>,
+    ) -> Result<(), RegistryError> {
+        let ceiling = Arc::new(Ceiling::none());
+        self.add_tools(
+            "carapace",
+            &[definition],
+            ToolProvider::Native(tool),
+            ceiling,
+            None,
+        )
+    }
+
     fn add_tools(
         &mut self,
         plugin: &str,
@@ -520,8 +569,10 @@ impl ToolRegistry {
         limits: Option<CallLimits>,
     ) -> Result<(), RegistryError> {
         // Schemas vetted before are compiled on first use.
-        let vetted = matches!(&provider, ToolProvider::FirstParty(_))
-            || matches!(&provider, ToolProvider::ThirdParty(lazy) if matches!(lazy.source, Source::Installed { .. }));
+        let vetted = matches!(
+            &provider,
+            ToolProvider::FirstParty(_) | ToolProvider::Native(_)
+        ) || matches!(&provider, ToolProvider::ThirdParty(lazy) if matches!(lazy.source, Source::Installed { .. }));
         for definition in definitions {
             if let Some(existing) = self.get(&definition.name) {
                 return Err(RegistryError::DuplicateTool {
@@ -555,8 +606,13 @@ impl ToolRegistry {
     /// in Claude Code, the list chooses from the built-in set only: plugin
     /// and MCP tools stay (the rules decide about them).
     pub fn select(mut self, names: &[String]) -> Result<Self, RegistryError> {
-        let first_party =
-            |t: &Arc<RegisteredTool>| matches!(t.provider, ToolProvider::FirstParty(_));
+        // Built in: carapace's components and the tools it runs itself.
+        let first_party = |t: &Arc<RegisteredTool>| {
+            matches!(
+                t.provider,
+                ToolProvider::FirstParty(_) | ToolProvider::Native(_)
+            )
+        };
         let mut selected = Vec::with_capacity(self.tools.len());
         for name in names {
             let Some(index) = self

@@ -1,0 +1,218 @@
+//! Subagents: the `Agent` tool starts an isolated child loop — its own
+//! system prompt, history and turn count — whose final answer is the
+//! tool's result. A child never has more than its parent: its tools are a
+//! subset of the parent's ([`ToolSubset`]) and every call it makes goes
+//! through the parent's pipeline, policy and sandbox; it cannot start
+//! children of its own. Its lines carry the Agent call's id as
+//! `parent_tool_use_id`; SubagentStop hooks (not Stop) see it end.
+//!
+//! So far: foreground children of the built-in general-purpose agent.
+
+use crate::agent::{
+    AgentEvent, BatchCall, BatchDecision, EventSink, LoopHooks, NoHistoryLog, QueryConfig,
+    QueryDeps, StopDecision, StopHookInput, ToolRuntime, ToolSubset, query,
+};
+use crate::hooks::HookRuntime;
+use crate::model::{Message, Model};
+use crate::sandbox::{
+    CallContext, HookEvent, HookEventKind, ToolAnnotations, ToolContent, ToolDefinition,
+    ToolFailure, ToolOutput,
+};
+use crate::tools::NativeTool;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+use tokio_util::sync::CancellationToken;
+
+/// The tool's name, as Claude Code calls it.
+pub const AGENT_TOOL: &str = "Agent";
+/// The agent type used when the call names none.
+pub const GENERAL_PURPOSE: &str = "general-purpose";
+
+const DESCRIPTION: &str = "Start a subagent: a separate agent with its own context that works on one task and answers with a report. Use it for searches and investigations whose intermediate steps would fill your context, or to work on independent parts of a task at once (start several in one response). Give it a complete, self-contained prompt: it sees nothing of this conversation. Its final answer comes back as this tool's result; the user does not see it, so say what matters.";
+
+const GENERAL_PURPOSE_PROMPT: &str = "You are a subagent started by another agent in carapace to carry out one task. You have the same tools as the agent that started you (except starting agents of your own), under the same permissions. Work on the task until it is done, then answer with a concise report of what you found or did, with the details the other agent needs (paths, names, figures). That report is all it will see.";
+
+/// The tool's definition: Claude Code's input schema.
+pub fn definition() -> ToolDefinition {
+    ToolDefinition {
+        name: AGENT_TOOL.into(),
+        description: DESCRIPTION.into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "A short (3-5 word) description of the task"},
+                "prompt": {"type": "string", "description": "The task for the agent to perform"},
+                "subagent_type": {"type": "string", "description": "The type of agent to use (general-purpose)"},
+                "model": {"type": "string", "description": "A model for this agent instead of the session's"},
+                "run_in_background": {"type": "boolean", "description": "Start the agent without waiting for it"}
+            },
+            "required": ["description", "prompt"],
+            "additionalProperties": false
+        })
+        .to_string(),
+        annotations: ToolAnnotations::default(),
+    }
+}
+
+/// What a child loop is started with: the parent's model, runtime, hooks,
+/// output and configuration.
+pub struct SubagentRunner {
+    pub model: Arc<dyn Model>,
+    /// The parent's tools (weak: the runtime holds this tool).
+    pub parent_tools: Weak<dyn ToolRuntime>,
+    pub hooks: Arc<HookRuntime>,
+    /// Where the child's lines go (the parent's printer).
+    pub sink: Arc<Mutex<Box<dyn EventSink>>>,
+    /// The parent's configuration; the child takes its limits and retries.
+    pub config: QueryConfig,
+    pub cwd: PathBuf,
+    /// Ended with the session (a parent's abort ends its children).
+    pub abort: CancellationToken,
+}
+
+/// The `Agent` tool. Registered with the session's tools; connected to
+/// its runner once the model, the output and the configuration exist.
+#[derive(Default)]
+pub struct AgentTool {
+    runner: std::sync::OnceLock<Arc<SubagentRunner>>,
+}
+
+impl AgentTool {
+    pub fn connect(&self, runner: Arc<SubagentRunner>) {
+        let _ = self.runner.set(runner);
+    }
+}
+
+impl NativeTool for AgentTool {
+    fn concurrency_safe(&self) -> bool {
+        // Children are independent loops: several run at once.
+        true
+    }
+
+    fn call<'a>(
+        &'a self,
+        context: &'a CallContext,
+        input: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
+        Box::pin(async move {
+            match self.runner.get() {
+                Some(runner) => runner.run(&context.tool_use_id, &input).await,
+                None => Err(ToolFailure::Failed(
+                    "agents are not available in this session".into(),
+                )),
+            }
+        })
+    }
+}
+
+impl SubagentRunner {
+    async fn run(&self, tool_use_id: &str, input: &Value) -> Result<ToolOutput, ToolFailure> {
+        if input["run_in_background"] == true {
+            return Err(ToolFailure::Failed(
+                "carapace does not run agents in the background yet; start it without run_in_background".into(),
+            ));
+        }
+        let agent_type = input["subagent_type"].as_str().unwrap_or(GENERAL_PURPOSE);
+        if agent_type != GENERAL_PURPOSE {
+            return Err(ToolFailure::InvalidInput(format!(
+                "no agent type `{agent_type}` (available: {GENERAL_PURPOSE})"
+            )));
+        }
+        let prompt = input["prompt"].as_str().unwrap_or_default();
+        if prompt.trim().is_empty() {
+            return Err(ToolFailure::InvalidInput("the prompt is empty".into()));
+        }
+        let Some(parent) = self.parent_tools.upgrade() else {
+            return Err(ToolFailure::Failed("the session is ending".into()));
+        };
+        let tools = Arc::new(ToolSubset::new(parent, None, &[AGENT_TOOL]));
+        let mut config = self.config.clone();
+        if let Some(model) = input["model"].as_str().filter(|m| !m.trim().is_empty()) {
+            config.model = model.trim().to_string();
+        }
+        config.system_prompt = format!(
+            "{GENERAL_PURPOSE_PROMPT}\n\n{}",
+            crate::agent::system_prompt(&self.cwd, tools.names())
+        );
+        let hooks = ChildHooks(self.hooks.clone());
+        let deps = QueryDeps {
+            model: self.model.as_ref(),
+            tools,
+            hooks: &hooks,
+            history: &NoHistoryLog,
+            input: None,
+            abort: self.abort.child_token(),
+        };
+        let mut sink = ChildSink {
+            parent_tool_use_id: tool_use_id.to_string(),
+            sink: self.sink.clone(),
+        };
+        let outcome = query(&deps, &config, vec![Message::user_text(prompt)], &mut sink).await;
+        let report = json!({
+            "agentType": agent_type,
+            "terminal": outcome.terminal.as_str(),
+            "numTurns": outcome.num_turns,
+            "totalCostUsd": outcome.cost_usd,
+        });
+        if outcome.is_error() {
+            return Err(ToolFailure::Failed(format!(
+                "The agent ended without finishing ({}): {}",
+                outcome.terminal.as_str(),
+                outcome.result
+            )));
+        }
+        Ok(ToolOutput {
+            content: vec![ToolContent::Text(outcome.result)],
+            is_error: false,
+            structured: Some(report.to_string()),
+        })
+    }
+}
+
+/// The child's events, shown as the parent's Agent call's.
+struct ChildSink {
+    parent_tool_use_id: String,
+    sink: Arc<Mutex<Box<dyn EventSink>>>,
+}
+
+impl EventSink for ChildSink {
+    fn emit(&mut self, event: AgentEvent) {
+        if let Ok(mut sink) = self.sink.lock() {
+            sink.emit(AgentEvent::Child {
+                parent_tool_use_id: self.parent_tool_use_id.clone(),
+                event: Box::new(event),
+            });
+        }
+    }
+}
+
+/// A child's loop hooks: SubagentStop where the parent has Stop.
+struct ChildHooks(Arc<HookRuntime>);
+
+impl LoopHooks for ChildHooks {
+    fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision> {
+        Box::pin(async move {
+            if !self.0.handles(HookEventKind::SubagentStop) {
+                return StopDecision::Allow;
+            }
+            let answer = self
+                .0
+                .run(HookEvent::SubagentStop {
+                    stop_hook_active: input.stop_hook_active,
+                    last_assistant_message: input.last_assistant_message,
+                })
+                .await;
+            match (answer.stop, answer.block) {
+                (Some(reason), _) => StopDecision::Prevent { reason },
+                (None, Some(reason)) => StopDecision::Block { reason },
+                (None, None) => StopDecision::Allow,
+            }
+        })
+    }
+
+    fn after_batch(&self, batch: Vec<BatchCall>) -> BoxFuture<'_, BatchDecision> {
+        self.0.after_batch(batch)
+    }
+}
