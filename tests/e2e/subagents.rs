@@ -174,3 +174,60 @@ fn an_unknown_agent_type_and_background_runs_are_refused() -> TestResult {
     );
     Ok(())
 }
+
+/// Two children started in one response run at once: the first child's
+/// answer is held open until the second child's first request has reached
+/// the server, which can only happen if they overlap.
+#[test]
+fn two_children_run_at_once() -> TestResult {
+    use scripted_server::Step;
+    use std::sync::{Arc, OnceLock};
+    use std::time::Duration;
+    let ws = tempfile::tempdir()?;
+    let server_cell: Arc<OnceLock<Arc<ScriptedServer>>> = Arc::new(OnceLock::new());
+    let seen = server_cell.clone();
+    let held = Reply::text("first child done").after_block(
+        0,
+        Step::WaitUntil {
+            gate: Arc::new(move || seen.get().is_some_and(|s| s.requests().len() >= 3)),
+            timeout: Duration::from_secs(20),
+            label: "the other child has started".into(),
+        },
+    );
+    let server = Arc::new(ScriptedServer::start(vec![
+        Reply::tool_uses(vec![
+            Block::tool_use(
+                "toolu_a",
+                "Agent",
+                json!({"description": "a", "prompt": "task A"}),
+            ),
+            Block::tool_use(
+                "toolu_b",
+                "Agent",
+                json!({"description": "b", "prompt": "task B"}),
+            ),
+        ]),
+        held,
+        Reply::text("second child done"),
+        Reply::text("both done"),
+    ])?);
+    let _ = server_cell.set(server.clone());
+    let run = support::run(&server, ws.path(), &["-p", "delegate twice"])?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    assert_eq!(
+        server.gates(),
+        vec![("the other child has started".to_string(), true)]
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let results = requests[3].body["messages"]
+        .as_array()
+        .and_then(|m| m.last().cloned())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        results.contains("first child done") && results.contains("second child done"),
+        "{results}"
+    );
+    Ok(())
+}
