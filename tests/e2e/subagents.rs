@@ -141,36 +141,104 @@ fn a_child_never_has_a_tool_its_parent_lacks() -> TestResult {
 }
 
 #[test]
-fn an_unknown_agent_type_and_background_runs_are_refused() -> TestResult {
+fn an_unknown_agent_type_is_refused() -> TestResult {
     let ws = tempfile::tempdir()?;
     let server = ScriptedServer::start(vec![
-        Reply::tool_uses(vec![
-            Block::tool_use(
-                "toolu_type",
-                "Agent",
-                json!({"description": "d", "prompt": "p", "subagent_type": "wizard"}),
-            ),
-            Block::tool_use(
-                "toolu_bg",
-                "Agent",
-                json!({"description": "d", "prompt": "p", "run_in_background": true}),
-            ),
-        ]),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_type",
+            "Agent",
+            json!({"description": "d", "prompt": "p", "subagent_type": "wizard"}),
+        )]),
         Reply::text("ok"),
     ])?;
     let run = support::run(&server, ws.path(), &["-p", "delegate"])?;
     assert_eq!(run.status, Some(0), "{}", run.stderr);
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "no child request");
-    let results = requests[1].body["messages"]
+    let text = requests[1].body["messages"].to_string();
+    assert!(text.contains("no agent type `wizard`"), "{text}");
+    Ok(())
+}
+
+/// The seeds' three-request probe: a background launch is answered at
+/// once, the parent goes on (its second request), the child runs its own
+/// request meanwhile, and its report reaches the parent as a task
+/// notification — the parent's third request.
+#[test]
+fn a_background_child_reports_through_a_task_notification() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    const CHILD: &str = "SUBAGENT_CHILD_RESULT_MARKER";
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_bg",
+            "Agent",
+            json!({"description": "probe", "prompt": "CHILD TASK", "run_in_background": true}),
+        )]),
+        // The child's request and the parent's second one race: both get
+        // the same text, and the bodies say which was which.
+        Reply::text(CHILD),
+        Reply::text(CHILD),
+        Reply::text("SUBAGENT_PARENT_OK"),
+    ])?;
+    let config = ws.path().join("config");
+    let output = support::carapace()
+        .current_dir(ws.path())
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("CARAPACE_CONFIG_DIR", &config)
+        .args([
+            "-p",
+            "delegate in the background",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .output()?;
+    let stdout = String::from_utf8(output.stdout)?;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "{stdout}");
+    let (child, parent): (Vec<&Value>, Vec<&Value>) = requests[1..3]
+        .iter()
+        .map(|r| &r.body)
+        .partition(|body| system(body).starts_with("You are a subagent"));
+    assert_eq!((child.len(), parent.len()), (1, 1));
+    assert_eq!(child[0]["messages"][0]["content"][0]["text"], "CHILD TASK");
+    let ack = parent[0]["messages"].to_string();
+    assert!(
+        ack.contains("Started agent") && ack.contains("in the background"),
+        "{ack}"
+    );
+    let last = requests[3].body["messages"]
         .as_array()
         .and_then(|m| m.last().cloned())
-        .unwrap_or_default();
-    let text = results.to_string();
-    assert!(text.contains("no agent type `wizard`"), "{text}");
+        .unwrap_or_default()
+        .to_string();
     assert!(
-        text.contains("does not run agents in the background yet"),
-        "{text}"
+        last.contains("<task-notification>") && last.contains(CHILD),
+        "{last}"
+    );
+    assert!(last.contains("<status>completed</status>"), "{last}");
+    let all = lines(&stdout)?;
+    assert!(
+        all.iter()
+            .any(|l| l["subtype"] == "task_started" && l["tool_use_id"] == "toolu_bg")
+    );
+    let notification = all
+        .iter()
+        .find(|l| l["subtype"] == "task_notification")
+        .ok_or("no task_notification")?;
+    assert_eq!(notification["status"], "completed");
+    let kept = std::fs::read_to_string(notification["output_file"].as_str().unwrap_or_default())?;
+    assert_eq!(kept, CHILD);
+    assert_eq!(
+        all.last().ok_or("no result")?["result"],
+        "SUBAGENT_PARENT_OK"
     );
     Ok(())
 }

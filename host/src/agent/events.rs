@@ -100,6 +100,22 @@ pub enum AgentEvent {
         /// How long the compaction took (the summary request, mostly).
         duration: Duration,
     },
+    /// A background agent started (`system`/`task_started`).
+    TaskStarted {
+        task_id: String,
+        description: String,
+        tool_use_id: String,
+    },
+    /// A background agent ended; its report follows as a queued message
+    /// (`system`/`task_notification`).
+    TaskNotification {
+        task_id: String,
+        /// `completed` or `failed`.
+        status: &'static str,
+        output_file: String,
+        summary: String,
+        tool_use_id: String,
+    },
     /// An event of a child loop (a subagent), shown as belonging to the
     /// parent's Agent call.
     Child {

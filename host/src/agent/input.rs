@@ -19,6 +19,22 @@ pub struct QueuedInput {
 struct Inner {
     items: VecDeque<QueuedInput>,
     closed: bool,
+    /// Inputs still to come from inside (a background agent's report):
+    /// the queue is not finished while any is held, even once closed.
+    holds: usize,
+}
+
+/// A promise of one more input (see [`InputQueue::hold`]); released when
+/// dropped.
+pub struct InputHold(std::sync::Arc<InputQueue>);
+
+impl Drop for InputHold {
+    fn drop(&mut self) {
+        if let Ok(mut inner) = self.0.inner.lock() {
+            inner.holds = inner.holds.saturating_sub(1);
+        }
+        self.0.changed.notify_waiters();
+    }
 }
 
 #[derive(Default)]
@@ -40,6 +56,15 @@ impl InputQueue {
     }
 
     /// No more input will come (stdin closed).
+    /// Keeps the queue from finishing until the hold is dropped (push the
+    /// promised input first).
+    pub fn hold(self: &std::sync::Arc<Self>) -> InputHold {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.holds += 1;
+        }
+        InputHold(self.clone())
+    }
+
     pub fn close(&self) {
         if let Ok(mut inner) = self.inner.lock() {
             inner.closed = true;
@@ -65,7 +90,7 @@ impl InputQueue {
                 if let Some(item) = inner.items.pop_front() {
                     return Some(item);
                 }
-                if inner.closed {
+                if inner.closed && inner.holds == 0 {
                     return None;
                 }
             } else {
@@ -104,6 +129,23 @@ mod tests {
         queue.push(input(4));
         assert_eq!(queue.take_all(), vec![input(3), input(4)]);
         queue.close();
+        assert_eq!(queue.next().await, None);
+    }
+
+    #[tokio::test]
+    async fn a_held_queue_waits_for_what_is_promised_after_closing() {
+        let queue = Arc::new(InputQueue::new());
+        let hold = queue.hold();
+        queue.close();
+        let waiting = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.next().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "closed but held: not finished");
+        queue.push(input(7));
+        drop(hold);
+        assert_eq!(waiting.await.ok().flatten(), Some(input(7)));
         assert_eq!(queue.next().await, None);
     }
 }

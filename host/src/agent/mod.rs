@@ -35,7 +35,7 @@ pub use context::{
 pub use events::{AgentEvent, CommandState, EventSink};
 pub use executor::ToolExecutor;
 pub use history_log::{HistoryLog, NoHistoryLog};
-pub use input::{InputQueue, QueuedInput};
+pub use input::{InputHold, InputQueue, QueuedInput};
 pub use loop_hooks::{
     BatchCall, BatchDecision, CompactTrigger, LoopHooks, NoLoopHooks, PreCompactDecision,
     StopDecision, StopHookInput,

@@ -715,6 +715,8 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         config: config.clone(),
         cwd: cwd.to_path_buf(),
         abort: abort.clone(),
+        notifications: queue.clone(),
+        tasks_dir: session.dir.join("tasks"),
     }));
     let deps = QueryDeps {
         model: model.as_ref(),
@@ -740,6 +742,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             turn: Some(turn),
             model: Some(model_cell),
             slash_commands: !cli.disable_slash_commands,
+            notifications: Some(queue.clone()),
         },
     )
     .await;

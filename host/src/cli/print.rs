@@ -38,6 +38,9 @@ pub struct PrintSession<'a> {
     pub model: Option<Arc<std::sync::Mutex<String>>>,
     /// Whether `/compact` is a command (not with --disable-slash-commands).
     pub slash_commands: bool,
+    /// Where background agents' reports arrive (one-prompt mode: each
+    /// runs a turn after the prompt's; the run ends when none is pending).
+    pub notifications: Option<Arc<InputQueue>>,
 }
 
 /// Runs print mode to the end; returns the last turn's outcome (`None` when
@@ -59,6 +62,7 @@ pub async fn run_print<W: Write + Send + 'static>(
         turn,
         model,
         slash_commands,
+        notifications,
     } = print_session;
     let session = SessionHooks(hooks);
     let flush = || {
@@ -99,7 +103,24 @@ pub async fn run_print<W: Write + Send + 'static>(
                 };
             flush();
             printer.finish(&outcome);
-            Some(outcome)
+            // Background agents' reports, each a turn of its own, until
+            // none is pending (as a queued message would in Claude Code).
+            let mut last = outcome;
+            if let Some(queue) = &notifications {
+                queue.close();
+                while !deps.abort.is_cancelled() {
+                    let Some(report) = queue.next().await else {
+                        break;
+                    };
+                    let mut messages = last.messages.clone();
+                    messages.push(Message::user_text(report.text));
+                    let outcome = query(deps, config, messages, &mut sink).await;
+                    flush();
+                    printer.finish(&outcome);
+                    last = outcome;
+                }
+            }
+            Some(last)
         }
         Prompts::Stream(queue) => {
             let mut history: Vec<Message> = resumed;

@@ -210,6 +210,37 @@ impl<W: Write + Send> Printer<W> {
     fn line_for(&self, event: AgentEvent) -> Option<Value> {
         let line = match event {
             AgentEvent::Child { event, .. } => return self.line_for(*event),
+            AgentEvent::TaskStarted {
+                task_id,
+                description,
+                tool_use_id,
+            } => json!({
+                "type": "system",
+                "subtype": "task_started",
+                "task_id": task_id,
+                "description": description,
+                "task_type": "local_agent",
+                "tool_use_id": tool_use_id,
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+            }),
+            AgentEvent::TaskNotification {
+                task_id,
+                status,
+                output_file,
+                summary,
+                tool_use_id,
+            } => json!({
+                "type": "system",
+                "subtype": "task_notification",
+                "task_id": task_id,
+                "status": status,
+                "output_file": output_file,
+                "summary": summary,
+                "tool_use_id": tool_use_id,
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+            }),
             AgentEvent::AssistantBlock {
                 message_id,
                 model,

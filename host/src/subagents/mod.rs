@@ -9,8 +9,9 @@
 //! So far: foreground children of the built-in general-purpose agent.
 
 use crate::agent::{
-    AgentEvent, BatchCall, BatchDecision, EventSink, LoopHooks, NoHistoryLog, QueryConfig,
-    QueryDeps, StopDecision, StopHookInput, ToolRuntime, ToolSubset, query,
+    AgentEvent, BatchCall, BatchDecision, EventSink, InputQueue, LoopHooks, NoHistoryLog,
+    QueryConfig, QueryDeps, QueuedInput, StopDecision, StopHookInput, ToolRuntime, ToolSubset,
+    query,
 };
 use crate::hooks::HookRuntime;
 use crate::model::{Message, Model};
@@ -70,6 +71,11 @@ pub struct SubagentRunner {
     pub cwd: PathBuf,
     /// Ended with the session (a parent's abort ends its children).
     pub abort: CancellationToken,
+    /// Where a background child's report goes: the session's input queue,
+    /// as a task notification for the parent's next turn.
+    pub notifications: Arc<InputQueue>,
+    /// Where a background child's final text is kept (`output_file`).
+    pub tasks_dir: PathBuf,
 }
 
 /// The `Agent` tool. Registered with the session's tools; connected to
@@ -98,6 +104,9 @@ impl NativeTool for AgentTool {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
             match self.runner.get() {
+                Some(runner) if input["run_in_background"] == true => {
+                    runner.launch(&context.tool_use_id, &input)
+                }
                 Some(runner) => runner.run(&context.tool_use_id, &input).await,
                 None => Err(ToolFailure::Failed(
                     "agents are not available in this session".into(),
@@ -108,12 +117,76 @@ impl NativeTool for AgentTool {
 }
 
 impl SubagentRunner {
-    async fn run(&self, tool_use_id: &str, input: &Value) -> Result<ToolOutput, ToolFailure> {
-        if input["run_in_background"] == true {
-            return Err(ToolFailure::Failed(
-                "carapace does not run agents in the background yet; start it without run_in_background".into(),
-            ));
+    /// Starts a child without waiting: the call is answered at once, and
+    /// the child's report reaches the parent as a task notification (a
+    /// queued message) when it ends. The session does not end before it.
+    fn launch(
+        self: &Arc<Self>,
+        tool_use_id: &str,
+        input: &Value,
+    ) -> Result<ToolOutput, ToolFailure> {
+        let agent_type = input["subagent_type"].as_str().unwrap_or(GENERAL_PURPOSE);
+        if agent_type != GENERAL_PURPOSE {
+            return Err(ToolFailure::InvalidInput(format!(
+                "no agent type `{agent_type}` (available: {GENERAL_PURPOSE})"
+            )));
         }
+        let task_id = format!("agent-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let description = input["description"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        self.emit(AgentEvent::TaskStarted {
+            task_id: task_id.clone(),
+            description: description.clone(),
+            tool_use_id: tool_use_id.to_string(),
+        });
+        let hold = self.notifications.hold();
+        let runner = self.clone();
+        let (tool_use_id, input, task) = (tool_use_id.to_string(), input.clone(), task_id.clone());
+        tokio::spawn(async move {
+            let finished = runner.run(&tool_use_id, &input).await;
+            let (status, text) = match &finished {
+                Ok(output) => ("completed", output_text(output)),
+                Err(ToolFailure::Failed(e) | ToolFailure::InvalidInput(e)) => ("failed", e.clone()),
+            };
+            let output_file = runner.tasks_dir.join(format!("{task}.output"));
+            let kept = std::fs::create_dir_all(&runner.tasks_dir)
+                .and_then(|()| std::fs::write(&output_file, &text));
+            if let Err(e) = kept {
+                tracing::warn!(task = %task, "keeping the agent's output failed: {e}");
+            }
+            runner.emit(AgentEvent::TaskNotification {
+                task_id: task.clone(),
+                status,
+                output_file: output_file.display().to_string(),
+                summary: format!("Agent \"{description}\" {status}"),
+                tool_use_id: tool_use_id.clone(),
+            });
+            runner.notifications.push(QueuedInput {
+                uuid: task.clone(),
+                text: format!(
+                    "<task-notification>\n<task-id>{task}</task-id>\n<status>{status}</status>\n<summary>Agent \"{description}\" {status}</summary>\n<result>{text}</result>\n</task-notification>"
+                ),
+            });
+            drop(hold);
+        });
+        Ok(ToolOutput {
+            content: vec![ToolContent::Text(format!(
+                "Started agent {task_id} in the background. Its report will arrive as a task notification when it ends: do not start it again, and do not wait for it with tools."
+            ))],
+            is_error: false,
+            structured: Some(json!({"status": "async_launched", "taskId": task_id}).to_string()),
+        })
+    }
+
+    fn emit(&self, event: AgentEvent) {
+        if let Ok(mut sink) = self.sink.lock() {
+            sink.emit(event);
+        }
+    }
+
+    async fn run(&self, tool_use_id: &str, input: &Value) -> Result<ToolOutput, ToolFailure> {
         let agent_type = input["subagent_type"].as_str().unwrap_or(GENERAL_PURPOSE);
         if agent_type != GENERAL_PURPOSE {
             return Err(ToolFailure::InvalidInput(format!(
@@ -169,6 +242,17 @@ impl SubagentRunner {
             structured: Some(report.to_string()),
         })
     }
+}
+
+fn output_text(output: &ToolOutput) -> String {
+    output
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            ToolContent::Text(text) => Some(text.as_str()),
+            ToolContent::Image { .. } => None,
+        })
+        .collect()
 }
 
 /// The child's events, shown as the parent's Agent call's.
