@@ -750,7 +750,7 @@ fn flags_not_supported_yet_say_so() -> TestResult {
     for flag in [
         ["--effort", "high"],
         ["--json-schema", "{}"],
-        ["--agents", "{}"],
+        ["--max-thinking-tokens", "100"],
         ["--setting-sources", "user"],
     ] {
         let run = support::run(&server, ws.path(), &[&["-p", "hi"][..], &flag[..]].concat())?;

@@ -299,3 +299,71 @@ fn two_children_run_at_once() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn defined_agents_narrow_the_tools_and_set_the_prompt() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let agents_dir = ws.path().join(".carapace").join("agents");
+    std::fs::create_dir_all(&agents_dir)?;
+    std::fs::write(
+        agents_dir.join("greeter.md"),
+        "---\nname: greeter\ndescription: says hello\ntools: Read\n---\nGREETER PROMPT\n",
+    )?;
+    let flag = json!({"lister": {"description": "lists files", "prompt": "LISTER PROMPT", "tools": ["Glob", "Bash"]}}).to_string();
+    let call = |agent: &str| {
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_typed",
+            "Agent",
+            json!({"description": "d", "prompt": "go", "subagent_type": agent}),
+        )])
+    };
+    let server = ScriptedServer::start(vec![
+        call("lister"),
+        Reply::text("listed"),
+        Reply::text("done"),
+        call("greeter"),
+        Reply::text("done"),
+    ])?;
+    let run = support::run(
+        &server,
+        ws.path(),
+        &[
+            "-p",
+            "use the lister",
+            "--agents",
+            &flag,
+            "--tools",
+            "Read,Glob,Agent",
+        ],
+    )?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let requests = server.requests();
+    let agent_tool = requests[0].body["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "Agent").cloned())
+        .unwrap_or_default();
+    assert!(
+        agent_tool["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("- lister: lists files"))
+    );
+    let child = &requests[1].body;
+    assert!(
+        system(child).starts_with("LISTER PROMPT"),
+        "{}",
+        system(child)
+    );
+    // Bash is the definition's but not the parent's: the child lacks it.
+    assert_eq!(tool_names(child), ["Glob"]);
+    // An untrusted workspace's agent files do not load.
+    let untrusted = support::run(&server, ws.path(), &["-p", "use the greeter"])?;
+    assert_eq!(untrusted.status, Some(0), "{}", untrusted.stderr);
+    assert!(
+        untrusted.stderr.contains("agent definitions"),
+        "{}",
+        untrusted.stderr
+    );
+    let refused = server.requests()[4].body["messages"].to_string();
+    assert!(refused.contains("no agent type `greeter`"), "{refused}");
+    Ok(())
+}

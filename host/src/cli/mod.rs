@@ -215,6 +215,11 @@ pub struct Cli {
     #[arg(long)]
     pub allow_dangerously_skip_permissions: bool,
 
+    /// Agent types for the Agent tool, as JSON: {"name": {"description",
+    /// "prompt", "tools"?, "model"?}}.
+    #[arg(long)]
+    pub agents: Option<String>,
+
     /// Accepted: carapace's system prompt has no dynamic sections.
     #[arg(long, hide = true)]
     pub exclude_dynamic_system_prompt_sections: bool,
@@ -276,8 +281,6 @@ pub struct Unsupported {
     bare: bool,
     #[arg(long, hide = true)]
     agent: Option<String>,
-    #[arg(long, hide = true)]
-    agents: Option<String>,
     #[arg(long, hide = true)]
     max_thinking_tokens: Option<String>,
     #[arg(long, hide = true)]
@@ -360,13 +363,12 @@ impl Unsupported {
                 "carapace loads only what it is told to: use --strict-mcp-config and --settings",
             ),
         ];
-        let not_yet: [(bool, &str); 8] = [
+        let not_yet: [(bool, &str); 7] = [
             (self.effort.is_some(), "--effort"),
             (self.json_schema.is_some(), "--json-schema"),
             (self.setting_sources.is_some(), "--setting-sources"),
             (self.bare, "--bare"),
             (self.agent.is_some(), "--agent"),
-            (self.agents.is_some(), "--agents"),
             (self.max_thinking_tokens.is_some(), "--max-thinking-tokens"),
             (self.thinking.is_some(), "--thinking"),
         ];
@@ -520,6 +522,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let agent_tool = Arc::new(AgentTool::default());
     let session = SessionBuilder::new(paths()?)
         .agent_tool(agent_tool.clone())
+        .agents(cli.agents.clone())
         .settings(cli.settings.clone())
         .trust_workspace(cli.trust_workspace)
         .mode(mode)
@@ -717,6 +720,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         abort: abort.clone(),
         notifications: queue.clone(),
         tasks_dir: session.dir.join("tasks"),
+        agents: session.agents.clone(),
     }));
     let deps = QueryDeps {
         model: model.as_ref(),

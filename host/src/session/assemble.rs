@@ -110,6 +110,8 @@ pub struct SessionBuilder {
     helper: Option<PathBuf>,
     history: HistorySetup,
     agent_tool: Option<Arc<dyn crate::tools::NativeTool>>,
+    /// `--agents JSON`.
+    agents_flag: Option<String>,
 }
 
 impl SessionBuilder {
@@ -132,7 +134,15 @@ impl SessionBuilder {
             helper: None,
             history: HistorySetup::default(),
             agent_tool: None,
+            agents_flag: None,
         }
+    }
+
+    /// Agent definitions from `--agents` (beside the user's and, in a
+    /// trusted workspace, the project's files).
+    pub fn agents(mut self, json: Option<String>) -> Self {
+        self.agents_flag = json;
+        self
     }
 
     /// Offers the Agent tool (print mode: subagents run child loops).
@@ -438,8 +448,10 @@ impl SessionBuilder {
                 }
             }
         }
+        let mut agents = Vec::new();
         if let Some(agent) = &self.agent_tool {
-            registry.add_native(crate::subagents::definition(), agent.clone())?;
+            agents = self.agent_definitions(&cwd, &config_dir, &settings, &mut warnings)?;
+            registry.add_native(crate::subagents::definition(&agents), agent.clone())?;
         }
         if let ToolSet::Only(names) = &self.tools {
             registry = registry.select(names)?;
@@ -541,9 +553,45 @@ impl SessionBuilder {
             warnings,
             history: history.map(|h| h.messages).unwrap_or_default(),
             sdk_mcp_servers,
+            agents,
             source,
             transcript,
         })
+    }
+}
+
+impl SessionBuilder {
+    /// The session's agent types: built in, the user's files, the
+    /// project's (trusted workspace only), then `--agents`.
+    fn agent_definitions(
+        &self,
+        cwd: &Path,
+        config_dir: &Path,
+        settings: &Settings,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<crate::subagents::AgentDefinition>, SessionError> {
+        let mut groups = vec![crate::subagents::load_dir(
+            &config_dir.join("agents"),
+            warnings,
+        )];
+        let project = cwd.join(".carapace").join("agents");
+        if project.is_dir()
+            && settings.trust.admits(
+                ProjectItem::Agents,
+                &project.display().to_string(),
+                warnings,
+            )
+        {
+            groups.push(crate::subagents::load_dir(&project, warnings));
+        }
+        if let Some(json) = &self.agents_flag {
+            let value: serde_json::Value = serde_json::from_str(json)
+                .map_err(|e| SessionError::Invalid(format!("--agents: not JSON: {e}")))?;
+            groups.push(
+                crate::subagents::parse_json(&value, "--agents").map_err(SessionError::Invalid)?,
+            );
+        }
+        Ok(crate::subagents::merge(groups))
     }
 }
 

@@ -82,6 +82,8 @@ pub struct Session {
     /// The Agent SDK's in-process MCP servers (`"type": "sdk"`), connected
     /// once the SDK is.
     pub sdk_mcp_servers: Vec<String>,
+    /// The agent types the Agent tool offers (empty without it).
+    pub agents: Vec<crate::subagents::AgentDefinition>,
 }
 
 /// How a session started, as SessionStart hooks are told (`source`).

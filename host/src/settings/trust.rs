@@ -23,6 +23,8 @@ pub enum ProjectItem {
     AllowRules,
     AdditionalDirectories,
     Env,
+    /// `.carapace/agents/*.md`.
+    Agents,
 }
 
 impl ProjectItem {
@@ -35,6 +37,7 @@ impl ProjectItem {
             ProjectItem::AllowRules => "a project file's allow rules apply",
             ProjectItem::AdditionalDirectories => "a project file's additionalDirectories apply",
             ProjectItem::Env => "a project file's env applies",
+            ProjectItem::Agents => "the project's agent definitions load",
         }
     }
 }

@@ -6,7 +6,15 @@
 //! children of its own. Its lines carry the Agent call's id as
 //! `parent_tool_use_id`; SubagentStop hooks (not Stop) see it end.
 //!
-//! So far: foreground children of the built-in general-purpose agent.
+//! Agents are defined as [`definitions`] says; a child can be waited for
+//! (its final answer is the call's result) or run in the background (its
+//! report arrives later as a task notification).
+
+mod definitions;
+
+pub use definitions::{
+    AgentDefinition, GENERAL_PURPOSE, load_dir, merge, parse_json, parse_markdown,
+};
 
 use crate::agent::{
     AgentEvent, BatchCall, BatchDecision, EventSink, InputQueue, LoopHooks, NoHistoryLog,
@@ -28,24 +36,34 @@ use tokio_util::sync::CancellationToken;
 
 /// The tool's name, as Claude Code calls it.
 pub const AGENT_TOOL: &str = "Agent";
-/// The agent type used when the call names none.
-pub const GENERAL_PURPOSE: &str = "general-purpose";
 
 const DESCRIPTION: &str = "Start a subagent: a separate agent with its own context that works on one task and answers with a report. Use it for searches and investigations whose intermediate steps would fill your context, or to work on independent parts of a task at once (start several in one response). Give it a complete, self-contained prompt: it sees nothing of this conversation. Its final answer comes back as this tool's result; the user does not see it, so say what matters.";
 
-const GENERAL_PURPOSE_PROMPT: &str = "You are a subagent started by another agent in carapace to carry out one task. You have the same tools as the agent that started you (except starting agents of your own), under the same permissions. Work on the task until it is done, then answer with a concise report of what you found or did, with the details the other agent needs (paths, names, figures). That report is all it will see.";
-
-/// The tool's definition: Claude Code's input schema.
-pub fn definition() -> ToolDefinition {
+/// The tool's definition: Claude Code's input schema; the description
+/// lists the session's agent types.
+pub fn definition(agents: &[AgentDefinition]) -> ToolDefinition {
+    let types: Vec<String> = agents
+        .iter()
+        .map(|a| {
+            let tools = a
+                .tools
+                .as_ref()
+                .map_or("all tools".to_string(), |t| t.join(", "));
+            format!("- {}: {} (tools: {tools})", a.name, a.description)
+        })
+        .collect();
     ToolDefinition {
         name: AGENT_TOOL.into(),
-        description: DESCRIPTION.into(),
+        description: format!(
+            "{DESCRIPTION}\n\nAgent types (subagent_type; {GENERAL_PURPOSE} when none is given):\n{}",
+            types.join("\n")
+        ),
         input_schema: json!({
             "type": "object",
             "properties": {
                 "description": {"type": "string", "description": "A short (3-5 word) description of the task"},
                 "prompt": {"type": "string", "description": "The task for the agent to perform"},
-                "subagent_type": {"type": "string", "description": "The type of agent to use (general-purpose)"},
+                "subagent_type": {"type": "string", "description": "The type of agent to use"},
                 "model": {"type": "string", "description": "A model for this agent instead of the session's"},
                 "run_in_background": {"type": "boolean", "description": "Start the agent without waiting for it"}
             },
@@ -76,6 +94,8 @@ pub struct SubagentRunner {
     pub notifications: Arc<InputQueue>,
     /// Where a background child's final text is kept (`output_file`).
     pub tasks_dir: PathBuf,
+    /// The session's agent types.
+    pub agents: Vec<AgentDefinition>,
 }
 
 /// The `Agent` tool. Registered with the session's tools; connected to
@@ -125,12 +145,7 @@ impl SubagentRunner {
         tool_use_id: &str,
         input: &Value,
     ) -> Result<ToolOutput, ToolFailure> {
-        let agent_type = input["subagent_type"].as_str().unwrap_or(GENERAL_PURPOSE);
-        if agent_type != GENERAL_PURPOSE {
-            return Err(ToolFailure::InvalidInput(format!(
-                "no agent type `{agent_type}` (available: {GENERAL_PURPOSE})"
-            )));
-        }
+        self.agent(input)?;
         let task_id = format!("agent-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let description = input["description"]
             .as_str()
@@ -186,13 +201,27 @@ impl SubagentRunner {
         }
     }
 
+    /// The agent type the call names (general-purpose when none).
+    fn agent(&self, input: &Value) -> Result<&AgentDefinition, ToolFailure> {
+        let wanted = input["subagent_type"].as_str().unwrap_or(GENERAL_PURPOSE);
+        self.agents
+            .iter()
+            .find(|a| a.name == wanted)
+            .ok_or_else(|| {
+                ToolFailure::InvalidInput(format!(
+                    "no agent type `{wanted}` (available: {})",
+                    self.agents
+                        .iter()
+                        .map(|a| a.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+
     async fn run(&self, tool_use_id: &str, input: &Value) -> Result<ToolOutput, ToolFailure> {
-        let agent_type = input["subagent_type"].as_str().unwrap_or(GENERAL_PURPOSE);
-        if agent_type != GENERAL_PURPOSE {
-            return Err(ToolFailure::InvalidInput(format!(
-                "no agent type `{agent_type}` (available: {GENERAL_PURPOSE})"
-            )));
-        }
+        let agent = self.agent(input)?;
+        let agent_type = agent.name.as_str();
         let prompt = input["prompt"].as_str().unwrap_or_default();
         if prompt.trim().is_empty() {
             return Err(ToolFailure::InvalidInput("the prompt is empty".into()));
@@ -200,13 +229,22 @@ impl SubagentRunner {
         let Some(parent) = self.parent_tools.upgrade() else {
             return Err(ToolFailure::Failed("the session is ending".into()));
         };
-        let tools = Arc::new(ToolSubset::new(parent, None, &[AGENT_TOOL]));
+        let tools = Arc::new(ToolSubset::new(
+            parent,
+            agent.tools.as_deref(),
+            &[AGENT_TOOL],
+        ));
         let mut config = self.config.clone();
-        if let Some(model) = input["model"].as_str().filter(|m| !m.trim().is_empty()) {
+        if let Some(model) = input["model"]
+            .as_str()
+            .filter(|m| !m.trim().is_empty())
+            .or(agent.model.as_deref())
+        {
             config.model = model.trim().to_string();
         }
         config.system_prompt = format!(
-            "{GENERAL_PURPOSE_PROMPT}\n\n{}",
+            "{}\n\n{}",
+            agent.prompt,
             crate::agent::system_prompt(&self.cwd, tools.names())
         );
         let hooks = ChildHooks(self.hooks.clone());
