@@ -367,3 +367,46 @@ fn defined_agents_narrow_the_tools_and_set_the_prompt() -> TestResult {
     assert!(refused.contains("no agent type `greeter`"), "{refused}");
     Ok(())
 }
+
+#[test]
+fn a_childs_transcript_is_kept_beside_its_parents() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let config = ws.path().join("config");
+    let server = ScriptedServer::start(vec![
+        agent_call("CHILD TASK TO KEEP"),
+        Reply::text("CHILD ANSWER TO KEEP"),
+        Reply::text("done"),
+    ])?;
+    let output = support::carapace()
+        .current_dir(ws.path())
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("CARAPACE_CONFIG_DIR", &config)
+        .args([
+            "-p",
+            "delegate",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .output()?;
+    assert_eq!(output.status.code(), Some(0));
+    let session = lines(&String::from_utf8(output.stdout)?)?
+        .last()
+        .and_then(|l| l["session_id"].as_str().map(str::to_string))
+        .ok_or("no session id")?;
+    let project = std::fs::read_dir(config.join("projects"))?
+        .flatten()
+        .next()
+        .ok_or("no project folder")?
+        .path();
+    assert!(project.join(format!("{session}.jsonl")).is_file());
+    let children: Vec<_> = std::fs::read_dir(project.join(&session).join("subagents"))?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(children.len(), 1, "{children:?}");
+    let kept = std::fs::read_to_string(&children[0])?;
+    assert!(kept.contains("CHILD TASK TO KEEP") && kept.contains("CHILD ANSWER TO KEEP"));
+    Ok(())
+}

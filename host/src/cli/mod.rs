@@ -721,6 +721,10 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         notifications: queue.clone(),
         tasks_dir: session.dir.join("tasks"),
         agents: session.agents.clone(),
+        transcripts: session
+            .transcript
+            .as_ref()
+            .map(|t| t.path().with_extension("").join("subagents")),
     }));
     let deps = QueryDeps {
         model: model.as_ref(),

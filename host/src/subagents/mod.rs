@@ -96,6 +96,9 @@ pub struct SubagentRunner {
     pub tasks_dir: PathBuf,
     /// The session's agent types.
     pub agents: Vec<AgentDefinition>,
+    /// Where children's transcripts go (beside the parent's: the session's
+    /// folder, `subagents/agent-<id>.jsonl`); `None` without persistence.
+    pub transcripts: Option<PathBuf>,
 }
 
 /// The `Agent` tool. Registered with the session's tools; connected to
@@ -248,11 +251,30 @@ impl SubagentRunner {
             crate::agent::system_prompt(&self.cwd, tools.names())
         );
         let hooks = ChildHooks(self.hooks.clone());
+        let transcript = self.transcripts.as_ref().and_then(|dir| {
+            let id = format!("agent-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+            let opening = crate::session::Opening::New {
+                forked_from: None,
+                history: &[],
+                name: Some(agent_type),
+            };
+            crate::session::Transcript::open(
+                dir.join(format!("{id}.jsonl")),
+                &id,
+                &self.cwd,
+                opening,
+            )
+            .map_err(|e| tracing::warn!("the agent's transcript cannot be kept: {e}"))
+            .ok()
+        });
         let deps = QueryDeps {
             model: self.model.as_ref(),
             tools,
             hooks: &hooks,
-            history: &NoHistoryLog,
+            history: match &transcript {
+                Some(transcript) => transcript as &dyn crate::agent::HistoryLog,
+                None => &NoHistoryLog,
+            },
             input: None,
             abort: self.abort.child_token(),
         };
@@ -261,6 +283,9 @@ impl SubagentRunner {
             sink: self.sink.clone(),
         };
         let outcome = query(&deps, &config, vec![Message::user_text(prompt)], &mut sink).await;
+        if let Some(transcript) = &transcript {
+            transcript.flush();
+        }
         let report = json!({
             "agentType": agent_type,
             "terminal": outcome.terminal.as_str(),
