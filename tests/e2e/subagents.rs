@@ -410,3 +410,101 @@ fn a_childs_transcript_is_kept_beside_its_parents() -> TestResult {
     assert!(kept.contains("CHILD TASK TO KEEP") && kept.contains("CHILD ANSWER TO KEEP"));
     Ok(())
 }
+
+#[test]
+fn subagent_stop_hooks_see_the_child_end_and_are_capped() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let script = ws.path().join("hook-script.json");
+    std::fs::write(
+        &script,
+        json!({"SubagentStop": {"stderr": "KEEP GOING, CHILD", "exit": 2}}).to_string(),
+    )?;
+    let probe =
+        std::path::Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("command-hook-probe.wasm");
+    let settings = json!({"hooks": {"SubagentStop": [{"matcher": "", "hooks": [{
+        "type": "wasm-command", "path": probe, "grants": {"read": [script]}}]}]}})
+    .to_string();
+    let server = ScriptedServer::start(vec![
+        agent_call("work"),
+        Reply::text("first try"),
+        Reply::text("second try"),
+        Reply::text("parent done"),
+    ])?;
+    let output = support::carapace()
+        .current_dir(ws.path())
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("CARAPACE_STOP_HOOK_BLOCK_CAP", "1")
+        .args(["-p", "delegate", "--settings", &settings])
+        .output()?;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    // The child was sent back once with the hook's feedback, then capped.
+    assert!(system(&requests[2].body).starts_with("You are a subagent"));
+    assert!(
+        requests[2].body["messages"]
+            .to_string()
+            .contains("KEEP GOING, CHILD")
+    );
+    // The parent's own end ran no SubagentStop hook (and no Stop hook is set).
+    assert!(!system(&requests[3].body).starts_with("You are a subagent"));
+    assert!(
+        requests[3].body["messages"]
+            .to_string()
+            .contains("toolu_agent")
+    );
+    Ok(())
+}
+
+#[test]
+fn ending_the_parent_ends_its_children() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let marker = ws.path().join("child-finished");
+    let server = ScriptedServer::start(vec![
+        agent_call("run the slow command"),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_slow",
+            "Bash",
+            json!({"command": format!("sleep 3; touch {}", marker.display())}),
+        )]),
+        Reply::text("never"),
+        Reply::text("never"),
+    ])?;
+    let mut child = support::carapace()
+        .current_dir(ws.path())
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(["-p", "delegate", "--permission-mode", "bypassPermissions"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.requests().len() < 2 {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            return Err("the child never made its request".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()?;
+    let status = child.wait()?;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "ended promptly"
+    );
+    assert_eq!(status.code(), Some(1), "an aborted run is an error");
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert!(!marker.exists(), "the child's command was ended with it");
+    assert_eq!(server.requests().len(), 2, "no request after the abort");
+    Ok(())
+}
