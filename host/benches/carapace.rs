@@ -73,6 +73,72 @@ fn main() -> BenchResult {
     if wanted("session") {
         session_benches(&cache, work.path(), &wanted)?;
     }
+    if wanted("subagents") {
+        subagent_benches(&cache, work.path())?;
+    }
+    Ok(())
+}
+
+/// Child loops in the binary: one response starting N foreground agents at
+/// once (each answers with one scripted request), whole-run time and peak
+/// memory; the differences between N = 1 and N = 100 are the per-child
+/// cost.
+fn subagent_benches(cache: &Path, cwd: &Path) -> BenchResult {
+    let mut figures = Vec::new();
+    for children in [1usize, 100] {
+        let mut samples = Vec::new();
+        let mut peaks = Vec::new();
+        for run in 0..6 {
+            let calls = (0..children)
+                .map(|n| {
+                    scripted_server::Block::tool_use(
+                        format!("toolu_{n}"),
+                        "Agent",
+                        json!({"description": "bench", "prompt": format!("child {n}")}),
+                    )
+                })
+                .collect();
+            let mut replies = vec![Reply::tool_uses(calls)];
+            replies.extend((0..children).map(|n| Reply::text(format!("child {n} done"))));
+            replies.push(Reply::text("all done"));
+            let server = ScriptedServer::start(replies)?;
+            let started = Instant::now();
+            let child = session_command(cache, cwd, &server)
+                .args(["-p", "delegate", "--no-session-persistence"])
+                .stdout(std::process::Stdio::null())
+                .spawn()?;
+            let (succeeded, peak_kib) = wait_sampling_peak(child)?;
+            let took = started.elapsed();
+            if !succeeded || server.requests().len() != children + 2 {
+                return Err(format!("the {children}-child run failed").into());
+            }
+            if run > 0 {
+                samples.push(took);
+                peaks.push(peak_kib);
+            }
+        }
+        peaks.sort_unstable();
+        let peak = peaks[peaks.len() / 2];
+        report(
+            &format!("subagents: one response starting {children} agent(s), whole run"),
+            &samples,
+            &format!(
+                "peak RSS p50 {:.1} MiB (VmHWM, sampled)",
+                peak as f64 / 1024.0
+            ),
+        );
+        let mut sorted = samples.clone();
+        sorted.sort();
+        figures.push((children, sorted[sorted.len() / 2], peak));
+    }
+    if let [(_, one_time, one_peak), (many, many_time, many_peak)] = figures[..] {
+        let extra = (many - 1) as u32;
+        println!(
+            "| subagents: cost of each further concurrent child | | {} | | | {:.0} KiB of peak RSS each |",
+            fmt(many_time.saturating_sub(one_time) / extra),
+            (many_peak - one_peak) as f64 / f64::from(extra)
+        );
+    }
     Ok(())
 }
 
@@ -724,6 +790,7 @@ async fn hook_benches(cache: &Path) -> BenchResult {
         cwd: ws.display().to_string(),
         permission_mode: "default".into(),
         prompt_id: None,
+        agent: None,
     };
     let call = HookToolCall {
         tool_name: "Bash".into(),

@@ -294,6 +294,7 @@ pub async fn load_hooks_at_home(
         cwd: cwd.display().to_string(),
         permission_mode: "bypassPermissions".into(),
         prompt_id: None,
+        agent: None,
     };
     let (runtime, warnings) =
         HookRuntime::load(sandbox, specs, common, home, &home.join(".carapace")).await?;

@@ -508,3 +508,68 @@ fn ending_the_parent_ends_its_children() -> TestResult {
     assert_eq!(server.requests().len(), 2, "no request after the abort");
     Ok(())
 }
+
+#[test]
+fn hooks_are_told_which_agent_a_call_comes_from() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let script = ws.path().join("hook-script.json");
+    std::fs::write(&script, json!({"PreToolUse": {"echo": true}}).to_string())?;
+    std::fs::write(ws.path().join("notes.txt"), "hello\n")?;
+    let probe =
+        std::path::Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("command-hook-probe.wasm");
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [{
+        "type": "wasm-command", "path": probe, "grants": {"read": [script]}}]}]}})
+    .to_string();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_parent_read",
+            "Read",
+            json!({"file_path": ws.path().join("notes.txt")}),
+        )]),
+        agent_call("read it too"),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_child_read",
+            "Read",
+            json!({"file_path": ws.path().join("notes.txt")}),
+        )]),
+        Reply::text("child read it"),
+        Reply::text("done"),
+    ])?;
+    let run = support::run(
+        &server,
+        ws.path(),
+        &[
+            "-p",
+            "read, then delegate",
+            "--settings",
+            &settings,
+            "--include-hook-events",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ],
+    )?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let told: Vec<Value> = lines(&run.stdout)?
+        .into_iter()
+        .filter(|l| l["subtype"] == "hook_response")
+        .filter_map(|l| serde_json::from_str(l["stderr"].as_str().unwrap_or_default()).ok())
+        .collect();
+    let parent = told
+        .iter()
+        .find(|t| t["tool_use_id"] == "toolu_parent_read")
+        .ok_or("no hook input for the parent's call")?;
+    assert!(parent.get("agent_id").is_none(), "{parent}");
+    let child = told
+        .iter()
+        .find(|t| t["tool_use_id"] == "toolu_child_read")
+        .ok_or("no hook input for the child's call")?;
+    assert_eq!(child["agent_type"], "general-purpose");
+    assert!(
+        child["agent_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("agent-")),
+        "{child}"
+    );
+    Ok(())
+}

@@ -43,7 +43,7 @@ pub use loop_hooks::{
 pub use prompt::system_prompt;
 pub use query::{QueryConfig, QueryDeps, QueryOutcome, RunError, query};
 pub use state::{State, Terminal, Transition};
-pub use tool_subset::ToolSubset;
+pub use tool_subset::{CallObserver, ToolSubset};
 pub use tools::{
     DenialSource, HookNotes, InterruptBehavior, PermissionDenial, Preparation, ReadyCall, ToolCall,
     ToolCallResult, ToolRuntime,

@@ -9,9 +9,13 @@ use crate::model::ToolSpec;
 use futures::future::BoxFuture;
 use std::sync::Arc;
 
+/// Told of each call the child makes, before it is prepared.
+pub type CallObserver = Arc<dyn Fn(&ToolCall) + Send + Sync>;
+
 pub struct ToolSubset {
     parent: Arc<dyn ToolRuntime>,
     names: Vec<String>,
+    observer: Option<CallObserver>,
 }
 
 impl ToolSubset {
@@ -25,7 +29,17 @@ impl ToolSubset {
             .filter(|name| wanted.is_none_or(|wanted| wanted.contains(name)))
             .filter(|name| !withheld.contains(&name.as_str()))
             .collect();
-        Self { parent, names }
+        Self {
+            parent,
+            names,
+            observer: None,
+        }
+    }
+
+    /// Tells `observer` of each call (the hooks learn which agent made it).
+    pub fn observed(mut self, observer: CallObserver) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     pub fn names(&self) -> &[String] {
@@ -43,6 +57,9 @@ impl ToolRuntime for ToolSubset {
     }
 
     fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {
+        if let Some(observer) = &self.observer {
+            observer(&call);
+        }
         if !self.names.contains(&call.name) {
             let result = ToolCallResult::error(
                 &call.id,

@@ -83,6 +83,8 @@ pub struct HookRuntime {
     prompt_id: Mutex<Option<String>>,
     /// Set once the printer exists (after the pipeline holding the hooks).
     observer: std::sync::OnceLock<HookObserver>,
+    /// Calls made by child loops: tool_use_id → (agent_id, agent_type).
+    agent_calls: Mutex<std::collections::HashMap<String, (String, String)>>,
 }
 
 /// Why a hook could not be loaded.
@@ -109,6 +111,7 @@ impl HookRuntime {
             mode: None,
             prompt_id: Mutex::new(None),
             observer: std::sync::OnceLock::new(),
+            agent_calls: Mutex::default(),
         }
     }
 
@@ -151,6 +154,7 @@ impl HookRuntime {
                 mode: None,
                 prompt_id: Mutex::new(None),
                 observer: std::sync::OnceLock::new(),
+                agent_calls: Mutex::default(),
             },
             warnings,
         ))
@@ -266,10 +270,33 @@ impl HookRuntime {
         self.emit(AgentEvent::Warning { message });
     }
 
+    /// Notes that call `tool_use_id` comes from a child loop: its hooks
+    /// are told `agent_id` and `agent_type`.
+    pub fn tag_agent_call(&self, tool_use_id: &str, agent_id: &str, agent_type: &str) {
+        if let Ok(mut calls) = self.agent_calls.lock() {
+            calls.insert(tool_use_id.into(), (agent_id.into(), agent_type.into()));
+        }
+    }
+
+    /// Runs `event` as a child loop's (`agent_id`, `agent_type`).
+    pub async fn run_for_agent(&self, event: HookEvent, agent: (String, String)) -> HandlerResult {
+        self.run_with(event, Some(agent)).await
+    }
+
     /// Runs every matching handler of `event` in parallel and folds their
     /// answers. Never fails: a handler's failure is its error (or, when it
     /// fails closed, a deny / block).
     pub async fn run(&self, event: HookEvent) -> HandlerResult {
+        let agent = event.tool_use_id().and_then(|id| {
+            self.agent_calls
+                .lock()
+                .ok()
+                .and_then(|calls| calls.get(id).cloned())
+        });
+        self.run_with(event, agent).await
+    }
+
+    async fn run_with(&self, event: HookEvent, agent: Option<(String, String)>) -> HandlerResult {
         let kind = event.kind();
         let subject = matcher_subject(&event);
         let matching: Vec<Arc<LoadedHook>> = self
@@ -291,6 +318,7 @@ impl HookRuntime {
             common.permission_mode = mode.get().as_str().to_string();
         }
         common.prompt_id = self.prompt_id.lock().ok().and_then(|p| p.clone());
+        common.agent = agent;
         let hook_name = match &subject {
             Some(s) if event.tool_name().is_some() => format!("{}:{s}", kind.name()),
             _ => kind.name().to_string(),

@@ -43,6 +43,10 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
         }
         v["permission_mode"] = json!(common.permission_mode);
     }
+    if let Some((agent_id, agent_type)) = &common.agent {
+        v["agent_id"] = json!(agent_id);
+        v["agent_type"] = json!(agent_type);
+    }
     v["hook_event_name"] = json!(event.kind().name());
     let parse = |text: &str| {
         serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.into()))
@@ -348,6 +352,7 @@ mod tests {
             cwd: "/w".into(),
             permission_mode: "default".into(),
             prompt_id: None,
+            agent: None,
         };
         let event = HookEvent::PreToolUse(HookToolCall {
             tool_name: "Bash".into(),

@@ -101,6 +101,9 @@ pub struct HookCommon {
     pub permission_mode: String,
     /// The user prompt being answered (from its UserPromptSubmit on).
     pub prompt_id: Option<String>,
+    /// The subagent the event comes from (`agent_id`, `agent_type`), when
+    /// it is a child loop's.
+    pub agent: Option<(String, String)>,
 }
 
 /// A tool call, its JSON values as JSON text.
@@ -171,6 +174,16 @@ impl HookEvent {
     }
 
     /// The tool this event is about, for matchers.
+    /// The call an event is about, if any.
+    pub fn tool_use_id(&self) -> Option<&str> {
+        match self {
+            HookEvent::PreToolUse(call)
+            | HookEvent::PostToolUse { call, .. }
+            | HookEvent::PostToolUseFailure { call, .. } => Some(&call.tool_use_id),
+            _ => None,
+        }
+    }
+
     pub fn tool_name(&self) -> Option<&str> {
         match self {
             HookEvent::PreToolUse(call)

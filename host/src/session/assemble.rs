@@ -475,6 +475,7 @@ impl SessionBuilder {
             cwd: cwd.display().to_string(),
             permission_mode: mode.as_str().to_string(),
             prompt_id: None,
+            agent: None,
         };
         let hooks = if self.hooks {
             let mut specs = Vec::new();

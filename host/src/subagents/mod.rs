@@ -232,11 +232,13 @@ impl SubagentRunner {
         let Some(parent) = self.parent_tools.upgrade() else {
             return Err(ToolFailure::Failed("the session is ending".into()));
         };
-        let tools = Arc::new(ToolSubset::new(
-            parent,
-            agent.tools.as_deref(),
-            &[AGENT_TOOL],
-        ));
+        let agent_id = format!("agent-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let tagging = (self.hooks.clone(), agent_id.clone(), agent_type.to_string());
+        let tools = Arc::new(
+            ToolSubset::new(parent, agent.tools.as_deref(), &[AGENT_TOOL]).observed(Arc::new(
+                move |call| tagging.0.tag_agent_call(&call.id, &tagging.1, &tagging.2),
+            )),
+        );
         let mut config = self.config.clone();
         if let Some(model) = input["model"]
             .as_str()
@@ -250,9 +252,12 @@ impl SubagentRunner {
             agent.prompt,
             crate::agent::system_prompt(&self.cwd, tools.names())
         );
-        let hooks = ChildHooks(self.hooks.clone());
+        let hooks = ChildHooks {
+            hooks: self.hooks.clone(),
+            agent: (agent_id.clone(), agent_type.to_string()),
+        };
         let transcript = self.transcripts.as_ref().and_then(|dir| {
-            let id = format!("agent-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+            let id = &agent_id;
             let opening = crate::session::Opening::New {
                 forked_from: None,
                 history: &[],
@@ -260,7 +265,7 @@ impl SubagentRunner {
             };
             crate::session::Transcript::open(
                 dir.join(format!("{id}.jsonl")),
-                &id,
+                id,
                 &self.cwd,
                 opening,
             )
@@ -335,21 +340,29 @@ impl EventSink for ChildSink {
     }
 }
 
-/// A child's loop hooks: SubagentStop where the parent has Stop.
-struct ChildHooks(Arc<HookRuntime>);
+/// A child's loop hooks: SubagentStop where the parent has Stop, told
+/// which agent it is.
+struct ChildHooks {
+    hooks: Arc<HookRuntime>,
+    /// (agent_id, agent_type).
+    agent: (String, String),
+}
 
 impl LoopHooks for ChildHooks {
     fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision> {
         Box::pin(async move {
-            if !self.0.handles(HookEventKind::SubagentStop) {
+            if !self.hooks.handles(HookEventKind::SubagentStop) {
                 return StopDecision::Allow;
             }
             let answer = self
-                .0
-                .run(HookEvent::SubagentStop {
-                    stop_hook_active: input.stop_hook_active,
-                    last_assistant_message: input.last_assistant_message,
-                })
+                .hooks
+                .run_for_agent(
+                    HookEvent::SubagentStop {
+                        stop_hook_active: input.stop_hook_active,
+                        last_assistant_message: input.last_assistant_message,
+                    },
+                    self.agent.clone(),
+                )
                 .await;
             match (answer.stop, answer.block) {
                 (Some(reason), _) => StopDecision::Prevent { reason },
@@ -360,6 +373,6 @@ impl LoopHooks for ChildHooks {
     }
 
     fn after_batch(&self, batch: Vec<BatchCall>) -> BoxFuture<'_, BatchDecision> {
-        self.0.after_batch(batch)
+        self.hooks.after_batch(batch)
     }
 }
