@@ -334,6 +334,10 @@ fn defined_agents_narrow_the_tools_and_set_the_prompt() -> TestResult {
             &flag,
             "--tools",
             "Read,Glob,Agent",
+            // A settings file's `agents` too (the user's, by --settings).
+            "--settings",
+            &json!({"agents": {"summer": {"description": "sums numbers", "prompt": "SUM"}}})
+                .to_string(),
         ],
     )?;
     assert_eq!(run.status, Some(0), "{}", run.stderr);
@@ -343,9 +347,10 @@ fn defined_agents_narrow_the_tools_and_set_the_prompt() -> TestResult {
         .and_then(|t| t.iter().find(|t| t["name"] == "Agent").cloned())
         .unwrap_or_default();
     assert!(
-        agent_tool["description"]
-            .as_str()
-            .is_some_and(|d| d.contains("- lister: lists files"))
+        agent_tool["description"].as_str().is_some_and(
+            |d| d.contains("- lister: lists files") && d.contains("- summer: sums numbers")
+        ),
+        "{agent_tool}"
     );
     let child = &requests[1].body;
     assert!(

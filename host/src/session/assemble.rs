@@ -575,6 +575,14 @@ impl SessionBuilder {
             &config_dir.join("agents"),
             warnings,
         )];
+        // Settings files, lowest precedence first, so that a higher one's
+        // definition of a name wins.
+        for (value, source) in settings.agents.iter().rev() {
+            match crate::subagents::parse_json(value, source) {
+                Ok(agents) => groups.push(agents),
+                Err(e) => warnings.push(format!("agent definitions skipped: {e}")),
+            }
+        }
         let project = cwd.join(".carapace").join("agents");
         if project.is_dir()
             && settings.trust.admits(

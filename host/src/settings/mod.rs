@@ -52,6 +52,8 @@ struct SettingsFile {
     env: BTreeMap<String, String>,
     api_key_helper: Option<String>,
     hooks: Option<Value>,
+    /// Agent types, as `--agents` takes them.
+    agents: Option<Value>,
     #[serde(default)]
     trusted_workspaces: Vec<PathBuf>,
     #[serde(default)]
@@ -143,6 +145,9 @@ pub struct Settings {
     /// Hook configurations, with the source each came from (project ones
     /// only when the workspace is trusted).
     pub hooks: Vec<(Value, RuleSource)>,
+    /// Agent definitions (`agents`), with the file each came from (a
+    /// project's only when the workspace is trusted), lowest layer first.
+    pub agents: Vec<(Value, String)>,
     /// Whether executables brought by project files may load.
     pub trust: WorkspaceTrust,
     /// `sandbox.required`: refuse commands when the OS sandbox is missing.
@@ -317,6 +322,14 @@ impl Settings {
                         ""
                     }
                 ));
+            }
+            if let Some(agents) = file.agents
+                && (!from_project
+                    || settings
+                        .trust
+                        .admits(ProjectItem::Agents, &shown, &mut settings.warnings))
+            {
+                settings.agents.push((agents, shown.clone()));
             }
             if let Some(hooks) = file.hooks
                 && (!from_project
