@@ -18,6 +18,7 @@ import os
 import sys
 
 from claude_agent_sdk import (
+    AgentDefinition,
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
@@ -253,7 +254,18 @@ async def resume():
         emit(describe(message))
 
 
+async def agents():
+    reviewer = AgentDefinition(
+        description="reviews code", prompt="REVIEWER PROMPT", tools=["Read"]
+    )
+    opts = options(agents={"reviewer": reviewer})
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("get a review")
+        await drain(client)
+
+
 SCENARIOS = {
+    "agents": agents,
     "resume": resume,
     "sdk_mcp": sdk_mcp,
     "permission_never_widens": permission_never_widens,

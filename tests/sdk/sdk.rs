@@ -559,3 +559,55 @@ fn resume_and_fork_through_the_sdk() -> TestResult {
     assert_ne!(results[2]["session_id"], results[0]["session_id"]);
     Ok(())
 }
+
+#[test]
+fn agents_defined_through_the_sdk_are_offered_and_run() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("agents", |_| {
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_review",
+                "Agent",
+                json!({"description": "review", "prompt": "review notes.txt", "subagent_type": "reviewer"}),
+            )]),
+            Reply::text("REVIEWED"),
+            Reply::text("the reviewer says fine"),
+        ]
+    })?;
+    run.ok()?;
+    let agent_tool = run.request(0)?["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "Agent").cloned())
+        .unwrap_or_default();
+    assert!(
+        agent_tool["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("- reviewer: reviews code")),
+        "{agent_tool}"
+    );
+    let child = run.request(1)?;
+    let system: String = child["system"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    assert!(system.starts_with("REVIEWER PROMPT"), "{system}");
+    let tools: Vec<&str> = child["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(tools, ["Read"]);
+    assert_eq!(content(&result_of(&run, 2, "toolu_review")?), "REVIEWED");
+    // The child's lines reach the SDK tagged with the Agent call.
+    let tagged = run
+        .of("AssistantMessage")
+        .iter()
+        .any(|m| m["parent_tool_use_id"] == "toolu_review");
+    assert!(tagged, "{:?}", run.lines);
+    Ok(())
+}

@@ -655,6 +655,24 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let queue = Arc::new(InputQueue::new());
     let turn = TurnSlot::default();
     let model_cell = Arc::new(std::sync::Mutex::new(config.model.clone()));
+    // Subagents: child loops on the same model, tools, hooks and output.
+    let parent_tools: Arc<dyn crate::agent::ToolRuntime> = session.pipeline.clone();
+    agent_tool.connect(Arc::new(SubagentRunner {
+        model: model.clone(),
+        parent_tools: Arc::downgrade(&parent_tools),
+        hooks: session.hooks.clone(),
+        sink: Arc::new(std::sync::Mutex::new(Box::new(printer.clone()))),
+        config: config.clone(),
+        cwd: cwd.to_path_buf(),
+        abort: abort.clone(),
+        notifications: queue.clone(),
+        tasks_dir: session.dir.join("tasks"),
+        agents: std::sync::RwLock::new(session.agents.clone()),
+        transcripts: session
+            .transcript
+            .as_ref()
+            .map(|t| t.path().with_extension("").join("subagents")),
+    }));
     let prompts = match prompt {
         Some(prompt) => Prompts::One(prompt),
         None => {
@@ -680,6 +698,15 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                     bypass_allowed: mode == Some(PermissionMode::BypassPermissions)
                         || session.mode() == PermissionMode::BypassPermissions
                         || cli.allow_dangerously_skip_permissions,
+                    add_agents: Some({
+                        let (tool, pipeline) = (agent_tool.clone(), session.pipeline.clone());
+                        Box::new(move |agents: &serde_json::Value| {
+                            let definition = tool.add_agents(agents)?;
+                            pipeline
+                                .replace_native_tool(definition, tool.clone())
+                                .map_err(|e| e.to_string())
+                        })
+                    }),
                 },
             });
             let reader = tokio::io::BufReader::new(tokio::io::stdin());
@@ -708,24 +735,6 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             Prompts::Stream(queue.clone())
         }
     };
-    // Subagents: child loops on the same model, tools, hooks and output.
-    let parent_tools: Arc<dyn crate::agent::ToolRuntime> = session.pipeline.clone();
-    agent_tool.connect(Arc::new(SubagentRunner {
-        model: model.clone(),
-        parent_tools: Arc::downgrade(&parent_tools),
-        hooks: session.hooks.clone(),
-        sink: Arc::new(std::sync::Mutex::new(Box::new(printer.clone()))),
-        config: config.clone(),
-        cwd: cwd.to_path_buf(),
-        abort: abort.clone(),
-        notifications: queue.clone(),
-        tasks_dir: session.dir.join("tasks"),
-        agents: session.agents.clone(),
-        transcripts: session
-            .transcript
-            .as_ref()
-            .map(|t| t.path().with_extension("").join("subagents")),
-    }));
     let deps = QueryDeps {
         model: model.as_ref(),
         tools: session.pipeline.clone(),

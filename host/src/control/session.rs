@@ -55,7 +55,12 @@ pub struct SessionControl {
     /// Whether the mode may become bypassPermissions (started in it, or
     /// `--allow-dangerously-skip-permissions`).
     pub bypass_allowed: bool,
+    /// Takes the SDK's agent definitions (`initialize`'s `agents`).
+    pub add_agents: Option<AgentAdder>,
 }
+
+/// Adds agent types from their JSON (the `--agents` shape).
+pub type AgentAdder = Box<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
 
 impl SessionControl {
     /// The answer to one request from the SDK (`Err`: an error response).
@@ -115,6 +120,12 @@ impl SessionControl {
     fn initialize(&self, request: &Value, channel: &Arc<ControlChannel>) -> Result<Value, String> {
         let callbacks: Arc<dyn HookCallbacks> = channel.clone();
         let registered = self.hooks.add_callbacks(&request["hooks"], callbacks)?;
+        if request["agents"].as_object().is_some_and(|a| !a.is_empty()) {
+            match &self.add_agents {
+                Some(add) => add(&request["agents"])?,
+                None => return Err("agents: this session has no Agent tool".into()),
+            }
+        }
         tracing::debug!(registered, "SDK hook callbacks");
         let model = self
             .model

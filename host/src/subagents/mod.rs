@@ -94,8 +94,8 @@ pub struct SubagentRunner {
     pub notifications: Arc<InputQueue>,
     /// Where a background child's final text is kept (`output_file`).
     pub tasks_dir: PathBuf,
-    /// The session's agent types.
-    pub agents: Vec<AgentDefinition>,
+    /// The session's agent types (the SDK may add some at `initialize`).
+    pub agents: std::sync::RwLock<Vec<AgentDefinition>>,
     /// Where children's transcripts go (beside the parent's: the session's
     /// folder, `subagents/agent-<id>.jsonl`); `None` without persistence.
     pub transcripts: Option<PathBuf>,
@@ -111,6 +111,17 @@ pub struct AgentTool {
 impl AgentTool {
     pub fn connect(&self, runner: Arc<SubagentRunner>) {
         let _ = self.runner.set(runner);
+    }
+
+    /// The SDK's agents (`initialize`'s `agents`, the `--agents` shape);
+    /// returns the tool's new definition to offer.
+    pub fn add_agents(&self, value: &Value) -> Result<ToolDefinition, String> {
+        let runner = self
+            .runner
+            .get()
+            .ok_or("agents are not available in this session")?;
+        let added = parse_json(value, "the SDK's agents")?;
+        Ok(definition(&runner.add_agents(added)))
     }
 }
 
@@ -205,15 +216,20 @@ impl SubagentRunner {
     }
 
     /// The agent type the call names (general-purpose when none).
-    fn agent(&self, input: &Value) -> Result<&AgentDefinition, ToolFailure> {
+    fn agent(&self, input: &Value) -> Result<AgentDefinition, ToolFailure> {
         let wanted = input["subagent_type"].as_str().unwrap_or(GENERAL_PURPOSE);
-        self.agents
+        let agents = self
+            .agents
+            .read()
+            .map_err(|_| ToolFailure::Failed("the agent list is unusable".into()))?;
+        agents
             .iter()
             .find(|a| a.name == wanted)
+            .cloned()
             .ok_or_else(|| {
                 ToolFailure::InvalidInput(format!(
                     "no agent type `{wanted}` (available: {})",
-                    self.agents
+                    agents
                         .iter()
                         .map(|a| a.name.as_str())
                         .collect::<Vec<_>>()
@@ -222,9 +238,22 @@ impl SubagentRunner {
             })
     }
 
+    /// Adds (or replaces, by name) agent types; returns the whole list.
+    pub fn add_agents(&self, added: Vec<AgentDefinition>) -> Vec<AgentDefinition> {
+        match self.agents.write() {
+            Ok(mut agents) => {
+                let merged = merge(vec![std::mem::take(&mut *agents), added]);
+                *agents = merged.clone();
+                merged
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
     async fn run(&self, tool_use_id: &str, input: &Value) -> Result<ToolOutput, ToolFailure> {
         let agent = self.agent(input)?;
         let agent_type = agent.name.as_str();
+
         let prompt = input["prompt"].as_str().unwrap_or_default();
         if prompt.trim().is_empty() {
             return Err(ToolFailure::InvalidInput("the prompt is empty".into()));

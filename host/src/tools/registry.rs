@@ -544,6 +544,18 @@ impl ToolRegistry {
         warnings
     }
 
+    /// Replaces a tool the host runs itself with a new definition of it.
+    pub fn replace_native(
+        &mut self,
+        definition: ToolDefinition,
+        tool: Arc<dyn NativeTool>,
+    ) -> Result<(), RegistryError> {
+        self.tools.retain(|t| {
+            !(matches!(t.provider, ToolProvider::Native(_)) && t.definition.name == definition.name)
+        });
+        self.add_native(definition, tool)
+    }
+
     /// Adds a tool the host runs itself, with carapace's schema (vetted).
     pub fn add_native(
         &mut self,

@@ -142,6 +142,19 @@ impl ToolPipeline {
             .collect()
     }
 
+    /// Offers a new definition of a tool the host runs itself (the Agent
+    /// tool's list of agent types changed).
+    pub fn replace_native_tool(
+        &self,
+        definition: crate::sandbox::ToolDefinition,
+        tool: Arc<dyn crate::tools::NativeTool>,
+    ) -> Result<(), crate::tools::RegistryError> {
+        match self.registry.write() {
+            Ok(mut registry) => registry.replace_native(definition, tool),
+            Err(_) => Ok(()),
+        }
+    }
+
     /// Offers a tool the host runs itself (the Agent tool).
     pub fn add_native_tool(
         &self,
