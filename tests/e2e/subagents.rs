@@ -503,9 +503,11 @@ fn ending_the_parent_ends_its_children() -> TestResult {
         .args(["-TERM", &child.id().to_string()])
         .status()?;
     let status = child.wait()?;
+    // Generous: what matters is that it ends, and that the child's command
+    // never finishes (below).
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(3),
-        "ended promptly"
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "ended"
     );
     assert_eq!(status.code(), Some(1), "an aborted run is an error");
     std::thread::sleep(std::time::Duration::from_secs(4));
