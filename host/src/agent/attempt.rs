@@ -286,14 +286,7 @@ impl Run<'_, '_> {
 /// Voids a failed attempt: its running tools are stopped (the executor is
 /// dropped) and, if any of it was shown, a tombstone says so.
 fn void_partial(partial: Partial, sink: &mut dyn EventSink, error: &ModelError) {
-    let tool_use_ids: Vec<String> = partial
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolUse { id, .. } => Some(id.clone()),
-            _ => None,
-        })
-        .collect();
+    let tool_use_ids = crate::model::tool_use_ids(&partial.content);
     drop(partial.executor);
     if partial.shown {
         sink.emit(AgentEvent::Tombstone {

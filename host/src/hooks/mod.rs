@@ -772,6 +772,16 @@ fn cut(mut text: String) -> String {
     text
 }
 
+/// What Stop (or SubagentStop) hooks' folded answer means for the loop:
+/// `continue: false` ends the run, a block sends the model back.
+pub fn stop_decision(answer: HandlerResult) -> StopDecision {
+    match (answer.stop, answer.block) {
+        (Some(reason), _) => StopDecision::Prevent { reason },
+        (None, Some(reason)) => StopDecision::Block { reason },
+        (None, None) => StopDecision::Allow,
+    }
+}
+
 impl LoopHooks for HookRuntime {
     fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision> {
         Box::pin(async move {
@@ -784,11 +794,7 @@ impl LoopHooks for HookRuntime {
                     last_assistant_message: input.last_assistant_message,
                 })
                 .await;
-            match (answer.stop, answer.block) {
-                (Some(reason), _) => StopDecision::Prevent { reason },
-                (None, Some(reason)) => StopDecision::Block { reason },
-                (None, None) => StopDecision::Allow,
-            }
+            stop_decision(answer)
         })
     }
 

@@ -54,6 +54,17 @@ pub enum ContentBlock {
     },
 }
 
+/// The ids of the tool calls among `blocks`, in order.
+pub fn tool_use_ids(blocks: &[ContentBlock]) -> Vec<String> {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolUse { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A tool result's content: a plain string when it is one text, else blocks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]

@@ -16,7 +16,7 @@ mod stream;
 pub use anthropic::AnthropicModel;
 pub use messages::{
     ContentBlock, ImageSource, Message, MessagesRequest, Role, ToolResultBlock, ToolResultContent,
-    ToolSpec, Usage,
+    ToolSpec, Usage, tool_use_ids,
 };
 pub use pricing::{Price, cost_usd, price};
 pub use replay::ReplayModel;

@@ -342,14 +342,7 @@ fn pair_cut_calls(messages: &mut Vec<Message>) -> (usize, Repair) {
             index += 1;
             continue;
         }
-        let calls: Vec<String> = messages[index]
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::ToolUse { id, .. } => Some(id.clone()),
-                _ => None,
-            })
-            .collect();
+        let calls = crate::model::tool_use_ids(&messages[index].content);
         if calls.is_empty() {
             index += 1;
             continue;

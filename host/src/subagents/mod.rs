@@ -393,11 +393,7 @@ impl LoopHooks for ChildHooks {
                     self.agent.clone(),
                 )
                 .await;
-            match (answer.stop, answer.block) {
-                (Some(reason), _) => StopDecision::Prevent { reason },
-                (None, Some(reason)) => StopDecision::Block { reason },
-                (None, None) => StopDecision::Allow,
-            }
+            crate::hooks::stop_decision(answer)
         })
     }
 
