@@ -663,6 +663,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         hooks: session.hooks.clone(),
         sink: Arc::new(std::sync::Mutex::new(Box::new(printer.clone()))),
         config: config.clone(),
+        current_model: Some(model_cell.clone()),
         cwd: cwd.to_path_buf(),
         abort: abort.clone(),
         notifications: queue.clone(),

@@ -86,6 +86,9 @@ pub struct SubagentRunner {
     pub sink: Arc<Mutex<Box<dyn EventSink>>>,
     /// The parent's configuration; the child takes its limits and retries.
     pub config: QueryConfig,
+    /// The session's model now (the SDK's `set_model` changes it), when
+    /// it can change.
+    pub current_model: Option<Arc<Mutex<String>>>,
     pub cwd: PathBuf,
     /// Ended with the session (a parent's abort ends its children).
     pub abort: CancellationToken,
@@ -269,6 +272,13 @@ impl SubagentRunner {
             )),
         );
         let mut config = self.config.clone();
+        if let Some(model) = self
+            .current_model
+            .as_ref()
+            .and_then(|m| m.lock().ok().map(|m| m.clone()))
+        {
+            config.model = model;
+        }
         if let Some(model) = input["model"]
             .as_str()
             .filter(|m| !m.trim().is_empty())
