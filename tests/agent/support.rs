@@ -151,6 +151,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
                 started: Instant::now(),
                 plugins: Vec::new(),
                 mcp_servers: Vec::new(),
+                agents: Vec::new(),
             },
         )
         .with_hook_events(true),

@@ -80,8 +80,9 @@ fn a_foreground_child_answers_the_agent_call() -> TestResult {
         .unwrap_or_default();
     assert_eq!(last["content"][0]["tool_use_id"], "toolu_agent");
     assert_eq!(last["content"][0]["content"], "CHILD REPORT: port 8080");
-    // Its lines name the parent's call.
+    // Its lines name the parent's call; init lists the agent types.
     let all = lines(&run.stdout)?;
+    assert_eq!(all[0]["agents"], json!(["general-purpose"]));
     let child_line = all
         .iter()
         .find(|l| {

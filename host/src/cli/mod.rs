@@ -599,6 +599,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         started,
         plugins: session.plugins.clone(),
         mcp_servers: session.mcp_status(),
+        agents: session.agents.iter().map(|a| a.name.clone()).collect(),
     };
     let printer = SharedPrinter::new(
         Printer::new(cli.output_format, cli.verbose, std::io::stdout(), info)

@@ -34,6 +34,8 @@ pub struct RunInfo {
     pub plugins: Vec<serde_json::Value>,
     /// Configured MCP servers and their status (`mcp_servers`).
     pub mcp_servers: Vec<serde_json::Value>,
+    /// The Agent tool's agent types (`agents`).
+    pub agents: Vec<String>,
 }
 
 pub struct Printer<W: Write + Send> {
@@ -101,7 +103,7 @@ impl<W: Write + Send> Printer<W> {
             "apiKeySource": self.info.api_key_source,
             "carapace_version": env!("CARGO_PKG_VERSION"),
             "output_style": "default",
-            "agents": [],
+            "agents": self.info.agents,
             "skills": [],
             "plugins": self.info.plugins,
             "uuid": new_uuid(),
@@ -566,6 +568,7 @@ mod tests {
                 started: Instant::now(),
                 plugins: Vec::new(),
                 mcp_servers: Vec::new(),
+                agents: Vec::new(),
             },
         )
     }
