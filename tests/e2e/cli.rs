@@ -744,6 +744,53 @@ fn replayed_user_messages_and_bypass_only_when_allowed() -> TestResult {
 }
 
 #[test]
+fn setting_sources_choose_which_settings_files_load() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    std::fs::create_dir_all(ws.path().join(".carapace"))?;
+    // A project file's bare deny hides the tool.
+    std::fs::write(
+        ws.path().join(".carapace/settings.json"),
+        json!({"permissions": {"deny": ["Glob"]}}).to_string(),
+    )?;
+    let server = ScriptedServer::start(vec![Reply::text("a"), Reply::text("b")])?;
+    let offered = |n: usize| -> Vec<String> {
+        server.requests()[n].body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let all = support::run(&server, ws.path(), &["-p", "hi"])?;
+    assert_eq!(all.status, Some(0), "{}", all.stderr);
+    assert!(!offered(0).contains(&"Glob".to_string()));
+    let user_only = support::run(
+        &server,
+        ws.path(),
+        &["-p", "hi", "--setting-sources", "user"],
+    )?;
+    assert_eq!(user_only.status, Some(0), "{}", user_only.stderr);
+    assert!(
+        offered(1).contains(&"Glob".to_string()),
+        "the project file did not load"
+    );
+    let wrong = support::run(
+        &server,
+        ws.path(),
+        &["-p", "hi", "--setting-sources", "team"],
+    )?;
+    assert_eq!(wrong.status, Some(1));
+    assert!(
+        wrong
+            .stderr
+            .contains("`team` is not one of user, project, local"),
+        "{}",
+        wrong.stderr
+    );
+    Ok(())
+}
+
+#[test]
 fn flags_not_supported_yet_say_so() -> TestResult {
     let ws = tempfile::tempdir()?;
     let server = ScriptedServer::start(vec![])?;
@@ -751,7 +798,7 @@ fn flags_not_supported_yet_say_so() -> TestResult {
         ["--effort", "high"],
         ["--json-schema", "{}"],
         ["--max-thinking-tokens", "100"],
-        ["--setting-sources", "user"],
+        ["--thinking", "adaptive"],
     ] {
         let run = support::run(&server, ws.path(), &[&["-p", "hi"][..], &flag[..]].concat())?;
         assert_eq!(run.status, Some(1), "{flag:?}");

@@ -1164,6 +1164,7 @@ fn locations(w: &World) -> Locations {
         cwd: w.ws.clone(),
         home: w.home.clone(),
         config_dir: w.config_dir.clone(),
+        sources: None,
     }
 }
 

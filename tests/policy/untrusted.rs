@@ -56,6 +56,7 @@ impl World {
             cwd: self.ws.clone(),
             home: self.home.clone(),
             config_dir: self.home.join(".carapace"),
+            sources: None,
         }
     }
 

@@ -215,6 +215,11 @@ pub struct Cli {
     #[arg(long)]
     pub allow_dangerously_skip_permissions: bool,
 
+    /// Which settings files load, comma-separated: user, project, local
+    /// (managed settings and --settings always do).
+    #[arg(long, value_delimiter = ',')]
+    pub setting_sources: Option<Vec<String>>,
+
     /// Agent types for the Agent tool, as JSON: {"name": {"description",
     /// "prompt", "tools"?, "model"?}}.
     #[arg(long)]
@@ -275,8 +280,6 @@ pub struct Unsupported {
     effort: Option<String>,
     #[arg(long, hide = true)]
     json_schema: Option<String>,
-    #[arg(long, hide = true)]
-    setting_sources: Option<String>,
     #[arg(long, hide = true)]
     bare: bool,
     #[arg(long, hide = true)]
@@ -363,10 +366,9 @@ impl Unsupported {
                 "carapace loads only what it is told to: use --strict-mcp-config and --settings",
             ),
         ];
-        let not_yet: [(bool, &str); 7] = [
+        let not_yet: [(bool, &str); 6] = [
             (self.effort.is_some(), "--effort"),
             (self.json_schema.is_some(), "--json-schema"),
-            (self.setting_sources.is_some(), "--setting-sources"),
             (self.bare, "--bare"),
             (self.agent.is_some(), "--agent"),
             (self.max_thinking_tokens.is_some(), "--max-thinking-tokens"),
@@ -519,10 +521,27 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     } else {
         ToolSet::Only(named)
     };
+    let setting_sources = match &cli.setting_sources {
+        None => None,
+        Some(names) => Some(
+            names
+                .iter()
+                .map(|name| match name.trim() {
+                    "user" => Ok(crate::policy::SourceKind::User),
+                    "project" => Ok(crate::policy::SourceKind::Project),
+                    "local" => Ok(crate::policy::SourceKind::Local),
+                    other => Err(anyhow::anyhow!(
+                        "--setting-sources: `{other}` is not one of user, project, local"
+                    )),
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?,
+        ),
+    };
     let agent_tool = Arc::new(AgentTool::default());
     let session = SessionBuilder::new(paths()?)
         .agent_tool(agent_tool.clone())
         .agents(cli.agents.clone())
+        .setting_sources(setting_sources)
         .settings(cli.settings.clone())
         .trust_workspace(cli.trust_workspace)
         .mode(mode)

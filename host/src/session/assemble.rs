@@ -112,6 +112,8 @@ pub struct SessionBuilder {
     agent_tool: Option<Arc<dyn crate::tools::NativeTool>>,
     /// `--agents JSON`.
     agents_flag: Option<String>,
+    /// `--setting-sources`.
+    setting_sources: Option<Vec<SourceKind>>,
 }
 
 impl SessionBuilder {
@@ -135,7 +137,14 @@ impl SessionBuilder {
             history: HistorySetup::default(),
             agent_tool: None,
             agents_flag: None,
+            setting_sources: None,
         }
+    }
+
+    /// Which settings files load (`--setting-sources`; all when `None`).
+    pub fn setting_sources(mut self, sources: Option<Vec<SourceKind>>) -> Self {
+        self.setting_sources = sources;
+        self
     }
 
     /// Agent definitions from `--agents` (beside the user's and, in a
@@ -261,6 +270,7 @@ impl SessionBuilder {
                 cwd: cwd.clone(),
                 home: home.clone(),
                 config_dir: config_dir.clone(),
+                sources: self.setting_sources.clone(),
             },
             self.trust,
         )?;

@@ -100,6 +100,10 @@ pub struct Locations {
     pub cwd: PathBuf,
     pub home: PathBuf,
     pub config_dir: PathBuf,
+    /// `--setting-sources`: which of the user's, the project's and the
+    /// local settings files load (`None`: all). Managed settings and
+    /// `--settings` always do.
+    pub sources: Option<Vec<SourceKind>>,
 }
 
 impl Locations {
@@ -182,6 +186,13 @@ impl Settings {
             (SourceKind::Project, locations.project()),
             (SourceKind::User, locations.user()),
         ] {
+            if locations
+                .sources
+                .as_ref()
+                .is_some_and(|wanted| !wanted.contains(&kind))
+            {
+                continue;
+            }
             if let Some(file) = read_file(&path)? {
                 sources.push((kind, Some(path), file));
             }
@@ -458,6 +469,7 @@ mod tests {
             cwd: std::fs::canonicalize(work.path())?,
             home: std::fs::canonicalize(home.path())?,
             config_dir: std::fs::canonicalize(home.path())?.join(".carapace"),
+            sources: None,
         };
         std::fs::create_dir_all(locations.cwd.join(".carapace"))?;
         std::fs::create_dir_all(&locations.config_dir)?;
