@@ -1448,6 +1448,7 @@ fn loop_config(max_turns: Option<u32>) -> QueryConfig {
         stop_hook_block_cap: 8,
         max_budget_usd: None,
         context: carapace::agent::ContextConfig::for_model("bench", 1000, None),
+        structured_output: None,
     }
 }
 

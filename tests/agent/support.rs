@@ -48,6 +48,8 @@ pub struct Setup {
     pub context: Option<ContextConfig>,
     /// Where the history is kept (nowhere, by default).
     pub history_log: Option<Arc<dyn HistoryLog>>,
+    /// `--json-schema`'s bound (the tool itself is the CLI's to add).
+    pub structured_output: Option<carapace::agent::StructuredOutputConfig>,
 }
 
 impl Setup {
@@ -66,6 +68,7 @@ impl Setup {
             policy: None,
             context: None,
             history_log: None,
+            structured_output: None,
         }
     }
 }
@@ -176,6 +179,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         stop_hook_block_cap: setup.stop_hook_block_cap,
         max_budget_usd: setup.max_budget_usd,
         context,
+        structured_output: setup.structured_output,
     };
     let queue = match &prompts {
         Prompts::Stream(queue) => Some(queue.clone()),

@@ -1,5 +1,6 @@
 //! The binary's own behaviour: signals, stream-json input, flags, exit codes.
 
+mod print_parity;
 mod support;
 
 use scripted_server::{Block, Reply, ScriptedServer, Step};
@@ -796,7 +797,6 @@ fn flags_not_supported_yet_say_so() -> TestResult {
     let server = ScriptedServer::start(vec![])?;
     for flag in [
         ["--effort", "high"],
-        ["--json-schema", "{}"],
         ["--max-thinking-tokens", "100"],
         ["--thinking", "adaptive"],
     ] {

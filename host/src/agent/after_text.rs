@@ -14,6 +14,7 @@ use super::history::{final_text, push_assistant};
 use super::loop_hooks::{StopDecision, StopHookInput};
 use super::query::{Ending, Next, Run, RunError, Stop};
 use super::state::{State, Terminal, Transition};
+use super::structured_output::{STRUCTURED_OUTPUT_PROMPT, exhausted_ending};
 use crate::model::ContentBlock;
 
 /// Continuation requests after a response cut at max_tokens.
@@ -23,7 +24,7 @@ pub const MAX_OUTPUT_TOKENS_RECOVERIES: u32 = 3;
 const MAX_TOKENS_PROMPT: &str = "Your response was cut off by the output token limit. Continue exactly where it stopped, mid-sentence if need be, without apologising or repeating anything; if much remains, work in smaller steps.";
 const MALFORMED_TOOL_USE_PROMPT: &str = "Your last response ended with stop_reason tool_use but held no complete tool call, so nothing was run. Make the tool call again, with well-formed input.";
 const THINKING_ONLY_PROMPT: &str = "Your last response held only thinking and nothing the user can see. Give your answer as visible text.";
-const STOP_HOOK_FEEDBACK: &str = "A Stop hook asked you to keep going:";
+pub(super) const STOP_HOOK_FEEDBACK: &str = "A Stop hook asked you to keep going:";
 
 impl Run<'_, '_> {
     pub(super) async fn after_text(&mut self, state: State, response: Response) -> Next {
@@ -118,6 +119,25 @@ impl Run<'_, '_> {
                 content,
                 THINKING_ONLY_PROMPT,
                 Transition::ThinkingOnlyNudge,
+                stop_reason,
+            );
+        }
+        if let Some(config) = self.config.structured_output {
+            // No answer through the tool this turn: one more attempt spent.
+            if state.structured_output_failures + 1 >= config.max_attempts {
+                let mut state = state;
+                state.structured_output_failures += 1;
+                let ending = exhausted_ending(state.structured_output_failures, stop_reason);
+                push_assistant(&mut state.messages, content);
+                return Next::Stop(
+                    Stop::new(state, Terminal::StructuredOutputRetryExhausted).with_ending(ending),
+                );
+            }
+            return self.nudge(
+                state,
+                content,
+                STRUCTURED_OUTPUT_PROMPT,
+                Transition::StructuredOutputNudge,
                 stop_reason,
             );
         }

@@ -10,7 +10,8 @@ use super::executor::ToolExecutor;
 use super::history::{batch_calls, push_assistant};
 use super::loop_hooks::BatchDecision;
 use super::query::{Ending, Next, Run, Stop};
-use super::state::{State, Terminal};
+use super::state::{State, Terminal, Transition};
+use super::structured_output::{Verdict, batch_outcome};
 use super::tools::ToolCallResult;
 use crate::model::{ContentBlock, Role};
 
@@ -54,6 +55,7 @@ impl Run<'_, '_> {
             .map(|text| ContentBlock::Text { text: text.clone() })
             .collect();
         let batch = batch_calls(&content, &delivered);
+        let structured = batch_outcome(&content, &delivered);
         let mut state = state;
         let mut results_message = self.append_turn(&mut state.messages, content, delivered);
         if aborted {
@@ -72,8 +74,21 @@ impl Run<'_, '_> {
                 }
             },
         };
+        let verdict = match stopped {
+            None => {
+                self.structured_verdict(&mut state, structured, &stop_reason)
+                    .await
+            }
+            Some(_) => Verdict::GoOn,
+        };
+        if let Verdict::Feedback(text) = &verdict {
+            extra.push(ContentBlock::Text { text: text.clone() });
+            self.totals.user_messages += 1;
+            self.sink
+                .emit(AgentEvent::SyntheticUser { text: text.clone() });
+        }
         results_message.append(&mut extra);
-        if stopped.is_none() {
+        if stopped.is_none() && !matches!(verdict, Verdict::Stop(..)) {
             self.absorb_queued_input(&mut results_message);
         }
         if let Some(last) = state.messages.last_mut()
@@ -85,7 +100,16 @@ impl Run<'_, '_> {
             tracing::debug!(%reason, "a hook stopped the run after the tool batch");
             return Next::Stop(Stop::new(state, Terminal::HookStopped).with_ending(ending()));
         }
-        self.max_turns_reached(state.next_turn(), stop_reason)
+        match verdict {
+            Verdict::Stop(terminal, ending) => {
+                Next::Stop(Stop::new(state, terminal).with_ending(ending))
+            }
+            Verdict::Feedback(_) => {
+                let next = state.advance(Transition::StopHookBlocking);
+                self.max_turns_reached(next, stop_reason)
+            }
+            Verdict::GoOn => self.max_turns_reached(state.next_turn(), stop_reason),
+        }
     }
 
     /// Runs the batch to its end, delivering results as they may be; an

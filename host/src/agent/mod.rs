@@ -24,6 +24,7 @@ mod loop_hooks;
 mod prompt;
 mod query;
 mod state;
+mod structured_output;
 mod tool_subset;
 mod tools;
 
@@ -43,6 +44,9 @@ pub use loop_hooks::{
 pub use prompt::system_prompt;
 pub use query::{QueryConfig, QueryDeps, QueryOutcome, RunError, query};
 pub use state::{State, Terminal, Transition};
+pub use structured_output::{
+    DEFAULT_STRUCTURED_OUTPUT_ATTEMPTS, STRUCTURED_OUTPUT_TOOL, StructuredOutputConfig,
+};
 pub use tool_subset::{CallObserver, ToolSubset};
 pub use tools::{
     DenialSource, HookNotes, InterruptBehavior, PermissionDenial, Preparation, ReadyCall, ToolCall,

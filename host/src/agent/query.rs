@@ -15,6 +15,7 @@ use super::history_log::HistoryLog;
 use super::input::InputQueue;
 use super::loop_hooks::LoopHooks;
 use super::state::{State, Terminal, Transition};
+use super::structured_output::StructuredOutputConfig;
 use super::tools::{PermissionDenial, ToolRuntime};
 use crate::model::{Message, Model, RetryPolicy, ToolSpec, Usage, cost_usd};
 use std::sync::Arc;
@@ -37,6 +38,9 @@ pub struct QueryConfig {
     pub max_budget_usd: Option<f64>,
     /// How large the history may grow, and whether it is compacted.
     pub context: ContextConfig,
+    /// `--json-schema`: the answer must come through the StructuredOutput
+    /// tool.
+    pub structured_output: Option<StructuredOutputConfig>,
 }
 
 /// What the loop talks to.
@@ -70,6 +74,8 @@ pub struct QueryOutcome {
     pub num_turns: u32,
     /// The final answer's text, or the error's.
     pub result: String,
+    /// `--json-schema`: the answer, valid against the schema.
+    pub structured_output: Option<serde_json::Value>,
     /// For error subtypes: why.
     pub errors: Vec<String>,
     /// Set when the run ended on a failure shown as an error message.
@@ -94,6 +100,7 @@ impl QueryOutcome {
             terminal,
             num_turns: 0,
             result,
+            structured_output: None,
             errors: Vec::new(),
             error: None,
             stop_reason: None,
@@ -171,6 +178,7 @@ pub(super) struct Ending {
     /// `num_turns` when it is not the count of user messages (max_turns
     /// reports the turn it refused to start).
     pub turns: Option<u32>,
+    pub structured_output: Option<Box<serde_json::Value>>,
 }
 
 /// Totals that run across iterations (not part of the per-iteration state).
@@ -375,6 +383,7 @@ impl<'r, 'a> Run<'r, 'a> {
             terminal,
             num_turns: ending.turns.unwrap_or(totals.user_messages),
             result,
+            structured_output: ending.structured_output.map(|v| *v),
             errors: ending.errors,
             error,
             stop_reason,

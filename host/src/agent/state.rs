@@ -25,6 +25,9 @@ pub enum Transition {
     /// The API said the prompt is too long; the history was compacted and
     /// the same request goes again (once per turn).
     ReactiveCompactRetry,
+    /// `--json-schema`: the model ended its turn without a valid
+    /// StructuredOutput call; it is asked for one.
+    StructuredOutputNudge,
 }
 
 /// Why the loop stopped. The mapping to the result's `subtype`, `is_error`
@@ -65,6 +68,9 @@ pub enum Terminal {
     MalformedToolUseExhausted,
     /// `--max-budget-usd` was reached.
     BudgetExhausted,
+    /// `--json-schema`: no valid structured output after the allowed
+    /// attempts.
+    StructuredOutputRetryExhausted,
 }
 
 impl Terminal {
@@ -85,6 +91,7 @@ impl Terminal {
             Terminal::ApiError => "api_error",
             Terminal::MalformedToolUseExhausted => "malformed_tool_use_exhausted",
             Terminal::BudgetExhausted => "budget_exhausted",
+            Terminal::StructuredOutputRetryExhausted => "structured_output_retry_exhausted",
         }
     }
 
@@ -118,7 +125,8 @@ impl Terminal {
             | Terminal::ModelError
             | Terminal::ApiError
             | Terminal::MalformedToolUseExhausted
-            | Terminal::BudgetExhausted => true,
+            | Terminal::BudgetExhausted
+            | Terminal::StructuredOutputRetryExhausted => true,
         }
     }
 
@@ -130,6 +138,7 @@ impl Terminal {
         match self {
             Terminal::MaxTurns => "error_max_turns",
             Terminal::BudgetExhausted => "error_max_budget_usd",
+            Terminal::StructuredOutputRetryExhausted => "error_max_structured_output_retries",
             Terminal::AbortedStreaming | Terminal::AbortedTools => "error_during_execution",
             Terminal::Completed
             | Terminal::ToolDeferred
@@ -161,6 +170,10 @@ pub struct State {
     /// by a Stop hook's re-entry: compact → still too long → hook → compact
     /// … would burn requests without end).
     pub has_attempted_reactive_compact: bool,
+    /// `--json-schema`: attempts that gave no valid structured output (an
+    /// invalid StructuredOutput call, or a turn ended without one). Never
+    /// reset: the bound is the run's.
+    pub structured_output_failures: u32,
     /// The history's size as far as known, and the compactions so far.
     pub context: ContextTracking,
     /// Why this iteration exists; `None` for the first.
@@ -176,7 +189,8 @@ impl Transition {
             Transition::NextTurn
             | Transition::StopHookBlocking
             | Transition::MalformedToolUseRetry
-            | Transition::ThinkingOnlyNudge => true,
+            | Transition::ThinkingOnlyNudge
+            | Transition::StructuredOutputNudge => true,
             Transition::MaxOutputTokensRecovery
             | Transition::ModelFallback
             | Transition::ReactiveCompactRetry => false,
@@ -195,6 +209,7 @@ impl State {
             stop_hook_blocking_count: 0,
             malformed_tool_use_retried: false,
             has_attempted_reactive_compact: false,
+            structured_output_failures: 0,
             context: ContextTracking::default(),
             transition: None,
         }
@@ -253,6 +268,10 @@ impl State {
                 has_attempted_reactive_compact: true,
                 ..state
             },
+            Transition::StructuredOutputNudge => Self {
+                structured_output_failures: state.structured_output_failures + 1,
+                ..state
+            },
             Transition::ModelFallback => state,
         }
     }
@@ -279,6 +298,11 @@ mod tests {
             (Terminal::PromptTooLong, "success", true),
             (Terminal::BlockingLimit, "success", true),
             (Terminal::RapidRefillBreaker, "success", true),
+            (
+                Terminal::StructuredOutputRetryExhausted,
+                "error_max_structured_output_retries",
+                true,
+            ),
         ];
         for (terminal, subtype, is_error) in table {
             assert_eq!(

@@ -7,7 +7,8 @@ mod plugin;
 pub mod print;
 
 use crate::agent::{
-    ContextConfig, HistoryLog, InputQueue, NoHistoryLog, QueryConfig, QueryDeps, system_prompt,
+    ContextConfig, DEFAULT_STRUCTURED_OUTPUT_ATTEMPTS, HistoryLog, InputQueue, NoHistoryLog,
+    QueryConfig, QueryDeps, StructuredOutputConfig, system_prompt,
 };
 use crate::control::{
     ControlChannel, Controller, SdkMcpLine, SdkPrompter, SessionControl, TurnSlot,
@@ -225,6 +226,12 @@ pub struct Cli {
     #[arg(long)]
     pub agents: Option<String>,
 
+    /// A JSON Schema (an object's) the final answer must match: the model
+    /// gives it through the StructuredOutput tool, and the result line
+    /// carries it as `structured_output`.
+    #[arg(long)]
+    pub json_schema: Option<String>,
+
     /// Accepted: carapace's system prompt has no dynamic sections.
     #[arg(long, hide = true)]
     pub exclude_dynamic_system_prompt_sections: bool,
@@ -278,8 +285,6 @@ pub struct Unsupported {
     // Not yet.
     #[arg(long, hide = true)]
     effort: Option<String>,
-    #[arg(long, hide = true)]
-    json_schema: Option<String>,
     #[arg(long, hide = true)]
     bare: bool,
     #[arg(long, hide = true)]
@@ -366,9 +371,8 @@ impl Unsupported {
                 "carapace loads only what it is told to: use --strict-mcp-config and --settings",
             ),
         ];
-        let not_yet: [(bool, &str); 6] = [
+        let not_yet: [(bool, &str); 5] = [
             (self.effort.is_some(), "--effort"),
-            (self.json_schema.is_some(), "--json-schema"),
             (self.bare, "--bare"),
             (self.agent.is_some(), "--agent"),
             (self.max_thinking_tokens.is_some(), "--max-thinking-tokens"),
@@ -537,8 +541,15 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 .collect::<anyhow::Result<Vec<_>>>()?,
         ),
     };
+    let output_schema = cli
+        .json_schema
+        .as_deref()
+        .map(crate::tools::structured_output::parse_schema)
+        .transpose()?;
+    let wants_structured_output = output_schema.is_some();
     let agent_tool = Arc::new(AgentTool::default());
     let session = SessionBuilder::new(paths()?)
+        .output_schema(output_schema)
         .agent_tool(agent_tool.clone())
         .agents(cli.agents.clone())
         .setting_sources(setting_sources)
@@ -668,6 +679,18 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         )?,
         max_budget_usd: cli.max_budget_usd,
         context,
+        structured_output: match wants_structured_output {
+            // Claude Code's variable, so that scripts carry over.
+            true => Some(StructuredOutputConfig {
+                max_attempts: env_number(
+                    &env,
+                    "MAX_STRUCTURED_OUTPUT_RETRIES",
+                    DEFAULT_STRUCTURED_OUTPUT_ATTEMPTS,
+                )?
+                .max(1),
+            }),
+            false => None,
+        },
     };
 
     let abort = CancellationToken::new();

@@ -159,6 +159,9 @@ impl<W: Write + Send> Printer<W> {
         } else {
             line["result"] = json!(outcome.result);
         }
+        if let Some(answer) = &outcome.structured_output {
+            line["structured_output"] = answer.clone();
+        }
         line
     }
 

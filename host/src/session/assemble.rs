@@ -114,6 +114,8 @@ pub struct SessionBuilder {
     agents_flag: Option<String>,
     /// `--setting-sources`.
     setting_sources: Option<Vec<SourceKind>>,
+    /// `--json-schema` (checked).
+    output_schema: Option<serde_json::Value>,
 }
 
 impl SessionBuilder {
@@ -138,7 +140,16 @@ impl SessionBuilder {
             agent_tool: None,
             agents_flag: None,
             setting_sources: None,
+            output_schema: None,
         }
+    }
+
+    /// Offers the StructuredOutput tool with this schema (`--json-schema`,
+    /// checked by [`crate::tools::structured_output::parse_schema`]). It is
+    /// not one of the built-in tools `--tools` chooses among.
+    pub fn output_schema(mut self, schema: Option<serde_json::Value>) -> Self {
+        self.output_schema = schema;
+        self
     }
 
     /// Which settings files load (`--setting-sources`; all when `None`).
@@ -465,6 +476,10 @@ impl SessionBuilder {
         }
         if let ToolSet::Only(names) = &self.tools {
             registry = registry.select(names)?;
+        }
+        if let Some(schema) = &self.output_schema {
+            use crate::tools::structured_output::{StructuredOutputTool, definition};
+            registry.add_native(definition(schema), Arc::new(StructuredOutputTool))?;
         }
         if let Some(prompt_tool) = &self.prompt_tool
             && prompt_tool != crate::tools::STDIO_PROMPT

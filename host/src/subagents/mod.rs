@@ -267,11 +267,20 @@ impl SubagentRunner {
         let agent_id = format!("agent-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let tagging = (self.hooks.clone(), agent_id.clone(), agent_type.to_string());
         let tools = Arc::new(
-            ToolSubset::new(parent, agent.tools.as_deref(), &[AGENT_TOOL]).observed(Arc::new(
-                move |call| tagging.0.tag_agent_call(&call.id, &tagging.1, &tagging.2),
-            )),
+            ToolSubset::new(
+                parent,
+                agent.tools.as_deref(),
+                // No grandchildren; and the session's answer is the
+                // parent's to give.
+                &[AGENT_TOOL, crate::agent::STRUCTURED_OUTPUT_TOOL],
+            )
+            .observed(Arc::new(move |call| {
+                tagging.0.tag_agent_call(&call.id, &tagging.1, &tagging.2)
+            })),
         );
         let mut config = self.config.clone();
+        // A child reports in text; only the session's answer is structured.
+        config.structured_output = None;
         if let Some(model) = self
             .current_model
             .as_ref()

@@ -10,6 +10,7 @@
 mod builtin;
 mod pipeline;
 mod registry;
+pub mod structured_output;
 
 pub use builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
 pub use pipeline::{PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline};

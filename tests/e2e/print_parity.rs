@@ -1,0 +1,128 @@
+//! Claude Code's print-mode flags and default tools, run through the
+//! binary against the scripted server (issue 16).
+
+use super::support;
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use support::{TestResult, last_line, lines};
+
+const PERSON: &str = r#"{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name","age"]}"#;
+
+fn structured(id: &str, input: Value) -> Reply {
+    Reply::tool_uses(vec![Block::tool_use(id, "StructuredOutput", input)])
+}
+
+fn stream_json(extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = ["-p", "who?", "--output-format", "stream-json", "--verbose"]
+        .map(String::from)
+        .to_vec();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn run(
+    server: &ScriptedServer,
+    ws: &std::path::Path,
+    args: &[String],
+) -> Result<support::Run, Box<dyn std::error::Error>> {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    support::run(server, ws, &args)
+}
+
+#[test]
+fn json_schema_answer_is_repaired_once_then_carried_by_the_result() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let server = ScriptedServer::start(vec![
+        // A text answer: the model is asked for the tool.
+        Reply::text("Ada, 36"),
+        // Invalid input: the schema's complaint goes back.
+        structured("toolu_1", json!({"name": 1})),
+        structured("toolu_2", json!({"name": "Ada", "age": 36})),
+    ])?;
+    let out = run(&server, ws.path(), &stream_json(&["--json-schema", PERSON]))?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "a valid answer ends the turn");
+    let tool = requests[0].body["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "StructuredOutput"))
+        .ok_or("StructuredOutput not offered")?;
+    assert_eq!(tool["input_schema"], serde_json::from_str::<Value>(PERSON)?);
+    let second = &requests[1].body["messages"];
+    let nudge = second[2]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(nudge.contains("StructuredOutput"), "{nudge}");
+    let third = &requests[2].body["messages"];
+    let refusal = &third[4]["content"][0];
+    assert_eq!(refusal["is_error"], true);
+    let why = support::text_of(refusal);
+    assert!(why.contains("age") && why.contains("string"), "{why}");
+
+    let result = last_line(&out.stdout)?;
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["is_error"], false);
+    assert_eq!(result["terminal_reason"], "completed");
+    assert_eq!(
+        result["structured_output"],
+        json!({"name": "Ada", "age": 36})
+    );
+    let text: Value = serde_json::from_str(result["result"].as_str().ok_or("no result")?)?;
+    assert_eq!(text, json!({"name": "Ada", "age": 36}));
+    let init = &lines(&out.stdout)?[0];
+    assert!(
+        init["tools"]
+            .as_array()
+            .is_some_and(|t| t.contains(&json!("StructuredOutput")))
+    );
+    Ok(())
+}
+
+#[test]
+fn json_schema_ends_structured_output_retry_exhausted() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    // Three bad answers and a text-only turn: four attempts with a bound of four.
+    let server = ScriptedServer::start(vec![
+        structured("toolu_1", json!({"name": 1})),
+        structured("toolu_2", json!({})),
+        Reply::text("I would rather not"),
+        structured("toolu_3", json!({"name": "Ada", "age": "old"})),
+        structured("toolu_4", json!({"name": "Ada", "age": 36})),
+    ])?;
+    let output = support::carapace()
+        .current_dir(ws.path())
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("MAX_STRUCTURED_OUTPUT_RETRIES", "4")
+        .args(stream_json(&["--json-schema", PERSON]))
+        .output()?;
+    let out = support::Run::from_output(output)?;
+    assert_eq!(out.status, Some(1), "{}", out.stderr);
+    assert_eq!(server.requests().len(), 4, "no request after the bound");
+    let result = last_line(&out.stdout)?;
+    assert_eq!(result["subtype"], "error_max_structured_output_retries");
+    assert_eq!(result["is_error"], true);
+    assert_eq!(
+        result["terminal_reason"],
+        "structured_output_retry_exhausted"
+    );
+    assert_eq!(
+        result["errors"],
+        json!(["Failed to provide valid structured output after 4 attempts"])
+    );
+    assert!(result.get("structured_output").is_none());
+
+    // A schema that cannot be used is refused before anything is sent.
+    for (schema, why) in [
+        ("{nope", "--json-schema is not JSON"),
+        (r#"{"type":"array"}"#, "must describe an object"),
+        (
+            r#"{"type":"object","properties":{"a":{"type":7}}}"#,
+            "not a valid JSON Schema",
+        ),
+    ] {
+        let out = run(&server, ws.path(), &stream_json(&["--json-schema", schema]))?;
+        assert_eq!(out.status, Some(1), "{schema}");
+        assert!(out.stderr.contains(why), "{schema}: {}", out.stderr);
+    }
+    assert_eq!(server.requests().len(), 4);
+    Ok(())
+}
