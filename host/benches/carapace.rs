@@ -274,6 +274,7 @@ fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> B
                 system: "s".into(),
                 messages: loaded.messages.clone(),
                 tools: Vec::new(),
+                effort: None,
             }
             .body_text();
             bodies.push(started.elapsed());
@@ -1449,6 +1450,7 @@ fn loop_config(max_turns: Option<u32>) -> QueryConfig {
         max_budget_usd: None,
         context: carapace::agent::ContextConfig::for_model("bench", 1000, None),
         structured_output: None,
+        effort: None,
     }
 }
 

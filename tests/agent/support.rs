@@ -180,6 +180,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         max_budget_usd: setup.max_budget_usd,
         context,
         structured_output: setup.structured_output,
+        effort: None,
     };
     let queue = match &prompts {
         Prompts::Stream(queue) => Some(queue.clone()),

@@ -796,7 +796,6 @@ fn flags_not_supported_yet_say_so() -> TestResult {
     let ws = tempfile::tempdir()?;
     let server = ScriptedServer::start(vec![])?;
     for flag in [
-        ["--effort", "high"],
         ["--max-thinking-tokens", "100"],
         ["--thinking", "adaptive"],
     ] {

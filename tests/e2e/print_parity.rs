@@ -126,3 +126,35 @@ fn json_schema_ends_structured_output_retry_exhausted() -> TestResult {
     assert_eq!(server.requests().len(), 4);
     Ok(())
 }
+
+#[test]
+fn effort_goes_to_models_that_take_it_with_its_beta() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    for (model, effort, sent) in [
+        ("claude-opus-4-6", "low", Some("low")),
+        ("claude-opus-4-5", "max", Some("high")),
+        ("claude-sonnet-4-5", "high", None),
+    ] {
+        let server = ScriptedServer::start(vec![Reply::text("ok")])?;
+        let args = ["-p", "hi", "--model", model, "--effort", effort, "--betas", "mine"];
+        let out = support::run(&server, ws.path(), &args)?;
+        assert_eq!(out.status, Some(0), "{}", out.stderr);
+        let request = &server.requests()[0];
+        assert_eq!(
+            request.body["output_config"]["effort"].as_str(),
+            sent,
+            "{model} {effort}"
+        );
+        let betas = request.headers.get("anthropic-beta").cloned().unwrap_or_default();
+        let expected = match sent {
+            Some(_) => "mine,effort-2025-11-24",
+            None => "mine",
+        };
+        assert_eq!(betas, expected, "{model}");
+    }
+    let server = ScriptedServer::start(vec![])?;
+    let out = support::run(&server, ws.path(), &["-p", "hi", "--effort", "extreme"])?;
+    assert_eq!(out.status, Some(2));
+    assert!(out.stderr.contains("--effort"), "{}", out.stderr);
+    Ok(())
+}

@@ -349,6 +349,7 @@ pub async fn compact(
             system: request.system_prompt.to_string(),
             messages: summary_history(&messages[start..], &prompt),
             tools: request.tools.to_vec(),
+            effort: None,
         };
         match summarise(request.model, &summary_request).await {
             Err(CompactError::Model(error))

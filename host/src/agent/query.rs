@@ -41,6 +41,8 @@ pub struct QueryConfig {
     /// `--json-schema`: the answer must come through the StructuredOutput
     /// tool.
     pub structured_output: Option<StructuredOutputConfig>,
+    /// `--effort`, sent to models that take it.
+    pub effort: Option<crate::model::Effort>,
 }
 
 /// What the loop talks to.

@@ -226,6 +226,11 @@ pub struct Cli {
     #[arg(long)]
     pub agents: Option<String>,
 
+    /// How much effort the model spends (sent to models that have the
+    /// setting; others ignore it, as with Claude Code).
+    #[arg(long, value_enum)]
+    pub effort: Option<crate::model::Effort>,
+
     /// A JSON Schema (an object's) the final answer must match: the model
     /// gives it through the StructuredOutput tool, and the result line
     /// carries it as `structured_output`.
@@ -283,8 +288,6 @@ pub struct Unsupported {
     #[arg(long, hide = true)]
     safe_mode: bool,
     // Not yet.
-    #[arg(long, hide = true)]
-    effort: Option<String>,
     #[arg(long, hide = true)]
     bare: bool,
     #[arg(long, hide = true)]
@@ -371,8 +374,7 @@ impl Unsupported {
                 "carapace loads only what it is told to: use --strict-mcp-config and --settings",
             ),
         ];
-        let not_yet: [(bool, &str); 5] = [
-            (self.effort.is_some(), "--effort"),
+        let not_yet: [(bool, &str); 4] = [
             (self.bare, "--bare"),
             (self.agent.is_some(), "--agent"),
             (self.max_thinking_tokens.is_some(), "--max-thinking-tokens"),
@@ -691,6 +693,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             }),
             false => None,
         },
+        effort: cli.effort,
     };
 
     let abort = CancellationToken::new();

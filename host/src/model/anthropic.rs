@@ -119,8 +119,12 @@ impl AnthropicModel {
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
             .body(request.body_text());
-        if !self.betas.is_empty() {
-            http = http.header("anthropic-beta", self.betas.join(","));
+        let mut betas = self.betas.clone();
+        if request.effort.is_some() && !betas.iter().any(|b| b == super::EFFORT_BETA) {
+            betas.push(super::EFFORT_BETA.to_string());
+        }
+        if !betas.is_empty() {
+            http = http.header("anthropic-beta", betas.join(","));
         }
         http = match &self.credential {
             Credential::ApiKey(key) => http.header("x-api-key", key),

@@ -143,6 +143,8 @@ pub struct MessagesRequest {
     pub system: String,
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
+    /// `output_config.effort`, for a model that takes it (`--effort`).
+    pub effort: Option<&'static str>,
 }
 
 impl MessagesRequest {
@@ -163,6 +165,7 @@ impl MessagesRequest {
             }]),
             messages: WithBreakpoint(&self.messages),
             tools: &self.tools,
+            output_config: self.effort.map(|effort| OutputConfig { effort }),
             stream: true,
         };
         // Serializing these types cannot fail: no map has non-string keys.
@@ -184,7 +187,14 @@ struct Body<'a> {
     messages: WithBreakpoint<'a>,
     #[serde(skip_serializing_if = "<[ToolSpec]>::is_empty")]
     tools: &'a [ToolSpec],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig>,
     stream: bool,
+}
+
+#[derive(Serialize)]
+struct OutputConfig {
+    effort: &'static str,
 }
 
 #[derive(Serialize)]
@@ -283,6 +293,7 @@ mod tests {
                 },
             ],
             tools: vec![],
+            effort: None,
         };
         assert_eq!(
             request.to_body(),

@@ -6,6 +6,7 @@
 //! which must discard a partial response before asking again.
 
 mod anthropic;
+mod effort;
 mod messages;
 mod pricing;
 mod replay;
@@ -14,6 +15,7 @@ mod sse;
 mod stream;
 
 pub use anthropic::AnthropicModel;
+pub use effort::{EFFORT_BETA, Effort};
 pub use messages::{
     ContentBlock, ImageSource, Message, MessagesRequest, Role, ToolResultBlock, ToolResultContent,
     ToolSpec, Usage, tool_use_ids,

@@ -230,6 +230,7 @@ mod tests {
             system: String::new(),
             messages: vec![],
             tools: vec![],
+            effort: None,
         };
         let mut assembler = ResponseAssembler::new();
         let mut stream = model.stream(&request).await?;
