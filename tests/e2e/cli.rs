@@ -795,10 +795,7 @@ fn setting_sources_choose_which_settings_files_load() -> TestResult {
 fn flags_not_supported_yet_say_so() -> TestResult {
     let ws = tempfile::tempdir()?;
     let server = ScriptedServer::start(vec![])?;
-    for flag in [
-        ["--max-thinking-tokens", "100"],
-        ["--thinking", "adaptive"],
-    ] {
+    for flag in [["--max-thinking-tokens", "100"], ["--thinking", "adaptive"]] {
         let run = support::run(&server, ws.path(), &[&["-p", "hi"][..], &flag[..]].concat())?;
         assert_eq!(run.status, Some(1), "{flag:?}");
         assert!(

@@ -136,7 +136,9 @@ fn effort_goes_to_models_that_take_it_with_its_beta() -> TestResult {
         ("claude-sonnet-4-5", "high", None),
     ] {
         let server = ScriptedServer::start(vec![Reply::text("ok")])?;
-        let args = ["-p", "hi", "--model", model, "--effort", effort, "--betas", "mine"];
+        let args = [
+            "-p", "hi", "--model", model, "--effort", effort, "--betas", "mine",
+        ];
         let out = support::run(&server, ws.path(), &args)?;
         assert_eq!(out.status, Some(0), "{}", out.stderr);
         let request = &server.requests()[0];
@@ -145,7 +147,11 @@ fn effort_goes_to_models_that_take_it_with_its_beta() -> TestResult {
             sent,
             "{model} {effort}"
         );
-        let betas = request.headers.get("anthropic-beta").cloned().unwrap_or_default();
+        let betas = request
+            .headers
+            .get("anthropic-beta")
+            .cloned()
+            .unwrap_or_default();
         let expected = match sent {
             Some(_) => "mine,effort-2025-11-24",
             None => "mine",
@@ -156,5 +162,49 @@ fn effort_goes_to_models_that_take_it_with_its_beta() -> TestResult {
     let out = support::run(&server, ws.path(), &["-p", "hi", "--effort", "extreme"])?;
     assert_eq!(out.status, Some(2));
     assert!(out.stderr.contains("--effort"), "{}", out.stderr);
+    Ok(())
+}
+
+#[test]
+fn agent_runs_the_session_as_a_defined_agent_type() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let agents = r#"{"reviewer": {"description": "Reviews code", "prompt": "You are a strict reviewer.", "tools": ["Read", "Grep"], "model": "claude-opus-4-6"}}"#;
+    let server = ScriptedServer::start(vec![Reply::text("ok"), Reply::text("ok")])?;
+    let out = run(&server, ws.path(), &stream_json(&["--agents", agents, "--agent", "reviewer"]))?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let body = &server.requests()[0].body;
+    assert_eq!(body["model"], "claude-opus-4-6");
+    let system = body["system"][0]["text"].as_str().unwrap_or_default();
+    assert!(system.starts_with("You are a strict reviewer."), "{system}");
+    let offered: Vec<&str> = body["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(offered, ["Read", "Grep"]);
+    let init = &lines(&out.stdout)?[0];
+    assert_eq!(init["model"], "claude-opus-4-6");
+    assert_eq!(init["tools"], json!(["Read", "Grep"]));
+
+    // The `agent` setting does the same; --model still wins over the
+    // agent's model.
+    let settings = json!({"agent": "reviewer"}).to_string();
+    let out = run(
+        &server,
+        ws.path(),
+        &stream_json(&["--agents", agents, "--settings", &settings, "--model", "claude-sonnet-4-5"]),
+    )?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let body = &server.requests()[1].body;
+    assert_eq!(body["model"], "claude-sonnet-4-5");
+    assert!(body["system"][0]["text"].as_str().unwrap_or_default().starts_with("You are a strict reviewer."));
+
+    let out = run(&server, ws.path(), &stream_json(&["--agent", "nobody"]))?;
+    assert_eq!(out.status, Some(1));
+    assert!(
+        out.stderr.contains("--agent: no agent type `nobody` is defined (known: general-purpose"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.requests().len(), 2);
     Ok(())
 }

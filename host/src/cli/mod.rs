@@ -237,6 +237,11 @@ pub struct Cli {
     #[arg(long)]
     pub json_schema: Option<String>,
 
+    /// Run the session as this agent type (its prompt, tools and model);
+    /// overrides the `agent` setting.
+    #[arg(long)]
+    pub agent: Option<String>,
+
     /// Accepted: carapace's system prompt has no dynamic sections.
     #[arg(long, hide = true)]
     pub exclude_dynamic_system_prompt_sections: bool,
@@ -290,8 +295,6 @@ pub struct Unsupported {
     // Not yet.
     #[arg(long, hide = true)]
     bare: bool,
-    #[arg(long, hide = true)]
-    agent: Option<String>,
     #[arg(long, hide = true)]
     max_thinking_tokens: Option<String>,
     #[arg(long, hide = true)]
@@ -374,9 +377,8 @@ impl Unsupported {
                 "carapace loads only what it is told to: use --strict-mcp-config and --settings",
             ),
         ];
-        let not_yet: [(bool, &str); 4] = [
+        let not_yet: [(bool, &str); 3] = [
             (self.bare, "--bare"),
-            (self.agent.is_some(), "--agent"),
             (self.max_thinking_tokens.is_some(), "--max-thinking-tokens"),
             (self.thinking.is_some(), "--thinking"),
         ];
@@ -579,10 +581,16 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         .await?;
     print_warnings(&session);
     let env = |name: &str| session.env(name);
+    let main_agent = main_agent(&cli, &session)?;
 
     let model_name = cli
         .model
         .clone()
+        .or_else(|| {
+            main_agent
+                .and_then(|a| a.model.clone())
+                .filter(|m| m != "inherit")
+        })
         .or(session.settings.model.clone())
         .or_else(|| env("ANTHROPIC_MODEL"))
         .unwrap_or_else(|| DEFAULT_MODEL.to_string());
@@ -619,7 +627,22 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         ms = started.elapsed().as_secs_f64() * 1e3,
         "startup timing"
     );
-    let tool_names = session.pipeline.offered_names();
+    // The main agent's tools, when it names them, are all the loop offers
+    // (StructuredOutput stays: the session's answer needs it).
+    let loop_tools: Arc<dyn crate::agent::ToolRuntime> =
+        match main_agent.and_then(|a| a.tools.as_ref()) {
+            Some(names) => {
+                let mut wanted = names.clone();
+                wanted.push(crate::agent::STRUCTURED_OUTPUT_TOOL.to_string());
+                Arc::new(crate::agent::ToolSubset::new(
+                    session.pipeline.clone(),
+                    Some(&wanted),
+                    &[],
+                ))
+            }
+            None => session.pipeline.clone(),
+        };
+    let tool_names: Vec<String> = loop_tools.specs().into_iter().map(|s| s.name).collect();
     let cwd = &session.paths.cwd;
     let info = RunInfo {
         session_id: session.id.clone(),
@@ -658,7 +681,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let mut config = QueryConfig {
         model: model_name,
         fallback_models: cli.fallback_model.clone(),
-        system_prompt: session_system_prompt(&cli, cwd, &tool_names)?,
+        system_prompt: session_system_prompt(&cli, cwd, &tool_names, main_agent)?,
         max_tokens,
         max_turns: cli.max_turns,
         retry: RetryPolicy {
@@ -702,7 +725,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let turn = TurnSlot::default();
     let model_cell = Arc::new(std::sync::Mutex::new(config.model.clone()));
     // Subagents: child loops on the same model, tools, hooks and output.
-    let parent_tools: Arc<dyn crate::agent::ToolRuntime> = session.pipeline.clone();
+    let parent_tools = loop_tools.clone();
     agent_tool.connect(Arc::new(SubagentRunner {
         model: model.clone(),
         parent_tools: Arc::downgrade(&parent_tools),
@@ -766,8 +789,8 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             // The SDK's in-process MCP servers, now that it can answer.
             if !session.sdk_mcp_servers.is_empty() {
                 connect_sdk_servers(&session, &controller).await?;
-                let tools = session.pipeline.offered_names();
-                config.system_prompt = session_system_prompt(&cli, cwd, &tools)?;
+                let tools: Vec<String> = loop_tools.specs().into_iter().map(|s| s.name).collect();
+                config.system_prompt = session_system_prompt(&cli, cwd, &tools, main_agent)?;
                 let servers = controller
                     .session
                     .mcp_servers
@@ -784,7 +807,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     };
     let deps = QueryDeps {
         model: model.as_ref(),
-        tools: session.pipeline.clone(),
+        tools: loop_tools.clone(),
         hooks: session.hooks.as_ref(),
         history: match &session.transcript {
             Some(transcript) => transcript.as_ref() as &dyn HistoryLog,
@@ -919,16 +942,40 @@ async fn connect_sdk_servers(session: &Session, controller: &Controller) -> anyh
 
 /// carapace's system prompt, or the one the flags give, with the appended
 /// text after it.
+/// The agent type the session runs as (`--agent`, else the `agent`
+/// setting), among the session's definitions.
+fn main_agent<'s>(
+    cli: &Cli,
+    session: &'s crate::session::Session,
+) -> anyhow::Result<Option<&'s crate::subagents::AgentDefinition>> {
+    let Some(name) = cli.agent.as_ref().or(session.settings.agent.as_ref()) else {
+        return Ok(None);
+    };
+    match session.agents.iter().find(|a| &a.name == name) {
+        Some(agent) => Ok(Some(agent)),
+        None => {
+            let known: Vec<&str> = session.agents.iter().map(|a| a.name.as_str()).collect();
+            bail!(
+                "--agent: no agent type `{name}` is defined (known: {})",
+                known.join(", ")
+            )
+        }
+    }
+}
+
 fn session_system_prompt(
     cli: &Cli,
     cwd: &std::path::Path,
     tools: &[String],
+    agent: Option<&crate::subagents::AgentDefinition>,
 ) -> anyhow::Result<String> {
-    let mut prompt = match (&cli.system_prompt, &cli.system_prompt_file) {
-        (Some(text), _) => text.clone(),
-        (None, Some(path)) => std::fs::read_to_string(path)
+    let mut prompt = match (&cli.system_prompt, &cli.system_prompt_file, agent) {
+        (Some(text), _, _) => text.clone(),
+        (None, Some(path), _) => std::fs::read_to_string(path)
             .with_context(|| format!("--system-prompt-file {}", path.display()))?,
-        (None, None) => system_prompt(cwd, tools),
+        // As a child's: the agent's prompt, then the environment.
+        (None, None, Some(agent)) => format!("{}\n\n{}", agent.prompt, system_prompt(cwd, tools)),
+        (None, None, None) => system_prompt(cwd, tools),
     };
     if let Some(extra) = cli
         .append_system_prompt

@@ -46,6 +46,8 @@ pub enum SettingsError {
 #[serde(rename_all = "camelCase")]
 struct SettingsFile {
     model: Option<String>,
+    /// The agent type the main thread runs as (`--agent` overrides it).
+    agent: Option<String>,
     #[serde(default)]
     permissions: PermissionsFile,
     #[serde(default)]
@@ -134,6 +136,9 @@ fn is_forbidden_project_env(name: &str) -> bool {
 #[derive(Debug, Default)]
 pub struct Settings {
     pub model: Option<String>,
+    /// The agent type the session runs as (a project's only when the
+    /// workspace is trusted: it replaces the system prompt).
+    pub agent: Option<String>,
     pub default_mode: Option<PermissionMode>,
     pub rules: Vec<Rule>,
     /// Further working directories for the policy
@@ -239,6 +244,9 @@ impl Settings {
             }
             if settings.model.is_none() {
                 settings.model = file.model;
+            }
+            if settings.agent.is_none() && (!from_project || settings.trust.is_trusted()) {
+                settings.agent = file.agent;
             }
             if settings.default_mode.is_none()
                 && let Some(mode) = &file.permissions.default_mode
