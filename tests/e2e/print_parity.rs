@@ -170,7 +170,11 @@ fn agent_runs_the_session_as_a_defined_agent_type() -> TestResult {
     let ws = tempfile::tempdir()?;
     let agents = r#"{"reviewer": {"description": "Reviews code", "prompt": "You are a strict reviewer.", "tools": ["Read", "Grep"], "model": "claude-opus-4-6"}}"#;
     let server = ScriptedServer::start(vec![Reply::text("ok"), Reply::text("ok")])?;
-    let out = run(&server, ws.path(), &stream_json(&["--agents", agents, "--agent", "reviewer"]))?;
+    let out = run(
+        &server,
+        ws.path(),
+        &stream_json(&["--agents", agents, "--agent", "reviewer"]),
+    )?;
     assert_eq!(out.status, Some(0), "{}", out.stderr);
     let body = &server.requests()[0].body;
     assert_eq!(body["model"], "claude-opus-4-6");
@@ -191,20 +195,84 @@ fn agent_runs_the_session_as_a_defined_agent_type() -> TestResult {
     let out = run(
         &server,
         ws.path(),
-        &stream_json(&["--agents", agents, "--settings", &settings, "--model", "claude-sonnet-4-5"]),
+        &stream_json(&[
+            "--agents",
+            agents,
+            "--settings",
+            &settings,
+            "--model",
+            "claude-sonnet-4-5",
+        ]),
     )?;
     assert_eq!(out.status, Some(0), "{}", out.stderr);
     let body = &server.requests()[1].body;
     assert_eq!(body["model"], "claude-sonnet-4-5");
-    assert!(body["system"][0]["text"].as_str().unwrap_or_default().starts_with("You are a strict reviewer."));
+    assert!(
+        body["system"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("You are a strict reviewer.")
+    );
 
     let out = run(&server, ws.path(), &stream_json(&["--agent", "nobody"]))?;
     assert_eq!(out.status, Some(1));
     assert!(
-        out.stderr.contains("--agent: no agent type `nobody` is defined (known: general-purpose"),
+        out.stderr
+            .contains("--agent: no agent type `nobody` is defined (known: general-purpose"),
         "{}",
         out.stderr
     );
     assert_eq!(server.requests().len(), 2);
+    Ok(())
+}
+
+#[test]
+fn bare_runs_with_the_simple_tools_and_nothing_loaded_implicitly() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let config = ws.path().join("config");
+    std::fs::create_dir_all(&config)?;
+    let probe =
+        std::path::Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("command-hook-probe.wasm");
+    std::fs::write(
+        config.join("settings.json"),
+        json!({
+            "permissions": {"deny": ["Write"]},
+            "hooks": {"Stop": [{"hooks": [{"type": "wasm-command", "path": probe}]}]}
+        })
+        .to_string(),
+    )?;
+    std::fs::write(
+        config.join("mcp.json"),
+        json!({"mcpServers": {"implicit": {"command": "true"}}}).to_string(),
+    )?;
+    let server = ScriptedServer::start(vec![Reply::text("ok"), Reply::text("ok")])?;
+    // The init line, and whether a Stop hook ran.
+    let run_with = |extra: &[&str]| -> Result<(Value, bool), Box<dyn std::error::Error>> {
+        let output = support::carapace()
+            .current_dir(ws.path())
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env("CARAPACE_CONFIG_DIR", &config)
+            .args(stream_json(extra))
+            .arg("--include-hook-events")
+            .output()?;
+        let out = support::Run::from_output(output)?;
+        assert_eq!(out.status, Some(0), "{}", out.stderr);
+        let mut all = lines(&out.stdout)?;
+        let hooked = all
+            .iter()
+            .any(|l| l["subtype"] == "hook_started" && l["hook_event"] == "Stop");
+        Ok((all.swap_remove(0), hooked))
+    };
+    let (bare, hooked) = run_with(&["--bare"])?;
+    // The user's deny rule still applies; no hook ran, no server started.
+    assert_eq!(bare["tools"], json!(["Bash", "Read", "Edit"]));
+    assert_eq!(bare["mcp_servers"], json!([]));
+    assert!(!hooked, "--bare ran a settings hook");
+    let (full, hooked) = run_with(&[])?;
+    let tools = full["tools"].as_array().ok_or("no tools")?;
+    assert!(tools.contains(&json!("Agent")) && tools.contains(&json!("Glob")));
+    assert_eq!(full["mcp_servers"][0]["name"], "implicit");
+    assert!(hooked, "the control run's hook did not run");
     Ok(())
 }

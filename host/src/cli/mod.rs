@@ -33,6 +33,8 @@ use tokio_util::sync::CancellationToken;
 const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 const DEFAULT_MAX_TOKENS: u32 = 32_000;
 const DEFAULT_STOP_HOOK_BLOCK_CAP: u32 = 8;
+/// `--bare`'s tools when `--tools` does not choose (as Claude Code's).
+const BARE_TOOLS: [&str; 4] = ["Bash", "Read", "Edit", "Write"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum InputFormat {
@@ -237,6 +239,13 @@ pub struct Cli {
     #[arg(long)]
     pub json_schema: Option<String>,
 
+    /// Minimal mode: the built-in Bash, Read, Edit and Write only (unless
+    /// --tools says), no hooks, no installed plugins, MCP servers only from
+    /// --mcp-config, the Agent tool only with --agents. Settings files
+    /// still load (their rules apply).
+    #[arg(long)]
+    pub bare: bool,
+
     /// Run the session as this agent type (its prompt, tools and model);
     /// overrides the `agent` setting.
     #[arg(long)]
@@ -293,8 +302,6 @@ pub struct Unsupported {
     #[arg(long, hide = true)]
     safe_mode: bool,
     // Not yet.
-    #[arg(long, hide = true)]
-    bare: bool,
     #[arg(long, hide = true)]
     max_thinking_tokens: Option<String>,
     #[arg(long, hide = true)]
@@ -377,8 +384,7 @@ impl Unsupported {
                 "carapace loads only what it is told to: use --strict-mcp-config and --settings",
             ),
         ];
-        let not_yet: [(bool, &str); 3] = [
-            (self.bare, "--bare"),
+        let not_yet: [(bool, &str); 2] = [
             (self.max_thinking_tokens.is_some(), "--max-thinking-tokens"),
             (self.thinking.is_some(), "--thinking"),
         ];
@@ -524,7 +530,9 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         .collect();
     // As Claude Code: no flag or `default` is every built-in tool, `""`
     // none of them; plugin and MCP tools are offered either way.
-    let tools = if cli.tools.is_empty() || named == ["default"] {
+    let tools = if cli.tools.is_empty() && cli.bare {
+        ToolSet::Only(BARE_TOOLS.map(String::from).to_vec())
+    } else if cli.tools.is_empty() || named == ["default"] {
         ToolSet::All
     } else {
         ToolSet::Only(named)
@@ -552,9 +560,14 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         .transpose()?;
     let wants_structured_output = output_schema.is_some();
     let agent_tool = Arc::new(AgentTool::default());
-    let session = SessionBuilder::new(paths()?)
+    let mut builder = SessionBuilder::new(paths()?);
+    if !cli.bare || cli.agents.is_some() {
+        builder = builder.agent_tool(agent_tool.clone());
+    }
+    let session = builder
         .output_schema(output_schema)
-        .agent_tool(agent_tool.clone())
+        .hooks(!cli.bare)
+        .installed_plugins(!cli.bare)
         .agents(cli.agents.clone())
         .setting_sources(setting_sources)
         .settings(cli.settings.clone())
@@ -566,7 +579,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         .tools(tools)
         .mcp(McpSetup {
             configs: cli.mcp_config.clone(),
-            strict: cli.strict_mcp_config,
+            strict: cli.strict_mcp_config || cli.bare,
         })
         .prompt_tool(cli.permission_prompt_tool.clone())
         .history(HistorySetup {

@@ -116,6 +116,8 @@ pub struct SessionBuilder {
     setting_sources: Option<Vec<SourceKind>>,
     /// `--json-schema` (checked).
     output_schema: Option<serde_json::Value>,
+    /// Load the plugins installed in the user's and the project's stores.
+    installed_plugins: bool,
 }
 
 impl SessionBuilder {
@@ -141,7 +143,14 @@ impl SessionBuilder {
             agents_flag: None,
             setting_sources: None,
             output_schema: None,
+            installed_plugins: true,
         }
+    }
+
+    /// Load installed plugins (the default; `--bare` does not).
+    pub fn installed_plugins(mut self, load: bool) -> Self {
+        self.installed_plugins = load;
+        self
     }
 
     /// Offers the StructuredOutput tool with this schema (`--json-schema`,
@@ -426,13 +435,16 @@ impl SessionBuilder {
             ),
             ToolSet::All | ToolSet::Only(_) => {
                 let mut registry = ToolRegistry::builtin(&sandbox).await?;
-                let plugins = load_installed(
-                    &mut registry,
-                    &sandbox,
-                    &self.paths,
-                    &settings,
-                    &mut warnings,
-                );
+                let plugins = match self.installed_plugins {
+                    true => load_installed(
+                        &mut registry,
+                        &sandbox,
+                        &self.paths,
+                        &settings,
+                        &mut warnings,
+                    ),
+                    false => Vec::new(),
+                };
                 (registry, plugins)
             }
         };
