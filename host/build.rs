@@ -22,6 +22,8 @@ const PLUGINS: &[(&str, &str)] = &[
     ("grep", "carapace_grep.wasm"),
     ("bash", "carapace_bash.wasm"),
     ("webfetch", "carapace_webfetch.wasm"),
+    ("notebook", "carapace_notebook.wasm"),
+    ("todo", "carapace_todo.wasm"),
     ("mcp-bridge", "carapace_mcp_bridge.wasm"),
 ];
 

@@ -276,3 +276,184 @@ fn bare_runs_with_the_simple_tools_and_nothing_loaded_implicitly() -> TestResult
     assert!(hooked, "the control run's hook did not run");
     Ok(())
 }
+
+/// The tool_result blocks of the last request, by tool_use_id.
+fn results_of(request: &Value) -> Vec<(String, bool, String)> {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            (
+                b["tool_use_id"].as_str().unwrap_or_default().to_string(),
+                b["is_error"] == true,
+                support::text_of(b),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn notebook_edit_changes_cells_under_the_edit_rules() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let ws_path = std::fs::canonicalize(ws.path())?;
+    let notebook = ws_path.join("analysis.ipynb");
+    let original = json!({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "load", "metadata": {}, "source": "x = 1",
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "1"}], "execution_count": 3},
+        {"cell_type": "markdown", "id": "notes", "metadata": {}, "source": "old notes"}
+    ]});
+    std::fs::write(&notebook, original.to_string())?;
+    let path = notebook.display().to_string();
+    let edit = |id: &str, input: Value| Block::tool_use(id, "NotebookEdit", input);
+    let script = || {
+        vec![
+            // Before reading: refused.
+            Reply::tool_uses(vec![edit(
+                "early",
+                json!({"notebook_path": path, "cell_id": "load", "new_source": "x = 0"}),
+            )]),
+            Reply::tool_uses(vec![Block::tool_use(
+                "read",
+                "Read",
+                json!({"file_path": path}),
+            )]),
+            Reply::tool_uses(vec![
+                edit(
+                    "replace",
+                    json!({"notebook_path": path, "cell_id": "load", "new_source": "x = 2"}),
+                ),
+                edit(
+                    "insert",
+                    json!({"notebook_path": path, "cell_id": "load", "edit_mode": "insert", "cell_type": "markdown", "new_source": "# Step"}),
+                ),
+                edit(
+                    "delete",
+                    json!({"notebook_path": path, "cell_id": "cell-2", "edit_mode": "delete", "new_source": ""}),
+                ),
+                edit(
+                    "missing",
+                    json!({"notebook_path": path, "cell_id": "nope", "new_source": "?"}),
+                ),
+            ]),
+            Reply::text("done"),
+        ]
+    };
+    // Default mode: an edit needs approval, which print mode cannot give.
+    let server = ScriptedServer::start(script())?;
+    let out = run(&server, &ws_path, &stream_json(&[]))?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let denials = &last_line(&out.stdout)?["permission_denials"];
+    assert_eq!(denials.as_array().map(Vec::len), Some(5), "{denials}");
+    assert_eq!(std::fs::read_to_string(&notebook)?, original.to_string());
+
+    let server = ScriptedServer::start(script())?;
+    let out = run(
+        &server,
+        &ws_path,
+        &stream_json(&["--permission-mode", "acceptEdits"]),
+    )?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let results = results_of(&server.requests()[3].body);
+    let by_id = |id: &str| {
+        results
+            .iter()
+            .find(|r| r.0 == id)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(
+        by_id("early").1 && by_id("early").2.contains("Read it first"),
+        "{:?}",
+        by_id("early")
+    );
+    assert!(
+        !by_id("replace").1 && !by_id("insert").1 && !by_id("delete").1,
+        "{results:?}"
+    );
+    assert!(by_id("missing").1 && by_id("missing").2.contains("No cell `nope`"));
+    let edited: Value = serde_json::from_str(&std::fs::read_to_string(&notebook)?)?;
+    let cells = edited["cells"].as_array().ok_or("no cells")?;
+    assert_eq!(cells.len(), 2, "{edited}");
+    assert_eq!(
+        (cells[0]["id"].as_str(), cells[0]["source"].as_str()),
+        (Some("load"), Some("x = 2"))
+    );
+    assert_eq!(
+        cells[0]["outputs"],
+        json!([]),
+        "a replaced code cell loses its outputs"
+    );
+    assert_eq!(
+        (cells[1]["cell_type"].as_str(), cells[1]["source"].as_str()),
+        (Some("markdown"), Some("# Step"))
+    );
+
+    // A deny rule for Edit covers NotebookEdit, as in Claude Code.
+    let server = ScriptedServer::start(script())?;
+    let out = run(
+        &server,
+        &ws_path,
+        &stream_json(&[
+            "--permission-mode",
+            "acceptEdits",
+            "--disallowedTools",
+            "Edit(*.ipynb)",
+        ]),
+    )?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let results = results_of(&server.requests()[3].body);
+    assert!(
+        results.iter().filter(|r| r.0 != "read").all(|r| r.1),
+        "{results:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn todo_write_keeps_the_list_in_the_conversation() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let todos = json!([
+        {"content": "Run the tests", "status": "in_progress", "activeForm": "Running the tests"},
+        {"content": "Fix the bug", "status": "pending", "activeForm": "Fixing the bug"}
+    ]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![
+            Block::tool_use("todo", "TodoWrite", json!({"todos": todos})),
+            Block::tool_use(
+                "bad",
+                "TodoWrite",
+                json!({"todos": [{"content": "", "status": "doing", "activeForm": "x"}]}),
+            ),
+        ]),
+        Reply::text("planned"),
+    ])?;
+    // No rule and the default mode: the list needs no permission.
+    let out = run(&server, ws.path(), &stream_json(&[]))?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let results = results_of(&server.requests()[1].body);
+    let by_id = |id: &str| {
+        results
+            .iter()
+            .find(|r| r.0 == id)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(
+        !by_id("todo").1 && by_id("todo").2.contains("2 items"),
+        "{results:?}"
+    );
+    assert!(
+        by_id("bad").1 && by_id("bad").2.contains("InputValidationError"),
+        "{results:?}"
+    );
+    let shown = lines(&out.stdout)?
+        .into_iter()
+        .find(|l| l["type"] == "user" && l["message"]["content"][0]["tool_use_id"] == "todo")
+        .ok_or("no result line")?;
+    assert_eq!(shown["tool_use_result"]["newTodos"], todos);
+    assert_eq!(last_line(&out.stdout)?["permission_denials"], json!([]));
+    Ok(())
+}

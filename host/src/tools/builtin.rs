@@ -38,4 +38,8 @@ pub const BUILTIN_PLUGINS: &[BuiltinPlugin] = &[
         .with_files("/", FileAccess::Read)),
     embedded!("bash", "BASH", || Ceiling::none().with_process()),
     embedded!("webfetch", "WEBFETCH", || Ceiling::none().with_any_host()),
+    embedded!("notebook", "NOTEBOOK", || Ceiling::none()
+        .with_files("/", FileAccess::Write)),
+    // The task list needs nothing: its ceiling is empty.
+    embedded!("todo", "TODO", Ceiling::none),
 ];
