@@ -457,3 +457,208 @@ fn todo_write_keeps_the_list_in_the_conversation() -> TestResult {
     assert_eq!(last_line(&out.stdout)?["permission_denials"], json!([]));
     Ok(())
 }
+
+#[test]
+fn plan_mode_ends_only_through_an_approved_exit_plan_mode() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let ws_path = std::fs::canonicalize(ws.path())?;
+    let target = ws_path.join("planned.txt");
+    let write = |id: &str| {
+        Block::tool_use(
+            id,
+            "Write",
+            json!({"file_path": target.display().to_string(), "content": "done"}),
+        )
+    };
+    let script = || {
+        vec![
+            Reply::tool_uses(vec![write("before")]),
+            Reply::tool_uses(vec![Block::tool_use(
+                "exit",
+                "ExitPlanMode",
+                json!({"plan": "1. Write planned.txt"}),
+            )]),
+            Reply::tool_uses(vec![write("after")]),
+            Reply::text("finished"),
+        ]
+    };
+    // No rule allows the exit: print mode cannot ask, so it is refused and
+    // the session stays read-only.
+    let server = ScriptedServer::start(script())?;
+    let out = run(
+        &server,
+        &ws_path,
+        &stream_json(&["--permission-mode", "plan", "--allowedTools", "Write"]),
+    )?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let results = results_of(&server.requests()[3].body);
+    assert!(results.iter().all(|r| r.1), "{results:?}");
+    assert!(!target.exists());
+    let result = last_line(&out.stdout)?;
+    let denied: Vec<&str> = result["permission_denials"]
+        .as_array()
+        .map(|d| d.iter().filter_map(|d| d["tool_name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(denied, ["Write", "ExitPlanMode", "Write"]);
+
+    // Allowed: the plan is approved, the mode leaves plan, the write runs.
+    let server = ScriptedServer::start(script())?;
+    let out = run(
+        &server,
+        &ws_path,
+        &stream_json(&[
+            "--permission-mode",
+            "plan",
+            "--allowedTools",
+            "Write",
+            "ExitPlanMode",
+        ]),
+    )?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let results = results_of(&server.requests()[3].body);
+    let by_id = |id: &str| {
+        results
+            .iter()
+            .find(|r| r.0 == id)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(by_id("before").1, "{results:?}");
+    assert!(
+        !by_id("exit").1 && by_id("exit").2.contains("approved"),
+        "{results:?}"
+    );
+    assert!(!by_id("after").1, "{results:?}");
+    assert_eq!(std::fs::read_to_string(&target)?, "done");
+
+    // Outside plan mode there is nothing to exit.
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use("exit", "ExitPlanMode", json!({}))]),
+        Reply::text("ok"),
+    ])?;
+    let out = run(
+        &server,
+        &ws_path,
+        &stream_json(&["--allowedTools", "ExitPlanMode"]),
+    )?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let results = results_of(&server.requests()[1].body);
+    assert!(
+        results[0].1 && results[0].2.contains("not in plan mode"),
+        "{results:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn background_shells_run_sandboxed_are_read_killed_and_end_with_the_session() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let ws_path = std::fs::canonicalize(ws.path())?;
+    let outside = tempfile::tempdir()?;
+    let escaped = outside.path().join("escaped.txt");
+    let marker = ws_path.join("outlived.txt");
+    // Unique words so that a leftover process can be found by name.
+    let tag = format!("carapace-bg-{}", std::process::id());
+    let bash = |id: &str, command: String, background: bool| {
+        Block::tool_use(
+            id,
+            "Bash",
+            json!({"command": command, "run_in_background": background}),
+        )
+    };
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![
+            bash("ticker", format!("echo started; sleep 30 # {tag}"), true),
+            bash("escape", format!("echo x > {}", escaped.display()), true),
+            bash(
+                "flood",
+                "head -c 3000000 /dev/zero | tr '\\0' a".into(),
+                true,
+            ),
+            bash(
+                "lingering",
+                format!("sleep 60 && touch {} # {tag}", marker.display()),
+                true,
+            ),
+        ]),
+        // Give them a moment (a foreground command), then read them.
+        Reply::tool_uses(vec![bash("wait", "sleep 1".into(), false)]),
+        Reply::tool_uses(vec![
+            Block::tool_use("read1", "BashOutput", json!({"bash_id": "bash_1"})),
+            Block::tool_use("read2", "BashOutput", json!({"bash_id": "bash_2"})),
+            Block::tool_use("read3", "BashOutput", json!({"bash_id": "bash_3"})),
+            Block::tool_use("unknown", "BashOutput", json!({"bash_id": "bash_99"})),
+        ]),
+        Reply::tool_uses(vec![Block::tool_use(
+            "kill",
+            "KillShell",
+            json!({"shell_id": "bash_1"}),
+        )]),
+        Reply::tool_uses(vec![Block::tool_use(
+            "after",
+            "BashOutput",
+            json!({"bash_id": "bash_1"}),
+        )]),
+        Reply::text("done"),
+    ])?;
+    let out = run(&server, &ws_path, &stream_json(&["--allowedTools", "Bash"]))?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let requests = server.requests();
+    let results = results_of(&requests[5].body);
+    let by_id = |id: &str| {
+        results
+            .iter()
+            .find(|r| r.0 == id)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(by_id("ticker").2.contains("bash_1"), "{results:?}");
+    let read1 = by_id("read1").2;
+    assert!(
+        read1.contains("<status>running</status>") && read1.contains("started"),
+        "{read1}"
+    );
+    // Writing outside the workspace fails inside the sandbox.
+    let read2 = by_id("read2").2;
+    assert!(read2.contains("<status>failed</status>"), "{read2}");
+    assert!(
+        !escaped.exists(),
+        "a background command wrote outside the workspace"
+    );
+    // Output is bounded: 3 MB written, at most 1 MiB kept, the rest counted.
+    let read3 = by_id("read3").2;
+    assert!(
+        read3.contains("bytes of output were dropped"),
+        "{}",
+        &read3[..200.min(read3.len())]
+    );
+    assert!(read3.len() < 100_000, "{} characters shown", read3.len());
+    assert!(by_id("unknown").1 && by_id("unknown").2.contains("No background shell `bash_99`"));
+    assert!(by_id("kill").2.contains("was stopped"), "{results:?}");
+    assert!(
+        by_id("after").2.contains("<status>killed</status>"),
+        "{results:?}"
+    );
+    // The lingering one ended with the session: nothing of it is left.
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &tag])
+        .output()?;
+    assert!(
+        left.stdout.is_empty(),
+        "left running: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    assert!(!marker.exists());
+
+    // Without an allow rule, starting one is asked for — and refused in
+    // print mode — like any command.
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![bash("bg", "echo hi".into(), true)]),
+        Reply::text("done"),
+    ])?;
+    let out = run(&server, &ws_path, &stream_json(&[]))?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let denied = &last_line(&out.stdout)?["permission_denials"];
+    assert_eq!(denied[0]["tool_name"], "Bash", "{denied}");
+    Ok(())
+}

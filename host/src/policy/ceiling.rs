@@ -25,6 +25,9 @@ pub struct Ceiling {
     /// Every call needs approval unless a rule allows the tool, whatever it
     /// asks for (MCP tools: what they do is the server's business).
     calls_need_approval: bool,
+    /// The host's ExitPlanMode: in plan mode it asks instead of being
+    /// refused. Never read from a manifest.
+    ends_plan_mode: bool,
 }
 
 impl Ceiling {
@@ -81,6 +84,17 @@ impl Ceiling {
 
     pub fn allows_process(&self) -> bool {
         self.process
+    }
+
+    /// Marks the host's plan-exit tool (see [`Self::ends_plan_mode`]).
+    pub fn ending_plan_mode(mut self) -> Self {
+        self.ends_plan_mode = true;
+        self
+    }
+
+    /// Whether calls are how plan mode ends (they ask even in plan mode).
+    pub fn ends_plan_mode(&self) -> bool {
+        self.ends_plan_mode
     }
 
     /// Whether every call asks unless a rule allows the tool.

@@ -437,7 +437,7 @@ impl Policy {
                         Basis::of(BasisKind::Mode),
                     );
                 }
-                (PermissionMode::Plan, _) => {
+                (PermissionMode::Plan, _) if !ceiling.ends_plan_mode() => {
                     return deny(
                         format!(
                             "Plan mode is read-only: {tool} is an MCP tool and may change things."

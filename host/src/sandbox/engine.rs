@@ -69,6 +69,8 @@ pub(crate) struct SandboxInner {
     staging: Arc<StagingPool>,
     pub(crate) guest_cwd: Option<String>,
     pub(crate) process: Option<Arc<ProcessConfig>>,
+    /// Commands started in the background, when processes run at all.
+    pub(crate) shells: Option<Arc<super::BackgroundShells>>,
     /// One linker per world, built on first use.
     linkers: Mutex<Vec<(TypeId, Arc<dyn Any + Send + Sync>)>>,
 }
@@ -98,13 +100,17 @@ impl Sandbox {
         })?;
 
         spawn_epoch_ticker(&engine, config.epoch_tick);
+        let process = config.process.map(Arc::new);
         Ok(Self {
             inner: Arc::new(SandboxInner {
                 engine,
                 cache: ComponentCache::new(config.cache_dir),
                 staging,
                 guest_cwd: config.guest_cwd.map(|p| p.to_string_lossy().into_owned()),
-                process: config.process.map(Arc::new),
+                shells: process
+                    .as_ref()
+                    .map(|p| Arc::new(super::BackgroundShells::new(p.clone()))),
+                process,
                 linkers: Mutex::new(Vec::new()),
             }),
         })
@@ -112,6 +118,11 @@ impl Sandbox {
 
     pub fn engine(&self) -> &Engine {
         &self.inner.engine
+    }
+
+    /// The session's background shells (`None`: no processes run).
+    pub fn shells(&self) -> Option<&Arc<super::BackgroundShells>> {
+        self.inner.shells.as_ref()
     }
 
     pub fn cache(&self) -> &ComponentCache {

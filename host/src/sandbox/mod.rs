@@ -35,7 +35,10 @@ pub use hook::{
 };
 pub use hosts::{HostPattern, HostPatternError, is_internal, is_off_limits};
 pub use limits::CallLimits;
-pub use process::{CommandOutput, DeniedPaths, ProcessConfig, SandboxLayer};
+pub use process::{
+    BackgroundShells, CommandOutput, DeniedPaths, ProcessConfig, SandboxLayer, ShellReport,
+    ShellStatus,
+};
 pub use staging::STAGING_PREFIX;
 pub use tool::{
     CallContext, CallPlan, Capability, FileStamp, InterruptBehavior, ReadLedger,

@@ -481,6 +481,26 @@ impl SessionBuilder {
                 }
             }
         }
+        if !matches!(self.tools, ToolSet::Plugin(_)) {
+            use crate::tools::exit_plan_mode::{ExitPlanModeTool, ceiling, definition};
+            let tool = ExitPlanModeTool {
+                mode: policy.mode_cell().clone(),
+            };
+            registry.add_native_within(definition(), Arc::new(tool), ceiling())?;
+            if let Some(shells) = sandbox.shells() {
+                use crate::tools::shells::{
+                    BashOutputTool, KillShellTool, bash_output_definition, kill_shell_definition,
+                };
+                let shells = shells.clone();
+                registry.add_native(
+                    bash_output_definition(),
+                    Arc::new(BashOutputTool {
+                        shells: shells.clone(),
+                    }),
+                )?;
+                registry.add_native(kill_shell_definition(), Arc::new(KillShellTool { shells }))?;
+            }
+        }
         let mut agents = Vec::new();
         if let Some(agent) = &self.agent_tool {
             agents = self.agent_definitions(&cwd, &config_dir, &settings, &mut warnings)?;

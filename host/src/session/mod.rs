@@ -131,6 +131,10 @@ impl Session {
 
     /// Stops the MCP servers the session started.
     pub async fn shutdown(&self) {
+        // Commands left running in the background end with the session.
+        if let Some(shells) = self.sandbox.shells() {
+            shells.kill_all().await;
+        }
         for status in &self.mcp {
             if let Ok(server) = &status.outcome {
                 server.shutdown().await;

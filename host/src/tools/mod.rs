@@ -8,8 +8,10 @@
 //! once per call and runs the call only with what the policy granted.
 
 mod builtin;
+pub mod exit_plan_mode;
 mod pipeline;
 mod registry;
+pub mod shells;
 pub mod structured_output;
 
 pub use builtin::{BUILTIN_PLUGINS, BuiltinPlugin};

@@ -562,7 +562,18 @@ impl ToolRegistry {
         definition: ToolDefinition,
         tool: Arc<dyn NativeTool>,
     ) -> Result<(), RegistryError> {
-        let ceiling = Arc::new(Ceiling::none());
+        self.add_native_within(definition, tool, Ceiling::none())
+    }
+
+    /// [`Self::add_native`] with a ceiling of its own (ExitPlanMode's
+    /// calls ask).
+    pub fn add_native_within(
+        &mut self,
+        definition: ToolDefinition,
+        tool: Arc<dyn NativeTool>,
+        ceiling: Ceiling,
+    ) -> Result<(), RegistryError> {
+        let ceiling = Arc::new(ceiling);
         self.add_tools(
             "carapace",
             &[definition],

@@ -7,7 +7,7 @@ wit_bindgen::generate!({
     path: "../../wit/tool/v0.3.0",
 });
 
-use carapace::tool::process::run;
+use carapace::tool::process::{run, start};
 use carapace::tool::types::{
     CallContext, CallError, CallPlan, Capability, Content, InterruptBehavior, ToolAnnotations,
     ToolDefinition, ToolOutput,
@@ -34,7 +34,11 @@ granted it.
 Output beyond 30,000 characters is cut.
 - Prefer the dedicated tools for files (Read, Edit, Write, Glob, Grep); use \
 Bash for building, testing, git and other programs. Quote paths with \
-spaces. Give a short `description` of what the command does.";
+spaces. Give a short `description` of what the command does.
+- `run_in_background: true` starts a long-running command (a server, a \
+watcher, a long build) without waiting: the answer is a shell id; read its \
+output with BashOutput and stop it with KillShell. It stays in the same \
+sandbox and ends with the session at the latest.";
 
 const INPUT_SCHEMA: &str = r#"{
   "$schema": "http://json-schema.org/draft-07/schema#",
@@ -42,7 +46,8 @@ const INPUT_SCHEMA: &str = r#"{
   "properties": {
     "command": {"type": "string", "description": "The command line to run"},
     "timeout": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds (at most 600000)"},
-    "description": {"type": "string", "description": "What the command does, in a few words"}
+    "description": {"type": "string", "description": "What the command does, in a few words"},
+    "run_in_background": {"type": "boolean", "description": "Start the command without waiting for it; read it with BashOutput"}
   },
   "required": ["command"],
   "additionalProperties": false
@@ -52,6 +57,8 @@ const INPUT_SCHEMA: &str = r#"{
 struct BashInput {
     command: String,
     timeout: Option<u64>,
+    #[serde(default)]
+    run_in_background: bool,
 }
 
 /// Commands that only read (so calls may overlap), when used plainly.
@@ -130,6 +137,26 @@ impl Guest for BashTool {
 
     fn call(_tool: String, input: String, context: CallContext) -> Result<ToolOutput, CallError> {
         let input = parse(&input).map_err(CallError::InvalidInput)?;
+        if input.run_in_background {
+            let id = start(&input.command).map_err(CallError::Failed)?;
+            return Ok(ToolOutput {
+                content: vec![Content::Text(format!(
+                    "Command running in the background with id {id}. Read its output with BashOutput (bash_id \"{id}\"); stop it with KillShell."
+                ))],
+                is_error: false,
+                structured: context.wants_structured.then(|| {
+                    serde_json::json!({
+                        "stdout": "",
+                        "stderr": "",
+                        "interrupted": false,
+                        "isImage": false,
+                        "noOutputExpected": false,
+                        "backgroundTaskId": id,
+                    })
+                    .to_string()
+                }),
+            });
+        }
         let timeout = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
         let output = run(&input.command, timeout).map_err(CallError::Failed)?;
         let stdout = String::from_utf8_lossy(&output.stdout);

@@ -15,11 +15,13 @@
 //! When the sandbox is required (the default) and the kernel cannot enforce
 //! it, the command is refused — never silently run unsandboxed.
 
+mod background;
 mod cgroup;
 mod confine;
 mod helper;
 mod isolate;
 
+pub use background::{BackgroundShells, ShellReport, ShellStatus};
 pub use helper::{HELPER_ARG, helper_main};
 
 use helper::{MESSAGE_PREFIX, Plan, REFUSED_EXIT};
@@ -311,29 +313,42 @@ fn shell_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', "'\\''"))
 }
 
+impl ProcessConfig {
+    /// The helper's process for `command` (with its temp dir at `temp`),
+    /// its plan, and the protected paths absent before it runs.
+    fn command(
+        &self,
+        command: &str,
+        temp: &Path,
+    ) -> Result<(tokio::process::Command, Plan, Vec<PathBuf>), String> {
+        let helper = self
+            .helper
+            .as_ref()
+            .ok_or("carapace cannot find its own binary to sandbox the command")?;
+        let (plan, absent) = self.plan(command.to_string(), temp)?;
+        let mut process = tokio::process::Command::new(helper);
+        process
+            .args(plan.to_args())
+            .current_dir(&self.cwd)
+            .env_clear()
+            .envs(fresh_env(self, temp))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        Ok((process, plan, absent))
+    }
+}
+
 /// Runs `command` under `config`, for at most `timeout`.
 pub async fn run_command(
     config: &ProcessConfig,
     command: &str,
     timeout: Duration,
 ) -> Result<CommandOutput, String> {
-    let helper = config
-        .helper
-        .as_ref()
-        .ok_or("carapace cannot find its own binary to sandbox the command")?;
     let temp_dir = private_temp_dir()?;
-    let (plan, absent) = config.plan(command.to_string(), temp_dir.path())?;
-    let mut process = tokio::process::Command::new(helper);
-    process
-        .args(plan.to_args())
-        .current_dir(&config.cwd)
-        .env_clear()
-        .envs(fresh_env(config, temp_dir.path()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+    let (mut process, plan, absent) = config.command(command, temp_dir.path())?;
+    process.stdin(Stdio::null());
     let abandoned_sweep = if plan.uses(SandboxLayer::ProtectedPaths) {
         Sweep(absent.clone())
     } else {

@@ -24,6 +24,7 @@ pub(crate) struct ToolState {
     /// The command lines this call may run.
     commands: Vec<String>,
     process: Option<Arc<ProcessConfig>>,
+    shells: Option<Arc<super::BackgroundShells>>,
 }
 
 wasi_view!(ToolState);
@@ -53,7 +54,8 @@ impl World for ToolState {
 /// change between versions. Expanded inside each `vX_Y` module, where `types`,
 /// `host` and `process` are that version's bindings.
 macro_rules! version_glue {
-    () => {
+    // `$process_extra`: the `process` functions a version added.
+    ($($process_extra:tt)*) => {
         pub(super) fn link(
             linker: &mut wasmtime::component::Linker<ToolState>,
         ) -> Result<(), crate::sandbox::SandboxError> {
@@ -127,6 +129,8 @@ macro_rules! version_glue {
                     truncated: output.truncated,
                 })
             }
+
+            $($process_extra)*
         }
 
         impl host::Host for ToolState {
@@ -635,6 +639,7 @@ impl ToolComponent {
         let reads = reads.cloned();
         let working_dir = self.sandbox.guest_cwd.clone();
         let process = self.sandbox.process.clone();
+        let shells = self.sandbox.shells.clone();
         let http = HttpParts::for_grant(grant);
         let commands = grant.commands().to_vec();
         let (value, captured) = self
@@ -651,6 +656,7 @@ impl ToolComponent {
                     working_dir,
                     commands,
                     process,
+                    shells,
                 },
                 move |store| Box::pin(async move { pre.instantiate(store).await }),
                 f,
@@ -692,6 +698,17 @@ mod host_impl {
         };
         let timeout = std::time::Duration::from_millis(timeout_ms).min(MAX_COMMAND_TIMEOUT);
         run_command(&config, &command, timeout).await
+    }
+
+    /// Starts a granted command in the background; its shell's id.
+    pub(super) fn start(state: &mut ToolState, command: String) -> Result<String, String> {
+        if !state.commands.contains(&command) {
+            return Err("this call was not granted that command line".into());
+        }
+        let Some(shells) = state.shells.clone() else {
+            return Err("this host runs no processes".into());
+        };
+        shells.start(&command)
     }
 
     pub(super) fn log(state: &ToolState, level: tracing::Level, message: &str) {

@@ -69,4 +69,8 @@ pub(super) async fn call(
 }
 
 // The host side of `host` and `process`, the same in every version.
-version_glue!();
+version_glue! {
+    fn start(&mut self, command: String) -> Result<String, String> {
+        super::host_impl::start(self, command)
+    }
+}

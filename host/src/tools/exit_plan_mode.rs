@@ -1,0 +1,75 @@
+//! ExitPlanMode: the one way out of plan mode. Host-native because it
+//! changes the session's permission mode; every call asks (its ceiling says
+//! so), so in print mode it ends plan mode only when a rule allows it
+//! (`--allowedTools ExitPlanMode`) or the permission prompt (the SDK's
+//! `can_use_tool`) approves the plan.
+
+use crate::policy::{Ceiling, ModeCell, PermissionMode};
+use crate::sandbox::{CallContext, ToolContent, ToolDefinition, ToolFailure, ToolOutput};
+use crate::tools::NativeTool;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+/// Claude Code's name for it.
+pub const EXIT_PLAN_MODE_TOOL: &str = "ExitPlanMode";
+
+const DESCRIPTION: &str = "Ends plan mode once your plan is ready: call it with the plan (concise, in markdown) to ask the user to approve it. Approved, the session leaves plan mode and you may carry the plan out; refused, stay in plan mode and revise it. Use it only for tasks that need code changes, not for research or questions.";
+
+pub fn definition() -> ToolDefinition {
+    ToolDefinition {
+        name: EXIT_PLAN_MODE_TOOL.into(),
+        description: DESCRIPTION.into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "plan": {"type": "string", "description": "The plan to approve"}
+            }
+        })
+        .to_string(),
+        annotations: Default::default(),
+    }
+}
+
+/// What the tool may be granted: nothing, and every call asks; in plan
+/// mode it asks instead of being refused as a tool that changes things.
+pub fn ceiling() -> Ceiling {
+    Ceiling::none()
+        .with_calls_needing_approval()
+        .ending_plan_mode()
+}
+
+/// Leaves plan mode for the default mode, once the call was approved.
+pub struct ExitPlanModeTool {
+    pub mode: ModeCell,
+}
+
+impl NativeTool for ExitPlanModeTool {
+    fn concurrency_safe(&self) -> bool {
+        false
+    }
+
+    fn call<'a>(
+        &'a self,
+        _context: &'a CallContext,
+        input: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
+        Box::pin(async move {
+            if self.mode.get() != PermissionMode::Plan {
+                return Err(ToolFailure::Failed(
+                    "The session is not in plan mode: there is nothing to exit. Go on with the work."
+                        .into(),
+                ));
+            }
+            self.mode.set(PermissionMode::Default);
+            let plan = input["plan"].as_str().unwrap_or_default();
+            Ok(ToolOutput {
+                content: vec![ToolContent::Text(
+                    "The user approved your plan. Plan mode is over (the permission mode is now `default`): carry the plan out, keeping any task list up to date as you go."
+                        .into(),
+                )],
+                is_error: false,
+                structured: Some(json!({"plan": plan, "permissionMode": "default"}).to_string()),
+            })
+        })
+    }
+}

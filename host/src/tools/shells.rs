@@ -1,0 +1,172 @@
+//! BashOutput and KillShell: reading and stopping the commands Bash started
+//! with `run_in_background`. Host-native because the shells are the
+//! host's (a component instance lives for one call); they need no grant —
+//! they touch only processes this session's granted calls started.
+
+use crate::sandbox::{
+    BackgroundShells, CallContext, ShellReport, ShellStatus, ToolContent, ToolDefinition,
+    ToolFailure, ToolOutput,
+};
+use crate::tools::NativeTool;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+pub const BASH_OUTPUT_TOOL: &str = "BashOutput";
+pub const KILL_SHELL_TOOL: &str = "KillShell";
+
+/// Characters of one stream shown per read (the rest stays counted).
+const MAX_SHOWN_CHARS: usize = 30_000;
+
+pub fn bash_output_definition() -> ToolDefinition {
+    ToolDefinition {
+        name: BASH_OUTPUT_TOOL.into(),
+        description: "Reads what a background shell (started by Bash with run_in_background) wrote since the last read, with its status: running, completed, failed or killed. `filter` keeps only the lines matching a regular expression (the others are consumed too).".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "bash_id": {"type": "string", "description": "The shell's id, as Bash returned it"},
+                "filter": {"type": "string", "description": "A regular expression: only matching lines are shown"}
+            },
+            "required": ["bash_id"],
+            "additionalProperties": false
+        })
+        .to_string(),
+        annotations: Default::default(),
+    }
+}
+
+pub fn kill_shell_definition() -> ToolDefinition {
+    ToolDefinition {
+        name: KILL_SHELL_TOOL.into(),
+        description: "Stops a background shell started by Bash with run_in_background, with every process it started.".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "shell_id": {"type": "string", "description": "The shell's id, as Bash returned it"}
+            },
+            "required": ["shell_id"],
+            "additionalProperties": false
+        })
+        .to_string(),
+        annotations: Default::default(),
+    }
+}
+
+pub struct BashOutputTool {
+    pub shells: Arc<BackgroundShells>,
+}
+
+pub struct KillShellTool {
+    pub shells: Arc<BackgroundShells>,
+}
+
+impl NativeTool for BashOutputTool {
+    fn concurrency_safe(&self) -> bool {
+        true
+    }
+
+    fn call<'a>(
+        &'a self,
+        _context: &'a CallContext,
+        input: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
+        Box::pin(async move {
+            let id = input["bash_id"].as_str().unwrap_or_default();
+            let filter = match input["filter"].as_str() {
+                Some(pattern) => Some(regex::Regex::new(pattern).map_err(|e| {
+                    ToolFailure::InvalidInput(format!("filter is not a regular expression: {e}"))
+                })?),
+                None => None,
+            };
+            let report = self.shells.read(id).map_err(ToolFailure::Failed)?;
+            Ok(render(report, filter.as_ref()))
+        })
+    }
+}
+
+impl NativeTool for KillShellTool {
+    fn concurrency_safe(&self) -> bool {
+        false
+    }
+
+    fn call<'a>(
+        &'a self,
+        _context: &'a CallContext,
+        input: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
+        Box::pin(async move {
+            let id = input["shell_id"].as_str().unwrap_or_default();
+            let before = self.shells.read_status(id).map_err(ToolFailure::Failed)?;
+            let status = self.shells.kill(id).await.map_err(ToolFailure::Failed)?;
+            let text = match before {
+                ShellStatus::Running => format!("Background shell {id} was stopped."),
+                ended => format!(
+                    "Background shell {id} had already ended ({}); nothing to stop.",
+                    ended.as_str()
+                ),
+            };
+            Ok(ToolOutput {
+                content: vec![ToolContent::Text(text)],
+                is_error: false,
+                structured: Some(json!({"shell_id": id, "status": status.as_str()}).to_string()),
+            })
+        })
+    }
+}
+
+fn render(report: ShellReport, filter: Option<&regex::Regex>) -> ToolOutput {
+    let keep = |text: &str| -> String {
+        let text = match filter {
+            Some(filter) => text
+                .lines()
+                .filter(|l| filter.is_match(l))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            None => text.trim_end().to_string(),
+        };
+        match text.char_indices().nth(MAX_SHOWN_CHARS) {
+            Some((cut, _)) => format!(
+                "{}\n[… output cut at {MAX_SHOWN_CHARS} characters]",
+                &text[..cut]
+            ),
+            None => text,
+        }
+    };
+    let exit_code = match report.status {
+        ShellStatus::Exited(code) => code,
+        _ => None,
+    };
+    let mut text = format!("<status>{}</status>", report.status.as_str());
+    if let Some(code) = exit_code {
+        text.push_str(&format!("\n<exit_code>{code}</exit_code>"));
+    }
+    let (stdout, stderr) = (keep(&report.stdout), keep(&report.stderr));
+    if !stdout.is_empty() {
+        text.push_str(&format!("\n<stdout>\n{stdout}\n</stdout>"));
+    }
+    if !stderr.is_empty() {
+        text.push_str(&format!("\n<stderr>\n{stderr}\n</stderr>"));
+    }
+    if report.dropped > 0 {
+        text.push_str(&format!(
+            "\n[{} bytes of output were dropped before this read: read more often]",
+            report.dropped
+        ));
+    }
+    ToolOutput {
+        content: vec![ToolContent::Text(text)],
+        is_error: false,
+        structured: Some(
+            json!({
+                "shellId": report.id,
+                "command": report.command,
+                "status": report.status.as_str(),
+                "exitCode": exit_code,
+                "stdout": stdout,
+                "stderr": stderr,
+            })
+            .to_string(),
+        ),
+    }
+}
