@@ -274,6 +274,7 @@ fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> B
                 system: "s".into(),
                 messages: loaded.messages.clone(),
                 tools: Vec::new(),
+                server_tools: Vec::new(),
                 effort: None,
             }
             .body_text();

@@ -662,3 +662,71 @@ fn background_shells_run_sandboxed_are_read_killed_and_end_with_the_session() ->
     assert_eq!(denied[0]["tool_name"], "Bash", "{denied}");
     Ok(())
 }
+
+/// A search response as the API streams it: the server tool's call, its
+/// results, and a summary.
+fn search_reply(query: &str) -> Reply {
+    use scripted_server::Step;
+    let events = vec![
+        json!({"type": "message_start", "message": {"id": "msg_search", "type": "message", "role": "assistant",
+            "model": "m", "content": [], "stop_reason": null, "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block":
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 0, "delta":
+            {"type": "input_json_delta", "partial_json": json!({"query": query}).to_string()}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "web_search_tool_result",
+            "tool_use_id": "srvtoolu_1", "content": [
+                {"type": "web_search_result", "url": "https://example.org/rust", "title": "Rust 2024", "encrypted_content": "e1", "page_age": null},
+                {"type": "web_search_result", "url": "https://example.com/wasm", "title": "Wasm components", "encrypted_content": "e2", "page_age": null}
+            ]}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "Rust 2024 shipped; components are stable."}}),
+        json!({"type": "content_block_stop", "index": 2}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}}),
+        json!({"type": "message_stop"}),
+    ];
+    Reply::Events(events.into_iter().map(Step::Event).collect())
+}
+
+#[test]
+fn web_search_passes_through_to_the_api_server_tool_when_allowed() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let call = Block::tool_use(
+        "search",
+        "WebSearch",
+        json!({"query": "rust 2024", "allowed_domains": ["example.org", "example.com"]}),
+    );
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![call.clone()]),
+        search_reply("rust 2024"),
+        Reply::text("found it"),
+    ])?;
+    let out = run(&server, ws.path(), &stream_json(&["--allowedTools", "WebSearch"]))?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    // The search request: the session's model, only the server tool.
+    let search = &requests[1].body;
+    assert_eq!(search["model"], requests[0].body["model"]);
+    assert_eq!(
+        search["tools"],
+        json!([{"type": "web_search_20250305", "name": "web_search", "max_uses": 8,
+                "allowed_domains": ["example.org", "example.com"]}])
+    );
+    assert!(search["messages"][0]["content"][0]["text"].as_str().unwrap_or_default().contains("rust 2024"));
+    let results = results_of(&requests[2].body);
+    let (id, is_error, text) = &results[0];
+    assert_eq!((id.as_str(), *is_error), ("search", false), "{text}");
+    assert!(text.contains("https://example.org/rust") && text.contains("Wasm components"), "{text}");
+    assert!(text.contains("Rust 2024 shipped"), "{text}");
+
+    // Not allowed: refused in print mode, and no search request is made.
+    let server = ScriptedServer::start(vec![Reply::tool_uses(vec![call]), Reply::text("ok")])?;
+    let out = run(&server, ws.path(), &stream_json(&[]))?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(last_line(&out.stdout)?["permission_denials"][0]["tool_name"], "WebSearch");
+    Ok(())
+}

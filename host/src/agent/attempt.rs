@@ -74,6 +74,7 @@ impl Run<'_, '_> {
                 system: self.config.system_prompt.clone(),
                 messages: state.messages.clone(),
                 tools: self.tool_specs.clone(),
+                server_tools: Vec::new(),
                 effort: self.config.effort.and_then(|e| e.for_model(&self.model)),
             };
             self.totals.mark("query_api_streaming_start");

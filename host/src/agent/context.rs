@@ -194,6 +194,8 @@ fn block_bytes(block: &ContentBlock) -> usize {
         },
         // See above.
         ContentBlock::Image { .. } => 6_400,
+        ContentBlock::ServerToolUse { input, .. } => input.to_string().len() / 4,
+        ContentBlock::WebSearchToolResult { content, .. } => content.to_string().len() / 4,
     }
 }
 
@@ -349,6 +351,7 @@ pub async fn compact(
             system: request.system_prompt.to_string(),
             messages: summary_history(&messages[start..], &prompt),
             tools: request.tools.to_vec(),
+            server_tools: Vec::new(),
             effort: None,
         };
         match summarise(request.model, &summary_request).await {

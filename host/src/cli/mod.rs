@@ -564,6 +564,8 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     if !cli.bare || cli.agents.is_some() {
         builder = builder.agent_tool(agent_tool.clone());
     }
+    let web_search = Arc::new(crate::tools::web_search::WebSearchTool::default());
+    builder = builder.web_search(web_search.clone());
     let session = builder
         .output_schema(output_schema)
         .hooks(!cli.bare)
@@ -737,6 +739,10 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let queue = Arc::new(InputQueue::new());
     let turn = TurnSlot::default();
     let model_cell = Arc::new(std::sync::Mutex::new(config.model.clone()));
+    web_search.connect(crate::tools::web_search::SearchModel {
+        model: model.clone(),
+        name: model_cell.clone(),
+    });
     // Subagents: child loops on the same model, tools, hooks and output.
     let parent_tools = loop_tools.clone();
     agent_tool.connect(Arc::new(SubagentRunner {

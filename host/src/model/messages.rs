@@ -52,6 +52,17 @@ pub enum ContentBlock {
     Image {
         source: ImageSource,
     },
+    /// A server tool's call (the API ran it: web search).
+    ServerToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    /// What the API's web search found, as it sent it.
+    WebSearchToolResult {
+        tool_use_id: String,
+        content: Value,
+    },
 }
 
 /// The ids of the tool calls among `blocks`, in order.
@@ -143,6 +154,9 @@ pub struct MessagesRequest {
     pub system: String,
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
+    /// Tools the API runs itself (web search), declared as the API takes
+    /// them; after `tools`.
+    pub server_tools: Vec<Value>,
     /// `output_config.effort`, for a model that takes it (`--effort`).
     pub effort: Option<&'static str>,
 }
@@ -164,7 +178,7 @@ impl MessagesRequest {
                 cache_control: EPHEMERAL,
             }]),
             messages: WithBreakpoint(&self.messages),
-            tools: &self.tools,
+            tools: ToolList(&self.tools, &self.server_tools),
             output_config: self.effort.map(|effort| OutputConfig { effort }),
             stream: true,
         };
@@ -185,11 +199,34 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<[SystemText<'a>; 1]>,
     messages: WithBreakpoint<'a>,
-    #[serde(skip_serializing_if = "<[ToolSpec]>::is_empty")]
-    tools: &'a [ToolSpec],
+    #[serde(skip_serializing_if = "ToolList::is_empty")]
+    tools: ToolList<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     output_config: Option<OutputConfig>,
     stream: bool,
+}
+
+/// The client tools, then the server tools, as one list.
+struct ToolList<'a>(&'a [ToolSpec], &'a [Value]);
+
+impl ToolList<'_> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty() && self.1.is_empty()
+    }
+}
+
+impl Serialize for ToolList<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(self.0.len() + self.1.len()))?;
+        for tool in self.0 {
+            seq.serialize_element(tool)?;
+        }
+        for tool in self.1 {
+            seq.serialize_element(tool)?;
+        }
+        seq.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -293,6 +330,7 @@ mod tests {
                 },
             ],
             tools: vec![],
+            server_tools: Vec::new(),
             effort: None,
         };
         assert_eq!(

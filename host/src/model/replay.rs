@@ -230,6 +230,7 @@ mod tests {
             system: String::new(),
             messages: vec![],
             tools: vec![],
+            server_tools: Vec::new(),
             effort: None,
         };
         let mut assembler = ResponseAssembler::new();

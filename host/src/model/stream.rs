@@ -135,6 +135,17 @@ enum PartialBlock {
         name: String,
         json: String,
     },
+    /// A server tool's call: its input streams like a tool_use's.
+    ServerToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+    /// A web search's results, whole in the start event.
+    WebSearchResult {
+        tool_use_id: String,
+        content: Value,
+    },
     /// A block type this version does not know; dropped at its stop.
     Unknown(String),
 }
@@ -206,6 +217,15 @@ impl ResponseAssembler {
                             json: String::new(),
                         }
                     }
+                    "server_tool_use" => PartialBlock::ServerToolUse {
+                        id: text_of("id"),
+                        name: text_of("name"),
+                        json: String::new(),
+                    },
+                    "web_search_tool_result" => PartialBlock::WebSearchResult {
+                        tool_use_id: text_of("tool_use_id"),
+                        content: content_block.get("content").cloned().unwrap_or(Value::Null),
+                    },
                     other => PartialBlock::Unknown(other.to_string()),
                 };
                 if self.open.insert(index, partial).is_some() {
@@ -232,9 +252,11 @@ impl ResponseAssembler {
                     (PartialBlock::Thinking { signature, .. }, "signature_delta") => {
                         signature.push_str(field("signature"))
                     }
-                    (PartialBlock::ToolUse { json, .. }, "input_json_delta") => {
-                        json.push_str(field("partial_json"))
-                    }
+                    (
+                        PartialBlock::ToolUse { json, .. }
+                        | PartialBlock::ServerToolUse { json, .. },
+                        "input_json_delta",
+                    ) => json.push_str(field("partial_json")),
                     // Citations and deltas of unknown blocks carry nothing we keep.
                     (_, "citations_delta") | (PartialBlock::Unknown(_), _) => {}
                     (_, other) => {
@@ -279,6 +301,19 @@ impl ResponseAssembler {
                         };
                         ContentBlock::ToolUse { id, name, input }
                     }
+                    PartialBlock::ServerToolUse { id, name, json } => ContentBlock::ServerToolUse {
+                        id,
+                        name,
+                        input: serde_json::from_str(&json)
+                            .unwrap_or_else(|_| Value::Object(Default::default())),
+                    },
+                    PartialBlock::WebSearchResult {
+                        tool_use_id,
+                        content,
+                    } => ContentBlock::WebSearchToolResult {
+                        tool_use_id,
+                        content,
+                    },
                     PartialBlock::Unknown(kind) => {
                         tracing::debug!(kind, "dropping a content block of an unknown type");
                         return Ok(Assembled::Nothing);

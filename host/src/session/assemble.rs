@@ -110,6 +110,7 @@ pub struct SessionBuilder {
     helper: Option<PathBuf>,
     history: HistorySetup,
     agent_tool: Option<Arc<dyn crate::tools::NativeTool>>,
+    web_search: Option<Arc<dyn crate::tools::NativeTool>>,
     /// `--agents JSON`.
     agents_flag: Option<String>,
     /// `--setting-sources`.
@@ -140,6 +141,7 @@ impl SessionBuilder {
             helper: None,
             history: HistorySetup::default(),
             agent_tool: None,
+            web_search: None,
             agents_flag: None,
             setting_sources: None,
             output_schema: None,
@@ -177,6 +179,12 @@ impl SessionBuilder {
     /// Offers the Agent tool (print mode: subagents run child loops).
     pub fn agent_tool(mut self, tool: Arc<dyn crate::tools::NativeTool>) -> Self {
         self.agent_tool = Some(tool);
+        self
+    }
+
+    /// Offers WebSearch (print mode: the tool asks the session's model).
+    pub fn web_search(mut self, tool: Arc<dyn crate::tools::NativeTool>) -> Self {
+        self.web_search = Some(tool);
         self
     }
 
@@ -487,6 +495,10 @@ impl SessionBuilder {
                 mode: policy.mode_cell().clone(),
             };
             registry.add_native_within(definition(), Arc::new(tool), ceiling())?;
+            if let Some(search) = &self.web_search {
+                use crate::tools::web_search::{ceiling, definition};
+                registry.add_native_within(definition(), search.clone(), ceiling())?;
+            }
             if let Some(shells) = sandbox.shells() {
                 use crate::tools::shells::{
                     BashOutputTool, KillShellTool, bash_output_definition, kill_shell_definition,

@@ -12,6 +12,7 @@ pub mod exit_plan_mode;
 mod pipeline;
 mod registry;
 pub mod shells;
+pub mod web_search;
 pub mod structured_output;
 
 pub use builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
