@@ -3,6 +3,7 @@
 //! `Terminal` and the requests actually sent, not only the final text.
 
 mod compaction;
+mod structured_output;
 mod support;
 
 use carapace::agent::{Terminal, Transition};

@@ -48,8 +48,9 @@ pub struct Setup {
     pub context: Option<ContextConfig>,
     /// Where the history is kept (nowhere, by default).
     pub history_log: Option<Arc<dyn HistoryLog>>,
-    /// `--json-schema`'s bound (the tool itself is the CLI's to add).
-    pub structured_output: Option<carapace::agent::StructuredOutputConfig>,
+    /// `--json-schema`: the schema and the bound (the StructuredOutput
+    /// tool is offered with it).
+    pub structured_output: Option<(Value, carapace::agent::StructuredOutputConfig)>,
 }
 
 impl Setup {
@@ -133,6 +134,10 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
     let policy = setup
         .policy
         .unwrap_or_else(|| Policy::new(PermissionMode::BypassPermissions, cwd));
+    if let Some((schema, _)) = &setup.structured_output {
+        use carapace::tools::structured_output::{StructuredOutputTool, definition};
+        registry.add_native(definition(schema), Arc::new(StructuredOutputTool))?;
+    }
     let mut pipeline = ToolPipeline::new(registry, policy, CallLimits::default());
     if let Some(hooks) = &hook_runtime {
         pipeline = pipeline.with_hooks(hooks.clone());
@@ -179,7 +184,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         stop_hook_block_cap: setup.stop_hook_block_cap,
         max_budget_usd: setup.max_budget_usd,
         context,
-        structured_output: setup.structured_output,
+        structured_output: setup.structured_output.as_ref().map(|(_, config)| *config),
         effort: None,
     };
     let queue = match &prompts {

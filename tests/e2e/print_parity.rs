@@ -676,10 +676,10 @@ fn search_reply(query: &str) -> Reply {
             {"type": "input_json_delta", "partial_json": json!({"query": query}).to_string()}}),
         json!({"type": "content_block_stop", "index": 0}),
         json!({"type": "content_block_start", "index": 1, "content_block": {"type": "web_search_tool_result",
-            "tool_use_id": "srvtoolu_1", "content": [
-                {"type": "web_search_result", "url": "https://example.org/rust", "title": "Rust 2024", "encrypted_content": "e1", "page_age": null},
-                {"type": "web_search_result", "url": "https://example.com/wasm", "title": "Wasm components", "encrypted_content": "e2", "page_age": null}
-            ]}}),
+        "tool_use_id": "srvtoolu_1", "content": [
+            {"type": "web_search_result", "url": "https://example.org/rust", "title": "Rust 2024", "encrypted_content": "e1", "page_age": null},
+            {"type": "web_search_result", "url": "https://example.com/wasm", "title": "Wasm components", "encrypted_content": "e2", "page_age": null}
+        ]}}),
         json!({"type": "content_block_stop", "index": 1}),
         json!({"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}}),
         json!({"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "Rust 2024 shipped; components are stable."}}),
@@ -703,7 +703,11 @@ fn web_search_passes_through_to_the_api_server_tool_when_allowed() -> TestResult
         search_reply("rust 2024"),
         Reply::text("found it"),
     ])?;
-    let out = run(&server, ws.path(), &stream_json(&["--allowedTools", "WebSearch"]))?;
+    let out = run(
+        &server,
+        ws.path(),
+        &stream_json(&["--allowedTools", "WebSearch"]),
+    )?;
     assert_eq!(out.status, Some(0), "{}", out.stderr);
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
@@ -715,11 +719,19 @@ fn web_search_passes_through_to_the_api_server_tool_when_allowed() -> TestResult
         json!([{"type": "web_search_20250305", "name": "web_search", "max_uses": 8,
                 "allowed_domains": ["example.org", "example.com"]}])
     );
-    assert!(search["messages"][0]["content"][0]["text"].as_str().unwrap_or_default().contains("rust 2024"));
+    assert!(
+        search["messages"][0]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("rust 2024")
+    );
     let results = results_of(&requests[2].body);
     let (id, is_error, text) = &results[0];
     assert_eq!((id.as_str(), *is_error), ("search", false), "{text}");
-    assert!(text.contains("https://example.org/rust") && text.contains("Wasm components"), "{text}");
+    assert!(
+        text.contains("https://example.org/rust") && text.contains("Wasm components"),
+        "{text}"
+    );
     assert!(text.contains("Rust 2024 shipped"), "{text}");
 
     // Not allowed: refused in print mode, and no search request is made.
@@ -727,6 +739,9 @@ fn web_search_passes_through_to_the_api_server_tool_when_allowed() -> TestResult
     let out = run(&server, ws.path(), &stream_json(&[]))?;
     assert_eq!(out.status, Some(0), "{}", out.stderr);
     assert_eq!(server.requests().len(), 2);
-    assert_eq!(last_line(&out.stdout)?["permission_denials"][0]["tool_name"], "WebSearch");
+    assert_eq!(
+        last_line(&out.stdout)?["permission_denials"][0]["tool_name"],
+        "WebSearch"
+    );
     Ok(())
 }

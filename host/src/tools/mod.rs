@@ -12,8 +12,8 @@ pub mod exit_plan_mode;
 mod pipeline;
 mod registry;
 pub mod shells;
-pub mod web_search;
 pub mod structured_output;
+pub mod web_search;
 
 pub use builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
 pub use pipeline::{PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline};

@@ -7,9 +7,7 @@
 //! says so), so it runs only when the user allows it (a `WebSearch` rule,
 //! the SDK's answer, bypass mode).
 
-use crate::model::{
-    ContentBlock, Message, MessagesRequest, Model, ResponseAssembler, StreamEvent,
-};
+use crate::model::{ContentBlock, Message, MessagesRequest, Model, ResponseAssembler, StreamEvent};
 use crate::policy::Ceiling;
 use crate::sandbox::{CallContext, ToolContent, ToolDefinition, ToolFailure, ToolOutput};
 use crate::tools::NativeTool;
@@ -90,14 +88,21 @@ impl NativeTool for WebSearchTool {
             let search = self.model.get().ok_or_else(|| {
                 ToolFailure::Failed("web search is not available in this session".into())
             })?;
-            let query = input["query"].as_str().unwrap_or_default().trim().to_string();
+            let query = input["query"]
+                .as_str()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
             let mut server_tool = json!({
                 "type": SERVER_TOOL_TYPE,
                 "name": "web_search",
                 "max_uses": MAX_USES,
             });
             for field in ["allowed_domains", "blocked_domains"] {
-                if let Some(domains) = input.get(field).filter(|d| d.as_array().is_some_and(|a| !a.is_empty())) {
+                if let Some(domains) = input
+                    .get(field)
+                    .filter(|d| d.as_array().is_some_and(|a| !a.is_empty()))
+                {
                     server_tool[field] = domains.clone();
                 }
             }
@@ -114,9 +119,7 @@ impl NativeTool for WebSearchTool {
                 .lock()
                 .map(|n| n.clone())
                 .map_err(|_| ToolFailure::Failed("the session's model is unusable".into()))?;
-            let mut messages = vec![Message::user_text(format!(
-                "Search the web for: {query}"
-            ))];
+            let mut messages = vec![Message::user_text(format!("Search the web for: {query}"))];
             let mut found = Found::default();
             for _ in 0..MAX_ROUNDS {
                 let request = MessagesRequest {
@@ -149,7 +152,8 @@ async fn ask(
     model: &dyn Model,
     request: &MessagesRequest,
 ) -> Result<(Vec<ContentBlock>, Option<String>), ToolFailure> {
-    let failed = |e: crate::model::ModelError| ToolFailure::Failed(format!("Web search failed: {e}"));
+    let failed =
+        |e: crate::model::ModelError| ToolFailure::Failed(format!("Web search failed: {e}"));
     let mut stream = model.stream(request).await.map_err(failed)?;
     let mut assembler = ResponseAssembler::new();
     while let Some(event) = stream.next().await {
@@ -181,9 +185,11 @@ impl Found {
             match block {
                 ContentBlock::ServerToolUse { .. } => self.searches += 1,
                 ContentBlock::WebSearchToolResult { content, .. } => match content.as_array() {
-                    Some(results) => self.links.extend(results.iter().map(|r| {
-                        json!({"title": r["title"], "url": r["url"]})
-                    })),
+                    Some(results) => self.links.extend(
+                        results
+                            .iter()
+                            .map(|r| json!({"title": r["title"], "url": r["url"]})),
+                    ),
                     // An error object instead of results.
                     None => {
                         let code = content["error_code"].as_str().unwrap_or("unknown error");
