@@ -745,3 +745,58 @@ fn web_search_passes_through_to_the_api_server_tool_when_allowed() -> TestResult
     );
     Ok(())
 }
+
+#[test]
+fn the_readme_names_every_offered_tool_and_every_flag() -> TestResult {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))?;
+    let tools_section = readme
+        .split("\n## Tools\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .ok_or("README has no Tools section")?;
+    let ws = tempfile::tempdir()?;
+    let server = ScriptedServer::start(vec![Reply::text("ok")])?;
+    let out = run(&server, ws.path(), &stream_json(&[]))?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let init = &lines(&out.stdout)?[0];
+    let offered = init["tools"].as_array().ok_or("no tools")?;
+    assert!(offered.len() >= 14, "{offered:?}");
+    // StructuredOutput is offered only with --json-schema (tested above).
+    let with_schema = offered
+        .iter()
+        .filter_map(Value::as_str)
+        .chain(["StructuredOutput"]);
+    for tool in with_schema {
+        assert!(
+            tools_section.contains(&format!("`{tool}`")),
+            "README's Tools section lacks {tool}"
+        );
+    }
+    let help = support::carapace().arg("--help").output()?;
+    let help = String::from_utf8(help.stdout)?;
+    let flags_section = readme
+        .split("Claude Code's flags")
+        .nth(1)
+        .and_then(|rest| rest.split("\nEnvironment:").next())
+        .ok_or("README has no flag table")?;
+    // The option lines: `  -r, --resume <RESUME>`, `      --bare`.
+    let options = help
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+        .map(|w| w.trim_end_matches(','));
+    let options: Vec<&str> = options
+        .filter(|w| !["--help", "--trust-workspace"].contains(w))
+        .collect();
+    assert!(options.len() > 40, "{options:?}");
+    for flag in options {
+        // The flag as a whole word (`--agent` is not `--agents`).
+        let named = flags_section.match_indices(flag).any(|(at, _)| {
+            let after = flags_section[at + flag.len()..].chars().next();
+            !after.is_some_and(|c| c.is_alphanumeric() || c == '-')
+        });
+        assert!(named, "README's flag table lacks {flag}");
+    }
+    Ok(())
+}
