@@ -10,7 +10,7 @@ use carapace::policy::{
     RuleSource, SourceKind,
 };
 use carapace::sandbox::{
-    CallLimits, FileAccess, ProcessConfig, Sandbox, SandboxConfig, ToolComponent,
+    CallLimits, FileAccess, ProcessConfig, Sandbox, SandboxConfig, ShellStatus, ToolComponent,
 };
 use carapace::tools::{ToolPipeline, ToolRegistry};
 use serde_json::{Value, json};
@@ -26,6 +26,7 @@ type BoxError = Box<dyn std::error::Error>;
 /// wires them (one session: the read ledger is shared between calls).
 struct Bench {
     _dirs: Vec<tempfile::TempDir>,
+    sandbox: Sandbox,
     ws: PathBuf,
     outside: PathBuf,
     pipeline: Arc<ToolPipeline>,
@@ -75,6 +76,10 @@ fn bench_reaching(
                     .with_process(),
             ),
         )?;
+        let shell_probe_wasm =
+            std::fs::read(Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("shell_probe.wasm"))?;
+        let shell_probe = ToolComponent::load(&sandbox, "shell-probe", &shell_probe_wasm).await?;
+        registry.add(shell_probe, Arc::new(Ceiling::none().with_process()))?;
         let anchors = Anchors {
             cwd: ws.clone(),
             home: outside.clone(),
@@ -105,6 +110,7 @@ fn bench_reaching(
         );
         Ok(Bench {
             _dirs: vec![ws_dir, out_dir],
+            sandbox,
             ws,
             outside,
             pipeline,
@@ -611,6 +617,31 @@ async fn bash_obeys_the_rules_and_runs_only_the_granted_line() -> TestResult {
     let report: Vec<Value> = serde_json::from_str(&ok_text(&probe))?;
     assert_eq!(report[0]["ok"], true, "{report:?}");
     assert_eq!(report[1]["ok"], false, "{report:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_background_shell_starts_only_the_granted_line_and_ends_when_killed() -> TestResult {
+    let b = bench(PermissionMode::BypassPermissions, &[]).await?;
+    let smuggled_file = b.ws.join("smuggled.txt");
+    let probe = b
+        .call(
+            "ShellProbe",
+            json!({"granted": "sleep 30",
+                   "smuggled": format!("touch {}", smuggled_file.display())}),
+        )
+        .await;
+    let report: Value = serde_json::from_str(&ok_text(&probe))?;
+    assert_eq!(report["granted"]["Ok"], "bash_1", "{report}");
+    let refused = report["smuggled"]["Err"].as_str().unwrap_or_default();
+    assert!(refused.contains("not granted"), "{report}");
+    let shells = b.sandbox.shells().ok_or("no shells")?;
+    assert_eq!(shells.list().len(), 1, "only the granted line started");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!smuggled_file.exists());
+    assert_eq!(shells.read_status("bash_1")?, ShellStatus::Running);
+    shells.kill_all().await;
+    assert_eq!(shells.read_status("bash_1")?, ShellStatus::Killed);
     Ok(())
 }
 

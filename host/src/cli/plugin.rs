@@ -185,7 +185,8 @@ async fn add(
 ) -> anyhow::Result<ExitCode> {
     let source = PluginSource::parse(source)?;
     let sandbox = plain_sandbox(paths)?;
-    let builtin = ToolRegistry::builtin(&sandbox).await?.names();
+    let mut builtin = ToolRegistry::builtin(&sandbox).await?.names();
+    builtin.extend(crate::tools::HOST_TOOLS.iter().map(|t| t.to_string()));
     let [user, project] = stores(paths);
     let (store, others) = match scope {
         Scope::User => (user, vec![project]),

@@ -16,6 +16,17 @@ pub mod structured_output;
 pub mod web_search;
 
 pub use builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
+
+/// The tools the host runs itself: no plugin may take their names (a
+/// session that offers one would otherwise fail to start).
+pub const HOST_TOOLS: &[&str] = &[
+    crate::subagents::AGENT_TOOL,
+    exit_plan_mode::EXIT_PLAN_MODE_TOOL,
+    web_search::WEB_SEARCH_TOOL,
+    shells::BASH_OUTPUT_TOOL,
+    shells::KILL_SHELL_TOOL,
+    crate::agent::STRUCTURED_OUTPUT_TOOL,
+];
 pub use pipeline::{PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline};
 pub use registry::{
     InstalledTools, McpHandle, NativeTool, RegisteredTool, RegistryError, ToolHandle, ToolRegistry,
