@@ -264,7 +264,22 @@ async def agents():
         await drain(client)
 
 
+async def plan_exit():
+    """Plan mode; the callback approves the plan, then the edit."""
+
+    async def can_use_tool(tool_name, tool_input, context):
+        emit({"kind": "note", "asked": tool_name, "input": tool_input,
+              "tool_use_id": context.tool_use_id})
+        return PermissionResultAllow()
+
+    opts = options(can_use_tool=can_use_tool, permission_mode="plan")
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("plan it, then do it")
+        await drain(client)
+
+
 SCENARIOS = {
+    "plan_exit": plan_exit,
     "agents": agents,
     "resume": resume,
     "sdk_mcp": sdk_mcp,

@@ -611,3 +611,37 @@ fn agents_defined_through_the_sdk_are_offered_and_run() -> TestResult {
     assert!(tagged, "{:?}", run.lines);
     Ok(())
 }
+
+#[test]
+fn can_use_tool_approves_the_plan_and_plan_mode_ends() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    let run = drive("plan_exit", |ws| {
+        let target = ws.join("planned.txt").display().to_string();
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_plan",
+                "ExitPlanMode",
+                json!({"plan": "1. write planned.txt"}),
+            )]),
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_write",
+                "Write",
+                json!({"file_path": target, "content": "done"}),
+            )]),
+            Reply::text("finished"),
+        ]
+    })?;
+    run.ok()?;
+    let asked: Vec<&str> = run
+        .of("note")
+        .iter()
+        .filter_map(|n| n["asked"].as_str())
+        .collect();
+    assert_eq!(asked, ["ExitPlanMode", "Write"], "{:?}", run.lines);
+    let approved = result_of(&run, 1, "toolu_plan")?;
+    assert!(content(&approved).contains("approved"), "{approved}");
+    assert_eq!(std::fs::read_to_string(run.ws.join("planned.txt"))?, "done");
+    Ok(())
+}
