@@ -295,6 +295,15 @@ fn results_of(request: &Value) -> Vec<(String, bool, String)> {
         .collect()
 }
 
+/// The result with this tool_use_id among [`results_of`]'s (empty if none).
+fn by_id(results: &[(String, bool, String)], id: &str) -> (String, bool, String) {
+    results
+        .iter()
+        .find(|r| r.0 == id)
+        .cloned()
+        .unwrap_or_default()
+}
+
 #[test]
 fn notebook_edit_changes_cells_under_the_edit_rules() -> TestResult {
     let ws = tempfile::tempdir()?;
@@ -357,13 +366,7 @@ fn notebook_edit_changes_cells_under_the_edit_rules() -> TestResult {
     )?;
     assert_eq!(out.status, Some(0), "{}", out.stderr);
     let results = results_of(&server.requests()[3].body);
-    let by_id = |id: &str| {
-        results
-            .iter()
-            .find(|r| r.0 == id)
-            .cloned()
-            .unwrap_or_default()
-    };
+    let by_id = |id: &str| by_id(&results, id);
     assert!(
         by_id("early").1 && by_id("early").2.contains("Read it first"),
         "{:?}",
@@ -434,13 +437,7 @@ fn todo_write_keeps_the_list_in_the_conversation() -> TestResult {
     let out = run(&server, ws.path(), &stream_json(&[]))?;
     assert_eq!(out.status, Some(0), "{}", out.stderr);
     let results = results_of(&server.requests()[1].body);
-    let by_id = |id: &str| {
-        results
-            .iter()
-            .find(|r| r.0 == id)
-            .cloned()
-            .unwrap_or_default()
-    };
+    let by_id = |id: &str| by_id(&results, id);
     assert!(
         !by_id("todo").1 && by_id("todo").2.contains("2 items"),
         "{results:?}"
@@ -516,13 +513,7 @@ fn plan_mode_ends_only_through_an_approved_exit_plan_mode() -> TestResult {
     )?;
     assert_eq!(out.status, Some(0), "{}", out.stderr);
     let results = results_of(&server.requests()[3].body);
-    let by_id = |id: &str| {
-        results
-            .iter()
-            .find(|r| r.0 == id)
-            .cloned()
-            .unwrap_or_default()
-    };
+    let by_id = |id: &str| by_id(&results, id);
     assert!(by_id("before").1, "{results:?}");
     assert!(
         !by_id("exit").1 && by_id("exit").2.contains("approved"),
@@ -605,13 +596,7 @@ fn background_shells_run_sandboxed_are_read_killed_and_end_with_the_session() ->
     assert_eq!(out.status, Some(0), "{}", out.stderr);
     let requests = server.requests();
     let results = results_of(&requests[5].body);
-    let by_id = |id: &str| {
-        results
-            .iter()
-            .find(|r| r.0 == id)
-            .cloned()
-            .unwrap_or_default()
-    };
+    let by_id = |id: &str| by_id(&results, id);
     assert!(by_id("ticker").2.contains("bash_1"), "{results:?}");
     let read1 = by_id("read1").2;
     assert!(

@@ -12,7 +12,7 @@ use carapace::tool::types::{
     CallContext, CallError, CallPlan, Capability, Content, InterruptBehavior, ToolAnnotations,
     ToolDefinition, ToolOutput,
 };
-use carapace_guest_util::{absolute_path, numbered, stamp};
+use carapace_guest_util::{absolute_path, numbered, read_before_edit, stamp};
 use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -112,20 +112,8 @@ impl Guest for EditTool {
         if meta.is_dir() {
             return Err(failed(format!("{path_text} is a directory, not a file.")));
         }
-        let (modified_ns, size) = stamp(&meta);
-        match last_read(&path_text) {
-            None => {
-                return Err(failed(format!(
-                    "{path_text} has not been read in this conversation. Read it first, then edit it."
-                )));
-            }
-            Some(seen) if seen.modified_ns != modified_ns || seen.size != size => {
-                return Err(failed(format!(
-                    "{path_text} has changed since it was last read. Read it again, then make the edit."
-                )));
-            }
-            Some(_) => {}
-        }
+        let seen = last_read(&path_text).map(|s| (s.modified_ns, s.size));
+        read_before_edit(&path_text, &meta, seen).map_err(failed)?;
         let content = std::fs::read_to_string(&path)
             .map_err(|e| failed(format!("Cannot read {path_text}: {e}")))?;
         if input.old_string.is_empty() {

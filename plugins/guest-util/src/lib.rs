@@ -49,6 +49,25 @@ pub fn stamp(meta: &std::fs::Metadata) -> (u64, u64) {
     (modified, meta.len())
 }
 
+/// Refuses an edit of a file the model has not read in this conversation,
+/// or that changed since it did: `seen` is what the host's read ledger
+/// says it was shown (`last-read`), as [`stamp`]'s pair.
+pub fn read_before_edit(
+    path: &str,
+    meta: &std::fs::Metadata,
+    seen: Option<(u64, u64)>,
+) -> Result<(), String> {
+    match seen {
+        None => Err(format!(
+            "{path} has not been read in this conversation. Read it first, then edit it."
+        )),
+        Some(seen) if seen != stamp(meta) => Err(format!(
+            "{path} has changed since it was last read. Read it again, then make the edit."
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
 /// `text` cut to at most `max` characters, with a note saying how much was
 /// left out.
 pub fn cap_chars(text: &str, max: usize) -> String {
