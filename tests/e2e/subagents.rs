@@ -581,3 +581,50 @@ fn hooks_are_told_which_agent_a_call_comes_from() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn a_child_cannot_end_its_parents_plan_mode() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let target = std::fs::canonicalize(ws.path())?.join("planned.txt");
+    let server = ScriptedServer::start(vec![
+        agent_call("leave plan mode"),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_exit",
+            "ExitPlanMode",
+            json!({"plan": "write it"}),
+        )]),
+        Reply::text("I could not"),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_write",
+            "Write",
+            json!({"file_path": target.display().to_string(), "content": "x"}),
+        )]),
+        Reply::text("done"),
+    ])?;
+    let run = support::run(
+        &server,
+        ws.path(),
+        &[
+            "-p",
+            "delegate",
+            "--permission-mode",
+            "plan",
+            "--allowedTools",
+            "ExitPlanMode",
+            "Write",
+        ],
+    )?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    assert!(tool_names(&requests[0].body).contains(&"ExitPlanMode".to_string()));
+    assert!(!tool_names(&requests[1].body).contains(&"ExitPlanMode".to_string()));
+    let refused = requests[2].body["messages"].to_string();
+    assert!(
+        refused.contains("not one of this agent's tools"),
+        "{refused}"
+    );
+    // Still in plan mode: the parent's write is refused.
+    assert!(!target.exists());
+    Ok(())
+}

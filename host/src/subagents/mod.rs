@@ -270,9 +270,13 @@ impl SubagentRunner {
             ToolSubset::new(
                 parent,
                 agent.tools.as_deref(),
-                // No grandchildren; and the session's answer is the
-                // parent's to give.
-                &[AGENT_TOOL, crate::agent::STRUCTURED_OUTPUT_TOOL],
+                // No grandchildren; the session's answer is the parent's
+                // to give, and so is leaving plan mode (as in Claude Code).
+                &[
+                    AGENT_TOOL,
+                    crate::agent::STRUCTURED_OUTPUT_TOOL,
+                    crate::tools::exit_plan_mode::EXIT_PLAN_MODE_TOOL,
+                ],
             )
             .observed(Arc::new(move |call| {
                 tagging.0.tag_agent_call(&call.id, &tagging.1, &tagging.2)
