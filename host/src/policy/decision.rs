@@ -440,7 +440,7 @@ impl Policy {
                 (PermissionMode::Plan, _) if !ceiling.ends_plan_mode() => {
                     return deny(
                         format!(
-                            "Plan mode is read-only: {tool} is an MCP tool and may change things."
+                            "Plan mode is read-only: {tool} needs approval (an MCP tool may change things; WebSearch asks), and plan mode gives none. A rule allowing {tool} lets it run."
                         ),
                         Basis::of(BasisKind::Mode),
                     );
