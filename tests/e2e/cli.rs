@@ -754,14 +754,7 @@ fn setting_sources_choose_which_settings_files_load() -> TestResult {
         json!({"permissions": {"deny": ["Glob"]}}).to_string(),
     )?;
     let server = ScriptedServer::start(vec![Reply::text("a"), Reply::text("b")])?;
-    let offered = |n: usize| -> Vec<String> {
-        server.requests()[n].body["tools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t["name"].as_str().map(str::to_string))
-            .collect()
-    };
+    let offered = |n: usize| support::tool_names(&server.requests()[n].body);
     let all = support::run(&server, ws.path(), &["-p", "hi"])?;
     assert_eq!(all.status, Some(0), "{}", all.stderr);
     assert!(!offered(0).contains(&"Glob".to_string()));

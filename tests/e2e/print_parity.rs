@@ -180,11 +180,7 @@ fn agent_runs_the_session_as_a_defined_agent_type() -> TestResult {
     assert_eq!(body["model"], "claude-opus-4-6");
     let system = body["system"][0]["text"].as_str().unwrap_or_default();
     assert!(system.starts_with("You are a strict reviewer."), "{system}");
-    let offered: Vec<&str> = body["tools"]
-        .as_array()
-        .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
-        .unwrap_or_default();
-    assert_eq!(offered, ["Read", "Grep"]);
+    assert_eq!(support::tool_names(body), ["Read", "Grep"]);
     let init = &lines(&out.stdout)?[0];
     assert_eq!(init["model"], "claude-opus-4-6");
     assert_eq!(init["tools"], json!(["Read", "Grep"]));

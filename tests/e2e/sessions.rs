@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use support::{Run, TestResult, last_line, lines};
+use support::{Run, TestResult, last_line, lines, text_of};
 
 /// A workspace and a config dir of its own (where transcripts go).
 struct Home {
@@ -91,19 +91,6 @@ fn messages(server: &ScriptedServer, n: usize) -> Vec<Value> {
         .as_array()
         .cloned()
         .unwrap_or_default()
-}
-
-fn text_of(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(text) => text.clone(),
-        blocks => blocks
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-    }
 }
 
 fn without_cache_marks(value: &Value) -> Value {

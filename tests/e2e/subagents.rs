@@ -7,7 +7,7 @@ mod support;
 
 use scripted_server::{Block, Reply, ScriptedServer};
 use serde_json::{Value, json};
-use support::{TestResult, lines};
+use support::{TestResult, lines, tool_names};
 
 fn agent_call(prompt: &str) -> Reply {
     Reply::tool_uses(vec![Block::tool_use(
@@ -15,15 +15,6 @@ fn agent_call(prompt: &str) -> Reply {
         "Agent",
         json!({"description": "look around", "prompt": prompt}),
     )])
-}
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["name"].as_str().map(str::to_string))
-        .collect()
 }
 
 fn system(body: &Value) -> String {

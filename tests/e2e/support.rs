@@ -68,8 +68,8 @@ pub fn last_line(stdout: &str) -> Result<Value, Box<dyn std::error::Error>> {
     Ok(serde_json::from_str(line)?)
 }
 
-/// The text of a tool_result block (its string content, or its text blocks
-/// joined).
+/// The text of a message or a tool_result block: its string content, or
+/// its text blocks joined.
 pub fn text_of(result: &Value) -> String {
     match &result["content"] {
         Value::String(text) => text.clone(),
@@ -80,6 +80,16 @@ pub fn text_of(result: &Value) -> String {
             .join(""),
         _ => String::new(),
     }
+}
+
+/// The names of the tools a request offered.
+pub fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// A free loopback port.

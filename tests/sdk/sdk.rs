@@ -5,12 +5,14 @@
 //! was sent to the model. Without the SDK installed a test is skipped with
 //! a message, unless `CARAPACE_REQUIRE_EXAMPLES=1` (CI).
 
+#[path = "../e2e/support.rs"]
+mod support;
+
 use scripted_server::{Block, Reply, ScriptedServer};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-type TestResult = Result<(), Box<dyn std::error::Error>>;
+use support::{TestResult, text_of};
 
 /// Whether the SDK can be imported; an error when CI requires it.
 fn sdk_installed() -> Result<bool, String> {
@@ -113,19 +115,6 @@ fn drive(
     })
 }
 
-fn texts(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(text) => text.clone(),
-        blocks => blocks
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-    }
-}
-
 fn read_call(ws: &Path) -> Reply {
     Reply::tool_uses(vec![Block::tool_use(
         "toolu_1",
@@ -183,7 +172,7 @@ fn a_client_keeps_the_history_across_turns() -> TestResult {
         .cloned()
         .unwrap_or_default()
         .iter()
-        .map(texts)
+        .map(text_of)
         .collect();
     assert_eq!(sent, ["FIRST", "one", "SECOND"]);
     Ok(())
@@ -550,7 +539,7 @@ fn resume_and_fork_through_the_sdk() -> TestResult {
             .cloned()
             .unwrap_or_default()
             .iter()
-            .map(texts)
+            .map(text_of)
             .collect())
     };
     assert_eq!(texts(1)?, ["FIRST", "one", "SECOND"]);
