@@ -153,6 +153,45 @@ fn sigterm_during_a_command_ends_its_whole_tree() -> TestResult {
     Ok(())
 }
 
+#[test]
+fn a_background_shell_dies_with_a_sigkilled_carapace() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let wsp = std::fs::canonicalize(ws.path())?;
+    // Touches `alive` every 100 ms for a minute.
+    let command = "while true; do touch alive; sleep 0.1; done";
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_bg",
+            "Bash",
+            json!({"command": command, "run_in_background": true}),
+        )]),
+        // carapace waits here for the model when it is killed.
+        partial_then(Step::Pause(Duration::from_secs(60))),
+    ])?;
+    let mut child = spawn(&server, &wsp, &["-p", "hello", "--allowedTools", "Bash"])?;
+    wait_for_requests(&server, 2)?;
+    let alive = wsp.join("alive");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !alive.exists() {
+        if Instant::now() > deadline {
+            return Err("the background shell never started".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGKILL: none of carapace's own clean-up runs. The call's init sees
+    // its output pipe break and takes the namespace down with it.
+    child.kill()?;
+    child.wait()?;
+    std::thread::sleep(Duration::from_millis(1000));
+    std::fs::remove_file(&alive)?;
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        !alive.exists(),
+        "the background shell outlived a SIGKILLed carapace"
+    );
+    Ok(())
+}
+
 /// A reply that streams a text block, then does `step` (stalls, sends
 /// raw bytes) before the message would end.
 fn partial_then(step: Step) -> Reply {
