@@ -508,6 +508,17 @@ fn plan_mode_ends_only_through_an_approved_exit_plan_mode() -> TestResult {
         ]),
     )?;
     assert_eq!(out.status, Some(0), "{}", out.stderr);
+    // As Claude Code prints it: the new mode, then the call's result.
+    let printed = lines(&out.stdout)?;
+    let status = printed
+        .iter()
+        .position(|l| l["subtype"] == "status" && l["permissionMode"] == "default")
+        .ok_or("no status line")?;
+    let exit_result = printed
+        .iter()
+        .position(|l| l["type"] == "user" && l["message"]["content"][0]["tool_use_id"] == "exit")
+        .ok_or("no result line")?;
+    assert!(status < exit_result, "{printed:?}");
     let results = results_of(&server.requests()[3].body);
     let by_id = |id: &str| by_id(&results, id);
     assert!(by_id("before").1, "{results:?}");

@@ -629,6 +629,14 @@ fn can_use_tool_approves_the_plan_and_plan_mode_ends() -> TestResult {
         .filter_map(|n| n["asked"].as_str())
         .collect();
     assert_eq!(asked, ["ExitPlanMode", "Write"], "{:?}", run.lines);
+    // The SDK hears of the new mode, as Claude Code tells it.
+    assert!(
+        run.of("SystemMessage")
+            .iter()
+            .any(|m| m["subtype"] == "status" && m["data"]["permissionMode"] == "default"),
+        "{:?}",
+        run.lines
+    );
     let approved = result_of(&run, 1, "toolu_plan")?;
     assert!(content(&approved).contains("approved"), "{approved}");
     assert_eq!(std::fs::read_to_string(run.ws.join("planned.txt"))?, "done");

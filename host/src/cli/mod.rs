@@ -739,6 +739,21 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let queue = Arc::new(InputQueue::new());
     let turn = TurnSlot::default();
     let model_cell = Arc::new(std::sync::Mutex::new(config.model.clone()));
+    if let Some(tool) = &session.exit_plan_mode {
+        // As Claude Code: a `system`/`status` line with the new mode.
+        let (out, session_id) = (printer.clone(), session.id.clone());
+        tool.announce_with(Box::new(move |mode| {
+            use crate::control::LineOut;
+            out.line(serde_json::json!({
+                "type": "system",
+                "subtype": "status",
+                "status": null,
+                "permissionMode": mode.as_str(),
+                "uuid": uuid::Uuid::new_v4().to_string(),
+                "session_id": session_id,
+            }));
+        }));
+    }
     web_search.connect(crate::tools::web_search::SearchModel {
         model: model.clone(),
         name: model_cell.clone(),

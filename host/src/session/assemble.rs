@@ -489,12 +489,12 @@ impl SessionBuilder {
                 }
             }
         }
+        let mut exit_plan_mode = None;
         if !matches!(self.tools, ToolSet::Plugin(_)) {
             use crate::tools::exit_plan_mode::{ExitPlanModeTool, ceiling, definition};
-            let tool = ExitPlanModeTool {
-                mode: policy.mode_cell().clone(),
-            };
-            registry.add_native_within(definition(), Arc::new(tool), ceiling())?;
+            let tool = Arc::new(ExitPlanModeTool::new(policy.mode_cell().clone()));
+            registry.add_native_within(definition(), tool.clone(), ceiling())?;
+            exit_plan_mode = Some(tool);
             if let Some(search) = &self.web_search {
                 use crate::tools::web_search::{ceiling, definition};
                 registry.add_native_within(definition(), search.clone(), ceiling())?;
@@ -626,6 +626,7 @@ impl SessionBuilder {
             agents,
             source,
             transcript,
+            exit_plan_mode,
         })
     }
 }

@@ -84,6 +84,8 @@ pub struct Session {
     pub sdk_mcp_servers: Vec<String>,
     /// The agent types the Agent tool offers (empty without it).
     pub agents: Vec<crate::subagents::AgentDefinition>,
+    /// The plan-exit tool, to be told how to announce a mode change.
+    pub exit_plan_mode: Option<Arc<crate::tools::exit_plan_mode::ExitPlanModeTool>>,
 }
 
 /// How a session started, as SessionStart hooks are told (`source`).

@@ -38,9 +38,28 @@ pub fn ceiling() -> Ceiling {
         .ending_plan_mode()
 }
 
+/// Told of the new mode when the tool changes it (print mode: the
+/// `system`/`status` line Claude Code prints).
+pub type ModeAnnouncer = Box<dyn Fn(PermissionMode) + Send + Sync>;
+
 /// Leaves plan mode for the default mode, once the call was approved.
 pub struct ExitPlanModeTool {
-    pub mode: ModeCell,
+    mode: ModeCell,
+    announce: std::sync::OnceLock<ModeAnnouncer>,
+}
+
+impl ExitPlanModeTool {
+    pub fn new(mode: ModeCell) -> Self {
+        Self {
+            mode,
+            announce: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Who is told when the mode changes (set once the output exists).
+    pub fn announce_with(&self, announce: ModeAnnouncer) {
+        let _ = self.announce.set(announce);
+    }
 }
 
 impl NativeTool for ExitPlanModeTool {
@@ -61,6 +80,9 @@ impl NativeTool for ExitPlanModeTool {
                 ));
             }
             self.mode.set(PermissionMode::Default);
+            if let Some(announce) = self.announce.get() {
+                announce(PermissionMode::Default);
+            }
             let plan = input["plan"].as_str().unwrap_or_default();
             Ok(ToolOutput {
                 content: vec![ToolContent::Text(
