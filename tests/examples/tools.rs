@@ -378,7 +378,8 @@ fn a_component_changed_after_approval_is_refused_until_approved_again() -> TestR
     // A different build under the same name needs approval again: without
     // --yes (and no terminal to ask on) it is not installed.
     let user = User::new()?;
-    assert_eq!(add(&user, &wasm.display().to_string())?.status, Some(0));
+    let added = add(&user, &wasm.display().to_string())?;
+    assert_eq!(added.status, Some(0), "{}", added.stderr);
     let approved = user.installed()?;
     let changed = user.ws().join("word-count-rust.wasm");
     let packed = user.run(&[

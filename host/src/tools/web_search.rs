@@ -220,7 +220,7 @@ impl Found {
                 json!({
                     "query": query,
                     "results": self.links,
-                    "searches": self.searches,
+                    "searchCount": self.searches,
                     "durationSeconds": seconds,
                 })
                 .to_string(),
