@@ -241,7 +241,11 @@ fn bare_runs_with_the_simple_tools_and_nothing_loaded_implicitly() -> TestResult
         config.join("mcp.json"),
         json!({"mcpServers": {"implicit": {"command": "true"}}}).to_string(),
     )?;
-    let server = ScriptedServer::start(vec![Reply::text("ok"), Reply::text("ok")])?;
+    let server = ScriptedServer::start(vec![
+        Reply::text("ok"),
+        Reply::text("ok"),
+        Reply::text("ok"),
+    ])?;
     // The init line, and whether a Stop hook ran.
     let run_with = |extra: &[&str]| -> Result<(Value, bool), Box<dyn std::error::Error>> {
         let output = support::carapace()
@@ -261,6 +265,16 @@ fn bare_runs_with_the_simple_tools_and_nothing_loaded_implicitly() -> TestResult
         Ok((all.swap_remove(0), hooked))
     };
     let (bare, hooked) = run_with(&["--bare"])?;
+    // Agents given explicitly are still offered.
+    let (with_agents, _) = run_with(&[
+        "--bare",
+        "--agents",
+        r#"{"r": {"description": "d", "prompt": "p"}}"#,
+    ])?;
+    assert_eq!(
+        with_agents["tools"],
+        json!(["Bash", "Read", "Edit", "Agent"])
+    );
     // The user's deny rule still applies; no hook ran, no server started.
     assert_eq!(bare["tools"], json!(["Bash", "Read", "Edit"]));
     assert_eq!(bare["mcp_servers"], json!([]));

@@ -531,7 +531,12 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     // As Claude Code: no flag or `default` is every built-in tool, `""`
     // none of them; plugin and MCP tools are offered either way.
     let tools = if cli.tools.is_empty() && cli.bare {
-        ToolSet::Only(BARE_TOOLS.map(String::from).to_vec())
+        let mut bare = BARE_TOOLS.map(String::from).to_vec();
+        // Agents given explicitly are the one thing --bare still offers.
+        if cli.agents.is_some() {
+            bare.push(crate::subagents::AGENT_TOOL.to_string());
+        }
+        ToolSet::Only(bare)
     } else if cli.tools.is_empty() || named == ["default"] {
         ToolSet::All
     } else {
