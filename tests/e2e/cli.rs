@@ -15,10 +15,7 @@ fn spawn(
     cwd: &std::path::Path,
     args: &[&str],
 ) -> std::io::Result<std::process::Child> {
-    support::carapace()
-        .current_dir(cwd)
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
+    support::against(server, cwd)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -26,15 +23,23 @@ fn spawn(
         .spawn()
 }
 
-fn wait_for_requests(server: &ScriptedServer, n: usize) -> Result<(), String> {
+/// Polls `done` every 20 ms for up to 30 s; `Err(why)` if it never holds.
+fn wait_until(mut done: impl FnMut() -> bool, why: &str) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while server.requests().len() < n {
+    while !done() {
         if Instant::now() > deadline {
-            return Err(format!("fewer than {n} requests arrived"));
+            return Err(why.to_string());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(())
+}
+
+fn wait_for_requests(server: &ScriptedServer, n: usize) -> Result<(), String> {
+    wait_until(
+        || server.requests().len() >= n,
+        &format!("fewer than {n} requests arrived"),
+    )
 }
 
 fn signal(child: &std::process::Child, name: &str) -> std::io::Result<()> {
@@ -134,13 +139,7 @@ fn sigterm_during_a_command_ends_its_whole_tree() -> TestResult {
         Reply::text("done"),
     ])?;
     let child = spawn(&server, &wsp, &["-p", "hello", "--allowedTools", "Bash"])?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !wsp.join("started").exists() {
-        if Instant::now() > deadline {
-            return Err("the command never started".into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(|| wsp.join("started").exists(), "the command never started")?;
     signal(&child, "TERM")?;
     let output = child.wait_with_output()?;
     assert!(!output.status.success());
@@ -171,13 +170,7 @@ fn a_background_shell_dies_with_a_sigkilled_carapace() -> TestResult {
     let mut child = spawn(&server, &wsp, &["-p", "hello", "--allowedTools", "Bash"])?;
     wait_for_requests(&server, 2)?;
     let alive = wsp.join("alive");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !alive.exists() {
-        if Instant::now() > deadline {
-            return Err("the background shell never started".into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(|| alive.exists(), "the background shell never started")?;
     // SIGKILL: none of carapace's own clean-up runs. The call's init sees
     // its output pipe break and takes the namespace down with it.
     child.kill()?;
@@ -257,10 +250,7 @@ fn a_stalled_stream_hits_the_idle_timeout_and_is_retried() -> TestResult {
         partial_then(Step::Pause(Duration::from_secs(60))),
         Reply::text("after the retry"),
     ])?;
-    let output = support::carapace()
-        .current_dir(ws.path())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
+    let output = support::against(&server, ws.path())
         .env("CLAUDE_STREAM_IDLE_TIMEOUT_MS", "300")
         .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
         .output()?;
@@ -509,12 +499,9 @@ fn a_project_settings_file_cannot_redirect_the_api() -> TestResult {
                 .to_string(),
         )?;
         let config = tempfile::tempdir()?;
-        let mut command = support::carapace();
+        let mut command = support::against(&legit, ws.path());
         command
-            .current_dir(ws.path())
             .env("CARAPACE_CONFIG_DIR", config.path())
-            .env("ANTHROPIC_BASE_URL", legit.url())
-            .env("ANTHROPIC_API_KEY", "test-key")
             .args(["-p", "hi"]);
         if trust {
             command.arg("--trust-workspace");
@@ -561,11 +548,8 @@ fn denials_are_reported_on_stdout_and_in_the_audit_log() -> TestResult {
     let config = tempfile::tempdir()?;
     let session = "7d8e9f00-1111-4222-8333-944455556666";
     let rule = format!("Read(/{})", secret.display());
-    let output = support::carapace()
-        .current_dir(&wsp)
+    let output = support::against(&server, &wsp)
         .env("CARAPACE_CONFIG_DIR", config.path())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
         .args([
             "-p",
             "read both",
@@ -683,10 +667,7 @@ fn claude_codes_flags_are_honoured_or_refused_by_name() -> TestResult {
     // debug log in its file; the dynamic-sections flag accepted.
     let config = ws.path().join("config");
     let log = ws.path().join("debug.log");
-    let output = support::carapace()
-        .current_dir(ws.path())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
+    let output = support::against(&server, ws.path())
         .env("CARAPACE_CONFIG_DIR", &config)
         .args([
             "-p",

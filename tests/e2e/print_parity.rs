@@ -87,10 +87,7 @@ fn json_schema_ends_structured_output_retry_exhausted() -> TestResult {
         structured("toolu_3", json!({"name": "Ada", "age": "old"})),
         structured("toolu_4", json!({"name": "Ada", "age": 36})),
     ])?;
-    let output = support::carapace()
-        .current_dir(ws.path())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
+    let output = support::against(&server, ws.path())
         .env("MAX_STRUCTURED_OUTPUT_RETRIES", "4")
         .args(stream_json(&["--json-schema", PERSON]))
         .output()?;
@@ -248,10 +245,7 @@ fn bare_runs_with_the_simple_tools_and_nothing_loaded_implicitly() -> TestResult
     ])?;
     // The init line, and whether a Stop hook ran.
     let run_with = |extra: &[&str]| -> Result<(Value, bool), Box<dyn std::error::Error>> {
-        let output = support::carapace()
-            .current_dir(ws.path())
-            .env("ANTHROPIC_BASE_URL", server.url())
-            .env("ANTHROPIC_API_KEY", "test-key")
+        let output = support::against(&server, ws.path())
             .env("CARAPACE_CONFIG_DIR", &config)
             .args(stream_json(extra))
             .arg("--include-hook-events")

@@ -33,11 +33,8 @@ impl Home {
     }
 
     fn command(&self, server: &ScriptedServer, args: &[&str]) -> std::process::Command {
-        let mut command = support::carapace();
+        let mut command = support::against(server, &self.ws);
         command
-            .current_dir(&self.ws)
-            .env("ANTHROPIC_BASE_URL", server.url())
-            .env("ANTHROPIC_API_KEY", "test-key")
             .env("CARAPACE_CONFIG_DIR", &self.config)
             .args(["--output-format", "stream-json", "--verbose"])
             .args(args);

@@ -173,10 +173,7 @@ fn a_background_child_reports_through_a_task_notification() -> TestResult {
         Reply::text("SUBAGENT_PARENT_OK"),
     ])?;
     let config = ws.path().join("config");
-    let output = support::carapace()
-        .current_dir(ws.path())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
+    let output = support::against(&server, ws.path())
         .env("CARAPACE_CONFIG_DIR", &config)
         .args([
             "-p",
@@ -374,10 +371,7 @@ fn a_childs_transcript_is_kept_beside_its_parents() -> TestResult {
         Reply::text("CHILD ANSWER TO KEEP"),
         Reply::text("done"),
     ])?;
-    let output = support::carapace()
-        .current_dir(ws.path())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
+    let output = support::against(&server, ws.path())
         .env("CARAPACE_CONFIG_DIR", &config)
         .args([
             "-p",
@@ -427,10 +421,7 @@ fn subagent_stop_hooks_see_the_child_end_and_are_capped() -> TestResult {
         Reply::text("second try"),
         Reply::text("parent done"),
     ])?;
-    let output = support::carapace()
-        .current_dir(ws.path())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
+    let output = support::against(&server, ws.path())
         .env("CARAPACE_STOP_HOOK_BLOCK_CAP", "1")
         .args(["-p", "delegate", "--settings", &settings])
         .output()?;
@@ -473,10 +464,7 @@ fn ending_the_parent_ends_its_children() -> TestResult {
         Reply::text("never"),
         Reply::text("never"),
     ])?;
-    let mut child = support::carapace()
-        .current_dir(ws.path())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
+    let mut child = support::against(&server, ws.path())
         .args(["-p", "delegate", "--permission-mode", "bypassPermissions"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

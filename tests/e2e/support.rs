@@ -33,19 +33,24 @@ fn cache_root() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("carapace-cache")
 }
 
+/// The binary in `cwd` with the scripted server as the API (arguments and
+/// further variables are the caller's).
+pub fn against(server: &ScriptedServer, cwd: &Path) -> Command {
+    let mut command = carapace();
+    command
+        .current_dir(cwd)
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key");
+    command
+}
+
 /// Runs `carapace ARGS` in `cwd` with the scripted server as the API.
 pub fn run(
     server: &ScriptedServer,
     cwd: &Path,
     args: &[&str],
 ) -> Result<Run, Box<dyn std::error::Error>> {
-    let output = carapace()
-        .current_dir(cwd)
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .args(args)
-        .output()?;
-    Run::from_output(output)
+    Run::from_output(against(server, cwd).args(args).output()?)
 }
 
 impl Run {

@@ -133,7 +133,7 @@ impl BackgroundShells {
         let temp_dir = private_temp_dir()?;
         let (mut process, plan, absent) = self.config.command(command, temp_dir.path())?;
         let sweep = if plan.uses(SandboxLayer::ProtectedPaths) {
-            Sweep(absent.clone())
+            Sweep(absent)
         } else {
             Sweep::default()
         };
@@ -152,14 +152,7 @@ impl BackgroundShells {
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let stderr = child.stderr.take().ok_or("no stderr")?;
         let running = RunningHelper(Some(child), sweep);
-        tokio::spawn(watch(
-            shell.clone(),
-            running,
-            stdout,
-            stderr,
-            temp_dir,
-            absent,
-        ));
+        tokio::spawn(watch(shell.clone(), running, stdout, stderr, temp_dir));
         self.shells
             .lock()
             .map_err(|_| "the shell registry is unusable")?
@@ -278,7 +271,6 @@ async fn watch(
     stdout: tokio::process::ChildStdout,
     stderr: tokio::process::ChildStderr,
     temp_dir: tempfile::TempDir,
-    absent: Vec<std::path::PathBuf>,
 ) {
     let out = tokio::spawn(pump(shell.clone(), stdout, false));
     let err = tokio::spawn(pump(shell.clone(), stderr, true));
@@ -297,12 +289,11 @@ async fn watch(
     kill_group(pid);
     let _ = out.await;
     let _ = err.await;
-    let sweep = running.1.clone();
-    if !sweep.0.is_empty() {
-        for note in remove_created(&absent) {
-            if let Ok(mut unread) = shell.unread.lock() {
-                unread.push(true, format!("\ncarapace: {note}\n").as_bytes());
-            }
+    // The protected paths it created (none are listed when that layer is
+    // off).
+    for note in remove_created(&running.1.0) {
+        if let Ok(mut unread) = shell.unread.lock() {
+            unread.push(true, format!("\ncarapace: {note}\n").as_bytes());
         }
     }
     let _ = tokio::task::spawn_blocking(move || drop(temp_dir)).await;
