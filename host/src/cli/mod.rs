@@ -749,14 +749,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         let (out, session_id) = (printer.clone(), session.id.clone());
         tool.announce_with(Box::new(move |mode| {
             use crate::control::LineOut;
-            out.line(serde_json::json!({
-                "type": "system",
-                "subtype": "status",
-                "status": null,
-                "permissionMode": mode.as_str(),
-                "uuid": uuid::Uuid::new_v4().to_string(),
-                "session_id": session_id,
-            }));
+            out.line(crate::control::mode_status_line(&session_id, mode));
         }));
     }
     web_search.connect(crate::tools::web_search::SearchModel {
@@ -979,8 +972,6 @@ async fn connect_sdk_servers(session: &Session, controller: &Controller) -> anyh
     Ok(())
 }
 
-/// carapace's system prompt, or the one the flags give, with the appended
-/// text after it.
 /// The agent type the session runs as (`--agent`, else the `agent`
 /// setting), among the session's definitions.
 fn main_agent<'s>(
@@ -1002,6 +993,8 @@ fn main_agent<'s>(
     }
 }
 
+/// carapace's system prompt (the main agent's before it), or the one the
+/// flags give, with the appended text after it.
 fn session_system_prompt(
     cli: &Cli,
     cwd: &std::path::Path,

@@ -13,7 +13,7 @@ mod session;
 
 pub use mcp::SdkMcpLine;
 pub use prompt::SdkPrompter;
-pub use session::{AgentAdder, SessionControl, TurnSlot};
+pub use session::{AgentAdder, SessionControl, TurnSlot, mode_status_line};
 
 use serde_json::{Value, json};
 use std::collections::HashMap;

@@ -7,6 +7,19 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
+/// The `system`/`status` line Claude Code prints when the permission mode
+/// changes (the SDK's `set_permission_mode`, an approved ExitPlanMode).
+pub fn mode_status_line(session_id: &str, mode: PermissionMode) -> Value {
+    json!({
+        "type": "system",
+        "subtype": "status",
+        "status": null,
+        "permissionMode": mode.as_str(),
+        "uuid": uuid::Uuid::new_v4().to_string(),
+        "session_id": session_id,
+    })
+}
+
 /// The running turn's cancellation: print mode sets it at each turn;
 /// `interrupt` cancels it (the session goes on with the next message).
 #[derive(Clone, Default)]
@@ -83,14 +96,7 @@ impl SessionControl {
                     return Err("bypassPermissions needs the session to start with --dangerously-skip-permissions or --allow-dangerously-skip-permissions".into());
                 }
                 self.mode.set(mode);
-                channel.line(json!({
-                    "type": "system",
-                    "subtype": "status",
-                    "status": null,
-                    "permissionMode": mode.as_str(),
-                    "uuid": uuid::Uuid::new_v4().to_string(),
-                    "session_id": self.session_id,
-                }));
+                channel.line(mode_status_line(&self.session_id, mode));
                 Ok(json!({"mode": mode.as_str()}))
             }
             Some("set_model") => {

@@ -94,11 +94,13 @@ enum ToolProvider {
     Native(Arc<dyn NativeTool>),
 }
 
-/// A tool the host runs itself because it drives the loop (the Agent tool
-/// runs a child loop). It holds no grant: whatever it does goes through
-/// the pipeline again, call by call.
+/// A tool the host runs itself because it drives the session rather than
+/// touching the system: the Agent tool runs a child loop, ExitPlanMode
+/// changes the mode, WebSearch asks the model, BashOutput and KillShell
+/// reach the host's background shells. It holds no grant: whatever a child
+/// or a shell does went through the pipeline call by call.
 pub trait NativeTool: Send + Sync {
-    /// Children run concurrently when the model starts several.
+    /// Whether several calls may run at once (the Agent tool's children do).
     fn concurrency_safe(&self) -> bool;
 
     fn call<'a>(
@@ -624,8 +626,7 @@ impl ToolRegistry {
         Ok(())
     }
 
-    /// Keeps only the named tools (`--tools`), in the order given.
-    /// `--tools`: which first-party tools are offered, in this order. As
+    /// `--tools`: which built-in tools are offered, in this order. As
     /// in Claude Code, the list chooses from the built-in set only: plugin
     /// and MCP tools stay (the rules decide about them).
     pub fn select(mut self, names: &[String]) -> Result<Self, RegistryError> {

@@ -155,18 +155,6 @@ impl ToolPipeline {
         }
     }
 
-    /// Offers a tool the host runs itself (the Agent tool).
-    pub fn add_native_tool(
-        &self,
-        definition: crate::sandbox::ToolDefinition,
-        tool: Arc<dyn crate::tools::NativeTool>,
-    ) -> Result<(), crate::tools::RegistryError> {
-        match self.registry.write() {
-            Ok(mut registry) => registry.add_native(definition, tool),
-            Err(_) => Ok(()),
-        }
-    }
-
     /// Offers a server's tools from the next request on (the Agent SDK's
     /// servers, connected after the session started); returns warnings.
     pub fn add_mcp_server(&self, server: &Arc<crate::mcp::McpServer>) -> Vec<String> {
