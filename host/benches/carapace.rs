@@ -1263,6 +1263,7 @@ fn policy_benches(file: &Path) -> BenchResult {
     }
     let policy = Policy::from_config(PolicyConfig {
         mode: PermissionMode::Default,
+        bypass_allowed: false,
         rules: RuleSet::new(rules),
         cwd: cwd.clone(),
         additional_dirs: vec![],

@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod cli;
 pub mod control;
+pub mod files;
 pub mod hooks;
 pub mod mcp;
 pub mod model;

@@ -90,6 +90,7 @@ impl World {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Policy::from_config(PolicyConfig {
             mode,
+            bypass_allowed: false,
             rules: RuleSet::new(rules),
             cwd: self.ws.clone(),
             additional_dirs: vec![],

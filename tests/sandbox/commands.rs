@@ -75,6 +75,7 @@ async fn bench(setup: Setup) -> Result<Bench, BoxError> {
         .collect::<Result<Vec<_>, _>>()?;
     let policy = Policy::from_config(PolicyConfig {
         mode: setup.mode.unwrap_or(PermissionMode::BypassPermissions),
+        bypass_allowed: false,
         rules: RuleSet::new(rules),
         cwd: ws.clone(),
         additional_dirs: vec![],

@@ -182,7 +182,7 @@ async fn the_mode_changes_mid_session_for_the_policy_and_the_hooks() -> TestResu
     )?;
     p.user_settings(json!({"hooks": {"PreToolUse": [{"matcher": "Read",
         "hooks": [command_probe(&p.ws)]}]}}))?;
-    let session = p.builder().build().await?;
+    let session = p.builder().allow_bypass_mode(true).build().await?;
     let seen = Seen::default();
     session.hooks.observe(Box::new(seen.clone()));
     let far = p.elsewhere.join("far.txt");
@@ -190,7 +190,10 @@ async fn the_mode_changes_mid_session_for_the_policy_and_the_hooks() -> TestResu
     let asked = read(&session, &far).await;
     assert!(asked.is_error, "default mode asks, print mode refuses");
 
-    session.set_permission_mode(PermissionMode::BypassPermissions);
+    session.set_permission_mode(
+        PermissionMode::BypassPermissions,
+        carapace::policy::ModeChangeBy::ControlRequest,
+    )?;
     assert_eq!(session.mode(), PermissionMode::BypassPermissions);
     let allowed = read(&session, &far).await;
     assert!(!allowed.is_error, "{allowed:?}");

@@ -95,6 +95,7 @@ fn bench_reaching(
             .collect::<Result<Vec<_>, _>>()?;
         let policy = Policy::from_config(PolicyConfig {
             mode,
+            bypass_allowed: false,
             rules: RuleSet::new(rules),
             cwd: ws.clone(),
             additional_dirs: vec![],

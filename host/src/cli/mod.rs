@@ -583,6 +583,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         .rules(cli.allowed_tools.clone(), cli.disallowed_tools.clone())
         .add_dirs(cli.add_dir.clone())
         .session_id(cli.session_id.map(|id| id.to_string()))
+        .allow_bypass_mode(cli.allow_dangerously_skip_permissions)
         .tools(tools)
         .mcp(McpSetup {
             configs: cli.mcp_config.clone(),
@@ -744,13 +745,18 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let queue = Arc::new(InputQueue::new());
     let turn = TurnSlot::default();
     let model_cell = Arc::new(std::sync::Mutex::new(config.model.clone()));
-    if let Some(tool) = &session.exit_plan_mode {
-        // As Claude Code: a `system`/`status` line with the new mode.
+    {
+        // As Claude Code: a `system`/`status` line for every mode change,
+        // whoever made it (the mode's gate tells).
         let (out, session_id) = (printer.clone(), session.id.clone());
-        tool.announce_with(Box::new(move |mode| {
-            use crate::control::LineOut;
-            out.line(crate::control::mode_status_line(&session_id, mode));
-        }));
+        session
+            .pipeline
+            .policy()
+            .mode_cell()
+            .on_change(Box::new(move |mode| {
+                use crate::control::LineOut;
+                out.line(crate::control::mode_status_line(&session_id, mode));
+            }));
     }
     web_search.connect(crate::tools::web_search::SearchModel {
         model: model.clone(),
@@ -797,9 +803,6 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                     mcp_servers: std::sync::Mutex::new(session.mcp_status()),
                     api_key_source: api_key_source.to_string(),
                     hooks: session.hooks.clone(),
-                    bypass_allowed: mode == Some(PermissionMode::BypassPermissions)
-                        || session.mode() == PermissionMode::BypassPermissions
-                        || cli.allow_dangerously_skip_permissions,
                     add_agents: Some({
                         let (tool, pipeline) = (agent_tool.clone(), session.pipeline.clone());
                         Box::new(move |agents: &serde_json::Value| {

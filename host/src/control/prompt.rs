@@ -4,7 +4,7 @@
 //! question, and an input it rewrites is decided again by the pipeline.
 
 use super::ControlChannel;
-use crate::policy::{ModeCell, PermissionMode};
+use crate::policy::{ModeCell, ModeChangeBy, PermissionMode};
 use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -39,8 +39,15 @@ impl SdkPrompter {
         for update in updates.as_array().into_iter().flatten() {
             match update["type"].as_str() {
                 Some("setMode") => match update["mode"].as_str().and_then(PermissionMode::parse) {
-                    Some(mode) => self.mode.set(mode),
-                    None => tracing::warn!("updatedPermissions: unknown mode in {update}"),
+                    Some(mode) => {
+                        if let Err(refused) = self.mode.change(mode, ModeChangeBy::PermissionAnswer)
+                        {
+                            eprintln!("carapace: warning: {refused}; the mode stays as it was");
+                        }
+                    }
+                    None => eprintln!(
+                        "carapace: warning: the SDK's permission update {update} names no known mode; nothing changed"
+                    ),
                 },
                 Some("addRules") => {
                     let behavior = update["behavior"].as_str().unwrap_or_default();

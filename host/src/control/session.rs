@@ -2,7 +2,7 @@
 
 use super::ControlChannel;
 use crate::hooks::{HookCallbacks, HookRuntime};
-use crate::policy::{ModeCell, PermissionMode};
+use crate::policy::{ModeCell, ModeChangeBy, PermissionMode};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -65,9 +65,6 @@ pub struct SessionControl {
     pub api_key_source: String,
     /// Where `initialize` registers the SDK's hook callbacks.
     pub hooks: Arc<HookRuntime>,
-    /// Whether the mode may become bypassPermissions (started in it, or
-    /// `--allow-dangerously-skip-permissions`).
-    pub bypass_allowed: bool,
     /// Takes the SDK's agent definitions (`initialize`'s `agents`).
     pub add_agents: Option<AgentAdder>,
 }
@@ -92,11 +89,11 @@ impl SessionControl {
                         "unknown permission mode `{wanted}` (default, acceptEdits, plan, dontAsk, bypassPermissions)"
                     )
                 })?;
-                if mode == PermissionMode::BypassPermissions && !self.bypass_allowed {
-                    return Err("bypassPermissions needs the session to start with --dangerously-skip-permissions or --allow-dangerously-skip-permissions".into());
-                }
-                self.mode.set(mode);
-                channel.line(mode_status_line(&self.session_id, mode));
+                // The gate announces the change (the session's listener
+                // prints the status line).
+                self.mode
+                    .change(mode, ModeChangeBy::ControlRequest)
+                    .map_err(|e| e.to_string())?;
                 Ok(json!({"mode": mode.as_str()}))
             }
             Some("set_model") => {

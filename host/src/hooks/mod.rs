@@ -657,6 +657,10 @@ fn grant_for(spec: &HookSpec, home: &Path, config_dir: &Path) -> Result<Grant, H
                     return Err(bad(raw, format!("{reason}; hooks are never granted it")));
                 }
             }
+            // Grants are resolved in the host: /proc/self is carapace.
+            if let Some(reason) = crate::sandbox::refused_process_info(&path, true) {
+                return Err(bad(raw, reason));
+            }
             if access == FileAccess::Write {
                 // An audit directory that does not exist yet is made.
                 std::fs::create_dir_all(&path)

@@ -225,6 +225,9 @@ impl Manifest {
         let mut ceiling = Ceiling::none();
         for root in &self.ceiling.files {
             let path = expand(&root.path, places).map_err(|r| invalid("ceiling.files", r))?;
+            if let Some(reason) = crate::sandbox::refused_process_info(Path::new(&path), false) {
+                return Err(invalid("ceiling.files", reason));
+            }
             let access = match root.access {
                 Access::Read => FileAccess::Read,
                 Access::Write => FileAccess::Write,

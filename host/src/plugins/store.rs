@@ -197,7 +197,7 @@ impl PluginStore {
     /// Stores `wasm` and its record, replacing any earlier version.
     pub fn put(&self, record: &InstalledPlugin, wasm: &[u8]) -> Result<(), StoreError> {
         let dir = self.dir.join(record.name());
-        std::fs::create_dir_all(&dir).map_err(io("creating", &dir))?;
+        crate::files::create_dir_all(&dir).map_err(io("creating", &dir))?;
         let previous = self.get(record.name()).ok();
         write_atomically(&dir.join(record.component_file()), wasm)?;
         let json = serde_json::to_vec_pretty(record).map_err(|e| StoreError::Record {

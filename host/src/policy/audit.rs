@@ -68,15 +68,7 @@ impl AuditLog {
             return;
         };
         if file.is_none() {
-            let opened = path
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| {
-                    std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(path)
-                });
+            let opened = crate::files::open_append(path);
             match opened {
                 Ok(f) => *file = Some(f),
                 Err(e) => {

@@ -207,6 +207,9 @@ pub struct Verdict {
 #[derive(Debug, Clone)]
 pub struct PolicyConfig {
     pub mode: PermissionMode,
+    /// Whether the mode may later become bypassPermissions
+    /// (`--allow-dangerously-skip-permissions`; always when it starts there).
+    pub bypass_allowed: bool,
     pub rules: RuleSet,
     pub cwd: PathBuf,
     /// Further working directories (`permissions.additionalDirectories`).
@@ -227,6 +230,7 @@ impl PolicyConfig {
             .unwrap_or_else(|| PathBuf::from("/"));
         Self {
             mode,
+            bypass_allowed: false,
             rules: RuleSet::default(),
             cwd: cwd.to_path_buf(),
             additional_dirs: Vec::new(),
@@ -272,7 +276,7 @@ impl Policy {
         let mut working_dirs = vec![real(&config.cwd)];
         working_dirs.extend(config.additional_dirs.iter().map(|d| real(d)));
         Self {
-            mode: ModeCell::new(config.mode),
+            mode: ModeCell::new(config.mode, config.bypass_allowed),
             rules: config.rules,
             working_dirs,
             home: real(&config.home),
@@ -487,6 +491,16 @@ impl Policy {
             );
         }
         let analysis = analyse(command);
+        if let Analysis::Exceeds(exceeded) = &analysis {
+            // Nothing could be checked: refused in every mode. A long
+            // script is better written to a file and run.
+            return Need::Deny(
+                format!(
+                    "The command was not run: {exceeded}. Write a long or deeply nested script to a file with Write, then run the file."
+                ),
+                Basis::of(BasisKind::Input),
+            );
+        }
         if let Some(rule) = self
             .rules
             .matching(RuleKind::Deny, Subject::Command(&analysis))
@@ -1083,7 +1097,10 @@ mod tests {
         assert_eq!(given.basis.kind, BasisKind::Approval);
         // The mode is read at each decision: changing the session's mode
         // changes the next verdict.
-        policy.mode_cell().set(PermissionMode::DontAsk);
+        policy.mode_cell().change(
+            PermissionMode::DontAsk,
+            crate::policy::ModeChangeBy::ControlRequest,
+        )?;
         let denied = policy.decide(&CallRequest::new("Read", &away, &ceiling));
         assert!(matches!(denied.outcome, Outcome::Deny(_)));
         Ok(())

@@ -29,7 +29,7 @@ pub use decision::{
     Approval, Basis, BasisKind, CallRequest, HookAnswer, Outcome, Policy, PolicyConfig, Question,
     Verdict,
 };
-pub use modes::{ModeCell, PermissionMode};
+pub use modes::{ModeCell, ModeChangeBy, ModeListener, ModeRefused, PermissionMode};
 pub use paths::{lexical_absolute, resolve_symlinks};
 pub use protected::{SHELL_START_UP, TreeTooLarge, protected_entries, protected_reason};
 pub use read_denials::ReadDenials;

@@ -13,7 +13,7 @@
 use nix::errno::Errno;
 use nix::fcntl::{AT_FDCWD, OFlag, openat};
 use nix::sys::stat::{FileStat, Mode, SFlag, fstat, mkdirat};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
 /// A file's identity: what a decision is bound to.
@@ -67,6 +67,10 @@ impl Bound {
             is_file: self.is_file(),
             is_dir: self.is_dir(),
         }
+    }
+
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 
     pub fn is_file(&self) -> bool {

@@ -120,7 +120,7 @@ impl ComponentCache {
     /// when the cache directory cannot hold one (compiling without it is
     /// still correct, only slower).
     fn lock(&self, artefact: &Path) -> Option<std::fs::File> {
-        create_private_dir(&self.dir).ok()?;
+        crate::files::create_dir_all(&self.dir).ok()?;
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -156,7 +156,7 @@ impl ComponentCache {
     }
 
     fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {
-        create_private_dir(&self.dir)?;
+        crate::files::create_dir_all(&self.dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
         std::io::Write::write_all(&mut tmp, compiled)?;
         tmp.as_file().sync_all()?;
@@ -169,14 +169,6 @@ impl ComponentCache {
 /// cache and pinned when installed.
 pub fn digest(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
 }
 
 #[allow(unsafe_code)]

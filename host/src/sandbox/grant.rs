@@ -88,6 +88,8 @@ pub enum GrantError {
     Preopen { path: PathBuf, reason: String },
     #[error("cannot save `{path}` after the call: {reason}")]
     Commit { path: PathBuf, reason: String },
+    #[error("{0}")]
+    ProcessInfo(String),
 }
 
 impl Grant {
@@ -269,6 +271,9 @@ impl Grant {
             let dir = bound::open_dir(&tree.path, false)
                 .map_err(|e| preopen_error(e.to_string()))?
                 .ok_or_else(|| preopen_error("it does not exist".into()))?;
+            if let Some(reason) = super::procfs::refused_fd(&dir, &tree.path, true) {
+                return Err(GrantError::ProcessInfo(reason));
+            }
             let through = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
             preopen(wasi, &through, &tree.path, perms)?;
         }
@@ -437,6 +442,9 @@ fn stage_file(
         }
         Err(e) => return Err(staging_error(e.to_string())),
     };
+    if let Some(reason) = super::procfs::refused_fd(opened.fd(), &file.host, opened.is_dir()) {
+        return Err(GrantError::ProcessInfo(reason));
+    }
     let facts = opened.facts();
     match file.decided {
         Decided::Present(decided) if decided != facts.id => return Err(replaced()),

@@ -21,6 +21,7 @@ mod http;
 mod limits;
 pub mod mcp;
 pub mod process;
+mod procfs;
 mod staging;
 mod tool;
 
@@ -39,6 +40,7 @@ pub use process::{
     BackgroundShells, CommandOutput, DeniedPaths, ProcessConfig, SandboxLayer, ShellReport,
     ShellStatus,
 };
+pub use procfs::refused_path as refused_process_info;
 pub use staging::STAGING_PREFIX;
 pub use tool::{
     CallContext, CallPlan, Capability, FileStamp, InterruptBehavior, ReadLedger,

@@ -2,7 +2,7 @@
 //! session is put together from it.
 
 use super::transcript::{
-    Opening, Transcript, TranscriptError, latest, load, project_dir, transcript_path,
+    Opening, Transcript, TranscriptError, is_session_id, latest, load, project_dir, transcript_path,
 };
 use super::{Session, SessionPaths, StartSource};
 use crate::hooks::{HookConfigError, HookLoadError, HookRuntime};
@@ -101,6 +101,7 @@ pub struct SessionBuilder {
     disallowed: Vec<String>,
     add_dirs: Vec<PathBuf>,
     session_id: Option<String>,
+    bypass_allowed: bool,
     tools: ToolSet,
     mcp: Option<McpSetup>,
     hooks: bool,
@@ -132,6 +133,7 @@ impl SessionBuilder {
             disallowed: Vec::new(),
             add_dirs: Vec::new(),
             session_id: None,
+            bypass_allowed: false,
             tools: ToolSet::All,
             mcp: None,
             hooks: true,
@@ -239,6 +241,13 @@ impl SessionBuilder {
         self
     }
 
+    /// `--allow-dangerously-skip-permissions`: the mode may later become
+    /// bypassPermissions (a session started in it always may).
+    pub fn allow_bypass_mode(mut self, allowed: bool) -> Self {
+        self.bypass_allowed = allowed;
+        self
+    }
+
     pub fn session_id(mut self, id: Option<String>) -> Self {
         self.session_id = id;
         self
@@ -323,6 +332,20 @@ impl SessionBuilder {
             &cwd,
             &home,
         )?;
+        if let Some(id) = self.session_id.as_ref().filter(|id| !is_session_id(id)) {
+            return Err(SessionError::Invalid(format!(
+                "`{id}` is not a session id (letters, digits, - and _)"
+            )));
+        }
+        // Folders an earlier version left readable by every account.
+        if config_dir.is_dir()
+            && let Err(e) = crate::files::ensure_private_dir(&config_dir)
+        {
+            warnings.push(format!(
+                "{} is readable by other accounts and cannot be made private: {e}",
+                config_dir.display()
+            ));
+        }
         // A transcript to resume is read (and refused if damaged) before
         // anything is written.
         let projects = project_dir(&config_dir, &cwd);
@@ -332,12 +355,7 @@ impl SessionBuilder {
                 let id = match resume {
                     // An id names a file in this workspace's folder, never
                     // a path.
-                    Resume::Id(id)
-                        if id.is_empty()
-                            || !id
-                                .chars()
-                                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') =>
-                    {
+                    Resume::Id(id) if !is_session_id(id) => {
                         return Err(SessionError::Invalid(format!(
                             "--resume: `{id}` is not a session id (letters, digits, - and _)"
                         )));
@@ -406,6 +424,7 @@ impl SessionBuilder {
         additional_dirs.push(spill_dir.clone());
         let policy = Policy::from_config(PolicyConfig {
             mode,
+            bypass_allowed: self.bypass_allowed,
             rules: RuleSet::new(rules),
             cwd: cwd.clone(),
             additional_dirs,
@@ -426,6 +445,9 @@ impl SessionBuilder {
             read_denied,
             allow_network: settings.sandbox_network.unwrap_or(false),
             require_os_sandbox: settings.sandbox_required.unwrap_or(true),
+            temp_limit: settings
+                .sandbox_temp_max_mb
+                .map_or(crate::sandbox::process::DEFAULT_TEMP_LIMIT, |mb| mb << 20),
             ..ProcessConfig::new(&cwd)
         };
         let sandbox = Sandbox::new(SandboxConfig {
@@ -489,12 +511,10 @@ impl SessionBuilder {
                 }
             }
         }
-        let mut exit_plan_mode = None;
         if !matches!(self.tools, ToolSet::Plugin(_)) {
             use crate::tools::exit_plan_mode::{ExitPlanModeTool, ceiling, definition};
             let tool = Arc::new(ExitPlanModeTool::new(policy.mode_cell().clone()));
-            registry.add_native_within(definition(), tool.clone(), ceiling())?;
-            exit_plan_mode = Some(tool);
+            registry.add_native_within(definition(), tool, ceiling())?;
             if let Some(search) = &self.web_search {
                 use crate::tools::web_search::{ceiling, definition};
                 registry.add_native_within(definition(), search.clone(), ceiling())?;
@@ -626,7 +646,6 @@ impl SessionBuilder {
             agents,
             source,
             transcript,
-            exit_plan_mode,
         })
     }
 }

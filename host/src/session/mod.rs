@@ -16,8 +16,8 @@ mod transcript;
 
 pub use assemble::{HistorySetup, McpSetup, Resume, SessionBuilder, SessionError, ToolSet};
 pub use transcript::{
-    INTERRUPTED_RESULT, Loaded, Opening, TRANSCRIPT_FORMAT, Transcript, TranscriptError, latest,
-    load, project_dir, transcript_path,
+    INTERRUPTED_RESULT, Loaded, Opening, TRANSCRIPT_FORMAT, Transcript, TranscriptError,
+    is_session_id, latest, load, project_dir, transcript_path,
 };
 
 use crate::hooks::HookRuntime;
@@ -84,8 +84,6 @@ pub struct Session {
     pub sdk_mcp_servers: Vec<String>,
     /// The agent types the Agent tool offers (empty without it).
     pub agents: Vec<crate::subagents::AgentDefinition>,
-    /// The plan-exit tool, to be told how to announce a mode change.
-    pub exit_plan_mode: Option<Arc<crate::tools::exit_plan_mode::ExitPlanModeTool>>,
 }
 
 /// How a session started, as SessionStart hooks are told (`source`).
@@ -110,10 +108,14 @@ impl Session {
         self.pipeline.policy().mode()
     }
 
-    /// Changes the mode for the rest of the session: every later decision,
-    /// and what hooks are told, follow it.
-    pub fn set_permission_mode(&self, mode: PermissionMode) {
-        self.pipeline.policy().mode_cell().set(mode);
+    /// Changes the mode for the rest of the session through the mode's one
+    /// gate: every later decision, and what hooks are told, follow it.
+    pub fn set_permission_mode(
+        &self,
+        mode: PermissionMode,
+        by: crate::policy::ModeChangeBy,
+    ) -> Result<(), crate::policy::ModeRefused> {
+        self.pipeline.policy().mode_cell().change(mode, by)
     }
 
     /// A variable for carapace itself: the settings' `env` over the

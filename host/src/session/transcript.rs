@@ -81,6 +81,20 @@ pub fn project_dir(config_dir: &Path, cwd: &Path) -> PathBuf {
     config_dir.join("projects").join(name)
 }
 
+/// The longest session id carapace reads or writes.
+const MAX_ID_LEN: usize = 128;
+
+/// Whether `id` may name a session: letters, digits, `-` and `_`, so that
+/// it names one file inside carapace's folders and never a path. Checked
+/// for ids from the command line and from disk alike.
+pub fn is_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 /// The transcript of session `id` in `dir`.
 pub fn transcript_path(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("{id}.jsonl"))
@@ -99,7 +113,8 @@ pub fn latest(dir: &Path) -> Result<String, TranscriptError> {
         .filter_map(Result::ok)
         .filter_map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let id = name.strip_suffix(".jsonl")?.to_string();
+            let id = name.strip_suffix(".jsonl").filter(|id| is_session_id(id))?;
+            let id = id.to_string();
             let modified = entry.metadata().ok()?.modified().ok()?;
             Some((modified, id))
         })
@@ -181,6 +196,18 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
         .as_str()
         .map(str::to_string)
         .ok_or_else(|| damaged(1, "the header has no session id".into()))?;
+    // The id names the files the session goes on writing: it must be the
+    // file's own name, never a path a crafted header chose.
+    let stem = path.file_stem().and_then(|s| s.to_str());
+    if !is_session_id(&session_id) || stem != Some(session_id.as_str()) {
+        return Err(damaged(
+            1,
+            format!(
+                "the header's session id {session_id:?} is not this file's name ({})",
+                stem.unwrap_or("?")
+            ),
+        ));
+    }
     let entries = parse_lines(&lines[1..]).map_err(|(index, reason)| damaged(index + 2, reason))?;
     let mut messages: Vec<Message> = Vec::new();
     for (index, entry) in entries.into_iter().enumerate() {
@@ -438,7 +465,7 @@ impl Transcript {
         opening: Opening<'_>,
     ) -> Result<Self, TranscriptError> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io(dir))?;
+            crate::files::create_dir_all(dir).map_err(io(dir))?;
         }
         let transcript = match opening {
             Opening::New {
@@ -446,16 +473,12 @@ impl Transcript {
                 history,
                 name,
             } => {
-                let file = OpenOptions::new()
-                    .append(true)
-                    .create_new(true)
-                    .open(&path)
-                    .map_err(|e| match e.kind() {
-                        std::io::ErrorKind::AlreadyExists => {
-                            TranscriptError::AlreadyExists(session_id.to_string())
-                        }
-                        _ => io(&path)(e),
-                    })?;
+                let file = crate::files::create_new(&path).map_err(|e| match e.kind() {
+                    std::io::ErrorKind::AlreadyExists => {
+                        TranscriptError::AlreadyExists(session_id.to_string())
+                    }
+                    _ => io(&path)(e),
+                })?;
                 let transcript = Self {
                     session_id: session_id.to_string(),
                     file: Mutex::new((Some(file), Written::default())),

@@ -69,6 +69,8 @@ struct SandboxFile {
     required: Option<bool>,
     /// Give commands (Bash) network access.
     allow_network: Option<bool>,
+    /// MiB a command may write into its private temp dir.
+    temp_dir_max_mb: Option<u64>,
     /// Host patterns (`localhost:8080`, `10.0.0.5`) that WebFetch and other
     /// HTTP-granted tools may reach although they are internal addresses.
     #[serde(default)]
@@ -163,6 +165,9 @@ pub struct Settings {
     pub sandbox_required: Option<bool>,
     /// `sandbox.allowNetwork`: commands may use the network.
     pub sandbox_network: Option<bool>,
+    /// `sandbox.tempDirMaxMb`: what a command may write into its private
+    /// temp dir (the smallest any file says: a file may only lower it).
+    pub sandbox_temp_max_mb: Option<u64>,
     /// `sandbox.allowInternalAddresses` of the user's own settings: the
     /// only internal (loopback, private, link-local, this machine's)
     /// addresses a tool's outgoing HTTP may reach.
@@ -367,6 +372,10 @@ impl Settings {
                 } else if settings.sandbox_required.is_none() {
                     settings.sandbox_required = Some(required);
                 }
+            }
+            if let Some(mb) = file.sandbox.temp_dir_max_mb {
+                settings.sandbox_temp_max_mb =
+                    Some(settings.sandbox_temp_max_mb.map_or(mb, |m| m.min(mb)));
             }
             if let Some(network) = file.sandbox.allow_network {
                 if from_project && network {

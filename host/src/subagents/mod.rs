@@ -183,8 +183,7 @@ impl SubagentRunner {
                 Err(ToolFailure::Failed(e) | ToolFailure::InvalidInput(e)) => ("failed", e.clone()),
             };
             let output_file = runner.tasks_dir.join(format!("{task}.output"));
-            let kept = std::fs::create_dir_all(&runner.tasks_dir)
-                .and_then(|()| std::fs::write(&output_file, &text));
+            let kept = crate::files::write(&output_file, text.as_bytes());
             if let Err(e) = kept {
                 tracing::warn!(task = %task, "keeping the agent's output failed: {e}");
             }

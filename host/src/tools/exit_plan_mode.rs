@@ -4,7 +4,7 @@
 //! (`--allowedTools ExitPlanMode`) or the permission prompt (the SDK's
 //! `can_use_tool`) approves the plan.
 
-use crate::policy::{Ceiling, ModeCell, PermissionMode};
+use crate::policy::{Ceiling, ModeCell, ModeChangeBy, PermissionMode};
 use crate::sandbox::{CallContext, ToolContent, ToolDefinition, ToolFailure, ToolOutput};
 use crate::tools::NativeTool;
 use futures::future::BoxFuture;
@@ -38,27 +38,14 @@ pub fn ceiling() -> Ceiling {
         .ending_plan_mode()
 }
 
-/// Told of the new mode when the tool changes it (print mode: the
-/// `system`/`status` line Claude Code prints).
-pub type ModeAnnouncer = Box<dyn Fn(PermissionMode) + Send + Sync>;
-
 /// Leaves plan mode for the default mode, once the call was approved.
 pub struct ExitPlanModeTool {
     mode: ModeCell,
-    announce: std::sync::OnceLock<ModeAnnouncer>,
 }
 
 impl ExitPlanModeTool {
     pub fn new(mode: ModeCell) -> Self {
-        Self {
-            mode,
-            announce: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// Who is told when the mode changes (set once the output exists).
-    pub fn announce_with(&self, announce: ModeAnnouncer) {
-        let _ = self.announce.set(announce);
+        Self { mode }
     }
 }
 
@@ -79,10 +66,10 @@ impl NativeTool for ExitPlanModeTool {
                         .into(),
                 ));
             }
-            self.mode.set(PermissionMode::Default);
-            if let Some(announce) = self.announce.get() {
-                announce(PermissionMode::Default);
-            }
+            // The mode's gate announces the change.
+            self.mode
+                .change(PermissionMode::Default, ModeChangeBy::ExitPlanMode)
+                .map_err(|e| ToolFailure::Failed(e.to_string()))?;
             let plan = input["plan"].as_str().unwrap_or_default();
             Ok(ToolOutput {
                 content: vec![ToolContent::Text(

@@ -74,15 +74,37 @@ impl NativeTool for BashOutputTool {
         Box::pin(async move {
             let id = input["bash_id"].as_str().unwrap_or_default();
             let filter = match input["filter"].as_str() {
-                Some(pattern) => Some(regex::Regex::new(pattern).map_err(|e| {
-                    ToolFailure::InvalidInput(format!("filter is not a regular expression: {e}"))
-                })?),
+                Some(pattern) => Some(output_filter(pattern)?),
                 None => None,
             };
             let report = self.shells.read(id).map_err(ToolFailure::Failed)?;
             Ok(render(report, filter.as_ref()))
         })
     }
+}
+
+/// The longest `filter` pattern BashOutput compiles.
+const MAX_FILTER_LEN: usize = 4096;
+/// What compiling it may take (the regex crate's compiled-program and lazy
+/// DFA budgets): a model-written pattern costs the host a bounded amount.
+const FILTER_SIZE_LIMIT: usize = 1 << 20;
+
+/// BashOutput's `filter`, compiled within the bounds above.
+fn output_filter(pattern: &str) -> Result<regex::Regex, ToolFailure> {
+    if pattern.len() > MAX_FILTER_LEN {
+        return Err(ToolFailure::InvalidInput(format!(
+            "filter is {} bytes long; at most {MAX_FILTER_LEN} are compiled",
+            pattern.len()
+        )));
+    }
+    regex::RegexBuilder::new(pattern)
+        .size_limit(FILTER_SIZE_LIMIT)
+        .dfa_size_limit(FILTER_SIZE_LIMIT)
+        .nest_limit(64)
+        .build()
+        .map_err(|e| {
+            ToolFailure::InvalidInput(format!("filter is not a usable regular expression: {e}"))
+        })
 }
 
 impl NativeTool for KillShellTool {
@@ -168,5 +190,33 @@ fn render(report: ShellReport, filter: Option<&regex::Regex>) -> ToolOutput {
             })
             .to_string(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_written_filter_costs_the_host_a_bounded_amount() {
+        // Long, or small but exploding when compiled: both refused.
+        let long = "a".repeat(8 << 20);
+        for pattern in [long.as_str(), "(?:a{1000}){1000}", "\\w{500}\\w{500}"] {
+            let refused = output_filter(pattern);
+            assert!(
+                matches!(refused, Err(ToolFailure::InvalidInput(_))),
+                "{}",
+                &pattern[..20.min(pattern.len())]
+            );
+        }
+        // Weakened: without the size limit the exploding one compiles.
+        assert!(
+            regex::RegexBuilder::new("\\w{500}\\w{500}")
+                .size_limit(1 << 30)
+                .build()
+                .is_ok()
+        );
+        // An ordinary filter works.
+        assert!(output_filter("error|warning: .*").is_ok_and(|r| r.is_match("warning: x")));
     }
 }

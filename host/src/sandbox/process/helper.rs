@@ -46,6 +46,8 @@ pub(super) struct Plan {
     pub memory: Option<u64>,
     /// Processes (and threads) for the whole tree.
     pub tasks: Option<u64>,
+    /// The private temp dir and the bytes that may be written into it.
+    pub temp: Option<(PathBuf, u64)>,
     /// Layers turned off (tests show what each one stops).
     pub without: Vec<SandboxLayer>,
     pub command: String,
@@ -87,6 +89,13 @@ impl Plan {
                             .parse()
                             .map_err(|_| "--tasks needs a number")?,
                     );
+                }
+                "--temp" => {
+                    let dir = PathBuf::from(value("--temp")?);
+                    let bytes = value("--temp-size")?
+                        .parse()
+                        .map_err(|_| "--temp needs a folder and a number of bytes")?;
+                    plan.temp = Some((dir, bytes));
                 }
                 "--without" => {
                     let name = value("--without")?;
@@ -136,6 +145,11 @@ impl Plan {
         if let Some(tasks) = self.tasks {
             args.push("--tasks".into());
             args.push(tasks.to_string().into());
+        }
+        if let Some((dir, bytes)) = &self.temp {
+            args.push("--temp".into());
+            args.push(dir.into());
+            args.push(bytes.to_string().into());
         }
         for layer in &self.without {
             args.push("--without".into());
@@ -224,6 +238,7 @@ mod tests {
             required: false,
             memory: Some(1 << 30),
             tasks: Some(64),
+            temp: Some(("/tmp/carapace-cmd-x".into(), 16 << 20)),
             without: vec![SandboxLayer::Seccomp],
             command: "echo 'hi' -- --write".into(),
             user_tasks: 0,

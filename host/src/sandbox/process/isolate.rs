@@ -245,6 +245,21 @@ fn prepare_mounts(plan: &Plan) -> Result<(), String> {
         )
         .map_err(|e| format!("cannot mount a private /dev/shm: {e}"))?;
     }
+    if let Some((dir, bytes)) = &plan.temp
+        && plan.uses(SandboxLayer::Limits)
+    {
+        // The temp dir is a tmpfs of its own size: what a command writes
+        // there is bounded, and its pages are charged to the call's cgroup.
+        let options = format!("size={bytes},mode=0700");
+        mount(
+            Some("tmpfs"),
+            dir,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some(options.as_str()),
+        )
+        .map_err(|e| format!("cannot give {} its size limit: {e}", dir.display()))?;
+    }
     if plan.uses(SandboxLayer::ProtectedPaths) {
         for path in &plan.readonly {
             bind_read_only(path, path)

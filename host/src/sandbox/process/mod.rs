@@ -56,7 +56,7 @@ pub enum SandboxLayer {
     Landlock,
     Seccomp,
     Capabilities,
-    /// The cgroup (or per-process rlimits).
+    /// The cgroup (or per-process rlimits) and the temp dir's size.
     Limits,
     /// Read-only protected paths, and removing ones a command created.
     ProtectedPaths,
@@ -120,10 +120,17 @@ pub struct ProcessConfig {
     pub memory_limit: u64,
     /// Processes and threads for a command's whole tree.
     pub task_limit: u64,
+    /// Bytes a command may write into its private temp dir: a tmpfs of
+    /// that size, its pages charged to the call's memory cgroup.
+    pub temp_limit: u64,
     /// Layers turned off: only for tests that show what each layer stops.
     #[doc(hidden)]
     pub without: Vec<SandboxLayer>,
 }
+
+/// What a command may write into its private temp dir unless the settings
+/// say otherwise (`sandbox.tempDirMaxMb`).
+pub const DEFAULT_TEMP_LIMIT: u64 = 1 << 30;
 
 /// The helper's own binary, installed beside carapace's.
 pub const HELPER_BINARY: &str = "carapace-sandbox";
@@ -150,6 +157,7 @@ impl ProcessConfig {
             output_cap: 1 << 20,
             memory_limit: 4 << 30,
             task_limit: 1024,
+            temp_limit: DEFAULT_TEMP_LIMIT,
             without: Vec::new(),
         }
     }
@@ -192,6 +200,7 @@ impl ProcessConfig {
             required: self.require_os_sandbox,
             memory: Some(self.memory_limit),
             tasks: Some(self.task_limit),
+            temp: Some((temp.to_path_buf(), self.temp_limit)),
             without: self.without.clone(),
             command,
             user_tasks: 0,

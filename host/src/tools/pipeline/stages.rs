@@ -390,8 +390,7 @@ impl ToolPipeline {
             .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
             .collect();
         let path = dir.join(format!("{name}.txt"));
-        let saved =
-            std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, text.as_bytes()));
+        let saved = crate::files::write(&path, text.as_bytes());
         let preview: String = text.chars().take(PREVIEW_CHARS).collect();
         let note = match saved {
             Ok(()) => format!(

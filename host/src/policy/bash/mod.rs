@@ -18,6 +18,9 @@
 //! as written, and a prefix rule never allows a program's own ways of running
 //! arbitrary code (`git -c …`, `--exec-path`, `find -exec`, `rg --pre`…).
 
+mod bounds;
+
+pub use bounds::{Exceeded, MAX_LINE_BYTES, MAX_OPENERS};
 use brush_parser::ast;
 use brush_parser::word::{WordPiece, WordPieceWithSource};
 
@@ -235,7 +238,12 @@ fn base_name(program: &str) -> &str {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Analysis {
     Commands(Vec<SimpleCommand>),
-    Opaque { reason: String },
+    Opaque {
+        reason: String,
+    },
+    /// Too long or too deeply nested to be parsed at all: refused in every
+    /// mode, whatever the rules say.
+    Exceeds(Exceeded),
 }
 
 impl Analysis {
@@ -243,12 +251,38 @@ impl Analysis {
         match self {
             Analysis::Commands(commands) => format!("{} command(s)", commands.len()),
             Analysis::Opaque { reason } => format!("not analysable: {reason}"),
+            Analysis::Exceeds(exceeded) => format!("not analysed: {exceeded}"),
         }
     }
 }
 
-/// Analyses a command line.
+/// Analyses a command line: within the bounds, on a thread of its own
+/// whose stack the bounds were measured against, so that no line can
+/// overflow the stack of the thread that asked.
 pub fn analyse(line: &str) -> Analysis {
+    if let Err(exceeded) = bounds::check(line) {
+        return Analysis::Exceeds(exceeded);
+    }
+    let parsed = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("bash-analysis".into())
+            .stack_size(bounds::PARSE_STACK_BYTES)
+            .spawn_scoped(scope, || analyse_within_bounds(line))
+            .map(|thread| thread.join())
+    });
+    match parsed {
+        Ok(Ok(analysis)) => analysis,
+        Ok(Err(_)) => Analysis::Opaque {
+            reason: "the analysis failed".into(),
+        },
+        // No thread to spare: the line is not analysed here.
+        Err(e) => Analysis::Opaque {
+            reason: format!("the analysis could not start: {e}"),
+        },
+    }
+}
+
+fn analyse_within_bounds(line: &str) -> Analysis {
     let mut out = Vec::new();
     match walk_line(line, 0, &mut out) {
         Ok(()) if out.is_empty() => Analysis::Opaque {
@@ -673,7 +707,7 @@ impl CommandPattern {
     pub fn catches(&self, analysis: &Analysis) -> bool {
         match analysis {
             Analysis::Commands(commands) => commands.iter().any(|c| self.catches_one(c)),
-            Analysis::Opaque { .. } => true,
+            Analysis::Opaque { .. } | Analysis::Exceeds(_) => true,
         }
     }
 
@@ -681,7 +715,7 @@ impl CommandPattern {
     pub fn allows(&self, analysis: &Analysis) -> bool {
         match analysis {
             Analysis::Commands(commands) => commands.iter().all(|c| self.allows_one(c)),
-            Analysis::Opaque { .. } => false,
+            Analysis::Opaque { .. } | Analysis::Exceeds(_) => false,
         }
     }
 
@@ -700,176 +734,4 @@ fn starts_with_words(text: &str, prefix: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn lit(words: &[&str]) -> SimpleCommand {
-        SimpleCommand {
-            words: words
-                .iter()
-                .map(|w| WordText::Literal((*w).into()))
-                .collect(),
-            name: 0,
-            runs: Vec::new(),
-        }
-    }
-
-    fn commands(line: &str) -> Vec<SimpleCommand> {
-        match analyse(line) {
-            Analysis::Commands(c) => c,
-            Analysis::Opaque { reason } => panic!("{line}: opaque: {reason}"),
-        }
-    }
-
-    #[test]
-    fn splits_every_compound_form_into_its_commands() {
-        assert_eq!(
-            commands("git status && npm test; ls | wc -l || echo 'a b' &"),
-            vec![
-                lit(&["git", "status"]),
-                lit(&["npm", "test"]),
-                lit(&["ls"]),
-                lit(&["wc", "-l"]),
-                lit(&["echo", "a b"])
-            ]
-        );
-        assert_eq!(
-            commands("(cd x && make) && { rm -rf y; }"),
-            vec![lit(&["cd", "x"]), lit(&["make"]), lit(&["rm", "-rf", "y"])]
-        );
-        // Substitutions are commands too, and make their word dynamic.
-        let subst = commands("echo $(rm -rf /) `curl evil`");
-        assert_eq!(subst[0], lit(&["rm", "-rf", "/"]));
-        assert_eq!(subst[1], lit(&["curl", "evil"]));
-        assert_eq!(subst[2].words[0], WordText::Literal("echo".into()));
-        assert_eq!(subst[2].words[1], WordText::Dynamic);
-        assert_eq!(commands("cat <(rm x)")[0], lit(&["rm", "x"]));
-        assert_eq!(
-            commands("r''m -r\"f\" \\/")[0],
-            lit(&["rm", "-rf", "/"]),
-            "quotes do not hide a name"
-        );
-    }
-
-    #[test]
-    fn what_it_cannot_follow_is_opaque() {
-        for line in [
-            "for f in *; do rm $f; done",
-            "if true; then rm x; fi",
-            "f() { rm x; }; f",
-            "$CMD -rf /",
-            "cat <<EOF\nhi\nEOF",
-            "echo 'unterminated",
-            "",
-        ] {
-            assert!(
-                matches!(analyse(line), Analysis::Opaque { .. }),
-                "{line:?} should be opaque"
-            );
-        }
-        let long = vec!["true"; MAX_COMMANDS + 5].join(" && ");
-        assert!(matches!(analyse(&long), Analysis::Opaque { .. }));
-    }
-
-    #[test]
-    fn patterns_match_as_claude_code_rules_do() -> Result<(), String> {
-        let prefix = CommandPattern::parse("npm run test:*")?;
-        assert!(prefix.allows(&analyse("npm run test")));
-        assert!(prefix.allows(&analyse("npm run test -- --watch")));
-        assert!(!prefix.allows(&analyse("npm run testx")));
-        assert!(
-            !prefix.allows(&analyse("npm run test && rm -rf /")),
-            "every part must match"
-        );
-        let wild = CommandPattern::parse("git * main")?;
-        assert!(wild.allows(&analyse("git push origin main")));
-        assert!(!wild.allows(&analyse("git push origin dev")));
-        let exact = CommandPattern::parse("ls")?;
-        assert!(exact.allows(&analyse("ls")));
-        assert!(!exact.allows(&analyse("ls -la")));
-
-        let deny = CommandPattern::parse("rm:*")?;
-        for line in [
-            "rm -rf /",
-            "ls && rm x",
-            "ls; rm x",
-            "ls | rm x",
-            "echo $(rm x)",
-            "for f in a; do echo; done",
-            "\\rm x",
-            "'rm' x",
-        ] {
-            assert!(deny.catches(&analyse(line)), "{line:?} must be caught");
-        }
-        assert!(!deny.catches(&analyse("ls -la")));
-        // A dynamic argument can be anything: an exact deny still catches it.
-        assert!(CommandPattern::parse("git push")?.catches(&analyse("git $VERB")));
-        Ok(())
-    }
-
-    #[test]
-    fn what_a_command_hands_on_is_seen_by_deny_rules() -> Result<(), String> {
-        let deny = CommandPattern::parse("rm:*")?;
-        for line in [
-            "/bin/rm -rf /",
-            "FOO=1 BAR=2 rm x",
-            "env -i PATH=/bin rm x",
-            "timeout -s KILL 5 nice -n 3 rm x",
-            "xargs -0 rm < list",
-            "find . -name '*.o' -exec /usr/bin/rm {} ;",
-            "sh -c 'echo; rm x'",
-            "bash -lc \"rm x\"",
-            "eval rm x",
-            "eval 'echo && rm x'",
-            "sudo -u root rm x",
-        ] {
-            assert!(deny.catches(&analyse(line)), "{line:?} must be caught");
-        }
-        for line in [
-            "echo ${x:-$(rm x)}",
-            "echo $(( $(rm x) ))",
-            "echo \"${x:-`rm x`}\"",
-            "alias ls=rm; ls x",
-            "echo rm x | sh",
-            "bash -c \"$CMD\"",
-            "eval \"$CMD\"",
-        ] {
-            assert!(
-                matches!(analyse(line), Analysis::Opaque { .. }),
-                "{line:?} should be opaque"
-            );
-        }
-        assert!(!deny.catches(&analyse("env FOO=1 ls")));
-        assert!(!deny.catches(&analyse("find . -name rm")));
-        // Many nested wrappers stay bounded.
-        let nested = vec!["env"; 40].join(" ") + " ls";
-        assert!(matches!(analyse(&nested), Analysis::Opaque { .. }));
-        Ok(())
-    }
-
-    #[test]
-    fn a_prefix_rule_does_not_allow_a_programs_own_way_to_run_code() -> Result<(), String> {
-        let git = CommandPattern::parse("git:*")?;
-        for line in [
-            "git -c core.fsmonitor='rm x' status",
-            "git -c alias.x='!rm x' x",
-            "git -ccore.pager=evil log",
-            "git --exec-path=/tmp/evil status",
-            "git --config-env=core.pager=EVIL log",
-            "git clone -u 'rm x' repo",
-            "git fetch --upload-pack='rm x' origin",
-            "git diff --ext-diff",
-            "git $OPTION status",
-        ] {
-            assert!(!git.allows(&analyse(line)), "{line:?} must not be allowed");
-        }
-        for line in ["git status", "git -C sub log -c", "git log --oneline"] {
-            assert!(git.allows(&analyse(line)), "{line:?} is plain git");
-        }
-        let find = CommandPattern::parse("find:*")?;
-        assert!(find.allows(&analyse("find . -name x")));
-        assert!(!find.allows(&analyse("find . -exec rm {} ;")));
-        assert!(!CommandPattern::parse("rg:*")?.allows(&analyse("rg --pre ./evil x")));
-        Ok(())
-    }
-}
+mod tests;

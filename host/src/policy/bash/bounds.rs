@@ -1,0 +1,155 @@
+//! What the analysis takes on before it parses: a bound on the line's
+//! size and on how deeply it could nest, so that no command line — however
+//! it is written — can exhaust the host's stack or time.
+//!
+//! The bash parser (and its tokenizer) recurse once per level of nesting.
+//! The nesting a line can reach is at most the number of tokens that open
+//! a level, counted here without regard to quoting: a quote, a comment or a
+//! here-document can only make the count larger than the real depth, never
+//! smaller, so no spelling slips past it. What exceeds a bound is refused
+//! before it reaches the parser; the parse itself runs on a thread whose
+//! stack is sized for the bound (see `PARSE_STACK_BYTES`).
+
+/// The longest command line analysed.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// The most tokens that could open a nesting level in one line.
+pub const MAX_OPENERS: usize = 1024;
+/// The stack the parse runs on. The deepest-recursing construct at the
+/// bound needs between 8 and 16 MiB in an unoptimised build (measured with
+/// the `every_construct_nested_to_the_bound_parses_on_its_stack` test at
+/// smaller sizes), less when optimised: four times that. Reserved, not
+/// used: only what the parse touches is backed by memory.
+pub const PARSE_STACK_BYTES: usize = 64 << 20;
+
+/// Why a line is not analysed at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exceeded {
+    Length { bytes: usize },
+    Nesting { openers: usize },
+}
+
+impl std::fmt::Display for Exceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exceeded::Length { bytes } => write!(
+                f,
+                "the command line is {bytes} bytes long; at most {MAX_LINE_BYTES} are checked"
+            ),
+            Exceeded::Nesting { openers } => write!(
+                f,
+                "the command line could nest {openers} levels deep (brackets, braces, substitutions, keywords, unary operators); at most {MAX_OPENERS} are checked"
+            ),
+        }
+    }
+}
+
+/// Reserved words that open a compound command.
+const OPENING_WORDS: &[&str] = &[
+    "if", "then", "else", "elif", "while", "until", "for", "do", "case", "select", "function",
+    "coproc",
+];
+
+/// Checks `line` against the bounds.
+pub fn check(line: &str) -> Result<(), Exceeded> {
+    if line.len() > MAX_LINE_BYTES {
+        return Err(Exceeded::Length { bytes: line.len() });
+    }
+    let openers = openers(line.as_bytes());
+    if openers > MAX_OPENERS {
+        return Err(Exceeded::Nesting { openers });
+    }
+    Ok(())
+}
+
+/// Every token that could open a level, counted whatever quotes it: the
+/// brackets `(`, `{`, `[` and the backquote; the reserved words that open
+/// compound commands; and a unary operator (`! - + ~`) that another
+/// operator or an operand could follow without a space-separated word
+/// between (`- - 1`, `!!x`, `-(`), since the arithmetic and test parsers
+/// recurse on those.
+fn openers(bytes: &[u8]) -> usize {
+    let mut count = 0;
+    let mut word_start: Option<usize> = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        let is_word = b.is_ascii_alphanumeric() || b == b'_';
+        match (is_word, word_start) {
+            (true, None) => word_start = Some(i),
+            (false, Some(start)) => {
+                count += usize::from(is_opening_word(&bytes[start..i]));
+                word_start = None;
+            }
+            _ => {}
+        }
+        count += match b {
+            b'(' | b'{' | b'[' | b'`' => 1,
+            b'!' | b'-' | b'+' | b'~' => usize::from(unary_chain(&bytes[i + 1..])),
+            _ => 0,
+        };
+    }
+    if let Some(start) = word_start {
+        count += usize::from(is_opening_word(&bytes[start..]));
+    }
+    count
+}
+
+fn is_opening_word(word: &[u8]) -> bool {
+    OPENING_WORDS.iter().any(|w| w.as_bytes() == word)
+}
+
+/// Whether what follows an operator (after blanks) could be another
+/// operator or an operand of its own: `-1`, `- -`, `!$x`, `~(`.
+fn unary_chain(rest: &[u8]) -> bool {
+    let next = rest.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\n'));
+    matches!(
+        next,
+        Some(b'!' | b'-' | b'+' | b'~' | b'(' | b'$' | b'0'..=b'9')
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinary_lines_are_well_within_the_bounds() {
+        for line in [
+            "cargo test --workspace -- --nocapture",
+            "git log --oneline -n 20 | head -5",
+            "for f in *.rs; do wc -l \"$f\"; done",
+            "if [ -f x ]; then echo $((1 + 2)); fi",
+            "ls -la && echo ${HOME:-/} $(date +%s)",
+        ] {
+            assert_eq!(check(line), Ok(()), "{line}");
+            assert!(openers(line.as_bytes()) < 12, "{line}");
+        }
+    }
+
+    #[test]
+    fn every_way_to_nest_counts_toward_the_bound() {
+        let deep = MAX_OPENERS + 1;
+        for (name, line) in [
+            ("$(", "$(".repeat(deep)),
+            ("${", "${x:-".repeat(deep)),
+            ("{", "{ ".repeat(deep)),
+            ("(", "(".repeat(deep)),
+            ("`", "`".repeat(deep)),
+            ("if", "if true; then ".repeat(deep)),
+            ("while", "while x; do ".repeat(deep)),
+            ("unary", format!("echo $(({}1))", "- ".repeat(deep))),
+            ("not", format!("[[ {}x ]]", "! ".repeat(deep))),
+            // Quotes, comments and here-documents never lower the count.
+            ("quoted", format!("echo '{}'", "(".repeat(deep))),
+            ("closers", "$(echo \")\" ".repeat(deep)),
+            ("comment", "$(true #)\n".repeat(deep)),
+        ] {
+            assert!(
+                matches!(check(&line), Err(Exceeded::Nesting { .. })),
+                "{name} was not bounded"
+            );
+        }
+        assert!(matches!(
+            check(&"a".repeat(MAX_LINE_BYTES + 1)),
+            Err(Exceeded::Length { .. })
+        ));
+    }
+}
