@@ -583,3 +583,103 @@ fn a_pre_compact_hook_is_told_the_instructions_and_may_block() -> TestResult {
     assert_eq!(server.requests().len(), 2);
     Ok(())
 }
+
+/// A transcript whose header names another session (a path, another
+/// file): carapace would have truncated and appended to what that id
+/// names. Refused, and the file it names is untouched; the control — the
+/// same transcript with its own name in the header — resumes.
+#[test]
+fn a_crafted_transcript_header_cannot_name_a_file_outside_its_folder() -> TestResult {
+    let home = Home::new()?;
+    let server = ScriptedServer::start(vec![Reply::text("first"), Reply::text("again")])?;
+    let first = home.run(&server, &["-p", "hello"])?;
+    assert_eq!(first.status, Some(0), "{}", first.stderr);
+    let id = session_id(&first)?;
+    let path = home.transcript(&id)?;
+    let original = std::fs::read_to_string(&path)?;
+    // The victim: a file two folders up, which the crafted id names.
+    let victim = home.config.join("victim.jsonl");
+    std::fs::write(&victim, "precious\n")?;
+    let crafted = "crafted";
+    let crafted_path = path.with_file_name(format!("{crafted}.jsonl"));
+    for header_id in ["../../victim", "victim", &id] {
+        let text = original.replacen(
+            &format!("\"sessionId\":\"{id}\""),
+            &format!("\"sessionId\":\"{header_id}\""),
+            1,
+        );
+        let header = text.lines().next().unwrap_or_default();
+        assert!(header.contains(&format!("\"{header_id}\"")), "{header}");
+        std::fs::write(&crafted_path, text)?;
+        let resumed = home.run(&server, &["-p", "more", "--resume", crafted])?;
+        assert_eq!(resumed.status, Some(1), "{header_id}: {}", resumed.stdout);
+        assert!(
+            resumed.stderr.contains("not this file's name"),
+            "{header_id}: {}",
+            resumed.stderr
+        );
+        assert_eq!(std::fs::read_to_string(&victim)?, "precious\n");
+    }
+    // Control: the header names its own file; the session resumes and the
+    // request carries its history.
+    let own = original.replacen(
+        &format!("\"sessionId\":\"{id}\""),
+        &format!("\"sessionId\":\"{crafted}\""),
+        1,
+    );
+    std::fs::write(&crafted_path, own)?;
+    let resumed = home.run(&server, &["-p", "more", "--resume", crafted])?;
+    assert_eq!(resumed.status, Some(0), "{}", resumed.stderr);
+    let requests = server.requests();
+    let last = requests.last().ok_or("no request")?;
+    assert!(text_of(&last.body["messages"][0]).contains("hello"));
+    assert!(std::fs::read_to_string(&crafted_path)?.contains("again"));
+    Ok(())
+}
+
+/// Another account on the machine must not read the sessions: the config
+/// folder, the project folders, transcripts and audit logs are private,
+/// and a folder an earlier version left open is closed.
+#[test]
+fn carapaces_own_files_are_private_to_the_user() -> TestResult {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new()?;
+    std::fs::create_dir_all(&home.config)?;
+    std::fs::set_permissions(&home.config, std::fs::Permissions::from_mode(0o755))?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Read",
+            json!({"file_path": home.ws.join("notes.txt")}),
+        )]),
+        Reply::text("done"),
+    ])?;
+    let run = home.run(
+        &server,
+        &["-p", "read it", "--permission-mode", "bypassPermissions"],
+    )?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let id = session_id(&run)?;
+    let transcript = home.transcript(&id)?;
+    let audit = home.config.join("sessions").join(&id).join("audit.jsonl");
+    assert!(audit.is_file(), "the call was audited");
+    let mode = |p: &std::path::Path| -> std::io::Result<u32> {
+        Ok(std::fs::metadata(p)?.permissions().mode() & 0o777)
+    };
+    for dir in [
+        home.config.clone(),
+        home.config.join("projects"),
+        transcript.parent().ok_or("no folder")?.to_path_buf(),
+        home.config.join("sessions"),
+        home.config.join("sessions").join(&id),
+    ] {
+        assert_eq!(mode(&dir)?, 0o700, "{}", dir.display());
+    }
+    for file in [&transcript, &audit] {
+        assert_eq!(mode(file)?, 0o600, "{}", file.display());
+    }
+    // The workspace's own files keep the user's umask: the rule is for
+    // carapace's files only.
+    assert_eq!(mode(&home.ws.join("notes.txt"))? & 0o044, 0o044);
+    Ok(())
+}

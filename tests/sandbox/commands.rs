@@ -39,6 +39,8 @@ struct Setup {
     /// Write roots beside the workspace.
     extra_writes: Vec<PathBuf>,
     memory: Option<u64>,
+    /// Bytes the private temp dir holds.
+    temp: Option<u64>,
     tasks: Option<u64>,
     /// A network grant: without namespaces and Landlock nothing else
     /// keeps a command off the network, and carapace refuses to run it.
@@ -100,6 +102,7 @@ async fn bench(setup: Setup) -> Result<Bench, BoxError> {
             read_denied,
             memory_limit: setup.memory.unwrap_or(defaults.memory_limit),
             task_limit: setup.tasks.unwrap_or(defaults.task_limit),
+            temp_limit: setup.temp.unwrap_or(defaults.temp_limit),
             without: setup.without.clone(),
             allow_network: setup.network,
             ..defaults
@@ -499,5 +502,37 @@ async fn read_deny_rules_hold_for_commands() -> TestResult {
         "{}",
         text(&refused)
     );
+    Ok(())
+}
+
+/// One command used to fill the disk through its private temp dir. The
+/// temp dir is now a tmpfs of the configured size (its pages charged to
+/// the call's cgroup): a write past it fails. The control, without the
+/// limits layer, writes it all to the disk.
+#[tokio::test]
+async fn the_private_temp_dir_holds_only_its_configured_size() -> TestResult {
+    let command = "dd if=/dev/zero of=\"$TMPDIR/fill\" bs=1M count=48 2>&1; \
+                   echo size=$(stat -c %s \"$TMPDIR/fill\")";
+    let size_of = |text: &str| -> Option<u64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix("size="))
+            .and_then(|n| n.trim().parse().ok())
+    };
+    let strong = bench(Setup {
+        temp: Some(16 << 20),
+        ..Setup::default()
+    })
+    .await?;
+    let held = text(&strong.bash(command).await);
+    assert!(held.contains("No space left"), "{held}");
+    let kept = size_of(&held).ok_or_else(|| format!("the attempt did not run: {held}"))?;
+    assert!(kept <= 16 << 20, "{kept} bytes: {held}");
+    let weak = bench(Setup {
+        temp: Some(16 << 20),
+        ..Setup::without(&[SandboxLayer::Limits])
+    })
+    .await?;
+    let escaped = text(&weak.bash(command).await);
+    assert_eq!(size_of(&escaped), Some(48 << 20), "{escaped}");
     Ok(())
 }

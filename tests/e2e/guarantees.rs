@@ -1,0 +1,140 @@
+//! The README's guarantees, attacked through the binary as a
+//! prompt-injected model would (issue 20): each attempt must fail as
+//! carapace runs it, and each has a control showing the same path works
+//! for an attempt that is allowed — so the test sees the attempt ran.
+
+use super::support;
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use support::{TestResult, last_line, text_of};
+
+/// The tool results the second request carried, by call id.
+fn results(server: &ScriptedServer) -> Result<Vec<Value>, String> {
+    let requests = server.requests();
+    let second = requests.get(1).ok_or("no second request")?;
+    let messages = second.body["messages"].as_array().ok_or("no messages")?;
+    let last = messages.last().ok_or("no message")?;
+    Ok(last["content"].as_array().cloned().unwrap_or_default())
+}
+
+fn bypass_run(
+    server: &ScriptedServer,
+    ws: &std::path::Path,
+) -> Result<support::Run, Box<dyn std::error::Error>> {
+    support::run(
+        server,
+        ws,
+        &[
+            "-p",
+            "go",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "bypassPermissions",
+        ],
+    )
+}
+
+/// One Bash line nested thousands deep in each construct used to overflow
+/// the host's stack during the analysis — before anything was asked, with
+/// no result line. Now each is an error result and the run ends cleanly;
+/// the control, each construct a few levels deep, really runs.
+#[test]
+fn a_bash_line_nested_thousands_deep_is_an_error_result_not_a_crash() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let deep = |depth: usize| {
+        vec![
+            format!("{}echo{}", "$(".repeat(depth), ")".repeat(depth)),
+            format!("echo {}x{}", "${x:-".repeat(depth), "}".repeat(depth)),
+            format!("{}echo x;{}", "{ ".repeat(depth), " };".repeat(depth)),
+        ]
+    };
+    for (depth, refused) in [(5000, true), (3, false)] {
+        let calls: Vec<Block> = deep(depth)
+            .into_iter()
+            .enumerate()
+            .map(|(i, line)| {
+                let marker = format!("\necho ran-{i}");
+                Block::tool_use(
+                    format!("toolu_{i}"),
+                    "Bash",
+                    json!({"command": line + &marker}),
+                )
+            })
+            .collect();
+        let server = ScriptedServer::start(vec![Reply::tool_uses(calls), Reply::text("done")])?;
+        let out = bypass_run(&server, ws.path())?;
+        assert_eq!(out.status, Some(0), "depth {depth}: {}", out.stderr);
+        let result = last_line(&out.stdout)?;
+        assert_eq!(result["subtype"], "success");
+        let results = results(&server)?;
+        assert_eq!(results.len(), 3, "every call paired");
+        for (i, block) in results.iter().enumerate() {
+            let text = text_of(block);
+            if refused {
+                assert_eq!(block["is_error"], true, "{text}");
+                assert!(text.contains("not run"), "{text}");
+            } else {
+                assert_ne!(block["is_error"], true, "{text}");
+                assert!(
+                    text.contains(&format!("ran-{i}")),
+                    "the control ran: {text}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Grants are resolved in the host, where `/proc/self` is carapace: its
+/// environment holds the API key. No tool may be granted process
+/// information, however it is named, even in bypassPermissions mode; the
+/// control reads an ordinary file outside the workspace the same way.
+#[test]
+fn no_tool_is_granted_process_information() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let outside = tempfile::tempdir()?;
+    let ordinary = outside.path().join("env.txt");
+    std::fs::write(&ordinary, "ANTHROPIC_API_KEY=not-the-key\n")?;
+    let calls = vec![
+        Block::tool_use(
+            "toolu_0",
+            "Grep",
+            json!({"pattern": "test-key", "path": "/proc", "output_mode": "content"}),
+        ),
+        Block::tool_use(
+            "toolu_1",
+            "Read",
+            json!({"file_path": "/proc/self/environ"}),
+        ),
+        Block::tool_use("toolu_2", "Read", json!({"file_path": "/dev/fd/0"})),
+        Block::tool_use(
+            "toolu_3",
+            "Glob",
+            json!({"pattern": "*/environ", "path": "/proc"}),
+        ),
+        Block::tool_use("toolu_4", "Read", json!({"file_path": ordinary})),
+    ];
+    let server = ScriptedServer::start(vec![Reply::tool_uses(calls), Reply::text("done")])?;
+    let out = bypass_run(&server, ws.path())?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let results = results(&server)?;
+    assert_eq!(results.len(), 5);
+    for block in &results[..4] {
+        let text = text_of(block);
+        assert!(
+            !text.contains("test-key"),
+            "the key reached the model: {text}"
+        );
+        assert_eq!(block["is_error"], true, "{text}");
+    }
+    for block in [&results[0], &results[3]] {
+        let text = text_of(block);
+        assert!(text.contains("process information"), "{text}");
+    }
+    // Control: the same tool reads a file outside the workspace.
+    let control = text_of(&results[4]);
+    assert!(control.contains("not-the-key"), "{control}");
+    Ok(())
+}
