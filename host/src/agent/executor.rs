@@ -19,6 +19,7 @@ use super::tools::{
 };
 use crate::model::InvalidToolInput;
 use futures::FutureExt;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -44,8 +45,40 @@ pub struct ToolExecutor {
     /// The query chain depth of the response, for the calls' spans.
     depth: u32,
     entries: Vec<Entry>,
+    /// Where each call id's entry is.
+    by_id: HashMap<String, usize>,
+    /// The state the rule reads, kept as calls move so that each step costs
+    /// the same however many calls the response has (a response may carry
+    /// thousands): no step scans the entries.
+    tally: Tally,
     done_tx: mpsc::UnboundedSender<(usize, ToolCallResult)>,
     done_rx: mpsc::UnboundedReceiver<(usize, ToolCallResult)>,
+}
+
+#[derive(Default)]
+struct Tally {
+    /// Calls without a delivered result.
+    undelivered: usize,
+    /// The first entry that may still be queued (every queued one is at or
+    /// after it: calls start in model order).
+    next_queued: usize,
+    running_safe: usize,
+    /// The unsafe call running, if one is (at most one runs, alone).
+    running_unsafe: Option<usize>,
+    /// Finished results waiting for delivery, by entry.
+    completed: BTreeSet<usize>,
+    /// Results of calls that failed before running, waiting for delivery.
+    failed: BTreeSet<usize>,
+}
+
+impl Tally {
+    fn stopped_running(&mut self, index: usize, safe: bool) {
+        if safe {
+            self.running_safe -= 1;
+        } else if self.running_unsafe == Some(index) {
+            self.running_unsafe = None;
+        }
+    }
 }
 
 impl ToolExecutor {
@@ -55,6 +88,8 @@ impl ToolExecutor {
             runtime,
             depth,
             entries: Vec::new(),
+            by_id: HashMap::new(),
+            tally: Tally::default(),
             done_tx,
             done_rx,
         }
@@ -63,14 +98,20 @@ impl ToolExecutor {
     /// Prepares `call`, queues it and starts whatever the rule allows.
     pub async fn add(&mut self, call: ToolCall) {
         let preparation = self.runtime.clone().prepare(call.clone()).await;
+        let index = self.entries.len();
         let (safe, interrupt, slot) = match preparation {
             Preparation::Ready(ready) => (
                 ready.concurrency_safe(),
                 ready.interrupt(),
                 Slot::Queued(ready),
             ),
-            Preparation::Failed(result) => (true, InterruptBehavior::Cancel, Slot::Failed(result)),
+            Preparation::Failed(result) => {
+                self.tally.failed.insert(index);
+                (true, InterruptBehavior::Cancel, Slot::Failed(result))
+            }
         };
+        self.by_id.entry(call.id.clone()).or_insert(index);
+        self.tally.undelivered += 1;
         self.entries.push(Entry {
             call,
             safe,
@@ -82,10 +123,8 @@ impl ToolExecutor {
 
     /// The unparsable input of call `id`, if its input was not valid JSON.
     pub fn invalid_input(&self, id: &str) -> Option<&InvalidToolInput> {
-        self.entries
-            .iter()
-            .find(|e| e.call.id == id)
-            .and_then(|e| e.call.invalid_input.as_ref())
+        let index = *self.by_id.get(id)?;
+        self.entries[index].call.invalid_input.as_ref()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -94,9 +133,7 @@ impl ToolExecutor {
 
     /// True while some call has not been delivered.
     pub fn has_undelivered(&self) -> bool {
-        self.entries
-            .iter()
-            .any(|e| !matches!(e.slot, Slot::Delivered))
+        self.tally.undelivered > 0
     }
 
     /// Waits for one running call to finish and records its result. Pending
@@ -108,26 +145,22 @@ impl ToolExecutor {
     }
 
     /// Results deliverable now, in delivery order: in model order up to the
-    /// first call that holds delivery back, plus every call that failed
-    /// before running.
+    /// first call that holds delivery back (a queued call, or a running
+    /// unsafe one), plus every call that failed before running.
     pub fn take_deliverable(&mut self) -> Vec<ToolCallResult> {
-        let mut out = Vec::new();
-        let mut held = false;
-        for entry in &mut self.entries {
-            let deliver = match &entry.slot {
-                Slot::Delivered => false,
-                Slot::Failed(_) => true,
-                Slot::Completed(_) => !held,
-                Slot::Running(_) if entry.safe => false,
-                Slot::Running(_) | Slot::Queued(_) => {
-                    held = true;
-                    false
-                }
-            };
-            if deliver
-                && let Slot::Completed(result) | Slot::Failed(result) =
-                    std::mem::replace(&mut entry.slot, Slot::Delivered)
+        let held = self
+            .first_queued()
+            .min(self.tally.running_unsafe.unwrap_or(usize::MAX));
+        let mut indices: Vec<usize> = std::mem::take(&mut self.tally.failed).into_iter().collect();
+        let later = self.tally.completed.split_off(&held);
+        indices.extend(std::mem::replace(&mut self.tally.completed, later));
+        indices.sort_unstable();
+        let mut out = Vec::with_capacity(indices.len());
+        for index in indices {
+            if let Slot::Completed(result) | Slot::Failed(result) =
+                std::mem::replace(&mut self.entries[index].slot, Slot::Delivered)
             {
+                self.tally.undelivered -= 1;
                 out.push(result);
             }
         }
@@ -152,19 +185,23 @@ impl ToolExecutor {
     /// synthetic result, calls not started yet never start; calls that block
     /// interrupts run on (drain them to get their results).
     pub fn interrupt(&mut self, message: &str) {
-        for entry in &mut self.entries {
+        for index in 0..self.entries.len() {
+            let entry = &mut self.entries[index];
             let stop = match &entry.slot {
                 Slot::Queued(_) => true,
                 Slot::Running(task) if entry.interrupt == InterruptBehavior::Cancel => {
                     task.abort();
+                    self.tally.stopped_running(index, entry.safe);
                     true
                 }
                 Slot::Running(_) | Slot::Completed(_) | Slot::Failed(_) | Slot::Delivered => false,
             };
             if stop {
                 entry.slot = Slot::Completed(ToolCallResult::error(&entry.call.id, message));
+                self.tally.completed.insert(index);
             }
         }
+        self.tally.next_queued = self.entries.len();
     }
 
     /// Stops everything: every call without a result gets a synthetic one.
@@ -183,6 +220,10 @@ impl ToolExecutor {
             };
             out.push(result);
         }
+        self.tally = Tally {
+            next_queued: self.entries.len(),
+            ..Tally::default()
+        };
         out
     }
 
@@ -192,29 +233,37 @@ impl ToolExecutor {
             && matches!(entry.slot, Slot::Running(_))
         {
             entry.slot = Slot::Completed(result);
+            self.tally.stopped_running(index, entry.safe);
+            self.tally.completed.insert(index);
         }
         self.start_ready();
     }
 
+    /// The first queued entry (the entries' length when none is).
+    fn first_queued(&mut self) -> usize {
+        while let Some(entry) = self.entries.get(self.tally.next_queued)
+            && !matches!(entry.slot, Slot::Queued(_))
+        {
+            self.tally.next_queued += 1;
+        }
+        self.tally.next_queued
+    }
+
     fn start_ready(&mut self) {
         loop {
-            let running: Vec<bool> = self
-                .entries
-                .iter()
-                .filter(|e| matches!(e.slot, Slot::Running(_)))
-                .map(|e| e.safe)
-                .collect();
-            let Some(index) = self
-                .entries
-                .iter()
-                .position(|e| matches!(e.slot, Slot::Queued(_)))
-            else {
+            let index = self.first_queued();
+            let Some(entry) = self.entries.get(index) else {
                 return;
             };
-            let entry = &self.entries[index];
-            let can_start = running.is_empty() || (entry.safe && running.iter().all(|safe| *safe));
+            let nothing_runs = self.tally.running_safe == 0 && self.tally.running_unsafe.is_none();
+            let can_start = nothing_runs || (entry.safe && self.tally.running_unsafe.is_none());
             if !can_start {
                 return; // the first call that cannot start is a barrier
+            }
+            if entry.safe {
+                self.tally.running_safe += 1;
+            } else {
+                self.tally.running_unsafe = Some(index);
             }
             self.start(index);
         }
