@@ -138,3 +138,94 @@ fn no_tool_is_granted_process_information() -> TestResult {
     assert!(control.contains("not-the-key"), "{control}");
     Ok(())
 }
+
+/// Write, Edit and NotebookEdit protect what makes a program run later by
+/// what it means, as commands do: git's control files at any depth and
+/// under any name (`.git/commondir` points git at another configuration),
+/// the folder `core.hooksPath` names, editors' folders, direnv's file, and
+/// with `--add-dir ~` the home directory's start-up files. In acceptEdits
+/// mode each is asked, so print mode refuses it; the control writes an
+/// ordinary file in the same run.
+#[test]
+fn writing_tools_protect_what_makes_programs_run_by_meaning() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    let w = ws.path();
+    for dir in [
+        ".git",
+        "lib/.git/hooks",
+        "vendor/x/objects",
+        "vendor/x/refs",
+        "tools/hooks",
+    ] {
+        std::fs::create_dir_all(w.join(dir))?;
+    }
+    std::fs::write(w.join(".git/config"), "[core]\n\thooksPath = tools/hooks\n")?;
+    std::fs::write(w.join("vendor/x/HEAD"), "ref: refs/heads/main\n")?;
+    let targets = [
+        w.join(".git/commondir"),
+        w.join(".git/config.worktree"),
+        w.join("lib/.git/hooks/post-checkout"),
+        w.join("vendor/x/config"),
+        w.join("tools/hooks/pre-commit"),
+        w.join("sub/.vscode/tasks.json"),
+        w.join(".idea/workspace.xml"),
+        w.join("a/.envrc"),
+        home.path().join(".gitconfig"),
+        home.path().join(".ssh/config"),
+        home.path().join(".local/bin/git"),
+        home.path().join(".config/git/hooks/pre-push"),
+    ];
+    let ordinary = w.join("src/ok.txt");
+    let mut calls: Vec<Block> = targets
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            Block::tool_use(
+                format!("toolu_{i}"),
+                "Write",
+                json!({"file_path": path, "content": "pwned\n"}),
+            )
+        })
+        .collect();
+    calls.push(Block::tool_use(
+        "toolu_ok",
+        "Write",
+        json!({"file_path": ordinary, "content": "fine\n"}),
+    ));
+    let server = ScriptedServer::start(vec![Reply::tool_uses(calls), Reply::text("done")])?;
+    let home_dir = home.path().to_string_lossy().into_owned();
+    let out = support::Run::from_output(
+        support::against(&server, w)
+            .env("HOME", home.path())
+            .args([
+                "-p",
+                "go",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--permission-mode",
+                "acceptEdits",
+                "--add-dir",
+                &home_dir,
+            ])
+            .output()?,
+    )?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let results = results(&server)?;
+    assert_eq!(results.len(), targets.len() + 1);
+    for (path, block) in targets.iter().zip(&results) {
+        assert_eq!(
+            block["is_error"],
+            true,
+            "{}: {}",
+            path.display(),
+            text_of(block)
+        );
+        let written = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(!written.contains("pwned"), "{} was written", path.display());
+    }
+    // Control: the same tool, mode and run write an ordinary file.
+    assert_eq!(std::fs::read_to_string(&ordinary)?, "fine\n");
+    Ok(())
+}

@@ -103,6 +103,8 @@ async fn bench(setup: Setup) -> Result<Bench, BoxError> {
             memory_limit: setup.memory.unwrap_or(defaults.memory_limit),
             task_limit: setup.tasks.unwrap_or(defaults.task_limit),
             temp_limit: setup.temp.unwrap_or(defaults.temp_limit),
+            // As a session gives it: the policy's whole table.
+            protected_names: carapace::policy::command_protected_names(),
             without: setup.without.clone(),
             allow_network: setup.network,
             ..defaults
@@ -534,5 +536,55 @@ async fn the_private_temp_dir_holds_only_its_configured_size() -> TestResult {
     .await?;
     let escaped = text(&weak.bash(command).await);
     assert_eq!(size_of(&escaped), Some(48 << 20), "{escaped}");
+    Ok(())
+}
+
+/// Protection by meaning, not by a list of top-level names: a nested
+/// clone's git hooks, a bare repository under another name, an editor's
+/// tasks in a subfolder, direnv's file, cargo's configuration — each
+/// already there, each written by a command the analysis cannot see into.
+/// The control, without the protected-paths layer, plants them all.
+#[tokio::test]
+async fn what_makes_a_program_run_later_is_protected_at_any_depth() -> TestResult {
+    let attack = "for f in lib/.git/hooks/post-checkout vendor/x/config sub/.vscode/tasks.json \
+                  a/b/.envrc tool/.cargo/config.toml; do echo pwned > \"$f\" && echo \"wrote $f\"; done; echo done";
+    for strong in [true, false] {
+        let b = bench(if strong {
+            Setup::default()
+        } else {
+            Setup::without(&[SandboxLayer::ProtectedPaths])
+        })
+        .await?;
+        for dir in [
+            "lib/.git/hooks",
+            "vendor/x/objects",
+            "vendor/x/refs",
+            "sub/.vscode",
+            "a/b",
+            "tool/.cargo",
+        ] {
+            std::fs::create_dir_all(b.ws.join(dir))?;
+        }
+        std::fs::write(b.ws.join("vendor/x/HEAD"), "ref: refs/heads/main\n")?;
+        std::fs::write(b.ws.join("vendor/x/config"), "[core]\n")?;
+        std::fs::write(b.ws.join("a/b/.envrc"), "export A=1\n")?;
+        let out = text(&b.bash(attack).await);
+        assert!(out.contains("done"), "the attempt ran: {out}");
+        let planted = [
+            "lib/.git/hooks/post-checkout",
+            "vendor/x/config",
+            "sub/.vscode/tasks.json",
+            "a/b/.envrc",
+            "tool/.cargo/config.toml",
+        ]
+        .iter()
+        .filter(|p| std::fs::read_to_string(b.ws.join(p)).is_ok_and(|t| t.contains("pwned")))
+        .count();
+        if strong {
+            assert_eq!(planted, 0, "{out}");
+        } else {
+            assert_eq!(planted, 5, "control: {out}");
+        }
+    }
     Ok(())
 }

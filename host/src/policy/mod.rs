@@ -31,7 +31,10 @@ pub use decision::{
 };
 pub use modes::{ModeCell, ModeChangeBy, ModeListener, ModeRefused, PermissionMode};
 pub use paths::{lexical_absolute, resolve_symlinks};
-pub use protected::{SHELL_START_UP, TreeTooLarge, protected_entries, protected_reason};
+pub use protected::{
+    GIT_CONTROL, HOME_START_UP, PROTECTED_NAMES, SHELL_START_UP, TreeTooLarge,
+    command_protected_names, hooks_paths, is_git_dir, protected_entries, protected_reason,
+};
 pub use read_denials::ReadDenials;
 pub use rules::{
     Anchors, Family, Rule, RuleError, RuleKind, RuleSet, RuleSource, SourceKind, Subject,

@@ -1,7 +1,14 @@
 //! Protected paths: never written without an explicit prompt, whatever the
-//! mode or the allow rules, whether they exist yet or not. Matched
-//! case-insensitively (case-insensitive filesystems exist) on the path with
-//! symlinks resolved.
+//! mode or the allow rules, whether they exist yet or not. What is
+//! protected is what makes a program run later, outside the sandbox, on an
+//! ordinary action of the user's — opening the folder in an editor, `cd`
+//! into it, `git status`, a new shell, `npm install`, `cargo build` — by
+//! what it means, not where it sits: git's configuration and hooks wherever
+//! git reads them (a `.git` at any depth, a git directory under another
+//! name, a `core.hooksPath`), editors' task and settings files, shell and
+//! tool start-up files, user-level bin folders. Matched case-insensitively
+//! (case-insensitive filesystems exist) on the path with symlinks resolved.
+//! The same table serves every writing tool, commands, hooks and plugins.
 
 use super::paths::{Visit, walk_tree};
 use std::path::{Path, PathBuf};
@@ -24,53 +31,292 @@ pub const SHELL_START_UP: &[&str] = &[
     ".inputrc",
 ];
 
+/// Names protected wherever they appear, at any depth, with why (a name
+/// with `/` is that sequence of components). `.git` is judged by
+/// [`git_control`]: git itself writes most of it.
+pub const PROTECTED_NAMES: &[(&str, &str)] = &[
+    (".carapace", "holds carapace settings, hooks and plugins"),
+    (".claude", "holds Claude Code settings, hooks and commands"),
+    (".mcp.json", "configures MCP servers (programs that run)"),
+    (
+        ".vscode",
+        "holds editor tasks and settings that run programs when the folder is opened",
+    ),
+    (
+        ".idea",
+        "holds IDE run configurations and settings that run programs",
+    ),
+    (".zed", "holds editor tasks and settings that run programs"),
+    (".fleet", "holds editor run configurations"),
+    (
+        ".devcontainer",
+        "runs its commands when the folder is opened in a container",
+    ),
+    (".envrc", "is run by direnv on entering the folder"),
+    (
+        ".exrc",
+        "is run by vi and Neovim when they start in the folder",
+    ),
+    (".nvim.lua", "is run by Neovim when it starts in the folder"),
+    (".nvimrc", "is run by Neovim when it starts in the folder"),
+    (".husky", "holds git hooks (husky)"),
+    (
+        ".pre-commit-config.yaml",
+        "names programs pre-commit runs on every commit",
+    ),
+    (
+        ".npmrc",
+        "can make npm run programs (node-options, script-shell)",
+    ),
+    (".yarnrc", "can make yarn run programs"),
+    (
+        ".yarnrc.yml",
+        "can make yarn run a program of its choosing (yarnPath)",
+    ),
+    (
+        ".cargo/config.toml",
+        "can make cargo run a program on every build",
+    ),
+    (
+        ".cargo/config",
+        "can make cargo run a program on every build",
+    ),
+    (".ripgreprc", "can make ripgrep run programs (--pre)"),
+];
+
+/// The names commands find read-only under every write root: the table
+/// above, and `.git` whole (git's own writes go through the user).
+pub fn command_protected_names() -> Vec<String> {
+    std::iter::once(".git")
+        .chain(PROTECTED_NAMES.iter().map(|(name, _)| *name))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Inside a git directory, what makes git run programs or read another
+/// configuration.
+pub const GIT_CONTROL: &[&str] = &["config", "config.worktree", "hooks", "commondir"];
+
+/// Paths under the home directory that make programs run, with why (a
+/// folder protects everything inside it).
+pub const HOME_START_UP: &[(&str, &str)] = &[
+    (
+        ".gitconfig",
+        "is git's configuration: it can make git run programs",
+    ),
+    (".config/git", "is git's configuration and hooks"),
+    (
+        ".ssh",
+        "holds ssh's configuration, keys and authorized keys",
+    ),
+    (
+        ".config/fish",
+        "is fish's configuration: it runs in every new shell",
+    ),
+    (".config/nushell", "runs in every new shell"),
+    (".config/autostart", "starts programs when you log in"),
+    (".config/systemd", "holds services that start programs"),
+    (
+        ".config/environment.d",
+        "sets the environment of every session",
+    ),
+    (".config/nvim", "runs when Neovim starts"),
+    (".config/Code/User", "holds the editor's settings and tasks"),
+    (".config/pip", "chooses where pip installs packages from"),
+    (".local/bin", "holds programs found first on your PATH"),
+    ("bin", "holds programs found first on your PATH"),
+    (".cargo/bin", "holds programs found first on your PATH"),
+    (".npmrc", "can make npm run programs"),
+    (".yarnrc", "can make yarn run programs"),
+    (".pam_environment", "sets the environment of every session"),
+    (".xprofile", "runs when you log in"),
+    (".xinitrc", "runs when X starts"),
+    (".xsession", "runs when you log in"),
+    (".vimrc", "runs when vim starts"),
+    (".emacs", "runs when Emacs starts"),
+    (".emacs.d", "runs when Emacs starts"),
+    (".tmux.conf", "runs when tmux starts (run-shell)"),
+    (
+        ".docker/config.json",
+        "names credential helper programs docker runs",
+    ),
+    (
+        ".kube/config",
+        "names programs kubectl runs for credentials",
+    ),
+    (
+        ".aws/config",
+        "names programs the AWS tools run for credentials (credential_process)",
+    ),
+    (".curlrc", "changes what every curl does"),
+    (".wgetrc", "changes what every wget does"),
+    (".netrc", "holds credentials"),
+    (".gnupg", "holds gpg's keys and configuration"),
+];
+
 /// Why writing `path` needs a prompt, or `None` when it is not protected.
 /// `config_dir` is carapace's own configuration directory.
 pub fn protected_reason(path: &Path, home: &Path, config_dir: &Path) -> Option<String> {
+    lexical_reason(path, home, config_dir)
+        .or_else(|| git_by_content(path))
+        .or_else(|| hooks_path_reason(path, home))
+}
+
+/// The part of [`protected_reason`] read off the path alone.
+fn lexical_reason(path: &Path, home: &Path, config_dir: &Path) -> Option<String> {
     let lower = |p: &Path| PathBuf::from(p.to_string_lossy().to_lowercase());
-    let (path, home, config_dir) = (lower(path), lower(home), lower(config_dir));
-    if path.starts_with(&config_dir) {
+    let (lowered, home_l, config_l) = (lower(path), lower(home), lower(config_dir));
+    if lowered.starts_with(&config_l) {
         return Some(format!(
             "{} holds carapace's own settings, hooks and plugins",
             config_dir.display()
         ));
     }
-    let parts: Vec<String> = path
+    let parts: Vec<String> = lowered
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
     for (i, part) in parts.iter().enumerate() {
-        match part.as_str() {
-            ".carapace" => {
-                return Some("`.carapace/` holds carapace settings, hooks and plugins".into());
-            }
-            ".claude" => return Some("`.claude/` holds Claude Code settings and hooks".into()),
-            ".mcp.json" => {
-                return Some("`.mcp.json` configures MCP servers (programs that run)".into());
-            }
-            ".git" => match parts.get(i + 1).map(String::as_str) {
-                Some("config") => return Some("`.git/config` can make git run programs".into()),
-                Some("hooks") => return Some("`.git/hooks/` holds programs git runs".into()),
-                None => {
-                    return Some(
-                        "`.git` itself (its config and hooks make git run programs)".into(),
-                    );
-                }
-                _ => {}
-            },
-            _ => {}
+        let here = |name: &str| {
+            name.split('/').zip(&parts[i..]).all(|(a, b)| a == b)
+                && name.split('/').count() <= parts.len() - i
+        };
+        if let Some((name, why)) = PROTECTED_NAMES.iter().find(|(name, _)| here(name)) {
+            return Some(format!("`{name}` {why}"));
+        }
+        if part == ".git"
+            && let Some(reason) = git_control(&parts[i + 1..], ".git")
+        {
+            return Some(reason);
         }
     }
-    if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
-        let name = name.to_string_lossy();
-        if parent == home && SHELL_START_UP.contains(&name.as_ref()) {
-            return Some(format!("`~/{name}` runs in every new shell"));
+    if let Ok(rest) = lowered.strip_prefix(&home_l) {
+        let shell = rest.to_str().is_some_and(|r| SHELL_START_UP.contains(&r));
+        if shell {
+            return Some(format!("`~/{}` runs in every new shell", rest.display()));
         }
-    }
-    if path.starts_with(home.join(".config/fish")) {
-        return Some("fish's configuration runs in every new shell".into());
+        if let Some((name, why)) = HOME_START_UP
+            .iter()
+            .find(|(name, _)| rest.starts_with(name.to_lowercase()))
+        {
+            return Some(format!("`~/{name}` {why}"));
+        }
     }
     None
+}
+
+/// Why the path `rest` inside a git directory (`shown`) is protected: the
+/// directory itself, or what makes git run programs in it — and in its
+/// submodules' and worktrees' own git directories.
+fn git_control(rest: &[String], shown: &str) -> Option<String> {
+    let Some(first) = rest.first() else {
+        return Some(format!(
+            "`{shown}` itself (its config and hooks make git run programs)"
+        ));
+    };
+    if GIT_CONTROL.contains(&first.as_str()) {
+        return Some(format!("`{shown}/{first}` can make git run programs"));
+    }
+    match first.as_str() {
+        "modules" | "worktrees" if rest.len() > 2 => git_control(&rest[2..], shown),
+        _ => None,
+    }
+}
+
+/// Whether `dir` is a git directory, whatever its name: git takes a folder
+/// holding `HEAD`, `objects/` and `refs/` as one (a bare repository, a
+/// `--separate-git-dir`, a `commondir` target).
+pub fn is_git_dir(dir: &Path) -> bool {
+    dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
+}
+
+/// A path inside a git directory found by its content.
+fn git_by_content(path: &Path) -> Option<String> {
+    let mut inner: Vec<String> = Vec::new();
+    for ancestor in path.ancestors() {
+        if is_git_dir(ancestor) {
+            inner.reverse();
+            return git_control(&inner, &ancestor.display().to_string());
+        }
+        let name = ancestor.file_name()?;
+        inner.push(name.to_string_lossy().to_lowercase());
+    }
+    None
+}
+
+/// A path inside the folder `core.hooksPath` names, for the repository the
+/// path is in or for the user (`~/.gitconfig`, `~/.config/git/config`).
+fn hooks_path_reason(path: &Path, home: &Path) -> Option<String> {
+    hooks_paths(path, home)
+        .into_iter()
+        .find(|hooks| path.starts_with(hooks))
+        .map(|hooks| {
+            format!(
+                "{} is git's hooks folder (core.hooksPath): git runs the programs there",
+                hooks.display()
+            )
+        })
+}
+
+/// The hooks folders `core.hooksPath` names for the repository holding
+/// `path` and for the user.
+pub fn hooks_paths(path: &Path, home: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let user = [home.join(".gitconfig"), home.join(".config/git/config")];
+    for config in user {
+        if let Some(hooks) = read_hooks_path(&config) {
+            found.push(if hooks.is_absolute() {
+                hooks
+            } else {
+                home.join(hooks)
+            });
+        }
+    }
+    // The repository: the nearest ancestor with a `.git` folder; a
+    // relative hooksPath is relative to its working tree.
+    if let Some(top) = path.ancestors().skip(1).find(|a| a.join(".git").is_dir())
+        && let Some(hooks) = read_hooks_path(&top.join(".git/config"))
+    {
+        found.push(if hooks.is_absolute() {
+            hooks
+        } else {
+            top.join(hooks)
+        });
+    }
+    found
+}
+
+/// `core.hooksPath` in one git configuration file (git's own syntax: a
+/// `[core]` section, keys case-insensitive, `~/` expanded by the caller's
+/// base only when relative).
+fn read_hooks_path(config: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(config).ok()?;
+    let mut in_core = false;
+    let mut found = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_core = line
+                .trim_start_matches('[')
+                .trim()
+                .to_lowercase()
+                .starts_with("core")
+                && !line.contains('"');
+            continue;
+        }
+        if !in_core {
+            continue;
+        }
+        if let Some((key, value)) = line.split_once('=')
+            && key.trim().eq_ignore_ascii_case("hookspath")
+        {
+            let value = value.trim().trim_matches('"');
+            if !value.is_empty() {
+                found = Some(PathBuf::from(value));
+            }
+        }
+    }
+    found
 }
 
 /// A tree with more entries than the scan may visit.
@@ -89,10 +335,18 @@ pub fn protected_entries(
     limit: usize,
 ) -> Result<Vec<PathBuf>, TreeTooLarge> {
     let mut found = Vec::new();
+    if protected_reason(dir, home, config_dir).is_some() {
+        found.push(dir.to_path_buf());
+        return Ok(found);
+    }
+    let hooks = hooks_paths(dir, home);
     // Links are not followed: a link is judged by where it points when it
     // is used, not here.
     walk_tree(dir, limit, |entry| {
-        if protected_reason(entry.path, home, config_dir).is_some() {
+        let protected = lexical_reason(entry.path, home, config_dir).is_some()
+            || (entry.is_dir() && is_git_dir(entry.path))
+            || hooks.iter().any(|h| entry.path.starts_with(h));
+        if protected {
             found.push(entry.path.to_path_buf());
             Visit::Skip
         } else {
@@ -131,6 +385,24 @@ mod tests {
             "/home/u/.bashrc",
             "/home/u/.ZSHRC",
             "/home/u/.config/fish/config.fish",
+            // By meaning, not by a list of top-level names.
+            "/work/p/.git/commondir",
+            "/work/p/.git/config.worktree",
+            "/work/p/lib/.git/hooks/post-checkout",
+            "/work/p/.git/modules/sub/config",
+            "/work/p/.git/worktrees/w/commondir",
+            "/work/p/sub/.vscode/tasks.json",
+            "/work/p/.idea/workspace.xml",
+            "/work/p/a/b/.envrc",
+            "/work/p/.husky/pre-commit",
+            "/work/p/.cargo/config.toml",
+            "/home/u/.gitconfig",
+            "/home/u/.config/git/config",
+            "/home/u/.ssh/config",
+            "/home/u/.npmrc",
+            "/home/u/.local/bin/git",
+            "/home/u/.config/autostart/x.desktop",
+            "/home/u/.cargo/bin/cargo",
         ] {
             assert!(reason(protected).is_some(), "{protected} must be protected");
         }
@@ -140,9 +412,59 @@ mod tests {
             "/work/p/.bashrc",
             "/work/p/git/config",
             "/home/u/notes.txt",
+            "/work/p/.git/index",
+            "/work/p/.git/refs/heads/main",
+            "/home/u/.cargo/registry/cache/x.crate",
+            "/home/u/.config/other/x",
         ] {
             assert!(reason(free).is_none(), "{free} must not be protected");
         }
+    }
+
+    #[test]
+    fn a_git_directory_under_another_name_and_a_hooks_path_are_protected()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let root = tempfile::tempdir()?;
+        let home = root.path().join("home");
+        let ws = root.path().join("ws");
+        // A bare repository named like any folder.
+        let bare = ws.join("vendor/thing");
+        for dir in ["objects", "refs"] {
+            std::fs::create_dir_all(bare.join(dir))?;
+        }
+        std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n")?;
+        // A repository whose hooks live in `.husky-like/` (core.hooksPath).
+        std::fs::create_dir_all(ws.join(".git"))?;
+        std::fs::write(
+            ws.join(".git/config"),
+            "[core]\n\tbare = false\n\thooksPath = tools/hooks\n",
+        )?;
+        let config = home.join(".carapace");
+        let why = |p: &Path| protected_reason(p, &home, &config);
+        assert!(why(&bare.join("config")).is_some());
+        assert!(why(&bare.join("hooks/pre-commit")).is_some());
+        assert!(
+            why(&bare.join("objects/ab")).is_none(),
+            "git writes its objects"
+        );
+        assert!(why(&ws.join("tools/hooks/pre-commit")).is_some());
+        assert!(why(&ws.join("tools/other.sh")).is_none());
+        // The same found inside a tree a grant would cover.
+        let found = protected_entries(&ws, &home, &config, 1000)?;
+        assert!(found.contains(&bare), "{found:?}");
+        assert!(found.contains(&ws.join(".git")), "{found:?}");
+        // A user-level hooksPath too.
+        std::fs::create_dir_all(&home)?;
+        std::fs::write(
+            home.join(".gitconfig"),
+            "[Core]\n  HooksPath = ~/githooks\n",
+        )?;
+        std::fs::write(
+            home.join(".gitconfig"),
+            "[core]\nhooksPath = /opt/githooks\n",
+        )?;
+        assert!(why(Path::new("/opt/githooks/pre-push")).is_some());
+        Ok(())
     }
 
     #[test]

@@ -440,7 +440,8 @@ impl SessionBuilder {
                 .helper
                 .clone()
                 .or_else(crate::sandbox::process::default_helper),
-            protected: command_protected(&home, &config_dir),
+            protected: command_protected(&home, &config_dir, &cwd),
+            protected_names: crate::policy::command_protected_names(),
             write_roots,
             read_denied,
             allow_network: settings.sandbox_network.unwrap_or(false),
@@ -926,9 +927,12 @@ async fn one_plugin(
 /// Paths outside the workspace's own protected names that commands may not
 /// write even when they lie under a write root: what runs in every new
 /// shell, and carapace's own configuration.
-fn command_protected(home: &Path, config_dir: &Path) -> Vec<PathBuf> {
+fn command_protected(home: &Path, config_dir: &Path, cwd: &Path) -> Vec<PathBuf> {
+    use crate::policy::{HOME_START_UP, hooks_paths};
     let mut paths: Vec<PathBuf> = SHELL_START_UP.iter().map(|name| home.join(name)).collect();
-    paths.push(home.join(".config/fish"));
+    paths.extend(HOME_START_UP.iter().map(|(name, _)| home.join(name)));
+    // git's hooks folder wherever core.hooksPath puts it.
+    paths.extend(hooks_paths(&cwd.join(".git"), home));
     paths.push(config_dir.to_path_buf());
     paths
 }

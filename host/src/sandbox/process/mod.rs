@@ -20,6 +20,7 @@ mod cgroup;
 mod confine;
 mod helper;
 mod isolate;
+mod protect;
 
 pub use background::{BackgroundShells, ShellReport, ShellStatus};
 pub use helper::{HELPER_ARG, helper_main};
@@ -31,10 +32,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
-/// Names under every write root that commands may never write, create or
-/// replace: what makes git, carapace, Claude Code or an editor run programs
-/// later.
-const PROTECTED_NAMES: &[&str] = &[
+/// Names under the write roots commands may never write, create or
+/// replace unless the session names others: what makes git, carapace,
+/// Claude Code or an editor run programs later. A session gives the
+/// policy's whole table (`ProcessConfig::protected_names`).
+pub const DEFAULT_PROTECTED_NAMES: &[&str] = &[
     ".git",
     ".carapace",
     ".claude",
@@ -107,8 +109,12 @@ pub struct ProcessConfig {
     pub write_roots: Vec<PathBuf>,
     /// Further paths commands may never write or create when they lie under
     /// a write root (shell start-up files, carapace's configuration), beside
-    /// [`PROTECTED_NAMES`] under every write root.
+    /// [`Self::protected_names`] under every write root.
     pub protected: Vec<PathBuf>,
+    /// Names protected at the top of every write root, whether they exist
+    /// or not, and wherever they already exist deeper (a name with `/` is
+    /// that path).
+    pub protected_names: Vec<String>,
     /// What commands may not read.
     pub read_denied: Option<Arc<dyn DeniedPaths>>,
     pub allow_network: bool,
@@ -151,6 +157,10 @@ impl ProcessConfig {
             cwd: cwd.to_path_buf(),
             write_roots: vec![cwd.to_path_buf()],
             protected: Vec::new(),
+            protected_names: DEFAULT_PROTECTED_NAMES
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
             read_denied: None,
             allow_network: false,
             require_os_sandbox: true,
@@ -164,11 +174,7 @@ impl ProcessConfig {
 
     /// The protected paths under this configuration's write roots.
     fn protected_paths(&self, writes: &[PathBuf]) -> Vec<PathBuf> {
-        let mut paths: Vec<PathBuf> = self
-            .write_roots
-            .iter()
-            .flat_map(|root| PROTECTED_NAMES.iter().map(move |name| root.join(name)))
-            .collect();
+        let mut paths = protect::protected_under(&self.write_roots, &self.protected_names);
         paths.extend(
             self.protected
                 .iter()
