@@ -550,13 +550,22 @@ async fn creating_a_protected_file_through_a_tree_grant_is_undone() -> TestResul
         )
         .await?;
     assert!(
-        strong.is_error && text(&strong).contains("removed"),
+        strong.is_error && text(&strong).contains("moved them aside"),
         "{strong:?}"
     );
     assert!(
         !tree.join(".mcp.json").exists(),
-        "the protected file the tool created is gone"
+        "the protected file the tool created is no longer where it acts"
     );
+    let aside: Vec<_> = std::fs::read_dir(&tree)?
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".mcp.json.carapace-moved-")
+        })
+        .collect();
+    assert_eq!(aside.len(), 1, "moved aside, not deleted");
     // The weakened variant: a tree that already holds a protected entry is
     // refused outright, unless approved.
     std::fs::create_dir_all(hook.parent().ok_or("no parent")?)?;

@@ -327,7 +327,7 @@ async fn protected_paths_cannot_be_written_or_created() -> TestResult {
             assert_eq!(config, "[core]\n");
             assert!(b.ws.join(".git").is_dir() && !b.ws.join("g2").exists());
             assert!(
-                out.contains("removed") && out.contains(".mcp.json"),
+                out.contains("moved") && out.contains(".mcp.json.carapace-moved-"),
                 "{out}"
             );
         } else {
@@ -585,6 +585,53 @@ async fn what_makes_a_program_run_later_is_protected_at_any_depth() -> TestResul
         } else {
             assert_eq!(planted, 5, "control: {out}");
         }
+    }
+    Ok(())
+}
+
+/// The user acts while a command runs: `git init` in the workspace (here
+/// its effect: a `.git` with a commit's files). carapace used to delete
+/// any protected name that appeared during the call, whoever made it, and
+/// the user lost the repository. Now it is moved aside whole, the note
+/// says where, and nothing is deleted. The command waits on the user's
+/// marker, not on a clock.
+#[tokio::test]
+async fn a_repository_the_user_makes_during_a_command_is_never_deleted() -> TestResult {
+    let b = bench(Setup::default()).await?;
+    let command = "touch started; i=0; while [ ! -e user-done ] && [ $i -lt 3000 ]; do \
+                   sleep 0.01; i=$((i+1)); done; echo waited=$i";
+    let ws = b.ws.clone();
+    let user = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        for _ in 0..3000 {
+            if ws.join("started").exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::fs::create_dir_all(ws.join(".git/objects/ab"))?;
+        std::fs::write(ws.join(".git/HEAD"), "ref: refs/heads/main\n")?;
+        std::fs::write(ws.join(".git/objects/ab/cdef"), "the user's commit\n")?;
+        std::fs::write(ws.join("user-done"), "")
+    });
+    let out = text(&b.bash(command).await);
+    user.await??;
+    assert!(out.contains("waited="), "the command ran: {out}");
+    let moved: Vec<PathBuf> = std::fs::read_dir(&b.ws)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains(".git.carapace-moved-"))
+        .collect();
+    let kept = match moved.as_slice() {
+        [one] => one.clone(),
+        _ => b.ws.join(".git"),
+    };
+    assert_eq!(
+        std::fs::read_to_string(kept.join("objects/ab/cdef"))?,
+        "the user's commit\n",
+        "nothing of the user's is lost: {out}"
+    );
+    if !moved.is_empty() {
+        assert!(out.contains("nothing was deleted"), "{out}");
     }
     Ok(())
 }

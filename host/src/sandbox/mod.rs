@@ -38,7 +38,7 @@ pub use hosts::{HostPattern, HostPatternError, is_internal, is_off_limits};
 pub use limits::CallLimits;
 pub use process::{
     BackgroundShells, CommandOutput, DeniedPaths, ProcessConfig, SandboxLayer, ShellReport,
-    ShellStatus,
+    ShellStatus, move_aside,
 };
 pub use procfs::refused_path as refused_process_info;
 pub use staging::STAGING_PREFIX;

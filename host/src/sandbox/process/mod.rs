@@ -495,31 +495,64 @@ impl Drop for RunningHelper {
     }
 }
 
-/// Removes the protected paths a command created (they did not exist
-/// before it ran); says what was removed.
+/// Moves aside the protected paths that appeared while a command ran (they
+/// did not exist before it); says where each went. Nothing is deleted:
+/// whoever made it — the command, or the user at the same time (`git init`
+/// while a test suite runs) — finds it whole under a name nothing reads
+/// (`.git.carapace-moved-<time>`), beside where it was.
 fn remove_created(absent: &[PathBuf]) -> Vec<String> {
     let mut notes = Vec::new();
     for path in absent {
-        let Ok(meta) = path.symlink_metadata() else {
+        if path.symlink_metadata().is_err() {
             continue;
-        };
-        let removed = if meta.is_dir() {
-            std::fs::remove_dir_all(path)
-        } else {
-            std::fs::remove_file(path)
-        };
-        notes.push(match removed {
-            Ok(()) => format!(
-                "removed {}: commands may not create it (it can make git, carapace or an editor run programs); create it yourself if it is wanted",
-                path.display()
+        }
+        notes.push(match move_aside(path) {
+            Ok(moved) => format!(
+                "moved {} to {}: commands may not create it (it can make git, carapace or an editor run programs); nothing was deleted — if you made it, move it back",
+                path.display(),
+                moved.display()
             ),
             Err(e) => format!(
-                "the command created {}, which commands may not create, and it could not be removed ({e}): remove it before trusting this workspace",
+                "{} appeared while a command ran, which commands may not create, and it could not be moved aside ({e}): check it before trusting this workspace",
                 path.display()
             ),
         });
     }
     notes
+}
+
+/// Renames `path` to a free name beside it that no program reads
+/// (`NAME.carapace-moved-<time>`), never replacing anything.
+pub fn move_aside(path: &Path) -> std::io::Result<PathBuf> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for n in 0..100u32 {
+        let suffix = if n == 0 {
+            String::new()
+        } else {
+            format!("-{n}")
+        };
+        let target = path.with_file_name(format!("{name}.carapace-moved-{stamp}{suffix}"));
+        // No replacing: renameat2(RENAME_NOREPLACE) fails when the name is
+        // taken, so nothing already there is overwritten.
+        match nix::fcntl::renameat2(
+            nix::fcntl::AT_FDCWD,
+            path,
+            nix::fcntl::AT_FDCWD,
+            &target,
+            nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+        ) {
+            Ok(()) => return Ok(target),
+            Err(nix::errno::Errno::EEXIST) => continue,
+            Err(errno) => return Err(std::io::Error::from(errno)),
+        }
+    }
+    Err(std::io::Error::other("no free name beside it"))
 }
 
 fn kill_group(pid: Option<u32>) {

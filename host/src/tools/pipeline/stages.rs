@@ -270,31 +270,31 @@ impl ToolPipeline {
 
     /// sweep: after a call holding a write grant on a tree, a protected file
     /// that appeared in the tree (none was there, or the grant would not
-    /// have been given) is removed, and the call reports it.
+    /// have been given) is moved aside under a name nothing reads — never
+    /// deleted: the user may have made it meanwhile — and the call says
+    /// where.
     pub(super) fn sweep(&self, call: &ToolCall, grant: &Grant) -> Option<ToolCallResult> {
         let (home, config_dir) = self.policy.protected_roots();
-        let mut removed = Vec::new();
+        let mut moved = Vec::new();
         for tree in grant.write_trees() {
             let found = protected_entries(tree, &home, &config_dir, usize::MAX).unwrap_or_default();
             for path in found {
-                let gone = if path.is_dir() && !path.is_symlink() {
-                    std::fs::remove_dir_all(&path)
-                } else {
-                    std::fs::remove_file(&path)
-                };
-                if let Err(e) = gone {
-                    tracing::error!(path = %path.display(), error = %e, "cannot remove a protected file a tool created");
-                }
-                removed.push(path.display().to_string());
+                moved.push(match crate::sandbox::move_aside(&path) {
+                    Ok(to) => format!("{} (now {})", path.display(), to.display()),
+                    Err(e) => {
+                        tracing::error!(path = %path.display(), error = %e, "cannot move aside a protected file a tool created");
+                        format!("{} (it could not be moved aside: {e})", path.display())
+                    }
+                });
             }
         }
-        (!removed.is_empty()).then(|| {
+        (!moved.is_empty()).then(|| {
             ToolCallResult::error(
                 &call.id,
                 format!(
-                    "{} created protected files ({}); carapace removed them. Writing them needs the user's explicit approval.",
+                    "{} created protected files: {}; carapace moved them aside, nothing was deleted. Writing them needs the user's explicit approval.",
                     call.name,
-                    removed.join(", ")
+                    moved.join(", ")
                 ),
             )
         })
