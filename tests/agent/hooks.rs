@@ -998,11 +998,33 @@ async fn a_hook_is_never_granted_carapaces_credentials_or_the_homes_dotfiles() -
             json!({"env": ["CARAPACE_CONFIG_DIR"]}),
             "never granted to hooks",
         ),
-        (json!({"read": [path(&home.join(".ssh"))]}), "dotfiles"),
-        (json!({"read": [path(&home.join(".netrc"))]}), "dotfiles"),
+        // Protected by meaning (the reason says what it is).
+        (
+            json!({"read": [path(&home.join(".ssh"))]}),
+            "ssh's configuration",
+        ),
+        (json!({"read": [path(&home.join(".netrc"))]}), "credentials"),
+        (
+            json!({"read": [path(&home.join(".aws-cache"))]}),
+            "dotfiles",
+        ),
         (json!({"read": [path(&home)]}), "home directory"),
         (json!({"read": ["/"]}), "home directory"),
-        (json!({"read": [path(&ws.join("keys"))]}), "dotfiles"),
+        // Grants are resolved in the host: /proc/self is carapace itself.
+        (
+            json!({"read": ["/proc/self/environ"]}),
+            "process information",
+        ),
+        (
+            json!({"read": ["/proc/thread-self"]}),
+            "process information",
+        ),
+        (json!({"read": ["/dev/fd"]}), "process information"),
+        (json!({"read": ["/dev/stdin"]}), "process information"),
+        (
+            json!({"read": [path(&ws.join("keys"))]}),
+            "ssh's configuration",
+        ),
         (json!({"write": [path(&ws)]}), "protected"),
     ] {
         if why == "protected" {
