@@ -206,6 +206,34 @@ async def permission_rules():
         await drain(client)
 
 
+async def permission_set_bypass(extra_args):
+    """can_use_tool approves the first call and asks, through
+    updatedPermissions, for bypassPermissions; the next call shows which
+    mode the session is in (asked again, or not)."""
+    to_bypass = PermissionUpdate(
+        type="setMode", mode="bypassPermissions", destination="session"
+    )
+
+    async def can_use_tool(tool_name, tool_input, context):
+        emit({"kind": "note", "asked": tool_name, "input": tool_input})
+        return PermissionResultAllow(updated_permissions=[to_bypass])
+
+    client = ClaudeSDKClient(
+        options=options(can_use_tool=can_use_tool, extra_args=extra_args)
+    )
+    async with client:
+        await client.query("run two commands")
+        await drain(client)
+
+
+async def permission_set_bypass_refused():
+    await permission_set_bypass({})
+
+
+async def permission_set_bypass_allowed():
+    await permission_set_bypass({"allow-dangerously-skip-permissions": None})
+
+
 async def permission_never_widens():
     def rewrite_into_rm(name, data):
         return PermissionResultAllow(updated_input={"command": "rm notes.txt"})
@@ -296,6 +324,8 @@ SCENARIOS = {
     "partial_messages": partial_messages,
     "interrupt": interrupt,
     "hook_callbacks": hook_callbacks,
+    "permission_set_bypass_refused": permission_set_bypass_refused,
+    "permission_set_bypass_allowed": permission_set_bypass_allowed,
 }
 
 

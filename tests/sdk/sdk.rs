@@ -441,6 +441,49 @@ fn can_use_tool_permission_updates_answer_later_questions() -> TestResult {
     Ok(())
 }
 
+/// Escape attempt: a `setMode` to bypassPermissions in the callback's
+/// `updatedPermissions` — a second door beside `set_permission_mode`, which
+/// refuses it — used to switch silently. The same gate now refuses it: the
+/// next command is asked again. The control, in a session started with
+/// `--allow-dangerously-skip-permissions`, switches, says so in a status
+/// line, and the next command runs unasked.
+#[test]
+fn can_use_tool_cannot_switch_to_bypass_through_updated_permissions() -> TestResult {
+    if !sdk_installed()? {
+        return Ok(());
+    }
+    for (scenario, asked, switched) in [
+        ("permission_set_bypass_refused", 2, false),
+        ("permission_set_bypass_allowed", 1, true),
+    ] {
+        let run = drive(scenario, |_| {
+            vec![
+                bash("toolu_1", "echo first"),
+                bash("toolu_2", "echo second"),
+                Reply::text("done"),
+            ]
+        })?;
+        run.ok()?;
+        assert_eq!(run.of("note").len(), asked, "{scenario}: {:?}", run.lines);
+        let status = run.lines.iter().any(|l| {
+            l["kind"] == "SystemMessage" && l["data"]["permissionMode"] == "bypassPermissions"
+        });
+        assert_eq!(status, switched, "{scenario}: {:?}", run.lines);
+        if !switched {
+            assert!(
+                run.stderr.contains("cannot switch to bypassPermissions"),
+                "{}",
+                run.stderr
+            );
+        }
+        assert!(
+            content(&result_of(&run, 2, "toolu_2")?).contains("second"),
+            "{scenario}"
+        );
+    }
+    Ok(())
+}
+
 /// Escape attempt: the callback cannot answer what the policy does not ask
 /// (a deny rule), nor turn an approved call into a denied one.
 #[test]
