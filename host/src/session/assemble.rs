@@ -298,11 +298,10 @@ impl SessionBuilder {
             home,
             config_dir,
         } = self.paths.clone();
+        let (managed, managed_refused) = managed_settings_path();
         let settings = Settings::load(
             &Locations {
-                managed: std::env::var_os("CARAPACE_MANAGED_SETTINGS")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| PathBuf::from("/etc/carapace/managed-settings.json")),
+                managed,
                 cli: self.settings.clone(),
                 cwd: cwd.clone(),
                 home: home.clone(),
@@ -313,6 +312,7 @@ impl SessionBuilder {
         )?;
         mark("settings_loaded");
         let mut warnings = settings.warnings.clone();
+        warnings.extend(managed_refused);
         let env = |name: &str| {
             settings
                 .env
@@ -946,5 +946,35 @@ mod tests {
             vec!["Read", "Bash(echo a,b)", "WebFetch"]
         );
         assert!(super::split_rules(" , ").is_empty());
+    }
+}
+
+/// Where the administrator's (managed) settings are: `/etc/carapace/`, or
+/// the file `CARAPACE_MANAGED_SETTINGS` names when only an administrator
+/// could have put it there — owned by root and writable by no one else.
+/// Otherwise whoever starts carapace could replace the administrator's
+/// settings with their own; the variable is then ignored, with a warning.
+fn managed_settings_path() -> (PathBuf, Option<String>) {
+    use std::os::unix::fs::MetadataExt;
+    let standard = PathBuf::from("/etc/carapace/managed-settings.json");
+    let Some(named) = std::env::var_os("CARAPACE_MANAGED_SETTINGS").map(PathBuf::from) else {
+        return (standard, None);
+    };
+    match std::fs::metadata(&named) {
+        Ok(meta) if meta.uid() == 0 && meta.mode() & 0o022 == 0 => (named, None),
+        Ok(_) => (
+            standard,
+            Some(format!(
+                "CARAPACE_MANAGED_SETTINGS names {}, which is not owned by root or is writable by others; ignored (the managed settings are the administrator's)",
+                named.display()
+            )),
+        ),
+        Err(e) => (
+            standard,
+            Some(format!(
+                "CARAPACE_MANAGED_SETTINGS names {}, which cannot be read ({e}); ignored",
+                named.display()
+            )),
+        ),
     }
 }
