@@ -884,14 +884,23 @@ async fn a_hook_opens_no_socket() -> TestResult {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?.to_string();
+    // A second listener reached by name: tests aim only at this machine.
+    let named = std::net::TcpListener::bind("127.0.0.1:0")?;
+    named.set_nonblocking(true)?;
+    let by_name = format!("localhost:{}", named.local_addr()?.port());
     let report = attempts(
         &ws,
         json!({"read": [ws.display().to_string()], "write": [ws.join("w").display().to_string()], "env": ["PATH"]}),
-        json!([{"op": "connect", "path": addr}, {"op": "connect", "path": "1.1.1.1:53"}]),
+        json!([{"op": "connect", "path": addr}, {"op": "connect", "path": by_name}]),
     )
     .await?;
+    assert_eq!(report.len(), 2, "both attempts ran: {report:?}");
     assert_eq!(worked(&report), vec![false, false], "{report:?}");
     assert!(listener.accept().is_err(), "nothing reached the listener");
+    assert!(
+        named.accept().is_err(),
+        "nothing reached the named listener"
+    );
     Ok(())
 }
 

@@ -786,23 +786,41 @@ async fn an_abort_while_streaming_ends_as_aborted_streaming() -> TestResult {
 #[tokio::test]
 async fn an_abort_while_tools_run_cancels_them_and_pairs_every_call() -> TestResult {
     let (_dir, ws) = workspace()?;
+    let started = ws.join("slow-started");
     let marker = ws.join("slow-done");
     let ws_s = ws.to_string_lossy().into_owned();
+    // The tool says it started (well after its response's stream ended:
+    // the abort must land among running tools, not in the stream), then
+    // would finish 1.5 s later.
     let setup = Setup::new(vec![
         Reply::tool_uses(vec![probe(
             "toolu_slow",
-            json!([{"op": "sleep", "ms": 20000}, {"op": "create", "path": marker.to_string_lossy()}]),
+            json!([
+                {"op": "sleep", "ms": 600},
+                {"op": "create", "path": started.to_string_lossy()},
+                {"op": "sleep", "ms": 1500},
+                {"op": "create", "path": marker.to_string_lossy()}
+            ]),
             json!([{"kind": "write-tree", "target": ws_s}]),
             false,
         )]),
         Reply::text("never"),
     ]);
     let abort = setup.abort.clone();
+    let seen = started.clone();
+    // The abort lands while the tool runs: once it has started, not after
+    // a guessed delay.
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(800)).await;
+        for _ in 0..3000 {
+            if seen.exists() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         abort.cancel();
     });
     let run = run(setup, &ws, one("hello")).await?;
+    assert!(started.exists(), "the tool ran");
     assert_eq!(run.outcome.terminal, Terminal::AbortedTools);
     assert_eq!(run.requests.len(), 1);
     let results = run.lines_of("user", None);
@@ -815,6 +833,8 @@ async fn an_abort_while_tools_run_cancels_them_and_pairs_every_call() -> TestRes
         results[1]["isSynthetic"], true,
         "the interruption is marked"
     );
+    // Checked after the tool would have finished, had it not been stopped.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
     assert!(!marker.exists(), "the cancellable tool was stopped");
     assert_eq!(run.result()["terminal_reason"], "aborted_tools");
     Ok(())

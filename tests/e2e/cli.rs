@@ -130,7 +130,7 @@ fn sigterm_during_a_command_ends_its_whole_tree() -> TestResult {
     let ws = tempfile::tempdir()?;
     let wsp = std::fs::canonicalize(ws.path())?;
     // A command that leaves a detached process behind, then runs on.
-    let command = "setsid sh -c 'sleep 1; echo late > late' > /dev/null 2>&1 < /dev/null & echo > started; sleep 60";
+    let command = "setsid sh -c 'echo > detached; sleep 1; echo late > late' > /dev/null 2>&1 < /dev/null & echo > started; sleep 60";
     let server = ScriptedServer::start(vec![
         Reply::tool_uses(vec![Block::tool_use(
             "toolu_1",
@@ -141,6 +141,11 @@ fn sigterm_during_a_command_ends_its_whole_tree() -> TestResult {
     ])?;
     let child = spawn(&server, &wsp, &["-p", "hello", "--allowedTools", "Bash"])?;
     wait_until(|| wsp.join("started").exists(), "the command never started")?;
+    // The detached process itself is running (not merely asked for).
+    wait_until(
+        || wsp.join("detached").exists(),
+        "the detached process never started",
+    )?;
     signal(&child, "TERM")?;
     let output = child.wait_with_output()?;
     assert!(!output.status.success());

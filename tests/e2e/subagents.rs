@@ -454,12 +454,13 @@ fn subagent_stop_hooks_see_the_child_end_and_are_capped() -> TestResult {
 fn ending_the_parent_ends_its_children() -> TestResult {
     let ws = tempfile::tempdir()?;
     let marker = ws.path().join("child-finished");
+    let began = ws.path().join("child-began");
     let server = ScriptedServer::start(vec![
         agent_call("run the slow command"),
         Reply::tool_uses(vec![Block::tool_use(
             "toolu_slow",
             "Bash",
-            json!({"command": format!("sleep 3; touch {}", marker.display())}),
+            json!({"command": format!("touch {}; sleep 3; touch {}", began.display(), marker.display())}),
         )]),
         Reply::text("never"),
         Reply::text("never"),
@@ -477,7 +478,14 @@ fn ending_the_parent_ends_its_children() -> TestResult {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // The child's command is running (not merely asked for).
+    while !began.exists() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            return Err("the child's command never started".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let started = std::time::Instant::now();
     std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

@@ -1,8 +1,8 @@
 //! Building an example with its own `build.sh`, once per test run.
 //!
-//! A language whose toolchain is not installed (the script exits 3) is
-//! skipped with a message, unless `CARAPACE_REQUIRE_EXAMPLES=1` (CI sets it,
-//! having installed them all): then a missing toolchain fails the test.
+//! A language whose toolchain is not installed (the script exits 3) fails
+//! the test, saying what is missing: a test never passes for want of what
+//! it needs (the README's test command installs every toolchain).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,7 +24,7 @@ fn build_dir() -> PathBuf {
 /// Builds `examples/KIND/LANGUAGE` (under a lock: test binaries may run at
 /// once) and returns `OUT/ARTIFACT`; `None` when its toolchain is missing
 /// and that is allowed.
-pub fn build(kind: &str, language: &str, artifact: &str) -> Result<Option<PathBuf>, BoxError> {
+pub fn build(kind: &str, language: &str, artifact: &str) -> Result<PathBuf, BoxError> {
     let out = build_dir().join("out");
     std::fs::create_dir_all(&out)?;
     let lock = std::fs::File::create(out.join(format!("{kind}-{language}.lock")))?;
@@ -45,14 +45,12 @@ pub fn build(kind: &str, language: &str, artifact: &str) -> Result<Option<PathBu
         .output()?;
     let stderr = String::from_utf8_lossy(&built.stderr);
     match built.status.code() {
-        Some(0) => Ok(Some(out.join(artifact))),
-        Some(3) if std::env::var("CARAPACE_REQUIRE_EXAMPLES").as_deref() != Ok("1") => {
-            eprintln!(
-                "SKIPPED: the {language} {kind} example: its toolchain is missing: {}",
-                stderr.trim()
-            );
-            Ok(None)
-        }
+        Some(0) => Ok(out.join(artifact)),
+        Some(3) => Err(format!(
+            "the {language} {kind} example cannot be built: its toolchain is missing ({}); the README's test command installs it",
+            stderr.trim()
+        )
+        .into()),
         _ => Err(format!("{} failed ({}):\n{stderr}", script.display(), built.status).into()),
     }
 }

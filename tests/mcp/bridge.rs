@@ -4,9 +4,8 @@
 //! started by carapace, spoken to through the sandboxed bridge, and called by
 //! the model through the loop.
 //!
-//! Their toolchains (npm, Python's `mcp`) are installed by CI (README's test
-//! command); elsewhere a missing one skips the test with a message, unless
-//! `CARAPACE_REQUIRE_EXAMPLES=1`.
+//! Their toolchains (npm, Python's `mcp`) are installed by the README's test
+//! command; a missing one fails the test, saying what to install.
 
 #[path = "../e2e/support.rs"]
 mod support;
@@ -27,21 +26,13 @@ fn servers_dir() -> PathBuf {
         .join("servers")
 }
 
-fn required() -> bool {
-    std::env::var("CARAPACE_REQUIRE_EXAMPLES").as_deref() == Ok("1")
-}
-
-/// `Ok(false)`: the toolchain is missing and that is allowed.
-fn missing(what: &str) -> Result<bool, BoxError> {
-    if required() {
-        return Err(format!("{what} is required (CARAPACE_REQUIRE_EXAMPLES=1)").into());
-    }
-    eprintln!("SKIPPED: {what} is not installed");
-    Ok(false)
+/// A missing toolchain fails the test: it never passes for want of it.
+fn missing(what: &str) -> BoxError {
+    format!("{what} is required; the README's test command installs it").into()
 }
 
 /// The npm server, installed from the lock file once per test run.
-fn everything() -> Result<Option<Value>, BoxError> {
+fn everything() -> Result<Value, BoxError> {
     let dir = servers_dir();
     let lock = std::fs::File::create(std::env::temp_dir().join("carapace-mcp-npm.lock"))?;
     lock.lock()?;
@@ -69,26 +60,25 @@ fn everything() -> Result<Option<Value>, BoxError> {
                     format!("npm ci failed: {}", String::from_utf8_lossy(&out.stderr)).into(),
                 );
             }
-            Err(_) => return missing("npm").map(|_| None),
+            Err(_) => return Err(missing("npm")),
         }
     }
-    Ok(Some(json!({"command": "node", "args": [entry, "stdio"]})))
+    Ok(json!({"command": "node", "args": [entry, "stdio"]}))
 }
 
-/// The Python server, when the `mcp` package is importable.
-fn notes() -> Result<Option<Value>, BoxError> {
+/// The Python server (the `mcp` package must be importable).
+fn notes() -> Result<Value, BoxError> {
     let found = Command::new("python3")
         .args(["-c", "import mcp.server.mcpserver"])
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !found {
-        return missing("the `mcp` Python package (pip install -r tests/mcp/requirements.txt)")
-            .map(|_| None);
+        return Err(missing(
+            "the `mcp` Python package (pip install -r tests/mcp/requirements.txt)",
+        ));
     }
-    Ok(Some(
-        json!({"command": "python3", "args": [servers_dir().join("notes_server.py")]}),
-    ))
+    Ok(json!({"command": "python3", "args": [servers_dir().join("notes_server.py")]}))
 }
 
 struct Session {
@@ -168,9 +158,7 @@ impl Session {
 
 #[test]
 fn a_node_server_lists_and_calls_through_the_bridge_and_the_loop() -> TestResult {
-    let Some(everything) = everything()? else {
-        return Ok(());
-    };
+    let everything = everything()?;
     let s = session(
         json!({"everything": everything}),
         vec![
@@ -240,9 +228,7 @@ fn a_node_server_lists_and_calls_through_the_bridge_and_the_loop() -> TestResult
 
 #[test]
 fn mcp_calls_ask_unless_a_rule_allows_them_and_deny_rules_hide_them() -> TestResult {
-    let Some(everything) = everything()? else {
-        return Ok(());
-    };
+    let everything = everything()?;
     let s = session(
         json!({"everything": everything}),
         vec![
@@ -269,9 +255,7 @@ fn mcp_calls_ask_unless_a_rule_allows_them_and_deny_rules_hide_them() -> TestRes
 
 #[test]
 fn a_python_server_on_the_current_revision_reports_errors_and_a_crash_mid_call() -> TestResult {
-    let Some(notes) = notes()? else {
-        return Ok(());
-    };
+    let notes = notes()?;
     let s = session(
         json!({"notes": notes}),
         vec![
@@ -352,9 +336,7 @@ fn a_server_that_cannot_start_is_reported_and_the_session_runs() -> TestResult {
 
 #[test]
 fn a_tool_list_change_is_offered_from_the_next_turn() -> TestResult {
-    let Some(notes) = notes()? else {
-        return Ok(());
-    };
+    let notes = notes()?;
     let s = session(
         json!({"notes": notes}),
         vec![
@@ -399,9 +381,7 @@ fn a_tool_list_change_is_offered_from_the_next_turn() -> TestResult {
 
 #[test]
 fn mcp_calls_pass_the_same_hooks_and_project_servers_need_trust() -> TestResult {
-    let Some(everything) = everything()? else {
-        return Ok(());
-    };
+    let everything = everything()?;
     let dir = tempfile::tempdir()?;
     let ws = std::fs::canonicalize(dir.path())?;
     // A Claude Code-protocol hook that blocks (exit 2) what it matches.
@@ -476,9 +456,7 @@ fn mcp_calls_pass_the_same_hooks_and_project_servers_need_trust() -> TestResult 
 
 #[test]
 fn a_streamable_http_server_is_reached_by_the_bridge_over_wasi_http() -> TestResult {
-    let Some(notes) = notes()? else {
-        return Ok(());
-    };
+    let notes = notes()?;
     // A free port, then the Python server on it.
     let port = free_port()?;
     let script = notes["args"][0].as_str().ok_or("no script")?.to_string();
@@ -552,9 +530,7 @@ fn a_paged_tool_list_is_followed_to_its_end() -> TestResult {
 
 #[test]
 fn tools_chooses_among_the_built_in_tools_and_mcp_tools_stay() -> TestResult {
-    let Some(notes) = notes()? else {
-        return Ok(());
-    };
+    let notes = notes()?;
     let s = session(
         json!({"notes": notes}),
         vec![Reply::text("done")],

@@ -986,6 +986,10 @@ async fn reading_the_api_key() -> TestResult {
         )
         .await?;
     assert!(!weak.is_error, "{weak:?}");
+    // The control's value really reached the guest: the grant works, so
+    // the refusal above is what kept the key out.
+    let home = std::env::var("HOME").unwrap_or_default();
+    assert!(!home.is_empty() && text(&weak).contains(&home), "{weak:?}");
     Ok(())
 }
 
@@ -1338,6 +1342,7 @@ async fn a_memory_bomb_meets_the_cap() -> TestResult {
 #[tokio::test]
 async fn a_gigabyte_of_output_meets_the_caps() -> TestResult {
     let w = world()?;
+    // A gigabyte cannot even be built inside the guest: the memory cap.
     let flood = probe(json!([]), json!([{"op": "output", "bytes": 1u64 << 30}]));
     let strong = Run::new(w.policy(PermissionMode::BypassPermissions, &[])?)
         .call("Probe", flood)
@@ -1351,6 +1356,18 @@ async fn a_gigabyte_of_output_meets_the_caps() -> TestResult {
         text(&strong).len() < 10_000,
         "the error is short, not the flood"
     );
+    // 32 MiB fits in the guest's memory but not through the 16 MiB output
+    // cap: that cap, named, is what refuses it.
+    let over = probe(json!([]), json!([{"op": "output", "bytes": 32u64 << 20}]));
+    let capped = Run::new(w.policy(PermissionMode::BypassPermissions, &[])?)
+        .call("Probe", over)
+        .await?;
+    assert!(
+        capped.is_error && text(&capped).contains("output cap"),
+        "{}",
+        text(&capped).chars().take(300).collect::<String>()
+    );
+    // Weakened: under the caps, the same call returns its output.
     let weak = Run::new(w.policy(PermissionMode::BypassPermissions, &[])?)
         .call(
             "Probe",

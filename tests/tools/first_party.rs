@@ -575,14 +575,22 @@ async fn bash_runs_real_commands_in_the_sandbox() -> TestResult {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     listener.set_nonblocking(true)?;
     let port = listener.local_addr()?.port();
-    let socket = b
-        .call(
-            "Bash",
-            json!({"command": format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected")}),
-        )
-        .await;
-    assert!(!text(&socket).contains("connected"), "{}", text(&socket));
+    // bash, not the tool's /bin/sh: only bash opens /dev/tcp.
+    let connect =
+        format!("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected' 2>&1; echo tried");
+    let socket = b.call("Bash", json!({"command": connect})).await;
+    let said = text(&socket);
+    assert!(said.contains("tried"), "the attempt ran: {said}");
+    assert!(!said.contains("connected"), "{said}");
     assert!(listener.accept().is_err(), "nothing connected");
+    // Control: the same line outside the sandbox connects.
+    let outside = std::process::Command::new("sh")
+        .args(["-c", &connect])
+        .output()?;
+    assert!(
+        String::from_utf8_lossy(&outside.stdout).contains("connected"),
+        "the control connects"
+    );
     Ok(())
 }
 

@@ -937,18 +937,6 @@ fn command_protected(home: &Path, config_dir: &Path, cwd: &Path) -> Vec<PathBuf>
     paths
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn rule_lists_split_on_top_level_commas() {
-        assert_eq!(
-            super::split_rules("Read, Bash(echo a,b),WebFetch"),
-            vec!["Read", "Bash(echo a,b)", "WebFetch"]
-        );
-        assert!(super::split_rules(" , ").is_empty());
-    }
-}
-
 /// Where the administrator's (managed) settings are: `/etc/carapace/`, or
 /// the file `CARAPACE_MANAGED_SETTINGS` names when only an administrator
 /// could have put it there — owned by root and writable by no one else.
@@ -976,5 +964,17 @@ fn managed_settings_path() -> (PathBuf, Option<String>) {
                 named.display()
             )),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rule_lists_split_on_top_level_commas() {
+        assert_eq!(
+            super::split_rules("Read, Bash(echo a,b),WebFetch"),
+            vec!["Read", "Bash(echo a,b)", "WebFetch"]
+        );
+        assert!(super::split_rules(" , ").is_empty());
     }
 }

@@ -432,6 +432,8 @@ struct Written {
     ahead: bool,
     /// A write failed: said once, then the transcript is left alone.
     failed: bool,
+    /// How many times a failure was said to the user (at most once).
+    failures_said: usize,
     parent: Option<String>,
 }
 
@@ -722,6 +724,7 @@ fn append(file: &mut Option<File>, written: &mut Written, path: &Path, lines: Ve
     for line in lines {
         if let Err(e) = handle.write_all(&encode(&line)) {
             written.failed = true;
+            written.failures_said += 1;
             eprintln!(
                 "carapace: warning: writing the transcript {} failed ({e}); the rest of this session is not saved",
                 path.display()
@@ -916,10 +919,12 @@ mod tests {
             let guard = transcript.lock();
             assert!(guard.0.is_none() && guard.1.failed);
         }
-        // Later writes are skipped, not retried line by line.
+        // Later writes are skipped, not retried line by line, and the
+        // failure is not said again.
         transcript.response(&call("t1").content);
         transcript.sync(&[Message::user_text("hi"), call("t1")]);
         transcript.flush();
+        assert_eq!(transcript.lock().1.failures_said, 1, "said once");
         Ok(())
     }
 

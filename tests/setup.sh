@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# What the test suite needs besides cargo, installed once: the wasm target,
+# the Python packages (the SDK, MCP, the Python examples' componentizer),
+# and Node with npm (the JavaScript examples and the npm MCP server). Every
+# test that needs one of these fails without it, so nothing is skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rustup target add wasm32-wasip2
+pip install -r examples/hooks/requirements.txt -r tests/mcp/requirements.txt -r tests/sdk/requirements.txt
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    apt-get update && apt-get install -y nodejs npm
+fi
