@@ -2,6 +2,7 @@
 
 mod guarantees;
 mod print_parity;
+mod readme;
 mod support;
 
 use scripted_server::{Block, Reply, ScriptedServer, Step};

@@ -676,6 +676,11 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         plugins: session.plugins.clone(),
         mcp_servers: session.mcp_status(),
         agents: session.agents.iter().map(|a| a.name.clone()).collect(),
+        slash_commands: if cli.disable_slash_commands {
+            Vec::new()
+        } else {
+            vec!["compact".to_string()]
+        },
     };
     let printer = SharedPrinter::new(
         Printer::new(cli.output_format, cli.verbose, std::io::stdout(), info)

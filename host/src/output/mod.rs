@@ -36,6 +36,9 @@ pub struct RunInfo {
     pub mcp_servers: Vec<serde_json::Value>,
     /// The Agent tool's agent types (`agents`).
     pub agents: Vec<String>,
+    /// The slash commands a prompt may be (`slash_commands`): `compact`,
+    /// none with `--disable-slash-commands`.
+    pub slash_commands: Vec<String>,
 }
 
 pub struct Printer<W: Write + Send> {
@@ -99,7 +102,7 @@ impl<W: Write + Send> Printer<W> {
             "mcp_servers": self.info.mcp_servers,
             "model": self.info.model,
             "permissionMode": self.info.permission_mode,
-            "slash_commands": [],
+            "slash_commands": self.info.slash_commands,
             "apiKeySource": self.info.api_key_source,
             "carapace_version": env!("CARGO_PKG_VERSION"),
             "output_style": "default",
@@ -572,6 +575,7 @@ mod tests {
                 plugins: Vec::new(),
                 mcp_servers: Vec::new(),
                 agents: Vec::new(),
+                slash_commands: Vec::new(),
             },
         )
     }
