@@ -160,6 +160,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
                 plugins: Vec::new(),
                 mcp_servers: Vec::new(),
                 agents: Vec::new(),
+                slash_commands: vec!["compact".into()],
             },
         )
         .with_hook_events(true),
