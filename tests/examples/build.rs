@@ -21,10 +21,25 @@ fn build_dir() -> PathBuf {
         .join("examples")
 }
 
-/// Builds `examples/KIND/LANGUAGE` (under a lock: test binaries may run at
-/// once) and returns `OUT/ARTIFACT`; `None` when its toolchain is missing
-/// and that is allowed.
+/// Examples this test process built already. Built once: a second build
+/// rewrites the artifact and its manifest (`cp` truncates first) while a
+/// test running beside it reads them.
+static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+
+/// Builds `examples/KIND/LANGUAGE` once per test process (under a file
+/// lock too: test binaries may run at once) and returns `OUT/ARTIFACT`.
 pub fn build(kind: &str, language: &str, artifact: &str) -> Result<PathBuf, BoxError> {
+    let key = format!("{kind}/{language}/{artifact}");
+    let mut built = BUILT.lock().map_err(|_| "an earlier build panicked")?;
+    if let Some((_, path)) = built.iter().find(|(k, _)| *k == key) {
+        return Ok(path.clone());
+    }
+    let path = build_now(kind, language, artifact)?;
+    built.push((key, path.clone()));
+    Ok(path)
+}
+
+fn build_now(kind: &str, language: &str, artifact: &str) -> Result<PathBuf, BoxError> {
     let out = build_dir().join("out");
     std::fs::create_dir_all(&out)?;
     let lock = std::fs::File::create(out.join(format!("{kind}-{language}.lock")))?;
