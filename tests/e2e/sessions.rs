@@ -683,3 +683,55 @@ fn carapaces_own_files_are_private_to_the_user() -> TestResult {
     assert_eq!(mode(&home.ws.join("notes.txt"))? & 0o044, 0o044);
     Ok(())
 }
+
+/// SessionEnd and Notification fire as Claude Code fires them: a
+/// Notification when carapace needs a permission (here a Bash call the
+/// default mode asks about, refused in print mode), a SessionEnd when the
+/// session ends; each hook is told its event's fields.
+#[test]
+fn session_end_and_notification_hooks_fire_with_their_fields() -> TestResult {
+    let home = Home::new()?;
+    let script = home.ws.join("hook-script.json");
+    std::fs::write(
+        &script,
+        json!({"SessionEnd": {"echo": true}, "Notification": {"echo": true}}).to_string(),
+    )?;
+    let probe =
+        std::path::Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("command-hook-probe.wasm");
+    let hook = json!([{"matcher": "", "hooks": [{
+        "type": "wasm-command", "path": probe, "grants": {"read": [script]},
+    }]}]);
+    let settings = json!({"hooks": {"SessionEnd": hook, "Notification": hook}}).to_string();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Bash",
+            json!({"command": "echo hi"}),
+        )]),
+        Reply::text("done"),
+    ])?;
+    let run = home.run(
+        &server,
+        &["-p", "go", "--settings", &settings, "--include-hook-events"],
+    )?;
+    ok(&run)?;
+    let all = lines(&run.stdout)?;
+    let told = |event: &str| -> Result<Value, Box<dyn std::error::Error>> {
+        let response = all
+            .iter()
+            .find(|l| l["subtype"] == "hook_response" && l["hook_event"] == event)
+            .ok_or_else(|| format!("no {event} hook_response: {}", run.stdout))?;
+        Ok(serde_json::from_str(
+            response["stderr"].as_str().unwrap_or_default(),
+        )?)
+    };
+    let notification = told("Notification")?;
+    assert_eq!(notification["hook_event_name"], "Notification");
+    let message = notification["message"].as_str().unwrap_or_default();
+    assert!(message.contains("permission to use Bash"), "{message}");
+    let end = told("SessionEnd")?;
+    assert_eq!(end["hook_event_name"], "SessionEnd");
+    assert_eq!(end["reason"], "other");
+    assert_eq!(end["session_id"], session_id(&run)?.as_str());
+    Ok(())
+}
