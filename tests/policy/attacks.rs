@@ -534,7 +534,7 @@ async fn creating_a_protected_file_that_does_not_exist_yet() -> TestResult {
 }
 
 #[tokio::test]
-async fn creating_a_protected_file_through_a_tree_grant_is_undone() -> TestResult {
+async fn creating_a_protected_file_through_a_tree_grant_moves_it_aside() -> TestResult {
     let w = world()?;
     let tree = w.ws.join("project");
     std::fs::create_dir(&tree)?;
@@ -545,7 +545,10 @@ async fn creating_a_protected_file_through_a_tree_grant_is_undone() -> TestResul
             "Probe",
             probe(
                 needs.clone(),
-                json!([{"op": "create", "path": tree.join(".mcp.json").to_string_lossy()}]),
+                json!([
+                    {"op": "create", "path": tree.join(".mcp.json").to_string_lossy()},
+                    {"op": "create", "path": tree.join("mcp.json").to_string_lossy()}
+                ]),
             ),
         )
         .await?;
@@ -553,6 +556,10 @@ async fn creating_a_protected_file_through_a_tree_grant_is_undone() -> TestResul
         strong.is_error && text(&strong).contains("moved them aside"),
         "{strong:?}"
     );
+    // Control: the same call, through the same grant, created an ordinary
+    // file that stays — the attempt ran, and only the protected name was
+    // moved.
+    assert!(tree.join("mcp.json").exists(), "the ordinary file stays");
     assert!(
         !tree.join(".mcp.json").exists(),
         "the protected file the tool created is no longer where it acts"
