@@ -17,23 +17,27 @@ fn results(server: &ScriptedServer) -> Result<Vec<Value>, String> {
     Ok(last["content"].as_array().cloned().unwrap_or_default())
 }
 
+/// `carapace -p go` in `ws`, stream-json, in permission mode `mode`, with
+/// further arguments or variables added by the caller.
+fn print_run(server: &ScriptedServer, ws: &std::path::Path, mode: &str) -> std::process::Command {
+    let mut command = support::against(server, ws);
+    command.args([
+        "-p",
+        "go",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--permission-mode",
+        mode,
+    ]);
+    command
+}
+
 fn bypass_run(
     server: &ScriptedServer,
     ws: &std::path::Path,
 ) -> Result<support::Run, Box<dyn std::error::Error>> {
-    support::run(
-        server,
-        ws,
-        &[
-            "-p",
-            "go",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--permission-mode",
-            "bypassPermissions",
-        ],
-    )
+    support::Run::from_output(print_run(server, ws, "bypassPermissions").output()?)
 }
 
 /// One Bash line nested thousands deep in each construct used to overflow
@@ -196,19 +200,9 @@ fn writing_tools_protect_what_makes_programs_run_by_meaning() -> TestResult {
     let server = ScriptedServer::start(vec![Reply::tool_uses(calls), Reply::text("done")])?;
     let home_dir = home.path().to_string_lossy().into_owned();
     let out = support::Run::from_output(
-        support::against(&server, w)
+        print_run(&server, w, "acceptEdits")
             .env("HOME", home.path())
-            .args([
-                "-p",
-                "go",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--permission-mode",
-                "acceptEdits",
-                "--add-dir",
-                &home_dir,
-            ])
+            .args(["--add-dir", &home_dir])
             .output()?,
     )?;
     assert_eq!(out.status, Some(0), "{}", out.stderr);

@@ -48,6 +48,16 @@ struct Setup {
 }
 
 impl Setup {
+    /// As carapace sets it up (`strong`), or with `layer` turned off: the
+    /// two sides of an escape test.
+    fn strong_or_without(strong: bool, layer: SandboxLayer) -> Self {
+        if strong {
+            Setup::default()
+        } else {
+            Setup::without(&[layer])
+        }
+    }
+
     fn without(layers: &[SandboxLayer]) -> Self {
         Setup {
             without: layers.to_vec(),
@@ -307,11 +317,10 @@ async fn protected_paths_cannot_be_written_or_created() -> TestResult {
     let attack = "g=.gi; echo 'echo pwned' > ${g}t/hooks/pre-commit; echo '[core] fsmonitor = evil' >> ${g}t/config; \
                   m=.mcp; echo '{}' > $m.json; c=.cla; mkdir -p ${c}ude/x ${g%gi}carapace; mv ${g}t g2; echo ok";
     for strong in [true, false] {
-        let b = bench(if strong {
-            Setup::default()
-        } else {
-            Setup::without(&[SandboxLayer::ProtectedPaths])
-        })
+        let b = bench(Setup::strong_or_without(
+            strong,
+            SandboxLayer::ProtectedPaths,
+        ))
         .await?;
         std::fs::create_dir_all(b.ws.join(".git/hooks"))?;
         std::fs::write(b.ws.join(".git/config"), "[core]\n")?;
@@ -549,11 +558,10 @@ async fn what_makes_a_program_run_later_is_protected_at_any_depth() -> TestResul
     let attack = "for f in lib/.git/hooks/post-checkout vendor/x/config sub/.vscode/tasks.json \
                   a/b/.envrc tool/.cargo/config.toml; do echo pwned > \"$f\" && echo \"wrote $f\"; done; echo done";
     for strong in [true, false] {
-        let b = bench(if strong {
-            Setup::default()
-        } else {
-            Setup::without(&[SandboxLayer::ProtectedPaths])
-        })
+        let b = bench(Setup::strong_or_without(
+            strong,
+            SandboxLayer::ProtectedPaths,
+        ))
         .await?;
         for dir in [
             "lib/.git/hooks",
