@@ -811,12 +811,7 @@ async fn an_abort_while_tools_run_cancels_them_and_pairs_every_call() -> TestRes
     // The abort lands while the tool runs: once it has started, not after
     // a guessed delay.
     tokio::spawn(async move {
-        for _ in 0..3000 {
-            if seen.exists() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for_file(&seen).await;
         abort.cancel();
     });
     let run = run(setup, &ws, one("hello")).await?;
@@ -838,6 +833,17 @@ async fn an_abort_while_tools_run_cancels_them_and_pairs_every_call() -> TestRes
     assert!(!marker.exists(), "the cancellable tool was stopped");
     assert_eq!(run.result()["terminal_reason"], "aborted_tools");
     Ok(())
+}
+
+/// Waits (up to 30 s) until a tool's marker file exists: the event a test
+/// acts on, instead of a guessed delay.
+async fn wait_for_file(path: &std::path::Path) {
+    for _ in 0..3000 {
+        if path.exists() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 // ---- streaming execution, concurrency, caching, queued input ---------------
@@ -1011,13 +1017,14 @@ async fn input_that_arrives_while_tools_run_joins_the_next_request() -> TestResu
         text: "FIRST_MESSAGE".into(),
     });
     let ws_s = ws.to_string_lossy().into_owned();
+    let started = ws.join("slow-started");
     let later = queue.clone();
     let run_fut = run(
         Setup::new(vec![
             Reply::tool_uses(vec![probe(
                 "toolu_slow",
-                json!([{"op": "sleep", "ms": 1500}]),
-                json!([{"kind": "read-tree", "target": ws_s}]),
+                json!([{"op": "create", "path": started.to_string_lossy()}, {"op": "sleep", "ms": 1500}]),
+                json!([{"kind": "write-tree", "target": ws_s}]),
                 false,
             )]),
             Reply::text("done with both"),
@@ -1026,8 +1033,10 @@ async fn input_that_arrives_while_tools_run_joins_the_next_request() -> TestResu
         &ws,
         Prompts::Stream(queue.clone()),
     );
+    let seen = started.clone();
     let feeder = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(600)).await;
+        // While the tool runs: once it has started, not after a guess.
+        wait_for_file(&seen).await;
         later.push(carapace::agent::QueuedInput {
             uuid: "cmd-2".into(),
             text: "QUEUED_MESSAGE".into(),
@@ -1086,11 +1095,14 @@ async fn an_aborted_turn_cancels_what_it_consumed_and_discards_what_waited() -> 
         text: "FIRST".into(),
     });
     let ws_s = ws.to_string_lossy().into_owned();
+    let started = ws.join("slow-started");
     let setup = Setup::new(vec![
         Reply::tool_uses(vec![probe(
             "toolu_slow",
-            json!([{"op": "sleep", "ms": 20000}]),
-            json!([{"kind": "read-tree", "target": ws_s}]),
+            // Started well after its response's stream ended: the abort
+            // lands among running tools.
+            json!([{"op": "sleep", "ms": 600}, {"op": "create", "path": started.to_string_lossy()}, {"op": "sleep", "ms": 20000}]),
+            json!([{"kind": "write-tree", "target": ws_s}]),
             false,
         )]),
         Reply::text("never"),
@@ -1099,12 +1111,12 @@ async fn an_aborted_turn_cancels_what_it_consumed_and_discards_what_waited() -> 
     let feeder = {
         let queue = queue.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            // Queued and aborted while the tool runs (it has started).
+            wait_for_file(&started).await;
             queue.push(carapace::agent::QueuedInput {
                 uuid: "cmd-2".into(),
                 text: "WAITING".into(),
             });
-            tokio::time::sleep(Duration::from_millis(500)).await;
             abort.cancel();
         })
     };
