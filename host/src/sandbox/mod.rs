@@ -13,6 +13,7 @@
 
 mod bound;
 mod cache;
+pub mod egress;
 mod engine;
 mod grant;
 mod hook;

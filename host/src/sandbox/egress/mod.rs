@@ -1,0 +1,14 @@
+//! Network for commands, by domain: a command keeps its own network
+//! namespace, with no route out, and reaches the outside only through
+//! carapace's proxy (HTTP CONNECT, plain HTTP and SOCKS5 on one Unix
+//! socket), which judges every connection's host after one canonical form
+//! against the user's lists. Nothing here resolves a name before the lists
+//! said it may be reached.
+
+pub mod host;
+pub mod proxy;
+pub mod rules;
+
+pub use host::{Host, HostError, HostPattern, canonical};
+pub use proxy::EgressProxy;
+pub use rules::{EgressRules, Judgement};

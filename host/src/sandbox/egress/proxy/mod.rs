@@ -1,0 +1,396 @@
+//! carapace's egress proxy: one Unix socket per session that speaks HTTP
+//! (CONNECT, and plain requests in absolute form) and SOCKS5, told apart
+//! by their first byte. Each connection's target is put in canonical form,
+//! judged by the rules, resolved by carapace only once allowed, checked
+//! again on the addresses it resolved to, and only then connected; a TLS
+//! ClientHello's SNI and a plain request's `Host` must name the target the
+//! client asked for. Refused connections get an answer that says why.
+
+use super::host::{Host, canonical};
+use super::rules::{EgressRules, Judgement};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixListener, UnixStream};
+
+/// The longest request head (or SOCKS request) read.
+const MAX_HEAD: usize = 16 * 1024;
+/// How long a client has to say where it goes, and carapace to get there.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+/// Connections served at once.
+const MAX_CONNECTIONS: usize = 256;
+
+/// A running proxy; it stops when dropped.
+pub struct EgressProxy {
+    socket: PathBuf,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl EgressProxy {
+    /// Listens on `socket` (a path in a private folder) with `rules`.
+    pub fn start(socket: &Path, rules: Arc<EgressRules>) -> std::io::Result<Self> {
+        let _ = std::fs::remove_file(socket);
+        let listener = UnixListener::bind(socket)?;
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let Ok(slot) = slots.clone().acquire_owned().await else {
+                    return;
+                };
+                let rules = rules.clone();
+                tokio::spawn(async move {
+                    if let Err(why) = serve(stream, &rules).await {
+                        tracing::info!("egress refused or failed: {why}");
+                    }
+                    drop(slot);
+                });
+            }
+        });
+        Ok(Self {
+            socket: socket.to_path_buf(),
+            task,
+        })
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+}
+
+impl Drop for EgressProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// Where a client asked to go.
+struct Target {
+    host: Host,
+    port: u16,
+}
+
+async fn serve(mut client: UnixStream, rules: &EgressRules) -> Result<(), String> {
+    let mut first = [0u8; 1];
+    tokio::time::timeout(HANDSHAKE, client.read_exact(&mut first))
+        .await
+        .map_err(|_| "the client said nothing".to_string())?
+        .map_err(|e| e.to_string())?;
+    if first[0] == 5 {
+        socks5(client, rules).await
+    } else {
+        http(client, first[0], rules).await
+    }
+}
+
+/// Judges, resolves and connects to `target`, or says why not.
+async fn reach(target: &Target, rules: &EgressRules) -> Result<TcpStream, String> {
+    let exact = match rules.judge(&target.host) {
+        Judgement::Allowed { exact } => exact,
+        Judgement::Denied(why) | Judgement::NotListed(why) => return Err(why),
+    };
+    let addresses: Vec<SocketAddr> = match &target.host {
+        Host::Ip(ip) => vec![SocketAddr::new(*ip, target.port)],
+        Host::Name(name) => tokio::time::timeout(
+            HANDSHAKE,
+            tokio::net::lookup_host((name.as_str(), target.port)),
+        )
+        .await
+        .map_err(|_| format!("resolving {name} timed out"))?
+        .map_err(|e| format!("{name} does not resolve: {e}"))?
+        .collect(),
+    };
+    let ips: Vec<IpAddr> = addresses.iter().map(SocketAddr::ip).collect();
+    rules
+        .may_resolve_to(exact, &ips)
+        .map_err(|why| format!("{}: {why}", target.host))?;
+    let first = addresses
+        .first()
+        .ok_or_else(|| format!("{} has no address", target.host))?;
+    tokio::time::timeout(HANDSHAKE, TcpStream::connect(first))
+        .await
+        .map_err(|_| format!("connecting to {} timed out", target.host))?
+        .map_err(|e| format!("cannot connect to {}: {e}", target.host))
+}
+
+async fn http(mut client: UnixStream, first: u8, rules: &EgressRules) -> Result<(), String> {
+    let mut head = vec![first];
+    read_head(&mut client, &mut head).await?;
+    // What came after the head belongs to the tunnel (a CONNECT client
+    // may send its first bytes at once).
+    let end = head
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(head.len(), |at| at + 4);
+    let after_head = head[end..].to_vec();
+    let text = String::from_utf8_lossy(&head).into_owned();
+    let request_line = text.lines().next().unwrap_or_default().to_string();
+    let mut words = request_line.split_whitespace();
+    let (method, uri) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let connect = method.eq_ignore_ascii_case("CONNECT");
+    let target = if connect {
+        authority(uri, 443)
+    } else {
+        absolute_uri(uri)
+    };
+    let target = match target {
+        Ok(target) => target,
+        Err(why) => return refuse_http(&mut client, "400 Bad Request", &why).await,
+    };
+    if !connect && host_header(&text).is_some_and(|h| !same_host(&h, &target)) {
+        return refuse_http(
+            &mut client,
+            "403 Forbidden",
+            "the Host header names another host",
+        )
+        .await;
+    }
+    if let Err(why) = admitted(&target, rules) {
+        return refuse_http(&mut client, "403 Forbidden", &why).await;
+    }
+    if connect {
+        // What goes through the tunnel is checked before anything is
+        // resolved or connected.
+        client
+            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await
+            .map_err(|e| e.to_string())?;
+        let opening = first_bytes(&mut client, after_head).await?;
+        check_opening(&opening, &target)?;
+        let mut upstream = reach(&target, rules).await?;
+        upstream
+            .write_all(&opening)
+            .await
+            .map_err(|e| e.to_string())?;
+        return splice(client, upstream).await;
+    }
+    let mut upstream = match reach(&target, rules).await {
+        Ok(stream) => stream,
+        Err(why) => return refuse_http(&mut client, "403 Forbidden", &why).await,
+    };
+    upstream.write_all(&head).await.map_err(|e| e.to_string())?;
+    splice(client, upstream).await
+}
+
+/// The rules' verdict on the target as named (before any resolution).
+fn admitted(target: &Target, rules: &EgressRules) -> Result<(), String> {
+    match rules.judge(&target.host) {
+        Judgement::Allowed { .. } => Ok(()),
+        Judgement::Denied(why) | Judgement::NotListed(why) => Err(why),
+    }
+}
+
+async fn socks5(mut client: UnixStream, rules: &EgressRules) -> Result<(), String> {
+    let io = |e: std::io::Error| e.to_string();
+    let methods = client.read_u8().await.map_err(io)?;
+    let mut offered = vec![0u8; usize::from(methods)];
+    client.read_exact(&mut offered).await.map_err(io)?;
+    if !offered.contains(&0) {
+        let _ = client.write_all(&[5, 0xff]).await;
+        return Err("the SOCKS client offers no method without authentication".into());
+    }
+    client.write_all(&[5, 0]).await.map_err(io)?;
+    let mut request = [0u8; 4];
+    client.read_exact(&mut request).await.map_err(io)?;
+    if request[0] != 5 || request[1] != 1 {
+        let _ = client.write_all(&[5, 7, 0, 1, 0, 0, 0, 0, 0, 0]).await;
+        return Err("only SOCKS5 CONNECT is served".into());
+    }
+    let host = match request[3] {
+        1 => {
+            let mut v4 = [0u8; 4];
+            client.read_exact(&mut v4).await.map_err(io)?;
+            Ok(Host::Ip(IpAddr::from(v4)))
+        }
+        4 => {
+            let mut v6 = [0u8; 16];
+            client.read_exact(&mut v6).await.map_err(io)?;
+            canonical(&std::net::Ipv6Addr::from(v6).to_string()).map_err(|e| e.to_string())
+        }
+        3 => {
+            let len = client.read_u8().await.map_err(io)?;
+            let mut name = vec![0u8; usize::from(len)];
+            client.read_exact(&mut name).await.map_err(io)?;
+            canonical(&String::from_utf8_lossy(&name)).map_err(|e| e.to_string())
+        }
+        _ => Err("unknown SOCKS address type".to_string()),
+    };
+    let port = client.read_u16().await.map_err(io)?;
+    let target = match host.and_then(|host| {
+        let target = Target { host, port };
+        admitted(&target, rules).map(|()| target)
+    }) {
+        Ok(target) => target,
+        Err(why) => {
+            // 2: connection not allowed by the ruleset.
+            let _ = client.write_all(&[5, 2, 0, 1, 0, 0, 0, 0, 0, 0]).await;
+            return Err(why);
+        }
+    };
+    client
+        .write_all(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 0])
+        .await
+        .map_err(io)?;
+    let opening = first_bytes(&mut client, Vec::new()).await?;
+    check_opening(&opening, &target)?;
+    let mut upstream = reach(&target, rules).await?;
+    upstream.write_all(&opening).await.map_err(io)?;
+    splice(client, upstream).await
+}
+
+/// Reads up to the end of the request head (`\r\n\r\n`), bounded.
+async fn read_head(client: &mut UnixStream, head: &mut Vec<u8>) -> Result<(), String> {
+    let mut buf = [0u8; 2048];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        if head.len() > MAX_HEAD {
+            return Err("the request head is too long".into());
+        }
+        let n = tokio::time::timeout(HANDSHAKE, client.read(&mut buf))
+            .await
+            .map_err(|_| "the request head never ended".to_string())?
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the client closed before its request ended".into());
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    Ok(())
+}
+
+/// The first bytes the client sends through a tunnel (beginning with what
+/// it sent after its request, `already`): a whole TLS ClientHello when it
+/// starts one (so its SNI can be read), else what one read gives. A client
+/// that sends nothing gets nothing connected.
+async fn first_bytes(client: &mut UnixStream, already: Vec<u8>) -> Result<Vec<u8>, String> {
+    let mut opening = already;
+    let mut buf = [0u8; 4096];
+    loop {
+        let complete = match opening.first() {
+            None => false,
+            Some(0x16) if opening.len() >= 5 => {
+                opening.len() >= 5 + usize::from(u16::from_be_bytes([opening[3], opening[4]]))
+                    || opening.len() >= MAX_HEAD
+            }
+            Some(0x16) => false,
+            Some(_) => true,
+        };
+        if complete {
+            return Ok(opening);
+        }
+        let n = tokio::time::timeout(HANDSHAKE, client.read(&mut buf))
+            .await
+            .map_err(|_| "the client sent nothing through the tunnel".to_string())?
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the client closed the tunnel before sending anything".into());
+        }
+        opening.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// A TLS ClientHello's SNI, or a plain request's `Host`, must name the
+/// target the client asked for.
+fn check_opening(opening: &[u8], target: &Target) -> Result<(), String> {
+    let named = if opening.first() == Some(&0x16) {
+        sni(opening)
+    } else {
+        host_header(&String::from_utf8_lossy(opening))
+    };
+    match named {
+        Some(name) if !same_host(&name, target) => Err(format!(
+            "the connection to {} names {name} inside; refused",
+            target.host
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn same_host(named: &str, target: &Target) -> bool {
+    authority(named, target.port).is_ok_and(|t| t.host == target.host)
+}
+
+fn host_header(head: &str) -> Option<String> {
+    head.lines().skip(1).find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("host")
+            .then(|| value.trim().to_string())
+    })
+}
+
+/// `host:port` (CONNECT's target), `[v6]:port` included.
+fn authority(text: &str, default_port: u16) -> Result<Target, String> {
+    let (host, port) = match text.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && !port.contains(']') => (
+            host,
+            port.parse()
+                .map_err(|_| format!("`{text}` has no valid port"))?,
+        ),
+        _ => (text, default_port),
+    };
+    let host = canonical(host).map_err(|e| e.to_string())?;
+    Ok(Target { host, port })
+}
+
+/// `http://host[:port]/…`: a plain request through the proxy.
+fn absolute_uri(uri: &str) -> Result<Target, String> {
+    let rest = uri
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("`{uri}` is not an absolute http:// URI (use CONNECT for TLS)"))?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let host_port = rest[..end].rsplit('@').next().unwrap_or_default();
+    authority(host_port, 80)
+}
+
+async fn refuse_http(client: &mut UnixStream, status: &str, why: &str) -> Result<(), String> {
+    let body = format!("carapace refused this connection: {why}\n");
+    let answer = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = client.write_all(answer.as_bytes()).await;
+    Err(why.to_string())
+}
+
+async fn splice(
+    mut client: impl AsyncRead + AsyncWrite + Unpin,
+    mut upstream: impl AsyncRead + AsyncWrite + Unpin,
+) -> Result<(), String> {
+    tokio::io::copy_bidirectional(&mut client, &mut upstream)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// The server name of a TLS ClientHello, if it carries one.
+fn sni(record: &[u8]) -> Option<String> {
+    // record header (5), handshake type + length (4), version (2), random (32)
+    let mut at = 5 + 4 + 2 + 32;
+    if record.get(5) != Some(&1) {
+        return None;
+    }
+    let byte = |i: usize| record.get(i).copied().map(usize::from);
+    let u16_at = |i: usize| Some((byte(i)? << 8) | byte(i + 1)?);
+    at += 1 + byte(at)?; // session id
+    at += 2 + u16_at(at)?; // cipher suites
+    at += 1 + byte(at)?; // compression methods
+    let end = at + 2 + u16_at(at)?;
+    at += 2;
+    while at + 4 <= end {
+        let (kind, len) = (u16_at(at)?, u16_at(at + 2)?);
+        at += 4;
+        if kind == 0 {
+            // server_name_list: length (2), then type (1) + length (2) + name
+            let name_len = u16_at(at + 3)?;
+            let name = record.get(at + 5..at + 5 + name_len)?;
+            return String::from_utf8(name.to_vec()).ok();
+        }
+        at += len;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,205 @@
+//! The proxy on loopback: a server of the test's own, the proxy on a
+//! private socket, clients speaking HTTP CONNECT, plain HTTP and SOCKS5.
+
+use super::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// A loopback server answering every connection with `pong`, counting
+/// connections.
+async fn server() -> std::io::Result<(u16, Arc<AtomicUsize>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counted = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                let _ = stream.read(&mut buf).await;
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\npong")
+                    .await;
+            });
+        }
+    });
+    Ok((port, seen))
+}
+
+fn proxy(dir: &Path, allowed: &[&str], denied: &[&str]) -> std::io::Result<EgressProxy> {
+    let owned = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let rules = EgressRules::new(&owned(allowed), &owned(denied))
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    EgressProxy::start(&dir.join("egress.sock"), Arc::new(rules))
+}
+
+async fn exchange(proxy: &EgressProxy, bytes: &[u8]) -> std::io::Result<String> {
+    let mut stream = UnixStream::connect(proxy.socket()).await?;
+    stream.write_all(bytes).await?;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut out)).await;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+#[tokio::test]
+async fn an_allowed_name_is_reached_and_every_other_spelling_refused() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (port, seen) = server().await?;
+    let p = proxy(dir.path(), &["localhost"], &[])?;
+    // Allowed exactly: reached, through CONNECT and as a plain request.
+    let tunnel = format!(
+        "CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost:{port}\r\n\r\nGET / HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    );
+    let said = exchange(&p, tunnel.as_bytes()).await?;
+    assert!(
+        said.contains("200 Connection established") && said.contains("pong"),
+        "{said}"
+    );
+    let plain =
+        format!("GET http://LOCALHOST.:{port}/x HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n");
+    assert!(exchange(&p, plain.as_bytes()).await?.contains("pong"));
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        2,
+        "the control reached the server"
+    );
+    // The same server under every other spelling: refused, never reached.
+    for host in [
+        "127.0.0.1",
+        "127.1",
+        "0x7f.0.0.1",
+        "2130706433",
+        "0177.0.0.1",
+        "[::ffff:127.0.0.1]",
+        "[::1]",
+    ] {
+        let connect = format!("CONNECT {host}:{port} HTTP/1.1\r\n\r\n");
+        let said = exchange(&p, connect.as_bytes()).await?;
+        assert!(said.starts_with("HTTP/1.1 403"), "{host}: {said}");
+        let plain = format!("GET http://{host}:{port}/ HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        assert!(
+            exchange(&p, plain.as_bytes())
+                .await?
+                .starts_with("HTTP/1.1 403"),
+            "{host}"
+        );
+    }
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        2,
+        "no other spelling got through"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_denied_name_is_never_resolved_or_connected_and_names_must_agree() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (port, seen) = server().await?;
+    let p = proxy(
+        dir.path(),
+        &["localhost", "*.test"],
+        &["localhost", "evil.test"],
+    )?;
+    for target in ["localhost", "LocalHost.", "evil.test"] {
+        let said = exchange(
+            &p,
+            format!("CONNECT {target}:{port} HTTP/1.1\r\n\r\n").as_bytes(),
+        )
+        .await?;
+        assert!(said.contains("denied"), "{target}: {said}");
+    }
+    assert_eq!(seen.load(Ordering::SeqCst), 0);
+    // A plain request whose Host header names another host.
+    let allowed = proxy(&dir.path().join("b").tap_dir()?, &["localhost"], &[])?;
+    let lying = format!("GET http://localhost:{port}/ HTTP/1.1\r\nHost: evil.test\r\n\r\n");
+    assert!(
+        exchange(&allowed, lying.as_bytes())
+            .await?
+            .starts_with("HTTP/1.1 403")
+    );
+    // Through a tunnel, a request (or a TLS hello) naming another host.
+    let tunnel = format!(
+        "CONNECT localhost:{port} HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n"
+    );
+    assert!(
+        !exchange(&allowed, tunnel.as_bytes())
+            .await?
+            .contains("pong")
+    );
+    let hello = client_hello("evil.test");
+    let mut bytes = format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\n").into_bytes();
+    bytes.extend_from_slice(&hello);
+    assert!(!exchange(&allowed, &bytes).await?.contains("pong"));
+    assert_eq!(seen.load(Ordering::SeqCst), 0, "nothing reached the server");
+    assert_eq!(
+        sni(&client_hello("api.example.com")).as_deref(),
+        Some("api.example.com")
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn socks5_is_judged_the_same_way() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (port, seen) = server().await?;
+    let p = proxy(dir.path(), &["localhost"], &[])?;
+    let socks = |address: Vec<u8>| {
+        let mut bytes = vec![5, 1, 0, 5, 1, 0];
+        bytes.extend(address);
+        bytes.extend(port.to_be_bytes());
+        bytes.extend_from_slice(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        bytes
+    };
+    let mut by_name = vec![3, 9];
+    by_name.extend_from_slice(b"localhost");
+    assert!(exchange(&p, &socks(by_name)).await?.contains("pong"));
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+    let refused = exchange(&p, &socks(vec![1, 127, 0, 0, 1])).await?;
+    assert_eq!(
+        refused.as_bytes().get(3),
+        Some(&2),
+        "not allowed by the ruleset"
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+    Ok(())
+}
+
+/// A minimal TLS 1.2 ClientHello carrying `name` as its SNI.
+fn client_hello(name: &str) -> Vec<u8> {
+    let name = name.as_bytes();
+    let mut sni_ext = vec![0, 0];
+    let list_len = name.len() + 3;
+    sni_ext.extend(u16::try_from(list_len + 2).unwrap_or(0).to_be_bytes());
+    sni_ext.extend(u16::try_from(list_len).unwrap_or(0).to_be_bytes());
+    sni_ext.push(0);
+    sni_ext.extend(u16::try_from(name.len()).unwrap_or(0).to_be_bytes());
+    sni_ext.extend_from_slice(name);
+    let mut body = vec![3, 3];
+    body.extend([0u8; 32]);
+    body.push(0); // session id
+    body.extend([0, 2, 0x13, 0x01]); // one cipher suite
+    body.extend([1, 0]); // compression: null
+    body.extend(u16::try_from(sni_ext.len()).unwrap_or(0).to_be_bytes());
+    body.extend(sni_ext);
+    let mut handshake = vec![1];
+    handshake.extend(&u32::try_from(body.len()).unwrap_or(0).to_be_bytes()[1..]);
+    handshake.extend(body);
+    let mut record = vec![0x16, 3, 1];
+    record.extend(u16::try_from(handshake.len()).unwrap_or(0).to_be_bytes());
+    record.extend(handshake);
+    record
+}
+
+trait TapDir {
+    fn tap_dir(self) -> std::io::Result<PathBuf>;
+}
+
+impl TapDir for PathBuf {
+    fn tap_dir(self) -> std::io::Result<PathBuf> {
+        std::fs::create_dir_all(&self)?;
+        Ok(self)
+    }
+}
