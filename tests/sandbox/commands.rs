@@ -41,6 +41,8 @@ struct Setup {
     memory: Option<u64>,
     /// Bytes the private temp dir holds.
     temp: Option<u64>,
+    /// The egress proxy's socket.
+    egress: Option<PathBuf>,
     tasks: Option<u64>,
     /// A network grant: without namespaces and Landlock nothing else
     /// keeps a command off the network, and carapace refuses to run it.
@@ -113,6 +115,7 @@ async fn bench(setup: Setup) -> Result<Bench, BoxError> {
             memory_limit: setup.memory.unwrap_or(defaults.memory_limit),
             task_limit: setup.tasks.unwrap_or(defaults.task_limit),
             temp_limit: setup.temp.unwrap_or(defaults.temp_limit),
+            egress: setup.egress.clone(),
             // As a session gives it: the policy's whole table.
             protected_names: carapace::policy::command_protected_names(),
             without: setup.without.clone(),
@@ -641,5 +644,109 @@ async fn a_repository_the_user_makes_during_a_command_is_never_deleted() -> Test
     if !moved.is_empty() {
         assert!(out.contains("nothing was deleted"), "{out}");
     }
+    Ok(())
+}
+
+/// A loopback HTTP server of the test's own, answering `pong`, counting
+/// the connections it accepted.
+fn pong_server() -> Result<(u16, Arc<std::sync::atomic::AtomicUsize>), BoxError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut stream = stream;
+            let mut buf = [0u8; 2048];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+            let _ = std::io::Write::write_all(
+                &mut stream,
+                b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong",
+            );
+        }
+    });
+    Ok((port, seen))
+}
+
+/// Network for commands, by domain: the command keeps its own network
+/// namespace and reaches out only through carapace's proxy. An allowed
+/// name is reached (curl through the proxy variables, HTTP and SOCKS5);
+/// the same server under other spellings, a direct connection past the
+/// proxy, and a name not listed are not. The control, with a network
+/// grant, reaches it directly.
+#[tokio::test]
+async fn commands_reach_only_the_allowed_domains_through_the_proxy() -> TestResult {
+    let (port, seen) = pong_server()?;
+    let dir = tempfile::Builder::new()
+        .prefix("carapace-egress-")
+        .tempdir()?;
+    let rules = carapace::sandbox::egress::EgressRules::new(&["localhost".into()], &[])?;
+    let proxy =
+        carapace::sandbox::egress::EgressProxy::start(&dir.path().join("s"), Arc::new(rules))?;
+    let b = bench(Setup {
+        egress: Some(proxy.socket().to_path_buf()),
+        ..Setup::default()
+    })
+    .await?;
+    let fetch =
+        |url: &str, extra: &str| format!("curl -s -m 5 {extra} {url} || echo failed-$?; echo");
+    let allowed = text(
+        &b.bash(&fetch(&format!("http://localhost:{port}/"), ""))
+            .await,
+    );
+    assert!(
+        allowed.contains("pong"),
+        "the allowed name is reached: {allowed}"
+    );
+    let socks = text(
+        &b.bash(&fetch(
+            &format!("http://localhost:{port}/"),
+            "--proxy socks5h://127.0.0.1:1080",
+        ))
+        .await,
+    );
+    assert!(socks.contains("pong"), "through SOCKS5 too: {socks}");
+    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 2);
+    for url in [
+        format!("http://127.0.0.1:{port}/"),
+        format!("http://127.1:{port}/"),
+        format!("http://2130706433:{port}/"),
+        format!("http://0x7f.0.0.1:{port}/"),
+        format!("http://[::1]:{port}/"),
+        format!("http://not-listed.invalid:{port}/"),
+    ] {
+        let said = text(&b.bash(&fetch(&url, "")).await);
+        assert!(!said.contains("pong"), "{url}: {said}");
+    }
+    // Past the proxy: nothing to reach in the command's own namespace.
+    let direct = text(
+        &b.bash(&fetch(
+            &format!("http://127.0.0.1:{port}/"),
+            "--noproxy '*'",
+        ))
+        .await,
+    );
+    assert!(direct.contains("failed-"), "{direct}");
+    assert_eq!(
+        seen.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "only the allowed requests arrived"
+    );
+    // Control: with a network grant the same server is reached directly.
+    let open = bench(Setup {
+        network: true,
+        ..Setup::default()
+    })
+    .await?;
+    let reached = text(
+        &open
+            .bash(&fetch(
+                &format!("http://127.0.0.1:{port}/"),
+                "--noproxy '*'",
+            ))
+            .await,
+    );
+    assert!(reached.contains("pong"), "control: {reached}");
     Ok(())
 }

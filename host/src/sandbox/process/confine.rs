@@ -145,6 +145,13 @@ fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, String> {
             .handle_access(AccessNet::from_all(abi))
             .map_err(|e| e.to_string())?;
     }
+    // Only inside the call's own network namespace is loopback the bridge:
+    // without one, these ports would be whatever listens on the host.
+    let egress_ports: Vec<u16> = if plan.network || plan.egress.is_none() || !namespaced {
+        Vec::new()
+    } else {
+        super::bridge::PORTS.to_vec()
+    };
     let mut writable: Vec<PathBuf> = plan.writes.clone();
     if namespaced {
         // A tmpfs of this call's own.
@@ -167,6 +174,11 @@ fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, String> {
         ))
         .map_err(|e| e.to_string())?
         .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))
+        .map_err(|e| e.to_string())?
+        // The bridge to the egress proxy, on the namespace's loopback.
+        .add_rules(egress_ports.into_iter().map(|port| {
+            Ok::<_, landlock::RulesetError>(landlock::NetPort::new(port, AccessNet::ConnectTcp))
+        }))
         .map_err(|e| e.to_string())?
         .restrict_self()
         .map_err(|e| e.to_string())?;

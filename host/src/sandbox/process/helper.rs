@@ -48,6 +48,9 @@ pub(super) struct Plan {
     pub tasks: Option<u64>,
     /// The private temp dir and the bytes that may be written into it.
     pub temp: Option<(PathBuf, u64)>,
+    /// carapace's egress proxy socket: the command's own network namespace
+    /// gets a bridge to it on loopback (see `bridge`).
+    pub egress: Option<PathBuf>,
     /// Layers turned off (tests show what each one stops).
     pub without: Vec<SandboxLayer>,
     pub command: String,
@@ -97,6 +100,7 @@ impl Plan {
                         .map_err(|_| "--temp needs a folder and a number of bytes")?;
                     plan.temp = Some((dir, bytes));
                 }
+                "--egress" => plan.egress = Some(PathBuf::from(value("--egress")?)),
                 "--without" => {
                     let name = value("--without")?;
                     plan.without.push(
@@ -150,6 +154,10 @@ impl Plan {
             args.push("--temp".into());
             args.push(dir.into());
             args.push(bytes.to_string().into());
+        }
+        if let Some(socket) = &self.egress {
+            args.push("--egress".into());
+            args.push(socket.into());
         }
         for layer in &self.without {
             args.push("--without".into());
@@ -239,6 +247,7 @@ mod tests {
             memory: Some(1 << 30),
             tasks: Some(64),
             temp: Some(("/tmp/carapace-cmd-x".into(), 16 << 20)),
+            egress: Some("/tmp/carapace-egress-x/s".into()),
             without: vec![SandboxLayer::Seccomp],
             command: "echo 'hi' -- --write".into(),
             user_tasks: 0,

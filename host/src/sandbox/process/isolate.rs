@@ -161,6 +161,11 @@ fn init(plan: &Plan, lifeline: OwnedFd, go: OwnedFd, limited_by_group: bool) -> 
             "cannot prepare the command's view of the filesystem ({reason}); the command was not run"
         ));
     }
+    if let Some(socket) = plan.egress.as_ref().filter(|_| !plan.network)
+        && let Err(reason) = super::bridge::start(socket)
+    {
+        return refuse(&format!("{reason}; the command was not run"));
+    }
     // Our own copy of stdout: when carapace stops reading, writing to it
     // errors out — the signal that the call is over, even if carapace was
     // killed outright.

@@ -16,6 +16,7 @@
 //! it, the command is refused — never silently run unsandboxed.
 
 mod background;
+mod bridge;
 mod cgroup;
 mod confine;
 mod helper;
@@ -129,6 +130,9 @@ pub struct ProcessConfig {
     /// Bytes a command may write into its private temp dir: a tmpfs of
     /// that size, its pages charged to the call's memory cgroup.
     pub temp_limit: u64,
+    /// carapace's egress proxy (`sandbox.network.allowedDomains`): without
+    /// a network grant, a command reaches out only through it.
+    pub egress: Option<PathBuf>,
     /// Layers turned off: only for tests that show what each layer stops.
     #[doc(hidden)]
     pub without: Vec<SandboxLayer>,
@@ -168,6 +172,7 @@ impl ProcessConfig {
             memory_limit: 4 << 30,
             task_limit: 1024,
             temp_limit: DEFAULT_TEMP_LIMIT,
+            egress: None,
             without: Vec::new(),
         }
     }
@@ -207,6 +212,7 @@ impl ProcessConfig {
             memory: Some(self.memory_limit),
             tasks: Some(self.task_limit),
             temp: Some((temp.to_path_buf(), self.temp_limit)),
+            egress: self.egress.clone().filter(|_| !self.allow_network),
             without: self.without.clone(),
             command,
             user_tasks: 0,
@@ -228,14 +234,18 @@ pub struct CommandOutput {
 /// The environment every command starts with.
 fn fresh_env(config: &ProcessConfig, temp: &Path) -> Vec<(String, String)> {
     let path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_string();
-    vec![
+    let mut vars = vec![
         ("PATH".into(), path),
         ("HOME".into(), config.cwd.to_string_lossy().into_owned()),
         ("LANG".into(), "C.UTF-8".into()),
         ("TERM".into(), "dumb".into()),
         ("TMPDIR".into(), temp.to_string_lossy().into_owned()),
         ("PWD".into(), config.cwd.to_string_lossy().into_owned()),
-    ]
+    ];
+    if config.egress.is_some() && !config.allow_network {
+        vars.extend(bridge::proxy_env());
+    }
+    vars
 }
 
 /// A private temp dir for one command (or one server's life).
