@@ -223,3 +223,70 @@ fn writing_tools_protect_what_makes_programs_run_by_meaning() -> TestResult {
     assert_eq!(std::fs::read_to_string(&ordinary)?, "fine\n");
     Ok(())
 }
+
+/// Network for commands, by domain, as a user configures it: with
+/// `sandbox.network.allowedDomains` (here through `--settings`) a command
+/// reaches the allowed name through carapace's proxy, and nothing else; a
+/// project file in an untrusted workspace cannot widen the list (a
+/// warning says so), and without any list commands have no network.
+#[test]
+fn commands_reach_the_domains_the_user_allows_and_nothing_else() -> TestResult {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 2048];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+            let _ = std::io::Write::write_all(
+                &mut stream,
+                b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong",
+            );
+        }
+    });
+    let curl = |host: &str| {
+        Block::tool_use(
+            format!("toolu_{host}"),
+            "Bash",
+            json!({"command": format!("curl -s -m 5 http://{host}:{port}/ || echo failed")}),
+        )
+    };
+    let run =
+        |ws: &std::path::Path, extra: &[&str]| -> Result<Vec<Value>, Box<dyn std::error::Error>> {
+            let server = ScriptedServer::start(vec![
+                Reply::tool_uses(vec![curl("localhost"), curl("127.0.0.1")]),
+                Reply::text("done"),
+            ])?;
+            let out = support::Run::from_output(
+                print_run(&server, ws, "bypassPermissions")
+                    .args(extra)
+                    .output()?,
+            )?;
+            assert_eq!(out.status, Some(0), "{}", out.stderr);
+            Ok(results(&server)?
+                .iter()
+                .map(|b| json!(text_of(b)))
+                .collect())
+        };
+    let ws = tempfile::tempdir()?;
+    let allowed = json!({"sandbox": {"network": {"allowedDomains": ["localhost"]}}}).to_string();
+    let said = run(ws.path(), &["--settings", &allowed])?;
+    assert!(
+        said[0].as_str().is_some_and(|t| t.contains("pong")),
+        "{said:?}"
+    );
+    assert!(
+        said[1].as_str().is_some_and(|t| !t.contains("pong")),
+        "{said:?}"
+    );
+    // The same list from an untrusted project: ignored, nothing reached.
+    let project = tempfile::tempdir()?;
+    std::fs::create_dir_all(project.path().join(".carapace"))?;
+    std::fs::write(project.path().join(".carapace/settings.json"), &allowed)?;
+    let said = run(project.path(), &[])?;
+    assert!(
+        said.iter()
+            .all(|t| t.as_str().is_some_and(|t| !t.contains("pong"))),
+        "{said:?}"
+    );
+    Ok(())
+}

@@ -375,6 +375,15 @@ impl DomainPattern {
         Ok(Self { host, subdomains })
     }
 
+    /// The pattern as an egress list writes it.
+    pub fn as_listed(&self) -> String {
+        if self.subdomains {
+            format!("*.{}", self.host)
+        } else {
+            self.host.clone()
+        }
+    }
+
     pub fn matches(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
         if self.subdomains {
@@ -425,6 +434,20 @@ impl RuleSet {
 
     pub fn len(&self) -> usize {
         self.rules.len()
+    }
+
+    /// The WebFetch domain rules of `kind`, as `sandbox.network` lists
+    /// write them (`example.com`, `*.example.com`): they reach commands'
+    /// egress too, as in Claude Code.
+    pub fn web_fetch_domains(&self, kind: RuleKind) -> Vec<String> {
+        self.rules
+            .iter()
+            .filter(|r| r.kind == kind && r.tool == ToolMatcher::Exact("WebFetch".into()))
+            .filter_map(|r| match &r.specifier {
+                Some(Specifier::Domain(domain)) => Some(domain.as_listed()),
+                _ => None,
+            })
+            .collect()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -435,6 +435,7 @@ impl SessionBuilder {
 
         let read_denied = ReadDenials::from_rules(policy.rules(), write_roots.clone())
             .map(|d| Arc::new(d) as Arc<dyn DeniedPaths>);
+        let egress = egress_proxy(&settings, policy.rules())?;
         let process = ProcessConfig {
             helper: self
                 .helper
@@ -449,6 +450,7 @@ impl SessionBuilder {
             temp_limit: settings
                 .sandbox_temp_max_mb
                 .map_or(crate::sandbox::process::DEFAULT_TEMP_LIMIT, |mb| mb << 20),
+            egress: egress.as_ref().map(|p| p.socket().to_path_buf()),
             ..ProcessConfig::new(&cwd)
         };
         let sandbox = Sandbox::new(SandboxConfig {
@@ -647,6 +649,7 @@ impl SessionBuilder {
             agents,
             source,
             transcript,
+            egress,
         })
     }
 }
@@ -935,6 +938,28 @@ fn command_protected(home: &Path, config_dir: &Path, cwd: &Path) -> Vec<PathBuf>
     paths.extend(hooks_paths(&cwd.join(".git"), home));
     paths.push(config_dir.to_path_buf());
     paths
+}
+
+/// carapace's egress proxy for this session's commands, when the settings
+/// (or WebFetch domain rules) allow them some domains and give them no
+/// network of their own.
+fn egress_proxy(
+    settings: &Settings,
+    rules: &RuleSet,
+) -> Result<Option<crate::sandbox::egress::EgressProxy>, SessionError> {
+    use crate::sandbox::egress::{EgressProxy, EgressRules};
+    let mut allowed = settings.allowed_domains.clone();
+    allowed.extend(rules.web_fetch_domains(crate::policy::RuleKind::Allow));
+    let mut denied = settings.denied_domains.clone();
+    denied.extend(rules.web_fetch_domains(crate::policy::RuleKind::Deny));
+    if allowed.is_empty() || settings.sandbox_network == Some(true) {
+        return Ok(None);
+    }
+    let rules = EgressRules::new(&allowed, &denied)
+        .map_err(|e| SessionError::Invalid(format!("sandbox.network: {e}")))?;
+    EgressProxy::start_private(Arc::new(rules))
+        .map(Some)
+        .map_err(|e| SessionError::Invalid(format!("cannot start the egress proxy: {e}")))
 }
 
 /// Where the administrator's (managed) settings are: `/etc/carapace/`, or

@@ -59,6 +59,9 @@ impl SessionPaths {
 /// An assembled session.
 pub struct Session {
     pub id: String,
+    /// The proxy commands reach the network through (kept for the
+    /// session's life), when any domain is allowed.
+    pub egress: Option<crate::sandbox::egress::EgressProxy>,
     pub paths: SessionPaths,
     /// `~/.carapace/sessions/<id>`: the audit log, spilled results.
     pub dir: PathBuf,

@@ -71,6 +71,9 @@ struct SandboxFile {
     allow_network: Option<bool>,
     /// MiB a command may write into its private temp dir.
     temp_dir_max_mb: Option<u64>,
+    /// What commands may reach through carapace's egress proxy.
+    #[serde(default)]
+    network: NetworkFile,
     /// Host patterns (`localhost:8080`, `10.0.0.5`) that WebFetch and other
     /// HTTP-granted tools may reach although they are internal addresses.
     #[serde(default)]
@@ -79,6 +82,19 @@ struct SandboxFile {
     /// configurations may expand with `${NAME}`.
     #[serde(default)]
     mcp_expandable_variables: Vec<String>,
+}
+
+/// `sandbox.network`, as Claude Code's sandbox names it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NetworkFile {
+    #[serde(default)]
+    allowed_domains: Vec<String>,
+    #[serde(default)]
+    denied_domains: Vec<String>,
+    /// Managed settings only: no other file may add allowed domains.
+    #[serde(default)]
+    allow_managed_domains_only: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -168,6 +184,14 @@ pub struct Settings {
     /// `sandbox.tempDirMaxMb`: what a command may write into its private
     /// temp dir (the smallest any file says: a file may only lower it).
     pub sandbox_temp_max_mb: Option<u64>,
+    /// `sandbox.network.allowedDomains` of every admitted file (a project's
+    /// only in a trusted workspace; only the managed file's under
+    /// `allowManagedDomainsOnly`).
+    pub allowed_domains: Vec<String>,
+    /// `sandbox.network.deniedDomains` of every file: a list anyone may
+    /// only narrow.
+    pub denied_domains: Vec<String>,
+    managed_domains_only: bool,
     /// `sandbox.allowInternalAddresses` of the user's own settings: the
     /// only internal (loopback, private, link-local, this machine's)
     /// addresses a tool's outgoing HTTP may reach.
@@ -373,6 +397,7 @@ impl Settings {
                     settings.sandbox_required = Some(required);
                 }
             }
+            settings.merge_network(&file.sandbox.network, kind, &shown);
             if let Some(mb) = file.sandbox.temp_dir_max_mb {
                 settings.sandbox_temp_max_mb =
                     Some(settings.sandbox_temp_max_mb.map_or(mb, |m| m.min(mb)));
@@ -429,6 +454,38 @@ impl Settings {
             }
         }
         Ok(settings)
+    }
+}
+
+impl Settings {
+    /// `sandbox.network` of one file (files come highest precedence first):
+    /// denied domains always add up; allowed ones only from a file that may
+    /// widen what commands reach.
+    fn merge_network(&mut self, network: &NetworkFile, kind: SourceKind, shown: &str) {
+        self.denied_domains
+            .extend(network.denied_domains.iter().cloned());
+        if kind == SourceKind::Managed && network.allow_managed_domains_only {
+            self.managed_domains_only = true;
+        }
+        if network.allowed_domains.is_empty() {
+            return;
+        }
+        let from_project = matches!(kind, SourceKind::Local | SourceKind::Project);
+        let refused = if self.managed_domains_only && kind != SourceKind::Managed {
+            Some("the managed settings allow their own domains only (allowManagedDomainsOnly)")
+        } else if from_project && !self.trust.is_trusted() {
+            Some("a project file in an untrusted workspace may only narrow what commands reach")
+        } else {
+            None
+        };
+        match refused {
+            Some(why) => self.warnings.push(format!(
+                "{shown}: sandbox.network.allowedDomains ignored: {why}"
+            )),
+            None => self
+                .allowed_domains
+                .extend(network.allowed_domains.iter().cloned()),
+        }
     }
 }
 

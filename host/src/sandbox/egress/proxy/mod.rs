@@ -26,9 +26,22 @@ const MAX_CONNECTIONS: usize = 256;
 pub struct EgressProxy {
     socket: PathBuf,
     task: tokio::task::JoinHandle<()>,
+    /// The private folder holding the socket, when the proxy made it.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl EgressProxy {
+    /// Listens in a folder of its own (0700, a short path: a Unix socket's
+    /// path is at most 107 bytes), removed when the proxy stops.
+    pub fn start_private(rules: Arc<EgressRules>) -> std::io::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("carapace-egress-")
+            .tempdir()?;
+        let mut proxy = Self::start(&dir.path().join("s"), rules)?;
+        proxy._dir = Some(dir);
+        Ok(proxy)
+    }
+
     /// Listens on `socket` (a path in a private folder) with `rules`.
     pub fn start(socket: &Path, rules: Arc<EgressRules>) -> std::io::Result<Self> {
         let _ = std::fs::remove_file(socket);
@@ -51,6 +64,7 @@ impl EgressProxy {
         Ok(Self {
             socket: socket.to_path_buf(),
             task,
+            _dir: None,
         })
     }
 
