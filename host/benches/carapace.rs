@@ -27,6 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 type BenchResult = Result<(), Box<dyn std::error::Error>>;
 
+#[path = "carapace/egress.rs"]
+mod egress;
+
 fn main() -> BenchResult {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
@@ -66,6 +69,9 @@ fn main() -> BenchResult {
     }
     if wanted("plugin") {
         runtime.block_on(plugin_benches())?;
+    }
+    if wanted("egress") {
+        runtime.block_on(egress::egress_benches())?;
     }
     if wanted("mcp") {
         runtime.block_on(mcp_benches())?;
