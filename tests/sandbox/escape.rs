@@ -156,6 +156,18 @@ async fn a_read_grant_cannot_write_create_or_delete() -> TestResult {
         "sibling secret"
     );
     assert!(!root.join("ws/new.txt").exists());
+    // Control: the same write through a write grant on the file works, so
+    // the read grant is what refused it.
+    let write_grant = Grant::none().write_file(&granted)?;
+    let reports = attempt(
+        &probe,
+        &write_grant,
+        &CallLimits::default(),
+        json!([{"op": "write", "path": s("ws/granted.txt")}]),
+    )
+    .await?;
+    assert!(ok(&reports[0]), "the control writes: {}", reports[0]);
+    assert_ne!(std::fs::read_to_string(&granted)?, "granted content");
     Ok(())
 }
 
