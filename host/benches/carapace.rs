@@ -949,6 +949,59 @@ where
 
 /// Each first-party tool through the whole pipeline, next to the same
 /// operation done natively.
+/// What the walk for nested protected paths adds to a command: Bash `echo
+/// hi` in a workspace of 20,000 entries (the walk's limit), with the
+/// session's whole protected-name table.
+async fn bash_in_a_large_workspace(cache: &Path) -> BenchResult {
+    use carapace::sandbox::ProcessConfig;
+    let dir = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(dir.path())?;
+    for d in 0..400 {
+        let sub = ws.join(format!("src/m{}/d{d}", d % 20));
+        std::fs::create_dir_all(&sub)?;
+        for f in 0..49 {
+            std::fs::write(sub.join(format!("f{f}.rs")), "")?;
+        }
+    }
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: cache.to_path_buf(),
+        guest_cwd: Some(ws.clone()),
+        process: Some(ProcessConfig {
+            helper: Some(PathBuf::from(env!("CARGO_BIN_EXE_carapace-sandbox"))),
+            protected_names: carapace::policy::command_protected_names(),
+            ..ProcessConfig::new(&ws)
+        }),
+        ..SandboxConfig::default()
+    })?;
+    let registry = ToolRegistry::builtin(&sandbox).await?;
+    let policy = Policy::new(PermissionMode::BypassPermissions, &ws);
+    let pipeline = Arc::new(ToolPipeline::new(registry, policy, CallLimits::default()));
+    let samples = time_async(100, |_| {
+        let pipeline = pipeline.clone();
+        async move {
+            let result = pipeline
+                .call(ToolCall {
+                    id: "toolu_bench".into(),
+                    name: "Bash".into(),
+                    input: json!({"command": "echo hi"}),
+                    invalid_input: None,
+                })
+                .await;
+            if result.is_error {
+                return Err(format!("Bash failed: {}", result.content.text()).into());
+            }
+            Ok(())
+        }
+    })
+    .await?;
+    report(
+        "tools: Bash `echo hi` in a 20,000-entry workspace",
+        &samples,
+        "the walk for nested protected paths at its limit",
+    );
+    Ok(())
+}
+
 async fn tool_benches(cache: &Path) -> BenchResult {
     use carapace::sandbox::ProcessConfig;
     let dir = tempfile::tempdir()?;
@@ -1161,8 +1214,9 @@ async fn tool_benches(cache: &Path) -> BenchResult {
     report(
         "tools: Bash `echo hi` (pipeline, helper: namespaces, cgroup, Landlock, seccomp)",
         &samples,
-        "",
+        "workspace of ~1,050 entries, walked for protected paths",
     );
+    bash_in_a_large_workspace(cache).await?;
     let samples = time_async(100, |_| async move {
         let out = tokio::process::Command::new("/bin/sh")
             .args(["-c", "echo hi"])
