@@ -260,8 +260,12 @@ impl Analysis {
 /// whose stack the bounds were measured against, so that no line can
 /// overflow the stack of the thread that asked.
 pub fn analyse(line: &str) -> Analysis {
-    if let Err(exceeded) = bounds::check(line) {
-        return Analysis::Exceeds(exceeded);
+    match bounds::check(line) {
+        Err(exceeded) => return Analysis::Exceeds(exceeded),
+        // Shallow (nearly every line): at most ~16 KiB of stack per level,
+        // well within any thread's; no thread of its own needed.
+        Ok(openers) if openers <= bounds::SHALLOW_OPENERS => return analyse_within_bounds(line),
+        Ok(_) => {}
     }
     let parsed = std::thread::scope(|scope| {
         std::thread::Builder::new()

@@ -311,3 +311,25 @@ fn without_the_bounds_the_same_line_takes_the_process_down() -> Result<(), std::
     assert!(stderr.contains("overflow"), "{stderr}");
     Ok(())
 }
+
+#[test]
+fn a_shallow_line_parses_on_a_small_stack() {
+    // The deepest line parsed on the caller's thread, in each construct,
+    // on half a tokio worker's stack.
+    let parsed = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(|| {
+            for index in 0..nested(1).len() {
+                let mut depth = bounds::SHALLOW_OPENERS;
+                while bounds::check(&nested(depth)[index].1)
+                    .is_ok_and(|n| n > bounds::SHALLOW_OPENERS)
+                {
+                    depth -= 1;
+                }
+                let (_, line) = nested(depth).swap_remove(index);
+                let _ = analyse(&line);
+            }
+        })
+        .map(|t| t.join().is_ok());
+    assert!(matches!(parsed, Ok(true)));
+}
