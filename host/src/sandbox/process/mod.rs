@@ -25,6 +25,7 @@ mod protect;
 
 pub use background::{BackgroundShells, ShellReport, ShellStatus};
 pub use helper::{HELPER_ARG, helper_main};
+pub use protect::WalkCache;
 
 use helper::{MESSAGE_PREFIX, Plan, REFUSED_EXIT};
 use std::path::{Path, PathBuf};
@@ -133,6 +134,9 @@ pub struct ProcessConfig {
     /// carapace's egress proxy (`sandbox.network.allowedDomains`): without
     /// a network grant, a command reaches out only through it.
     pub egress: Option<PathBuf>,
+    /// What the walk for nested protected paths found, shared by the
+    /// session's commands (folders that did not change are not re-read).
+    pub walk_cache: Arc<WalkCache>,
     /// Layers turned off: only for tests that show what each layer stops.
     #[doc(hidden)]
     pub without: Vec<SandboxLayer>,
@@ -173,13 +177,15 @@ impl ProcessConfig {
             task_limit: 1024,
             temp_limit: DEFAULT_TEMP_LIMIT,
             egress: None,
+            walk_cache: Arc::default(),
             without: Vec::new(),
         }
     }
 
     /// The protected paths under this configuration's write roots.
     fn protected_paths(&self, writes: &[PathBuf]) -> Vec<PathBuf> {
-        let mut paths = protect::protected_under(&self.write_roots, &self.protected_names);
+        let mut paths =
+            protect::protected_under(&self.write_roots, &self.protected_names, &self.walk_cache);
         paths.extend(
             self.protected
                 .iter()

@@ -18,58 +18,128 @@ pub const WALK_LIMIT: usize = 20_000;
 /// configuration from, and often holding most of a tree's entries.
 const NOT_ENTERED: &[&str] = &["node_modules", "target", "__pycache__", ".venv"];
 
+/// What the walk found in each folder, kept for the session's later
+/// commands: a folder whose identity and change time are the same has the
+/// same entries, so it is not read again — one `stat` per folder instead
+/// of a listing (a folder's change time moves whenever an entry is added,
+/// removed or renamed in it).
+#[derive(Debug, Default)]
+pub struct WalkCache(std::sync::Mutex<std::collections::HashMap<PathBuf, Listed>>);
+
+#[derive(Debug, Clone)]
+struct Listed {
+    /// Inode, change time (s, ns), modification time (s, ns).
+    stamp: (u64, i64, i64, i64, i64),
+    entries: usize,
+    subdirs: Vec<PathBuf>,
+    found: Vec<PathBuf>,
+}
+
 /// The protected paths under `roots`: each name at each root (whether it
 /// exists or not), plus what the walk finds deeper that exists.
-pub fn protected_under(roots: &[PathBuf], names: &[String]) -> Vec<PathBuf> {
+pub fn protected_under(roots: &[PathBuf], names: &[String], cache: &WalkCache) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = roots
         .iter()
         .flat_map(|root| names.iter().map(move |name| root.join(name)))
         .collect();
     let mut budget = WALK_LIMIT;
+    let Ok(mut listed) = cache.0.lock() else {
+        return found;
+    };
     for root in roots {
-        walk(root, names, &mut budget, &mut found);
+        let mut stack = vec![root.clone()];
+        while let Some(dir) = stack.pop() {
+            let Some(entry) = listing(&dir, dir == *root, names, &mut listed) else {
+                continue;
+            };
+            if entry.entries > budget {
+                return found;
+            }
+            budget -= entry.entries;
+            found.extend(entry.found.iter().cloned());
+            stack.extend(entry.subdirs.iter().cloned());
+        }
     }
     found
 }
 
-fn walk(root: &Path, names: &[String], budget: &mut usize, found: &mut Vec<PathBuf>) {
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut looks_like_git = 0;
-        for entry in entries.flatten() {
-            if *budget == 0 {
-                return;
-            }
-            *budget -= 1;
-            let name = entry.file_name().to_string_lossy().to_lowercase();
+fn stamp(dir: &Path) -> Option<(u64, i64, i64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(dir).ok()?;
+    Some((
+        meta.ino(),
+        meta.ctime(),
+        meta.ctime_nsec(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+    ))
+}
+
+/// `dir`'s listing, from the cache when the folder has not changed.
+fn listing<'a>(
+    dir: &Path,
+    is_root: bool,
+    names: &[String],
+    listed: &'a mut std::collections::HashMap<PathBuf, Listed>,
+) -> Option<&'a Listed> {
+    let now = stamp(dir)?;
+    let fresh = listed.get(dir).is_some_and(|l| l.stamp == now);
+    if !fresh {
+        let read = read_listing(dir, is_root, names, now)?;
+        listed.insert(dir.to_path_buf(), read);
+    }
+    listed.get(dir)
+}
+
+fn read_listing(
+    dir: &Path,
+    is_root: bool,
+    names: &[String],
+    stamp: (u64, i64, i64, i64, i64),
+) -> Option<Listed> {
+    let mut listed = Listed {
+        stamp,
+        entries: 0,
+        subdirs: Vec::new(),
+        found: Vec::new(),
+    };
+    let mut looks_like_git = 0;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        listed.entries += 1;
+        let raw = entry.file_name();
+        let bytes = raw.as_encoded_bytes();
+        // Every protected name starts with a dot; a git directory is known
+        // by three names of its own. Other entries only matter as folders.
+        if bytes.first() == Some(&b'.')
+            || matches!(bytes.first(), Some(b'H' | b'h' | b'O' | b'o' | b'R' | b'r'))
+        {
+            let name = raw.to_string_lossy().to_lowercase();
             if matches!(name.as_str(), "head" | "objects" | "refs") {
                 looks_like_git += 1;
             }
-            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
             let protected = names
                 .iter()
                 .any(|n| n.split('/').next().is_some_and(|first| first == name));
             if protected {
-                if dir != root {
+                if !is_root {
                     // Deeper than a root, a name of several parts
                     // (`.cargo/config.toml`) protects its whole folder:
                     // the file may not exist yet, and only what exists
                     // can be made read-only.
-                    found.push(entry.path());
+                    listed.found.push(entry.path());
                 }
                 continue; // read-only as a whole: nothing inside to find
             }
-            if is_dir && !NOT_ENTERED.contains(&name.as_str()) {
-                stack.push(entry.path());
-            }
         }
-        if looks_like_git == 3 && dir != root && is_git_dir(&dir) {
-            found.push(dir);
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && !NOT_ENTERED.iter().any(|n| n.as_bytes() == bytes) {
+            listed.subdirs.push(entry.path());
         }
     }
+    if looks_like_git == 3 && !is_root && is_git_dir(dir) {
+        listed.found.push(dir.to_path_buf());
+    }
+    Some(listed)
 }
 
 /// git takes a folder holding `HEAD`, `objects/` and `refs/` as a git
@@ -99,7 +169,8 @@ mod tests {
         let names: Vec<String> = [".git", ".vscode", ".cargo/config.toml"]
             .map(String::from)
             .to_vec();
-        let found = protected_under(std::slice::from_ref(&ws), &names);
+        let cache = WalkCache::default();
+        let found = protected_under(std::slice::from_ref(&ws), &names, &cache);
         for expected in [
             ws.join(".git"),
             ws.join(".vscode"),
@@ -115,6 +186,23 @@ mod tests {
             );
         }
         assert!(!found.contains(&ws.join("target/debug/.git")));
+        Ok(())
+    }
+
+    #[test]
+    fn a_folder_that_changed_is_read_again() -> std::io::Result<()> {
+        let root = tempfile::tempdir()?;
+        let ws = root.path().to_path_buf();
+        std::fs::create_dir_all(ws.join("a/b"))?;
+        let names = vec![".vscode".to_string()];
+        let cache = WalkCache::default();
+        let roots = std::slice::from_ref(&ws);
+        assert!(!protected_under(roots, &names, &cache).contains(&ws.join("a/b/.vscode")));
+        // The user adds one between two commands: its folder changed.
+        std::fs::create_dir(ws.join("a/b/.vscode"))?;
+        assert!(protected_under(roots, &names, &cache).contains(&ws.join("a/b/.vscode")));
+        std::fs::remove_dir(ws.join("a/b/.vscode"))?;
+        assert!(!protected_under(roots, &names, &cache).contains(&ws.join("a/b/.vscode")));
         Ok(())
     }
 }
