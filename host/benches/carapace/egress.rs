@@ -32,12 +32,8 @@ pub async fn egress_benches() -> BenchResult {
     let samples = time_async(500, |_| {
         let request = request.clone();
         async move {
-            let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-            stream.write_all(request.as_bytes()).await?;
-            let mut out = Vec::new();
-            stream.read_to_end(&mut out).await?;
-            std::hint::black_box(out);
-            Ok(())
+            let stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+            exchange(stream, request.as_bytes()).await
         }
     })
     .await?;
@@ -49,13 +45,9 @@ pub async fn egress_benches() -> BenchResult {
     let samples = time_async(500, |_| {
         let (proxy, request) = (proxy.clone(), request.clone());
         async move {
-            let mut stream = tokio::net::UnixStream::connect(proxy.socket()).await?;
+            let stream = tokio::net::UnixStream::connect(proxy.socket()).await?;
             let connect = format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\n{request}");
-            stream.write_all(connect.as_bytes()).await?;
-            let mut out = Vec::new();
-            stream.read_to_end(&mut out).await?;
-            std::hint::black_box(out);
-            Ok(())
+            exchange(stream, connect.as_bytes()).await
         }
     })
     .await?;
@@ -64,5 +56,17 @@ pub async fn egress_benches() -> BenchResult {
         &samples,
         "what each connection of a command adds, beside the bridge in its namespace",
     );
+    Ok(())
+}
+
+/// Sends `bytes` and reads the answer to its end.
+async fn exchange(
+    mut stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    bytes: &[u8],
+) -> Result<(), Box<dyn std::error::Error>> {
+    stream.write_all(bytes).await?;
+    let mut out = Vec::new();
+    stream.read_to_end(&mut out).await?;
+    std::hint::black_box(out);
     Ok(())
 }

@@ -254,6 +254,25 @@ async fn socks5(mut client: UnixStream, rules: &EgressRules) -> Result<(), Strin
     splice(client, upstream).await
 }
 
+/// One more read from the client onto `into`, within the handshake's time;
+/// an end of stream is an error: the client left before saying enough.
+async fn read_more(
+    client: &mut UnixStream,
+    into: &mut Vec<u8>,
+    buf: &mut [u8],
+    silent: &str,
+) -> Result<(), String> {
+    let n = tokio::time::timeout(HANDSHAKE, client.read(buf))
+        .await
+        .map_err(|_| silent.to_string())?
+        .map_err(|e| e.to_string())?;
+    if n == 0 {
+        return Err("the client closed the connection before saying where it goes".into());
+    }
+    into.extend_from_slice(&buf[..n]);
+    Ok(())
+}
+
 /// Reads up to the end of the request head (`\r\n\r\n`), bounded.
 async fn read_head(client: &mut UnixStream, head: &mut Vec<u8>) -> Result<(), String> {
     let mut buf = [0u8; 2048];
@@ -261,14 +280,7 @@ async fn read_head(client: &mut UnixStream, head: &mut Vec<u8>) -> Result<(), St
         if head.len() > MAX_HEAD {
             return Err("the request head is too long".into());
         }
-        let n = tokio::time::timeout(HANDSHAKE, client.read(&mut buf))
-            .await
-            .map_err(|_| "the request head never ended".to_string())?
-            .map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("the client closed before its request ended".into());
-        }
-        head.extend_from_slice(&buf[..n]);
+        read_more(client, head, &mut buf, "the request head never ended").await?;
     }
     Ok(())
 }
@@ -293,14 +305,13 @@ async fn first_bytes(client: &mut UnixStream, already: Vec<u8>) -> Result<Vec<u8
         if complete {
             return Ok(opening);
         }
-        let n = tokio::time::timeout(HANDSHAKE, client.read(&mut buf))
-            .await
-            .map_err(|_| "the client sent nothing through the tunnel".to_string())?
-            .map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("the client closed the tunnel before sending anything".into());
-        }
-        opening.extend_from_slice(&buf[..n]);
+        read_more(
+            client,
+            &mut opening,
+            &mut buf,
+            "the client sent nothing through the tunnel",
+        )
+        .await?;
     }
 }
 
