@@ -223,12 +223,9 @@ fn git_control(rest: &[String], shown: &str) -> Option<String> {
     }
 }
 
-/// Whether `dir` is a git directory, whatever its name: git takes a folder
-/// holding `HEAD`, `objects/` and `refs/` as one (a bare repository, a
-/// `--separate-git-dir`, a `commondir` target).
-pub fn is_git_dir(dir: &Path) -> bool {
-    dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
-}
+/// Whether `dir` is a git directory, whatever its name: the command
+/// sandbox's test, one for both.
+pub use crate::sandbox::process::is_git_dir;
 
 /// A path inside a git directory found by its content.
 fn git_by_content(path: &Path) -> Option<String> {

@@ -116,34 +116,34 @@ fn number(part: &str) -> Option<u64> {
 /// One entry of `allowedDomains` or `deniedDomains`: a host exactly, or
 /// `*.example.com` — its subdomains, never `example.com` itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HostPattern {
+pub enum EgressPattern {
     Exact(Host),
     Subdomains(String),
 }
 
-impl HostPattern {
+impl EgressPattern {
     pub fn parse(text: &str) -> Result<Self, HostError> {
         match text.trim().strip_prefix("*.") {
             Some(rest) => match canonical(rest)? {
-                Host::Name(name) => Ok(HostPattern::Subdomains(name)),
+                Host::Name(name) => Ok(EgressPattern::Subdomains(name)),
                 Host::Ip(_) => Err(HostError::Invalid(text.to_string())),
             },
-            None => canonical(text).map(HostPattern::Exact),
+            None => canonical(text).map(EgressPattern::Exact),
         }
     }
 
     pub fn matches(&self, host: &Host) -> bool {
         match (self, host) {
-            (HostPattern::Exact(exact), host) => exact == host,
-            (HostPattern::Subdomains(suffix), Host::Name(name)) => name
+            (EgressPattern::Exact(exact), host) => exact == host,
+            (EgressPattern::Subdomains(suffix), Host::Name(name)) => name
                 .strip_suffix(suffix.as_str())
                 .is_some_and(|head| head.ends_with('.') && head.len() > 1),
-            (HostPattern::Subdomains(_), Host::Ip(_)) => false,
+            (EgressPattern::Subdomains(_), Host::Ip(_)) => false,
         }
     }
 
     pub fn is_exact(&self) -> bool {
-        matches!(self, HostPattern::Exact(_))
+        matches!(self, EgressPattern::Exact(_))
     }
 }
 
@@ -208,18 +208,18 @@ mod tests {
 
     #[test]
     fn a_wildcard_matches_subdomains_only() -> Result<(), HostError> {
-        let wild = HostPattern::parse("*.example.com")?;
+        let wild = EgressPattern::parse("*.example.com")?;
         let host = |t: &str| canonical(t);
         assert!(wild.matches(&host("api.example.com")?));
         assert!(wild.matches(&host("A.B.Example.com.")?));
         assert!(!wild.matches(&host("example.com")?));
         assert!(!wild.matches(&host("badexample.com")?));
         assert!(!wild.matches(&host("example.com.evil.test")?));
-        let exact = HostPattern::parse("Example.com")?;
+        let exact = EgressPattern::parse("Example.com")?;
         assert!(exact.matches(&host("example.com.")?));
         assert!(!exact.matches(&host("api.example.com")?));
-        assert!(HostPattern::parse("*.127.0.0.1").is_err());
-        assert!(HostPattern::parse("localhost")?.matches(&host("LOCALHOST")?));
+        assert!(EgressPattern::parse("*.127.0.0.1").is_err());
+        assert!(EgressPattern::parse("localhost")?.matches(&host("LOCALHOST")?));
         Ok(())
     }
 }

@@ -9,6 +9,6 @@ pub mod host;
 pub mod proxy;
 pub mod rules;
 
-pub use host::{Host, HostError, HostPattern, canonical};
+pub use host::{EgressPattern, Host, HostError, canonical};
 pub use proxy::EgressProxy;
 pub use rules::{EgressRules, Judgement};

@@ -5,14 +5,14 @@
 //! only when that exact name or address is listed, never through a
 //! wildcard.
 
-use super::host::{Host, HostError, HostPattern};
+use super::host::{EgressPattern, Host, HostError};
 use crate::sandbox::is_off_limits;
 use std::net::IpAddr;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EgressRules {
-    allowed: Vec<HostPattern>,
-    denied: Vec<HostPattern>,
+    allowed: Vec<EgressPattern>,
+    denied: Vec<EgressPattern>,
 }
 
 /// The verdict on a host, before it is resolved.
@@ -31,7 +31,7 @@ impl EgressRules {
     pub fn new(allowed: &[String], denied: &[String]) -> Result<Self, HostError> {
         let parse = |list: &[String]| {
             list.iter()
-                .map(|t| HostPattern::parse(t))
+                .map(|t| EgressPattern::parse(t))
                 .collect::<Result<Vec<_>, _>>()
         };
         Ok(Self {
@@ -49,7 +49,7 @@ impl EgressRules {
         if self.denied.iter().any(|p| p.matches(host)) {
             return Judgement::Denied(format!("{host} is denied (sandbox.network.deniedDomains)"));
         }
-        let listed: Vec<&HostPattern> = self.allowed.iter().filter(|p| p.matches(host)).collect();
+        let listed: Vec<&EgressPattern> = self.allowed.iter().filter(|p| p.matches(host)).collect();
         if listed.is_empty() {
             return Judgement::NotListed(format!(
                 "{host} is not in sandbox.network.allowedDomains"

@@ -25,7 +25,7 @@ mod protect;
 
 pub use background::{BackgroundShells, ShellReport, ShellStatus};
 pub use helper::{HELPER_ARG, helper_main};
-pub use protect::WalkCache;
+pub use protect::{WalkCache, is_git_dir};
 
 use helper::{MESSAGE_PREFIX, Plan, REFUSED_EXIT};
 use std::path::{Path, PathBuf};

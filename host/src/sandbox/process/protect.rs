@@ -143,8 +143,9 @@ fn read_listing(
 }
 
 /// git takes a folder holding `HEAD`, `objects/` and `refs/` as a git
-/// directory, whatever its name.
-fn is_git_dir(dir: &Path) -> bool {
+/// directory, whatever its name (a bare repository, a
+/// `--separate-git-dir`, a `commondir` target).
+pub fn is_git_dir(dir: &Path) -> bool {
     dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
 }
 

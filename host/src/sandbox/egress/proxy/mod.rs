@@ -99,12 +99,9 @@ async fn serve(mut client: UnixStream, rules: &EgressRules) -> Result<(), String
     }
 }
 
-/// Judges, resolves and connects to `target`, or says why not.
-async fn reach(target: &Target, rules: &EgressRules) -> Result<TcpStream, String> {
-    let exact = match rules.judge(&target.host) {
-        Judgement::Allowed { exact } => exact,
-        Judgement::Denied(why) | Judgement::NotListed(why) => return Err(why),
-    };
+/// Resolves and connects to `target`, which [`admitted`] let through
+/// (`exact`: listed by that very name), or says why not.
+async fn reach(target: &Target, exact: bool, rules: &EgressRules) -> Result<TcpStream, String> {
     let addresses: Vec<SocketAddr> = match &target.host {
         Host::Ip(ip) => vec![SocketAddr::new(*ip, target.port)],
         Host::Name(name) => tokio::time::timeout(
@@ -161,9 +158,10 @@ async fn http(mut client: UnixStream, first: u8, rules: &EgressRules) -> Result<
         )
         .await;
     }
-    if let Err(why) = admitted(&target, rules) {
-        return refuse_http(&mut client, "403 Forbidden", &why).await;
-    }
+    let exact = match admitted(&target, rules) {
+        Ok(exact) => exact,
+        Err(why) => return refuse_http(&mut client, "403 Forbidden", &why).await,
+    };
     if connect {
         // What goes through the tunnel is checked before anything is
         // resolved or connected.
@@ -173,14 +171,14 @@ async fn http(mut client: UnixStream, first: u8, rules: &EgressRules) -> Result<
             .map_err(|e| e.to_string())?;
         let opening = first_bytes(&mut client, after_head).await?;
         check_opening(&opening, &target)?;
-        let mut upstream = reach(&target, rules).await?;
+        let mut upstream = reach(&target, exact, rules).await?;
         upstream
             .write_all(&opening)
             .await
             .map_err(|e| e.to_string())?;
         return splice(client, upstream).await;
     }
-    let mut upstream = match reach(&target, rules).await {
+    let mut upstream = match reach(&target, exact, rules).await {
         Ok(stream) => stream,
         Err(why) => return refuse_http(&mut client, "403 Forbidden", &why).await,
     };
@@ -188,10 +186,11 @@ async fn http(mut client: UnixStream, first: u8, rules: &EgressRules) -> Result<
     splice(client, upstream).await
 }
 
-/// The rules' verdict on the target as named (before any resolution).
-fn admitted(target: &Target, rules: &EgressRules) -> Result<(), String> {
+/// The rules' verdict on the target as named (before any resolution):
+/// whether it is listed by that very name.
+fn admitted(target: &Target, rules: &EgressRules) -> Result<bool, String> {
     match rules.judge(&target.host) {
-        Judgement::Allowed { .. } => Ok(()),
+        Judgement::Allowed { exact } => Ok(exact),
         Judgement::Denied(why) | Judgement::NotListed(why) => Err(why),
     }
 }
@@ -232,11 +231,11 @@ async fn socks5(mut client: UnixStream, rules: &EgressRules) -> Result<(), Strin
         _ => Err("unknown SOCKS address type".to_string()),
     };
     let port = client.read_u16().await.map_err(io)?;
-    let target = match host.and_then(|host| {
+    let (target, exact) = match host.and_then(|host| {
         let target = Target { host, port };
-        admitted(&target, rules).map(|()| target)
+        admitted(&target, rules).map(|exact| (target, exact))
     }) {
-        Ok(target) => target,
+        Ok(admitted) => admitted,
         Err(why) => {
             // 2: connection not allowed by the ruleset.
             let _ = client.write_all(&[5, 2, 0, 1, 0, 0, 0, 0, 0, 0]).await;
@@ -249,7 +248,7 @@ async fn socks5(mut client: UnixStream, rules: &EgressRules) -> Result<(), Strin
         .map_err(io)?;
     let opening = first_bytes(&mut client, Vec::new()).await?;
     check_opening(&opening, &target)?;
-    let mut upstream = reach(&target, rules).await?;
+    let mut upstream = reach(&target, exact, rules).await?;
     upstream.write_all(&opening).await.map_err(io)?;
     splice(client, upstream).await
 }
