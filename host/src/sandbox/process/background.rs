@@ -10,8 +10,7 @@
 //! per stream, older unread bytes are dropped (and counted) beyond it.
 
 use super::{
-    ProcessConfig, RunningHelper, SandboxLayer, Sweep, kill_group, private_temp_dir,
-    remove_created, stop,
+    ProcessConfig, RunningHelper, Sweep, kill_group, private_temp_dir, remove_created, stop,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -132,7 +131,7 @@ impl BackgroundShells {
         }
         let temp_dir = private_temp_dir()?;
         let (mut process, plan, absent) = self.config.command(command, temp_dir.path())?;
-        let sweep = if plan.uses(SandboxLayer::ProtectedPaths) {
+        let sweep = if plan.sweeps() {
             Sweep(absent)
         } else {
             Sweep::default()

@@ -20,15 +20,40 @@ const NETWORK_ABI: i32 = 4;
 /// `limited_by_group`.
 #[cfg(target_os = "linux")]
 pub(super) fn apply(plan: &Plan, namespaced: bool, limited_by_group: bool) -> Result<(), String> {
-    if plan.uses(SandboxLayer::Limits) && !limited_by_group {
-        per_process_limits(plan)?;
-    }
+    let abi = restrict(plan, namespaced)?;
+    finish(plan, namespaced, limited_by_group, abi)
+}
+
+/// The layers a process and everything it forks share: Landlock, no core
+/// dumps, `no_new_privs`, no capabilities. Returns the Landlock ABI the
+/// kernel enforced (what [`finish`] judges by).
+#[cfg(target_os = "linux")]
+pub(super) fn restrict(plan: &Plan, namespaced: bool) -> Result<i32, String> {
     let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
     let abi = if plan.uses(SandboxLayer::Landlock) {
         landlock(plan, namespaced)?
     } else {
         0
     };
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("cannot set no_new_privs: {e}"))?;
+    if plan.uses(SandboxLayer::Capabilities) {
+        drop_capabilities()?;
+    }
+    Ok(abi)
+}
+
+/// The command's own layers, after [`restrict`]: its limits and seccomp
+/// filter, and the checks that the kernel's Landlock is enough.
+#[cfg(target_os = "linux")]
+pub(super) fn finish(
+    plan: &Plan,
+    namespaced: bool,
+    limited_by_group: bool,
+    abi: i32,
+) -> Result<(), String> {
+    if plan.uses(SandboxLayer::Limits) && !limited_by_group {
+        per_process_limits(plan)?;
+    }
     if abi > 0 && abi < TRUNCATE_ABI {
         return Err(format!(
             "Landlock ABI {abi} cannot stop a command from truncating files outside the write roots (ABI {TRUNCATE_ABI}, Linux 6.2, is needed)"
@@ -38,10 +63,6 @@ pub(super) fn apply(plan: &Plan, namespaced: bool, limited_by_group: bool) -> Re
         return Err(format!(
             "without a network namespace, Landlock ABI {NETWORK_ABI} (Linux 6.7) is needed to keep the command off the network"
         ));
-    }
-    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("cannot set no_new_privs: {e}"))?;
-    if plan.uses(SandboxLayer::Capabilities) {
-        drop_capabilities()?;
     }
     if plan.uses(SandboxLayer::Seccomp) {
         seccomp(abi < UNIX_SOCKETS_ABI)?;

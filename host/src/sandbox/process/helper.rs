@@ -40,6 +40,10 @@ pub(super) struct Plan {
     pub readonly: Vec<PathBuf>,
     /// Existing paths the command must not read.
     pub hide: Vec<PathBuf>,
+    /// Names the command may not make at any depth (see `guard`).
+    pub guard_names: Vec<String>,
+    /// Paths the command may not make.
+    pub guard_paths: Vec<PathBuf>,
     pub network: bool,
     pub required: bool,
     /// Bytes of memory for the whole process tree.
@@ -77,6 +81,8 @@ impl Plan {
                 "--write" => plan.writes.push(PathBuf::from(value("--write")?)),
                 "--readonly" => plan.readonly.push(PathBuf::from(value("--readonly")?)),
                 "--hide" => plan.hide.push(PathBuf::from(value("--hide")?)),
+                "--guard-name" => plan.guard_names.push(value("--guard-name")?),
+                "--guard-path" => plan.guard_paths.push(PathBuf::from(value("--guard-path")?)),
                 "--network" => plan.network = true,
                 "--sandbox-optional" => plan.required = false,
                 "--memory" => {
@@ -123,6 +129,16 @@ impl Plan {
         !self.without.contains(&layer)
     }
 
+    /// Whether protected paths that appear during the call are moved
+    /// aside after it: only when the creation guard may be missing (it is
+    /// off, or the sandbox is optional and may have run without it) —
+    /// with the guard, the command cannot make them, and what appears was
+    /// made by someone else (the user) and is left alone.
+    pub fn sweeps(&self) -> bool {
+        self.uses(SandboxLayer::ProtectedPaths)
+            && (!self.uses(SandboxLayer::CreationGuard) || !self.required)
+    }
+
     /// The arguments that make a helper follow this plan.
     pub fn to_args(&self) -> Vec<std::ffi::OsString> {
         let mut args: Vec<std::ffi::OsString> = vec![HELPER_ARG.into()];
@@ -130,11 +146,16 @@ impl Plan {
             ("--write", &self.writes),
             ("--readonly", &self.readonly),
             ("--hide", &self.hide),
+            ("--guard-path", &self.guard_paths),
         ] {
             for path in paths {
                 args.push(flag.into());
                 args.push(path.into());
             }
+        }
+        for name in &self.guard_names {
+            args.push("--guard-name".into());
+            args.push(name.into());
         }
         if self.network {
             args.push("--network".into());
@@ -242,6 +263,8 @@ mod tests {
             writes: vec!["/w".into()],
             readonly: vec!["/w/.git".into()],
             hide: vec!["/h/.ssh".into()],
+            guard_names: vec![".git".into(), ".cargo/config.toml".into()],
+            guard_paths: vec!["/h/.bashrc".into()],
             network: true,
             required: false,
             memory: Some(1 << 30),

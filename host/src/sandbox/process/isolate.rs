@@ -190,8 +190,7 @@ fn init(plan: &Plan, lifeline: OwnedFd, go: OwnedFd, limited_by_group: bool) -> 
             drop(reaped);
             let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
             let _ = nix::unistd::setsid();
-            let confined = super::confine::apply(plan, true, limited_by_group);
-            std::process::exit(super::confine::exec_or_refuse(plan, confined));
+            std::process::exit(super::guard::start(plan, limited_by_group));
         }
         Ok(ForkResult::Parent { child }) => child,
     };

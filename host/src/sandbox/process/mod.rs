@@ -19,6 +19,7 @@ mod background;
 mod bridge;
 mod cgroup;
 mod confine;
+mod guard;
 mod helper;
 mod isolate;
 mod protect;
@@ -62,8 +63,11 @@ pub enum SandboxLayer {
     Capabilities,
     /// The cgroup (or per-process rlimits) and the temp dir's size.
     Limits,
-    /// Read-only protected paths, and removing ones a command created.
+    /// Read-only protected paths, and moving aside ones that appeared
+    /// when the creation guard may have been missing.
     ProtectedPaths,
+    /// The creation guard: protected names cannot be made at all.
+    CreationGuard,
 }
 
 impl SandboxLayer {
@@ -75,6 +79,7 @@ impl SandboxLayer {
             SandboxLayer::Capabilities => "capabilities",
             SandboxLayer::Limits => "limits",
             SandboxLayer::ProtectedPaths => "protected-paths",
+            SandboxLayer::CreationGuard => "creation-guard",
         }
     }
 
@@ -86,6 +91,7 @@ impl SandboxLayer {
             SandboxLayer::Capabilities,
             SandboxLayer::Limits,
             SandboxLayer::ProtectedPaths,
+            SandboxLayer::CreationGuard,
         ]
         .into_iter()
         .find(|l| l.as_str() == name)
@@ -209,10 +215,17 @@ impl ProcessConfig {
             Some(denied) => denied.list()?,
             None => Vec::new(),
         };
+        let guarded = !self.without.contains(&SandboxLayer::ProtectedPaths);
         let plan = Plan {
             writes,
             readonly: existing,
             hide,
+            guard_names: if guarded {
+                self.protected_names.clone()
+            } else {
+                Vec::new()
+            },
+            guard_paths: if guarded { absent.clone() } else { Vec::new() },
             network: self.allow_network,
             required: self.require_os_sandbox,
             memory: Some(self.memory_limit),
@@ -307,7 +320,7 @@ pub fn spawn_confined(
         .collect();
     let temp_dir = private_temp_dir()?;
     let (plan, absent) = config.plan(format!("exec {}", quoted.join(" ")), temp_dir.path())?;
-    let sweep = if plan.uses(SandboxLayer::ProtectedPaths) {
+    let sweep = if plan.sweeps() {
         Sweep(absent)
     } else {
         Sweep::default()
@@ -380,7 +393,7 @@ pub async fn run_command(
     let temp_dir = private_temp_dir()?;
     let (mut process, plan, absent) = config.command(command, temp_dir.path())?;
     process.stdin(Stdio::null());
-    let abandoned_sweep = if plan.uses(SandboxLayer::ProtectedPaths) {
+    let abandoned_sweep = if plan.sweeps() {
         Sweep(absent.clone())
     } else {
         Sweep::default()
@@ -419,7 +432,7 @@ pub async fn run_command(
     {
         return Err(String::from_utf8_lossy(&stderr).trim().to_string());
     }
-    if plan.uses(SandboxLayer::ProtectedPaths) {
+    if plan.sweeps() {
         for note in remove_created(&absent) {
             stderr.extend_from_slice(format!("\ncarapace: {note}\n").as_bytes());
         }

@@ -16,7 +16,7 @@ pub const WALK_LIMIT: usize = 20_000;
 /// Folders the walk does not enter: build output and installed packages,
 /// filled by tools, never where git, an editor or a shell reads its
 /// configuration from, and often holding most of a tree's entries.
-const NOT_ENTERED: &[&str] = &["node_modules", "target", "__pycache__", ".venv"];
+pub(super) const NOT_ENTERED: &[&str] = &["node_modules", "target", "__pycache__", ".venv"];
 
 /// What the walk found in each folder, kept for the session's later
 /// commands: a folder whose identity and change time are the same has the
