@@ -29,6 +29,8 @@ type BenchResult = Result<(), Box<dyn std::error::Error>>;
 
 #[path = "carapace/egress.rs"]
 mod egress;
+#[path = "carapace/guard.rs"]
+mod guard;
 
 fn main() -> BenchResult {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -72,6 +74,9 @@ fn main() -> BenchResult {
     }
     if wanted("egress") {
         runtime.block_on(egress::egress_benches())?;
+    }
+    if wanted("guard") {
+        runtime.block_on(guard::guard_benches(&std::fs::canonicalize(work.path())?))?;
     }
     if wanted("mcp") {
         runtime.block_on(mcp_benches())?;

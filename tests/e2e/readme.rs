@@ -127,3 +127,93 @@ fn the_readme_names_every_init_field_system_line_and_variable() -> TestResult {
     }
     Ok(())
 }
+
+/// The fields of `struct NAME { … }` in `source`, with their types.
+fn struct_fields(source: &str, name: &str) -> Result<Vec<(String, String)>, String> {
+    let body = source
+        .split(&format!("struct {name} {{"))
+        .nth(1)
+        .and_then(|rest| rest.split("\n}").next())
+        .ok_or_else(|| format!("no struct {name}"))?;
+    Ok(body
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("//") && !l.starts_with('#'))
+        .filter_map(|l| l.split_once(':'))
+        .map(|(field, ty)| (field.trim().to_string(), ty.trim().trim_end_matches(',').to_string()))
+        .collect())
+}
+
+fn camel(snake: &str) -> String {
+    let mut out = String::new();
+    let mut upper = false;
+    for c in snake.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Every key a settings file may hold, as the settings module reads it
+/// (`sandbox.network.allowedDomains`): the fields of the file's structs,
+/// a field whose type is another of them giving that struct's keys under
+/// its name.
+fn settings_keys(source: &str, name: &str, prefix: &str) -> Result<Vec<String>, String> {
+    let mut keys = Vec::new();
+    for (field, ty) in struct_fields(source, name)? {
+        let key = format!("{prefix}{}", camel(&field));
+        if ty.ends_with("File") {
+            keys.extend(settings_keys(source, &ty, &format!("{key}."))?);
+        } else {
+            keys.push(key);
+        }
+    }
+    Ok(keys)
+}
+
+#[test]
+fn the_readme_lists_every_settings_key_and_no_other() -> TestResult {
+    let readme = readme()?;
+    let listed = readme
+        .split("Keys: ")
+        .nth(1)
+        .and_then(|rest| rest.split("A workspace is trusted").next())
+        .ok_or("README has no settings key list")?;
+    // `permissions.allow|ask|deny` is three keys.
+    let in_readme: Vec<String> = listed
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .flat_map(|key| {
+            let (stem, last) = key.rsplit_once('.').unwrap_or(("", key));
+            last.split('|')
+                .map(|leaf| {
+                    if stem.is_empty() {
+                        leaf.to_string()
+                    } else {
+                        format!("{stem}.{leaf}")
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let source = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/settings/mod.rs"
+    ))?;
+    let keys = settings_keys(&source, "SettingsFile", "")?;
+    assert!(keys.len() >= 15, "{keys:?}");
+    for key in &keys {
+        assert!(in_readme.contains(key), "README's settings keys lack {key}");
+    }
+    for key in &in_readme {
+        assert!(keys.contains(key), "README lists {key}, which carapace does not read");
+    }
+    Ok(())
+}

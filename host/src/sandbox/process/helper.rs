@@ -1,7 +1,7 @@
 //! The helper mode: `carapace __sandbox-exec [OPTIONS] -- COMMAND`.
 //!
 //! carapace re-executes itself so the confinement is applied by a
-//! single-threaded process before anything of the command runs. Three
+//! single-threaded process before anything of the command runs. Four
 //! processes take part:
 //!
 //! - the **helper** (started by carapace) enters new PID, mount, IPC and
@@ -13,10 +13,14 @@
 //!   forks the command and waits; when the command returns, when the helper
 //!   dies, or when carapace stops reading the command's output, it exits —
 //!   and the kernel kills everything left in the namespace;
-//! - the **command** drops every capability, applies Landlock (writes only
-//!   under the write roots; signals and abstract sockets scoped to the
-//!   sandbox; no TCP without a network grant) and a seccomp filter, then
-//!   execs `/bin/sh -c COMMAND`.
+//! - the **guard** (when protected names are given) applies Landlock
+//!   (writes only under the write roots; signals and abstract sockets
+//!   scoped to the sandbox; no TCP without a network grant), drops every
+//!   capability, forks the command and answers its calls that make a name
+//!   (see `guard`);
+//! - the **command**, in the guard's Landlock domain (or applying it
+//!   itself when there is no guard), installs its seccomp filters, hands
+//!   the guard the trap's listener, then execs `/bin/sh -c COMMAND`.
 //!
 //! Without namespaces (and only when the sandbox is optional), the helper
 //! applies what it can to itself and execs the command directly.

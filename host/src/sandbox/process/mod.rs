@@ -6,7 +6,8 @@
 //! the command before it starts: its own PID, mount, IPC and network
 //! namespaces (a private `/proc`; the whole tree dies with the call), a
 //! cgroup capping memory and tasks, the workspace's protected paths
-//! read-only, read-denied paths hidden, Landlock (writes only in the working
+//! read-only and impossible to create (the creation guard), read-denied
+//! paths hidden, Landlock (writes only in the working
 //! directory, a private temp dir and the directories the user named;
 //! signals and abstract sockets scoped to the sandbox), no capabilities,
 //! `no_new_privs`, and a seccomp filter. The environment is fresh for every

@@ -336,3 +336,46 @@ fn receive_listener(from_command: &OwnedFd) -> Option<OwnedFd> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> Rules {
+        Rules::for_plan(&Plan {
+            guard_names: vec![".git".into(), ".vscode".into(), ".cargo/config.toml".into()],
+            guard_paths: vec!["/h/.bashrc".into()],
+            temp: Some(("/tmp/carapace-cmd-x".into(), 1)),
+            ..Plan::default()
+        })
+    }
+
+    #[test]
+    fn a_name_is_judged_by_what_it_is_not_where_it_sits() {
+        let r = rules();
+        for (folder, name) in [
+            ("/w", ".git"),
+            ("/w/a/b/c", ".GIT"),
+            ("/w", ".Vscode"),
+            ("/w/.cargo", "config.toml"),
+            ("/w/sub/.CARGO", "config.toml"),
+            ("/h", ".bashrc"),
+            ("/w/node_modules/pkg", ".git"),
+        ] {
+            assert!(r.refuses(Path::new(folder), name), "{folder}/{name}");
+        }
+        for (folder, name) in [
+            ("/w", "git"),
+            ("/w", "config.toml"),
+            ("/w/cargo", "config.toml"),
+            ("/w/sub", ".bashrc"),
+            ("/tmp/carapace-cmd-x/clone", ".git"),
+            ("/dev/shm", ".git"),
+            ("/w/node_modules/pkg", ".vscode"),
+            ("/w/.git", "."),
+        ] {
+            assert!(!r.refuses(Path::new(folder), name), "{folder}/{name}");
+        }
+        assert!(!r.may_refuse("main.rs") && r.may_refuse(".bashrc"));
+    }
+}
