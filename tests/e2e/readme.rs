@@ -140,7 +140,12 @@ fn struct_fields(source: &str, name: &str) -> Result<Vec<(String, String)>, Stri
         .map(str::trim)
         .filter(|l| !l.starts_with("//") && !l.starts_with('#'))
         .filter_map(|l| l.split_once(':'))
-        .map(|(field, ty)| (field.trim().to_string(), ty.trim().trim_end_matches(',').to_string()))
+        .map(|(field, ty)| {
+            (
+                field.trim().to_string(),
+                ty.trim().trim_end_matches(',').to_string(),
+            )
+        })
         .collect())
 }
 
@@ -203,17 +208,18 @@ fn the_readme_lists_every_settings_key_and_no_other() -> TestResult {
                 .collect::<Vec<_>>()
         })
         .collect();
-    let source = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/src/settings/mod.rs"
-    ))?;
+    let source =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/settings/mod.rs"))?;
     let keys = settings_keys(&source, "SettingsFile", "")?;
     assert!(keys.len() >= 15, "{keys:?}");
     for key in &keys {
         assert!(in_readme.contains(key), "README's settings keys lack {key}");
     }
     for key in &in_readme {
-        assert!(keys.contains(key), "README lists {key}, which carapace does not read");
+        assert!(
+            keys.contains(key),
+            "README lists {key}, which carapace does not read"
+        );
     }
     Ok(())
 }

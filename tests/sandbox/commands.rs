@@ -19,6 +19,8 @@ use std::time::Duration;
 
 #[path = "commands/guard.rs"]
 mod guard;
+#[path = "commands/listen.rs"]
+mod listen;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 type BoxError = Box<dyn std::error::Error>;
@@ -50,6 +52,8 @@ struct Setup {
     /// A network grant: without namespaces and Landlock nothing else
     /// keeps a command off the network, and carapace refuses to run it.
     network: bool,
+    /// `sandbox.network.allowLocalBinding`.
+    bind: bool,
 }
 
 impl Setup {
@@ -123,6 +127,7 @@ async fn bench(setup: Setup) -> Result<Bench, BoxError> {
             protected_names: carapace::policy::command_protected_names(),
             without: setup.without.clone(),
             allow_network: setup.network,
+            allow_local_binding: setup.bind,
             ..defaults
         }),
         ..SandboxConfig::default()

@@ -249,6 +249,27 @@ async def permission_never_widens():
         await drain(client)
 
 
+async def network_ask(allow):
+    async def can_use_tool(tool_name, tool_input, context):
+        emit({"kind": "note", "asked": tool_name, "input": tool_input})
+        if allow:
+            return PermissionResultAllow()
+        return PermissionResultDeny(message="not this host")
+
+    opts = options(can_use_tool=can_use_tool, allowed_tools=["Bash"])
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("fetch it")
+        await drain(client)
+
+
+async def network_ask_allowed():
+    await network_ask(True)
+
+
+async def network_ask_denied():
+    await network_ask(False)
+
+
 async def sdk_mcp():
     @tool("add", "Adds two numbers", {"a": float, "b": float})
     async def add(args):
@@ -326,6 +347,8 @@ SCENARIOS = {
     "hook_callbacks": hook_callbacks,
     "permission_set_bypass_refused": permission_set_bypass_refused,
     "permission_set_bypass_allowed": permission_set_bypass_allowed,
+    "network_ask_allowed": network_ask_allowed,
+    "network_ask_denied": network_ask_denied,
 }
 
 

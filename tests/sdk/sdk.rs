@@ -481,6 +481,56 @@ fn can_use_tool_cannot_switch_to_bypass_through_updated_permissions() -> TestRes
     Ok(())
 }
 
+/// A command's connection to a host no list names is asked about through
+/// `can_use_tool`, as Claude Code asks it (`SandboxNetworkAccess`, the
+/// host), and reaches the host only when the answer is allow; the refused
+/// side shows the connection really was attempted (the command says why).
+#[test]
+fn an_unlisted_host_is_asked_about_through_can_use_tool() -> TestResult {
+    sdk_installed()?;
+    for (scenario, allowed) in [("network_ask_allowed", true), ("network_ask_denied", false)] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = served.clone();
+        std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            for mut stream in listener.incoming().flatten() {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut buf = [0u8; 1024];
+                let _ = stream.read(&mut buf);
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\npong");
+            }
+        });
+        let fetch = format!(
+            "python3 -c \"import urllib.request as u; print('got', u.urlopen('http://localhost:{port}/', timeout=20).read().decode())\" 2>&1; echo tried"
+        );
+        let run = drive(scenario, |_| {
+            vec![bash("toolu_1", &fetch), Reply::text("done")]
+        })?;
+        run.ok()?;
+        let notes = run.of("note");
+        assert_eq!(
+            notes.len(),
+            1,
+            "{scenario}: {:?}\n{}",
+            run.lines,
+            run.stderr
+        );
+        assert_eq!(notes[0]["asked"], "SandboxNetworkAccess");
+        assert_eq!(notes[0]["input"], json!({"host": "localhost"}));
+        let said = content(&result_of(&run, 1, "toolu_1")?);
+        assert!(said.contains("tried"), "{scenario}: {said}");
+        assert_eq!(said.contains("got pong"), allowed, "{scenario}: {said}");
+        assert_eq!(
+            served.load(std::sync::atomic::Ordering::SeqCst) > 0,
+            allowed,
+            "{scenario}: {said}"
+        );
+    }
+    Ok(())
+}
+
 /// Escape attempt: the callback cannot answer what the policy does not ask
 /// (a deny rule), nor turn an approved call into a denied one.
 #[test]

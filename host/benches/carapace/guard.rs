@@ -20,7 +20,8 @@ fn helper(dir: &Path, guarded: bool, command: &str) -> tokio::process::Command {
 }
 
 pub async fn guard_benches(dir: &Path) -> BenchResult {
-    let creates = "mkdir -p m; i=0; while [ $i -lt 1000 ]; do : > m/f$i; i=$((i+1)); done; rm -rf m";
+    let creates =
+        "mkdir -p m; i=0; while [ $i -lt 1000 ]; do : > m/f$i; i=$((i+1)); done; rm -rf m";
     for (command, n, what) in [
         ("echo hi", 100, "`echo hi`"),
         (creates, 20, "1,000 files made (`: > f$i`) and removed"),
@@ -34,7 +35,11 @@ pub async fn guard_benches(dir: &Path) -> BenchResult {
                 Ok(())
             })
             .await?;
-            let side = if guarded { "with the creation guard" } else { "guard off" };
+            let side = if guarded {
+                "with the creation guard"
+            } else {
+                "guard off"
+            };
             report(
                 &format!("guard: helper, {what}, {side}"),
                 &samples,

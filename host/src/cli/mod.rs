@@ -792,10 +792,15 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             // stream-json input: the SDK's control protocol rides along.
             let channel = Arc::new(ControlChannel::new(Box::new(printer.clone())));
             if cli.permission_prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT) {
-                session.pipeline.set_prompter(Arc::new(SdkPrompter::new(
+                let prompter = Arc::new(SdkPrompter::new(
                     channel.clone(),
                     session.pipeline.policy().mode_cell().clone(),
-                )));
+                ));
+                // A command's connection to an unlisted host is asked too.
+                if let Some(egress) = &session.egress {
+                    egress.set_asker(prompter.clone());
+                }
+                session.pipeline.set_prompter(prompter);
             }
             let controller = Arc::new(Controller {
                 channel,

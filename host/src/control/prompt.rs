@@ -162,3 +162,35 @@ impl PermissionPrompter for SdkPrompter {
         })
     }
 }
+
+/// A command's connection to a host the network lists do not name, asked
+/// as Claude Code asks it: `can_use_tool` for `SandboxNetworkAccess` with
+/// the host, suggesting a `WebFetch(domain:…)` rule. Only an `allow`
+/// answer lets it through, for the rest of the session.
+impl crate::sandbox::egress::EgressAsker for SdkPrompter {
+    fn allow_host<'a>(&'a self, host: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let answer = self
+                .channel
+                .request(json!({
+                    "subtype": "can_use_tool",
+                    "tool_name": NETWORK_ACCESS,
+                    "display_name": NETWORK_ACCESS,
+                    "input": {"host": host},
+                    "permission_suggestions": [{
+                        "type": "addRules",
+                        "rules": [{"toolName": "WebFetch", "ruleContent": format!("domain:{host}")}],
+                        "behavior": "allow",
+                        "destination": "localSettings",
+                    }],
+                    "tool_use_id": format!("network_{}", uuid::Uuid::new_v4().simple()),
+                    "description": format!("Allow network connection to {host}?"),
+                }))
+                .await;
+            matches!(answer, Ok(answer) if answer["behavior"] == "allow")
+        })
+    }
+}
+
+/// The name Claude Code gives a command's network connection when it asks.
+pub const NETWORK_ACCESS: &str = "SandboxNetworkAccess";

@@ -435,7 +435,11 @@ impl SessionBuilder {
 
         let read_denied = ReadDenials::from_rules(policy.rules(), write_roots.clone())
             .map(|d| Arc::new(d) as Arc<dyn DeniedPaths>);
-        let egress = egress_proxy(&settings, policy.rules())?;
+        // Through the SDK's `can_use_tool`, an unlisted host can be asked
+        // about: the proxy then runs even with no domain allowed.
+        let asks = self.prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT)
+            && !settings.managed_domains_only;
+        let egress = egress_proxy(&settings, policy.rules(), asks)?;
         let process = ProcessConfig {
             helper: self
                 .helper
@@ -446,6 +450,7 @@ impl SessionBuilder {
             write_roots,
             read_denied,
             allow_network: settings.sandbox_network.unwrap_or(false),
+            allow_local_binding: settings.allow_local_binding.unwrap_or(false),
             require_os_sandbox: settings.sandbox_required.unwrap_or(true),
             temp_limit: settings
                 .sandbox_temp_max_mb
@@ -941,18 +946,19 @@ fn command_protected(home: &Path, config_dir: &Path, cwd: &Path) -> Vec<PathBuf>
 }
 
 /// carapace's egress proxy for this session's commands, when the settings
-/// (or WebFetch domain rules) allow them some domains and give them no
-/// network of their own.
+/// (or WebFetch domain rules) allow them some domains, or unlisted hosts
+/// can be asked about (`asks`), and give them no network of their own.
 fn egress_proxy(
     settings: &Settings,
     rules: &RuleSet,
+    asks: bool,
 ) -> Result<Option<crate::sandbox::egress::EgressProxy>, SessionError> {
     use crate::sandbox::egress::{EgressProxy, EgressRules};
     let mut allowed = settings.allowed_domains.clone();
     allowed.extend(rules.web_fetch_domains(crate::policy::RuleKind::Allow));
     let mut denied = settings.denied_domains.clone();
     denied.extend(rules.web_fetch_domains(crate::policy::RuleKind::Deny));
-    if allowed.is_empty() || settings.sandbox_network == Some(true) {
+    if (allowed.is_empty() && !asks) || settings.sandbox_network == Some(true) {
         return Ok(None);
     }
     let rules = EgressRules::new(&allowed, &denied)

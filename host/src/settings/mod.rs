@@ -95,6 +95,8 @@ struct NetworkFile {
     /// Managed settings only: no other file may add allowed domains.
     #[serde(default)]
     allow_managed_domains_only: bool,
+    /// Commands may listen on ports (inside their own network namespace).
+    allow_local_binding: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -191,7 +193,13 @@ pub struct Settings {
     /// `sandbox.network.deniedDomains` of every file: a list anyone may
     /// only narrow.
     pub denied_domains: Vec<String>,
-    managed_domains_only: bool,
+    /// `sandbox.network.allowManagedDomainsOnly` in the managed file: no
+    /// other file adds allowed domains, and no unlisted host is asked about.
+    pub managed_domains_only: bool,
+    /// `sandbox.network.allowLocalBinding`: commands may listen on ports of
+    /// their own network namespace (a project file may only say no in an
+    /// untrusted workspace).
+    pub allow_local_binding: Option<bool>,
     /// `sandbox.allowInternalAddresses` of the user's own settings: the
     /// only internal (loopback, private, link-local, this machine's)
     /// addresses a tool's outgoing HTTP may reach.
@@ -467,10 +475,19 @@ impl Settings {
         if kind == SourceKind::Managed && network.allow_managed_domains_only {
             self.managed_domains_only = true;
         }
+        let from_project = matches!(kind, SourceKind::Local | SourceKind::Project);
+        if let Some(bind) = network.allow_local_binding {
+            if bind && from_project && !self.trust.is_trusted() {
+                self.warnings.push(format!(
+                    "{shown}: sandbox.network.allowLocalBinding ignored: a project file in an untrusted workspace may only narrow what commands do"
+                ));
+            } else if self.allow_local_binding.is_none() {
+                self.allow_local_binding = Some(bind);
+            }
+        }
         if network.allowed_domains.is_empty() {
             return;
         }
-        let from_project = matches!(kind, SourceKind::Local | SourceKind::Project);
         let refused = if self.managed_domains_only && kind != SourceKind::Managed {
             Some("the managed settings allow their own domains only (allowManagedDomainsOnly)")
         } else if from_project && !self.trust.is_trusted() {

@@ -5,10 +5,12 @@
 //! against the user's lists. Nothing here resolves a name before the lists
 //! said it may be reached.
 
+mod ask;
 pub mod host;
 pub mod proxy;
 pub mod rules;
 
+pub use ask::EgressAsker;
 pub use host::{EgressPattern, Host, HostError, canonical};
 pub use proxy::EgressProxy;
 pub use rules::{EgressRules, Judgement};

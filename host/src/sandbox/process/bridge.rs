@@ -105,7 +105,7 @@ fn pump(from: &mut impl Read, to: &mut impl Write) -> std::io::Result<u64> {
 /// Brings the namespace's loopback interface up (a new network namespace
 /// starts with it down).
 #[cfg(target_os = "linux")]
-fn loopback_up() -> Result<(), String> {
+pub(super) fn loopback_up() -> Result<(), String> {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, socket};
     use std::os::fd::AsRawFd;
     let fd = socket(
@@ -135,5 +135,5 @@ fn loopback_up() -> Result<(), String> {
             }
         }
     };
-    result.map_err(|e| format!("cannot bring loopback up for the egress bridge: {e}"))
+    result.map_err(|e| format!("cannot bring the namespace's loopback up: {e}"))
 }

@@ -161,7 +161,11 @@ fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, String> {
         .map_err(|e| e.to_string())?
         .scope(Scope::from_all(abi))
         .map_err(|e| e.to_string())?;
-    if !plan.network {
+    // Listening (and connecting to what listens) is harmless only in the
+    // call's own network namespace, where nothing but its own processes
+    // and the bridge is on loopback and nothing leads outside.
+    let open_loopback = plan.bind && namespaced;
+    if !plan.network && !open_loopback {
         ruleset = ruleset
             .handle_access(AccessNet::from_all(abi))
             .map_err(|e| e.to_string())?;

@@ -49,6 +49,9 @@ pub(super) struct Plan {
     /// Paths the command may not make.
     pub guard_paths: Vec<PathBuf>,
     pub network: bool,
+    /// Without the network: the command may still listen on ports of its
+    /// own network namespace.
+    pub bind: bool,
     pub required: bool,
     /// Bytes of memory for the whole process tree.
     pub memory: Option<u64>,
@@ -88,6 +91,7 @@ impl Plan {
                 "--guard-name" => plan.guard_names.push(value("--guard-name")?),
                 "--guard-path" => plan.guard_paths.push(PathBuf::from(value("--guard-path")?)),
                 "--network" => plan.network = true,
+                "--allow-bind" => plan.bind = true,
                 "--sandbox-optional" => plan.required = false,
                 "--memory" => {
                     plan.memory = Some(
@@ -163,6 +167,9 @@ impl Plan {
         }
         if self.network {
             args.push("--network".into());
+        }
+        if self.bind {
+            args.push("--allow-bind".into());
         }
         if !self.required {
             args.push("--sandbox-optional".into());
@@ -270,6 +277,7 @@ mod tests {
             guard_names: vec![".git".into(), ".cargo/config.toml".into()],
             guard_paths: vec!["/h/.bashrc".into()],
             network: true,
+            bind: true,
             required: false,
             memory: Some(1 << 30),
             tasks: Some(64),

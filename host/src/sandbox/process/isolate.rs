@@ -166,6 +166,14 @@ fn init(plan: &Plan, lifeline: OwnedFd, go: OwnedFd, limited_by_group: bool) -> 
     {
         return refuse(&format!("{reason}; the command was not run"));
     }
+    // Something to listen on (`allowLocalBinding`).
+    if plan.bind
+        && !plan.network
+        && plan.egress.is_none()
+        && let Err(reason) = super::bridge::loopback_up()
+    {
+        return refuse(&format!("{reason}; the command was not run"));
+    }
     // Our own copy of stdout: when carapace stops reading, writing to it
     // errors out — the signal that the call is over, even if carapace was
     // killed outright.

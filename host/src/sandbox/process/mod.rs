@@ -127,6 +127,9 @@ pub struct ProcessConfig {
     /// What commands may not read.
     pub read_denied: Option<Arc<dyn DeniedPaths>>,
     pub allow_network: bool,
+    /// `sandbox.network.allowLocalBinding`: commands may listen on ports of
+    /// their own network namespace.
+    pub allow_local_binding: bool,
     /// Refuse to run when the OS sandbox cannot be applied.
     pub require_os_sandbox: bool,
     /// Bytes kept of each of stdout and stderr.
@@ -178,6 +181,7 @@ impl ProcessConfig {
                 .collect(),
             read_denied: None,
             allow_network: false,
+            allow_local_binding: false,
             require_os_sandbox: true,
             output_cap: 1 << 20,
             memory_limit: 4 << 30,
@@ -228,6 +232,7 @@ impl ProcessConfig {
             },
             guard_paths: if guarded { absent.clone() } else { Vec::new() },
             network: self.allow_network,
+            bind: self.allow_local_binding,
             required: self.require_os_sandbox,
             memory: Some(self.memory_limit),
             tasks: Some(self.task_limit),

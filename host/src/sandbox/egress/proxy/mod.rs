@@ -6,8 +6,9 @@
 //! ClientHello's SNI and a plain request's `Host` must name the target the
 //! client asked for. Refused connections get an answer that says why.
 
+use super::ask::{EgressAsker, Gate};
 use super::host::{Host, canonical};
-use super::rules::{EgressRules, Judgement};
+use super::rules::EgressRules;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +26,7 @@ const MAX_CONNECTIONS: usize = 256;
 /// A running proxy; it stops when dropped.
 pub struct EgressProxy {
     socket: PathBuf,
+    gate: Arc<Gate>,
     task: tokio::task::JoinHandle<()>,
     /// The private folder holding the socket, when the proxy made it.
     _dir: Option<tempfile::TempDir>,
@@ -47,14 +49,16 @@ impl EgressProxy {
         let _ = std::fs::remove_file(socket);
         let listener = UnixListener::bind(socket)?;
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        let gate = Arc::new(Gate::new(rules));
+        let serving = gate.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let Ok(slot) = slots.clone().acquire_owned().await else {
                     return;
                 };
-                let rules = rules.clone();
+                let gate = serving.clone();
                 tokio::spawn(async move {
-                    if let Err(why) = serve(stream, &rules).await {
+                    if let Err(why) = serve(stream, &gate).await {
                         tracing::info!("egress refused or failed: {why}");
                     }
                     drop(slot);
@@ -63,6 +67,7 @@ impl EgressProxy {
         });
         Ok(Self {
             socket: socket.to_path_buf(),
+            gate,
             task,
             _dir: None,
         })
@@ -70,6 +75,12 @@ impl EgressProxy {
 
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// Hosts the lists do not name are asked about through `asker` from
+    /// now on (else they are refused).
+    pub fn set_asker(&self, asker: Arc<dyn EgressAsker>) {
+        self.gate.set_asker(asker);
     }
 }
 
@@ -86,20 +97,20 @@ struct Target {
     port: u16,
 }
 
-async fn serve(mut client: UnixStream, rules: &EgressRules) -> Result<(), String> {
+async fn serve(mut client: UnixStream, gate: &Gate) -> Result<(), String> {
     let mut first = [0u8; 1];
     tokio::time::timeout(HANDSHAKE, client.read_exact(&mut first))
         .await
         .map_err(|_| "the client said nothing".to_string())?
         .map_err(|e| e.to_string())?;
     if first[0] == 5 {
-        socks5(client, rules).await
+        socks5(client, gate).await
     } else {
-        http(client, first[0], rules).await
+        http(client, first[0], gate).await
     }
 }
 
-/// Resolves and connects to `target`, which [`admitted`] let through
+/// Resolves and connects to `target`, which [`Gate::admit`] let through
 /// (`exact`: listed by that very name), or says why not.
 async fn reach(target: &Target, exact: bool, rules: &EgressRules) -> Result<TcpStream, String> {
     let addresses: Vec<SocketAddr> = match &target.host {
@@ -126,7 +137,8 @@ async fn reach(target: &Target, exact: bool, rules: &EgressRules) -> Result<TcpS
         .map_err(|e| format!("cannot connect to {}: {e}", target.host))
 }
 
-async fn http(mut client: UnixStream, first: u8, rules: &EgressRules) -> Result<(), String> {
+async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), String> {
+    let rules = &*gate.rules;
     let mut head = vec![first];
     read_head(&mut client, &mut head).await?;
     // What came after the head belongs to the tunnel (a CONNECT client
@@ -158,7 +170,7 @@ async fn http(mut client: UnixStream, first: u8, rules: &EgressRules) -> Result<
         )
         .await;
     }
-    let exact = match admitted(&target, rules) {
+    let exact = match gate.admit(&target.host).await {
         Ok(exact) => exact,
         Err(why) => return refuse_http(&mut client, "403 Forbidden", &why).await,
     };
@@ -186,16 +198,8 @@ async fn http(mut client: UnixStream, first: u8, rules: &EgressRules) -> Result<
     splice(client, upstream).await
 }
 
-/// The rules' verdict on the target as named (before any resolution):
-/// whether it is listed by that very name.
-fn admitted(target: &Target, rules: &EgressRules) -> Result<bool, String> {
-    match rules.judge(&target.host) {
-        Judgement::Allowed { exact } => Ok(exact),
-        Judgement::Denied(why) | Judgement::NotListed(why) => Err(why),
-    }
-}
-
-async fn socks5(mut client: UnixStream, rules: &EgressRules) -> Result<(), String> {
+async fn socks5(mut client: UnixStream, gate: &Gate) -> Result<(), String> {
+    let rules = &*gate.rules;
     let io = |e: std::io::Error| e.to_string();
     let methods = client.read_u8().await.map_err(io)?;
     let mut offered = vec![0u8; usize::from(methods)];
@@ -231,10 +235,14 @@ async fn socks5(mut client: UnixStream, rules: &EgressRules) -> Result<(), Strin
         _ => Err("unknown SOCKS address type".to_string()),
     };
     let port = client.read_u16().await.map_err(io)?;
-    let (target, exact) = match host.and_then(|host| {
-        let target = Target { host, port };
-        admitted(&target, rules).map(|exact| (target, exact))
-    }) {
+    let admitted = match host {
+        Ok(host) => gate
+            .admit(&host)
+            .await
+            .map(|exact| (Target { host, port }, exact)),
+        Err(why) => Err(why),
+    };
+    let (target, exact) = match admitted {
         Ok(admitted) => admitted,
         Err(why) => {
             // 2: connection not allowed by the ruleset.

@@ -203,3 +203,58 @@ impl TapDir for PathBuf {
         Ok(self)
     }
 }
+
+/// Answers every question with `answer`, counting them.
+struct Answering {
+    answer: bool,
+    asked: std::sync::Mutex<Vec<String>>,
+}
+
+impl EgressAsker for Answering {
+    fn allow_host<'a>(&'a self, host: &'a str) -> futures::future::BoxFuture<'a, bool> {
+        Box::pin(async move {
+            if let Ok(mut asked) = self.asked.lock() {
+                asked.push(host.to_string());
+            }
+            self.answer
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_unlisted_host_is_asked_about_once_and_a_denied_one_never() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (port, seen) = server().await?;
+    for answer in [true, false] {
+        let p = proxy(dir.path(), &[], &["denied.invalid"])?;
+        let asker = Arc::new(Answering {
+            answer,
+            asked: Default::default(),
+        });
+        let connect = format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n");
+        // Before anyone can answer: refused, nothing asked.
+        let said = exchange(&p, connect.as_bytes()).await?;
+        assert!(said.starts_with("HTTP/1.1 403"), "{said}");
+        p.set_asker(asker.clone());
+        let before = seen.load(Ordering::SeqCst);
+        for _ in 0..2 {
+            let said = exchange(&p, connect.as_bytes()).await?;
+            assert_eq!(said.contains("pong"), answer, "{said}");
+        }
+        let said = exchange(&p, b"CONNECT denied.invalid:443 HTTP/1.1\r\n\r\n").await?;
+        assert!(said.starts_with("HTTP/1.1 403"), "{said}");
+        let asked = asker.asked.lock().map(|a| a.clone()).unwrap_or_default();
+        // An approval holds for the session; a refusal is asked again.
+        let expected = if answer {
+            vec!["localhost"]
+        } else {
+            vec!["localhost"; 2]
+        };
+        assert_eq!(asked, expected);
+        assert_eq!(
+            seen.load(Ordering::SeqCst) - before,
+            if answer { 2 } else { 0 }
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! A host the lists do not name is asked about, where someone can answer
+//! (the SDK's `can_use_tool`, later the interactive prompt), and otherwise
+//! refused; never reached silently. A host approved once is approved for
+//! the rest of the session; a denied one is never asked about.
+
+use super::host::Host;
+use super::rules::{EgressRules, Judgement};
+use futures::future::BoxFuture;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Who answers for a host the lists do not name.
+pub trait EgressAsker: Send + Sync {
+    /// Whether a command may connect to `host` (asked once per host and
+    /// session; an error or no answer is a no).
+    fn allow_host<'a>(&'a self, host: &'a str) -> BoxFuture<'a, bool>;
+}
+
+/// The rules, and what was answered for hosts they do not name.
+pub(super) struct Gate {
+    pub rules: Arc<EgressRules>,
+    asker: RwLock<Option<Arc<dyn EgressAsker>>>,
+    approved: Mutex<HashSet<String>>,
+    /// One question at a time: a burst of connections to one host asks once.
+    asking: tokio::sync::Mutex<()>,
+}
+
+impl Gate {
+    pub fn new(rules: Arc<EgressRules>) -> Self {
+        Self {
+            rules,
+            asker: RwLock::new(None),
+            approved: Mutex::default(),
+            asking: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    pub fn set_asker(&self, asker: Arc<dyn EgressAsker>) {
+        if let Ok(mut slot) = self.asker.write() {
+            *slot = Some(asker);
+        }
+    }
+
+    fn is_approved(&self, host: &str) -> bool {
+        self.approved.lock().is_ok_and(|a| a.contains(host))
+    }
+
+    /// The verdict on `host` as named (before any resolution): whether it
+    /// may be reached, and whether by that very name (an approved host is:
+    /// the user named it).
+    pub async fn admit(&self, host: &Host) -> Result<bool, String> {
+        let why = match self.rules.judge(host) {
+            Judgement::Allowed { exact } => return Ok(exact),
+            Judgement::Denied(why) => return Err(why),
+            Judgement::NotListed(why) => why,
+        };
+        let name = host.to_string();
+        if self.is_approved(&name) {
+            return Ok(true);
+        }
+        let asker = self.asker.read().ok().and_then(|a| a.clone());
+        let Some(asker) = asker else {
+            return Err(why);
+        };
+        let _one_at_a_time = self.asking.lock().await;
+        if self.is_approved(&name) {
+            return Ok(true);
+        }
+        if asker.allow_host(&name).await {
+            if let Ok(mut approved) = self.approved.lock() {
+                approved.insert(name);
+            }
+            Ok(true)
+        } else {
+            Err(format!(
+                "{why}, and the connection was not approved when asked"
+            ))
+        }
+    }
+}
