@@ -958,14 +958,17 @@ fn egress_proxy(
     allowed.extend(rules.web_fetch_domains(crate::policy::RuleKind::Allow));
     let mut denied = settings.denied_domains.clone();
     denied.extend(rules.web_fetch_domains(crate::policy::RuleKind::Deny));
-    if (allowed.is_empty() && !asks) || settings.sandbox_network == Some(true) {
+    let ports = settings.proxy_ports;
+    let own_proxy = ports.http.is_some() || ports.socks.is_some();
+    if (allowed.is_empty() && !asks && !own_proxy) || settings.sandbox_network == Some(true) {
         return Ok(None);
     }
     let rules = EgressRules::new(&allowed, &denied)
         .map_err(|e| SessionError::Invalid(format!("sandbox.network: {e}")))?;
-    EgressProxy::start_private(Arc::new(rules))
-        .map(Some)
-        .map_err(|e| SessionError::Invalid(format!("cannot start the egress proxy: {e}")))
+    let proxy = EgressProxy::start_private(Arc::new(rules))
+        .map_err(|e| SessionError::Invalid(format!("cannot start the egress proxy: {e}")))?;
+    proxy.set_upstream(ports);
+    Ok(Some(proxy))
 }
 
 /// Where the administrator's (managed) settings are: `/etc/carapace/`, or

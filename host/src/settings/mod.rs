@@ -97,6 +97,10 @@ struct NetworkFile {
     allow_managed_domains_only: bool,
     /// Commands may listen on ports (inside their own network namespace).
     allow_local_binding: Option<bool>,
+    /// The user's own HTTP proxy on loopback, in place of carapace's.
+    http_proxy_port: Option<u16>,
+    /// The user's own SOCKS5 proxy on loopback, in place of carapace's.
+    socks_proxy_port: Option<u16>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -200,6 +204,9 @@ pub struct Settings {
     /// their own network namespace (a project file may only say no in an
     /// untrusted workspace).
     pub allow_local_binding: Option<bool>,
+    /// `sandbox.network.httpProxyPort` and `socksProxyPort` (user, managed
+    /// or `--settings` only): the user's own proxies judge instead.
+    pub proxy_ports: crate::sandbox::egress::Upstream,
     /// `sandbox.allowInternalAddresses` of the user's own settings: the
     /// only internal (loopback, private, link-local, this machine's)
     /// addresses a tool's outgoing HTTP may reach.
@@ -476,6 +483,26 @@ impl Settings {
             self.managed_domains_only = true;
         }
         let from_project = matches!(kind, SourceKind::Local | SourceKind::Project);
+        for (port, slot, key) in [
+            (
+                network.http_proxy_port,
+                &mut self.proxy_ports.http,
+                "httpProxyPort",
+            ),
+            (
+                network.socks_proxy_port,
+                &mut self.proxy_ports.socks,
+                "socksProxyPort",
+            ),
+        ] {
+            match port {
+                Some(_) if from_project => self.warnings.push(format!(
+                    "{shown}: sandbox.network.{key} is honoured only in user, managed or --settings files; ignored"
+                )),
+                Some(port) if slot.is_none() => *slot = Some(port),
+                _ => {}
+            }
+        }
         if let Some(bind) = network.allow_local_binding {
             if bind && from_project && !self.trust.is_trusted() {
                 self.warnings.push(format!(
@@ -604,6 +631,32 @@ mod tests {
             write(&f.locations.user(), list(serde_json::json!([bad])))?;
             assert!(Settings::load(&f.locations, true).is_err(), "{bad}");
         }
+        Ok(())
+    }
+
+    #[test]
+    fn a_project_cannot_point_commands_at_a_proxy_or_open_ports_untrusted()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let f = fixture()?;
+        let network = |n: Value| serde_json::json!({"sandbox": {"network": n}});
+        write(
+            &f.locations.project(),
+            network(
+                serde_json::json!({"httpProxyPort": 9, "socksProxyPort": 9, "allowLocalBinding": true}),
+            ),
+        )?;
+        let settings = Settings::load(&f.locations, false)?;
+        assert!(settings.proxy_ports.http.is_none() && settings.proxy_ports.socks.is_none());
+        assert_eq!(settings.allow_local_binding, None);
+        assert_eq!(settings.warnings.len(), 3, "{:?}", settings.warnings);
+        // The user's own file: honoured.
+        write(
+            &f.locations.user(),
+            network(serde_json::json!({"httpProxyPort": 3129, "allowLocalBinding": true})),
+        )?;
+        let settings = Settings::load(&f.locations, false)?;
+        assert_eq!(settings.proxy_ports.http, Some(3129));
+        assert_eq!(settings.allow_local_binding, Some(true));
         Ok(())
     }
 

@@ -23,6 +23,17 @@ pub(super) struct Gate {
     approved: Mutex<HashSet<String>>,
     /// One question at a time: a burst of connections to one host asks once.
     asking: tokio::sync::Mutex<()>,
+    /// The user's own proxies on this machine's loopback
+    /// (`sandbox.network.httpProxyPort`, `socksProxyPort`), which then
+    /// judge in carapace's place.
+    upstream: RwLock<Upstream>,
+}
+
+/// Ports of the user's own proxies on loopback.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Upstream {
+    pub http: Option<u16>,
+    pub socks: Option<u16>,
 }
 
 impl Gate {
@@ -32,6 +43,24 @@ impl Gate {
             asker: RwLock::new(None),
             approved: Mutex::default(),
             asking: tokio::sync::Mutex::new(()),
+            upstream: RwLock::new(Upstream::default()),
+        }
+    }
+
+    pub fn set_upstream(&self, upstream: Upstream) {
+        if let Ok(mut slot) = self.upstream.write() {
+            *slot = upstream;
+        }
+    }
+
+    /// The user's proxy for a client whose first byte is `first` (5:
+    /// SOCKS), if there is one.
+    pub fn upstream_for(&self, first: u8) -> Option<u16> {
+        let upstream = *self.upstream.read().ok()?;
+        if first == 5 {
+            upstream.socks
+        } else {
+            upstream.http
         }
     }
 

@@ -10,7 +10,7 @@ pub mod host;
 pub mod proxy;
 pub mod rules;
 
-pub use ask::EgressAsker;
+pub use ask::{EgressAsker, Upstream};
 pub use host::{EgressPattern, Host, HostError, canonical};
 pub use proxy::EgressProxy;
 pub use rules::{EgressRules, Judgement};

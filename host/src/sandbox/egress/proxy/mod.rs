@@ -6,7 +6,7 @@
 //! ClientHello's SNI and a plain request's `Host` must name the target the
 //! client asked for. Refused connections get an answer that says why.
 
-use super::ask::{EgressAsker, Gate};
+use super::ask::{EgressAsker, Gate, Upstream};
 use super::host::{Host, canonical};
 use super::rules::EgressRules;
 use std::net::{IpAddr, SocketAddr};
@@ -82,6 +82,12 @@ impl EgressProxy {
     pub fn set_asker(&self, asker: Arc<dyn EgressAsker>) {
         self.gate.set_asker(asker);
     }
+
+    /// Connections go on to the user's own proxies instead (HTTP, SOCKS5 —
+    /// each protocol without one stays judged here).
+    pub fn set_upstream(&self, upstream: Upstream) {
+        self.gate.set_upstream(upstream);
+    }
 }
 
 impl Drop for EgressProxy {
@@ -103,6 +109,18 @@ async fn serve(mut client: UnixStream, gate: &Gate) -> Result<(), String> {
         .await
         .map_err(|_| "the client said nothing".to_string())?
         .map_err(|e| e.to_string())?;
+    if let Some(port) = gate.upstream_for(first[0]) {
+        // The user's proxy judges; carapace only carries the bytes there.
+        let mut upstream = tokio::time::timeout(HANDSHAKE, TcpStream::connect(("127.0.0.1", port)))
+            .await
+            .map_err(|_| format!("connecting to your proxy on port {port} timed out"))?
+            .map_err(|e| format!("cannot reach your proxy on port {port}: {e}"))?;
+        upstream
+            .write_all(&first)
+            .await
+            .map_err(|e| e.to_string())?;
+        return splice(client, upstream).await;
+    }
     if first[0] == 5 {
         socks5(client, gate).await
     } else {

@@ -258,3 +258,35 @@ async fn an_unlisted_host_is_asked_about_once_and_a_denied_one_never() -> TestRe
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn the_users_own_proxy_judges_in_carapaces_place() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    // The user's HTTP proxy: a loopback server of the test's own, which
+    // answers whatever it is asked.
+    let (users_proxy, seen) = server().await?;
+    let p = proxy(dir.path(), &[], &[])?;
+    let unlisted = b"CONNECT nowhere.invalid:443 HTTP/1.1\r\n\r\n";
+    // Control: carapace's own judgement refuses the unlisted host.
+    assert!(exchange(&p, unlisted).await?.starts_with("HTTP/1.1 403"));
+    assert_eq!(seen.load(Ordering::SeqCst), 0);
+    p.set_upstream(crate::sandbox::egress::Upstream {
+        http: Some(users_proxy),
+        socks: None,
+    });
+    let said = exchange(&p, unlisted).await?;
+    assert!(said.contains("pong"), "carried to the user's proxy: {said}");
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+    // SOCKS5 has no proxy of the user's: still judged here (refused).
+    let said = exchange(
+        &p,
+        &[
+            5, 1, 0, 5, 1, 0, 3, 14, b'n', b'o', b'w', b'h', b'e', b'r', b'e', b'.', b'i', b'n',
+            b'v', b'a', b'l', b'i', 1, 187,
+        ],
+    )
+    .await?;
+    assert_eq!(said.as_bytes().get(3), Some(&2), "not allowed: {said:?}");
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+    Ok(())
+}
