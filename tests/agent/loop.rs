@@ -611,9 +611,12 @@ async fn a_stream_cut_voids_the_partial_response_and_its_running_tools() -> Test
     let (_dir, ws) = workspace()?;
     let late = ws.join("late-effect");
     let late_s = late.to_string_lossy().into_owned();
+    let began = ws.join("began");
+    let began_s = began.to_string_lossy().into_owned();
     let ws_s = ws.to_string_lossy().into_owned();
     // The response streams a text block and a Probe call that would write a
-    // file after 1.5 s, then the connection breaks.
+    // file after 1.5 s, then — once the tool has started — the connection
+    // breaks.
     let mut steps: Vec<Step> = vec![Step::Event(json!({"type": "message_start", "message": {
         "id": "msg_cut", "type": "message", "role": "assistant", "model": "m", "content": [],
         "stop_reason": null, "usage": {"input_tokens": 5, "output_tokens": 1}}}))];
@@ -621,7 +624,7 @@ async fn a_stream_cut_voids_the_partial_response_and_its_running_tools() -> Test
         Block::text("PARTIAL_TEXT"),
         probe(
             "toolu_cut",
-            json!([{"op": "sleep", "ms": 1500}, {"op": "create", "path": late_s}]),
+            json!([{"op": "create", "path": began_s}, {"op": "sleep", "ms": 1500}, {"op": "create", "path": late_s}]),
             json!([{"kind": "write-tree", "target": ws_s}]),
             false,
         ),
@@ -635,7 +638,12 @@ async fn a_stream_cut_voids_the_partial_response_and_its_running_tools() -> Test
                 .map(Step::Event),
         );
     }
-    steps.push(Step::Pause(Duration::from_millis(100)));
+    let gate_path = began.clone();
+    steps.push(Step::WaitUntil {
+        gate: Arc::new(move || gate_path.exists()),
+        timeout: Duration::from_secs(30),
+        label: "the tool began".into(),
+    });
     steps.push(Step::Cut);
     let run = run(
         Setup::new(vec![Reply::Events(steps), Reply::text("after the cut")]),
@@ -654,6 +662,12 @@ async fn a_stream_cut_voids_the_partial_response_and_its_running_tools() -> Test
     assert_eq!(tombstones[0]["message_id"], "msg_cut");
     assert_eq!(tombstones[0]["tool_use_ids"], json!(["toolu_cut"]));
     assert_eq!(run.lines_of("system", Some("api_retry")).len(), 1);
+    assert_eq!(
+        run.server.gates(),
+        vec![("the tool began".to_string(), true)],
+        "the tool was running when the stream broke"
+    );
+    // Checked after the tool would have written it, had it not been stopped.
     tokio::time::sleep(Duration::from_millis(2000)).await;
     assert!(
         !late.exists(),
@@ -772,8 +786,13 @@ async fn an_abort_while_streaming_ends_as_aborted_streaming() -> TestResult {
             .after_block(0, Step::Pause(Duration::from_secs(30))),
     ]);
     let abort = setup.abort.clone();
+    let counter = setup.counter.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Once the request is at the server (the stream then pauses 30 s
+        // after its first block), not after a guessed delay.
+        if let Some(counter) = counter.get_or_wait().await {
+            counter.wait_for(1).await;
+        }
         abort.cancel();
     });
     let run = run(setup, &ws, one("hello")).await?;
@@ -1019,20 +1038,18 @@ async fn input_that_arrives_while_tools_run_joins_the_next_request() -> TestResu
     let ws_s = ws.to_string_lossy().into_owned();
     let started = ws.join("slow-started");
     let later = queue.clone();
-    let run_fut = run(
-        Setup::new(vec![
-            Reply::tool_uses(vec![probe(
-                "toolu_slow",
-                json!([{"op": "create", "path": started.to_string_lossy()}, {"op": "sleep", "ms": 1500}]),
-                json!([{"kind": "write-tree", "target": ws_s}]),
-                false,
-            )]),
-            Reply::text("done with both"),
-            Reply::text("third message answered"),
-        ]),
-        &ws,
-        Prompts::Stream(queue.clone()),
-    );
+    let setup = Setup::new(vec![
+        Reply::tool_uses(vec![probe(
+            "toolu_slow",
+            json!([{"op": "create", "path": started.to_string_lossy()}, {"op": "sleep", "ms": 1500}]),
+            json!([{"kind": "write-tree", "target": ws_s}]),
+            false,
+        )]),
+        Reply::text("done with both"),
+        Reply::text("third message answered"),
+    ]);
+    let counter = setup.counter.clone();
+    let run_fut = run(setup, &ws, Prompts::Stream(queue.clone()));
     let seen = started.clone();
     let feeder = tokio::spawn(async move {
         // While the tool runs: once it has started, not after a guess.
@@ -1041,7 +1058,11 @@ async fn input_that_arrives_while_tools_run_joins_the_next_request() -> TestResu
             uuid: "cmd-2".into(),
             text: "QUEUED_MESSAGE".into(),
         });
-        tokio::time::sleep(Duration::from_millis(4000)).await;
+        // Once the second request (the tool results and the queued
+        // message) is at the server: a message pushed now cannot join it.
+        if let Some(counter) = counter.get_or_wait().await {
+            counter.wait_for(2).await;
+        }
         later.push(carapace::agent::QueuedInput {
             uuid: "cmd-3".into(),
             text: "THIRD_MESSAGE".into(),

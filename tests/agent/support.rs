@@ -51,6 +51,26 @@ pub struct Setup {
     /// `--json-schema`: the schema and the bound (the StructuredOutput
     /// tool is offered with it).
     pub structured_output: Option<(Value, carapace::agent::StructuredOutputConfig)>,
+    /// Filled with the server's request counter when the run starts: what
+    /// a test waits on to act at a known point of the run.
+    pub counter: ServerSlot,
+}
+
+/// Where a running test's server can be watched from.
+#[derive(Clone, Default)]
+pub struct ServerSlot(Arc<std::sync::OnceLock<scripted_server::RequestCounter>>);
+
+impl ServerSlot {
+    /// The counter, once the run has started its server (up to 30 s).
+    pub async fn get_or_wait(&self) -> Option<scripted_server::RequestCounter> {
+        for _ in 0..3000 {
+            if let Some(counter) = self.0.get() {
+                return Some(counter.clone());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        None
+    }
 }
 
 impl Setup {
@@ -70,6 +90,7 @@ impl Setup {
             context: None,
             history_log: None,
             structured_output: None,
+            counter: ServerSlot::default(),
         }
     }
 }
@@ -112,6 +133,7 @@ pub fn workspace() -> Result<(tempfile::TempDir, PathBuf), BoxError> {
 /// Runs one prompt (or a message stream) through the loop.
 pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxError> {
     let server = ScriptedServer::start(setup.replies)?;
+    let _ = setup.counter.0.set(server.counter());
     let model = AnthropicModel::with_api_key(&server.url(), "test-key")?;
     let sandbox = Sandbox::new(SandboxConfig {
         cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))

@@ -44,6 +44,58 @@ fn wait_for_requests(server: &ScriptedServer, n: usize) -> Result<(), String> {
     )
 }
 
+/// A child's stdout, read line by line as it comes: a test acts once a
+/// given line was printed (carapace has reached that point), never after
+/// a guessed delay.
+struct Printed {
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Printed {
+    fn watch(child: &mut std::process::Child) -> Result<Self, String> {
+        use std::io::BufRead;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = lines.clone();
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Ok(mut kept) = kept.lock() {
+                    kept.push(line);
+                }
+            }
+        });
+        Ok(Self { lines, reader })
+    }
+
+    /// Waits until a printed line, parsed, satisfies `seen`.
+    fn wait_for(&self, seen: impl Fn(&Value) -> bool, why: &str) -> Result<(), String> {
+        wait_until(
+            || {
+                self.lines.lock().is_ok_and(|l| {
+                    l.iter()
+                        .any(|line| serde_json::from_str(line).is_ok_and(|v: Value| seen(&v)))
+                })
+            },
+            why,
+        )
+    }
+
+    /// Everything printed, once the child has ended.
+    fn all(self) -> String {
+        let _ = self.reader.join();
+        self.lines.lock().map(|l| l.join("\n")).unwrap_or_default()
+    }
+}
+
+/// An assistant line whose first block is of `kind`.
+fn assistant_block(kind: &'static str) -> impl Fn(&Value) -> bool {
+    move |line| line["type"] == "assistant" && line["message"]["content"][0]["type"] == kind
+}
+
 fn signal(child: &std::process::Child, name: &str) -> std::io::Result<()> {
     let status = std::process::Command::new("kill")
         .arg(format!("-{name}"))
@@ -63,17 +115,18 @@ fn sigint_while_streaming_ends_cleanly_as_aborted_streaming() -> TestResult {
         Reply::message(vec![Block::text("partial answer")], "end_turn")
             .after_block(0, Step::Pause(Duration::from_secs(60))),
     ])?;
-    let child = spawn(
+    let mut child = spawn(
         &server,
         ws.path(),
         &["-p", "hello", "--output-format", "stream-json", "--verbose"],
     )?;
-    wait_for_requests(&server, 1)?;
-    std::thread::sleep(Duration::from_millis(300));
+    let printed = Printed::watch(&mut child)?;
+    // Mid-stream: the first block was printed, the rest never comes.
+    printed.wait_for(assistant_block("text"), "the first block never printed")?;
     signal(&child, "INT")?;
     let output = child.wait_with_output()?;
     assert_eq!(output.status.code(), Some(1));
-    let stdout = String::from_utf8(output.stdout)?;
+    let stdout = printed.all();
     lines(&stdout)?; // nothing half-written: every line is whole JSON
     let result = last_line(&stdout)?;
     assert_eq!(result["type"], "result");
@@ -97,17 +150,18 @@ fn sigterm_while_a_tool_call_is_pending_pairs_it_and_exits_non_zero() -> TestRes
         )])
         .after_block(0, Step::Pause(Duration::from_secs(60))),
     ])?;
-    let child = spawn(
+    let mut child = spawn(
         &server,
         &wsp,
         &["-p", "hello", "--output-format", "stream-json", "--verbose"],
     )?;
-    wait_for_requests(&server, 1)?;
-    std::thread::sleep(Duration::from_millis(500));
+    let printed = Printed::watch(&mut child)?;
+    // The call is complete and pending: its block was printed.
+    printed.wait_for(assistant_block("tool_use"), "the tool call never printed")?;
     signal(&child, "TERM")?;
     let output = child.wait_with_output()?;
     assert_eq!(output.status.code(), Some(1));
-    let stdout = String::from_utf8(output.stdout)?;
+    let stdout = printed.all();
     let all = lines(&stdout)?;
     let results: Vec<&Value> = all
         .iter()
@@ -297,13 +351,14 @@ fn sigterm_ends_a_run_whose_stream_trickles() -> TestResult {
         chunk: 1,
         pause: Duration::from_millis(1),
     })])?;
-    let child = spawn(
+    let mut child = spawn(
         &server,
         ws.path(),
         &["-p", "hello", "--output-format", "stream-json", "--verbose"],
     )?;
-    wait_for_requests(&server, 1)?;
-    std::thread::sleep(Duration::from_millis(300));
+    let printed = Printed::watch(&mut child)?;
+    // The trickle has begun: the block before it was printed.
+    printed.wait_for(assistant_block("text"), "the first block never printed")?;
     let asked = Instant::now();
     signal(&child, "TERM")?;
     let output = child.wait_with_output()?;
@@ -313,7 +368,7 @@ fn sigterm_ends_a_run_whose_stream_trickles() -> TestResult {
     // machine.
     assert!(took < Duration::from_secs(5), "SIGTERM took {took:?}");
     assert_eq!(
-        last_line(&String::from_utf8(output.stdout)?)?["terminal_reason"],
+        last_line(&printed.all())?["terminal_reason"],
         "aborted_streaming"
     );
     Ok(())

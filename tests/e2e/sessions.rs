@@ -268,7 +268,8 @@ fn a_run_killed_mid_tool_resumes_without_losing_a_completed_message() -> TestRes
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    std::thread::sleep(Duration::from_millis(200));
+    // The call is on disk without its result: whether `sleep 30` has
+    // started yet or not, that is what a killed run leaves.
     child.kill()?; // SIGKILL
     child.wait()?;
     let id = transcript

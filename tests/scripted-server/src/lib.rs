@@ -330,6 +330,29 @@ struct Shared {
     files: BTreeMap<String, Vec<u8>>,
 }
 
+/// How many Messages requests a server has received, readable while the
+/// server is owned elsewhere: the event a test waits on, not a guessed
+/// delay.
+#[derive(Clone)]
+pub struct RequestCounter(Arc<Mutex<Shared>>);
+
+impl RequestCounter {
+    pub fn messages(&self) -> usize {
+        self.0.lock().map_or(0, |s| s.messages_requests)
+    }
+
+    /// Waits (up to 30 s) until at least `n` Messages requests arrived.
+    pub async fn wait_for(&self, n: usize) -> bool {
+        for _ in 0..3000 {
+            if self.messages() >= n {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+}
+
 /// A running scripted server. Stops when dropped.
 pub struct ScriptedServer {
     addr: SocketAddr,
@@ -360,6 +383,10 @@ impl ScriptedServer {
             shared,
             _shutdown: shutdown_tx,
         })
+    }
+
+    pub fn counter(&self) -> RequestCounter {
+        RequestCounter(self.shared.clone())
     }
 
     /// The base URL to put in `ANTHROPIC_BASE_URL`.
