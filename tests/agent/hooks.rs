@@ -813,11 +813,22 @@ async fn attempts(
     grants: Value,
     attempts: Value,
 ) -> Result<Vec<Value>, Box<dyn std::error::Error>> {
+    attempts_in(SandboxConfig::default(), ws, grants, attempts).await
+}
+
+/// [`attempts`] in a sandbox made from `config` (a weakened one, for a
+/// control).
+async fn attempts_in(
+    config: SandboxConfig,
+    ws: &Path,
+    grants: Value,
+    attempts: Value,
+) -> Result<Vec<Value>, Box<dyn std::error::Error>> {
     let sandbox = Sandbox::new(SandboxConfig {
         cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join("carapace-cache")
             .join("components"),
-        ..SandboxConfig::default()
+        ..config
     })?;
     let handler = json!({"type": "wasm", "path": support::hook_probe(), "grants": grants});
     let runtime =
@@ -901,6 +912,36 @@ async fn a_hook_opens_no_socket() -> TestResult {
         named.accept().is_err(),
         "nothing reached the named listener"
     );
+    // Control: with guests' sockets let through (a weakened sandbox), the
+    // same connect reaches the listener, which answers.
+    let answered = std::thread::spawn(move || {
+        use std::io::Write;
+        for _ in 0..3000 {
+            if let Ok((mut stream, _)) = listener.accept() {
+                let _ = stream.write_all(b"pong");
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        false
+    });
+    let weak = SandboxConfig {
+        weakened_sockets: true,
+        ..SandboxConfig::default()
+    };
+    let report = attempts_in(
+        weak,
+        &ws,
+        json!({}),
+        json!([{"op": "connect", "path": addr}]),
+    )
+    .await?;
+    assert_eq!(
+        worked(&report),
+        vec![true],
+        "the control connects: {report:?}"
+    );
+    assert!(answered.join().unwrap_or(false), "the listener saw it");
     Ok(())
 }
 
@@ -962,6 +1003,17 @@ async fn a_hook_cannot_be_granted_writes_to_protected_places() -> TestResult {
         );
         assert!(!protected.exists(), "nothing was created");
     }
+    // Control: the same handler with a write grant on an ordinary folder
+    // loads.
+    let mut handler = typed(&ws);
+    handler["grants"]["write"] = json!([ws.join("out").display().to_string()]);
+    handler["failClosed"] = json!(true);
+    let loaded = support::load_hooks(&sandbox, &hook_on("Stop", "", handler), &ws).await;
+    assert!(
+        loaded.is_ok(),
+        "an ordinary write grant loads: {:?}",
+        loaded.err().map(|e| e.to_string())
+    );
     Ok(())
 }
 

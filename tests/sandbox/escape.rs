@@ -13,11 +13,17 @@ use std::time::Duration;
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 async fn probe() -> Result<ToolComponent, Box<dyn std::error::Error>> {
+    probe_in(SandboxConfig::default()).await
+}
+
+/// The probe in a sandbox made from `config` (a weakened one, for a
+/// control).
+async fn probe_in(config: SandboxConfig) -> Result<ToolComponent, Box<dyn std::error::Error>> {
     let config = SandboxConfig {
         cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join("carapace-cache")
             .join("components"),
-        ..SandboxConfig::default()
+        ..config
     };
     let sandbox = Sandbox::new(config)?;
     let wasm =
@@ -105,6 +111,23 @@ async fn a_single_file_grant_does_not_expose_its_siblings_or_parents() -> TestRe
         "{}",
         reports[6]
     );
+    // Control: granted the folder instead of the file, the same reads of
+    // the sibling and the listing succeed — the attempts are real.
+    let folder = Grant::none().tree(root.join("ws"), FileAccess::Read)?;
+    let reports = attempt(
+        &probe,
+        &folder,
+        &CallLimits::default(),
+        json!([{"op": "read", "path": s("ws/sibling.txt")}, {"op": "list", "path": s("ws")}]),
+    )
+    .await?;
+    assert!(
+        ok(&reports[0]),
+        "the control reads the sibling: {}",
+        reports[0]
+    );
+    let listed = reports[1]["detail"].as_str().unwrap_or("");
+    assert!(listed.contains("sibling.txt"), "{}", reports[1]);
     Ok(())
 }
 
@@ -249,6 +272,37 @@ async fn no_network_and_no_environment_unless_granted() -> TestResult {
         reports[0]
     );
     assert_eq!(reports[1]["detail"], "visible");
+    // Control: with guests' sockets let through (a weakened sandbox), the
+    // same connect reaches the listener.
+    let weak = probe_in(SandboxConfig {
+        weakened_sockets: true,
+        ..SandboxConfig::default()
+    })
+    .await?;
+    // The listener answers the control's request (the probe reads a reply).
+    let answered = std::thread::spawn(move || {
+        use std::io::Write;
+        for _ in 0..3000 {
+            if let Ok((mut stream, _)) = listener.accept() {
+                let _ = stream.write_all(b"pong");
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    });
+    let reports = attempt(
+        &weak,
+        &Grant::none(),
+        &CallLimits::default(),
+        json!([{"op": "connect", "addr": addr}]),
+    )
+    .await?;
+    assert!(ok(&reports[0]), "the control connects: {}", reports[0]);
+    assert!(
+        answered.join().unwrap_or(false),
+        "the listener saw the control's connection"
+    );
     Ok(())
 }
 

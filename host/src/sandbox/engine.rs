@@ -40,6 +40,10 @@ pub struct SandboxConfig {
     pub guest_cwd: Option<PathBuf>,
     /// How granted commands run; `None`: no processes at all.
     pub process: Option<ProcessConfig>,
+    /// Guests may open TCP sockets to anywhere: only for the escape tests'
+    /// weakened control (what a guest could reach without this layer).
+    #[doc(hidden)]
+    pub weakened_sockets: bool,
 }
 
 impl Default for SandboxConfig {
@@ -52,6 +56,7 @@ impl Default for SandboxConfig {
             epoch_tick: Duration::from_millis(10),
             guest_cwd: None,
             process: None,
+            weakened_sockets: false,
         }
     }
 }
@@ -69,6 +74,7 @@ pub(crate) struct SandboxInner {
     staging: Arc<StagingPool>,
     pub(crate) guest_cwd: Option<String>,
     pub(crate) process: Option<Arc<ProcessConfig>>,
+    weakened_sockets: bool,
     /// Commands started in the background, when processes run at all.
     pub(crate) shells: Option<Arc<super::BackgroundShells>>,
     /// One linker per world, built on first use.
@@ -107,6 +113,7 @@ impl Sandbox {
                 cache: ComponentCache::new(config.cache_dir),
                 staging,
                 guest_cwd: config.guest_cwd.map(|p| p.to_string_lossy().into_owned()),
+                weakened_sockets: config.weakened_sockets,
                 shells: process
                     .as_ref()
                     .map(|p| Arc::new(super::BackgroundShells::new(p.clone()))),
@@ -292,6 +299,10 @@ impl SandboxInner {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
+        if self.weakened_sockets {
+            wasi.allow_tcp(true)
+                .socket_addr_check(|_, _| Box::pin(async { true }));
+        }
         let staged: StagedGrant = grant
             .apply(&self.staging, &mut wasi)
             .map_err(|e| SandboxError::Prepare(e.to_string()))?;
