@@ -1518,6 +1518,7 @@ fn loop_config(max_turns: Option<u32>) -> QueryConfig {
         context: carapace::agent::ContextConfig::for_model("bench", 1000, None),
         structured_output: None,
         effort: None,
+        user_context: None,
     }
 }
 

@@ -8,6 +8,7 @@ pub mod control;
 pub mod files;
 pub mod hooks;
 pub mod mcp;
+pub mod memory;
 pub mod model;
 pub mod output;
 pub mod plugins;

@@ -72,7 +72,7 @@ impl Run<'_, '_> {
                 model: self.model.clone(),
                 max_tokens: self.config.max_tokens,
                 system: self.config.system_prompt.clone(),
-                messages: state.messages.clone(),
+                messages: with_user_context(&state.messages, self.config.user_context.as_deref()),
                 tools: self.tool_specs.clone(),
                 server_tools: Vec::new(),
                 effort: self.config.effort.and_then(|e| e.for_model(&self.model)),
@@ -307,4 +307,24 @@ fn api_error_text(error: &ModelError) -> String {
         } => format!("API Error: {status} {message}"),
         other => format!("API Error: {other}"),
     }
+}
+
+/// The history as sent: the user context first in the first user message.
+fn with_user_context(
+    messages: &[crate::model::Message],
+    context: Option<&str>,
+) -> Vec<crate::model::Message> {
+    let mut sent = messages.to_vec();
+    if let Some(context) = context
+        && let Some(first) = sent.first_mut()
+        && first.role == crate::model::Role::User
+    {
+        first.content.insert(
+            0,
+            crate::model::ContentBlock::Text {
+                text: context.to_string(),
+            },
+        );
+    }
+    sent
 }

@@ -31,7 +31,7 @@ Environment:
 }
 
 /// Today's date in UTC, YYYY-MM-DD.
-fn today() -> String {
+pub fn today() -> String {
     jiff::Timestamp::now()
         .to_zoned(jiff::tz::TimeZone::UTC)
         .date()

@@ -43,6 +43,10 @@ pub struct QueryConfig {
     pub structured_output: Option<StructuredOutputConfig>,
     /// `--effort`, sent to models that take it.
     pub effort: Option<crate::model::Effort>,
+    /// The context reminder (memory files, today's date) put at the head of
+    /// the first user message of every request — not kept in the history,
+    /// so it is there after compaction and on resume, as in Claude Code.
+    pub user_context: Option<String>,
 }
 
 /// What the loop talks to.

@@ -574,6 +574,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let session = builder
         .output_schema(output_schema)
         .hooks(!cli.bare)
+        .memory(!cli.bare)
         .installed_plugins(!cli.bare)
         .agents(cli.agents.clone())
         .setting_sources(setting_sources)
@@ -743,6 +744,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             false => None,
         },
         effort: cli.effort,
+        user_context: Some(session.user_context.clone()),
     };
 
     let abort = CancellationToken::new();

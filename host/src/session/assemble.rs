@@ -105,6 +105,8 @@ pub struct SessionBuilder {
     tools: ToolSet,
     mcp: Option<McpSetup>,
     hooks: bool,
+    /// Whether memory files load (not with `--bare`).
+    memory: bool,
     prompt_tool: Option<String>,
     sandbox: Option<SandboxConfig>,
     structured_results: bool,
@@ -137,6 +139,7 @@ impl SessionBuilder {
             tools: ToolSet::All,
             mcp: None,
             hooks: true,
+            memory: true,
             prompt_tool: None,
             sandbox: None,
             structured_results: false,
@@ -265,6 +268,12 @@ impl SessionBuilder {
     }
 
     /// Load the settings' hooks (the default).
+    /// Whether memory files (`CLAUDE.md` …) load; `--bare` says no.
+    pub fn memory(mut self, memory: bool) -> Self {
+        self.memory = memory;
+        self
+    }
+
     pub fn hooks(mut self, hooks: bool) -> Self {
         self.hooks = hooks;
         self
@@ -299,6 +308,7 @@ impl SessionBuilder {
             config_dir,
         } = self.paths.clone();
         let (managed, managed_refused) = managed_settings_path();
+        let managed_memory = super::context::managed_dirs(&managed);
         let settings = Settings::load(
             &Locations {
                 managed,
@@ -599,7 +609,19 @@ impl SessionBuilder {
             .iter()
             .filter_map(|s| s.outcome.as_ref().ok().cloned())
             .collect();
+        let memory = super::context::load(
+            crate::memory::MemoryPlaces {
+                cwd: cwd.clone(),
+                home: home.clone(),
+                config_dir: config_dir.clone(),
+                managed: managed_memory,
+            },
+            super::context::memory_sources(self.memory, self.setting_sources.as_deref()),
+            &crate::agent::today(),
+        );
+        warnings.extend(memory.warnings);
         let pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
+            .with_memory(memory.nested)
             .with_mcp_servers(connected)
             .with_hooks(hooks.clone())
             .with_session_id(id.clone())
@@ -655,6 +677,7 @@ impl SessionBuilder {
             source,
             transcript,
             egress,
+            user_context: memory.reminder,
         })
     }
 }

@@ -12,6 +12,7 @@
 //! plugins, MCP servers) passes through it.
 
 mod assemble;
+mod context;
 mod transcript;
 
 pub use assemble::{HistorySetup, McpSetup, Resume, SessionBuilder, SessionError, ToolSet};
@@ -87,6 +88,9 @@ pub struct Session {
     pub sdk_mcp_servers: Vec<String>,
     /// The agent types the Agent tool offers (empty without it).
     pub agents: Vec<crate::subagents::AgentDefinition>,
+    /// The context reminder at the head of every request's first user
+    /// message (memory files, today's date).
+    pub user_context: String,
 }
 
 /// How a session started, as SessionStart hooks are told (`source`).

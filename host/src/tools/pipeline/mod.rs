@@ -58,6 +58,8 @@ pub struct ToolPipeline {
     /// Whether something outside reads each result's structured form
     /// (stream-json's `tool_use_result`); PostToolUse hooks always do.
     structured_results: bool,
+    /// Memory that joins beside the first Read of a file it covers.
+    memory: Option<Arc<crate::memory::NestedMemory>>,
 }
 
 impl ToolPipeline {
@@ -75,6 +77,7 @@ impl ToolPipeline {
             hooks: None,
             session_id: String::new(),
             structured_results: false,
+            memory: None,
         }
     }
 
@@ -92,6 +95,11 @@ impl ToolPipeline {
     }
 
     /// Runs the tool hooks of `hooks` around every call.
+    pub fn with_memory(mut self, memory: Arc<crate::memory::NestedMemory>) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
     pub fn with_hooks(mut self, hooks: Arc<HookRuntime>) -> Self {
         self.hooks = Some(hooks);
         self
@@ -164,6 +172,29 @@ impl ToolPipeline {
         }
     }
 
+    /// A successful Read of a file that a folder's memory or a scoped rule
+    /// covers gets that memory beside its result, once per session.
+    fn attach_memory(&self, call: &ToolCall, result: &mut ToolCallResult) {
+        let Some(memory) = &self.memory else { return };
+        if call.name != "Read" || result.is_error {
+            return;
+        }
+        let Some(path) = call.input["file_path"].as_str() else {
+            return;
+        };
+        let reminders = memory.for_read(std::path::Path::new(path));
+        if reminders.is_empty() {
+            return;
+        }
+        let extra = format!("\n\n{}", reminders.join("\n\n"));
+        match &mut result.content {
+            crate::model::ToolResultContent::Text(text) => text.push_str(&extra),
+            crate::model::ToolResultContent::Blocks(blocks) => {
+                blocks.push(crate::model::ToolResultBlock::Text { text: extra })
+            }
+        }
+    }
+
     fn hooks_for(&self, kind: HookEventKind) -> Option<&HookRuntime> {
         self.hooks.as_deref().filter(|h| h.handles(kind))
     }
@@ -225,6 +256,7 @@ impl ToolPipeline {
         let result = self.call(&tool, &handle, &call, &grant).await;
         let result = self.sweep(&call, &grant).unwrap_or(result);
         let mut result = self.spill(self.post_hooks(&call, result, started.elapsed()).await);
+        self.attach_memory(&call, &mut result);
         notes.context.append(&mut result.hooks.context);
         notes.stop = notes.stop.or(result.hooks.stop.take());
         result.hooks = notes;

@@ -1,0 +1,285 @@
+//! Memory files: the instructions a user and a project leave for the model
+//! (`CLAUDE.md` and its kin), found where Claude Code finds them, in its
+//! order, with its headers, and shown to the model as Claude Code shows
+//! them — at the head of the session's first user message, and, for a
+//! folder's own `CLAUDE.md` or a rule scoped to some paths, beside the
+//! first Read of a file there.
+//!
+//! A memory file is text for the model, never a grant or a setting. One
+//! that is too large, not UTF-8 or unreadable is skipped with a warning;
+//! none is ever read whole into memory past [`MAX_FILE_BYTES`].
+
+mod attach;
+mod imports;
+mod rules;
+
+pub use attach::NestedMemory;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// The largest memory file read; a larger one is skipped with a warning.
+pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+
+/// Which memory files load: those of the settings sources that load
+/// (`--setting-sources`, the SDK's `setting_sources`); none with `--bare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemorySources {
+    /// `~/.claude/CLAUDE.md`, `~/.carapace/CLAUDE.md`, `~/.claude/rules/`.
+    pub user: bool,
+    /// `CLAUDE.md`, `.claude/CLAUDE.md` and `.claude/rules/` in the working
+    /// directory and its ancestors.
+    pub project: bool,
+    /// `CLAUDE.local.md` there.
+    pub local: bool,
+}
+
+impl MemorySources {
+    pub const ALL: Self = Self {
+        user: true,
+        project: true,
+        local: true,
+    };
+    pub const NONE: Self = Self {
+        user: false,
+        project: false,
+        local: false,
+    };
+}
+
+/// Whose a memory file is: what its header tells the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryKind {
+    Managed,
+    User,
+    Project,
+    Local,
+}
+
+impl MemoryKind {
+    fn describe(self) -> &'static str {
+        match self {
+            MemoryKind::Managed => "managed instructions, set by your administrator",
+            MemoryKind::User => "user's private global instructions for all projects",
+            MemoryKind::Project => "project instructions, checked into the codebase",
+            MemoryKind::Local => "user's private project instructions, not checked in",
+        }
+    }
+}
+
+/// One memory file, read.
+#[derive(Debug, Clone)]
+pub struct MemoryFile {
+    pub path: PathBuf,
+    pub kind: MemoryKind,
+    pub text: String,
+}
+
+/// Where the session is: what memory is looked for around.
+#[derive(Debug, Clone)]
+pub struct MemoryPlaces {
+    pub cwd: PathBuf,
+    pub home: PathBuf,
+    /// carapace's own folder (`~/.carapace`).
+    pub config_dir: PathBuf,
+    /// The administrator's folders (`/etc/claude-code`, `/etc/carapace`).
+    pub managed: Vec<PathBuf>,
+}
+
+/// The memory a session starts with.
+#[derive(Debug, Default)]
+pub struct Memory {
+    pub files: Vec<MemoryFile>,
+    pub warnings: Vec<String>,
+}
+
+impl Memory {
+    /// Finds and reads the memory files of `places` that `sources` load, in
+    /// Claude Code's order: managed, the user's, then from the outermost
+    /// ancestor of the working directory down to it, in each folder
+    /// `CLAUDE.md`, `.claude/CLAUDE.md`, `.claude/rules/*.md` (those without
+    /// `paths:`) and `CLAUDE.local.md`; each file's imports right after it;
+    /// each file once.
+    pub fn load(places: &MemoryPlaces, sources: MemorySources) -> Self {
+        let mut loader = Loader::default();
+        for dir in &places.managed {
+            loader.add(&dir.join("CLAUDE.md"), MemoryKind::Managed);
+        }
+        if sources.user {
+            loader.add(&places.home.join(".claude/CLAUDE.md"), MemoryKind::User);
+            loader.add(&places.config_dir.join("CLAUDE.md"), MemoryKind::User);
+            loader.add_rules(&places.home.join(".claude/rules"), MemoryKind::User);
+        }
+        for dir in outermost_first(&places.cwd) {
+            loader.add_folder(&dir, sources);
+        }
+        Memory {
+            files: loader.files,
+            warnings: loader.warnings,
+        }
+    }
+
+    /// The `claudeMd` part of the context reminder, if any file loaded.
+    pub fn claude_md(&self) -> Option<String> {
+        if self.files.is_empty() {
+            return None;
+        }
+        let mut text = String::from(
+            "Codebase and user instructions are shown below. Be sure to adhere to these instructions. IMPORTANT: These instructions OVERRIDE any default behavior and you MUST follow them exactly as written.",
+        );
+        for file in &self.files {
+            text.push_str(&format!(
+                "\n\nContents of {} ({}):\n\n{}",
+                file.path.display(),
+                file.kind.describe(),
+                file.text.trim_end()
+            ));
+        }
+        Some(text)
+    }
+
+    /// The paths loaded, for [`NestedMemory`] (never attached again).
+    pub fn paths(&self) -> HashSet<PathBuf> {
+        self.files.iter().map(|f| f.path.clone()).collect()
+    }
+}
+
+/// The context block at the head of the session's first user message, as
+/// Claude Code writes it: the memory files, then today's date.
+pub fn context_reminder(memory: &Memory, date: &str) -> String {
+    let mut parts = Vec::new();
+    if let Some(claude_md) = memory.claude_md() {
+        parts.push(format!("# claudeMd\n{claude_md}"));
+    }
+    parts.push(format!("# currentDate\nToday's date is {date}."));
+    format!(
+        "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n{}\n\n      IMPORTANT: this context may or may not be relevant to your tasks. You should not respond to this context unless it is highly relevant to your task.\n</system-reminder>\n\n",
+        parts.join("\n")
+    )
+}
+
+/// The working directory and its ancestors, outermost first, up to (not
+/// including) the filesystem's root.
+fn outermost_first(cwd: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = cwd
+        .ancestors()
+        .filter(|d| d.parent().is_some())
+        .map(Path::to_path_buf)
+        .collect();
+    dirs.reverse();
+    dirs
+}
+
+/// Collects files in order, each once.
+#[derive(Default)]
+struct Loader {
+    files: Vec<MemoryFile>,
+    warnings: Vec<String>,
+    seen: HashSet<PathBuf>,
+}
+
+impl Loader {
+    fn add_folder(&mut self, dir: &Path, sources: MemorySources) {
+        if sources.project {
+            self.add(&dir.join("CLAUDE.md"), MemoryKind::Project);
+            self.add(&dir.join(".claude/CLAUDE.md"), MemoryKind::Project);
+            self.add_rules(&dir.join(".claude/rules"), MemoryKind::Project);
+        }
+        if sources.local {
+            self.add(&dir.join("CLAUDE.local.md"), MemoryKind::Local);
+        }
+    }
+
+    /// The rules of a `rules` folder that apply everywhere (no `paths:`),
+    /// in name order.
+    fn add_rules(&mut self, dir: &Path, kind: MemoryKind) {
+        for path in rules::rule_files(dir) {
+            if let Some(text) = self.read(&path)
+                && rules::scope(&text).is_none()
+            {
+                self.push(path, kind, rules::body(&text).to_string());
+            }
+        }
+    }
+
+    /// `path` and what it imports, if it exists and was not loaded yet.
+    fn add(&mut self, path: &Path, kind: MemoryKind) {
+        if let Some(text) = self.read(path) {
+            self.push(path.to_path_buf(), kind, text);
+        }
+    }
+
+    fn push(&mut self, path: PathBuf, kind: MemoryKind, text: String) {
+        let Ok(real) = std::fs::canonicalize(&path) else {
+            return;
+        };
+        if !self.seen.insert(real) {
+            return;
+        }
+        let imported = imports::imported_paths(&path, &text);
+        self.files.push(MemoryFile { path, kind, text });
+        self.add_imports(imported, kind, 1);
+    }
+
+    fn add_imports(&mut self, paths: Vec<PathBuf>, kind: MemoryKind, depth: usize) {
+        if depth > imports::MAX_DEPTH {
+            return;
+        }
+        for path in paths {
+            let Some(text) = self.read(&path) else {
+                continue;
+            };
+            let Ok(real) = std::fs::canonicalize(&path) else {
+                continue;
+            };
+            if !self.seen.insert(real) {
+                continue;
+            }
+            let deeper = imports::imported_paths(&path, &text);
+            self.files.push(MemoryFile { path, kind, text });
+            self.add_imports(deeper, kind, depth + 1);
+        }
+    }
+
+    /// The file's text; `None` when it does not exist (silently) or cannot
+    /// be used (with a warning).
+    fn read(&mut self, path: &Path) -> Option<String> {
+        match read_bounded(path) {
+            Ok(text) => text,
+            Err(why) => {
+                self.warnings
+                    .push(format!("memory file {} skipped: {why}", path.display()));
+                None
+            }
+        }
+    }
+}
+
+/// A regular file's text, at most [`MAX_FILE_BYTES`]; `Ok(None)` when there
+/// is no such file.
+pub(crate) fn read_bounded(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!("larger than {} KiB", MAX_FILE_BYTES / 1024));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| "not UTF-8 text".to_string())
+}
+
+#[cfg(test)]
+mod tests;

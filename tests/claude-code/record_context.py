@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Records what Claude Code's CLI tells the model — the system prompt, the
+first user message, what it attaches later — for the context tests (issue
+21). Like record.py, not run by the test suite: the recordings are the
+reference.
+
+    CLAUDE=/path/to/claude python3 tests/claude-code/record_context.py [SCENARIO ...]
+
+Each scenario lays out files (paths relative to a scratch folder holding
+`ws`, the working directory, and `home`), plays a script, and keeps every
+request's `system` and `messages` whole, with the scratch paths replaced by
+`{scratch}`, `{ws}` and `{home}`.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SERVE = os.environ.get("SERVE", os.path.join(ROOT, "target/debug/examples/serve"))
+CLAUDE = os.environ.get("CLAUDE", "claude")
+
+
+def text(t):
+    return {"type": "text", "text": t}
+
+
+def tool(id, name, input):
+    return {"type": "tool_use", "id": id, "name": name, "input": input}
+
+
+def reply(blocks, stop="end_turn"):
+    return {"blocks": blocks, "stop_reason": stop}
+
+
+MEMORY_FILES = {
+    "CLAUDE.md": "Ancestor memory: the scratch folder above the workspace.\n",
+    "home/.claude/CLAUDE.md": "User memory: answer in English.\n",
+    "ws/CLAUDE.md": (
+        "Project memory: run `make test` before committing.\n"
+        "See @docs/extra.md for more.\n"
+        "Not an import: `@docs/not-imported.md` in a code span.\n"
+        "```\n@docs/fenced.md\n```\n"
+        "A missing one: @docs/missing.md\n"
+    ),
+    "ws/docs/extra.md": "Imported memory, which imports @deeper.md\n",
+    "ws/docs/deeper.md": "Deeper imported memory.\n",
+    "ws/docs/not-imported.md": "MUST NOT APPEAR (code span)\n",
+    "ws/docs/fenced.md": "MUST NOT APPEAR (fence)\n",
+    "ws/.claude/CLAUDE.md": "Project memory in .claude.\n",
+    "ws/.claude/rules/style.md": "Rule: keep functions short.\n",
+    "ws/.claude/rules/rust.md": "---\npaths:\n  - \"**/*.rs\"\n---\nRule for Rust files only.\n",
+    "ws/CLAUDE.local.md": "Local memory: my sandbox URL is http://localhost:3000.\n",
+    "ws/sub/CLAUDE.md": "Subfolder memory: attached when a file here is read.\n",
+    "ws/sub/file.txt": "a file in sub\n",
+    "ws/src/lib.rs": "pub fn f() {}\n",
+}
+
+# name -> (files, script, extra args)
+SCENARIOS = {
+    "memory-files": (MEMORY_FILES, [
+        reply([tool("toolu_sub", "Read", {"file_path": "{ws}/sub/file.txt"})], "tool_use"),
+        reply([tool("toolu_rs", "Read", {"file_path": "{ws}/src/lib.rs"})], "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Read"]),
+    "memory-files-bare": (MEMORY_FILES, [reply([text("done")])], ["--tools", "Read", "--bare"]),
+    "memory-files-user-only": (MEMORY_FILES, [reply([text("done")])],
+                               ["--tools", "Read", "--setting-sources", "user"]),
+}
+
+
+def record(name):
+    files, script, args = SCENARIOS[name]
+    with tempfile.TemporaryDirectory() as scratch:
+        ws = os.path.join(scratch, "ws")
+        home = os.path.join(scratch, "home")
+        os.makedirs(ws)
+        os.makedirs(home)
+        for path, body in files.items():
+            full = os.path.join(scratch, path)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w") as f:
+                f.write(body)
+        script_path = os.path.join(scratch, "script.json")
+        with open(script_path, "w") as f:
+            json.dump(json.loads(json.dumps(script).replace("{ws}", ws)), f)
+        server = subprocess.Popen([SERVE, script_path, "--idle-secs", "5"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        url = server.stderr.readline().strip().split("=", 1)[1]
+        env = {"PATH": os.environ["PATH"], "HOME": home, "ANTHROPIC_API_KEY": "test-key",
+               "ANTHROPIC_BASE_URL": url, "DISABLE_TELEMETRY": "1",
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+               "DISABLE_ERROR_REPORTING": "1"}
+        argv = [CLAUDE, "-p", "hello", "--output-format", "stream-json", "--verbose",
+                "--model", "claude-sonnet-4-5", *args]
+        run = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=120)
+        requests, _ = server.communicate(timeout=60)
+        version = subprocess.run([CLAUDE, "--version"], capture_output=True, text=True).stdout
+
+        def unfill(value):
+            return json.loads(json.dumps(value).replace(ws, "{ws}").replace(home, "{home}")
+                              .replace(scratch, "{scratch}"))
+
+        bodies = [json.loads(l)["body"] for l in requests.splitlines() if l.strip()
+                  if json.loads(l)["path"] == "/v1/messages"]
+        recording = {
+            "claude_code": version.split()[0] if version else "unknown",
+            "args": argv[1:],
+            "files": files,
+            "script": script,
+            "exit_code": run.returncode,
+            "requests": [unfill({"system": b.get("system"), "messages": b.get("messages")})
+                         for b in bodies],
+        }
+        with open(os.path.join(HERE, f"{name}.json"), "w") as f:
+            json.dump(recording, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+        print(f"{name}: exit {run.returncode}, {len(bodies)} requests")
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or SCENARIOS:
+        record(name)
