@@ -287,6 +287,7 @@ fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> B
                 tools: Vec::new(),
                 server_tools: Vec::new(),
                 effort: None,
+                thinking: None,
             }
             .body_text();
             bodies.push(started.elapsed());
@@ -1519,6 +1520,7 @@ fn loop_config(max_turns: Option<u32>) -> QueryConfig {
         structured_output: None,
         effort: None,
         user_context: None,
+        thinking: carapace::model::ThinkingChoice::Off,
     }
 }
 

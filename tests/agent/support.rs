@@ -210,6 +210,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         structured_output: setup.structured_output.as_ref().map(|(_, config)| *config),
         effort: None,
         user_context: None,
+        thinking: carapace::model::ThinkingChoice::Off,
     };
     let queue = match &prompts {
         Prompts::Stream(queue) => Some(queue.clone()),

@@ -59,7 +59,9 @@ MEMORY_FILES = {
     "ws/src/lib.rs": "pub fn f() {}\n",
 }
 
-# name -> (files, script, extra args)
+DONE = [reply([text("done")])]
+
+# name -> (files, script, extra args[, extra env])
 SCENARIOS = {
     "memory-files": (MEMORY_FILES, [
         reply([tool("toolu_sub", "Read", {"file_path": "{ws}/sub/file.txt"})], "tool_use"),
@@ -71,9 +73,24 @@ SCENARIOS = {
                                ["--tools", "Read", "--setting-sources", "user"]),
 }
 
+# Extended thinking per model and knob: only the request parameters matter.
+for model in ["claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-5", "claude-opus-4-6",
+              "claude-sonnet-4-6", "claude-3-5-haiku-20241022"]:
+    SCENARIOS[f"thinking-{model}"] = ({}, DONE, ["--tools", "Read", "--model", model])
+for name, args, env in [
+    ("env-0", [], {"MAX_THINKING_TOKENS": "0"}),
+    ("env-5000", [], {"MAX_THINKING_TOKENS": "5000"}),
+    ("flag-2000", ["--max-thinking-tokens", "2000"], {}),
+    ("flag-disabled", ["--thinking", "disabled"], {}),
+    ("setting-off", ["--settings", json.dumps({"alwaysThinkingEnabled": False})], {}),
+    ("max-output-8000", [], {"CLAUDE_CODE_MAX_OUTPUT_TOKENS": "8000"}),
+]:
+    SCENARIOS[f"thinking-{name}"] = ({}, DONE, ["--tools", "Read", *args], env)
+
 
 def record(name):
-    files, script, args = SCENARIOS[name]
+    files, script, args, *extra = SCENARIOS[name]
+    extra_env = extra[0] if extra else {}
     with tempfile.TemporaryDirectory() as scratch:
         ws = os.path.join(scratch, "ws")
         home = os.path.join(scratch, "home")
@@ -93,9 +110,10 @@ def record(name):
         env = {"PATH": os.environ["PATH"], "HOME": home, "ANTHROPIC_API_KEY": "test-key",
                "ANTHROPIC_BASE_URL": url, "DISABLE_TELEMETRY": "1",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-               "DISABLE_ERROR_REPORTING": "1"}
+               "DISABLE_ERROR_REPORTING": "1", **extra_env}
+        model = ["--model", "claude-sonnet-4-5"] if "--model" not in args else []
         argv = [CLAUDE, "-p", "hello", "--output-format", "stream-json", "--verbose",
-                "--model", "claude-sonnet-4-5", *args]
+                *model, *args]
         run = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=120)
         requests, _ = server.communicate(timeout=60)
         version = subprocess.run([CLAUDE, "--version"], capture_output=True, text=True).stdout
@@ -104,16 +122,24 @@ def record(name):
             return json.loads(json.dumps(value).replace(ws, "{ws}").replace(home, "{home}")
                               .replace(scratch, "{scratch}"))
 
-        bodies = [json.loads(l)["body"] for l in requests.splitlines() if l.strip()
-                  if json.loads(l)["path"] == "/v1/messages"]
+        seen = [json.loads(l) for l in requests.splitlines() if l.strip()]
+        seen = [r for r in seen if r["path"] == "/v1/messages"]
+        bodies = [r["body"] for r in seen]
         recording = {
             "claude_code": version.split()[0] if version else "unknown",
             "args": argv[1:],
             "files": files,
             "script": script,
+            "env": extra_env,
             "exit_code": run.returncode,
             "requests": [unfill({"system": b.get("system"), "messages": b.get("messages")})
                          for b in bodies],
+            # The parameters beside the conversation, and the betas asked for.
+            "params": [{k: v for k, v in r["body"].items()
+                        if k not in ("messages", "system", "tools", "metadata")}
+                       | {"anthropic-beta": {k.lower(): v for k, v in r.get("headers", {}).items()}
+                          .get("anthropic-beta", "")}
+                       for r in seen],
         }
         with open(os.path.join(HERE, f"{name}.json"), "w") as f:
             json.dump(recording, f, indent=1, ensure_ascii=False)

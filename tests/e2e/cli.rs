@@ -4,6 +4,7 @@ mod guarantees;
 mod print_parity;
 mod readme;
 mod support;
+mod thinking;
 
 use scripted_server::{Block, Reply, ScriptedServer, Step};
 use serde_json::{Value, json};
@@ -440,9 +441,22 @@ fn stream_json_input_runs_a_turn_per_message_with_lifecycles() -> TestResult {
         .cloned()
         .unwrap_or_default()
         .iter()
-        .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_string())
+        .map(|m| {
+            // The last block: the first message opens with the context
+            // reminder, as Claude Code's does.
+            let blocks = m["content"].as_array().cloned().unwrap_or_default();
+            let last = blocks.last().cloned().unwrap_or_default();
+            last["text"].as_str().unwrap_or("").to_string()
+        })
         .collect();
     assert_eq!(texts, vec!["FIRST", "answer one", "SECOND"]);
+    let opening = requests[1].body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        opening.starts_with("<system-reminder>\nAs you answer"),
+        "{opening}"
+    );
     Ok(())
 }
 
@@ -758,7 +772,7 @@ fn claude_codes_flags_are_honoured_or_refused_by_name() -> TestResult {
         Some("b-one,b-two")
     );
     assert_eq!(
-        request.body["messages"][0]["content"][0]["text"],
+        request.body["messages"][0]["content"][1]["text"],
         "/compact"
     );
     assert!(std::fs::read_to_string(&log)?.contains("timing"));

@@ -87,9 +87,16 @@ fn read_probe_pairs_the_tool_result_by_id_and_succeeds() -> TestResult {
         without_descriptions(&tools[0]["input_schema"]),
         read_schema()
     );
+    // The context reminder first (today's date; no memory files here), as
+    // Claude Code sends it, then the prompt.
+    let reminder = format!(
+        "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n# currentDate\nToday's date is {}.\n\n      IMPORTANT: this context may or may not be relevant to your tasks. You should not respond to this context unless it is highly relevant to your task.\n</system-reminder>\n\n",
+        carapace::agent::today()
+    );
     assert_eq!(
         first["messages"],
         json!([{"role": "user", "content": [
+            {"type": "text", "text": reminder},
             {"type": "text", "text": PROMPT, "cache_control": {"type": "ephemeral"}}
         ]}])
     );

@@ -59,11 +59,17 @@ fn a_foreground_child_answers_the_agent_call() -> TestResult {
     );
     assert!(!tool_names(child).contains(&"Agent".to_string()));
     assert!(tool_names(child).contains(&"Read".to_string()));
+    // The context reminder (memory, date) first, as a Claude Code child
+    // gets it, then its task.
+    let opening = child["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(opening.starts_with(support::CONTEXT_REMINDER), "{opening}");
     assert_eq!(
-        child["messages"],
-        json!([{"role": "user", "content": [
-        {"type": "text", "text": "FIND THE PORT", "cache_control": {"type": "ephemeral"}}]}])
+        child["messages"][0]["content"][1],
+        json!({"type": "text", "text": "FIND THE PORT", "cache_control": {"type": "ephemeral"}})
     );
+    assert_eq!(child["messages"].as_array().map(Vec::len), Some(1));
     // Its answer is the call's result.
     let last = requests[2].body["messages"]
         .as_array()
@@ -197,7 +203,9 @@ fn a_background_child_reports_through_a_task_notification() -> TestResult {
         .map(|r| &r.body)
         .partition(|body| system(body).starts_with("You are a subagent"));
     assert_eq!((child.len(), parent.len()), (1, 1));
-    assert_eq!(child[0]["messages"][0]["content"][0]["text"], "CHILD TASK");
+    // After the context reminder a child gets too (memory, date), as in
+    // Claude Code.
+    assert_eq!(child[0]["messages"][0]["content"][1]["text"], "CHILD TASK");
     let ack = parent[0]["messages"].to_string();
     assert!(
         ack.contains("Started agent") && ack.contains("in the background"),

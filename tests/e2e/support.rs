@@ -75,12 +75,18 @@ pub fn last_line(stdout: &str) -> Result<Value, Box<dyn std::error::Error>> {
 
 /// The text of a message or a tool_result block: its string content, or
 /// its text blocks joined.
+/// How the context block at the head of the first user message begins.
+pub const CONTEXT_REMINDER: &str =
+    "<system-reminder>\nAs you answer the user's questions, you can use the following context:";
+
 pub fn text_of(result: &Value) -> String {
     match &result["content"] {
         Value::String(text) => text.clone(),
         Value::Array(blocks) => blocks
             .iter()
             .filter_map(|b| b["text"].as_str())
+            // Not the context reminder the first user message opens with.
+            .filter(|t| !t.starts_with(CONTEXT_REMINDER))
             .collect::<Vec<_>>()
             .join(""),
         _ => String::new(),

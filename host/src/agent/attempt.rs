@@ -76,6 +76,11 @@ impl Run<'_, '_> {
                 tools: self.tool_specs.clone(),
                 server_tools: Vec::new(),
                 effort: self.config.effort.and_then(|e| e.for_model(&self.model)),
+                thinking: crate::model::Thinking::for_model(
+                    &self.model,
+                    self.config.thinking,
+                    self.config.max_tokens,
+                ),
             };
             self.totals.mark("query_api_streaming_start");
             let started = Instant::now();

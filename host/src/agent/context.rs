@@ -353,6 +353,7 @@ pub async fn compact(
             tools: request.tools.to_vec(),
             server_tools: Vec::new(),
             effort: None,
+            thinking: None,
         };
         match summarise(request.model, &summary_request).await {
             Err(CompactError::Model(error))

@@ -47,6 +47,8 @@ pub struct QueryConfig {
     /// the first user message of every request — not kept in the history,
     /// so it is there after compaction and on resume, as in Claude Code.
     pub user_context: Option<String>,
+    /// Extended thinking, as the user chose it (see `model::Thinking`).
+    pub thinking: crate::model::ThinkingChoice,
 }
 
 /// What the loop talks to.

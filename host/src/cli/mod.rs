@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
-const DEFAULT_MAX_TOKENS: u32 = 32_000;
 const DEFAULT_STOP_HOOK_BLOCK_CAP: u32 = 8;
 /// `--bare`'s tools when `--tools` does not choose (as Claude Code's).
 const BARE_TOOLS: [&str; 4] = ["Bash", "Read", "Edit", "Write"];
@@ -301,11 +300,11 @@ pub struct Unsupported {
     prompt_suggestions: Option<String>,
     #[arg(long, hide = true)]
     safe_mode: bool,
-    // Not yet.
+    /// Hidden in Claude Code's help too; honoured (see `model::Thinking`).
     #[arg(long, hide = true)]
-    max_thinking_tokens: Option<String>,
+    pub max_thinking_tokens: Option<String>,
     #[arg(long, hide = true)]
-    thinking: Option<String>,
+    pub thinking: Option<String>,
 }
 
 impl Unsupported {
@@ -384,20 +383,10 @@ impl Unsupported {
                 "carapace loads only what it is told to: use --strict-mcp-config and --settings",
             ),
         ];
-        let not_yet: [(bool, &str); 2] = [
-            (self.max_thinking_tokens.is_some(), "--max-thinking-tokens"),
-            (self.thinking.is_some(), "--thinking"),
-        ];
         refusals
             .into_iter()
             .find(|(given, _, _)| *given)
             .map(|(_, flag, why)| format!("{flag} is not supported: {why}"))
-            .or_else(|| {
-                not_yet
-                    .into_iter()
-                    .find(|(given, _)| *given)
-                    .map(|(_, flag)| format!("{flag} is not supported yet by carapace"))
-            })
     }
 }
 
@@ -691,7 +680,11 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     );
     session.hooks.observe(Box::new(printer.clone()));
 
-    let max_tokens = env_number(&env, "CARAPACE_MAX_OUTPUT_TOKENS", DEFAULT_MAX_TOKENS)?;
+    let max_tokens = env_number(
+        &env,
+        "CARAPACE_MAX_OUTPUT_TOKENS",
+        crate::model::default_max_tokens(&model_name),
+    )?;
     let autocompact_pct = match env("CARAPACE_AUTOCOMPACT_PCT_OVERRIDE") {
         Some(pct) => match pct.trim().parse::<u8>() {
             Ok(pct) if (1..=100).contains(&pct) => Some(pct),
@@ -743,8 +736,16 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             }),
             false => None,
         },
-        effort: cli.effort,
+        // As Claude Code: `high` unless said, for the models that take it.
+        effort: Some(cli.effort.unwrap_or(crate::model::Effort::High)),
         user_context: Some(session.user_context.clone()),
+        thinking: crate::model::ThinkingChoice::from_knobs(
+            cli.unsupported.thinking.as_deref(),
+            cli.unsupported.max_thinking_tokens.as_deref(),
+            env("MAX_THINKING_TOKENS").as_deref(),
+            session.settings.always_thinking,
+        )
+        .map_err(|e| anyhow::anyhow!(e))?,
     };
 
     let abort = CancellationToken::new();

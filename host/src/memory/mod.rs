@@ -59,7 +59,7 @@ pub enum MemoryKind {
 impl MemoryKind {
     fn describe(self) -> &'static str {
         match self {
-            MemoryKind::Managed => "managed instructions, set by your administrator",
+            MemoryKind::Managed => "organization-managed policy instructions",
             MemoryKind::User => "user's private global instructions for all projects",
             MemoryKind::Project => "project instructions, checked into the codebase",
             MemoryKind::Local => "user's private project instructions, not checked in",

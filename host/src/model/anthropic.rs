@@ -123,6 +123,13 @@ impl AnthropicModel {
         if request.effort.is_some() && !betas.iter().any(|b| b == super::EFFORT_BETA) {
             betas.push(super::EFFORT_BETA.to_string());
         }
+        if request.thinking.is_some() {
+            for beta in super::THINKING_BETAS {
+                if !betas.iter().any(|b| b == beta) {
+                    betas.push(beta.to_string());
+                }
+            }
+        }
         if !betas.is_empty() {
             http = http.header("anthropic-beta", betas.join(","));
         }

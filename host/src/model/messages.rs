@@ -159,6 +159,8 @@ pub struct MessagesRequest {
     pub server_tools: Vec<Value>,
     /// `output_config.effort`, for a model that takes it (`--effort`).
     pub effort: Option<&'static str>,
+    /// The `thinking` parameter, for a model that thinks.
+    pub thinking: Option<super::Thinking>,
 }
 
 impl MessagesRequest {
@@ -179,6 +181,14 @@ impl MessagesRequest {
             }]),
             messages: WithBreakpoint(&self.messages),
             tools: ToolList(&self.tools, &self.server_tools),
+            thinking: self.thinking.map(ThinkingParam::from),
+            context_management: self
+                .thinking
+                .filter(|t| t.is_on())
+                .map(|_| ContextManagement::KEEP_THINKING),
+            // As Claude Code: a request that turns thinking off says so,
+            // at the temperature thinking would have used.
+            temperature: self.thinking.filter(|t| !t.is_on()).map(|_| 1),
             output_config: self.effort.map(|effort| OutputConfig { effort }),
             stream: true,
         };
@@ -202,8 +212,54 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "ToolList::is_empty")]
     tools: ToolList<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<ThinkingParam>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context_management: Option<ContextManagement>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     output_config: Option<OutputConfig>,
     stream: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum ThinkingParam {
+    Enabled { budget_tokens: u32 },
+    Adaptive,
+    Disabled,
+}
+
+impl From<super::Thinking> for ThinkingParam {
+    fn from(thinking: super::Thinking) -> Self {
+        match thinking {
+            super::Thinking::Enabled { budget_tokens } => Self::Enabled { budget_tokens },
+            super::Thinking::Adaptive => Self::Adaptive,
+            super::Thinking::Disabled => Self::Disabled,
+        }
+    }
+}
+
+/// Thinking blocks are kept (none cleared) as the history grows.
+#[derive(Serialize)]
+struct ContextManagement {
+    edits: [ContextEdit; 1],
+}
+
+#[derive(Serialize)]
+struct ContextEdit {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    keep: &'static str,
+}
+
+impl ContextManagement {
+    const KEEP_THINKING: Self = Self {
+        edits: [ContextEdit {
+            kind: "clear_thinking_20251015",
+            keep: "all",
+        }],
+    };
 }
 
 /// The client tools, then the server tools, as one list.
@@ -332,6 +388,7 @@ mod tests {
             tools: vec![],
             server_tools: Vec::new(),
             effort: None,
+            thinking: None,
         };
         assert_eq!(
             request.to_body(),

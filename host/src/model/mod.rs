@@ -13,6 +13,7 @@ mod replay;
 mod retry;
 mod sse;
 mod stream;
+mod thinking;
 
 pub use anthropic::AnthropicModel;
 pub use effort::{EFFORT_BETA, Effort};
@@ -24,6 +25,7 @@ pub use pricing::{Price, cost_usd, price};
 pub use replay::ReplayModel;
 pub use retry::{FailureKind, RetryPolicy};
 pub use stream::{Assembled, CompletedBlock, InvalidToolInput, ResponseAssembler, StreamEvent};
+pub use thinking::{THINKING_BETAS, Thinking, ThinkingChoice, ThinkingSupport, default_max_tokens};
 
 use futures::Stream;
 use futures::future::BoxFuture;

@@ -232,6 +232,7 @@ mod tests {
             tools: vec![],
             server_tools: Vec::new(),
             effort: None,
+            thinking: None,
         };
         let mut assembler = ResponseAssembler::new();
         let mut stream = model.stream(&request).await?;

@@ -46,6 +46,8 @@ pub enum SettingsError {
 #[serde(rename_all = "camelCase")]
 struct SettingsFile {
     model: Option<String>,
+    /// Extended thinking on (the default) or off.
+    always_thinking_enabled: Option<bool>,
     /// The agent type the main thread runs as (`--agent` overrides it).
     agent: Option<String>,
     #[serde(default)]
@@ -160,6 +162,8 @@ fn is_forbidden_project_env(name: &str) -> bool {
 #[derive(Debug, Default)]
 pub struct Settings {
     pub model: Option<String>,
+    /// `alwaysThinkingEnabled` (the first file that says).
+    pub always_thinking: Option<bool>,
     /// The agent type the session runs as (a project's only when the
     /// workspace is trusted: it replaces the system prompt).
     pub agent: Option<String>,
@@ -285,6 +289,9 @@ impl Settings {
             let from_project = matches!(kind, SourceKind::Local | SourceKind::Project);
             if let Some(path) = &path {
                 settings.files.push(path.clone());
+            }
+            if settings.always_thinking.is_none() {
+                settings.always_thinking = file.always_thinking_enabled;
             }
             if settings.model.is_none() {
                 settings.model = file.model;

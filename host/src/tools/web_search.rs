@@ -130,6 +130,7 @@ impl NativeTool for WebSearchTool {
                     tools: Vec::new(),
                     server_tools: vec![server_tool.clone()],
                     effort: None,
+                    thinking: None,
                 };
                 let (content, stop_reason) = ask(search.model.as_ref(), &request).await?;
                 found.add(&content)?;

@@ -1,0 +1,86 @@
+//! Extended thinking through the binary, against Claude Code's recordings
+//! (`tests/claude-code/thinking-*.json`): for each model and each knob,
+//! the same `max_tokens`, `thinking`, `context_management`, `temperature`
+//! and `output_config`, and the thinking and effort betas where Claude Code
+//! sent them.
+
+use super::support;
+use scripted_server::{Reply, ScriptedServer};
+use serde_json::Value;
+use support::TestResult;
+
+/// The betas carapace sends for what it sends (Claude Code's others name
+/// its own product features).
+const COMPARED_BETAS: &[&str] = &[
+    "interleaved-thinking-2025-05-14",
+    "context-management-2025-06-27",
+    "effort-2025-11-24",
+];
+
+#[test]
+fn thinking_is_asked_for_as_claude_code_asks() -> TestResult {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/claude-code");
+    let mut compared = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !name.starts_with("thinking-") {
+            continue;
+        }
+        let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+        let args: Vec<String> = recorded["args"]
+            .as_array()
+            .ok_or("no args")?
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_string))
+            .collect();
+        let ws = tempfile::tempdir()?;
+        let server = ScriptedServer::start(vec![Reply::text("done")])?;
+        let mut command = support::against(&server, ws.path());
+        for (key, value) in recorded["env"].as_object().into_iter().flatten() {
+            // carapace's name for Claude Code's output cap.
+            let key = key.replace(
+                "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
+                "CARAPACE_MAX_OUTPUT_TOKENS",
+            );
+            command.env(key, value.as_str().unwrap_or_default());
+        }
+        let out = command.args(&args).output()?;
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let sent = server.requests();
+        let want = &recorded["params"][0];
+        let body = &sent.first().ok_or("no request")?.body;
+        for key in [
+            "max_tokens",
+            "thinking",
+            "context_management",
+            "temperature",
+            "output_config",
+        ] {
+            assert_eq!(body[key], want[key], "{name}: {key}");
+        }
+        let ours = sent[0]
+            .headers
+            .get("anthropic-beta")
+            .cloned()
+            .unwrap_or_default();
+        let theirs = want["anthropic-beta"].as_str().unwrap_or_default();
+        for beta in COMPARED_BETAS {
+            assert_eq!(
+                ours.contains(beta),
+                theirs.contains(beta),
+                "{name}: {beta} in {ours}"
+            );
+        }
+        compared += 1;
+    }
+    assert!(compared >= 12, "{compared} recordings");
+    Ok(())
+}
