@@ -93,6 +93,11 @@ fn shape(lines: &[Value]) -> Vec<String> {
                         Some("tool_use") => {
                             format!("tool_use {}", block["id"].as_str().unwrap_or(""))
                         }
+                        Some("thinking") => format!(
+                            "thinking {} signed={}",
+                            block["thinking"].as_str().unwrap_or(""),
+                            block["signature"].as_str().is_some_and(|s| !s.is_empty())
+                        ),
                         other => other.unwrap_or("?").to_string(),
                     });
                 }
@@ -115,6 +120,9 @@ fn shape(lines: &[Value]) -> Vec<String> {
                     line["level"].as_str().unwrap_or("")
                 )),
                 Some("api_retry") => out.push("api_retry".into()),
+                Some("thinking_tokens") => {
+                    out.push(format!("thinking_tokens {}", line["estimated_tokens"]))
+                }
                 _ => {}
             },
             _ => {}
@@ -497,5 +505,22 @@ async fn a_command_hook_starts_in_the_workspace_as_in_claude_code() -> TestResul
         hook_inputs(&run),
         vec![json!({"initial_cwd": ws, "pwd": ws, "libc_cwd": "/", "relative_read": true})],
     );
+    Ok(())
+}
+
+// ---- (f) thinking blocks ------------------------------------------------------
+
+#[tokio::test]
+async fn a_thinking_block_is_printed_as_in_claude_code() -> TestResult {
+    let recording = Recording::load("thinking-block")?;
+    let (run, _dir) = replay(&recording, |_, _| {}).await?;
+    // Each thinking block: Claude Code's estimate line, then the block with
+    // its signature, then the rest of the response.
+    assert_same_lines(&recording, &run);
+    assert_eq!(
+        result_fields(run.result(), RESULT),
+        result_fields(&recording.result(), RESULT)
+    );
+    assert_eq!(run.requests.len(), recording.requests());
     Ok(())
 }

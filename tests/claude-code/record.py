@@ -98,6 +98,13 @@ SCENARIOS = {
                      "json": "{\"file_path\": \"{ws}/notes.txt\", oops"}], "stop_reason": "tool_use"},
         reply([text("done")]),
     ], ["--tools", "Read"], {}, None),
+    # (f) a thinking block: how it is printed and sent back before its
+    # tool_use.
+    "thinking-block": ([
+        reply([{"type": "thinking", "thinking": "I should read the notes."},
+               tool("toolu_read", "Read", {"file_path": "{ws}/notes.txt"})], "tool_use"),
+        reply([{"type": "thinking", "thinking": "Now answer."}, text("done")]),
+    ], ["--tools", "Read"], {}, None),
     # (e) what hooks are given.
     "hook-input": ([
         reply([tool("toolu_read", "Read", {"file_path": "{ws}/notes.txt"}),

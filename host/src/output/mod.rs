@@ -205,11 +205,43 @@ impl<W: Write + Send> EventSink for Printer<W> {
                 line["parent_tool_use_id"] = json!(parent_tool_use_id);
                 line
             }),
-            other => self.line_for(other),
+            other => {
+                if let Some(line) = self.thinking_tokens(&other) {
+                    self.line(line);
+                }
+                self.line_for(other)
+            }
         };
         if let Some(line) = line {
             self.line(line);
         }
+    }
+}
+
+impl<W: Write + Send> Printer<W> {
+    /// Before a thinking block's line, Claude Code's estimate of its tokens
+    /// (a quarter of its characters, rounded up): the `system` /
+    /// `thinking_tokens` line, in stream-json.
+    fn thinking_tokens(&self, event: &AgentEvent) -> Option<Value> {
+        let AgentEvent::AssistantBlock {
+            block: ContentBlock::Thinking { thinking, .. },
+            ..
+        } = event
+        else {
+            return None;
+        };
+        if self.format != OutputFormat::StreamJson {
+            return None;
+        }
+        let estimated = thinking.chars().count().div_ceil(4);
+        Some(json!({
+            "type": "system",
+            "subtype": "thinking_tokens",
+            "estimated_tokens": estimated,
+            "estimated_tokens_delta": estimated,
+            "uuid": new_uuid(),
+            "session_id": self.info.session_id,
+        }))
     }
 }
 
