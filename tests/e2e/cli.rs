@@ -769,7 +769,7 @@ fn claude_codes_flags_are_honoured_or_refused_by_name() -> TestResult {
     let request = &server.requests()[0];
     assert_eq!(
         request.headers.get("anthropic-beta").map(String::as_str),
-        Some("b-one,b-two")
+        Some("b-one,b-two,interleaved-thinking-2025-05-14,context-management-2025-06-27")
     );
     assert_eq!(
         request.body["messages"][0]["content"][1]["text"],
@@ -881,18 +881,23 @@ fn setting_sources_choose_which_settings_files_load() -> TestResult {
 }
 
 #[test]
-fn flags_not_supported_yet_say_so() -> TestResult {
+fn thinking_flags_with_a_bad_value_are_refused_before_any_request() -> TestResult {
     let ws = tempfile::tempdir()?;
     let server = ScriptedServer::start(vec![])?;
-    for flag in [["--max-thinking-tokens", "100"], ["--thinking", "adaptive"]] {
+    for (flag, said) in [
+        (
+            ["--max-thinking-tokens", "lots"],
+            "--max-thinking-tokens takes a number",
+        ),
+        (
+            ["--thinking", "maybe"],
+            "--thinking takes enabled or disabled",
+        ),
+    ] {
         let run = support::run(&server, ws.path(), &[&["-p", "hi"][..], &flag[..]].concat())?;
-        assert_eq!(run.status, Some(1), "{flag:?}");
-        assert!(
-            run.stderr
-                .contains(&format!("{} is not supported yet", flag[0])),
-            "{flag:?}: {}",
-            run.stderr
-        );
+        assert_ne!(run.status, Some(0), "{flag:?}");
+        assert!(run.stderr.contains(said), "{flag:?}: {}", run.stderr);
     }
+    assert!(server.requests().is_empty());
     Ok(())
 }

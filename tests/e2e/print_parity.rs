@@ -149,11 +149,15 @@ fn effort_goes_to_models_that_take_it_with_its_beta() -> TestResult {
             .get("anthropic-beta")
             .cloned()
             .unwrap_or_default();
-        let expected = match sent {
-            Some(_) => "mine,effort-2025-11-24",
-            None => "mine",
-        };
-        assert_eq!(betas, expected, "{model}");
+        let mut expected = vec!["mine"];
+        if sent.is_some() {
+            expected.push("effort-2025-11-24");
+        }
+        // A model that thinks gets the thinking betas too, as in Claude Code.
+        if carapace::model::ThinkingSupport::of(model) != carapace::model::ThinkingSupport::None {
+            expected.extend(carapace::model::THINKING_BETAS);
+        }
+        assert_eq!(betas, expected.join(","), "{model}");
     }
     let server = ScriptedServer::start(vec![])?;
     let out = support::run(&server, ws.path(), &["-p", "hi", "--effort", "extreme"])?;

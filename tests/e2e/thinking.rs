@@ -31,6 +31,10 @@ fn thinking_is_asked_for_as_claude_code_asks() -> TestResult {
             continue;
         }
         let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+        // A behaviour recording (record.py), not a parameters one.
+        if recorded.get("params").is_none() {
+            continue;
+        }
         let args: Vec<String> = recorded["args"]
             .as_array()
             .ok_or("no args")?
