@@ -107,7 +107,7 @@ fn read_probe_pairs_the_tool_result_by_id_and_succeeds() -> TestResult {
     assert_eq!(
         second["messages"],
         json!([
-            {"role": "user", "content": [{"type": "text", "text": PROMPT}]},
+            {"role": "user", "content": [{"type": "text", "text": reminder}, {"type": "text", "text": PROMPT}]},
             {"role": "assistant", "content": [
                 {"type": "tool_use", "id": TOOL_ID, "name": "Read", "input": {"file_path": fixture}}
             ]},
