@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod commands;
 pub mod control;
 pub mod files;
 pub mod hooks;

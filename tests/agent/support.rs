@@ -239,6 +239,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         turn: None,
         model: None,
         slash_commands: true,
+        commands: None,
         notifications: None,
     };
     let outcome = run_print(&deps, &config, printer, prompts, session)

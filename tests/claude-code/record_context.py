@@ -73,6 +73,24 @@ SCENARIOS = {
                                ["--tools", "Read", "--setting-sources", "user"]),
 }
 
+# Custom commands: `/name args` at the start of a prompt.
+COMMAND_FILES = {
+    "ws/.claude/commands/greet.md": (
+        "---\ndescription: Greets people\nargument-hint: NAME...\n---\n"
+        "Say hello to $ARGUMENTS. First: $1, second: $2.\n"
+    ),
+    "ws/.claude/commands/plain.md": "Plain command body.\n",
+    "home/.claude/commands/mine.md": "The user's own command: $ARGUMENTS\n",
+}
+PROMPTS = {
+    "command-greet": "/greet Alice Bob",
+    "command-plain": "/plain",
+    "command-user": "/mine some words",
+    "command-unknown": "/nosuch with args",
+}
+for name in PROMPTS:
+    SCENARIOS[name] = (COMMAND_FILES, DONE, ["--tools", "Read"])
+
 # Extended thinking per model and knob: only the request parameters matter.
 for model in ["claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-5", "claude-opus-4-6",
               "claude-sonnet-4-6", "claude-3-5-haiku-20241022"]:
@@ -112,8 +130,8 @@ def record(name):
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                "DISABLE_ERROR_REPORTING": "1", **extra_env}
         model = ["--model", "claude-sonnet-4-5"] if "--model" not in args else []
-        argv = [CLAUDE, "-p", "hello", "--output-format", "stream-json", "--verbose",
-                *model, *args]
+        argv = [CLAUDE, "-p", PROMPTS.get(name, "hello"), "--output-format", "stream-json",
+                "--verbose", *model, *args]
         run = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=120)
         requests, _ = server.communicate(timeout=60)
         version = subprocess.run([CLAUDE, "--version"], capture_output=True, text=True).stdout
@@ -132,6 +150,8 @@ def record(name):
             "script": script,
             "env": extra_env,
             "exit_code": run.returncode,
+            "stdout": [unfill(json.loads(l)) for l in run.stdout.splitlines()
+                       if l.strip() and json.loads(l).get("subtype") != "init"],
             "requests": [unfill({"system": b.get("system"), "messages": b.get("messages")})
                          for b in bodies],
             # The parameters beside the conversation, and the betas asked for.

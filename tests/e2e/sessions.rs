@@ -2,6 +2,7 @@
 //! continue and fork (what the next request carries), a `kill -9` mid-turn,
 //! damaged and foreign transcripts, and compaction seen from outside.
 
+mod commands;
 mod memory;
 mod support;
 

@@ -122,6 +122,11 @@ pub enum AgentEvent {
         parent_tool_use_id: String,
         event: Box<AgentEvent>,
     },
+    /// An answer given without asking the model (an unknown `/command`),
+    /// shown as an assistant message.
+    LocalAnswer {
+        text: String,
+    },
     /// The failure the run ends with, shown as an assistant message.
     Error {
         message: String,

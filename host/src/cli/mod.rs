@@ -655,6 +655,12 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         };
     let tool_names: Vec<String> = loop_tools.specs().into_iter().map(|s| s.name).collect();
     let cwd = &session.paths.cwd;
+    let commands = crate::commands::CustomCommands::load(
+        &crate::commands::CustomCommands::folders(cwd, &session.paths.home, true, true),
+    );
+    for warning in &commands.warnings {
+        eprintln!("carapace: warning: {warning}");
+    }
     let info = RunInfo {
         session_id: session.id.clone(),
         cwd: cwd.display().to_string(),
@@ -669,7 +675,9 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         slash_commands: if cli.disable_slash_commands {
             Vec::new()
         } else {
-            vec!["compact".to_string()]
+            std::iter::once("compact".to_string())
+                .chain(commands.names())
+                .collect()
         },
     };
     let printer = SharedPrinter::new(
@@ -877,6 +885,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             turn: Some(turn),
             model: Some(model_cell),
             slash_commands: !cli.disable_slash_commands,
+            commands: (!cli.disable_slash_commands).then_some(&commands),
             notifications: Some(queue.clone()),
         },
     )

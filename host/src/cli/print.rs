@@ -38,6 +38,8 @@ pub struct PrintSession<'a> {
     pub model: Option<Arc<std::sync::Mutex<String>>>,
     /// Whether `/compact` is a command (not with --disable-slash-commands).
     pub slash_commands: bool,
+    /// Custom `/commands` (none with --disable-slash-commands).
+    pub commands: Option<&'a crate::commands::CustomCommands>,
     /// Where background agents' reports arrive (one-prompt mode: each
     /// runs a turn after the prompt's; the run ends when none is pending).
     pub notifications: Option<Arc<InputQueue>>,
@@ -62,6 +64,7 @@ pub async fn run_print<W: Write + Send + 'static>(
         turn,
         model,
         slash_commands,
+        commands,
         notifications,
     } = print_session;
     let session = SessionHooks(hooks);
@@ -88,16 +91,21 @@ pub async fn run_print<W: Write + Send + 'static>(
                 if let Some(instructions) = compact_command(&prompt).filter(|_| slash_commands) {
                     compact_now(deps, config, resumed, instructions, &mut sink).await
                 } else {
-                    match session.prompt(&prompt, &mut sink).await {
-                        Err(outcome) => outcome,
-                        Ok(context) => {
-                            let mut messages = resumed;
-                            messages.push(user_message(
-                                std::mem::take(&mut session_context),
-                                prompt,
-                                context,
-                            ));
-                            query(deps, config, messages, &mut sink).await
+                    match expand(commands, prompt) {
+                        Expansion::Answer(text) => answer_locally(text, resumed, &mut sink),
+                        Expansion::Send { prompt, texts } => {
+                            match session.prompt(&prompt, &mut sink).await {
+                                Err(outcome) => outcome,
+                                Ok(context) => {
+                                    let mut messages = resumed;
+                                    messages.push(user_message(
+                                        std::mem::take(&mut session_context),
+                                        texts,
+                                        context,
+                                    ));
+                                    query(deps, config, messages, &mut sink).await
+                                }
+                            }
                         }
                     }
                 };
@@ -168,18 +176,23 @@ pub async fn run_print<W: Write + Send + 'static>(
                 {
                     compact_now(turn_deps, config, messages, instructions, &mut sink).await
                 } else {
-                    match session.prompt(&input.text, &mut sink).await {
-                        Err(mut outcome) => {
-                            outcome.messages = messages;
-                            outcome
-                        }
-                        Ok(context) => {
-                            messages.push(user_message(
-                                std::mem::take(&mut session_context),
-                                input.text,
-                                context,
-                            ));
-                            query(turn_deps, config, messages, &mut sink).await
+                    match expand(commands, input.text.clone()) {
+                        Expansion::Answer(text) => answer_locally(text, messages, &mut sink),
+                        Expansion::Send { prompt, texts } => {
+                            match session.prompt(&prompt, &mut sink).await {
+                                Err(mut outcome) => {
+                                    outcome.messages = messages;
+                                    outcome
+                                }
+                                Ok(context) => {
+                                    messages.push(user_message(
+                                        std::mem::take(&mut session_context),
+                                        texts,
+                                        context,
+                                    ));
+                                    query(turn_deps, config, messages, &mut sink).await
+                                }
+                            }
                         }
                     }
                 };
@@ -372,17 +385,44 @@ fn reminders(event: &str, contexts: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// The user's message: hook context first, then the prompt.
-fn user_message(session_context: Vec<String>, prompt: String, context: Vec<String>) -> Message {
-    let mut blocks: Vec<ContentBlock> = session_context
+/// What a prompt becomes: sent (a custom command expanded into its texts)
+/// or answered here (an unknown command).
+enum Expansion {
+    Send { prompt: String, texts: Vec<String> },
+    Answer(String),
+}
+
+fn expand(commands: Option<&crate::commands::CustomCommands>, prompt: String) -> Expansion {
+    use crate::commands::Invocation;
+    match commands.map(|c| c.invocation(&prompt)) {
+        Some(Invocation::Expanded(texts)) => Expansion::Send { prompt, texts },
+        Some(Invocation::Unknown(answer)) => Expansion::Answer(answer),
+        Some(Invocation::NotACommand) | None => Expansion::Send {
+            texts: vec![prompt.clone()],
+            prompt,
+        },
+    }
+}
+
+/// As Claude Code answers an unknown command: no request, one synthetic
+/// assistant line, a successful result of no turn.
+fn answer_locally(text: String, history: Vec<Message>, sink: &mut dyn EventSink) -> QueryOutcome {
+    sink.emit(AgentEvent::LocalAnswer { text: text.clone() });
+    QueryOutcome::without_turn(Terminal::Completed, text, history)
+}
+
+/// The user's message: hook context first, then the prompt's texts.
+fn user_message(
+    session_context: Vec<String>,
+    prompt: Vec<String>,
+    context: Vec<String>,
+) -> Message {
+    let blocks: Vec<ContentBlock> = session_context
         .into_iter()
         .chain(context)
+        .chain(prompt)
         .map(|text| ContentBlock::Text { text })
         .collect();
-    if blocks.is_empty() {
-        return Message::user_text(prompt);
-    }
-    blocks.push(ContentBlock::Text { text: prompt });
     Message {
         role: Role::User,
         content: blocks,

@@ -497,6 +497,22 @@ impl<W: Write + Send> Printer<W> {
                 "session_id": self.info.session_id,
                 "uuid": new_uuid(),
             }),
+            AgentEvent::LocalAnswer { text } => json!({
+                "type": "assistant",
+                "message": {
+                    "id": new_uuid(),
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "<synthetic>",
+                    "content": [{"type": "text", "text": text}],
+                    "stop_reason": "stop_sequence",
+                    "stop_sequence": "",
+                    "usage": usage_json(&Usage::default()),
+                },
+                "parent_tool_use_id": null,
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+            }),
             AgentEvent::Error { message, kind } => json!({
                 "type": "assistant",
                 "message": {
