@@ -27,6 +27,8 @@ use tokio_util::sync::CancellationToken;
 
 type BenchResult = Result<(), Box<dyn std::error::Error>>;
 
+#[path = "carapace/context.rs"]
+mod context;
 #[path = "carapace/egress.rs"]
 mod egress;
 #[path = "carapace/guard.rs"]
@@ -74,6 +76,9 @@ fn main() -> BenchResult {
     }
     if wanted("egress") {
         runtime.block_on(egress::egress_benches())?;
+    }
+    if wanted("context") {
+        context::context_benches(work.path())?;
     }
     if wanted("guard") {
         runtime.block_on(guard::guard_benches(&std::fs::canonicalize(work.path())?))?;
