@@ -18,22 +18,9 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-SERVE = os.environ.get("SERVE", os.path.join(ROOT, "target/debug/examples/serve"))
-CLAUDE = os.environ.get("CLAUDE", "claude")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-def text(t):
-    return {"type": "text", "text": t}
-
-
-def tool(id, name, input):
-    return {"type": "tool_use", "id": id, "name": name, "input": input}
-
-
-def reply(blocks, stop="end_turn"):
-    return {"blocks": blocks, "stop_reason": stop}
+from record import CLAUDE, HERE, SERVE, reply, text, tool  # noqa: E402  (the shared script helpers)
 
 
 MEMORY_FILES = {

@@ -16,18 +16,8 @@ fn a_custom_command_is_expanded_as_claude_code_expands_it() -> TestResult {
         "command-user",
         "command-unknown",
     ] {
-        let path = format!(
-            "{}/../tests/claude-code/{name}.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let recorded: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
-        let scratch = tempfile::tempdir()?;
-        let root = std::fs::canonicalize(scratch.path())?;
-        for (file, body) in recorded["files"].as_object().ok_or("no files")? {
-            let full = root.join(file);
-            std::fs::create_dir_all(full.parent().ok_or("no parent")?)?;
-            std::fs::write(full, body.as_str().unwrap_or_default())?;
-        }
+        let recorded = support::recording(name)?;
+        let (_scratch, root) = support::lay_out(&recorded)?;
         let prompt = recorded["args"][1].as_str().ok_or("no prompt")?;
         let server = ScriptedServer::start(vec![Reply::text("done")])?;
         let out = support::against(&server, &root.join("ws"))

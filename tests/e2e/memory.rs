@@ -8,14 +8,6 @@ use scripted_server::{Reply, ScriptedServer};
 use serde_json::Value;
 use support::TestResult;
 
-fn recording(name: &str) -> Result<Value, Box<dyn std::error::Error>> {
-    let path = format!(
-        "{}/../tests/claude-code/{name}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
-}
-
 #[test]
 fn memory_reaches_the_model_as_claude_code_sends_it() -> TestResult {
     for (name, flags) in [
@@ -23,14 +15,8 @@ fn memory_reaches_the_model_as_claude_code_sends_it() -> TestResult {
         ("memory-files-bare", vec!["--bare"]),
         ("memory-files-user-only", vec!["--setting-sources", "user"]),
     ] {
-        let recorded = recording(name)?;
-        let scratch = tempfile::tempdir()?;
-        let root = std::fs::canonicalize(scratch.path())?;
-        for (path, body) in recorded["files"].as_object().ok_or("no files")? {
-            let full = root.join(path);
-            std::fs::create_dir_all(full.parent().ok_or("no parent")?)?;
-            std::fs::write(full, body.as_str().unwrap_or_default())?;
-        }
+        let recorded = support::recording(name)?;
+        let (_scratch, root) = support::lay_out(&recorded)?;
         let ws = root.join("ws");
         let fill = |text: &str| {
             text.replace("{ws}", &ws.display().to_string())

@@ -126,3 +126,27 @@ pub fn wait_for_port(
     }
     Ok(())
 }
+
+/// A recording of Claude Code's (`tests/claude-code/NAME.json`).
+pub fn recording(name: &str) -> Result<Value, Box<dyn std::error::Error>> {
+    let path = format!(
+        "{}/../tests/claude-code/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
+}
+
+/// A recording's files laid out in a scratch folder of the test's own
+/// (`ws`, `home`, their parent), whose canonical path is returned.
+pub fn lay_out(
+    recorded: &Value,
+) -> Result<(tempfile::TempDir, PathBuf), Box<dyn std::error::Error>> {
+    let scratch = tempfile::tempdir()?;
+    let root = std::fs::canonicalize(scratch.path())?;
+    for (path, body) in recorded["files"].as_object().ok_or("no files")? {
+        let full = root.join(path);
+        std::fs::create_dir_all(full.parent().ok_or("no parent")?)?;
+        std::fs::write(full, body.as_str().unwrap_or_default())?;
+    }
+    Ok((scratch, root))
+}

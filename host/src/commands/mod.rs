@@ -7,10 +7,8 @@
 //! N-th word of them, counted from 0 as Claude Code counts. A name in a
 //! subfolder is `folder:name`.
 
+use crate::memory::{read_bounded, split_front_matter};
 use std::path::{Path, PathBuf};
-
-/// The largest command file read.
-const MAX_FILE_BYTES: u64 = 256 * 1024;
 
 /// One command.
 #[derive(Debug, Clone)]
@@ -84,8 +82,9 @@ impl CustomCommands {
             if self.get(&name).is_some() {
                 continue;
             }
-            match read(&path) {
-                Ok(text) => {
+            match read_bounded(&path) {
+                Ok(None) => {}
+                Ok(Some(text)) => {
                     let (front, body) = split_front_matter(&text);
                     let description = front
                         .and_then(|f| serde_norway::from_str::<serde_norway::Value>(f).ok())
@@ -176,29 +175,6 @@ fn substitute(body: &str, args: &str) -> String {
         out.push(c);
     }
     out
-}
-
-fn split_front_matter(text: &str) -> (Option<&str>, &str) {
-    let Some(rest) = text.strip_prefix("---\n") else {
-        return (None, text);
-    };
-    match rest.find("\n---\n") {
-        Some(end) => (Some(&rest[..end]), &rest[end + 5..]),
-        None => (None, text),
-    }
-}
-
-fn read(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!("larger than {} KiB", MAX_FILE_BYTES / 1024));
-    }
-    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".into())
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ mod imports;
 mod rules;
 
 pub use attach::NestedMemory;
+pub(crate) use rules::split_front_matter;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

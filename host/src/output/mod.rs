@@ -219,6 +219,27 @@ impl<W: Write + Send> EventSink for Printer<W> {
 }
 
 impl<W: Write + Send> Printer<W> {
+    /// An assistant line no model wrote (an error, an answer carapace gave
+    /// itself), as Claude Code prints one.
+    fn synthetic_assistant(&self, text: &str) -> Value {
+        json!({
+            "type": "assistant",
+            "message": {
+                "id": new_uuid(),
+                "type": "message",
+                "role": "assistant",
+                "model": "<synthetic>",
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "stop_sequence",
+                "stop_sequence": "",
+                "usage": usage_json(&Usage::default()),
+            },
+            "parent_tool_use_id": null,
+            "session_id": self.info.session_id,
+            "uuid": new_uuid(),
+        })
+    }
+
     /// Before a thinking block's line, Claude Code's estimate of its tokens
     /// (a quarter of its characters, rounded up): the `system` /
     /// `thinking_tokens` line, in stream-json.
@@ -497,39 +518,12 @@ impl<W: Write + Send> Printer<W> {
                 "session_id": self.info.session_id,
                 "uuid": new_uuid(),
             }),
-            AgentEvent::LocalAnswer { text } => json!({
-                "type": "assistant",
-                "message": {
-                    "id": new_uuid(),
-                    "type": "message",
-                    "role": "assistant",
-                    "model": "<synthetic>",
-                    "content": [{"type": "text", "text": text}],
-                    "stop_reason": "stop_sequence",
-                    "stop_sequence": "",
-                    "usage": usage_json(&Usage::default()),
-                },
-                "parent_tool_use_id": null,
-                "session_id": self.info.session_id,
-                "uuid": new_uuid(),
-            }),
-            AgentEvent::Error { message, kind } => json!({
-                "type": "assistant",
-                "message": {
-                    "id": new_uuid(),
-                    "type": "message",
-                    "role": "assistant",
-                    "model": "<synthetic>",
-                    "content": [{"type": "text", "text": message}],
-                    "stop_reason": "stop_sequence",
-                    "stop_sequence": "",
-                    "usage": usage_json(&Usage::default()),
-                },
-                "parent_tool_use_id": null,
-                "session_id": self.info.session_id,
-                "uuid": new_uuid(),
-                "error": kind,
-            }),
+            AgentEvent::LocalAnswer { text } => self.synthetic_assistant(&text),
+            AgentEvent::Error { message, kind } => {
+                let mut line = self.synthetic_assistant(&message);
+                line["error"] = json!(kind);
+                line
+            }
         };
         Some(line)
     }

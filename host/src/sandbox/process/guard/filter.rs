@@ -8,7 +8,6 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// Calls that make a name: always trapped.
-#[cfg(target_arch = "x86_64")]
 const TRAPPED: &[i64] = &[
     libc::SYS_mkdirat,
     libc::SYS_mknodat,
@@ -16,6 +15,11 @@ const TRAPPED: &[i64] = &[
     libc::SYS_linkat,
     libc::SYS_renameat,
     libc::SYS_renameat2,
+];
+
+/// Their older forms, which only some architectures have.
+#[cfg(target_arch = "x86_64")]
+const TRAPPED_LEGACY: &[i64] = &[
     libc::SYS_creat,
     libc::SYS_mkdir,
     libc::SYS_mknod,
@@ -24,14 +28,7 @@ const TRAPPED: &[i64] = &[
     libc::SYS_rename,
 ];
 #[cfg(not(target_arch = "x86_64"))]
-const TRAPPED: &[i64] = &[
-    libc::SYS_mkdirat,
-    libc::SYS_mknodat,
-    libc::SYS_symlinkat,
-    libc::SYS_linkat,
-    libc::SYS_renameat,
-    libc::SYS_renameat2,
-];
+const TRAPPED_LEGACY: &[i64] = &[];
 
 /// Calls trapped when their flags (the argument at this index) ask to
 /// create.
@@ -94,7 +91,11 @@ fn program() -> Vec<libc::sock_filter> {
         program.push(jump(BPF_JMP | BPF_JGE | BPF_K, X32_BIT, 0, 1));
         program.push(ret(not_implemented));
     }
-    for (calls, action) in [(REFUSED, not_implemented), (TRAPPED, notify)] {
+    for (calls, action) in [
+        (REFUSED, not_implemented),
+        (TRAPPED, notify),
+        (TRAPPED_LEGACY, notify),
+    ] {
         for &nr in calls {
             program.push(jump(BPF_JMP | BPF_JEQ | BPF_K, nr as u32, 0, 1));
             program.push(ret(action));
