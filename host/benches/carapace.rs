@@ -1411,6 +1411,7 @@ impl ReadyCall for InstantCall {
                 structured: None,
                 denial: None,
                 hooks: Default::default(),
+                follow_up: None,
             }
         })
     }
@@ -1524,7 +1525,7 @@ fn loop_config(max_turns: Option<u32>) -> QueryConfig {
         context: carapace::agent::ContextConfig::for_model("bench", 1000, None),
         structured_output: None,
         effort: None,
-        user_context: None,
+        user_context: Vec::new(),
         thinking: carapace::model::ThinkingChoice::Off,
     }
 }

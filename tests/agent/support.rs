@@ -183,6 +183,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
                 mcp_servers: Vec::new(),
                 agents: Vec::new(),
                 slash_commands: vec!["compact".into()],
+                skills: Vec::new(),
             },
         )
         .with_hook_events(true),
@@ -209,7 +210,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         context,
         structured_output: setup.structured_output.as_ref().map(|(_, config)| *config),
         effort: None,
-        user_context: None,
+        user_context: Vec::new(),
         thinking: carapace::model::ThinkingChoice::Off,
     };
     let queue = match &prompts {

@@ -93,6 +93,71 @@ for name, args, env in [
     SCENARIOS[f"thinking-{name}"] = ({}, DONE, ["--tools", "Read", *args], env)
 
 
+# Skills: SKILL.md folders, listed to the model, called through the Skill tool.
+SKILL_FILES = {
+    "ws/.claude/skills/deploy/SKILL.md": (
+        "---\nname: deploy\ndescription: Deploys the app to an environment\n"
+        "argument-hint: ENV\nallowed-tools: Bash(echo:*)\n---\n"
+        "Deploy to $ARGUMENTS (first word: $0, also $ARGUMENTS[0]).\n"
+        "Skill dir: ${CLAUDE_SKILL_DIR}\nSession: ${CLAUDE_SESSION_ID}\n"
+        "Status: !`echo skill-status-ok`\n"
+        "See helper.md beside this file.\n"
+    ),
+    "ws/.claude/skills/deploy/helper.md": "Helper notes for deploy.\n",
+    "ws/.claude/skills/risky/SKILL.md": (
+        "---\ndescription: Needs a command that asks\n---\n"
+        "Before: !`mkdir made-by-skill && echo made`\nAfter.\n"
+    ),
+    "ws/.claude/skills/manual/SKILL.md": (
+        "---\ndescription: Only the user may start this\ndisable-model-invocation: true\n---\n"
+        "Manual body.\n"
+    ),
+    "ws/.claude/skills/bare/SKILL.md": "A skill with no front matter.\n",
+    "home/.claude/skills/notes/SKILL.md": (
+        "---\ndescription: Takes notes the user's way\nwhen_to_use: When the user says note\n---\n"
+        "Notes body: $ARGUMENTS\n"
+    ),
+}
+SKILL_TOOLS = ["--tools", "Read,Bash,Skill", "--allowedTools", "Skill"]
+SCENARIOS["skill-call"] = (SKILL_FILES, [
+    reply([tool("toolu_skill", "Skill", {"skill": "deploy", "args": "staging now"})], "tool_use"),
+    reply([text("done")]),
+], SKILL_TOOLS)
+SCENARIOS["skill-asks"] = (SKILL_FILES, [
+    reply([tool("toolu_skill", "Skill", {"skill": "risky"})], "tool_use"),
+    reply([text("done")]),
+], SKILL_TOOLS)
+SCENARIOS["skill-manual"] = (SKILL_FILES, [
+    reply([tool("toolu_skill", "Skill", {"skill": "manual"})], "tool_use"),
+    reply([tool("toolu_skill2", "Skill", {"skill": "nosuch"})], "tool_use"),
+    reply([text("done")]),
+], SKILL_TOOLS)
+SCENARIOS["skill-with-commands"] = ({**SKILL_FILES, **COMMAND_FILES}, [
+    reply([tool("toolu_skill", "Skill", {"skill": "greet", "args": "Ann Bo"})], "tool_use"),
+    reply([tool("toolu_echo", "Bash", {"command": "echo from-model"})], "tool_use"),
+    reply([text("done")]),
+], SKILL_TOOLS)
+SCENARIOS["skill-allowed-tools"] = (SKILL_FILES, [
+    reply([tool("toolu_skill", "Skill", {"skill": "deploy"})], "tool_use"),
+    reply([tool("toolu_echo", "Bash", {"command": "echo after-skill"})], "tool_use"),
+    reply([text("done")]),
+], SKILL_TOOLS)
+SCENARIOS["skill-no-rule"] = (SKILL_FILES, [
+    reply([tool("toolu_skill", "Skill", {"skill": "bare"})], "tool_use"),
+    reply([text("done")]),
+], ["--tools", "Read,Bash,Skill"])
+SCENARIOS["skill-args-unused"] = ({**SKILL_FILES, **COMMAND_FILES}, [
+    reply([tool("toolu_skill", "Skill", {"skill": "bare", "args": "x y"})], "tool_use"),
+    reply([text("done")]),
+], SKILL_TOOLS)
+SCENARIOS["command-args-unused"] = (COMMAND_FILES, DONE, ["--tools", "Read"])
+PROMPTS["command-args-unused"] = "/plain extra words"
+SCENARIOS["skill-slash"] = (SKILL_FILES, DONE, SKILL_TOOLS)
+PROMPTS["skill-slash"] = "/deploy staging"
+SCENARIOS["skill-slash-manual"] = (SKILL_FILES, DONE, SKILL_TOOLS)
+PROMPTS["skill-slash-manual"] = "/manual"
+
+
 def record(name):
     files, script, args, *extra = SCENARIOS[name]
     extra_env = extra[0] if extra else {}
@@ -141,6 +206,9 @@ def record(name):
                        if l.strip() and json.loads(l).get("subtype") != "init"],
             "requests": [unfill({"system": b.get("system"), "messages": b.get("messages")})
                          for b in bodies],
+            # The tools offered, by name, and the Skill tool whole.
+            "tools": [unfill(t if t.get("name") == "Skill" else t.get("name"))
+                      for t in (bodies[0].get("tools", []) if bodies else [])],
             # The parameters beside the conversation, and the betas asked for.
             "params": [{k: v for k, v in r["body"].items()
                         if k not in ("messages", "system", "tools", "metadata")}

@@ -4,6 +4,7 @@
 
 mod commands;
 mod memory;
+mod skills;
 mod support;
 
 use scripted_server::{Block, Reply, ScriptedServer};

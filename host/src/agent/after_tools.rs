@@ -49,9 +49,13 @@ impl Run<'_, '_> {
             }
         }
         let hook_stop = delivered.iter().find_map(|r| r.hooks.stop.clone());
-        let mut extra: Vec<ContentBlock> = delivered
+        let follow_ups: Vec<String> = delivered
             .iter()
-            .flat_map(|r| r.hooks.context.iter())
+            .filter_map(|r| r.follow_up.clone())
+            .collect();
+        let mut extra: Vec<ContentBlock> = follow_ups
+            .iter()
+            .chain(delivered.iter().flat_map(|r| r.hooks.context.iter()))
             .map(|text| ContentBlock::Text { text: text.clone() })
             .collect();
         let batch = batch_calls(&content, &delivered);
@@ -63,6 +67,9 @@ impl Run<'_, '_> {
                 text: INTERRUPTED_TOOLS.into(),
             });
             return Next::Stop(Stop::new(state, Terminal::AbortedTools).with_ending(ending()));
+        }
+        for text in follow_ups {
+            self.sink.emit(AgentEvent::SyntheticUser { text });
         }
         let stopped = match hook_stop {
             Some(reason) => Some(reason),

@@ -72,7 +72,7 @@ impl Run<'_, '_> {
                 model: self.model.clone(),
                 max_tokens: self.config.max_tokens,
                 system: self.config.system_prompt.clone(),
-                messages: with_user_context(&state.messages, self.config.user_context.as_deref()),
+                messages: with_user_context(&state.messages, &self.config.user_context),
                 tools: self.tool_specs.clone(),
                 server_tools: Vec::new(),
                 effort: self.config.effort.and_then(|e| e.for_model(&self.model)),
@@ -317,19 +317,17 @@ fn api_error_text(error: &ModelError) -> String {
 /// The history as sent: the user context first in the first user message.
 fn with_user_context(
     messages: &[crate::model::Message],
-    context: Option<&str>,
+    context: &[String],
 ) -> Vec<crate::model::Message> {
     let mut sent = messages.to_vec();
-    if let Some(context) = context
+    if !context.is_empty()
         && let Some(first) = sent.first_mut()
         && first.role == crate::model::Role::User
     {
-        first.content.insert(
-            0,
-            crate::model::ContentBlock::Text {
-                text: context.to_string(),
-            },
-        );
+        let blocks = context
+            .iter()
+            .map(|text| crate::model::ContentBlock::Text { text: text.clone() });
+        first.content.splice(0..0, blocks);
     }
     sent
 }

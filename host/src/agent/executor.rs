@@ -107,7 +107,7 @@ impl ToolExecutor {
             ),
             Preparation::Failed(result) => {
                 self.tally.failed.insert(index);
-                (true, InterruptBehavior::Cancel, Slot::Failed(result))
+                (true, InterruptBehavior::Cancel, Slot::Failed(*result))
             }
         };
         self.by_id.entry(call.id.clone()).or_insert(index);
@@ -327,7 +327,10 @@ mod tests {
         fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {
             async move {
                 if call.name == "unknown" {
-                    return Preparation::Failed(ToolCallResult::error(&call.id, "no such tool"));
+                    return Preparation::Failed(Box::new(ToolCallResult::error(
+                        &call.id,
+                        "no such tool",
+                    )));
                 }
                 Preparation::Ready(Box::new(TimedCall {
                     runtime: self,
@@ -376,6 +379,7 @@ mod tests {
                     structured: None,
                     denial: None,
                     hooks: Default::default(),
+                    follow_up: None,
                 }
             }
             .boxed()

@@ -43,10 +43,11 @@ pub struct QueryConfig {
     pub structured_output: Option<StructuredOutputConfig>,
     /// `--effort`, sent to models that take it.
     pub effort: Option<crate::model::Effort>,
-    /// The context reminder (memory files, today's date) put at the head of
-    /// the first user message of every request — not kept in the history,
+    /// The reminders (the skills listing; memory files and today's date),
+    /// one text block each, put at the head of the first user message of
+    /// every request — not kept in the history,
     /// so it is there after compaction and on resume, as in Claude Code.
-    pub user_context: Option<String>,
+    pub user_context: Vec<String>,
     /// Extended thinking, as the user chose it (see `model::Thinking`).
     pub thinking: crate::model::ThinkingChoice,
 }

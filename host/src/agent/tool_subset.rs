@@ -69,7 +69,7 @@ impl ToolRuntime for ToolSubset {
                     self.names.join(", ")
                 ),
             );
-            return Box::pin(async move { Preparation::Failed(result) });
+            return Box::pin(async move { Preparation::Failed(Box::new(result)) });
         }
         self.parent.clone().prepare(call)
     }
@@ -100,7 +100,9 @@ mod tests {
         }
 
         fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {
-            Box::pin(async move { Preparation::Failed(ToolCallResult::error(&call.id, "ran")) })
+            Box::pin(async move {
+                Preparation::Failed(Box::new(ToolCallResult::error(&call.id, "ran")))
+            })
         }
     }
 

@@ -74,6 +74,10 @@ pub struct ToolCallResult {
     pub denial: Option<Box<PermissionDenial>>,
     /// What hooks added to this call's outcome.
     pub hooks: HookNotes,
+    /// Text for the model that joins the user message after the batch's
+    /// results and is shown as a user line of its own (a skill's
+    /// instructions).
+    pub follow_up: Option<String>,
 }
 
 /// What the call's PreToolUse / PostToolUse hooks said beyond its result.
@@ -102,6 +106,7 @@ impl ToolCallResult {
             structured: None,
             denial: None,
             hooks: HookNotes::default(),
+            follow_up: None,
         }
     }
 }
@@ -124,7 +129,7 @@ pub enum Preparation {
     Ready(Box<dyn ReadyCall>),
     /// The call failed before running (unknown tool, invalid input, the
     /// tool's own validation, a crash while planning): this is its result.
-    Failed(ToolCallResult),
+    Failed(Box<ToolCallResult>),
 }
 
 impl std::fmt::Debug for Preparation {
@@ -162,7 +167,7 @@ pub trait ToolRuntime: Send + Sync + 'static {
         async move {
             match self.prepare(call).await {
                 Preparation::Ready(ready) => ready.run().await,
-                Preparation::Failed(result) => result,
+                Preparation::Failed(result) => *result,
             }
         }
         .boxed()

@@ -564,6 +564,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         .output_schema(output_schema)
         .hooks(!cli.bare)
         .memory(!cli.bare)
+        .skills(!cli.disable_slash_commands)
         .installed_plugins(!cli.bare)
         .agents(cli.agents.clone())
         .setting_sources(setting_sources)
@@ -655,12 +656,6 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         };
     let tool_names: Vec<String> = loop_tools.specs().into_iter().map(|s| s.name).collect();
     let cwd = &session.paths.cwd;
-    let commands = crate::commands::CustomCommands::load(
-        &crate::commands::CustomCommands::folders(cwd, &session.paths.home, true, true),
-    );
-    for warning in &commands.warnings {
-        eprintln!("carapace: warning: {warning}");
-    }
     let info = RunInfo {
         session_id: session.id.clone(),
         cwd: cwd.display().to_string(),
@@ -676,9 +671,10 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             Vec::new()
         } else {
             std::iter::once("compact".to_string())
-                .chain(commands.names())
+                .chain(session.commands.names())
                 .collect()
         },
+        skills: session.commands.skill_names(),
     };
     let printer = SharedPrinter::new(
         Printer::new(cli.output_format, cli.verbose, std::io::stdout(), info)
@@ -746,7 +742,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         },
         // As Claude Code: `high` unless said, for the models that take it.
         effort: Some(cli.effort.unwrap_or(crate::model::Effort::High)),
-        user_context: Some(session.user_context.clone()),
+        user_context: session.user_context.clone(),
         thinking: crate::model::ThinkingChoice::from_knobs(
             cli.unsupported.thinking.as_deref(),
             cli.unsupported.max_thinking_tokens.as_deref(),
@@ -885,7 +881,10 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             turn: Some(turn),
             model: Some(model_cell),
             slash_commands: !cli.disable_slash_commands,
-            commands: (!cli.disable_slash_commands).then_some(&commands),
+            commands: (!cli.disable_slash_commands).then_some(print::SlashCommands {
+                catalogue: &session.commands,
+                pipeline: &session.pipeline,
+            }),
             notifications: Some(queue.clone()),
         },
     )

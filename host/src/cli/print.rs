@@ -38,11 +38,19 @@ pub struct PrintSession<'a> {
     pub model: Option<Arc<std::sync::Mutex<String>>>,
     /// Whether `/compact` is a command (not with --disable-slash-commands).
     pub slash_commands: bool,
-    /// Custom `/commands` (none with --disable-slash-commands).
-    pub commands: Option<&'a crate::commands::CustomCommands>,
+    /// Skills and custom commands as `/name` (none with
+    /// --disable-slash-commands).
+    pub commands: Option<SlashCommands<'a>>,
     /// Where background agents' reports arrive (one-prompt mode: each
     /// runs a turn after the prompt's; the run ends when none is pending).
     pub notifications: Option<Arc<InputQueue>>,
+}
+
+/// What `/name` starts, and the pipeline that runs a skill's commands.
+#[derive(Clone, Copy)]
+pub struct SlashCommands<'a> {
+    pub catalogue: &'a crate::commands::CustomCommands,
+    pub pipeline: &'a crate::tools::ToolPipeline,
 }
 
 /// Runs print mode to the end; returns the last turn's outcome (`None` when
@@ -91,7 +99,7 @@ pub async fn run_print<W: Write + Send + 'static>(
                 if let Some(instructions) = compact_command(&prompt).filter(|_| slash_commands) {
                     compact_now(deps, config, resumed, instructions, &mut sink).await
                 } else {
-                    match expand(commands, prompt) {
+                    match expand(commands, prompt).await {
                         Expansion::Answer(text) => answer_locally(text, resumed, &mut sink),
                         Expansion::Send { prompt, texts } => {
                             match session.prompt(&prompt, &mut sink).await {
@@ -176,7 +184,7 @@ pub async fn run_print<W: Write + Send + 'static>(
                 {
                     compact_now(turn_deps, config, messages, instructions, &mut sink).await
                 } else {
-                    match expand(commands, input.text.clone()) {
+                    match expand(commands, input.text.clone()).await {
                         Expansion::Answer(text) => answer_locally(text, messages, &mut sink),
                         Expansion::Send { prompt, texts } => {
                             match session.prompt(&prompt, &mut sink).await {
@@ -392,12 +400,28 @@ enum Expansion {
     Answer(String),
 }
 
-fn expand(commands: Option<&crate::commands::CustomCommands>, prompt: String) -> Expansion {
+/// A skill or command is started here (its `` !`command` `` spans run);
+/// one that cannot start is answered with why, without a request.
+async fn expand(commands: Option<SlashCommands<'_>>, prompt: String) -> Expansion {
     use crate::commands::Invocation;
-    match commands.map(|c| c.invocation(&prompt)) {
-        Some(Invocation::Expanded(texts)) => Expansion::Send { prompt, texts },
-        Some(Invocation::Unknown(answer)) => Expansion::Answer(answer),
-        Some(Invocation::NotACommand) | None => Expansion::Send {
+    let Some(commands) = commands else {
+        return Expansion::Send {
+            texts: vec![prompt.clone()],
+            prompt,
+        };
+    };
+    match commands.catalogue.invocation(&prompt) {
+        Invocation::Known { command, args } => {
+            match commands.pipeline.start(command, &args).await {
+                Ok(instructions) => Expansion::Send {
+                    texts: vec![command.header(&args), instructions],
+                    prompt,
+                },
+                Err(why) => Expansion::Answer(why),
+            }
+        }
+        Invocation::Unknown(answer) => Expansion::Answer(answer),
+        Invocation::NotACommand => Expansion::Send {
             texts: vec![prompt.clone()],
             prompt,
         },

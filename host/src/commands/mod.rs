@@ -1,67 +1,121 @@
-//! Custom commands: Markdown files in `.claude/commands/` and
-//! `.carapace/commands/` (the project's, then `~/…`, the user's), used as
-//! `/name args` at the start of a prompt and expanded as Claude Code
-//! 2.1.197 expands them (recorded, `tests/claude-code/command-*.json`): a
-//! block naming the command and its arguments, then the body without its
-//! front matter, `$ARGUMENTS` replaced by the arguments and `$N` by the
-//! N-th word of them, counted from 0 as Claude Code counts. A name in a
-//! subfolder is `folder:name`.
+//! Custom commands and skills, one catalogue: Markdown files in
+//! `.claude/commands/` and `.carapace/commands/`, and `SKILL.md` folders in
+//! `.claude/skills/` and `.carapace/skills/` (each the project's and the
+//! user's, `~/…`). Both are used as `/name args` at the start of a prompt,
+//! and both are what the `Skill` tool calls, listed to the model as Claude
+//! Code 2.1.197 lists them (recorded, `tests/claude-code/skill-*.json` and
+//! `command-*.json`): a block naming the command and its arguments, then
+//! the body without its front matter, a skill's preceded by its folder.
+//! A name in a commands subfolder is `folder:name`. The user's skills win a
+//! name over the project's, the project's commands over the user's.
 
-use crate::memory::{read_bounded, split_front_matter};
+mod entry;
+pub mod expand;
+
+pub use entry::{CustomCommand, Kind, Origin};
+
 use std::path::{Path, PathBuf};
 
-/// One command.
-#[derive(Debug, Clone)]
-pub struct CustomCommand {
-    pub name: String,
-    pub path: PathBuf,
-    pub description: Option<String>,
-    body: String,
-}
-
-/// The session's commands, the project's first (they win a name).
+/// The session's commands and skills.
 #[derive(Debug, Default)]
 pub struct CustomCommands {
+    /// In precedence order: the user's, then the project's.
+    skills: Vec<CustomCommand>,
+    /// In precedence order: the project's, then the user's.
     commands: Vec<CustomCommand>,
     pub warnings: Vec<String>,
 }
 
+/// Where a catalogue is read from.
+#[derive(Debug, Clone, Default)]
+pub struct Folders {
+    /// `commands/` folders, in precedence order.
+    pub commands: Vec<(PathBuf, Origin)>,
+    /// `skills/` folders, in precedence order.
+    pub skills: Vec<(PathBuf, Origin)>,
+}
+
+impl Folders {
+    /// The folders Claude Code reads, and carapace's own beside each.
+    pub fn of(cwd: &Path, home: &Path, project: bool, user: bool) -> Self {
+        let mut folders = Self::default();
+        let places =
+            |base: &Path, kind: &str| [".claude", ".carapace"].map(|dot| base.join(dot).join(kind));
+        if project {
+            folders
+                .commands
+                .extend(places(cwd, "commands").map(|p| (p, Origin::Project)));
+        }
+        if user {
+            folders
+                .commands
+                .extend(places(home, "commands").map(|p| (p, Origin::User)));
+            folders
+                .skills
+                .extend(places(home, "skills").map(|p| (p, Origin::User)));
+        }
+        if project {
+            folders
+                .skills
+                .extend(places(cwd, "skills").map(|p| (p, Origin::Project)));
+        }
+        folders
+    }
+}
+
 /// What a prompt that starts with `/` is.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Invocation {
+pub enum Invocation<'a> {
     /// Not a command (no `/name` at its start): sent as it is.
     NotACommand,
-    /// A known command: the texts that replace the prompt.
-    Expanded(Vec<String>),
-    /// `/name` names no command: answered without a request.
+    /// A known command or skill, and the arguments after its name.
+    Known {
+        command: &'a CustomCommand,
+        args: String,
+    },
+    /// `/name` names nothing the user may invoke: answered without a
+    /// request.
     Unknown(String),
 }
 
+impl PartialEq for CustomCommand {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path && self.name == other.name
+    }
+}
+impl Eq for CustomCommand {}
+
 impl CustomCommands {
-    /// The commands of `folders`, in precedence order.
-    pub fn load(folders: &[PathBuf]) -> Self {
+    pub fn load(folders: &Folders) -> Self {
         let mut loaded = Self::default();
-        for folder in folders {
-            loaded.load_folder(folder, "");
+        for (folder, origin) in &folders.skills {
+            loaded.load_skills(folder, *origin);
+        }
+        for (folder, origin) in &folders.commands {
+            loaded.load_commands(folder, "", *origin);
         }
         loaded
     }
 
-    /// The folders Claude Code reads, and carapace's own beside each.
-    pub fn folders(cwd: &Path, home: &Path, project: bool, user: bool) -> Vec<PathBuf> {
-        let mut folders = Vec::new();
-        if project {
-            folders.push(cwd.join(".claude/commands"));
-            folders.push(cwd.join(".carapace/commands"));
+    fn load_skills(&mut self, dir: &Path, origin: Origin) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut folders: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        folders.sort();
+        for folder in folders.into_iter().filter(|f| f.is_dir()) {
+            let Some(name) = folder.file_name().map(|s| s.to_string_lossy().into_owned()) else {
+                continue;
+            };
+            let path = folder.join("SKILL.md");
+            let kind = Kind::Skill {
+                dir: folder.clone(),
+            };
+            self.admit(CustomCommand::read(&path, name, kind, origin), &path, true);
         }
-        if user {
-            folders.push(home.join(".claude/commands"));
-            folders.push(home.join(".carapace/commands"));
-        }
-        folders
     }
 
-    fn load_folder(&mut self, dir: &Path, prefix: &str) {
+    fn load_commands(&mut self, dir: &Path, prefix: &str, origin: Origin) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
@@ -72,7 +126,7 @@ impl CustomCommands {
                 continue;
             };
             if path.is_dir() {
-                self.load_folder(&path, &format!("{prefix}{stem}:"));
+                self.load_commands(&path, &format!("{prefix}{stem}:"), origin);
                 continue;
             }
             if path.extension().is_none_or(|e| e != "md") {
@@ -82,47 +136,83 @@ impl CustomCommands {
             if self.get(&name).is_some() {
                 continue;
             }
-            match read_bounded(&path) {
-                Ok(None) => {}
-                Ok(Some(text)) => {
-                    let (front, body) = split_front_matter(&text);
-                    let description = front
-                        .and_then(|f| serde_norway::from_str::<serde_norway::Value>(f).ok())
-                        .and_then(|v| {
-                            v.get("description")
-                                .and_then(|d| d.as_str())
-                                .map(str::to_string)
-                        });
-                    self.commands.push(CustomCommand {
-                        name,
-                        path,
-                        description,
-                        body: body.to_string(),
-                    });
-                }
-                Err(why) => self
-                    .warnings
-                    .push(format!("command {} skipped: {why}", path.display())),
-            }
+            let read = CustomCommand::read(&path, name, Kind::Command, origin);
+            self.admit(read, &path, false);
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<&CustomCommand> {
-        self.commands.iter().find(|c| c.name == name)
+    fn admit(&mut self, read: Result<Option<CustomCommand>, String>, path: &Path, skill: bool) {
+        let what = if skill { "skill" } else { "command" };
+        match read {
+            Ok(None) => {}
+            Ok(Some(entry)) if self.get(&entry.name).is_some() => {}
+            Ok(Some(entry)) if skill => self.skills.push(entry),
+            Ok(Some(entry)) => self.commands.push(entry),
+            Err(why) => self
+                .warnings
+                .push(format!("{what} {} skipped: {why}", path.display())),
+        }
     }
 
-    /// Every command's name (`system`/`init`'s `slash_commands`).
+    /// Skills first, then commands.
+    fn all(&self) -> impl Iterator<Item = &CustomCommand> {
+        self.skills.iter().chain(&self.commands)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&CustomCommand> {
+        self.all().find(|c| c.name == name)
+    }
+
+    /// The names a user may type (`system`/`init`'s `slash_commands`).
     pub fn names(&self) -> Vec<String> {
-        self.commands.iter().map(|c| c.name.clone()).collect()
+        self.all()
+            .filter(|c| c.user_invocable)
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// The skills' names (`system`/`init`'s `skills`).
+    pub fn skill_names(&self) -> Vec<String> {
+        self.skills.iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// The project's entries that pre-approve tools.
+    pub fn granting_from_project(&self) -> impl Iterator<Item = &CustomCommand> {
+        self.all()
+            .filter(|c| c.origin == Origin::Project && !c.allowed_tools.is_empty())
+    }
+
+    /// Whether the model has anything to call with the Skill tool.
+    pub fn has_model_invocable(&self) -> bool {
+        self.all().any(|c| c.model_invocable)
+    }
+
+    /// The reminder that tells the model what the Skill tool can call:
+    /// skills as found, then commands by name, as Claude Code lists them.
+    pub fn listing(&self) -> Option<String> {
+        let mut commands: Vec<&CustomCommand> = self.commands.iter().collect();
+        commands.sort_by(|a, b| a.name.cmp(&b.name));
+        let lines: Vec<String> = self
+            .skills
+            .iter()
+            .chain(commands)
+            .filter(|c| c.model_invocable)
+            .map(CustomCommand::listed)
+            .collect();
+        (!lines.is_empty()).then(|| {
+            format!(
+                "<system-reminder>\nThe following skills are available for use with the Skill tool:\n\n{}\n</system-reminder>\n",
+                lines.join("\n")
+            )
+        })
     }
 
     /// What `prompt` is, if it starts with `/name`.
-    pub fn invocation(&self, prompt: &str) -> Invocation {
+    pub fn invocation(&self, prompt: &str) -> Invocation<'_> {
         let Some(rest) = prompt.trim_start().strip_prefix('/') else {
             return Invocation::NotACommand;
         };
         let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        let args = args.trim();
         // A path (`/tmp/x is…`) or an empty name is not a command.
         if name.is_empty()
             || !name
@@ -131,16 +221,19 @@ impl CustomCommands {
         {
             return Invocation::NotACommand;
         }
-        match self.get(name) {
-            Some(command) => Invocation::Expanded(command.expand(args)),
+        match self.get(name).filter(|c| c.user_invocable) {
+            Some(command) => Invocation::Known {
+                command,
+                args: args.trim().to_string(),
+            },
             None => Invocation::Unknown(format!("Unknown command: /{name}")),
         }
     }
 }
 
 impl CustomCommand {
-    /// The two texts that replace the prompt.
-    fn expand(&self, args: &str) -> Vec<String> {
+    /// The block that names an invocation typed by the user.
+    pub fn header(&self, args: &str) -> String {
         let mut header = format!(
             "<command-message>{name}</command-message>\n<command-name>/{name}</command-name>\n",
             name = self.name
@@ -148,50 +241,30 @@ impl CustomCommand {
         if !args.is_empty() {
             header.push_str(&format!("<command-args>{args}</command-args>\n"));
         }
-        vec![header, substitute(&self.body, args)]
+        header
     }
-}
 
-/// `$ARGUMENTS` → all of them; `$N` → the N-th word (from 0), or nothing.
-fn substitute(body: &str, args: &str) -> String {
-    let words: Vec<&str> = args.split_whitespace().collect();
-    let body = body.replace("$ARGUMENTS", args);
-    let mut out = String::with_capacity(body.len());
-    let mut chars = body.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
-        if c == '$' {
-            let digits: String = body[at + 1..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            if let Ok(n) = digits.parse::<usize>() {
-                out.push_str(words.get(n).copied().unwrap_or(""));
-                for _ in 0..digits.len() {
-                    chars.next();
-                }
-                continue;
-            }
+    /// The body with `args` and the session's values put in, a skill's
+    /// preceded by its folder; `` !`command` `` spans still in it.
+    pub fn instructions(&self, args: &str, session_id: &str) -> String {
+        let body = expand::substitute(
+            &self.body,
+            &expand::Substitutions {
+                args,
+                skill_dir: self.dir(),
+                session_id,
+            },
+        );
+        match self.dir() {
+            Some(dir) => format!("Base directory for this skill: {}\n\n{body}", dir.display()),
+            None => body,
         }
-        out.push(c);
     }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn arguments_are_substituted_as_claude_code_does() {
-        assert_eq!(
-            substitute(
-                "Say hello to $ARGUMENTS. First: $1, second: $2.\n",
-                "Alice Bob"
-            ),
-            "Say hello to Alice Bob. First: Bob, second: .\n"
-        );
-        assert_eq!(substitute("cost $ and $0", "x"), "cost $ and x");
-    }
 
     #[test]
     fn a_path_is_not_a_command() {
@@ -202,5 +275,53 @@ mod tests {
             none.invocation("/nosuch with args"),
             Invocation::Unknown("Unknown command: /nosuch".into())
         );
+    }
+
+    #[test]
+    fn user_skills_win_a_name_and_only_model_invocable_ones_are_listed()
+    -> Result<(), std::io::Error> {
+        let root = tempfile::tempdir()?;
+        let (cwd, home) = (root.path().join("ws"), root.path().join("home"));
+        let write = |path: PathBuf, text: &str| -> std::io::Result<()> {
+            std::fs::create_dir_all(path.parent().unwrap_or(&path))?;
+            std::fs::write(path, text)
+        };
+        write(
+            home.join(".claude/skills/same/SKILL.md"),
+            "---\ndescription: mine\n---\nmine\n",
+        )?;
+        write(
+            cwd.join(".claude/skills/same/SKILL.md"),
+            "---\ndescription: theirs\n---\n",
+        )?;
+        write(
+            cwd.join(".claude/skills/hidden/SKILL.md"),
+            "---\ndescription: h\ndisable-model-invocation: true\n---\n",
+        )?;
+        write(
+            cwd.join(".claude/skills/broken/SKILL.md"),
+            "---\n: : :\n---\n",
+        )?;
+        write(cwd.join(".claude/commands/zed.md"), "Zed.\n")?;
+        write(home.join(".claude/commands/abc.md"), "Abc.\n")?;
+        let all = CustomCommands::load(&Folders::of(&cwd, &home, true, true));
+        assert_eq!(
+            all.get("same").and_then(|c| c.description.as_deref()),
+            Some("mine")
+        );
+        assert_eq!(all.warnings.len(), 1, "{:?}", all.warnings);
+        assert_eq!(
+            all.listing().as_deref(),
+            Some(
+                "<system-reminder>\nThe following skills are available for use with the Skill tool:\n\n- same: mine\n- abc: Abc.\n- zed: Zed.\n</system-reminder>\n"
+            )
+        );
+        assert!(matches!(
+            all.invocation("/hidden"),
+            Invocation::Known { .. }
+        ));
+        let user_only = CustomCommands::load(&Folders::of(&cwd, &home, false, true));
+        assert!(user_only.get("zed").is_none() && user_only.get("abc").is_some());
+        Ok(())
     }
 }

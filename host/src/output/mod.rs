@@ -36,9 +36,12 @@ pub struct RunInfo {
     pub mcp_servers: Vec<serde_json::Value>,
     /// The Agent tool's agent types (`agents`).
     pub agents: Vec<String>,
-    /// The slash commands a prompt may be (`slash_commands`): `compact`,
-    /// none with `--disable-slash-commands`.
+    /// The slash commands a prompt may be (`slash_commands`): `compact`
+    /// and the custom commands and skills, none with
+    /// `--disable-slash-commands`.
     pub slash_commands: Vec<String>,
+    /// The session's skills (`skills`).
+    pub skills: Vec<String>,
 }
 
 pub struct Printer<W: Write + Send> {
@@ -107,7 +110,7 @@ impl<W: Write + Send> Printer<W> {
             "carapace_version": env!("CARGO_PKG_VERSION"),
             "output_style": "default",
             "agents": self.info.agents,
-            "skills": [],
+            "skills": self.info.skills,
             "plugins": self.info.plugins,
             "uuid": new_uuid(),
         });
@@ -618,6 +621,7 @@ mod tests {
                 mcp_servers: Vec::new(),
                 agents: Vec::new(),
                 slash_commands: Vec::new(),
+                skills: Vec::new(),
             },
         )
     }

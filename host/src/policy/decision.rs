@@ -299,6 +299,27 @@ impl Policy {
         &self.rules
     }
 
+    /// What a rule written for this session resolves relative paths against.
+    pub fn anchors(&self) -> rules::Anchors {
+        let cwd = self.working_dirs.first().cloned().unwrap_or_default();
+        rules::Anchors {
+            project: cwd.clone(),
+            cwd,
+            home: self.home.clone(),
+        }
+    }
+
+    /// This policy with `allows` added (a skill's `allowed-tools`): the
+    /// same mode, deny and ask rules, so it can only answer what this one
+    /// would ask.
+    pub fn with_allows(&self, allows: impl IntoIterator<Item = Rule>) -> Policy {
+        let mut wider = self.clone();
+        for rule in allows.into_iter().filter(|r| r.kind == RuleKind::Allow) {
+            wider.rules.push(rule);
+        }
+        wider
+    }
+
     /// The home and configuration directories protected paths refer to.
     pub fn protected_roots(&self) -> (PathBuf, PathBuf) {
         (self.home.clone(), self.config_dir.clone())

@@ -38,4 +38,5 @@ pub use protected::{
 pub use read_denials::ReadDenials;
 pub use rules::{
     Anchors, Family, Rule, RuleError, RuleKind, RuleSet, RuleSource, SourceKind, Subject,
+    split_rules,
 };

@@ -568,9 +568,43 @@ impl RuleSet {
     }
 }
 
+/// Splits a list of rules (`--allowedTools`, a skill's `allowed-tools`) on commas outside parentheses, so
+/// `Read,Bash(echo a,b)` is two rules.
+pub fn split_rules(value: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut current = String::new();
+    for c in value.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    out.push(current);
+    out.into_iter()
+        .map(|r| r.trim().to_string())
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rule_lists_split_on_top_level_commas() {
+        assert_eq!(
+            split_rules("Read, Bash(echo a,b),WebFetch"),
+            vec!["Read", "Bash(echo a,b)", "WebFetch"]
+        );
+        assert!(split_rules(" , ").is_empty());
+    }
 
     fn anchors() -> Anchors {
         Anchors {

@@ -5,18 +5,20 @@ use super::transcript::{
     Opening, Transcript, TranscriptError, is_session_id, latest, load, project_dir, transcript_path,
 };
 use super::{Session, SessionPaths, StartSource};
+use crate::commands::{CustomCommands, Folders};
 use crate::hooks::{HookConfigError, HookLoadError, HookRuntime};
 use crate::mcp::{McpConfigError, ServerConfig};
 use crate::plugins::{Placeholders, PluginStore, Scope};
 use crate::policy::{
     Anchors, AuditLog, PermissionMode, Policy, PolicyConfig, ReadDenials, Rule, RuleError,
-    RuleKind, RuleSet, RuleSource, SHELL_START_UP, SourceKind,
+    RuleKind, RuleSet, RuleSource, SHELL_START_UP, SourceKind, split_rules,
 };
 use crate::sandbox::{
     CallLimits, DeniedPaths, HookCommon, ProcessConfig, Sandbox, SandboxConfig, SandboxError,
     ToolComponent,
 };
 use crate::settings::{Locations, ProjectItem, Settings, SettingsError};
+use crate::tools::skill::SKILL_TOOL;
 use crate::tools::{BUILTIN_PLUGINS, RegistryError, ToolPipeline, ToolRegistry};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -107,6 +109,9 @@ pub struct SessionBuilder {
     hooks: bool,
     /// Whether memory files load (not with `--bare`).
     memory: bool,
+    /// Whether skills and custom commands load (not with
+    /// `--disable-slash-commands`).
+    skills: bool,
     prompt_tool: Option<String>,
     sandbox: Option<SandboxConfig>,
     structured_results: bool,
@@ -140,6 +145,7 @@ impl SessionBuilder {
             mcp: None,
             hooks: true,
             memory: true,
+            skills: true,
             prompt_tool: None,
             sandbox: None,
             structured_results: false,
@@ -267,13 +273,20 @@ impl SessionBuilder {
         self
     }
 
-    /// Load the settings' hooks (the default).
     /// Whether memory files (`CLAUDE.md` …) load; `--bare` says no.
     pub fn memory(mut self, memory: bool) -> Self {
         self.memory = memory;
         self
     }
 
+    /// Whether skills and custom commands load (the default);
+    /// `--disable-slash-commands` says no.
+    pub fn skills(mut self, skills: bool) -> Self {
+        self.skills = skills;
+        self
+    }
+
+    /// Load the settings' hooks (the default).
     pub fn hooks(mut self, hooks: bool) -> Self {
         self.hooks = hooks;
         self
@@ -556,6 +569,15 @@ impl SessionBuilder {
             agents = self.agent_definitions(&cwd, &config_dir, &settings, &mut warnings)?;
             registry.add_native(crate::subagents::definition(&agents), agent.clone())?;
         }
+        let catalogue = Arc::new(self.catalogue(&cwd, &home, &settings, &mut warnings));
+        let skill_named =
+            matches!(&self.tools, ToolSet::Only(names) if names.iter().any(|n| n == SKILL_TOOL));
+        if !matches!(self.tools, ToolSet::Plugin(_))
+            && (catalogue.has_model_invocable() || skill_named)
+        {
+            use crate::tools::skill::{SkillTool, ceiling, definition};
+            registry.add_native_within(definition(), Arc::new(SkillTool), ceiling())?;
+        }
         if let ToolSet::Only(names) = &self.tools {
             registry = registry.select(names)?;
         }
@@ -620,7 +642,13 @@ impl SessionBuilder {
             &crate::agent::today(),
         );
         warnings.extend(memory.warnings);
+        let mut user_context = Vec::new();
+        if registry.get(SKILL_TOOL).is_some() && policy.hidden_by(SKILL_TOOL).is_none() {
+            user_context.extend(catalogue.listing());
+        }
+        user_context.push(memory.reminder);
         let pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
+            .with_skills(catalogue.clone(), settings.trust.is_trusted())
             .with_memory(memory.nested)
             .with_mcp_servers(connected)
             .with_hooks(hooks.clone())
@@ -677,12 +705,45 @@ impl SessionBuilder {
             source,
             transcript,
             egress,
-            user_context: memory.reminder,
+            user_context,
+            commands: catalogue,
         })
     }
 }
 
 impl SessionBuilder {
+    /// The session's skills and commands, from the folders of the settings
+    /// sources that load. A project skill's `allowed-tools` apply only in a
+    /// trusted workspace; the user hears so when they would not.
+    fn catalogue(
+        &self,
+        cwd: &Path,
+        home: &Path,
+        settings: &Settings,
+        warnings: &mut Vec<String>,
+    ) -> CustomCommands {
+        if !self.skills {
+            return CustomCommands::default();
+        }
+        let (project, user) = match self.setting_sources.as_deref() {
+            None => (true, true),
+            Some(kinds) => (
+                kinds.contains(&SourceKind::Project),
+                kinds.contains(&SourceKind::User),
+            ),
+        };
+        let loaded = CustomCommands::load(&Folders::of(cwd, home, project, user));
+        warnings.extend(loaded.warnings.iter().cloned());
+        for entry in loaded.granting_from_project() {
+            settings.trust.admits(
+                ProjectItem::SkillAllowedTools,
+                &entry.path.display().to_string(),
+                warnings,
+            );
+        }
+        loaded
+    }
+
     /// The session's agent types: built in, the user's files, the
     /// project's (trusted workspace only), then `--agents`.
     fn agent_definitions(
@@ -754,31 +815,6 @@ fn session_rules(
         RuleKind::Allow => 2,
     });
     Ok(rules)
-}
-
-/// Splits a `--allowedTools` value on commas outside parentheses, so
-/// `Read,Bash(echo a,b)` is two rules.
-pub(crate) fn split_rules(value: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut depth = 0i32;
-    let mut current = String::new();
-    for c in value.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(std::mem::take(&mut current));
-                continue;
-            }
-            _ => {}
-        }
-        current.push(c);
-    }
-    out.push(current);
-    out.into_iter()
-        .map(|r| r.trim().to_string())
-        .filter(|r| !r.is_empty())
-        .collect()
 }
 
 /// The MCP servers of this session: `--mcp-config` (each a file or a JSON
@@ -1021,17 +1057,5 @@ fn managed_settings_path() -> (PathBuf, Option<String>) {
                 named.display()
             )),
         ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn rule_lists_split_on_top_level_commas() {
-        assert_eq!(
-            super::split_rules("Read, Bash(echo a,b),WebFetch"),
-            vec!["Read", "Bash(echo a,b)", "WebFetch"]
-        );
-        assert!(super::split_rules(" , ").is_empty());
     }
 }

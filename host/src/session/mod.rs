@@ -88,9 +88,12 @@ pub struct Session {
     pub sdk_mcp_servers: Vec<String>,
     /// The agent types the Agent tool offers (empty without it).
     pub agents: Vec<crate::subagents::AgentDefinition>,
-    /// The context reminder at the head of every request's first user
-    /// message (memory files, today's date).
-    pub user_context: String,
+    /// The reminders at the head of every request's first user message
+    /// (the skills listing when the Skill tool is offered; memory files and
+    /// today's date).
+    pub user_context: Vec<String>,
+    /// The skills and custom commands `/name` and the Skill tool start.
+    pub commands: Arc<crate::commands::CustomCommands>,
 }
 
 /// How a session started, as SessionStart hooks are told (`source`).

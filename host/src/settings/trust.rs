@@ -25,6 +25,8 @@ pub enum ProjectItem {
     Env,
     /// `.carapace/agents/*.md`.
     Agents,
+    /// A project skill's or command's `allowed-tools`.
+    SkillAllowedTools,
 }
 
 impl ProjectItem {
@@ -38,6 +40,7 @@ impl ProjectItem {
             ProjectItem::AdditionalDirectories => "a project file's additionalDirectories apply",
             ProjectItem::Env => "a project file's env applies",
             ProjectItem::Agents => "the project's agent definitions load",
+            ProjectItem::SkillAllowedTools => "a project skill's allowed-tools pre-approve tools",
         }
     }
 }

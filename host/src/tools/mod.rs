@@ -12,6 +12,7 @@ pub mod exit_plan_mode;
 mod pipeline;
 mod registry;
 pub mod shells;
+pub mod skill;
 pub mod structured_output;
 pub mod web_search;
 
@@ -25,6 +26,7 @@ pub const HOST_TOOLS: &[&str] = &[
     web_search::WEB_SEARCH_TOOL,
     shells::BASH_OUTPUT_TOOL,
     shells::KILL_SHELL_TOOL,
+    skill::SKILL_TOOL,
     crate::agent::STRUCTURED_OUTPUT_TOOL,
 ];
 pub use pipeline::{PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline};

@@ -16,6 +16,7 @@
 
 mod ask;
 mod results;
+mod skill;
 mod stages;
 
 pub use ask::{PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT};
@@ -60,6 +61,9 @@ pub struct ToolPipeline {
     structured_results: bool,
     /// Memory that joins beside the first Read of a file it covers.
     memory: Option<Arc<crate::memory::NestedMemory>>,
+    /// What the Skill tool and `/name` start, and what started skills
+    /// pre-approved.
+    skills: skill::Skills,
 }
 
 impl ToolPipeline {
@@ -78,6 +82,7 @@ impl ToolPipeline {
             session_id: String::new(),
             structured_results: false,
             memory: None,
+            skills: skill::Skills::default(),
         }
     }
 
@@ -203,10 +208,10 @@ impl ToolPipeline {
     async fn prepare_call(self: Arc<Self>, call: ToolCall) -> Preparation {
         let tool = match self.lookup(&call) {
             Ok(tool) => tool,
-            Err(result) => return Preparation::Failed(*result),
+            Err(result) => return Preparation::Failed(result),
         };
         if let Err(result) = self.validate(&tool, &call) {
-            return Preparation::Failed(*result);
+            return Preparation::Failed(result);
         }
         match self.plan(&tool, &call).await {
             Ok((handle, plan)) => Preparation::Ready(Box::new(PreparedCall {
@@ -216,19 +221,34 @@ impl ToolPipeline {
                 call,
                 plan,
             })),
-            Err(result) => Preparation::Failed(*result),
+            Err(result) => Preparation::Failed(result),
+        }
+    }
+
+    /// A call the host makes on the model's behalf (a skill's
+    /// `` !`command` ``): every stage a model's call goes through.
+    async fn run_nested(&self, call: ToolCall) -> ToolCallResult {
+        let tool = match self.lookup(&call) {
+            Ok(tool) => tool,
+            Err(result) => return *result,
+        };
+        if let Err(result) = self.validate(&tool, &call) {
+            return *result;
+        }
+        match self.plan(&tool, &call).await {
+            Ok((handle, plan)) => self.run_call(tool, handle, call, plan).await,
+            Err(result) => *result,
         }
     }
 
     /// pre-hooks → decide → ask → call → sweep → post-hooks → spill.
-    async fn run_call(&self, prepared: PreparedCall) -> ToolCallResult {
-        let PreparedCall {
-            tool,
-            handle,
-            call,
-            plan,
-            ..
-        } = prepared;
+    async fn run_call(
+        &self,
+        tool: Arc<RegisteredTool>,
+        handle: ToolHandle,
+        call: ToolCall,
+        plan: CallPlan,
+    ) -> ToolCallResult {
         let hooked = match self.pre_hooks(&tool, handle, call, plan).await {
             Ok(hooked) => hooked,
             Err(result) => return *result,
@@ -286,8 +306,14 @@ impl ReadyCall for PreparedCall {
     }
 
     fn run(self: Box<Self>) -> BoxFuture<'static, ToolCallResult> {
-        let pipeline = self.pipeline.clone();
-        async move { pipeline.run_call(*self).await }.boxed()
+        let PreparedCall {
+            pipeline,
+            tool,
+            handle,
+            call,
+            plan,
+        } = *self;
+        async move { pipeline.run_call(tool, handle, call, plan).await }.boxed()
     }
 }
 

@@ -52,6 +52,7 @@ pub(super) fn to_result(id: &str, output: ToolOutput) -> ToolCallResult {
             .filter(Value::is_object),
         denial: None,
         hooks: Default::default(),
+        follow_up: None,
     }
 }
 
@@ -120,6 +121,7 @@ pub(super) fn hook_denied(call: &ToolCall, reason: String) -> ToolCallResult {
             interrupts_turn: false,
         })),
         hooks: HookNotes::default(),
+        follow_up: None,
     }
 }
 

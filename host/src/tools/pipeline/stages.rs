@@ -8,7 +8,9 @@ use super::results::{
 };
 use crate::agent::{HookNotes, PermissionDenial, ToolCall, ToolCallResult};
 use crate::model::ToolResultContent;
-use crate::policy::{AuditEntry, Basis, CallRequest, HookAnswer, Verdict, protected_entries};
+use crate::policy::{
+    AuditEntry, Basis, CallRequest, HookAnswer, Outcome, Verdict, protected_entries,
+};
 use crate::sandbox::{
     CallContext, CallPlan, Grant, HookEvent, HookEventKind, HookPermission, ToolFailure,
 };
@@ -228,8 +230,14 @@ impl ToolPipeline {
         plan: &CallPlan,
         hook: HookAnswer,
     ) -> Verdict {
-        self.policy
-            .decide(&CallRequest::new(&call.name, &plan.needs, &tool.ceiling).with_hook(hook))
+        let ceiling = self.skill_ceiling(call).unwrap_or(&tool.ceiling);
+        let request = CallRequest::new(&call.name, &plan.needs, ceiling).with_hook(hook);
+        let verdict = self.policy.decide(&request);
+        // What a started skill pre-approved answers only what would be asked.
+        match (&verdict.outcome, self.skills.widened()) {
+            (Outcome::Ask(_), Some(wider)) => wider.decide(&request),
+            _ => verdict,
+        }
     }
 
     /// call: the sandboxed call holding exactly `grant`.
@@ -241,6 +249,9 @@ impl ToolPipeline {
         grant: &Grant,
     ) -> ToolCallResult {
         tracing::debug!(tool = %call.name, id = %call.id, granted = ?grant.describe(), "calling tool");
+        if self.runs_skill(call) {
+            return Box::pin(self.call_skill(call)).await;
+        }
         let limits = tool.limits.as_ref().unwrap_or(&self.limits);
         let context = CallContext {
             tool_use_id: call.id.clone(),

@@ -1,0 +1,185 @@
+//! Skills and custom commands, started by the model's Skill call or by the
+//! user's `/name`. Starting one puts its arguments and the session's values
+//! into its body and runs each `` !`command` `` span as a Bash call through
+//! this pipeline — the rules, hooks, OS sandbox and approval of a Bash call
+//! the model makes, never around them — its output taking the span's
+//! place. A span that is refused or fails stops the skill, which says why.
+//!
+//! A skill's `allowed-tools` are allow rules from the moment it starts, for
+//! the rest of the session, as in Claude Code — only for a skill from the
+//! user's own folders or from a trusted workspace, so a cloned repository
+//! cannot grant itself tools. They answer only what the policy would ask:
+//! a deny rule, a protected path or plan mode still refuse.
+
+use super::ToolPipeline;
+use super::results::result_text;
+use crate::agent::{ToolCall, ToolCallResult};
+use crate::commands::expand::{ShellSpan, fill, shell_spans};
+use crate::commands::{CustomCommand, CustomCommands, Origin};
+use crate::model::ToolResultContent;
+use crate::policy::{Ceiling, Policy, Rule, RuleKind, RuleSource, SourceKind};
+use crate::tools::skill::SKILL_TOOL;
+use serde_json::json;
+use std::sync::{Arc, LazyLock, RwLock};
+
+/// The ceiling of a skill that only describes itself: its start is allowed.
+static PLAIN_SKILL: LazyLock<Ceiling> = LazyLock::new(Ceiling::none);
+
+#[derive(Default)]
+pub(super) struct Skills {
+    catalogue: Option<Arc<CustomCommands>>,
+    /// Whether the project's skills may pre-approve tools.
+    workspace_trusted: bool,
+    /// The session's policy with every started skill's `allowed-tools`.
+    widened: RwLock<Option<Arc<Policy>>>,
+}
+
+impl Skills {
+    pub(super) fn widened(&self) -> Option<Arc<Policy>> {
+        self.widened.read().ok().and_then(|w| w.clone())
+    }
+}
+
+impl ToolPipeline {
+    /// What the Skill tool and `/name` start; `workspace_trusted` lets the
+    /// project's skills pre-approve tools.
+    pub fn with_skills(mut self, catalogue: Arc<CustomCommands>, workspace_trusted: bool) -> Self {
+        self.skills.catalogue = Some(catalogue);
+        self.skills.workspace_trusted = workspace_trusted;
+        self
+    }
+
+    pub(super) fn runs_skill(&self, call: &ToolCall) -> bool {
+        call.name == SKILL_TOOL && self.skills.catalogue.is_some()
+    }
+
+    /// A Skill call naming a skill that only describes itself is decided
+    /// without the tool's asking ceiling.
+    pub(super) fn skill_ceiling(&self, call: &ToolCall) -> Option<&'static Ceiling> {
+        if call.name != SKILL_TOOL {
+            return None;
+        }
+        let entry = self.skills.catalogue.as_ref()?.get(skill_name(call))?;
+        (!entry.asks).then_some(&*PLAIN_SKILL)
+    }
+
+    /// The model's Skill call, allowed: the skill's instructions follow the
+    /// result, as Claude Code sends them.
+    pub(super) async fn call_skill(&self, call: &ToolCall) -> ToolCallResult {
+        let name = skill_name(call);
+        let Some(entry) = self.skills.catalogue.as_ref().and_then(|c| c.get(name)) else {
+            return ToolCallResult::error(&call.id, format!("Unknown skill: {name}"));
+        };
+        if !entry.model_invocable {
+            return ToolCallResult::error(
+                &call.id,
+                format!(
+                    "Skill {name} cannot be used with Skill tool due to disable-model-invocation"
+                ),
+            );
+        }
+        let args = call.input["args"].as_str().unwrap_or_default().trim();
+        match self.start(entry, args).await {
+            Ok(instructions) => {
+                let mut structured = json!({"success": true, "commandName": entry.name});
+                if !entry.allowed_tools.is_empty() {
+                    structured["allowedTools"] = json!(entry.allowed_tools);
+                }
+                ToolCallResult {
+                    tool_use_id: call.id.clone(),
+                    content: ToolResultContent::Text(format!("Launching skill: {}", entry.name)),
+                    is_error: false,
+                    structured: Some(structured),
+                    denial: None,
+                    hooks: Default::default(),
+                    follow_up: Some(instructions),
+                }
+            }
+            Err(message) => ToolCallResult {
+                tool_use_id: call.id.clone(),
+                content: ToolResultContent::Text(message),
+                is_error: true,
+                structured: None,
+                denial: None,
+                hooks: Default::default(),
+                follow_up: None,
+            },
+        }
+    }
+
+    /// Starts `entry` with `args`: its pre-approvals take effect, then its
+    /// spans run in order. Returns its instructions, or why it stopped.
+    pub async fn start(&self, entry: &CustomCommand, args: &str) -> Result<String, String> {
+        self.grant_allowed_tools(entry)?;
+        let text = entry.instructions(args, &self.session_id);
+        let spans = shell_spans(&text);
+        let mut outputs = Vec::with_capacity(spans.len());
+        for span in &spans {
+            outputs.push(self.run_span(span).await?);
+        }
+        Ok(fill(&text, &spans, &outputs))
+    }
+
+    async fn run_span(&self, span: &ShellSpan) -> Result<String, String> {
+        let call = ToolCall {
+            id: format!("skill_{}", uuid::Uuid::new_v4().simple()),
+            name: "Bash".into(),
+            input: json!({"command": span.command}),
+            invalid_input: None,
+        };
+        let result = self.run_nested(call).await;
+        let text = result_text(&result.content);
+        let text = text
+            .strip_prefix("<tool_use_error>")
+            .and_then(|t| t.strip_suffix("</tool_use_error>"))
+            .unwrap_or(&text);
+        match (result.denial.is_some(), result.is_error) {
+            (true, _) => Err(format!(
+                "Shell command permission check failed for pattern \"{}\": {text}",
+                span.pattern
+            )),
+            (false, true) => Err(format!(
+                "Shell command failed for pattern \"{}\": {text}",
+                span.pattern
+            )),
+            (false, false) => Ok(text.trim_end().to_string()),
+        }
+    }
+
+    /// `entry`'s `allowed-tools` become allow rules, when its origin may
+    /// grant them; a rule that does not parse stops the skill.
+    fn grant_allowed_tools(&self, entry: &CustomCommand) -> Result<(), String> {
+        let may_grant = entry.origin == Origin::User || self.skills.workspace_trusted;
+        if entry.allowed_tools.is_empty() || !may_grant {
+            return Ok(());
+        }
+        let source = RuleSource {
+            kind: match entry.origin {
+                Origin::User => SourceKind::User,
+                Origin::Project => SourceKind::Project,
+            },
+            file: Some(entry.path.clone()),
+        };
+        let anchors = self.policy.anchors();
+        let rules = entry
+            .allowed_tools
+            .iter()
+            .map(|text| Rule::parse(text, RuleKind::Allow, source.clone(), &anchors))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("Skill {}: allowed-tools: {e}", entry.name))?;
+        let Ok(mut widened) = self.skills.widened.write() else {
+            return Err("the session's skill approvals are unusable".into());
+        };
+        let base = widened.as_deref().unwrap_or(&self.policy);
+        *widened = Some(Arc::new(base.with_allows(rules)));
+        Ok(())
+    }
+}
+
+fn skill_name(call: &ToolCall) -> &str {
+    call.input["skill"]
+        .as_str()
+        .unwrap_or_default()
+        .trim()
+        .trim_start_matches('/')
+}
