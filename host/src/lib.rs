@@ -14,6 +14,7 @@ pub mod model;
 pub mod output;
 pub mod plugins;
 pub mod policy;
+pub mod prompt;
 pub mod sandbox;
 pub mod session;
 pub mod settings;

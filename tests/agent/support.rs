@@ -184,6 +184,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
                 agents: Vec::new(),
                 slash_commands: vec!["compact".into()],
                 skills: Vec::new(),
+                output_style: "default".into(),
             },
         )
         .with_hook_events(true),

@@ -158,6 +158,21 @@ SCENARIOS["skill-slash-manual"] = (SKILL_FILES, DONE, SKILL_TOOLS)
 PROMPTS["skill-slash-manual"] = "/manual"
 
 
+# Output styles: built in, and a custom one from an output-styles folder.
+STYLE_FILES = {
+    "ws/.claude/output-styles/pirate.md": (
+        "---\nname: Pirate\ndescription: Talks like a pirate\n---\nAnswer as a pirate would.\n"
+    ),
+    "home/.claude/output-styles/terse.md": (
+        "---\nname: Terse\ndescription: Short answers\nkeep-coding-instructions: true\n---\n"
+        "Answer in as few words as you can.\n"
+    ),
+}
+for style in ["default", "Explanatory", "Learning", "Pirate", "Terse"]:
+    SCENARIOS[f"output-style-{style.lower()}"] = (
+        STYLE_FILES, DONE, ["--tools", "Read", "--settings", json.dumps({"outputStyle": style})])
+
+
 def record(name):
     files, script, args, *extra = SCENARIOS[name]
     extra_env = extra[0] if extra else {}

@@ -5,6 +5,7 @@
 mod commands;
 mod memory;
 mod skills;
+mod styles;
 mod support;
 
 use scripted_server::{Block, Reply, ScriptedServer};

@@ -41,7 +41,7 @@ pub use loop_hooks::{
     BatchCall, BatchDecision, CompactTrigger, LoopHooks, NoLoopHooks, PreCompactDecision,
     StopDecision, StopHookInput,
 };
-pub use prompt::{system_prompt, today};
+pub use prompt::today;
 pub use query::{QueryConfig, QueryDeps, QueryOutcome, RunError, query};
 pub use state::{State, Terminal, Transition};
 pub use structured_output::{

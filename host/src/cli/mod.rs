@@ -8,7 +8,7 @@ pub mod print;
 
 use crate::agent::{
     ContextConfig, DEFAULT_STRUCTURED_OUTPUT_ATTEMPTS, HistoryLog, InputQueue, NoHistoryLog,
-    QueryConfig, QueryDeps, StructuredOutputConfig, system_prompt,
+    QueryConfig, QueryDeps, StructuredOutputConfig,
 };
 use crate::control::{
     ControlChannel, Controller, SdkMcpLine, SdkPrompter, SessionControl, TurnSlot,
@@ -675,6 +675,10 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 .collect()
         },
         skills: session.commands.skill_names(),
+        output_style: session
+            .output_style
+            .as_ref()
+            .map_or(crate::prompt::DEFAULT_STYLE.to_string(), |s| s.name.clone()),
     };
     let printer = SharedPrinter::new(
         Printer::new(cli.output_format, cli.verbose, std::io::stdout(), info)
@@ -702,10 +706,37 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     if env("CARAPACE_DISABLE_AUTO_COMPACT").is_some_and(|v| !v.is_empty() && v != "0") {
         context = context.without_autocompact();
     }
+    let environment = crate::prompt::Environment::detect(
+        cwd,
+        session
+            .pipeline
+            .policy()
+            .working_dirs()
+            .get(1..)
+            .unwrap_or_default(),
+        &model_name,
+        &crate::agent::today(),
+    );
+    let prompt_for = |tools: &[String]| {
+        session_system_prompt(
+            &cli,
+            &crate::prompt::PromptInputs {
+                environment: &environment,
+                tools,
+                style: session.output_style.as_ref(),
+                environment_elsewhere: cli.exclude_dynamic_system_prompt_sections,
+            },
+            main_agent,
+        )
+    };
+    let mut user_context = session.user_context.clone();
+    if cli.exclude_dynamic_system_prompt_sections {
+        user_context.push(crate::prompt::environment_reminder(&environment));
+    }
     let mut config = QueryConfig {
         model: model_name,
         fallback_models: cli.fallback_model.clone(),
-        system_prompt: session_system_prompt(&cli, cwd, &tool_names, main_agent)?,
+        system_prompt: prompt_for(&tool_names)?,
         max_tokens,
         max_turns: cli.max_turns,
         retry: RetryPolicy {
@@ -742,7 +773,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         },
         // As Claude Code: `high` unless said, for the models that take it.
         effort: Some(cli.effort.unwrap_or(crate::model::Effort::High)),
-        user_context: session.user_context.clone(),
+        user_context,
         thinking: crate::model::ThinkingChoice::from_knobs(
             cli.unsupported.thinking.as_deref(),
             cli.unsupported.max_thinking_tokens.as_deref(),
@@ -842,7 +873,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             if !session.sdk_mcp_servers.is_empty() {
                 connect_sdk_servers(&session, &controller).await?;
                 let tools: Vec<String> = loop_tools.specs().into_iter().map(|s| s.name).collect();
-                config.system_prompt = session_system_prompt(&cli, cwd, &tools, main_agent)?;
+                config.system_prompt = prompt_for(&tools)?;
                 let servers = controller
                     .session
                     .mcp_servers
@@ -1021,17 +1052,16 @@ fn main_agent<'s>(
 /// flags give, with the appended text after it.
 fn session_system_prompt(
     cli: &Cli,
-    cwd: &std::path::Path,
-    tools: &[String],
+    inputs: &crate::prompt::PromptInputs<'_>,
     agent: Option<&crate::subagents::AgentDefinition>,
 ) -> anyhow::Result<String> {
     let mut prompt = match (&cli.system_prompt, &cli.system_prompt_file, agent) {
         (Some(text), _, _) => text.clone(),
         (None, Some(path), _) => std::fs::read_to_string(path)
             .with_context(|| format!("--system-prompt-file {}", path.display()))?,
-        // As a child's: the agent's prompt, then the environment.
-        (None, None, Some(agent)) => format!("{}\n\n{}", agent.prompt, system_prompt(cwd, tools)),
-        (None, None, None) => system_prompt(cwd, tools),
+        // As a child's: the agent's prompt, then how tools run and where.
+        (None, None, Some(agent)) => crate::prompt::child_prompt(&agent.prompt, inputs.environment),
+        (None, None, None) => crate::prompt::system_prompt(inputs),
     };
     if let Some(extra) = cli
         .append_system_prompt

@@ -42,6 +42,8 @@ pub struct RunInfo {
     pub slash_commands: Vec<String>,
     /// The session's skills (`skills`).
     pub skills: Vec<String>,
+    /// The output style in use (`output_style`).
+    pub output_style: String,
 }
 
 pub struct Printer<W: Write + Send> {
@@ -108,7 +110,7 @@ impl<W: Write + Send> Printer<W> {
             "slash_commands": self.info.slash_commands,
             "apiKeySource": self.info.api_key_source,
             "carapace_version": env!("CARGO_PKG_VERSION"),
-            "output_style": "default",
+            "output_style": self.info.output_style,
             "agents": self.info.agents,
             "skills": self.info.skills,
             "plugins": self.info.plugins,
@@ -622,6 +624,7 @@ mod tests {
                 agents: Vec::new(),
                 slash_commands: Vec::new(),
                 skills: Vec::new(),
+                output_style: "default".into(),
             },
         )
     }

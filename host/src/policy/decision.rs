@@ -299,6 +299,11 @@ impl Policy {
         &self.rules
     }
 
+    /// The working directories, symlinks resolved: the session's own first.
+    pub fn working_dirs(&self) -> &[PathBuf] {
+        &self.working_dirs
+    }
+
     /// What a rule written for this session resolves relative paths against.
     pub fn anchors(&self) -> rules::Anchors {
         let cwd = self.working_dirs.first().cloned().unwrap_or_default();

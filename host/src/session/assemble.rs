@@ -570,6 +570,7 @@ impl SessionBuilder {
             registry.add_native(crate::subagents::definition(&agents), agent.clone())?;
         }
         let catalogue = Arc::new(self.catalogue(&cwd, &home, &settings, &mut warnings));
+        let output_style = self.output_style(&cwd, &home, &settings, &mut warnings);
         let skill_named =
             matches!(&self.tools, ToolSet::Only(names) if names.iter().any(|n| n == SKILL_TOOL));
         if !matches!(self.tools, ToolSet::Plugin(_))
@@ -707,6 +708,7 @@ impl SessionBuilder {
             egress,
             user_context,
             commands: catalogue,
+            output_style,
         })
     }
 }
@@ -725,13 +727,7 @@ impl SessionBuilder {
         if !self.skills {
             return CustomCommands::default();
         }
-        let (project, user) = match self.setting_sources.as_deref() {
-            None => (true, true),
-            Some(kinds) => (
-                kinds.contains(&SourceKind::Project),
-                kinds.contains(&SourceKind::User),
-            ),
-        };
+        let (project, user) = self.project_and_user();
         let loaded = CustomCommands::load(&Folders::of(cwd, home, project, user));
         warnings.extend(loaded.warnings.iter().cloned());
         for entry in loaded.granting_from_project() {
@@ -742,6 +738,35 @@ impl SessionBuilder {
             );
         }
         loaded
+    }
+
+    /// The style `outputStyle` names, from the folders of the settings
+    /// sources that load; one that cannot be found is a warning.
+    fn output_style(
+        &self,
+        cwd: &Path,
+        home: &Path,
+        settings: &Settings,
+        warnings: &mut Vec<String>,
+    ) -> Option<crate::prompt::OutputStyle> {
+        let name = settings.output_style.as_deref()?;
+        let (project, user) = self.project_and_user();
+        let folders = crate::prompt::style_folders(cwd, home, project, user);
+        crate::prompt::find_style(name, &folders)
+            .map_err(|why| warnings.push(why))
+            .ok()
+            .flatten()
+    }
+
+    /// Whether the project's files and the user's load (`--setting-sources`).
+    fn project_and_user(&self) -> (bool, bool) {
+        match self.setting_sources.as_deref() {
+            None => (true, true),
+            Some(kinds) => (
+                kinds.contains(&SourceKind::Project),
+                kinds.contains(&SourceKind::User),
+            ),
+        }
     }
 
     /// The session's agent types: built in, the user's files, the

@@ -94,6 +94,8 @@ pub struct Session {
     pub user_context: Vec<String>,
     /// The skills and custom commands `/name` and the Skill tool start.
     pub commands: Arc<crate::commands::CustomCommands>,
+    /// The output style `outputStyle` chose (`None`: the default).
+    pub output_style: Option<crate::prompt::OutputStyle>,
 }
 
 /// How a session started, as SessionStart hooks are told (`source`).

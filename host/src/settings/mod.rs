@@ -48,6 +48,8 @@ struct SettingsFile {
     model: Option<String>,
     /// Extended thinking on (the default) or off.
     always_thinking_enabled: Option<bool>,
+    /// The output style's name.
+    output_style: Option<String>,
     /// The agent type the main thread runs as (`--agent` overrides it).
     agent: Option<String>,
     #[serde(default)]
@@ -164,6 +166,8 @@ pub struct Settings {
     pub model: Option<String>,
     /// `alwaysThinkingEnabled` (the first file that says).
     pub always_thinking: Option<bool>,
+    /// `outputStyle` (the first file that says).
+    pub output_style: Option<String>,
     /// The agent type the session runs as (a project's only when the
     /// workspace is trusted: it replaces the system prompt).
     pub agent: Option<String>,
@@ -292,6 +296,9 @@ impl Settings {
             }
             if settings.always_thinking.is_none() {
                 settings.always_thinking = file.always_thinking_enabled;
+            }
+            if settings.output_style.is_none() {
+                settings.output_style = file.output_style;
             }
             if settings.model.is_none() {
                 settings.model = file.model;

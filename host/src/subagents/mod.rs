@@ -298,11 +298,13 @@ impl SubagentRunner {
         {
             config.model = model.trim().to_string();
         }
-        config.system_prompt = format!(
-            "{}\n\n{}",
-            agent.prompt,
-            crate::agent::system_prompt(&self.cwd, tools.names())
+        let environment = crate::prompt::Environment::detect(
+            &self.cwd,
+            &[],
+            &config.model,
+            &crate::agent::today(),
         );
+        config.system_prompt = crate::prompt::child_prompt(&agent.prompt, &environment);
         let hooks = ChildHooks {
             hooks: self.hooks.clone(),
             agent: (agent_id.clone(), agent_type.to_string()),
