@@ -771,10 +771,21 @@ fn claude_codes_flags_are_honoured_or_refused_by_name() -> TestResult {
         request.headers.get("anthropic-beta").map(String::as_str),
         Some("b-one,b-two,interleaved-thinking-2025-05-14,context-management-2025-06-27")
     );
+    // The environment moved out of the system prompt, before the prompt.
+    let blocks = request.body["messages"][0]["content"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(
-        request.body["messages"][0]["content"][1]["text"],
-        "/compact"
+        blocks.last().map(|b| b["text"].clone()),
+        Some(json!("/compact"))
     );
+    assert!(blocks.iter().any(|b| {
+        b["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("# Environment"))
+    }));
+    assert!(!request.body["system"].to_string().contains("# Environment"));
     assert!(std::fs::read_to_string(&log)?.contains("timing"));
     assert!(!String::from_utf8_lossy(&output.stderr).contains("timing"));
     let transcript = std::fs::read_dir(config.join("projects"))?

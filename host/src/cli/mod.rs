@@ -706,17 +706,19 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     if env("CARAPACE_DISABLE_AUTO_COMPACT").is_some_and(|v| !v.is_empty() && v != "0") {
         context = context.without_autocompact();
     }
-    let environment = crate::prompt::Environment::detect(
-        cwd,
-        session
-            .pipeline
-            .policy()
-            .working_dirs()
-            .get(1..)
-            .unwrap_or_default(),
-        &model_name,
-        &crate::agent::today(),
-    );
+    // The user's other working directories, not the session's own.
+    let own = std::fs::canonicalize(&session.dir).unwrap_or_else(|_| session.dir.clone());
+    let other_dirs: Vec<std::path::PathBuf> = session
+        .pipeline
+        .policy()
+        .working_dirs()
+        .iter()
+        .skip(1)
+        .filter(|d| !d.starts_with(&own) && !d.starts_with(&session.dir))
+        .cloned()
+        .collect();
+    let environment =
+        crate::prompt::Environment::detect(cwd, &other_dirs, &model_name, &crate::agent::today());
     let prompt_for = |tools: &[String]| {
         session_system_prompt(
             &cli,
