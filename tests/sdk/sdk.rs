@@ -7,6 +7,7 @@
 
 #[path = "../e2e/support.rs"]
 mod support;
+mod ts;
 
 use scripted_server::{Block, Reply, ScriptedServer};
 use serde_json::{Value, json};

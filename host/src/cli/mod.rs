@@ -10,6 +10,7 @@ use crate::agent::{
     ContextConfig, DEFAULT_STRUCTURED_OUTPUT_ATTEMPTS, HistoryLog, InputQueue, NoHistoryLog,
     QueryConfig, QueryDeps, StructuredOutputConfig,
 };
+use crate::control::start::Start;
 use crate::control::{
     ControlChannel, Controller, SdkMcpLine, SdkPrompter, SessionControl, TurnSlot,
 };
@@ -218,7 +219,7 @@ pub struct Cli {
     pub allow_dangerously_skip_permissions: bool,
 
     /// Which settings files load, comma-separated: user, project, local
-    /// (managed settings and --settings always do).
+    /// (managed settings and --settings always do); empty: none of them.
     #[arg(long, value_delimiter = ',')]
     pub setting_sources: Option<Vec<String>>,
 
@@ -536,6 +537,8 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Some(names) => Some(
             names
                 .iter()
+                // `--setting-sources=` (the TypeScript SDK's `[]`): none.
+                .filter(|name| !name.trim().is_empty())
                 .map(|name| match name.trim() {
                     "user" => Ok(crate::policy::SourceKind::User),
                     "project" => Ok(crate::policy::SourceKind::Project),
@@ -719,9 +722,10 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         .collect();
     let environment =
         crate::prompt::Environment::detect(cwd, &other_dirs, &model_name, &crate::agent::today());
-    let prompt_for = |tools: &[String]| {
+    let mut prompt_choice = PromptChoice::from_flags(&cli)?;
+    let prompt_for = |choice: &PromptChoice, tools: &[String]| {
         session_system_prompt(
-            &cli,
+            choice,
             &crate::prompt::PromptInputs {
                 environment: &environment,
                 tools,
@@ -738,7 +742,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let mut config = QueryConfig {
         model: model_name,
         fallback_models: cli.fallback_model.clone(),
-        system_prompt: prompt_for(&tool_names)?,
+        system_prompt: prompt_for(&prompt_choice, &tool_names),
         max_tokens,
         max_turns: cli.max_turns,
         retry: RetryPolicy {
@@ -862,6 +866,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                                 .map_err(|e| e.to_string())
                         })
                     }),
+                    start: Default::default(),
                 },
             });
             let reader = tokio::io::BufReader::new(tokio::io::stdin());
@@ -871,11 +876,27 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 printer.clone(),
                 Some(controller.clone()),
             ));
+            // What the TypeScript SDK's `initialize` sets, before the first
+            // turn and the init line.
+            let mut sdk_servers = session.sdk_mcp_servers.clone();
+            if let Start::Initialized(options) = controller.session.start.settled().await {
+                prompt_choice = prompt_choice.with_start(&options);
+                for name in options.sdk_mcp_servers {
+                    if !sdk_servers.contains(&name) {
+                        sdk_servers.push(name);
+                    }
+                }
+                config.system_prompt = prompt_for(&prompt_choice, &tool_names);
+                let agents = agent_tool.agent_names();
+                if !agents.is_empty() {
+                    printer.update_info(|info| info.agents = agents);
+                }
+            }
             // The SDK's in-process MCP servers, now that it can answer.
-            if !session.sdk_mcp_servers.is_empty() {
-                connect_sdk_servers(&session, &controller).await?;
+            if !sdk_servers.is_empty() {
+                connect_sdk_servers(&session, &sdk_servers, &controller).await?;
                 let tools: Vec<String> = loop_tools.specs().into_iter().map(|s| s.name).collect();
-                config.system_prompt = prompt_for(&tools)?;
+                config.system_prompt = prompt_for(&prompt_choice, &tools);
                 let servers = controller
                     .session
                     .mcp_servers
@@ -993,9 +1014,12 @@ fn spawn_signal_handler(abort: CancellationToken) {
 /// Connects the SDK's in-process MCP servers through the control protocol
 /// and offers their tools; a server that does not answer is reported, as
 /// any server that fails to start.
-async fn connect_sdk_servers(session: &Session, controller: &Controller) -> anyhow::Result<()> {
-    let lines = session
-        .sdk_mcp_servers
+async fn connect_sdk_servers(
+    session: &Session,
+    names: &[String],
+    controller: &Controller,
+) -> anyhow::Result<()> {
+    let lines = names
         .iter()
         .map(|name| {
             let line: Arc<dyn crate::sandbox::mcp::McpLine> =
@@ -1050,32 +1074,61 @@ fn main_agent<'s>(
     }
 }
 
-/// carapace's system prompt (the main agent's before it), or the one the
-/// flags give, with the appended text after it.
+/// What replaces or extends carapace's system prompt: the flags, then the
+/// TypeScript SDK's `initialize`.
+#[derive(Debug, Clone, Default)]
+struct PromptChoice {
+    replace: Option<String>,
+    append: Option<String>,
+}
+
+impl PromptChoice {
+    fn from_flags(cli: &Cli) -> anyhow::Result<Self> {
+        let replace = match (&cli.system_prompt, &cli.system_prompt_file) {
+            (Some(text), _) => Some(text.clone()),
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("--system-prompt-file {}", path.display()))?,
+            ),
+            (None, None) => None,
+        };
+        Ok(Self {
+            replace,
+            append: cli.append_system_prompt.clone(),
+        })
+    }
+
+    fn with_start(mut self, options: &crate::control::start::StartOptions) -> Self {
+        if let Some(replacement) = options.replacement() {
+            self.replace = Some(replacement);
+        }
+        if let Some(append) = &options.append_system_prompt {
+            self.append = Some(append.clone());
+        }
+        self
+    }
+}
+
+/// carapace's system prompt (the main agent's before it), or the one
+/// chosen instead, with the appended text after it.
 fn session_system_prompt(
-    cli: &Cli,
+    choice: &PromptChoice,
     inputs: &crate::prompt::PromptInputs<'_>,
     agent: Option<&crate::subagents::AgentDefinition>,
-) -> anyhow::Result<String> {
-    let mut prompt = match (&cli.system_prompt, &cli.system_prompt_file, agent) {
-        (Some(text), _, _) => text.clone(),
-        (None, Some(path), _) => std::fs::read_to_string(path)
-            .with_context(|| format!("--system-prompt-file {}", path.display()))?,
+) -> String {
+    let mut prompt = match (&choice.replace, agent) {
+        (Some(text), _) => text.clone(),
         // As a child's: the agent's prompt, then how tools run and where.
-        (None, None, Some(agent)) => crate::prompt::child_prompt(&agent.prompt, inputs.environment),
-        (None, None, None) => crate::prompt::system_prompt(inputs),
+        (None, Some(agent)) => crate::prompt::child_prompt(&agent.prompt, inputs.environment),
+        (None, None) => crate::prompt::system_prompt(inputs),
     };
-    if let Some(extra) = cli
-        .append_system_prompt
-        .as_deref()
-        .filter(|e| !e.is_empty())
-    {
+    if let Some(extra) = choice.append.as_deref().filter(|e| !e.is_empty()) {
         if !prompt.is_empty() {
             prompt.push_str("\n\n");
         }
         prompt.push_str(extra);
     }
-    Ok(prompt)
+    prompt
 }
 
 fn env_number<T: std::str::FromStr>(

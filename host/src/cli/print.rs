@@ -514,6 +514,9 @@ pub async fn read_input_lines<R, W>(
                     }
                 }) {
                 Ok(Some(input)) => {
+                    if let Some(controller) = &controller {
+                        controller.session.start.without_initialize();
+                    }
                     sink.emit(AgentEvent::CommandLifecycle {
                         uuid: input.uuid.clone(),
                         state: CommandState::Queued,
@@ -533,6 +536,7 @@ pub async fn read_input_lines<R, W>(
         }
     }
     if let Some(controller) = controller {
+        controller.session.start.without_initialize();
         controller.channel.close();
     }
     queue.close();

@@ -10,6 +10,7 @@
 mod mcp;
 mod prompt;
 mod session;
+pub mod start;
 
 pub use mcp::SdkMcpLine;
 pub use prompt::SdkPrompter;

@@ -67,6 +67,8 @@ pub struct SessionControl {
     pub hooks: Arc<HookRuntime>,
     /// Takes the SDK's agent definitions (`initialize`'s `agents`).
     pub add_agents: Option<AgentAdder>,
+    /// Told what `initialize` set for the session's start.
+    pub start: super::start::StartSignal,
 }
 
 /// Adds agent types from their JSON (the `--agents` shape).
@@ -121,6 +123,7 @@ impl SessionControl {
     }
 
     fn initialize(&self, request: &Value, channel: &Arc<ControlChannel>) -> Result<Value, String> {
+        let options = super::start::StartOptions::of(request)?;
         let callbacks: Arc<dyn HookCallbacks> = channel.clone();
         let registered = self.hooks.add_callbacks(&request["hooks"], callbacks)?;
         if request["agents"].as_object().is_some_and(|a| !a.is_empty()) {
@@ -130,6 +133,7 @@ impl SessionControl {
             }
         }
         tracing::debug!(registered, "SDK hook callbacks");
+        self.start.initialized(options);
         let model = self
             .model
             .lock()

@@ -116,6 +116,19 @@ impl AgentTool {
         let _ = self.runner.set(runner);
     }
 
+    /// The agent types offered now (`system`/`init`'s `agents`).
+    pub fn agent_names(&self) -> Vec<String> {
+        self.runner
+            .get()
+            .and_then(|r| {
+                r.agents
+                    .read()
+                    .ok()
+                    .map(|a| a.iter().map(|a| a.name.clone()).collect())
+            })
+            .unwrap_or_default()
+    }
+
     /// The SDK's agents (`initialize`'s `agents`, the `--agents` shape);
     /// returns the tool's new definition to offer.
     pub fn add_agents(&self, value: &Value) -> Result<ToolDefinition, String> {

@@ -1,0 +1,195 @@
+//! carapace as the TypeScript Agent SDK's `pathToClaudeCodeExecutable`:
+//! `@anthropic-ai/claude-agent-sdk` (pinned in `tests/sdk/ts/package.json`,
+//! installed here with `npm ci`) drives the binary through
+//! `tests/sdk/ts/driver.mjs`. That SDK passes in `initialize` what the
+//! Python one passes as flags — the system prompt (`[""]` for none), the
+//! appended text, its in-process MCP servers, its agents — and sends the
+//! first prompt before `initialize` is answered (recorded against Claude
+//! Code 2.1.197: its argv and stdin are in the test below's comments).
+
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+type Failure = Box<dyn std::error::Error>;
+
+fn driver_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/sdk/ts")
+}
+
+/// `npm ci` once (tests run in parallel: a file lock orders them).
+fn installed() -> Result<(), Failure> {
+    let dir = driver_dir();
+    let lock = std::fs::File::create(std::env::temp_dir().join("carapace-ts-sdk-npm.lock"))?;
+    lock.lock()?;
+    if dir
+        .join("node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs")
+        .exists()
+    {
+        return Ok(());
+    }
+    // The SDK's own copy of Claude Code is an optional dependency: left out.
+    let out = Command::new("npm")
+        .args([
+            "ci",
+            "--no-audit",
+            "--no-fund",
+            "--omit=optional",
+            "--loglevel=error",
+            "--prefix",
+        ])
+        .arg(&dir)
+        .output()
+        .map_err(|e| format!("npm is required (the README's test command installs it): {e}"))?;
+    if !out.status.success() {
+        return Err(format!("npm ci failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    Ok(())
+}
+
+struct Drive {
+    lines: Vec<Value>,
+    server: ScriptedServer,
+    stderr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drive {
+    fn system(&self, n: usize) -> Value {
+        self.server
+            .requests()
+            .get(n)
+            .map(|r| r.body["system"].clone())
+            .unwrap_or_default()
+    }
+
+    fn result(&self) -> Result<&Value, String> {
+        self.lines
+            .iter()
+            .find(|l| l["type"] == "result")
+            .ok_or_else(|| format!("no result: {:?}\n{}", self.lines, self.stderr))
+    }
+}
+
+fn drive(scenario: &str, replies: Vec<Reply>) -> Result<Drive, Failure> {
+    installed()?;
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().join("ws");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&ws)?;
+    std::fs::create_dir_all(&home)?;
+    let server = ScriptedServer::start(replies)?;
+    let mut command = Command::new("node");
+    command.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    let output = command
+        .current_dir(driver_dir())
+        .arg("driver.mjs")
+        .arg(scenario)
+        .env("CARAPACE_BIN", env!("CARGO_BIN_EXE_carapace"))
+        .env("WS", &ws)
+        .env("HOME", &home)
+        .env("CARAPACE_CONFIG_DIR", home.join(".carapace"))
+        .env(
+            "CARAPACE_CACHE_DIR",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("carapace-cache"),
+        )
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .output()?;
+    let stdout = String::from_utf8(output.stdout)?;
+    let lines = stdout
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<Vec<Value>, _>>()
+        .map_err(|e| format!("the driver printed something else ({e}):\n{stdout}"))?;
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    if let Some(error) = lines.iter().find(|l| l["kind"] == "error") {
+        return Err(format!("{}\n{stderr}", error["error"]).into());
+    }
+    Ok(Drive {
+        lines,
+        server,
+        stderr,
+        _dir: dir,
+    })
+}
+
+fn system_text(system: &Value) -> String {
+    match system {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[test]
+fn no_system_prompt_option_sends_none() -> Result<(), Failure> {
+    // The SDK's `initialize` carries `"systemPrompt": [""]`; Claude Code
+    // then sends only its SDK identity line, carapace nothing of its own.
+    let run = drive("default", vec![Reply::text("ok")])?;
+    assert_eq!(run.result()?["result"], "ok");
+    let system = system_text(&run.system(0));
+    assert!(!system.contains("# How your tools run here"), "{system}");
+    Ok(())
+}
+
+#[test]
+fn the_preset_with_append_keeps_carapaces_prompt_and_adds_the_text() -> Result<(), Failure> {
+    let run = drive("preset", vec![Reply::text("ok")])?;
+    assert_eq!(run.result()?["result"], "ok");
+    let system = system_text(&run.system(0));
+    assert!(system.contains("# How your tools run here"), "{system}");
+    assert!(
+        system.trim_end().ends_with("APPENDED BY THE SDK"),
+        "{system}"
+    );
+    Ok(())
+}
+
+#[test]
+fn initialize_carries_the_prompt_the_sdk_tools_and_the_agents() -> Result<(), Failure> {
+    let call = Block::tool_use("toolu_add", "mcp__calc__add", json!({"a": 2, "b": 3}));
+    let run = drive(
+        "custom",
+        vec![Reply::tool_uses(vec![call]), Reply::text("five")],
+    )?;
+    assert_eq!(run.result()?["result"], "five", "{}", run.stderr);
+    assert_eq!(system_text(&run.system(0)), "CUSTOM PROMPT");
+    let requests = run.server.requests();
+    let offered: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(offered.contains(&"mcp__calc__add"), "{offered:?}");
+    let answered = requests[1].body["messages"].to_string();
+    assert!(
+        answered.contains("\"tool_use_id\":\"toolu_add\""),
+        "{answered}"
+    );
+    assert!(
+        answered.contains("\"5\"") || answered.contains("\"text\":\"5\""),
+        "{answered}"
+    );
+    let init = run
+        .lines
+        .iter()
+        .find(|l| l["subtype"] == "init")
+        .ok_or("no init line")?;
+    let agents: Vec<&str> = init["agents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(agents.contains(&"reviewer"), "{agents:?}");
+    Ok(())
+}

@@ -1,0 +1,64 @@
+// Drives the carapace binary through the TypeScript Agent SDK
+// (@anthropic-ai/claude-agent-sdk, pinned in package.json), for
+// tests/sdk/ts.rs.
+//
+//     node driver.mjs SCENARIO
+//
+// The environment says where things are: CARAPACE_BIN (the SDK's
+// pathToClaudeCodeExecutable), WS (the working directory),
+// ANTHROPIC_BASE_URL (the scripted server), CARAPACE_CONFIG_DIR and HOME.
+// Each message the SDK yields is printed as one JSON line; an exception
+// ends the scenario with {"kind": "error"} and exit code 3.
+
+import { query, tool, createSdkMcpServer } from '@anthropic-ai/claude-agent-sdk';
+import { z } from 'zod';
+
+const calc = createSdkMcpServer({
+  name: 'calc',
+  version: '1.0.0',
+  tools: [
+    tool('add', 'Adds two numbers', { a: z.number(), b: z.number() }, async ({ a, b }) => ({
+      content: [{ type: 'text', text: String(a + b) }],
+    })),
+  ],
+});
+
+const env = {
+  PATH: process.env.PATH,
+  HOME: process.env.HOME,
+  ANTHROPIC_API_KEY: 'test-key',
+  ANTHROPIC_BASE_URL: process.env.ANTHROPIC_BASE_URL,
+  CARAPACE_CONFIG_DIR: process.env.CARAPACE_CONFIG_DIR,
+};
+if (process.env.CARAPACE_CACHE_DIR) env.CARAPACE_CACHE_DIR = process.env.CARAPACE_CACHE_DIR;
+
+const base = {
+  pathToClaudeCodeExecutable: process.env.CARAPACE_BIN,
+  cwd: process.env.WS,
+  env,
+  model: 'claude-sonnet-4-5',
+  stderr: (text) => process.stderr.write(text),
+};
+
+const scenarios = {
+  // No systemPrompt: the SDK asks for none (`[""]`).
+  default: {},
+  preset: { systemPrompt: { type: 'preset', preset: 'claude_code', append: 'APPENDED BY THE SDK' } },
+  custom: {
+    systemPrompt: 'CUSTOM PROMPT',
+    mcpServers: { calc },
+    agents: { reviewer: { description: 'Reviews code', prompt: 'You review.', tools: ['Read'] } },
+    allowedTools: ['mcp__calc__add'],
+    settingSources: [],
+  },
+};
+
+const name = process.argv[2];
+try {
+  for await (const message of query({ prompt: 'hello', options: { ...base, ...scenarios[name] } })) {
+    console.log(JSON.stringify(message));
+  }
+} catch (error) {
+  console.log(JSON.stringify({ kind: 'error', error: String(error) }));
+  process.exit(3);
+}
