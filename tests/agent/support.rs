@@ -240,6 +240,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         transcript: None,
         turn: None,
         model: None,
+        overrides: None,
         slash_commands: true,
         commands: None,
         notifications: None,

@@ -193,3 +193,42 @@ fn initialize_carries_the_prompt_the_sdk_tools_and_the_agents() -> Result<(), Fa
     assert!(agents.contains(&"reviewer"), "{agents:?}");
     Ok(())
 }
+
+#[test]
+fn thinking_and_skills_change_between_turns_through_control_requests() -> Result<(), Failure> {
+    let run = drive(
+        "controls",
+        vec![Reply::text("one done"), Reply::text("two done")],
+    )?;
+    let commands = run
+        .lines
+        .iter()
+        .find(|l| l["kind"] == "commands")
+        .ok_or("no commands line")?;
+    let names: Vec<&str> = commands["commands"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert!(names.contains(&"first"), "{names:?}");
+    let reloaded = run
+        .lines
+        .iter()
+        .find(|l| l["kind"] == "reloaded")
+        .ok_or_else(|| format!("no reload: {:?}\n{}", run.lines, run.stderr))?;
+    assert!(reloaded.to_string().contains("\"second\""), "{reloaded}");
+    let requests = run.server.requests();
+    assert_eq!(requests.len(), 2, "{}", run.stderr);
+    // set_max_thinking_tokens(0): thinking off from the first turn on.
+    assert_eq!(requests[0].body["thinking"], json!({"type": "disabled"}));
+    // The reloaded skills are listed to the model in the next request.
+    let listing = |n: usize| requests[n].body["messages"][0]["content"][0]["text"].to_string();
+    assert!(listing(0).contains("- first: The first skill") && !listing(0).contains("second"));
+    assert!(
+        listing(1).contains("- second: Added while running"),
+        "{}",
+        listing(1)
+    );
+    Ok(())
+}

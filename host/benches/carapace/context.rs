@@ -7,6 +7,7 @@
 use super::{BenchResult, report};
 use carapace::commands::{CustomCommands, Folders};
 use carapace::memory::{Memory, MemoryPlaces, MemorySources, context_reminder};
+use scripted_server::{Reply, ScriptedServer};
 use std::path::Path;
 use std::time::Instant;
 
@@ -66,6 +67,86 @@ fn lay_out(root: &Path) -> std::io::Result<std::path::PathBuf> {
     Ok(dir)
 }
 
+/// A `-p` run in `dir` (HOME `home`) to its end, against a server that
+/// answers at once: how long, and how large the first request was.
+fn one_run(
+    program: &Path,
+    dir: &Path,
+    home: &Path,
+    cache: &Path,
+) -> Result<(std::time::Duration, usize), Box<dyn std::error::Error>> {
+    let server = ScriptedServer::start(vec![Reply::text("ok")])?;
+    let started = Instant::now();
+    let out = std::process::Command::new(program)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("CARAPACE_CONFIG_DIR", home.join(".carapace"))
+        .env("CARAPACE_CACHE_DIR", cache)
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "bench")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .args(["-p", "hi", "--model", "claude-sonnet-4-5"])
+        .output()?;
+    let took = started.elapsed();
+    if !out.status.success() {
+        return Err(format!(
+            "{}: {}",
+            program.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    let size = server
+        .requests()
+        .first()
+        .map(|r| r.body.to_string().len())
+        .unwrap_or_default();
+    Ok((took, size))
+}
+
+/// Spawn to the end of a one-answer `-p` run, the context-heavy workspace
+/// beside an empty one (the difference is what the context adds), and the
+/// size of the first request; Claude Code's too when `CLAUDE` names its
+/// binary.
+fn spawn_benches(root: &Path, cwd: &Path, empty: &Path) -> BenchResult {
+    let cache = root.join("cache");
+    let home = root.join("home");
+    let empty_home = root.join("empty-home");
+    std::fs::create_dir_all(&empty_home)?;
+    let mut programs = vec![(
+        "carapace",
+        std::path::PathBuf::from(env!("CARGO_BIN_EXE_carapace")),
+        40,
+    )];
+    if let Some(claude) = std::env::var_os("CLAUDE") {
+        programs.push(("Claude Code", claude.into(), 10));
+    }
+    for (who, program, runs) in programs {
+        for (label, dir, home) in [
+            ("an empty workspace", empty, &empty_home),
+            ("30 memory files, 100 skills, 50 commands", cwd, &home),
+        ] {
+            one_run(&program, dir, home, &cache)?;
+            let mut samples = Vec::with_capacity(runs);
+            let mut size = 0;
+            for _ in 0..runs {
+                let (took, bytes) = one_run(&program, dir, home, &cache)?;
+                samples.push(took);
+                size = bytes;
+            }
+            report(
+                &format!("context: {who} -p, spawn to exit, {label}"),
+                &samples,
+                &format!("first request body {size} bytes"),
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn context_benches(work: &Path) -> BenchResult {
     let root = std::fs::canonicalize(work)?.join("context");
     let cwd = lay_out(&root)?;
@@ -106,5 +187,6 @@ pub fn context_benches(work: &Path) -> BenchResult {
             ),
         );
     }
+    spawn_benches(&root, &cwd, &empty)?;
     Ok(())
 }

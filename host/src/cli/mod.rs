@@ -12,7 +12,7 @@ use crate::agent::{
 };
 use crate::control::start::Start;
 use crate::control::{
-    ControlChannel, Controller, SdkMcpLine, SdkPrompter, SessionControl, TurnSlot,
+    ControlChannel, Controller, SdkMcpLine, SdkPrompter, SessionControl, SkillsControl, TurnSlot,
 };
 use crate::model::{AnthropicModel, Model, ReplayModel, RetryPolicy, price};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
@@ -794,6 +794,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let queue = Arc::new(InputQueue::new());
     let turn = TurnSlot::default();
     let model_cell = Arc::new(std::sync::Mutex::new(config.model.clone()));
+    let overrides = Arc::new(crate::control::turn::TurnOverrides::default());
     {
         // As Claude Code: a `system`/`status` line for every mode change,
         // whoever made it (the mode's gate tells).
@@ -867,6 +868,12 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                         })
                     }),
                     start: Default::default(),
+                    overrides: overrides.clone(),
+                    skills: Some(SkillsControl {
+                        pipeline: session.pipeline.clone(),
+                        user_context: config.user_context.clone(),
+                        listed: session.skills_listed,
+                    }),
                 },
             });
             let reader = tokio::io::BufReader::new(tokio::io::stdin());
@@ -934,9 +941,9 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             transcript: session.transcript.as_deref(),
             turn: Some(turn),
             model: Some(model_cell),
+            overrides: Some(overrides.clone()),
             slash_commands: !cli.disable_slash_commands,
             commands: (!cli.disable_slash_commands).then_some(print::SlashCommands {
-                catalogue: &session.commands,
                 pipeline: &session.pipeline,
             }),
             notifications: Some(queue.clone()),

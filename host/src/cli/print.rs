@@ -36,6 +36,8 @@ pub struct PrintSession<'a> {
     pub turn: Option<TurnSlot>,
     /// The model each turn uses (the SDK's `set_model` changes it).
     pub model: Option<Arc<std::sync::Mutex<String>>>,
+    /// What else the SDK changed for the turns to come.
+    pub overrides: Option<Arc<crate::control::turn::TurnOverrides>>,
     /// Whether `/compact` is a command (not with --disable-slash-commands).
     pub slash_commands: bool,
     /// Skills and custom commands as `/name` (none with
@@ -46,10 +48,10 @@ pub struct PrintSession<'a> {
     pub notifications: Option<Arc<InputQueue>>,
 }
 
-/// What `/name` starts, and the pipeline that runs a skill's commands.
+/// What `/name` starts (the pipeline's skills and commands as they are
+/// now), and the pipeline that runs a skill's commands.
 #[derive(Clone, Copy)]
 pub struct SlashCommands<'a> {
-    pub catalogue: &'a crate::commands::CustomCommands,
     pub pipeline: &'a crate::tools::ToolPipeline,
 }
 
@@ -71,6 +73,7 @@ pub async fn run_print<W: Write + Send + 'static>(
         transcript,
         turn,
         model,
+        overrides,
         slash_commands,
         commands,
         notifications,
@@ -166,18 +169,12 @@ pub async fn run_print<W: Write + Send + 'static>(
                     abort: turn_token,
                 };
                 let turn_config;
-                let config = match model
-                    .as_ref()
-                    .and_then(|m| m.lock().ok().map(|m| m.clone()))
-                {
-                    Some(name) if name != config.model => {
-                        turn_config = QueryConfig {
-                            model: name,
-                            ..config.clone()
-                        };
+                let config = match turn_changes(config, model.as_ref(), overrides.as_deref()) {
+                    Some(changed) => {
+                        turn_config = changed;
                         &turn_config
                     }
-                    _ => config,
+                    None => config,
                 };
                 let outcome = if let Some(instructions) =
                     compact_command(&input.text).filter(|_| slash_commands)
@@ -400,6 +397,35 @@ enum Expansion {
     Answer(String),
 }
 
+/// The configuration of the next turn, when the SDK changed something
+/// since the session started (`set_model`, `set_max_thinking_tokens`,
+/// `reload_skills`).
+fn turn_changes(
+    config: &QueryConfig,
+    model: Option<&Arc<std::sync::Mutex<String>>>,
+    overrides: Option<&crate::control::turn::TurnOverrides>,
+) -> Option<QueryConfig> {
+    let model = model
+        .and_then(|m| m.lock().ok().map(|m| m.clone()))
+        .filter(|name| *name != config.model);
+    let thinking = overrides.and_then(|o| o.thinking());
+    let context = overrides.and_then(|o| o.user_context());
+    if model.is_none() && thinking.is_none() && context.is_none() {
+        return None;
+    }
+    let mut changed = config.clone();
+    if let Some(model) = model {
+        changed.model = model;
+    }
+    if let Some(thinking) = thinking {
+        changed.thinking = thinking;
+    }
+    if let Some(context) = context {
+        changed.user_context = context;
+    }
+    Some(changed)
+}
+
 /// A skill or command is started here (its `` !`command` `` spans run);
 /// one that cannot start is answered with why, without a request.
 async fn expand(commands: Option<SlashCommands<'_>>, prompt: String) -> Expansion {
@@ -410,7 +436,8 @@ async fn expand(commands: Option<SlashCommands<'_>>, prompt: String) -> Expansio
             prompt,
         };
     };
-    match commands.catalogue.invocation(&prompt) {
+    let catalogue = commands.pipeline.catalogue().unwrap_or_default();
+    match catalogue.invocation(&prompt) {
         Invocation::Known { command, args } => {
             match commands.pipeline.start(command, &args).await {
                 Ok(instructions) => Expansion::Send {

@@ -49,6 +49,8 @@ pub struct CustomCommand {
     pub origin: Origin,
     pub description: Option<String>,
     pub when_to_use: Option<String>,
+    /// `argument-hint`, shown beside the name.
+    pub argument_hint: Option<String>,
     /// `allowed-tools`, as written (permission rules).
     pub allowed_tools: Vec<String>,
     /// `disable-model-invocation: true` makes this false.
@@ -105,6 +107,7 @@ impl CustomCommand {
             origin,
             description: text_of("description").or_else(|| first_line(body)),
             when_to_use: text_of("when_to_use"),
+            argument_hint: text_of("argument-hint"),
             allowed_tools: front
                 .get("allowed-tools")
                 .map(tool_list)

@@ -24,6 +24,8 @@ pub struct CustomCommands {
     /// In precedence order: the project's, then the user's.
     commands: Vec<CustomCommand>,
     pub warnings: Vec<String>,
+    /// Where they were read from (`reload` reads there again).
+    folders: Folders,
 }
 
 /// Where a catalogue is read from.
@@ -87,7 +89,10 @@ impl Eq for CustomCommand {}
 
 impl CustomCommands {
     pub fn load(folders: &Folders) -> Self {
-        let mut loaded = Self::default();
+        let mut loaded = Self {
+            folders: folders.clone(),
+            ..Self::default()
+        };
         for (folder, origin) in &folders.skills {
             loaded.load_skills(folder, *origin);
         }
@@ -95,6 +100,31 @@ impl CustomCommands {
             loaded.load_commands(folder, "", *origin);
         }
         loaded
+    }
+
+    /// The same folders read again (the SDK's `reload_skills`).
+    pub fn reload(&self) -> Self {
+        Self::load(&self.folders)
+    }
+
+    /// What the SDK lists for each (`initialize`'s `commands`,
+    /// `reload_skills`'s `skills`): name, description, argument hint.
+    pub fn described(&self, skills_only: bool) -> Vec<serde_json::Value> {
+        let entries: Box<dyn Iterator<Item = &CustomCommand>> = if skills_only {
+            Box::new(self.skills.iter())
+        } else {
+            Box::new(self.all())
+        };
+        entries
+            .filter(|c| c.user_invocable || skills_only)
+            .map(|c| {
+                serde_json::json!({
+                    "name": c.name,
+                    "description": c.description.clone().unwrap_or_default(),
+                    "argumentHint": c.argument_hint.clone().unwrap_or_default(),
+                })
+            })
+            .collect()
     }
 
     fn load_skills(&mut self, dir: &Path, origin: Origin) {

@@ -11,10 +11,11 @@ mod mcp;
 mod prompt;
 mod session;
 pub mod start;
+pub mod turn;
 
 pub use mcp::SdkMcpLine;
 pub use prompt::SdkPrompter;
-pub use session::{AgentAdder, SessionControl, TurnSlot, mode_status_line};
+pub use session::{AgentAdder, SessionControl, SkillsControl, TurnSlot, mode_status_line};
 
 use serde_json::{Value, json};
 use std::collections::HashMap;

@@ -69,6 +69,44 @@ pub struct SessionControl {
     pub add_agents: Option<AgentAdder>,
     /// Told what `initialize` set for the session's start.
     pub start: super::start::StartSignal,
+    /// What the SDK changed for the turns to come.
+    pub overrides: Arc<super::turn::TurnOverrides>,
+    /// The session's skills, for `reload_skills` (none: no pipeline).
+    pub skills: Option<SkillsControl>,
+}
+
+/// What `reload_skills` acts on.
+pub struct SkillsControl {
+    pub pipeline: Arc<crate::tools::ToolPipeline>,
+    /// The reminders the session started with.
+    pub user_context: Vec<String>,
+    /// Whether the first of them is the skills listing.
+    pub listed: bool,
+}
+
+impl SkillsControl {
+    /// Reads the skills again; the next turn offers and lists the new set.
+    fn reload(&self, overrides: &super::turn::TurnOverrides) -> Value {
+        let Some(current) = self.pipeline.catalogue() else {
+            return json!({"skills": []});
+        };
+        let fresh = Arc::new(current.reload());
+        for warning in &fresh.warnings {
+            eprintln!("carapace: warning: {warning}");
+        }
+        self.pipeline.replace_catalogue(fresh.clone());
+        if self.listed {
+            let mut context = self.user_context.clone();
+            match fresh.listing() {
+                Some(listing) => context[0] = listing,
+                None => {
+                    context.remove(0);
+                }
+            }
+            overrides.set_user_context(context);
+        }
+        json!({"skills": fresh.described(true)})
+    }
 }
 
 /// Adds agent types from their JSON (the `--agents` shape).
@@ -117,6 +155,27 @@ impl SessionControl {
                     .unwrap_or_default();
                 Ok(json!({"mcpServers": servers}))
             }
+            Some("set_max_thinking_tokens") => {
+                let tokens = match &request["max_thinking_tokens"] {
+                    Value::Null => None,
+                    value => Some(
+                        value
+                            .as_u64()
+                            .and_then(|n| u32::try_from(n).ok())
+                            .ok_or_else(|| {
+                                format!("set_max_thinking_tokens: not a number of tokens: {value}")
+                            })?,
+                    ),
+                };
+                self.overrides.set_thinking_tokens(tokens);
+                Ok(Value::Null)
+            }
+            Some("reload_skills") => match &self.skills {
+                Some(skills) if skills.listed || skills.pipeline.catalogue().is_some() => {
+                    Ok(skills.reload(&self.overrides))
+                }
+                _ => Err("reload_skills: this session loads no skills".into()),
+            },
             Some(other) => Err(format!("Unsupported control request subtype: {other}")),
             None => Err("a control request without a subtype".into()),
         }
@@ -139,8 +198,14 @@ impl SessionControl {
             .lock()
             .map(|m| m.clone())
             .unwrap_or_else(|_| self.default_model.clone());
+        let commands = self
+            .skills
+            .as_ref()
+            .and_then(|s| s.pipeline.catalogue())
+            .map(|c| c.described(false))
+            .unwrap_or_default();
         Ok(json!({
-            "commands": [],
+            "commands": commands,
             "agents": [],
             "output_style": "default",
             "available_output_styles": ["default"],

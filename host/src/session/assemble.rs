@@ -647,6 +647,7 @@ impl SessionBuilder {
         if registry.get(SKILL_TOOL).is_some() && policy.hidden_by(SKILL_TOOL).is_none() {
             user_context.extend(catalogue.listing());
         }
+        let skills_listed = !user_context.is_empty();
         user_context.push(memory.reminder);
         let pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
             .with_skills(catalogue.clone(), settings.trust.is_trusted())
@@ -708,6 +709,7 @@ impl SessionBuilder {
             egress,
             user_context,
             commands: catalogue,
+            skills_listed,
             output_style,
         })
     }

@@ -92,8 +92,11 @@ pub struct Session {
     /// (the skills listing when the Skill tool is offered; memory files and
     /// today's date).
     pub user_context: Vec<String>,
-    /// The skills and custom commands `/name` and the Skill tool start.
+    /// The skills and custom commands `/name` and the Skill tool start (as
+    /// loaded: the pipeline holds them as they are now).
     pub commands: Arc<crate::commands::CustomCommands>,
+    /// Whether the first of `user_context` is the skills listing.
+    pub skills_listed: bool,
     /// The output style `outputStyle` chose (`None`: the default).
     pub output_style: Option<crate::prompt::OutputStyle>,
 }

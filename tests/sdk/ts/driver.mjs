@@ -53,7 +53,55 @@ const scenarios = {
   },
 };
 
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+function skill(name, description) {
+  const dir = join(process.env.WS, '.claude', 'skills', name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'SKILL.md'), `---\ndescription: ${description}\n---\nDo ${name}.\n`);
+}
+
+// Two turns over one session: thinking turned off before the first, a
+// skill added and the skills reloaded before the second.
+async function controls() {
+  skill('first', 'The first skill');
+  let next;
+  const turnDone = () => new Promise((resolve) => { next = resolve; });
+  async function* prompts() {
+    // The SDK starts reading this before query() has returned `q`.
+    await new Promise((resolve) => setImmediate(resolve));
+    await q.setMaxThinkingTokens(0);
+    yield { type: 'user', message: { role: 'user', content: 'one' }, parent_tool_use_id: null };
+    await turnDone();
+    skill('second', 'Added while running');
+    const reloaded = await q.reloadSkills();
+    console.log(JSON.stringify({ kind: 'reloaded', reloaded }));
+    yield { type: 'user', message: { role: 'user', content: 'two' }, parent_tool_use_id: null };
+  }
+  const q = query({ prompt: prompts(), options: { ...base, settingSources: ['project'] } });
+  console.log(JSON.stringify({ kind: 'commands', commands: await q.supportedCommands() }));
+  let results = 0;
+  for await (const message of q) {
+    console.log(JSON.stringify(message));
+    if (message.type === 'result') {
+      results += 1;
+      if (results === 1) next();
+      if (results === 2) break;
+    }
+  }
+}
+
 const name = process.argv[2];
+if (name === 'controls') {
+  try {
+    await controls();
+  } catch (error) {
+    console.log(JSON.stringify({ kind: 'error', error: String(error) }));
+    process.exit(3);
+  }
+  process.exit(0);
+}
 try {
   for await (const message of query({ prompt: 'hello', options: { ...base, ...scenarios[name] } })) {
     console.log(JSON.stringify(message));

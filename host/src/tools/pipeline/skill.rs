@@ -27,7 +27,8 @@ static PLAIN_SKILL: LazyLock<Ceiling> = LazyLock::new(Ceiling::none);
 
 #[derive(Default)]
 pub(super) struct Skills {
-    catalogue: Option<Arc<CustomCommands>>,
+    /// Replaced whole when the SDK asks to reload skills.
+    catalogue: RwLock<Option<Arc<CustomCommands>>>,
     /// Whether the project's skills may pre-approve tools.
     workspace_trusted: bool,
     /// The session's policy with every started skill's `allowed-tools`.
@@ -35,6 +36,10 @@ pub(super) struct Skills {
 }
 
 impl Skills {
+    fn current(&self) -> Option<Arc<CustomCommands>> {
+        self.catalogue.read().ok().and_then(|c| c.clone())
+    }
+
     pub(super) fn widened(&self) -> Option<Arc<Policy>> {
         self.widened.read().ok().and_then(|w| w.clone())
     }
@@ -44,13 +49,25 @@ impl ToolPipeline {
     /// What the Skill tool and `/name` start; `workspace_trusted` lets the
     /// project's skills pre-approve tools.
     pub fn with_skills(mut self, catalogue: Arc<CustomCommands>, workspace_trusted: bool) -> Self {
-        self.skills.catalogue = Some(catalogue);
+        self.skills.catalogue = RwLock::new(Some(catalogue));
         self.skills.workspace_trusted = workspace_trusted;
         self
     }
 
+    /// The skills and commands as they are now.
+    pub fn catalogue(&self) -> Option<Arc<CustomCommands>> {
+        self.skills.current()
+    }
+
+    /// Starts from `catalogue` from now on (what was pre-approved stays).
+    pub fn replace_catalogue(&self, catalogue: Arc<CustomCommands>) {
+        if let Ok(mut current) = self.skills.catalogue.write() {
+            *current = Some(catalogue);
+        }
+    }
+
     pub(super) fn runs_skill(&self, call: &ToolCall) -> bool {
-        call.name == SKILL_TOOL && self.skills.catalogue.is_some()
+        call.name == SKILL_TOOL && self.skills.current().is_some()
     }
 
     /// A Skill call naming a skill that only describes itself is decided
@@ -59,7 +76,8 @@ impl ToolPipeline {
         if call.name != SKILL_TOOL {
             return None;
         }
-        let entry = self.skills.catalogue.as_ref()?.get(skill_name(call))?;
+        let catalogue = self.skills.current()?;
+        let entry = catalogue.get(skill_name(call))?;
         (!entry.asks).then_some(&*PLAIN_SKILL)
     }
 
@@ -67,7 +85,8 @@ impl ToolPipeline {
     /// result, as Claude Code sends them.
     pub(super) async fn call_skill(&self, call: &ToolCall) -> ToolCallResult {
         let name = skill_name(call);
-        let Some(entry) = self.skills.catalogue.as_ref().and_then(|c| c.get(name)) else {
+        let catalogue = self.skills.current().unwrap_or_default();
+        let Some(entry) = catalogue.get(name) else {
             return ToolCallResult::error(&call.id, format!("Unknown skill: {name}"));
         };
         if !entry.model_invocable {

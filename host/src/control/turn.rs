@@ -1,0 +1,41 @@
+//! What the SDK may change for the turns to come, read at each turn's start:
+//! the thinking budget (`set_max_thinking_tokens`) and the reminders at the
+//! head of the first message (a new skills listing after `reload_skills`).
+
+use crate::model::ThinkingChoice;
+use std::sync::Mutex;
+
+#[derive(Default)]
+pub struct TurnOverrides {
+    thinking: Mutex<Option<ThinkingChoice>>,
+    user_context: Mutex<Option<Vec<String>>>,
+}
+
+impl TurnOverrides {
+    /// `set_max_thinking_tokens`: `None` goes back to the model's default,
+    /// 0 turns thinking off, N is a budget.
+    pub fn set_thinking_tokens(&self, tokens: Option<u32>) {
+        let choice = match tokens {
+            None => ThinkingChoice::Default,
+            Some(0) => ThinkingChoice::Off,
+            Some(n) => ThinkingChoice::Budget(n),
+        };
+        if let Ok(mut thinking) = self.thinking.lock() {
+            *thinking = Some(choice);
+        }
+    }
+
+    pub fn set_user_context(&self, context: Vec<String>) {
+        if let Ok(mut held) = self.user_context.lock() {
+            *held = Some(context);
+        }
+    }
+
+    pub fn thinking(&self) -> Option<ThinkingChoice> {
+        self.thinking.lock().ok().and_then(|t| *t)
+    }
+
+    pub fn user_context(&self) -> Option<Vec<String>> {
+        self.user_context.lock().ok().and_then(|c| c.clone())
+    }
+}
