@@ -241,6 +241,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         turn: None,
         model: None,
         overrides: None,
+        meter: None,
         slash_commands: true,
         commands: None,
         notifications: None,

@@ -232,3 +232,47 @@ fn thinking_and_skills_change_between_turns_through_control_requests() -> Result
     );
     Ok(())
 }
+
+#[test]
+fn context_usage_is_told_by_part() -> Result<(), Failure> {
+    let run = drive(
+        "controls",
+        vec![Reply::text("one done"), Reply::text("two done")],
+    )?;
+    let usage = &run
+        .lines
+        .iter()
+        .find(|l| l["kind"] == "usage")
+        .ok_or_else(|| format!("no usage: {:?}\n{}", run.lines, run.stderr))?["usage"];
+    let part = |name: &str| {
+        usage["categories"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["name"] == name))
+            .and_then(|c| c["tokens"].as_u64())
+            .unwrap_or(0)
+    };
+    for name in ["System tools", "Memory files", "Skills", "Messages"] {
+        assert!(part(name) > 0, "{name}: {usage}");
+    }
+    // The SDK asked for no system prompt (`[""]`).
+    assert_eq!(part("System prompt"), 0, "{usage}");
+    // 40 lines of 31 bytes: about 310 tokens.
+    assert!((300..=320).contains(&part("Memory files")), "{usage}");
+    let parts: u64 = [
+        "System prompt",
+        "System tools",
+        "MCP tools",
+        "Memory files",
+        "Skills",
+        "Messages",
+    ]
+    .iter()
+    .map(|n| part(n))
+    .sum();
+    assert_eq!(usage["totalTokens"].as_u64(), Some(parts));
+    assert_eq!(usage["maxTokens"], 200_000);
+    assert_eq!(usage["model"], "claude-sonnet-4-5");
+    let memory = usage["memoryFiles"][0]["path"].as_str().unwrap_or_default();
+    assert!(memory.ends_with("CLAUDE.md") && usage["memoryFiles"][0]["type"] == "Project");
+    Ok(())
+}

@@ -795,6 +795,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let turn = TurnSlot::default();
     let model_cell = Arc::new(std::sync::Mutex::new(config.model.clone()));
     let overrides = Arc::new(crate::control::turn::TurnOverrides::default());
+    let meter = Arc::new(crate::control::usage::ContextMeter::default());
     {
         // As Claude Code: a `system`/`status` line for every mode change,
         // whoever made it (the mode's gate tells).
@@ -869,6 +870,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                     }),
                     start: Default::default(),
                     overrides: overrides.clone(),
+                    usage: meter.clone(),
                     skills: Some(SkillsControl {
                         pipeline: session.pipeline.clone(),
                         user_context: config.user_context.clone(),
@@ -918,6 +920,11 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             Prompts::Stream(queue.clone())
         }
     };
+    meter.set_parts(context_parts(&session, &config, loop_tools.as_ref()));
+    meter.set_messages(
+        crate::agent::estimate_tokens(&session.history),
+        &config.model,
+    );
     let deps = QueryDeps {
         model: model.as_ref(),
         tools: loop_tools.clone(),
@@ -942,6 +949,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             turn: Some(turn),
             model: Some(model_cell),
             overrides: Some(overrides.clone()),
+            meter: Some(meter.clone()),
             slash_commands: !cli.disable_slash_commands,
             commands: (!cli.disable_slash_commands).then_some(print::SlashCommands {
                 pipeline: &session.pipeline,
@@ -1078,6 +1086,56 @@ fn main_agent<'s>(
                 known.join(", ")
             )
         }
+    }
+}
+
+/// What the session's context holds besides its messages, for the SDK's
+/// `get_context_usage`.
+fn context_parts(
+    session: &Session,
+    config: &QueryConfig,
+    tools: &dyn crate::agent::ToolRuntime,
+) -> crate::control::usage::ContextParts {
+    use crate::control::usage::{ContextParts, MemoryEntry};
+    let memory_files: Vec<MemoryEntry> = session
+        .memory_files
+        .iter()
+        .map(|(path, kind, bytes)| MemoryEntry {
+            path: path.display().to_string(),
+            kind: kind.name().to_string(),
+            bytes: *bytes,
+        })
+        .collect();
+    let listing = session
+        .user_context
+        .first()
+        .filter(|_| session.skills_listed)
+        .map(String::as_str)
+        .unwrap_or_default();
+    let listed = listing.lines().filter(|l| l.starts_with("- ")).count();
+    let reminders: usize = session.user_context.iter().map(String::len).sum();
+    let memory_bytes: usize = memory_files.iter().map(|m| m.bytes).sum();
+    ContextParts {
+        system_prompt: config.system_prompt.clone(),
+        tools: tools
+            .specs()
+            .iter()
+            .map(|spec| {
+                let bytes = serde_json::to_string(spec).map_or(0, |s| s.len());
+                (spec.name.clone(), bytes)
+            })
+            .collect(),
+        skills: (listing.len(), listed),
+        reminder_rest: reminders.saturating_sub(listing.len() + memory_bytes),
+        memory_files,
+        agents: session
+            .agents
+            .iter()
+            .map(|a| (a.name.clone(), a.source.clone(), a.description.len()))
+            .collect(),
+        window: config.context.window,
+        autocompact: config.context.autocompact,
+        autocompact_at: config.context.autocompact_at,
     }
 }
 

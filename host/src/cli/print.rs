@@ -38,6 +38,8 @@ pub struct PrintSession<'a> {
     pub model: Option<Arc<std::sync::Mutex<String>>>,
     /// What else the SDK changed for the turns to come.
     pub overrides: Option<Arc<crate::control::turn::TurnOverrides>>,
+    /// Told the history's size after each turn (`get_context_usage`).
+    pub meter: Option<Arc<crate::control::usage::ContextMeter>>,
     /// Whether `/compact` is a command (not with --disable-slash-commands).
     pub slash_commands: bool,
     /// Skills and custom commands as `/name` (none with
@@ -74,6 +76,7 @@ pub async fn run_print<W: Write + Send + 'static>(
         turn,
         model,
         overrides,
+        meter,
         slash_commands,
         commands,
         notifications,
@@ -220,6 +223,9 @@ pub async fn run_print<W: Write + Send + 'static>(
                 }
                 printer.finish(&outcome);
                 history = outcome.messages.clone();
+                if let Some(meter) = &meter {
+                    meter.set_messages(crate::agent::estimate_tokens(&history), &config.model);
+                }
                 let aborted = deps.abort.is_cancelled();
                 last = Some(outcome);
                 if aborted {

@@ -12,6 +12,7 @@ mod prompt;
 mod session;
 pub mod start;
 pub mod turn;
+pub mod usage;
 
 pub use mcp::SdkMcpLine;
 pub use prompt::SdkPrompter;

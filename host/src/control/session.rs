@@ -73,6 +73,8 @@ pub struct SessionControl {
     pub overrides: Arc<super::turn::TurnOverrides>,
     /// The session's skills, for `reload_skills` (none: no pipeline).
     pub skills: Option<SkillsControl>,
+    /// What `get_context_usage` answers from.
+    pub usage: Arc<super::usage::ContextMeter>,
 }
 
 /// What `reload_skills` acts on.
@@ -170,6 +172,7 @@ impl SessionControl {
                 self.overrides.set_thinking_tokens(tokens);
                 Ok(Value::Null)
             }
+            Some("get_context_usage") => Ok(self.usage.answer()),
             Some("reload_skills") => match &self.skills {
                 Some(skills) if skills.listed || skills.pipeline.catalogue().is_some() => {
                     Ok(skills.reload(&self.overrides))

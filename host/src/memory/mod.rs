@@ -58,6 +58,16 @@ pub enum MemoryKind {
 }
 
 impl MemoryKind {
+    /// As the SDK's context usage names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryKind::Managed => "Managed",
+            MemoryKind::User => "User",
+            MemoryKind::Project => "Project",
+            MemoryKind::Local => "Local",
+        }
+    }
+
     fn describe(self) -> &'static str {
         match self {
             MemoryKind::Managed => "organization-managed policy instructions",

@@ -649,6 +649,7 @@ impl SessionBuilder {
         }
         let skills_listed = !user_context.is_empty();
         user_context.push(memory.reminder);
+        let memory_files = memory.files;
         let pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
             .with_skills(catalogue.clone(), settings.trust.is_trusted())
             .with_memory(memory.nested)
@@ -711,6 +712,7 @@ impl SessionBuilder {
             commands: catalogue,
             skills_listed,
             output_style,
+            memory_files,
         })
     }
 }

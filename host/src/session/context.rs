@@ -10,6 +10,8 @@ use std::sync::Arc;
 /// The session's memory, loaded.
 pub(super) struct SessionMemory {
     pub reminder: String,
+    /// Each file read: where, whose, how many bytes.
+    pub files: Vec<(std::path::PathBuf, crate::memory::MemoryKind, usize)>,
     pub nested: Arc<NestedMemory>,
     pub warnings: Vec<String>,
 }
@@ -40,6 +42,11 @@ pub(super) fn load(places: MemoryPlaces, sources: MemorySources, date: &str) -> 
     ));
     SessionMemory {
         reminder: context_reminder(&memory, date),
+        files: memory
+            .files
+            .iter()
+            .map(|f| (f.path.clone(), f.kind, f.text.len()))
+            .collect(),
         nested,
         warnings: memory.warnings,
     }

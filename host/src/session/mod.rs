@@ -99,6 +99,8 @@ pub struct Session {
     pub skills_listed: bool,
     /// The output style `outputStyle` chose (`None`: the default).
     pub output_style: Option<crate::prompt::OutputStyle>,
+    /// The memory files read: where, whose, how many bytes.
+    pub memory_files: Vec<(PathBuf, crate::memory::MemoryKind, usize)>,
 }
 
 /// How a session started, as SessionStart hooks are told (`source`).

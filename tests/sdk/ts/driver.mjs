@@ -66,6 +66,7 @@ function skill(name, description) {
 // skill added and the skills reloaded before the second.
 async function controls() {
   skill('first', 'The first skill');
+  writeFileSync(join(process.env.WS, 'CLAUDE.md'), 'Project memory: run the tests.\n'.repeat(40));
   let next;
   const turnDone = () => new Promise((resolve) => { next = resolve; });
   async function* prompts() {
@@ -74,6 +75,7 @@ async function controls() {
     await q.setMaxThinkingTokens(0);
     yield { type: 'user', message: { role: 'user', content: 'one' }, parent_tool_use_id: null };
     await turnDone();
+    console.log(JSON.stringify({ kind: 'usage', usage: await q.getContextUsage() }));
     skill('second', 'Added while running');
     const reloaded = await q.reloadSkills();
     console.log(JSON.stringify({ kind: 'reloaded', reloaded }));
