@@ -276,3 +276,33 @@ fn context_usage_is_told_by_part() -> Result<(), Failure> {
     assert!(memory.ends_with("CLAUDE.md") && usage["memoryFiles"][0]["type"] == "Project");
     Ok(())
 }
+
+#[test]
+fn stop_task_stops_a_background_shell() -> Result<(), Failure> {
+    let start = Block::tool_use(
+        "toolu_bg",
+        "Bash",
+        json!({"command": "sleep 60", "run_in_background": true}),
+    );
+    let look = Block::tool_use("toolu_look", "BashOutput", json!({"bash_id": "bash_1"}));
+    let run = drive(
+        "stop",
+        vec![
+            Reply::tool_uses(vec![start]),
+            Reply::text("started"),
+            Reply::tool_uses(vec![look]),
+            Reply::text("checked"),
+        ],
+    )?;
+    let stopped = run
+        .lines
+        .iter()
+        .find(|l| l["kind"] == "stopped")
+        .ok_or_else(|| format!("not stopped: {:?}\n{}", run.lines, run.stderr))?;
+    assert_eq!(stopped["shell"], "bash_1");
+    let requests = run.server.requests();
+    assert_eq!(requests.len(), 4, "{}", run.stderr);
+    let looked = requests[3].body["messages"].to_string();
+    assert!(looked.contains("killed"), "{looked}");
+    Ok(())
+}

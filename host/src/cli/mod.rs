@@ -831,6 +831,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             .transcript
             .as_ref()
             .map(|t| t.path().with_extension("").join("subagents")),
+        running: Default::default(),
     }));
     let prompts = match prompt {
         Some(prompt) => Prompts::One(prompt),
@@ -871,6 +872,21 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                     start: Default::default(),
                     overrides: overrides.clone(),
                     usage: meter.clone(),
+                    stop_task: Some({
+                        let (agents, shells) =
+                            (agent_tool.clone(), session.sandbox.shells().cloned());
+                        Box::new(move |task: &str| {
+                            if agents.stop_task(task) {
+                                return Ok(());
+                            }
+                            match &shells {
+                                Some(shells) => shells.stop(task).map(|_| ()),
+                                None => {
+                                    Err(format!("No task `{task}` is running in this session."))
+                                }
+                            }
+                        })
+                    }),
                     skills: Some(SkillsControl {
                         pipeline: session.pipeline.clone(),
                         user_context: config.user_context.clone(),

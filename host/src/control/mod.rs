@@ -16,7 +16,9 @@ pub mod usage;
 
 pub use mcp::SdkMcpLine;
 pub use prompt::SdkPrompter;
-pub use session::{AgentAdder, SessionControl, SkillsControl, TurnSlot, mode_status_line};
+pub use session::{
+    AgentAdder, SessionControl, SkillsControl, TaskStopper, TurnSlot, mode_status_line,
+};
 
 use serde_json::{Value, json};
 use std::collections::HashMap;

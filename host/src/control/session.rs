@@ -75,7 +75,12 @@ pub struct SessionControl {
     pub skills: Option<SkillsControl>,
     /// What `get_context_usage` answers from.
     pub usage: Arc<super::usage::ContextMeter>,
+    /// Stops a background agent or shell by its task id (`stop_task`).
+    pub stop_task: Option<TaskStopper>,
 }
+
+/// Stops one background task; `Err` says why it could not.
+pub type TaskStopper = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 
 /// What `reload_skills` acts on.
 pub struct SkillsControl {
@@ -173,6 +178,13 @@ impl SessionControl {
                 Ok(Value::Null)
             }
             Some("get_context_usage") => Ok(self.usage.answer()),
+            Some("stop_task") => {
+                let task = request["task_id"].as_str().ok_or("stop_task: no task_id")?;
+                match &self.stop_task {
+                    Some(stop) => stop(task).map(|()| Value::Null),
+                    None => Err(format!("stop_task: no task `{task}` in this session")),
+                }
+            }
             Some("reload_skills") => match &self.skills {
                 Some(skills) if skills.listed || skills.pipeline.catalogue().is_some() => {
                     Ok(skills.reload(&self.overrides))

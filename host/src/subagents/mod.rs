@@ -102,6 +102,8 @@ pub struct SubagentRunner {
     /// Where children's transcripts go (beside the parent's: the session's
     /// folder, `subagents/agent-<id>.jsonl`); `None` without persistence.
     pub transcripts: Option<PathBuf>,
+    /// Background children still running, by task id (`stop_task`).
+    pub running: Mutex<std::collections::HashMap<String, CancellationToken>>,
 }
 
 /// The `Agent` tool. Registered with the session's tools; connected to
@@ -114,6 +116,20 @@ pub struct AgentTool {
 impl AgentTool {
     pub fn connect(&self, runner: Arc<SubagentRunner>) {
         let _ = self.runner.set(runner);
+    }
+
+    /// Stops a background agent (the SDK's `stop_task`): false when no
+    /// running agent has that task id.
+    pub fn stop_task(&self, task_id: &str) -> bool {
+        let Some(runner) = self.runner.get() else {
+            return false;
+        };
+        let token = runner
+            .running
+            .lock()
+            .ok()
+            .and_then(|mut running| running.remove(task_id));
+        token.map(|t| t.cancel()).is_some()
     }
 
     /// The agent types offered now (`system`/`init`'s `agents`).
@@ -157,7 +173,11 @@ impl NativeTool for AgentTool {
                 Some(runner) if input["run_in_background"] == true => {
                     runner.launch(&context.tool_use_id, &input)
                 }
-                Some(runner) => runner.run(&context.tool_use_id, &input).await,
+                Some(runner) => {
+                    runner
+                        .run(&context.tool_use_id, &input, runner.abort.child_token())
+                        .await
+                }
                 None => Err(ToolFailure::Failed(
                     "agents are not available in this session".into(),
                 )),
@@ -189,9 +209,20 @@ impl SubagentRunner {
         let hold = self.notifications.hold();
         let runner = self.clone();
         let (tool_use_id, input, task) = (tool_use_id.to_string(), input.clone(), task_id.clone());
+        let stop = self.abort.child_token();
+        if let Ok(mut running) = self.running.lock() {
+            running.insert(task_id.clone(), stop.clone());
+        }
         tokio::spawn(async move {
-            let finished = runner.run(&tool_use_id, &input).await;
+            let finished = runner.run(&tool_use_id, &input, stop.clone()).await;
+            if let Ok(mut running) = runner.running.lock() {
+                running.remove(&task);
+            }
             let (status, text) = match &finished {
+                _ if stop.is_cancelled() && !runner.abort.is_cancelled() => (
+                    "stopped",
+                    "The agent was stopped before it finished.".to_string(),
+                ),
                 Ok(output) => ("completed", output_text(output)),
                 Err(ToolFailure::Failed(e) | ToolFailure::InvalidInput(e)) => ("failed", e.clone()),
             };
@@ -265,7 +296,14 @@ impl SubagentRunner {
         }
     }
 
-    async fn run(&self, tool_use_id: &str, input: &Value) -> Result<ToolOutput, ToolFailure> {
+    /// One child to its end; `abort` (the session's, or a background
+    /// task's own) ends it early.
+    async fn run(
+        &self,
+        tool_use_id: &str,
+        input: &Value,
+        abort: CancellationToken,
+    ) -> Result<ToolOutput, ToolFailure> {
         let agent = self.agent(input)?;
         let agent_type = agent.name.as_str();
 
@@ -347,7 +385,7 @@ impl SubagentRunner {
                 None => &NoHistoryLog,
             },
             input: None,
-            abort: self.abort.child_token(),
+            abort,
         };
         let mut sink = ChildSink {
             parent_tool_use_id: tool_use_id.to_string(),

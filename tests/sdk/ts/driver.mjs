@@ -94,10 +94,38 @@ async function controls() {
   }
 }
 
+// A background shell started in the first turn, stopped between turns
+// with stopTask, looked at in the second.
+async function stop() {
+  let next;
+  const turnDone = () => new Promise((resolve) => { next = resolve; });
+  let shell;
+  async function* prompts() {
+    await new Promise((resolve) => setImmediate(resolve));
+    yield { type: 'user', message: { role: 'user', content: 'start it' }, parent_tool_use_id: null };
+    await turnDone();
+    await q.stopTask(shell);
+    console.log(JSON.stringify({ kind: 'stopped', shell }));
+    yield { type: 'user', message: { role: 'user', content: 'check it' }, parent_tool_use_id: null };
+  }
+  const q = query({ prompt: prompts(), options: { ...base, permissionMode: 'bypassPermissions', allowDangerouslySkipPermissions: true } });
+  let results = 0;
+  for await (const message of q) {
+    console.log(JSON.stringify(message));
+    const id = message.tool_use_result?.backgroundTaskId;
+    if (id) shell = id;
+    if (message.type === 'result') {
+      results += 1;
+      if (results === 1) next();
+      if (results === 2) break;
+    }
+  }
+}
+
 const name = process.argv[2];
-if (name === 'controls') {
+if (name === 'controls' || name === 'stop') {
   try {
-    await controls();
+    await (name === 'controls' ? controls() : stop());
   } catch (error) {
     console.log(JSON.stringify({ kind: 'error', error: String(error) }));
     process.exit(3);

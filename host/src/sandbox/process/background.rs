@@ -195,6 +195,17 @@ impl BackgroundShells {
         Ok(shell.status())
     }
 
+    /// Asks a running shell to stop, without waiting for it (the SDK's
+    /// `stop_task`); false when it had already ended.
+    pub fn stop(&self, id: &str) -> Result<bool, String> {
+        let shell = self.get(id)?;
+        let running = shell.status() == ShellStatus::Running;
+        if running {
+            shell.stop.cancel();
+        }
+        Ok(running)
+    }
+
     /// Stops every running shell and waits (boundedly) for them to end:
     /// the session is over.
     pub async fn kill_all(&self) {
