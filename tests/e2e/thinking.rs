@@ -88,3 +88,52 @@ fn thinking_is_asked_for_as_claude_code_asks() -> TestResult {
     assert!(compared >= 12, "{compared} recordings");
     Ok(())
 }
+
+/// With `--include-partial-messages` a thinking block streams as Claude
+/// Code 2.1.197 streams it: a `thinking` block start, `thinking_delta`,
+/// `signature_delta`, then the whole block in an `assistant` line.
+#[test]
+fn thinking_deltas_stream_with_partial_messages() -> TestResult {
+    use scripted_server::Block;
+    let ws = tempfile::tempdir()?;
+    let server = ScriptedServer::start(vec![Reply::message(
+        vec![
+            Block::Thinking("Let me think.".into()),
+            Block::Text("done".into()),
+        ],
+        "end_turn",
+    )])?;
+    let out = support::against(&server, ws.path())
+        .args([
+            "-p",
+            "hi",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+        ])
+        .output()?;
+    assert!(out.status.success());
+    let lines = support::lines(&String::from_utf8(out.stdout)?)?;
+    let deltas: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["type"] == "stream_event")
+        .filter_map(|l| l["event"]["delta"]["type"].as_str())
+        .collect();
+    assert_eq!(deltas, ["thinking_delta", "signature_delta", "text_delta"]);
+    let started = lines
+        .iter()
+        .find(|l| l["event"]["type"] == "content_block_start")
+        .ok_or("no block start")?;
+    assert_eq!(started["event"]["content_block"]["type"], "thinking");
+    let thought = lines
+        .iter()
+        .find(|l| l["type"] == "assistant")
+        .ok_or("no assistant line")?;
+    assert_eq!(
+        thought["message"]["content"][0]["thinking"],
+        "Let me think."
+    );
+    assert!(thought["message"]["content"][0]["signature"].is_string());
+    Ok(())
+}
