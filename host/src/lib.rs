@@ -3,6 +3,7 @@
 //! is and what it must never do.
 
 pub mod agent;
+pub mod checkpoints;
 pub mod cli;
 pub mod commands;
 pub mod control;

@@ -242,6 +242,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         model: None,
         overrides: None,
         meter: None,
+        checkpoints: None,
         slash_commands: true,
         commands: None,
         notifications: None,

@@ -73,13 +73,18 @@ impl Drive {
 }
 
 fn drive(scenario: &str, replies: Vec<Reply>) -> Result<Drive, Failure> {
+    drive_in(scenario, |_| replies)
+}
+
+/// [`drive`], the replies written knowing the working directory.
+fn drive_in(scenario: &str, replies: impl FnOnce(&Path) -> Vec<Reply>) -> Result<Drive, Failure> {
     installed()?;
     let dir = tempfile::tempdir()?;
-    let ws = dir.path().join("ws");
+    let ws = std::fs::canonicalize(dir.path())?.join("ws");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&ws)?;
     std::fs::create_dir_all(&home)?;
-    let server = ScriptedServer::start(replies)?;
+    let server = ScriptedServer::start(replies(&ws))?;
     let mut command = Command::new("node");
     command.env_clear();
     if let Some(path) = std::env::var_os("PATH") {
@@ -304,5 +309,57 @@ fn stop_task_stops_a_background_shell() -> Result<(), Failure> {
     assert_eq!(requests.len(), 4, "{}", run.stderr);
     let looked = requests[3].body["messages"].to_string();
     assert!(looked.contains("killed"), "{looked}");
+    Ok(())
+}
+
+#[test]
+fn rewind_files_restores_what_each_message_changed() -> Result<(), Failure> {
+    let mut ws = PathBuf::new();
+    let run = drive_in("rewind", |dir| {
+        ws = dir.to_path_buf();
+        let file = |name: &str| dir.join(name).display().to_string();
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "r",
+                "Read",
+                json!({"file_path": file("notes.txt")}),
+            )]),
+            Reply::tool_uses(vec![Block::tool_use(
+                "e",
+                "Edit",
+                json!({"file_path": file("notes.txt"), "old_string": "original", "new_string": "changed"}),
+            )]),
+            Reply::text("edited"),
+            Reply::tool_uses(vec![Block::tool_use(
+                "w",
+                "Write",
+                json!({"file_path": file("made.txt"), "content": "made\n"}),
+            )]),
+            Reply::text("written"),
+        ]
+    })?;
+    let rewound = run
+        .lines
+        .iter()
+        .find(|l| l["kind"] == "rewound")
+        .ok_or_else(|| format!("no rewind: {:?}\n{}", run.lines, run.stderr))?;
+    // Dry, to the second message: only what it wrote, nothing touched.
+    let dry = &rewound["dry"];
+    assert_eq!(dry["canRewind"], true, "{rewound}");
+    assert_eq!(
+        dry["filesChanged"].as_array().map(Vec::len),
+        Some(1),
+        "{rewound}"
+    );
+    // To the first: both files as they were before it.
+    let real = &rewound["real"];
+    assert_eq!(real["canRewind"], true, "{rewound}");
+    assert_eq!(
+        real["filesChanged"].as_array().map(Vec::len),
+        Some(2),
+        "{rewound}"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("notes.txt"))?, "original\n");
+    assert!(!ws.join("made.txt").exists());
     Ok(())
 }

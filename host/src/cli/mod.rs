@@ -568,6 +568,10 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         .hooks(!cli.bare)
         .memory(!cli.bare)
         .skills(!cli.disable_slash_commands)
+        .file_checkpoints(
+            std::env::var("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING")
+                .is_ok_and(|v| matches!(v.trim(), "1" | "true")),
+        )
         .installed_plugins(!cli.bare)
         .agents(cli.agents.clone())
         .setting_sources(setting_sources)
@@ -872,6 +876,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                     start: Default::default(),
                     overrides: overrides.clone(),
                     usage: meter.clone(),
+                    checkpoints: session.checkpoints.clone(),
                     stop_task: Some({
                         let (agents, shells) =
                             (agent_tool.clone(), session.sandbox.shells().cloned());
@@ -966,6 +971,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             model: Some(model_cell),
             overrides: Some(overrides.clone()),
             meter: Some(meter.clone()),
+            checkpoints: session.checkpoints.clone(),
             slash_commands: !cli.disable_slash_commands,
             commands: (!cli.disable_slash_commands).then_some(print::SlashCommands {
                 pipeline: &session.pipeline,

@@ -40,6 +40,8 @@ pub struct PrintSession<'a> {
     pub overrides: Option<Arc<crate::control::turn::TurnOverrides>>,
     /// Told the history's size after each turn (`get_context_usage`).
     pub meter: Option<Arc<crate::control::usage::ContextMeter>>,
+    /// Told each user message's turn as it starts (`rewind_files`).
+    pub checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
     /// Whether `/compact` is a command (not with --disable-slash-commands).
     pub slash_commands: bool,
     /// Skills and custom commands as `/name` (none with
@@ -77,6 +79,7 @@ pub async fn run_print<W: Write + Send + 'static>(
         model,
         overrides,
         meter,
+        checkpoints,
         slash_commands,
         commands,
         notifications,
@@ -156,6 +159,9 @@ pub async fn run_print<W: Write + Send + 'static>(
                     uuid: input.uuid.clone(),
                     state: CommandState::Started,
                 });
+                if let Some(checkpoints) = &checkpoints {
+                    checkpoints.begin_turn(&input.uuid);
+                }
                 let mut messages = std::mem::take(&mut history);
                 // Each turn has its own cancellation (the SDK's interrupt
                 // ends the turn, not the session) and the current model.

@@ -77,6 +77,8 @@ pub struct SessionControl {
     pub usage: Arc<super::usage::ContextMeter>,
     /// Stops a background agent or shell by its task id (`stop_task`).
     pub stop_task: Option<TaskStopper>,
+    /// What `rewind_files` restores from (none: checkpointing is off).
+    pub checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
 }
 
 /// Stops one background task; `Err` says why it could not.
@@ -178,6 +180,17 @@ impl SessionControl {
                 Ok(Value::Null)
             }
             Some("get_context_usage") => Ok(self.usage.answer()),
+            Some("rewind_files") => {
+                let id = request["user_message_id"]
+                    .as_str()
+                    .ok_or("rewind_files: no user_message_id")?;
+                let dry_run = request["dry_run"].as_bool().unwrap_or(false);
+                match &self.checkpoints {
+                    Some(checkpoints) => serde_json::to_value(checkpoints.rewind(id, dry_run))
+                        .map_err(|e| e.to_string()),
+                    None => Err("File checkpointing is not enabled for this session (the SDK's enableFileCheckpointing).".into()),
+                }
+            }
             Some("stop_task") => {
                 let task = request["task_id"].as_str().ok_or("stop_task: no task_id")?;
                 match &self.stop_task {

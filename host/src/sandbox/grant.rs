@@ -213,6 +213,15 @@ impl Grant {
         &self.http_internal
     }
 
+    /// The single files this grant may write (kept before a write when
+    /// file checkpoints are on).
+    pub fn write_files(&self) -> impl Iterator<Item = &Path> {
+        self.files
+            .iter()
+            .filter(|f| f.access == FileAccess::Write)
+            .map(|f| f.host.as_path())
+    }
+
     /// The write trees of this grant (checked again after the call).
     pub fn write_trees(&self) -> impl Iterator<Item = &Path> {
         self.trees

@@ -112,6 +112,8 @@ pub struct SessionBuilder {
     /// Whether skills and custom commands load (not with
     /// `--disable-slash-commands`).
     skills: bool,
+    /// Files kept before writes, for the SDK's rewind (off unless asked).
+    checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
     prompt_tool: Option<String>,
     sandbox: Option<SandboxConfig>,
     structured_results: bool,
@@ -146,6 +148,7 @@ impl SessionBuilder {
             hooks: true,
             memory: true,
             skills: true,
+            checkpoints: None,
             prompt_tool: None,
             sandbox: None,
             structured_results: false,
@@ -283,6 +286,13 @@ impl SessionBuilder {
     /// `--disable-slash-commands` says no.
     pub fn skills(mut self, skills: bool) -> Self {
         self.skills = skills;
+        self
+    }
+
+    /// Keeps every file a call may write before each turn's first write
+    /// (the SDK's `enableFileCheckpointing`).
+    pub fn file_checkpoints(mut self, on: bool) -> Self {
+        self.checkpoints = on.then(Default::default);
         self
     }
 
@@ -650,7 +660,7 @@ impl SessionBuilder {
         let skills_listed = !user_context.is_empty();
         user_context.push(memory.reminder);
         let memory_files = memory.files;
-        let pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
+        let mut pipeline = ToolPipeline::new(registry, policy, CallLimits::default())
             .with_skills(catalogue.clone(), settings.trust.is_trusted())
             .with_memory(memory.nested)
             .with_mcp_servers(connected)
@@ -660,6 +670,9 @@ impl SessionBuilder {
             .with_prompt_tool(self.prompt_tool.clone())
             .with_result_spill(spill_dir, MAX_RESULT_CHARS)
             .with_structured_results(self.structured_results);
+        if let Some(checkpoints) = &self.checkpoints {
+            pipeline = pipeline.with_checkpoints(checkpoints.clone());
+        }
         // Opened last: a session that fails to assemble leaves no file.
         let (history, source) = match resumed {
             Some(loaded) => {
@@ -713,6 +726,7 @@ impl SessionBuilder {
             skills_listed,
             output_style,
             memory_files,
+            checkpoints: self.checkpoints.clone(),
         })
     }
 }

@@ -101,6 +101,8 @@ pub struct Session {
     pub output_style: Option<crate::prompt::OutputStyle>,
     /// The memory files read: where, whose, how many bytes.
     pub memory_files: Vec<(PathBuf, crate::memory::MemoryKind, usize)>,
+    /// Files kept before writes, when the SDK asked for rewinds.
+    pub checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
 }
 
 /// How a session started, as SessionStart hooks are told (`source`).

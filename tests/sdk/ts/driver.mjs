@@ -122,10 +122,45 @@ async function stop() {
   }
 }
 
+// Two turns that change files, with checkpointing on; then a dry rewind
+// to the second message and a real one to the first.
+async function rewind() {
+  writeFileSync(join(process.env.WS, 'notes.txt'), 'original\n');
+  const ids = [crypto.randomUUID(), crypto.randomUUID()];
+  let next;
+  const turnDone = () => new Promise((resolve) => { next = resolve; });
+  async function* prompts() {
+    await new Promise((resolve) => setImmediate(resolve));
+    yield { type: 'user', uuid: ids[0], message: { role: 'user', content: 'edit' }, parent_tool_use_id: null };
+    await turnDone();
+    yield { type: 'user', uuid: ids[1], message: { role: 'user', content: 'write' }, parent_tool_use_id: null };
+    // Input stays open until the rewinds are answered.
+    await turnDone();
+  }
+  const q = query({ prompt: prompts(), options: { ...base, permissionMode: 'acceptEdits', enableFileCheckpointing: true } });
+  let results = 0;
+  for await (const message of q) {
+    console.log(JSON.stringify(message));
+    if (message.type === 'result') {
+      results += 1;
+      if (results === 1) next();
+      if (results === 2) {
+        // Before the loop ends: leaving it closes the session.
+        const dry = await q.rewindFiles(ids[1], { dryRun: true });
+        const real = await q.rewindFiles(ids[0]);
+        console.log(JSON.stringify({ kind: 'rewound', dry, real }));
+        next();
+        break;
+      }
+    }
+  }
+}
+
+const scripted = { controls, stop, rewind };
 const name = process.argv[2];
-if (name === 'controls' || name === 'stop') {
+if (scripted[name]) {
   try {
-    await (name === 'controls' ? controls() : stop());
+    await scripted[name]();
   } catch (error) {
     console.log(JSON.stringify({ kind: 'error', error: String(error) }));
     process.exit(3);

@@ -64,6 +64,8 @@ pub struct ToolPipeline {
     /// What the Skill tool and `/name` start, and what started skills
     /// pre-approved.
     skills: skill::Skills,
+    /// Files kept before each turn's first write (the SDK's rewind).
+    checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
 }
 
 impl ToolPipeline {
@@ -83,6 +85,7 @@ impl ToolPipeline {
             structured_results: false,
             memory: None,
             skills: skill::Skills::default(),
+            checkpoints: None,
         }
     }
 
@@ -99,12 +102,22 @@ impl ToolPipeline {
         self
     }
 
-    /// Runs the tool hooks of `hooks` around every call.
+    /// Keeps each file a call may write before it runs, for rewinds.
+    pub fn with_checkpoints(
+        mut self,
+        checkpoints: Arc<crate::checkpoints::FileCheckpoints>,
+    ) -> Self {
+        self.checkpoints = Some(checkpoints);
+        self
+    }
+
+    /// Attaches folder memory to the Read results it covers.
     pub fn with_memory(mut self, memory: Arc<crate::memory::NestedMemory>) -> Self {
         self.memory = Some(memory);
         self
     }
 
+    /// Runs the tool hooks of `hooks` around every call.
     pub fn with_hooks(mut self, hooks: Arc<HookRuntime>) -> Self {
         self.hooks = Some(hooks);
         self
@@ -272,6 +285,11 @@ impl ToolPipeline {
                 return *refused;
             }
         };
+        if let Some(checkpoints) = &self.checkpoints {
+            for path in grant.write_files() {
+                checkpoints.before_write(path);
+            }
+        }
         let started = std::time::Instant::now();
         let result = self.call(&tool, &handle, &call, &grant).await;
         let result = self.sweep(&call, &grant).unwrap_or(result);
