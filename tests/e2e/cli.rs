@@ -728,7 +728,6 @@ fn claude_codes_flags_are_honoured_or_refused_by_name() -> TestResult {
             vec!["--chrome"],
             "--chrome is not supported: carapace has no browser integration",
         ),
-        (vec!["--plugin-dir", "x"], "--plugin-dir is not supported"),
         (vec!["-w"], "--worktree is not supported"),
     ] {
         let mut args = vec!["-p", "hi"];

@@ -366,3 +366,104 @@ fn only_the_users_skills_or_a_trusted_workspaces_pre_approve_tools() -> TestResu
     assert!(!ran, "a skill's allow beat a deny rule");
     Ok(())
 }
+
+/// `--plugin-dir` with the layout Claude Code 2.1.197 reads (checked by
+/// hand against it: the same names in `init`, the same Skill result).
+#[test]
+fn a_plugin_folder_offers_its_skills_commands_and_agents() -> TestResult {
+    let scratch = tempfile::tempdir()?;
+    let root = std::fs::canonicalize(scratch.path())?;
+    let plugin = root.join("myplug");
+    let write = |path: &str, text: &str| -> std::io::Result<()> {
+        let full = plugin.join(path);
+        std::fs::create_dir_all(full.parent().unwrap_or(&plugin))?;
+        std::fs::write(full, text)
+    };
+    write(
+        ".claude-plugin/plugin.json",
+        r#"{"name": "tools-kit", "version": "1.0.0"}"#,
+    )?;
+    write(
+        "skills/lint/SKILL.md",
+        "---\ndescription: Lints the code\n---\nLint it. Root: ${CLAUDE_PLUGIN_ROOT}\n",
+    )?;
+    write(
+        "commands/fmt.md",
+        "---\ndescription: Formats\n---\nFormat $ARGUMENTS\n",
+    )?;
+    write(
+        "agents/checker.md",
+        "---\nname: checker\ndescription: Checks things\n---\nYou check.\n",
+    )?;
+    let ws = root.join("ws");
+    std::fs::create_dir_all(&ws)?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "t1",
+            "Skill",
+            json!({"skill": "tools-kit:lint"}),
+        )]),
+        Reply::text("ok"),
+    ])?;
+    let out = support::against(&server, &ws)
+        .env("HOME", root.join("home"))
+        .env("CARAPACE_CONFIG_DIR", root.join("home/.carapace"))
+        .args([
+            "-p",
+            "hi",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--allowedTools",
+            "Skill",
+            "--plugin-dir",
+        ])
+        .arg(&plugin)
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = support::lines(&String::from_utf8(out.stdout)?)?;
+    let init = &lines[0];
+    let has = |key: &str, name: &str| {
+        init[key]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|v| v == name))
+    };
+    assert!(has("skills", "tools-kit:lint"), "{init}");
+    assert!(has("slash_commands", "tools-kit:fmt"), "{init}");
+    assert!(has("agents", "tools-kit:checker"), "{init}");
+    assert_eq!(init["plugins"][0]["source"], "tools-kit@inline", "{init}");
+    let requests = server.requests();
+    let listing = requests[0].body["messages"][0]["content"][0]["text"].to_string();
+    assert!(
+        listing.contains("- tools-kit:fmt: Formats")
+            && listing.contains("- tools-kit:lint: Lints the code"),
+        "{listing}"
+    );
+    let last = &requests[1].body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        last["content"][0]["content"],
+        "Launching skill: tools-kit:lint"
+    );
+    let body = format!(
+        "Base directory for this skill: {}\n\nLint it. Root: {}\n",
+        plugin.join("skills/lint").display(),
+        plugin.display()
+    );
+    assert_eq!(last["content"][1]["text"], body.as_str());
+    // Not a plugin folder: a clear error before anything runs.
+    let out = support::against(&server, &ws)
+        .args(["-p", "hi", "--plugin-dir"])
+        .arg(root.join("nosuch"))
+        .output()?;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a folder"));
+    Ok(())
+}

@@ -67,8 +67,9 @@ fn lay_out(root: &Path) -> std::io::Result<std::path::PathBuf> {
     Ok(dir)
 }
 
-/// A `-p` run in `dir` (HOME `home`) to its end, against a server that
-/// answers at once: how long, and how large the first request was.
+/// A `-p` run in `dir` (HOME `home`) against a server that answers at
+/// once: how long from spawn until its first request had arrived, and how
+/// large that request was.
 fn one_run(
     program: &Path,
     dir: &Path,
@@ -90,7 +91,6 @@ fn one_run(
         .env("DISABLE_TELEMETRY", "1")
         .args(["-p", "hi", "--model", "claude-sonnet-4-5"])
         .output()?;
-    let took = started.elapsed();
     if !out.status.success() {
         return Err(format!(
             "{}: {}",
@@ -99,15 +99,12 @@ fn one_run(
         )
         .into());
     }
-    let size = server
-        .requests()
-        .first()
-        .map(|r| r.body.to_string().len())
-        .unwrap_or_default();
-    Ok((took, size))
+    let first = server.requests().into_iter().next().ok_or("no request")?;
+    let took = first.received_at.saturating_duration_since(started);
+    Ok((took, first.body.to_string().len()))
 }
 
-/// Spawn to the end of a one-answer `-p` run, the context-heavy workspace
+/// Spawn to the first request of a `-p` run, the context-heavy workspace
 /// beside an empty one (the difference is what the context adds), and the
 /// size of the first request; Claude Code's too when `CLAUDE` names its
 /// binary.
@@ -138,7 +135,7 @@ fn spawn_benches(root: &Path, cwd: &Path, empty: &Path) -> BenchResult {
                 size = bytes;
             }
             report(
-                &format!("context: {who} -p, spawn to exit, {label}"),
+                &format!("context: {who} -p, spawn to first request, {label}"),
                 &samples,
                 &format!("first request body {size} bytes"),
             );
@@ -159,10 +156,15 @@ pub fn context_benches(work: &Path) -> BenchResult {
             &cwd,
         ),
     ] {
+        let home = if dir == &empty {
+            root.join("empty-home")
+        } else {
+            root.join("home")
+        };
         let places = MemoryPlaces {
             cwd: dir.clone(),
-            home: root.join("home"),
-            config_dir: root.join("home/.carapace"),
+            config_dir: home.join(".carapace"),
+            home,
             managed: Vec::new(),
         };
         let mut samples = Vec::with_capacity(200);

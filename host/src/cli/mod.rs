@@ -218,6 +218,11 @@ pub struct Cli {
     #[arg(long)]
     pub allow_dangerously_skip_permissions: bool,
 
+    /// A folder in Claude Code's plugin layout (.claude-plugin/plugin.json,
+    /// skills/, commands/, agents/), offered as `plugin:name` (repeatable).
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dir: Vec<PathBuf>,
+
     /// Which settings files load, comma-separated: user, project, local
     /// (managed settings and --settings always do); empty: none of them.
     #[arg(long, value_delimiter = ',')]
@@ -294,8 +299,6 @@ pub struct Unsupported {
     #[arg(long, hide = true, num_args = 1..)]
     file: Vec<String>,
     #[arg(long, hide = true)]
-    plugin_dir: Vec<String>,
-    #[arg(long, hide = true)]
     plugin_url: Vec<String>,
     #[arg(long, hide = true, num_args = 0..=1, default_missing_value = "")]
     prompt_suggestions: Option<String>,
@@ -311,7 +314,7 @@ pub struct Unsupported {
 impl Unsupported {
     /// The first unsupported flag given, with why carapace refuses it.
     fn refusal(&self) -> Option<String> {
-        let refusals: [(bool, &str, &str); 15] = [
+        let refusals: [(bool, &str, &str); 14] = [
             (
                 self.chrome,
                 "--chrome",
@@ -362,11 +365,6 @@ impl Unsupported {
                 !self.file.is_empty(),
                 "--file",
                 "carapace does not download file resources",
-            ),
-            (
-                !self.plugin_dir.is_empty(),
-                "--plugin-dir",
-                "carapace's plugins are WebAssembly components: install them with `carapace plugin add`",
             ),
             (
                 !self.plugin_url.is_empty(),
@@ -568,6 +566,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         .hooks(!cli.bare)
         .memory(!cli.bare)
         .skills(!cli.disable_slash_commands)
+        .plugin_dirs(cli.plugin_dir.clone())
         .file_checkpoints(
             std::env::var("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING")
                 .is_ok_and(|v| matches!(v.trim(), "1" | "true")),

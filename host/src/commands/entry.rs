@@ -59,6 +59,8 @@ pub struct CustomCommand {
     pub user_invocable: bool,
     /// Whether a model's call needs approval (see [`DESCRIPTIVE_KEYS`]).
     pub asks: bool,
+    /// The plugin folder it came from (`${CLAUDE_PLUGIN_ROOT}`).
+    pub plugin_root: Option<PathBuf>,
     pub(super) body: String,
 }
 
@@ -115,6 +117,7 @@ impl CustomCommand {
             model_invocable: !flag("disable-model-invocation").unwrap_or(false),
             user_invocable: flag("user-invocable").unwrap_or(true),
             asks,
+            plugin_root: None,
             body: body.to_string(),
         }))
     }

@@ -11,6 +11,8 @@ pub struct Substitutions<'a> {
     pub args: &'a str,
     /// `${CLAUDE_SKILL_DIR}` (skills only).
     pub skill_dir: Option<&'a Path>,
+    /// `${CLAUDE_PLUGIN_ROOT}` (a plugin's entries only).
+    pub plugin_root: Option<&'a Path>,
     /// `${CLAUDE_SESSION_ID}`.
     pub session_id: &'a str,
 }
@@ -35,6 +37,11 @@ pub fn substitute(body: &str, values: &Substitutions<'_>) -> String {
         let (replacement, taken) = if let Some(after) = tail.strip_prefix("${CLAUDE_SKILL_DIR}") {
             match values.skill_dir {
                 Some(dir) => (dir.display().to_string(), tail.len() - after.len()),
+                None => ("$".to_string(), 1),
+            }
+        } else if let Some(after) = tail.strip_prefix("${CLAUDE_PLUGIN_ROOT}") {
+            match values.plugin_root {
+                Some(root) => (root.display().to_string(), tail.len() - after.len()),
                 None => ("$".to_string(), 1),
             }
         } else if let Some(after) = tail.strip_prefix("${CLAUDE_SESSION_ID}") {
@@ -144,6 +151,7 @@ mod tests {
             &Substitutions {
                 args,
                 skill_dir: Some(Path::new("/skills/deploy")),
+                plugin_root: Some(Path::new("/plugins/kit")),
                 session_id: "sid",
             },
         )
@@ -166,6 +174,10 @@ mod tests {
             "Say hello to Alice Bob. First: Bob, second: .\n"
         );
         assert_eq!(with_args("cost $ and $0", "x"), "cost $ and x");
+        assert_eq!(
+            with_args("${CLAUDE_PLUGIN_ROOT}/bin", ""),
+            "/plugins/kit/bin"
+        );
         // Arguments are put in once: a `$1` inside them stays as written.
         assert_eq!(with_args("[$ARGUMENTS] $0", "$1 b"), "[$1 b] $1");
     }

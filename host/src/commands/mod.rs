@@ -35,6 +35,47 @@ pub struct Folders {
     pub commands: Vec<(PathBuf, Origin)>,
     /// `skills/` folders, in precedence order.
     pub skills: Vec<(PathBuf, Origin)>,
+    /// Plugin folders in Claude Code's layout (`--plugin-dir`), after both.
+    pub plugins: Vec<PluginDir>,
+}
+
+/// A folder in Claude Code's plugin layout: `.claude-plugin/plugin.json`
+/// names it; its `skills/`, `commands/` and `agents/` are offered under
+/// `name:`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginDir {
+    pub name: String,
+    pub root: PathBuf,
+}
+
+impl PluginDir {
+    /// The plugin at `root`: named by its manifest, else by the folder.
+    pub fn open(root: &Path) -> Result<Self, String> {
+        if !root.is_dir() {
+            return Err(format!("--plugin-dir {}: not a folder", root.display()));
+        }
+        let manifest = root.join(".claude-plugin/plugin.json");
+        let named = match std::fs::read_to_string(&manifest) {
+            Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+                .map_err(|e| format!("{}: not JSON: {e}", manifest.display()))?["name"]
+                .as_str()
+                .map(str::to_string),
+            Err(_) => None,
+        };
+        let name = named
+            .or_else(|| root.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .filter(|n| !n.is_empty() && !n.contains(':'))
+            .ok_or_else(|| {
+                format!(
+                    "--plugin-dir {}: the plugin has no usable name",
+                    root.display()
+                )
+            })?;
+        Ok(Self {
+            name,
+            root: root.to_path_buf(),
+        })
+    }
 }
 
 impl Folders {
@@ -99,6 +140,20 @@ impl CustomCommands {
         for (folder, origin) in &folders.commands {
             loaded.load_commands(folder, "", *origin);
         }
+        // The user named these folders: their tools are theirs to grant.
+        for plugin in &folders.plugins {
+            let prefix = format!("{}:", plugin.name);
+            let before = loaded.skills.len();
+            loaded.load_skills_as(&plugin.root.join("skills"), Origin::User, &prefix);
+            let commands = loaded.commands.len();
+            loaded.load_commands(&plugin.root.join("commands"), &prefix, Origin::User);
+            for entry in loaded.skills[before..]
+                .iter_mut()
+                .chain(loaded.commands[commands..].iter_mut())
+            {
+                entry.plugin_root = Some(plugin.root.clone());
+            }
+        }
         loaded
     }
 
@@ -128,6 +183,10 @@ impl CustomCommands {
     }
 
     fn load_skills(&mut self, dir: &Path, origin: Origin) {
+        self.load_skills_as(dir, origin, "");
+    }
+
+    fn load_skills_as(&mut self, dir: &Path, origin: Origin, prefix: &str) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
@@ -141,7 +200,13 @@ impl CustomCommands {
             let kind = Kind::Skill {
                 dir: folder.clone(),
             };
-            self.admit(CustomCommand::read(&path, name, kind, origin), &path, true);
+            let read = CustomCommand::read(&path, name, kind, origin).map(|entry| {
+                entry.map(|mut entry| {
+                    entry.name = format!("{prefix}{}", entry.name);
+                    entry
+                })
+            });
+            self.admit(read, &path, true);
         }
     }
 
@@ -282,6 +347,7 @@ impl CustomCommand {
             &expand::Substitutions {
                 args,
                 skill_dir: self.dir(),
+                plugin_root: self.plugin_root.as_deref(),
                 session_id,
             },
         );

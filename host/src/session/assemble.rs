@@ -114,6 +114,8 @@ pub struct SessionBuilder {
     skills: bool,
     /// Files kept before writes, for the SDK's rewind (off unless asked).
     checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
+    /// `--plugin-dir`: folders in Claude Code's plugin layout.
+    plugin_dirs: Vec<PathBuf>,
     prompt_tool: Option<String>,
     sandbox: Option<SandboxConfig>,
     structured_results: bool,
@@ -149,6 +151,7 @@ impl SessionBuilder {
             memory: true,
             skills: true,
             checkpoints: None,
+            plugin_dirs: Vec::new(),
             prompt_tool: None,
             sandbox: None,
             structured_results: false,
@@ -293,6 +296,13 @@ impl SessionBuilder {
     /// (the SDK's `enableFileCheckpointing`).
     pub fn file_checkpoints(mut self, on: bool) -> Self {
         self.checkpoints = on.then(Default::default);
+        self
+    }
+
+    /// Folders in Claude Code's plugin layout whose skills, commands and
+    /// agents the session offers under `plugin:name` (`--plugin-dir`).
+    pub fn plugin_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.plugin_dirs = dirs;
         self
     }
 
@@ -499,7 +509,7 @@ impl SessionBuilder {
         mark("sandbox_ready");
 
         let places = Placeholders::current(&cwd);
-        let (mut registry, plugins) = match &self.tools {
+        let (mut registry, mut plugins) = match &self.tools {
             ToolSet::Plugin(plugin) => (
                 one_plugin(&sandbox, &self.paths, &places, plugin).await?,
                 Vec::new(),
@@ -579,7 +589,14 @@ impl SessionBuilder {
             agents = self.agent_definitions(&cwd, &config_dir, &settings, &mut warnings)?;
             registry.add_native(crate::subagents::definition(&agents), agent.clone())?;
         }
-        let catalogue = Arc::new(self.catalogue(&cwd, &home, &settings, &mut warnings));
+        let catalogue = Arc::new(self.catalogue(&cwd, &home, &settings, &mut warnings)?);
+        for plugin in self.opened_plugins()? {
+            plugins.push(serde_json::json!({
+                "name": plugin.name,
+                "path": plugin.root.display().to_string(),
+                "source": format!("{}@inline", plugin.name),
+            }));
+        }
         let output_style = self.output_style(&cwd, &home, &settings, &mut warnings);
         let skill_named =
             matches!(&self.tools, ToolSet::Only(names) if names.iter().any(|n| n == SKILL_TOOL));
@@ -732,6 +749,15 @@ impl SessionBuilder {
 }
 
 impl SessionBuilder {
+    /// The `--plugin-dir` folders, each named; one that is not a plugin
+    /// folder is an error.
+    fn opened_plugins(&self) -> Result<Vec<crate::commands::PluginDir>, SessionError> {
+        self.plugin_dirs
+            .iter()
+            .map(|dir| crate::commands::PluginDir::open(dir).map_err(SessionError::Invalid))
+            .collect()
+    }
+
     /// The session's skills and commands, from the folders of the settings
     /// sources that load. A project skill's `allowed-tools` apply only in a
     /// trusted workspace; the user hears so when they would not.
@@ -741,12 +767,14 @@ impl SessionBuilder {
         home: &Path,
         settings: &Settings,
         warnings: &mut Vec<String>,
-    ) -> CustomCommands {
+    ) -> Result<CustomCommands, SessionError> {
         if !self.skills {
-            return CustomCommands::default();
+            return Ok(CustomCommands::default());
         }
         let (project, user) = self.project_and_user();
-        let loaded = CustomCommands::load(&Folders::of(cwd, home, project, user));
+        let mut folders = Folders::of(cwd, home, project, user);
+        folders.plugins = self.opened_plugins()?;
+        let loaded = CustomCommands::load(&folders);
         warnings.extend(loaded.warnings.iter().cloned());
         for entry in loaded.granting_from_project() {
             settings.trust.admits(
@@ -755,7 +783,7 @@ impl SessionBuilder {
                 warnings,
             );
         }
-        loaded
+        Ok(loaded)
     }
 
     /// The style `outputStyle` names, from the folders of the settings
@@ -800,6 +828,14 @@ impl SessionBuilder {
             &config_dir.join("agents"),
             warnings,
         )];
+        for plugin in self.opened_plugins()? {
+            let mut agents = crate::subagents::load_dir(&plugin.root.join("agents"), warnings);
+            for agent in &mut agents {
+                agent.name = format!("{}:{}", plugin.name, agent.name);
+                agent.source = "plugin".into();
+            }
+            groups.push(agents);
+        }
         // Settings files, lowest precedence first, so that a higher one's
         // definition of a name wins.
         for (value, source) in settings.agents.iter().rev() {
