@@ -342,6 +342,15 @@ impl SessionBuilder {
         } = self.paths.clone();
         let (managed, managed_refused) = managed_settings_path();
         let managed_memory = super::context::managed_dirs(&managed);
+        // Memory files and skills are read on a thread of their own while
+        // the rest of the session is assembled: they are what start-up
+        // reads most of.
+        let context_files = self.read_context_files(crate::memory::MemoryPlaces {
+            cwd: cwd.clone(),
+            home: home.clone(),
+            config_dir: config_dir.clone(),
+            managed: managed_memory,
+        })?;
         let settings = Settings::load(
             &Locations {
                 managed,
@@ -589,7 +598,10 @@ impl SessionBuilder {
             agents = self.agent_definitions(&cwd, &config_dir, &settings, &mut warnings)?;
             registry.add_native(crate::subagents::definition(&agents), agent.clone())?;
         }
-        let catalogue = Arc::new(self.catalogue(&cwd, &home, &settings, &mut warnings)?);
+        let (memory, loaded) = context_files
+            .join()
+            .map_err(|_| SessionError::Invalid("reading memory files and skills failed".into()))?;
+        let catalogue = Arc::new(Self::admitted(loaded, &settings, &mut warnings));
         for plugin in self.opened_plugins()? {
             plugins.push(serde_json::json!({
                 "name": plugin.name,
@@ -659,16 +671,6 @@ impl SessionBuilder {
             .iter()
             .filter_map(|s| s.outcome.as_ref().ok().cloned())
             .collect();
-        let memory = super::context::load(
-            crate::memory::MemoryPlaces {
-                cwd: cwd.clone(),
-                home: home.clone(),
-                config_dir: config_dir.clone(),
-                managed: managed_memory,
-            },
-            super::context::memory_sources(self.memory, self.setting_sources.as_deref()),
-            &crate::agent::today(),
-        );
         warnings.extend(memory.warnings);
         let mut user_context = Vec::new();
         if registry.get(SKILL_TOOL).is_some() && policy.hidden_by(SKILL_TOOL).is_none() {
@@ -758,23 +760,41 @@ impl SessionBuilder {
             .collect()
     }
 
-    /// The session's skills and commands, from the folders of the settings
-    /// sources that load. A project skill's `allowed-tools` apply only in a
-    /// trusted workspace; the user hears so when they would not.
-    fn catalogue(
+    /// Starts reading the memory files and the skills and commands of the
+    /// settings sources that load, on a thread of their own.
+    fn read_context_files(
         &self,
-        cwd: &Path,
-        home: &Path,
+        places: crate::memory::MemoryPlaces,
+    ) -> Result<
+        std::thread::JoinHandle<(super::context::SessionMemory, CustomCommands)>,
+        SessionError,
+    > {
+        let (project, user) = self.project_and_user();
+        let mut folders = Folders::of(&places.cwd, &places.home, project, user);
+        folders.plugins = self.opened_plugins()?;
+        let skills = self.skills;
+        let sources = super::context::memory_sources(self.memory, self.setting_sources.as_deref());
+        let today = crate::agent::today();
+        std::thread::Builder::new()
+            .name("context-files".into())
+            .spawn(move || {
+                let catalogue = match skills {
+                    true => CustomCommands::load(&folders),
+                    false => CustomCommands::default(),
+                };
+                (super::context::load(places, sources, &today), catalogue)
+            })
+            .map_err(|e| SessionError::Invalid(format!("cannot start reading memory files: {e}")))
+    }
+
+    /// The catalogue's warnings told; a project skill's `allowed-tools`
+    /// apply only in a trusted workspace, and the user hears so when they
+    /// would not.
+    fn admitted(
+        loaded: CustomCommands,
         settings: &Settings,
         warnings: &mut Vec<String>,
-    ) -> Result<CustomCommands, SessionError> {
-        if !self.skills {
-            return Ok(CustomCommands::default());
-        }
-        let (project, user) = self.project_and_user();
-        let mut folders = Folders::of(cwd, home, project, user);
-        folders.plugins = self.opened_plugins()?;
-        let loaded = CustomCommands::load(&folders);
+    ) -> CustomCommands {
         warnings.extend(loaded.warnings.iter().cloned());
         for entry in loaded.granting_from_project() {
             settings.trust.admits(
@@ -783,7 +803,7 @@ impl SessionBuilder {
                 warnings,
             );
         }
-        Ok(loaded)
+        loaded
     }
 
     /// The style `outputStyle` names, from the folders of the settings
