@@ -293,6 +293,7 @@ fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> B
                 server_tools: Vec::new(),
                 effort: None,
                 thinking: None,
+                task_budget: None,
             }
             .body_text();
             bodies.push(started.elapsed());
@@ -1526,6 +1527,7 @@ fn loop_config(max_turns: Option<u32>) -> QueryConfig {
         structured_output: None,
         effort: None,
         user_context: Vec::new(),
+        task_budget: None,
         thinking: carapace::model::ThinkingChoice::Off,
     }
 }

@@ -212,6 +212,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         structured_output: setup.structured_output.as_ref().map(|(_, config)| *config),
         effort: None,
         user_context: Vec::new(),
+        task_budget: None,
         thinking: carapace::model::ThinkingChoice::Off,
     };
     let queue = match &prompts {

@@ -173,6 +173,14 @@ for style in ["default", "Explanatory", "Learning", "Pirate", "Terse"]:
         STYLE_FILES, DONE, ["--tools", "Read", "--settings", json.dumps({"outputStyle": style})])
 
 
+# --task-budget: the API-side budget, for the models that take it.
+for model in ["claude-opus-4-8", "claude-sonnet-4-5"]:
+    SCENARIOS[f"task-budget-{model}"] = ({}, [
+        reply([tool("toolu_read", "Read", {"file_path": "{ws}/missing.txt"})], "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Read", "--model", model, "--task-budget", "50000"])
+
+
 def record(name):
     files, script, args, *extra = SCENARIOS[name]
     extra_env = extra[0] if extra else {}

@@ -137,3 +137,51 @@ fn thinking_deltas_stream_with_partial_messages() -> TestResult {
     assert!(thought["message"]["content"][0]["signature"].is_string());
     Ok(())
 }
+
+/// `--task-budget` as Claude Code 2.1.197 sends it (recorded,
+/// `tests/claude-code/task-budget-*.json`): `output_config.task_budget` on
+/// every request, with its beta, whatever the model.
+#[test]
+fn a_task_budget_is_sent_as_claude_code_sends_it() -> TestResult {
+    for model in ["claude-opus-4-8", "claude-sonnet-4-5"] {
+        let recorded = support::recording(&format!("task-budget-{model}"))?;
+        let ws = tempfile::tempdir()?;
+        let server = ScriptedServer::start(vec![Reply::text("a")])?;
+        let out = support::against(&server, ws.path())
+            .args(["-p", "hi", "--model", model, "--task-budget", "50000"])
+            .output()?;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let sent = &server.requests()[0];
+        let theirs = &recorded["params"][0];
+        assert_eq!(
+            sent.body["output_config"]["task_budget"], theirs["output_config"]["task_budget"],
+            "{model}"
+        );
+        let betas = sent
+            .headers
+            .get("anthropic-beta")
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            betas.split(',').any(|b| b == "task-budgets-2026-03-13"),
+            "{model}: {betas}"
+        );
+        assert!(
+            theirs["anthropic-beta"]
+                .as_str()
+                .unwrap_or("")
+                .contains("task-budgets-2026-03-13")
+        );
+    }
+    let ws = tempfile::tempdir()?;
+    let server = ScriptedServer::start(vec![])?;
+    let out = support::against(&server, ws.path())
+        .args(["-p", "hi", "--task-budget", "0"])
+        .output()?;
+    assert!(!out.status.success(), "a budget of no tokens is refused");
+    Ok(())
+}

@@ -81,6 +81,7 @@ impl Run<'_, '_> {
                     self.config.thinking,
                     self.config.max_tokens,
                 ),
+                task_budget: self.config.task_budget,
             };
             self.totals.mark("query_api_streaming_start");
             let started = Instant::now();

@@ -354,6 +354,7 @@ pub async fn compact(
             server_tools: Vec::new(),
             effort: None,
             thinking: None,
+            task_budget: None,
         };
         match summarise(request.model, &summary_request).await {
             Err(CompactError::Model(error))

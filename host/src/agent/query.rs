@@ -50,6 +50,9 @@ pub struct QueryConfig {
     pub user_context: Vec<String>,
     /// Extended thinking, as the user chose it (see `model::Thinking`).
     pub thinking: crate::model::ThinkingChoice,
+    /// `--task-budget`: tokens the model has for the whole task, told to
+    /// it on every request.
+    pub task_budget: Option<u64>,
 }
 
 /// What the loop talks to.

@@ -218,6 +218,11 @@ pub struct Cli {
     #[arg(long)]
     pub allow_dangerously_skip_permissions: bool,
 
+    /// Tokens the model has for the whole task, told to it on every request
+    /// (`output_config.task_budget`).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub task_budget: Option<u64>,
+
     /// A folder in Claude Code's plugin layout (.claude-plugin/plugin.json,
     /// skills/, commands/, agents/), offered as `plugin:name` (repeatable).
     #[arg(long = "plugin-dir", value_name = "DIR")]
@@ -783,6 +788,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         // As Claude Code: `high` unless said, for the models that take it.
         effort: Some(cli.effort.unwrap_or(crate::model::Effort::High)),
         user_context,
+        task_budget: cli.task_budget,
         thinking: crate::model::ThinkingChoice::from_knobs(
             cli.unsupported.thinking.as_deref(),
             cli.unsupported.max_thinking_tokens.as_deref(),

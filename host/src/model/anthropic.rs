@@ -26,6 +26,9 @@ enum Credential {
     BearerToken(String),
 }
 
+/// The beta `output_config.task_budget` needs.
+const TASK_BUDGET_BETA: &str = "task-budgets-2026-03-13";
+
 #[derive(Clone)]
 pub struct AnthropicModel {
     client: reqwest::Client,
@@ -120,6 +123,9 @@ impl AnthropicModel {
             .header("accept", "text/event-stream")
             .body(request.body_text());
         let mut betas = self.betas.clone();
+        if request.task_budget.is_some() && !betas.iter().any(|b| b == TASK_BUDGET_BETA) {
+            betas.push(TASK_BUDGET_BETA.to_string());
+        }
         if request.effort.is_some() && !betas.iter().any(|b| b == super::EFFORT_BETA) {
             betas.push(super::EFFORT_BETA.to_string());
         }

@@ -161,6 +161,9 @@ pub struct MessagesRequest {
     pub effort: Option<&'static str>,
     /// The `thinking` parameter, for a model that thinks.
     pub thinking: Option<super::Thinking>,
+    /// `output_config.task_budget`: the tokens the model has for the
+    /// whole task (`--task-budget`).
+    pub task_budget: Option<u64>,
 }
 
 impl MessagesRequest {
@@ -189,7 +192,15 @@ impl MessagesRequest {
             // As Claude Code: a request that turns thinking off says so,
             // at the temperature thinking would have used.
             temperature: self.thinking.filter(|t| !t.is_on()).map(|_| 1),
-            output_config: self.effort.map(|effort| OutputConfig { effort }),
+            output_config: (self.effort.is_some() || self.task_budget.is_some()).then_some(
+                OutputConfig {
+                    effort: self.effort,
+                    task_budget: self.task_budget.map(|total| TaskBudget {
+                        kind: "tokens",
+                        total,
+                    }),
+                },
+            ),
             stream: true,
         };
         // Serializing these types cannot fail: no map has non-string keys.
@@ -287,7 +298,17 @@ impl Serialize for ToolList<'_> {
 
 #[derive(Serialize)]
 struct OutputConfig {
-    effort: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task_budget: Option<TaskBudget>,
+}
+
+#[derive(Serialize)]
+struct TaskBudget {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    total: u64,
 }
 
 #[derive(Serialize)]
@@ -389,6 +410,7 @@ mod tests {
             server_tools: Vec::new(),
             effort: None,
             thinking: None,
+            task_budget: None,
         };
         assert_eq!(
             request.to_body(),

@@ -233,6 +233,7 @@ mod tests {
             server_tools: Vec::new(),
             effort: None,
             thinking: None,
+            task_budget: None,
         };
         let mut assembler = ResponseAssembler::new();
         let mut stream = model.stream(&request).await?;

@@ -131,6 +131,7 @@ impl NativeTool for WebSearchTool {
                     server_tools: vec![server_tool.clone()],
                     effort: None,
                     thinking: None,
+                    task_budget: None,
                 };
                 let (content, stop_reason) = ask(search.model.as_ref(), &request).await?;
                 found.add(&content)?;
