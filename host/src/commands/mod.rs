@@ -157,6 +157,18 @@ impl CustomCommands {
         loaded
     }
 
+    /// None, because reading them failed: a warning says so.
+    pub fn failed() -> Self {
+        Self::failed_with("reading them stopped unexpectedly".into())
+    }
+
+    pub fn failed_with(why: String) -> Self {
+        Self {
+            warnings: vec![format!("skills and commands were not loaded: {why}")],
+            ..Self::default()
+        }
+    }
+
     /// The same folders read again (the SDK's `reload_skills`).
     pub fn reload(&self) -> Self {
         Self::load(&self.folders)

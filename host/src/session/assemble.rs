@@ -778,11 +778,20 @@ impl SessionBuilder {
         std::thread::Builder::new()
             .name("context-files".into())
             .spawn(move || {
+                // The skills on a thread of their own too: both are mostly
+                // waiting on the filesystem.
+                let skills = std::thread::Builder::new()
+                    .name("skills".into())
+                    .spawn(move || match skills {
+                        true => CustomCommands::load(&folders),
+                        false => CustomCommands::default(),
+                    });
+                let memory = super::context::load(places, sources, &today);
                 let catalogue = match skills {
-                    true => CustomCommands::load(&folders),
-                    false => CustomCommands::default(),
+                    Ok(reading) => reading.join().unwrap_or_else(|_| CustomCommands::failed()),
+                    Err(e) => CustomCommands::failed_with(e.to_string()),
                 };
-                (super::context::load(places, sources, &today), catalogue)
+                (memory, catalogue)
             })
             .map_err(|e| SessionError::Invalid(format!("cannot start reading memory files: {e}")))
     }
