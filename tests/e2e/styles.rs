@@ -10,18 +10,6 @@ use scripted_server::{Reply, ScriptedServer};
 use serde_json::Value;
 use support::TestResult;
 
-fn system_text(body: &Value) -> String {
-    match &body["system"] {
-        Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 #[test]
 fn an_output_style_changes_the_prompt_where_claude_codes_changes() -> TestResult {
     for style in ["default", "explanatory", "learning", "pirate", "terse"] {
@@ -46,7 +34,7 @@ fn an_output_style_changes_the_prompt_where_claude_codes_changes() -> TestResult
         let theirs = recorded["requests"][0]["system"][2]["text"]
             .as_str()
             .ok_or("no recorded prompt")?;
-        let ours = system_text(&server.requests()[0].body);
+        let ours = support::system_text(&server.requests()[0].body["system"]);
         let styled = theirs.contains("according to your \"Output Style\"");
         assert_eq!(
             ours.contains("\"Output style\" section at the end"),
@@ -111,7 +99,7 @@ fn an_unknown_style_is_a_warning_and_the_prompt_keeps_its_default() -> TestResul
         stderr.contains("outputStyle `nosuch` names no built-in style"),
         "{stderr}"
     );
-    let ours = system_text(&server.requests()[0].body);
+    let ours = support::system_text(&server.requests()[0].body["system"]);
     assert!(ours.contains("# Doing the work") && !ours.contains("# Output style"));
     Ok(())
 }
@@ -127,7 +115,7 @@ fn the_prompt_states_the_environment_and_the_flag_moves_it_out() -> TestResult {
         .args(["-p", "hi", "--model", "claude-sonnet-4-5"])
         .output()?;
     assert!(out.status.success());
-    let ours = system_text(&server.requests()[0].body);
+    let ours = support::system_text(&server.requests()[0].body["system"]);
     for line in [
         format!("- Working directory: {}", ws_path.display()),
         "- Git repository: yes, on branch topic".to_string(),
@@ -141,7 +129,7 @@ fn the_prompt_states_the_environment_and_the_flag_moves_it_out() -> TestResult {
         .output()?;
     assert!(out.status.success());
     let request = &server.requests()[1].body;
-    assert!(!system_text(request).contains("# Environment"));
+    assert!(!support::system_text(&request["system"]).contains("# Environment"));
     let first = request["messages"][0]["content"].to_string();
     assert!(
         first.contains("Git repository: yes, on branch topic"),

@@ -150,3 +150,16 @@ pub fn lay_out(
     }
     Ok((scratch, root))
 }
+
+/// A request's `system` as one text (a string, or its blocks' texts).
+pub fn system_text(system: &Value) -> String {
+    match system {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}

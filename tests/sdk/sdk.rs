@@ -81,16 +81,34 @@ fn drive(
     let server = ScriptedServer::start(replies(&ws))?;
     let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/sdk/driver.py");
     let mut command = Command::new("python3");
+    command.arg(driver).arg(scenario);
+    let (lines, stderr) = run_driver(command, &ws, &home, &server)?;
+    Ok(Drive {
+        _dir: dir,
+        ws,
+        lines,
+        server,
+        stderr,
+    })
+}
+
+/// Runs an SDK driver (`command`, its program and arguments set) against
+/// `server` in a clean environment; returns the JSON lines it printed and
+/// its stderr.
+fn run_driver(
+    mut command: Command,
+    ws: &Path,
+    home: &Path,
+    server: &ScriptedServer,
+) -> Result<(Vec<Value>, String), Box<dyn std::error::Error>> {
     command.env_clear();
     if let Some(path) = std::env::var_os("PATH") {
         command.env("PATH", path);
     }
     let output = command
-        .arg(driver)
-        .arg(scenario)
         .env("CARAPACE_BIN", env!("CARGO_BIN_EXE_carapace"))
-        .env("WS", &ws)
-        .env("HOME", &home)
+        .env("WS", ws)
+        .env("HOME", home)
         .env("CARAPACE_CONFIG_DIR", home.join(".carapace"))
         .env(
             "CARAPACE_CACHE_DIR",
@@ -104,13 +122,7 @@ fn drive(
         .map(serde_json::from_str)
         .collect::<Result<Vec<Value>, _>>()
         .map_err(|e| format!("the driver printed something else ({e}):\n{stdout}"))?;
-    Ok(Drive {
-        _dir: dir,
-        ws,
-        lines,
-        server,
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    })
+    Ok((lines, String::from_utf8_lossy(&output.stderr).into_owned()))
 }
 
 fn read_call(ws: &Path) -> Reply {

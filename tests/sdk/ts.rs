@@ -86,31 +86,11 @@ fn drive_in(scenario: &str, replies: impl FnOnce(&Path) -> Vec<Reply>) -> Result
     std::fs::create_dir_all(&home)?;
     let server = ScriptedServer::start(replies(&ws))?;
     let mut command = Command::new("node");
-    command.env_clear();
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
-    let output = command
+    command
         .current_dir(driver_dir())
         .arg("driver.mjs")
-        .arg(scenario)
-        .env("CARAPACE_BIN", env!("CARGO_BIN_EXE_carapace"))
-        .env("WS", &ws)
-        .env("HOME", &home)
-        .env("CARAPACE_CONFIG_DIR", home.join(".carapace"))
-        .env(
-            "CARAPACE_CACHE_DIR",
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("carapace-cache"),
-        )
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .output()?;
-    let stdout = String::from_utf8(output.stdout)?;
-    let lines = stdout
-        .lines()
-        .map(serde_json::from_str)
-        .collect::<Result<Vec<Value>, _>>()
-        .map_err(|e| format!("the driver printed something else ({e}):\n{stdout}"))?;
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        .arg(scenario);
+    let (lines, stderr) = super::run_driver(command, &ws, &home, &server)?;
     if let Some(error) = lines.iter().find(|l| l["kind"] == "error") {
         return Err(format!("{}\n{stderr}", error["error"]).into());
     }
@@ -122,25 +102,13 @@ fn drive_in(scenario: &str, replies: impl FnOnce(&Path) -> Vec<Reply>) -> Result
     })
 }
 
-fn system_text(system: &Value) -> String {
-    match system {
-        Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 #[test]
 fn no_system_prompt_option_sends_none() -> Result<(), Failure> {
     // The SDK's `initialize` carries `"systemPrompt": [""]`; Claude Code
     // then sends only its SDK identity line, carapace nothing of its own.
     let run = drive("default", vec![Reply::text("ok")])?;
     assert_eq!(run.result()?["result"], "ok");
-    let system = system_text(&run.system(0));
+    let system = super::support::system_text(&run.system(0));
     assert!(!system.contains("# How your tools run here"), "{system}");
     Ok(())
 }
@@ -149,7 +117,7 @@ fn no_system_prompt_option_sends_none() -> Result<(), Failure> {
 fn the_preset_with_append_keeps_carapaces_prompt_and_adds_the_text() -> Result<(), Failure> {
     let run = drive("preset", vec![Reply::text("ok")])?;
     assert_eq!(run.result()?["result"], "ok");
-    let system = system_text(&run.system(0));
+    let system = super::support::system_text(&run.system(0));
     assert!(system.contains("# How your tools run here"), "{system}");
     assert!(
         system.trim_end().ends_with("APPENDED BY THE SDK"),
@@ -166,7 +134,7 @@ fn initialize_carries_the_prompt_the_sdk_tools_and_the_agents() -> Result<(), Fa
         vec![Reply::tool_uses(vec![call]), Reply::text("five")],
     )?;
     assert_eq!(run.result()?["result"], "five", "{}", run.stderr);
-    assert_eq!(system_text(&run.system(0)), "CUSTOM PROMPT");
+    assert_eq!(super::support::system_text(&run.system(0)), "CUSTOM PROMPT");
     let requests = run.server.requests();
     let offered: Vec<&str> = requests[0].body["tools"]
         .as_array()

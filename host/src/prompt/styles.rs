@@ -23,19 +23,26 @@ pub struct OutputStyle {
     pub keep_coding_instructions: bool,
 }
 
-const EXPLANATORY: &str = "Besides doing the software engineering work, help the user understand the codebase as you go.
-
-Stay on the task, but explain the choices you make: why this approach, what the surrounding code expects, what would break otherwise. Explanations may make answers longer than usual; keep them specific to this code rather than general programming lessons.
-
-## Notes
+/// The closing part both built-in styles share.
+macro_rules! notes {
+    () => {
+        "## Notes
 Before and after you write code, add a short note of two or three points about what is worth knowing here, set off like this:
 \"`── Note ─────────────────────────────`
 [the points]
 `───────────────────────────────────────`\"
 
-Notes belong in the conversation, never in the code.";
+Notes belong in the conversation, never in the code."
+    };
+}
 
-const LEARNING: &str = "Besides doing the software engineering work, help the user learn by doing part of it themselves.
+const EXPLANATORY: &str = concat!("Besides doing the software engineering work, help the user understand the codebase as you go.
+
+Stay on the task, but explain the choices you make: why this approach, what the surrounding code expects, what would break otherwise. Explanations may make answers longer than usual; keep them specific to this code rather than general programming lessons.
+
+", notes!());
+
+const LEARNING: &str = concat!("Besides doing the software engineering work, help the user learn by doing part of it themselves.
 
 Be collaborative and encouraging. Do the routine parts yourself, and leave the user the pieces where a real decision is made.
 
@@ -54,13 +61,7 @@ When a change involves more than about twenty lines and includes a design decisi
 ## After their part
 Say in a sentence or two how their code fits the larger design. No praise, no repetition.
 
-## Notes
-Before and after you write code, add a short note of two or three points about what is worth knowing here, set off like this:
-\"`── Note ─────────────────────────────`
-[the points]
-`───────────────────────────────────────`\"
-
-Notes belong in the conversation, never in the code.";
+", notes!());
 
 /// The built-in styles besides the default.
 fn built_in() -> [OutputStyle; 2] {

@@ -62,6 +62,24 @@ function skill(name, description) {
   writeFileSync(join(dir, 'SKILL.md'), `---\ndescription: ${description}\n---\nDo ${name}.\n`);
 }
 
+// Prints every message of a two-turn session; `between` runs when the
+// first turn's result arrives, `after` when the second's does (before the
+// session closes: leaving the loop closes it). `seen` sees each message.
+async function twoTurns(q, { between, after, seen }) {
+  let results = 0;
+  for await (const message of q) {
+    console.log(JSON.stringify(message));
+    if (seen) seen(message);
+    if (message.type !== 'result') continue;
+    results += 1;
+    if (results === 1) between();
+    if (results === 2) {
+      if (after) await after();
+      break;
+    }
+  }
+}
+
 // Two turns over one session: thinking turned off before the first, a
 // skill added and the skills reloaded before the second.
 async function controls() {
@@ -83,15 +101,7 @@ async function controls() {
   }
   const q = query({ prompt: prompts(), options: { ...base, settingSources: ['project'] } });
   console.log(JSON.stringify({ kind: 'commands', commands: await q.supportedCommands() }));
-  let results = 0;
-  for await (const message of q) {
-    console.log(JSON.stringify(message));
-    if (message.type === 'result') {
-      results += 1;
-      if (results === 1) next();
-      if (results === 2) break;
-    }
-  }
+  await twoTurns(q, { between: () => next() });
 }
 
 // A background shell started in the first turn, stopped between turns
@@ -109,17 +119,13 @@ async function stop() {
     yield { type: 'user', message: { role: 'user', content: 'check it' }, parent_tool_use_id: null };
   }
   const q = query({ prompt: prompts(), options: { ...base, permissionMode: 'bypassPermissions', allowDangerouslySkipPermissions: true } });
-  let results = 0;
-  for await (const message of q) {
-    console.log(JSON.stringify(message));
-    const id = message.tool_use_result?.backgroundTaskId;
-    if (id) shell = id;
-    if (message.type === 'result') {
-      results += 1;
-      if (results === 1) next();
-      if (results === 2) break;
-    }
-  }
+  await twoTurns(q, {
+    between: () => next(),
+    seen: (message) => {
+      const id = message.tool_use_result?.backgroundTaskId;
+      if (id) shell = id;
+    },
+  });
 }
 
 // Two turns that change files, with checkpointing on; then a dry rewind
@@ -138,22 +144,15 @@ async function rewind() {
     await turnDone();
   }
   const q = query({ prompt: prompts(), options: { ...base, permissionMode: 'acceptEdits', enableFileCheckpointing: true } });
-  let results = 0;
-  for await (const message of q) {
-    console.log(JSON.stringify(message));
-    if (message.type === 'result') {
-      results += 1;
-      if (results === 1) next();
-      if (results === 2) {
-        // Before the loop ends: leaving it closes the session.
-        const dry = await q.rewindFiles(ids[1], { dryRun: true });
-        const real = await q.rewindFiles(ids[0]);
-        console.log(JSON.stringify({ kind: 'rewound', dry, real }));
-        next();
-        break;
-      }
-    }
-  }
+  await twoTurns(q, {
+    between: () => next(),
+    after: async () => {
+      const dry = await q.rewindFiles(ids[1], { dryRun: true });
+      const real = await q.rewindFiles(ids[0]);
+      console.log(JSON.stringify({ kind: 'rewound', dry, real }));
+      next();
+    },
+  });
 }
 
 const scripted = { controls, stop, rewind };
