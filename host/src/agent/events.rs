@@ -106,6 +106,18 @@ pub enum AgentEvent {
         description: String,
         tool_use_id: String,
     },
+    /// A background agent finished a tool call (`system`/`task_progress`).
+    TaskProgress {
+        task_id: String,
+        tool_use_id: String,
+        description: String,
+        subagent_type: String,
+        /// The child's last response: its context, in tokens.
+        total_tokens: u64,
+        tool_uses: u64,
+        duration_ms: u64,
+        last_tool_name: String,
+    },
     /// A background agent ended; its report follows as a queued message
     /// (`system`/`task_notification`).
     TaskNotification {

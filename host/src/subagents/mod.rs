@@ -175,7 +175,12 @@ impl NativeTool for AgentTool {
                 }
                 Some(runner) => {
                     runner
-                        .run(&context.tool_use_id, &input, runner.abort.child_token())
+                        .run(
+                            &context.tool_use_id,
+                            &input,
+                            runner.abort.child_token(),
+                            None,
+                        )
                         .await
                 }
                 None => Err(ToolFailure::Failed(
@@ -214,7 +219,14 @@ impl SubagentRunner {
             running.insert(task_id.clone(), stop.clone());
         }
         tokio::spawn(async move {
-            let finished = runner.run(&tool_use_id, &input, stop.clone()).await;
+            let finished = runner
+                .run(
+                    &tool_use_id,
+                    &input,
+                    stop.clone(),
+                    Some((task.clone(), description.clone())),
+                )
+                .await;
             if let Ok(mut running) = runner.running.lock() {
                 running.remove(&task);
             }
@@ -297,12 +309,14 @@ impl SubagentRunner {
     }
 
     /// One child to its end; `abort` (the session's, or a background
-    /// task's own) ends it early.
+    /// task's own) ends it early. A background child (`task`: its id and
+    /// description) reports its progress after each tool call.
     async fn run(
         &self,
         tool_use_id: &str,
         input: &Value,
         abort: CancellationToken,
+        task: Option<(String, String)>,
     ) -> Result<ToolOutput, ToolFailure> {
         let agent = self.agent(input)?;
         let agent_type = agent.name.as_str();
@@ -390,6 +404,15 @@ impl SubagentRunner {
         let mut sink = ChildSink {
             parent_tool_use_id: tool_use_id.to_string(),
             sink: self.sink.clone(),
+            progress: task.map(|(task_id, description)| Progress {
+                task_id,
+                description,
+                subagent_type: agent_type.to_string(),
+                started: std::time::Instant::now(),
+                total_tokens: 0,
+                tool_uses: 0,
+                last_tool_name: String::new(),
+            }),
         };
         let outcome = query(&deps, &config, vec![Message::user_text(prompt)], &mut sink).await;
         if let Some(transcript) = &transcript {
@@ -431,15 +454,68 @@ fn output_text(output: &ToolOutput) -> String {
 struct ChildSink {
     parent_tool_use_id: String,
     sink: Arc<Mutex<Box<dyn EventSink>>>,
+    /// A background child's progress, told after each of its tool calls.
+    progress: Option<Progress>,
+}
+
+/// What a background child has done so far.
+struct Progress {
+    task_id: String,
+    description: String,
+    subagent_type: String,
+    started: std::time::Instant,
+    total_tokens: u64,
+    tool_uses: u64,
+    last_tool_name: String,
+}
+
+impl Progress {
+    /// The `task_progress` event after `event`, if it ended a tool call.
+    fn follow(&mut self, event: &AgentEvent, tool_use_id: &str) -> Option<AgentEvent> {
+        match event {
+            AgentEvent::AssistantBlock { block, usage, .. } => {
+                self.total_tokens = usage.input_tokens
+                    + usage.cache_creation_input_tokens
+                    + usage.cache_read_input_tokens
+                    + usage.output_tokens;
+                if let crate::model::ContentBlock::ToolUse { name, .. } = block {
+                    self.last_tool_name = name.clone();
+                }
+                None
+            }
+            AgentEvent::ToolResult(_) => {
+                self.tool_uses += 1;
+                Some(AgentEvent::TaskProgress {
+                    task_id: self.task_id.clone(),
+                    tool_use_id: tool_use_id.to_string(),
+                    description: self.description.clone(),
+                    subagent_type: self.subagent_type.clone(),
+                    total_tokens: self.total_tokens,
+                    tool_uses: self.tool_uses,
+                    duration_ms: u64::try_from(self.started.elapsed().as_millis())
+                        .unwrap_or(u64::MAX),
+                    last_tool_name: self.last_tool_name.clone(),
+                })
+            }
+            _ => None,
+        }
+    }
 }
 
 impl EventSink for ChildSink {
     fn emit(&mut self, event: AgentEvent) {
+        let progress = self
+            .progress
+            .as_mut()
+            .and_then(|p| p.follow(&event, &self.parent_tool_use_id));
         if let Ok(mut sink) = self.sink.lock() {
             sink.emit(AgentEvent::Child {
                 parent_tool_use_id: self.parent_tool_use_id.clone(),
                 event: Box::new(event),
             });
+            if let Some(progress) = progress {
+                sink.emit(progress);
+            }
         }
     }
 }
@@ -474,5 +550,59 @@ impl LoopHooks for ChildHooks {
 
     fn after_batch(&self, batch: Vec<BatchCall>) -> BoxFuture<'_, BatchDecision> {
         self.hooks.after_batch(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::ToolCallResult;
+    use crate::model::{ContentBlock, Usage};
+
+    #[test]
+    fn a_background_child_reports_progress_after_each_tool_call() {
+        let mut progress = Progress {
+            task_id: "agent-1".into(),
+            description: "read notes".into(),
+            subagent_type: GENERAL_PURPOSE.into(),
+            started: std::time::Instant::now(),
+            total_tokens: 0,
+            tool_uses: 0,
+            last_tool_name: String::new(),
+        };
+        let call = AgentEvent::AssistantBlock {
+            message_id: "m".into(),
+            model: "x".into(),
+            block: ContentBlock::ToolUse {
+                id: "t".into(),
+                name: "Read".into(),
+                input: json!({}),
+            },
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 1,
+                ..Usage::default()
+            },
+        };
+        assert_eq!(progress.follow(&call, "toolu_bg"), None);
+        let result = AgentEvent::ToolResult(ToolCallResult::error("t", "nope"));
+        match progress.follow(&result, "toolu_bg") {
+            Some(AgentEvent::TaskProgress {
+                task_id,
+                tool_use_id,
+                total_tokens,
+                tool_uses,
+                last_tool_name,
+                ..
+            }) => {
+                assert_eq!(
+                    (task_id.as_str(), tool_use_id.as_str()),
+                    ("agent-1", "toolu_bg")
+                );
+                assert_eq!((total_tokens, tool_uses), (11, 1));
+                assert_eq!(last_tool_name, "Read");
+            }
+            other => panic!("no progress: {other:?}"),
+        }
     }
 }
