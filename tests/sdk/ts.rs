@@ -331,3 +331,24 @@ fn rewind_files_restores_what_each_message_changed() -> Result<(), Failure> {
     assert!(!ws.join("made.txt").exists());
     Ok(())
 }
+
+#[test]
+fn mcp_toggle_stops_offering_a_servers_tools() -> Result<(), Failure> {
+    let run = drive("toggle", vec![Reply::text("one"), Reply::text("two")])?;
+    let toggled = run
+        .lines
+        .iter()
+        .find(|l| l["kind"] == "toggled")
+        .ok_or_else(|| format!("not toggled: {:?}\n{}", run.lines, run.stderr))?;
+    assert!(toggled.to_string().contains("\"disabled\""), "{toggled}");
+    let requests = run.server.requests();
+    assert_eq!(requests.len(), 2, "{}", run.stderr);
+    let offered = |n: usize| {
+        requests[n].body["tools"]
+            .to_string()
+            .contains("mcp__calc__add")
+    };
+    assert!(offered(0), "the server's tool was offered before");
+    assert!(!offered(1), "the turned-off server's tool is still offered");
+    Ok(())
+}

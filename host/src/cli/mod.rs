@@ -884,6 +884,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                     overrides: overrides.clone(),
                     usage: meter.clone(),
                     checkpoints: session.checkpoints.clone(),
+                    tools: Some(session.pipeline.clone()),
                     stop_task: Some({
                         let (agents, shells) =
                             (agent_tool.clone(), session.sandbox.shells().cloned());

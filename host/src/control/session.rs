@@ -79,6 +79,8 @@ pub struct SessionControl {
     pub stop_task: Option<TaskStopper>,
     /// What `rewind_files` restores from (none: checkpointing is off).
     pub checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
+    /// The session's tools, for `mcp_toggle`.
+    pub tools: Option<Arc<crate::tools::ToolPipeline>>,
 }
 
 /// Stops one background task; `Err` says why it could not.
@@ -180,6 +182,25 @@ impl SessionControl {
                 Ok(Value::Null)
             }
             Some("get_context_usage") => Ok(self.usage.answer()),
+            Some("mcp_toggle") => {
+                let name = request["serverName"]
+                    .as_str()
+                    .ok_or("mcp_toggle: no serverName")?;
+                let enabled = request["enabled"]
+                    .as_bool()
+                    .ok_or("mcp_toggle: `enabled` is not true or false")?;
+                let tools = self
+                    .tools
+                    .as_ref()
+                    .ok_or("mcp_toggle: this session has no tools")?;
+                tools.toggle_mcp(name, enabled)?;
+                if let Ok(mut servers) = self.mcp_servers.lock() {
+                    for server in servers.iter_mut().filter(|s| s["name"] == name) {
+                        server["status"] = json!(if enabled { "connected" } else { "disabled" });
+                    }
+                }
+                Ok(Value::Null)
+            }
             Some("rewind_files") => {
                 let id = request["user_message_id"]
                     .as_str()

@@ -692,6 +692,21 @@ impl ToolRegistry {
         self.add_mcp(server)
     }
 
+    /// Takes the tools of the MCP server called `name` out of the registry;
+    /// returns the server (to offer it again), `None` when no tool of a
+    /// server by that name is here.
+    pub fn remove_mcp_named(&mut self, name: &str) -> Option<Arc<McpServer>> {
+        let server = self.tools.iter().find_map(|t| match &t.provider {
+            ToolProvider::Mcp(mcp) if mcp.server.name == name => Some(mcp.server.clone()),
+            _ => None,
+        })?;
+        self.tools.retain(|t| match &t.provider {
+            ToolProvider::Mcp(mcp) => !Arc::ptr_eq(&mcp.server, &server),
+            _ => true,
+        });
+        Some(server)
+    }
+
     pub fn names(&self) -> Vec<String> {
         self.tools
             .iter()

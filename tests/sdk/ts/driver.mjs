@@ -155,7 +155,24 @@ async function rewind() {
   });
 }
 
-const scripted = { controls, stop, rewind };
+// The SDK's server offered in the first turn, turned off before the
+// second.
+async function toggle() {
+  let next;
+  const turnDone = () => new Promise((resolve) => { next = resolve; });
+  async function* prompts() {
+    await new Promise((resolve) => setImmediate(resolve));
+    yield { type: 'user', message: { role: 'user', content: 'one' }, parent_tool_use_id: null };
+    await turnDone();
+    await q.toggleMcpServer('calc', false);
+    console.log(JSON.stringify({ kind: 'toggled', status: await q.mcpServerStatus() }));
+    yield { type: 'user', message: { role: 'user', content: 'two' }, parent_tool_use_id: null };
+  }
+  const q = query({ prompt: prompts(), options: { ...base, mcpServers: { calc } } });
+  await twoTurns(q, { between: () => next() });
+}
+
+const scripted = { controls, stop, rewind, toggle };
 const name = process.argv[2];
 if (scripted[name]) {
   try {

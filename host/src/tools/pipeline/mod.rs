@@ -66,6 +66,8 @@ pub struct ToolPipeline {
     skills: skill::Skills,
     /// Files kept before each turn's first write (the SDK's rewind).
     checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
+    /// MCP servers the SDK turned off (`mcp_toggle`), kept to turn back on.
+    disabled_mcp: std::sync::Mutex<Vec<Arc<crate::mcp::McpServer>>>,
 }
 
 impl ToolPipeline {
@@ -86,6 +88,7 @@ impl ToolPipeline {
             memory: None,
             skills: skill::Skills::default(),
             checkpoints: None,
+            disabled_mcp: Default::default(),
         }
     }
 
@@ -188,6 +191,55 @@ impl ToolPipeline {
             Ok(mut registry) => registry.add_mcp(server),
             Err(_) => vec!["the tool registry is unusable".into()],
         }
+    }
+
+    /// Stops or starts offering an MCP server's tools, from the next
+    /// request on (the SDK's `mcp_toggle`). The server stays connected.
+    pub fn toggle_mcp(&self, name: &str, enabled: bool) -> Result<(), String> {
+        let mut disabled = self
+            .disabled_mcp
+            .lock()
+            .map_err(|_| "the MCP server list is unusable".to_string())?;
+        let mut registry = self
+            .registry
+            .write()
+            .map_err(|_| "the tool registry is unusable".to_string())?;
+        let off = disabled.iter().position(|s| s.name == name);
+        match (enabled, off) {
+            (true, Some(at)) => {
+                let server = disabled.remove(at);
+                for warning in registry.add_mcp(&server) {
+                    tracing::warn!("{warning}");
+                }
+                Ok(())
+            }
+            (false, None) => match registry.remove_mcp_named(name) {
+                Some(server) => {
+                    disabled.push(server);
+                    Ok(())
+                }
+                None => Err(format!(
+                    "No MCP server named `{name}` offers tools in this session."
+                )),
+            },
+            // Already as asked.
+            (true, None)
+                if registry
+                    .names()
+                    .iter()
+                    .any(|n| n.starts_with(&format!("mcp__{name}__"))) =>
+            {
+                Ok(())
+            }
+            (true, None) => Err(format!("No MCP server named `{name}` in this session.")),
+            (false, Some(_)) => Ok(()),
+        }
+    }
+
+    fn is_disabled(&self, server: &crate::mcp::McpServer) -> bool {
+        self.disabled_mcp
+            .lock()
+            .is_ok_and(|d| d.iter().any(|s| s.name == server.name))
     }
 
     /// A successful Read of a file that a folder's memory or a scoped rule
@@ -351,7 +403,7 @@ impl ToolRuntime for ToolPipeline {
     fn refresh(&self) -> BoxFuture<'_, bool> {
         async move {
             let mut changed = false;
-            for server in &self.mcp_servers {
+            for server in self.mcp_servers.iter().filter(|s| !self.is_disabled(s)) {
                 match server.refresh_if_changed().await {
                     Ok(false) => {}
                     Ok(true) => {
