@@ -806,7 +806,10 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let turn = TurnSlot::default();
     let model_cell = Arc::new(std::sync::Mutex::new(config.model.clone()));
     let overrides = Arc::new(crate::control::turn::TurnOverrides::default());
-    let meter = Arc::new(crate::control::usage::ContextMeter::default());
+    // Only the SDK asks what the context holds (`get_context_usage`).
+    let meter = prompt
+        .is_none()
+        .then(|| Arc::new(crate::control::usage::ContextMeter::default()));
     {
         // As Claude Code: a `system`/`status` line for every mode change,
         // whoever made it (the mode's gate tells).
@@ -882,7 +885,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                     }),
                     start: Default::default(),
                     overrides: overrides.clone(),
-                    usage: meter.clone(),
+                    usage: meter.clone().unwrap_or_default(),
                     checkpoints: session.checkpoints.clone(),
                     tools: Some(session.pipeline.clone()),
                     stop_task: Some({
@@ -901,7 +904,6 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                         })
                     }),
                     skills: Some(SkillsControl {
-                        pipeline: session.pipeline.clone(),
                         user_context: config.user_context.clone(),
                         listed: session.skills_listed,
                     }),
@@ -949,11 +951,13 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             Prompts::Stream(queue.clone())
         }
     };
-    meter.set_parts(context_parts(&session, &config, loop_tools.as_ref()));
-    meter.set_messages(
-        crate::agent::estimate_tokens(&session.history),
-        &config.model,
-    );
+    if let Some(meter) = &meter {
+        meter.set_parts(context_parts(&session, &config, loop_tools.as_ref()));
+        meter.set_messages(
+            crate::agent::estimate_tokens(&session.history),
+            &config.model,
+        );
+    }
     let deps = QueryDeps {
         model: model.as_ref(),
         tools: loop_tools.clone(),
@@ -978,7 +982,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             turn: Some(turn),
             model: Some(model_cell),
             overrides: Some(overrides.clone()),
-            meter: Some(meter.clone()),
+            meter: meter.clone(),
             checkpoints: session.checkpoints.clone(),
             slash_commands: !cli.disable_slash_commands,
             commands: (!cli.disable_slash_commands).then_some(print::SlashCommands {

@@ -71,7 +71,7 @@ pub struct SessionControl {
     pub start: super::start::StartSignal,
     /// What the SDK changed for the turns to come.
     pub overrides: Arc<super::turn::TurnOverrides>,
-    /// The session's skills, for `reload_skills` (none: no pipeline).
+    /// The reminders `reload_skills` changes.
     pub skills: Option<SkillsControl>,
     /// What `get_context_usage` answers from.
     pub usage: Arc<super::usage::ContextMeter>,
@@ -79,16 +79,16 @@ pub struct SessionControl {
     pub stop_task: Option<TaskStopper>,
     /// What `rewind_files` restores from (none: checkpointing is off).
     pub checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
-    /// The session's tools, for `mcp_toggle`.
+    /// The session's tools: its skills and MCP servers (`reload_skills`,
+    /// `mcp_toggle`, `initialize`'s commands).
     pub tools: Option<Arc<crate::tools::ToolPipeline>>,
 }
 
 /// Stops one background task; `Err` says why it could not.
 pub type TaskStopper = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 
-/// What `reload_skills` acts on.
+/// The reminders a reload of the skills changes.
 pub struct SkillsControl {
-    pub pipeline: Arc<crate::tools::ToolPipeline>,
     /// The reminders the session started with.
     pub user_context: Vec<String>,
     /// Whether the first of them is the skills listing.
@@ -97,15 +97,19 @@ pub struct SkillsControl {
 
 impl SkillsControl {
     /// Reads the skills again; the next turn offers and lists the new set.
-    fn reload(&self, overrides: &super::turn::TurnOverrides) -> Value {
-        let Some(current) = self.pipeline.catalogue() else {
-            return json!({"skills": []});
-        };
+    fn reload(
+        &self,
+        pipeline: &crate::tools::ToolPipeline,
+        overrides: &super::turn::TurnOverrides,
+    ) -> Result<Value, String> {
+        let current = pipeline
+            .catalogue()
+            .ok_or("reload_skills: this session loads no skills")?;
         let fresh = Arc::new(current.reload());
         for warning in &fresh.warnings {
             eprintln!("carapace: warning: {warning}");
         }
-        self.pipeline.replace_catalogue(fresh.clone());
+        pipeline.replace_catalogue(fresh.clone());
         if self.listed {
             let mut context = self.user_context.clone();
             match fresh.listing() {
@@ -116,7 +120,7 @@ impl SkillsControl {
             }
             overrides.set_user_context(context);
         }
-        json!({"skills": fresh.described(true)})
+        Ok(json!({"skills": fresh.described(true)}))
     }
 }
 
@@ -219,10 +223,8 @@ impl SessionControl {
                     None => Err(format!("stop_task: no task `{task}` in this session")),
                 }
             }
-            Some("reload_skills") => match &self.skills {
-                Some(skills) if skills.listed || skills.pipeline.catalogue().is_some() => {
-                    Ok(skills.reload(&self.overrides))
-                }
+            Some("reload_skills") => match (&self.tools, &self.skills) {
+                (Some(tools), Some(skills)) => skills.reload(tools, &self.overrides),
                 _ => Err("reload_skills: this session loads no skills".into()),
             },
             Some(other) => Err(format!("Unsupported control request subtype: {other}")),
@@ -248,9 +250,9 @@ impl SessionControl {
             .map(|m| m.clone())
             .unwrap_or_else(|_| self.default_model.clone());
         let commands = self
-            .skills
+            .tools
             .as_ref()
-            .and_then(|s| s.pipeline.catalogue())
+            .and_then(|t| t.catalogue())
             .map(|c| c.described(false))
             .unwrap_or_default();
         Ok(json!({

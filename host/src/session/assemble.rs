@@ -5,7 +5,7 @@ use super::transcript::{
     Opening, Transcript, TranscriptError, is_session_id, latest, load, project_dir, transcript_path,
 };
 use super::{Session, SessionPaths, StartSource};
-use crate::commands::{CustomCommands, Folders};
+use crate::commands::{CustomCommands, Folders, PluginDir};
 use crate::hooks::{HookConfigError, HookLoadError, HookRuntime};
 use crate::mcp::{McpConfigError, ServerConfig};
 use crate::plugins::{Placeholders, PluginStore, Scope};
@@ -345,12 +345,16 @@ impl SessionBuilder {
         // Memory files and skills are read on a thread of their own while
         // the rest of the session is assembled: they are what start-up
         // reads most of.
-        let context_files = self.read_context_files(crate::memory::MemoryPlaces {
-            cwd: cwd.clone(),
-            home: home.clone(),
-            config_dir: config_dir.clone(),
-            managed: managed_memory,
-        })?;
+        let plugin_dirs = self.opened_plugins()?;
+        let context_files = self.read_context_files(
+            &plugin_dirs,
+            crate::memory::MemoryPlaces {
+                cwd: cwd.clone(),
+                home: home.clone(),
+                config_dir: config_dir.clone(),
+                managed: managed_memory,
+            },
+        )?;
         let settings = Settings::load(
             &Locations {
                 managed,
@@ -595,14 +599,13 @@ impl SessionBuilder {
         }
         let mut agents = Vec::new();
         if let Some(agent) = &self.agent_tool {
-            agents = self.agent_definitions(&cwd, &config_dir, &settings, &mut warnings)?;
+            agents =
+                self.agent_definitions(&cwd, &config_dir, &plugin_dirs, &settings, &mut warnings)?;
             registry.add_native(crate::subagents::definition(&agents), agent.clone())?;
         }
-        let (memory, loaded) = context_files
-            .join()
-            .map_err(|_| SessionError::Invalid("reading memory files and skills failed".into()))?;
+        let (memory, loaded) = context_files.join()?;
         let catalogue = Arc::new(Self::admitted(loaded, &settings, &mut warnings));
-        for plugin in self.opened_plugins()? {
+        for plugin in &plugin_dirs {
             plugins.push(serde_json::json!({
                 "name": plugin.name,
                 "path": plugin.root.display().to_string(),
@@ -753,47 +756,41 @@ impl SessionBuilder {
 impl SessionBuilder {
     /// The `--plugin-dir` folders, each named; one that is not a plugin
     /// folder is an error.
-    fn opened_plugins(&self) -> Result<Vec<crate::commands::PluginDir>, SessionError> {
+    fn opened_plugins(&self) -> Result<Vec<PluginDir>, SessionError> {
         self.plugin_dirs
             .iter()
             .map(|dir| crate::commands::PluginDir::open(dir).map_err(SessionError::Invalid))
             .collect()
     }
 
-    /// Starts reading the memory files and the skills and commands of the
-    /// settings sources that load, on a thread of their own.
+    /// Starts reading the memory files, and the skills and commands of the
+    /// settings sources that load, each on a thread of its own: both are
+    /// mostly waiting on the filesystem.
     fn read_context_files(
         &self,
+        plugins: &[PluginDir],
         places: crate::memory::MemoryPlaces,
-    ) -> Result<
-        std::thread::JoinHandle<(super::context::SessionMemory, CustomCommands)>,
-        SessionError,
-    > {
+    ) -> Result<ContextReading, SessionError> {
         let (project, user) = self.project_and_user();
         let mut folders = Folders::of(&places.cwd, &places.home, project, user);
-        folders.plugins = self.opened_plugins()?;
+        folders.plugins = plugins.to_vec();
         let skills = self.skills;
         let sources = super::context::memory_sources(self.memory, self.setting_sources.as_deref());
         let today = crate::agent::today();
-        std::thread::Builder::new()
-            .name("context-files".into())
-            .spawn(move || {
-                // The skills on a thread of their own too: both are mostly
-                // waiting on the filesystem.
-                let skills = std::thread::Builder::new()
-                    .name("skills".into())
-                    .spawn(move || match skills {
-                        true => CustomCommands::load(&folders),
-                        false => CustomCommands::default(),
-                    });
-                let memory = super::context::load(places, sources, &today);
-                let catalogue = match skills {
-                    Ok(reading) => reading.join().unwrap_or_else(|_| CustomCommands::failed()),
-                    Err(e) => CustomCommands::failed_with(e.to_string()),
-                };
-                (memory, catalogue)
-            })
-            .map_err(|e| SessionError::Invalid(format!("cannot start reading memory files: {e}")))
+        let skills =
+            std::thread::Builder::new()
+                .name("skills".into())
+                .spawn(move || match skills {
+                    true => CustomCommands::load(&folders),
+                    false => CustomCommands::default(),
+                });
+        let memory = std::thread::Builder::new()
+            .name("memory-files".into())
+            .spawn(move || super::context::load(places, sources, &today))
+            .map_err(|e| {
+                SessionError::Invalid(format!("cannot start reading memory files: {e}"))
+            })?;
+        Ok(ContextReading { memory, skills })
     }
 
     /// The catalogue's warnings told; a project skill's `allowed-tools`
@@ -845,11 +842,13 @@ impl SessionBuilder {
     }
 
     /// The session's agent types: built in, the user's files, the
-    /// project's (trusted workspace only), then `--agents`.
+    /// `--plugin-dir` folders' (as `plugin:name`), the project's (trusted
+    /// workspace only), then `--agents`.
     fn agent_definitions(
         &self,
         cwd: &Path,
         config_dir: &Path,
+        plugins: &[PluginDir],
         settings: &Settings,
         warnings: &mut Vec<String>,
     ) -> Result<Vec<crate::subagents::AgentDefinition>, SessionError> {
@@ -857,7 +856,7 @@ impl SessionBuilder {
             &config_dir.join("agents"),
             warnings,
         )];
-        for plugin in self.opened_plugins()? {
+        for plugin in plugins {
             let mut agents = crate::subagents::load_dir(&plugin.root.join("agents"), warnings);
             for agent in &mut agents {
                 agent.name = format!("{}:{}", plugin.name, agent.name);
@@ -891,6 +890,28 @@ impl SessionBuilder {
             );
         }
         Ok(crate::subagents::merge(groups))
+    }
+}
+
+/// Memory files and skills being read while the session is assembled.
+struct ContextReading {
+    memory: std::thread::JoinHandle<super::context::SessionMemory>,
+    skills: std::io::Result<std::thread::JoinHandle<CustomCommands>>,
+}
+
+impl ContextReading {
+    /// Both, once read. Skills that could not be read are a warning;
+    /// memory that could not be is an error.
+    fn join(self) -> Result<(super::context::SessionMemory, CustomCommands), SessionError> {
+        let memory = self
+            .memory
+            .join()
+            .map_err(|_| SessionError::Invalid("reading the memory files failed".into()))?;
+        let skills = match self.skills {
+            Ok(reading) => reading.join().unwrap_or_else(|_| CustomCommands::failed()),
+            Err(e) => CustomCommands::failed_with(e.to_string()),
+        };
+        Ok((memory, skills))
     }
 }
 
