@@ -352,3 +352,80 @@ fn mcp_toggle_stops_offering_a_servers_tools() -> Result<(), Failure> {
     assert!(!offered(1), "the turned-off server's tool is still offered");
     Ok(())
 }
+
+/// How to start the bridge tests' notes server from anywhere: the
+/// interpreter itself, not a shim that needs the user's HOME.
+fn notes_server() -> Result<Value, Failure> {
+    let python = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()?;
+    let python = String::from_utf8(python.stdout)?.trim().to_string();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/servers/notes_server.py");
+    Ok(json!({"type": "stdio", "command": python, "args": [script]}))
+}
+
+#[test]
+fn mcp_servers_are_set_and_reconnected_and_settings_applied_while_running() -> Result<(), Failure> {
+    let notes = notes_server()?;
+    let run = drive_in("servers", |ws| {
+        let _ = std::fs::write(ws.join("notes-server.json"), notes.to_string());
+        vec![Reply::text("one"), Reply::text("two")]
+    })?;
+    let said = |kind: &str| -> Result<Value, Failure> {
+        run.lines
+            .iter()
+            .find(|l| l["kind"] == kind)
+            .map(|l| l["value"].clone())
+            .ok_or_else(|| format!("no `{kind}`: {:?}\n{}", run.lines, run.stderr).into())
+    };
+    // As Claude Code 2.1.197 answers (recorded with this scenario).
+    assert_eq!(
+        said("set")?,
+        json!({"added": ["calc", "notes"], "removed": [], "errors": {}})
+    );
+    let status = said("status")?;
+    let notes_status = status
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == "notes"))
+        .ok_or_else(|| format!("notes not listed: {status}"))?;
+    assert_eq!(notes_status["status"], "connected", "{status}");
+    assert_eq!(notes_status["scope"], "dynamic", "{status}");
+    assert_eq!(said("reconnect")?, Value::Null);
+    assert!(
+        said("reconnect-unknown-error")?
+            .to_string()
+            .contains("Server not found: nope")
+    );
+    assert_eq!(said("flags")?, Value::Null);
+    assert!(run.stderr.contains("`notASetting`"), "{}", run.stderr);
+
+    let requests = run.server.requests();
+    assert_eq!(requests.len(), 2, "{}", run.stderr);
+    let tools = |n: usize| requests[n].body["tools"].to_string();
+    assert!(
+        !tools(0).contains("mcp__notes__"),
+        "offered before it was set"
+    );
+    for tool in ["mcp__notes__count_notes", "mcp__calc__add"] {
+        assert!(tools(1).contains(tool), "{tool} not offered after the set");
+    }
+    assert_eq!(requests[1].body["model"], "claude-haiku-4-5");
+    assert_eq!(requests[0].body["model"], "claude-sonnet-4-5");
+    assert!(
+        requests[1]
+            .body
+            .get("thinking")
+            .is_none_or(|t| t["type"] == "disabled")
+    );
+
+    // A set replaces what the SDK set before; a server that cannot start
+    // is added, failed, with its error.
+    let broken = said("set-broken")?;
+    assert_eq!(broken["added"], json!(["broken"]), "{broken}");
+    assert_eq!(broken["removed"], json!(["calc", "notes"]), "{broken}");
+    assert!(broken["errors"]["broken"].is_string(), "{broken}");
+    let after = said("status-after")?;
+    assert_eq!(after.as_array().map(Vec::len), Some(1), "{after}");
+    assert_eq!(after[0]["status"], "failed", "{after}");
+    Ok(())
+}

@@ -6,15 +6,14 @@
 mod context;
 mod plugin;
 pub mod print;
+mod sdk;
 
 use crate::agent::{
     ContextConfig, DEFAULT_STRUCTURED_OUTPUT_ATTEMPTS, HistoryLog, InputQueue, NoHistoryLog,
     QueryConfig, QueryDeps, StructuredOutputConfig,
 };
+use crate::control::TurnSlot;
 use crate::control::start::Start;
-use crate::control::{
-    ControlChannel, Controller, SdkMcpLine, SdkPrompter, SessionControl, SkillsControl, TurnSlot,
-};
 use crate::model::{AnthropicModel, Model, ReplayModel, RetryPolicy, price};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use crate::policy::PermissionMode;
@@ -851,63 +850,19 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Some(prompt) => Prompts::One(prompt),
         None => {
             // stream-json input: the SDK's control protocol rides along.
-            let channel = Arc::new(ControlChannel::new(Box::new(printer.clone())));
-            if cli.permission_prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT) {
-                let prompter = Arc::new(SdkPrompter::new(
-                    channel.clone(),
-                    session.pipeline.policy().mode_cell().clone(),
-                ));
-                // A command's connection to an unlisted host is asked too.
-                if let Some(egress) = &session.egress {
-                    egress.set_asker(prompter.clone());
-                }
-                session.pipeline.set_prompter(prompter);
-            }
-            let controller = Arc::new(Controller {
-                channel,
-                session: SessionControl {
-                    session_id: session.id.clone(),
-                    mode: session.pipeline.policy().mode_cell().clone(),
-                    model: model_cell.clone(),
-                    default_model: config.model.clone(),
-                    turn: turn.clone(),
-                    mcp_servers: std::sync::Mutex::new(session.mcp_status()),
-                    api_key_source: api_key_source.to_string(),
-                    hooks: session.hooks.clone(),
-                    add_agents: Some({
-                        let (tool, pipeline) = (agent_tool.clone(), session.pipeline.clone());
-                        Box::new(move |agents: &serde_json::Value| {
-                            let definition = tool.add_agents(agents)?;
-                            pipeline
-                                .replace_native_tool(definition, tool.clone())
-                                .map_err(|e| e.to_string())
-                        })
-                    }),
-                    start: Default::default(),
-                    overrides: overrides.clone(),
-                    usage: meter.clone().unwrap_or_default(),
-                    checkpoints: session.checkpoints.clone(),
-                    tools: Some(session.pipeline.clone()),
-                    stop_task: Some({
-                        let (agents, shells) =
-                            (agent_tool.clone(), session.sandbox.shells().cloned());
-                        Box::new(move |task: &str| {
-                            if agents.stop_task(task) {
-                                return Ok(());
-                            }
-                            match &shells {
-                                Some(shells) => shells.stop(task).map(|_| ()),
-                                None => {
-                                    Err(format!("No task `{task}` is running in this session."))
-                                }
-                            }
-                        })
-                    }),
-                    skills: Some(SkillsControl {
-                        user_context: config.user_context.clone(),
-                        listed: session.skills_listed,
-                    }),
-                },
+            let controller = sdk::controller(sdk::SdkWiring {
+                cli: &cli,
+                session: &session,
+                printer: &printer,
+                model: &model_cell,
+                default_model: &config.model,
+                turn: &turn,
+                api_key_source,
+                agent_tool: &agent_tool,
+                overrides: &overrides,
+                meter: meter.as_ref(),
+                user_context: &config.user_context,
+                loop_tools: &loop_tools,
             });
             let reader = tokio::io::BufReader::new(tokio::io::stdin());
             tokio::spawn(print::read_input_lines(
@@ -934,7 +889,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             }
             // The SDK's in-process MCP servers, now that it can answer.
             if !sdk_servers.is_empty() {
-                connect_sdk_servers(&session, &sdk_servers, &controller).await?;
+                sdk::connect_sdk_servers(&session, &sdk_servers, &controller).await?;
                 let tools: Vec<String> = loop_tools.specs().into_iter().map(|s| s.name).collect();
                 config.system_prompt = prompt_for(&prompt_choice, &tools);
                 let servers = controller
@@ -1058,48 +1013,6 @@ fn spawn_signal_handler(abort: CancellationToken) {
             abort.cancel();
         }
     });
-}
-
-/// Connects the SDK's in-process MCP servers through the control protocol
-/// and offers their tools; a server that does not answer is reported, as
-/// any server that fails to start.
-async fn connect_sdk_servers(
-    session: &Session,
-    names: &[String],
-    controller: &Controller,
-) -> anyhow::Result<()> {
-    let lines = names
-        .iter()
-        .map(|name| {
-            let line: Arc<dyn crate::sandbox::mcp::McpLine> =
-                Arc::new(SdkMcpLine::new(name, controller.channel.clone()));
-            (name.clone(), line)
-        })
-        .collect();
-    let statuses = crate::mcp::connect_sdk(
-        &session.sandbox,
-        lines,
-        crate::sandbox::CallLimits::default(),
-        crate::mcp::DEFAULT_STARTUP,
-    )
-    .await?;
-    for status in &statuses {
-        match &status.outcome {
-            Ok(server) => {
-                for warning in session.pipeline.add_mcp_server(server) {
-                    eprintln!("carapace: warning: {warning}");
-                }
-            }
-            Err(e) => eprintln!(
-                "carapace: warning: SDK MCP server `{}` failed to start: {e}",
-                status.name
-            ),
-        }
-    }
-    if let Ok(mut servers) = controller.session.mcp_servers.lock() {
-        servers.extend(statuses.iter().map(crate::mcp::ServerStatus::to_json));
-    }
-    Ok(())
 }
 
 /// The agent type the session runs as (`--agent`, else the `agent`

@@ -8,6 +8,7 @@
 //! hanging; a request carapace sent fails when stdin closes.
 
 mod mcp;
+pub mod mcp_servers;
 mod prompt;
 mod session;
 pub mod start;
@@ -38,11 +39,20 @@ impl Controller {
     pub fn take(&self, line: &Value) -> bool {
         match line["type"].as_str() {
             Some("control_request") => {
-                let answer = self.session.handle(&line["request"], &self.channel);
-                match line["request_id"].as_str() {
-                    Some(request_id) => self.channel.respond(request_id, answer),
-                    None => tracing::warn!("a control_request without a request_id: {line}"),
+                let Some(request_id) = line["request_id"].as_str() else {
+                    tracing::warn!("a control_request without a request_id: {line}");
+                    return true;
+                };
+                // Starting servers takes its time: answered when done, while
+                // other lines (the SDK's answers to its servers' messages
+                // among them) keep being read.
+                if let Some(answer) = self.session.handle_later(&line["request"]) {
+                    let (channel, request_id) = (self.channel.clone(), request_id.to_string());
+                    tokio::spawn(async move { channel.respond(&request_id, answer.await) });
+                    return true;
                 }
+                let answer = self.session.handle(&line["request"], &self.channel);
+                self.channel.respond(request_id, answer);
                 true
             }
             Some("control_response") => {

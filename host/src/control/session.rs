@@ -61,7 +61,9 @@ pub struct SessionControl {
     pub turn: TurnSlot,
     /// `mcp_status`: the servers as `system`/`init` lists them (the SDK's
     /// own join once connected).
-    pub mcp_servers: Mutex<Vec<Value>>,
+    pub mcp_servers: Arc<Mutex<Vec<Value>>>,
+    /// Sets and reconnects servers while the session runs.
+    pub mcp: Option<Arc<super::mcp_servers::McpServers>>,
     pub api_key_source: String,
     /// Where `initialize` registers the SDK's hook callbacks.
     pub hooks: Arc<HookRuntime>,
@@ -128,6 +130,33 @@ impl SkillsControl {
 pub type AgentAdder = Box<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
 
 impl SessionControl {
+    /// The answer to a request that takes its time (servers to start), to
+    /// be awaited apart; `None` for every other request.
+    pub fn handle_later(
+        &self,
+        request: &Value,
+    ) -> Option<futures::future::BoxFuture<'static, Result<Value, String>>> {
+        let subtype = request["subtype"].as_str()?;
+        if !matches!(subtype, "mcp_set_servers" | "mcp_reconnect") {
+            return None;
+        }
+        let Some(servers) = self.mcp.clone() else {
+            return Some(Box::pin(std::future::ready(Err(format!(
+                "{subtype}: this session cannot start MCP servers"
+            )))));
+        };
+        let request = request.clone();
+        Some(Box::pin(async move {
+            match request["subtype"].as_str() {
+                Some("mcp_set_servers") => servers.set(&request["servers"]).await,
+                _ => match request["serverName"].as_str() {
+                    Some(name) => servers.reconnect(name).await,
+                    None => Err("mcp_reconnect: no serverName".into()),
+                },
+            }
+        }))
+    }
+
     /// The answer to one request from the SDK (`Err`: an error response).
     pub fn handle(&self, request: &Value, channel: &Arc<ControlChannel>) -> Result<Value, String> {
         match request["subtype"].as_str() {
@@ -157,9 +186,7 @@ impl SessionControl {
                     Value::String(model) if !model.trim().is_empty() => model.trim().to_string(),
                     other => return Err(format!("set_model: not a model name: {other}")),
                 };
-                if let Ok(mut current) = self.model.lock() {
-                    *current = model;
-                }
+                self.set_model(model);
                 Ok(Value::Null)
             }
             Some("mcp_status") => {
@@ -186,6 +213,7 @@ impl SessionControl {
                 Ok(Value::Null)
             }
             Some("get_context_usage") => Ok(self.usage.answer()),
+            Some("apply_flag_settings") => self.apply_flag_settings(&request["settings"]),
             Some("mcp_toggle") => {
                 let name = request["serverName"]
                     .as_str()
@@ -229,6 +257,69 @@ impl SessionControl {
             },
             Some(other) => Err(format!("Unsupported control request subtype: {other}")),
             None => Err("a control request without a subtype".into()),
+        }
+    }
+
+    /// `apply_flag_settings`: the settings a running session can change
+    /// take effect from the next turn (`null` goes back to the session's
+    /// own); any other key is read only when a session starts, so it is
+    /// named in a warning and left as it was.
+    fn apply_flag_settings(&self, settings: &Value) -> Result<Value, String> {
+        let settings = settings
+            .as_object()
+            .ok_or("apply_flag_settings: `settings` is not an object")?;
+        for (key, value) in settings {
+            match (key.as_str(), value) {
+                ("model", Value::Null) => self.set_model(self.default_model.clone()),
+                ("model", Value::String(model)) if !model.trim().is_empty() => {
+                    self.set_model(model.trim().to_string())
+                }
+                ("alwaysThinkingEnabled", Value::Null) => self.overrides.clear_thinking(),
+                ("alwaysThinkingEnabled", Value::Bool(on)) => {
+                    self.overrides.set_thinking(match on {
+                        true => crate::model::ThinkingChoice::Default,
+                        false => crate::model::ThinkingChoice::Off,
+                    })
+                }
+                ("permissions", Value::Object(permissions)) => {
+                    self.apply_permissions(permissions)?
+                }
+                ("model" | "alwaysThinkingEnabled" | "permissions", other) => {
+                    return Err(format!("apply_flag_settings: `{key}` cannot be {other}"));
+                }
+                _ => eprintln!(
+                    "carapace: warning: apply_flag_settings: `{key}` is read when a session starts (pass it with --settings); it is unchanged"
+                ),
+            }
+        }
+        Ok(Value::Null)
+    }
+
+    fn apply_permissions(
+        &self,
+        permissions: &serde_json::Map<String, Value>,
+    ) -> Result<(), String> {
+        for (key, value) in permissions {
+            match (key.as_str(), value.as_str()) {
+                ("defaultMode", Some(wanted)) => {
+                    let mode = PermissionMode::parse(wanted).ok_or_else(|| {
+                        format!("apply_flag_settings: unknown permission mode `{wanted}`")
+                    })?;
+                    self.mode
+                        .change(mode, ModeChangeBy::ControlRequest)
+                        .map_err(|e| e.to_string())?;
+                }
+                _ => eprintln!(
+                    "carapace: warning: apply_flag_settings: `permissions.{key}` is read when a session starts (pass it with --settings); the rules are unchanged"
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    fn set_model(&self, model: String) {
+        if let Ok(mut current) = self.model.lock() {
+            *current = model;
         }
     }
 

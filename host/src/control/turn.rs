@@ -25,6 +25,20 @@ impl TurnOverrides {
         }
     }
 
+    /// Back to what the session started with.
+    pub fn clear_thinking(&self) {
+        if let Ok(mut thinking) = self.thinking.lock() {
+            *thinking = None;
+        }
+    }
+
+    /// The `alwaysThinkingEnabled` setting, set while running.
+    pub fn set_thinking(&self, choice: ThinkingChoice) {
+        if let Ok(mut thinking) = self.thinking.lock() {
+            *thinking = Some(choice);
+        }
+    }
+
     pub fn set_user_context(&self, context: Vec<String>) {
         if let Ok(mut held) = self.user_context.lock() {
             *held = Some(context);

@@ -93,6 +93,45 @@ pub async fn connect_sdk(
     Ok(futures::future::join_all(connects).await)
 }
 
+/// What starting a server needs, kept for the servers the Agent SDK adds
+/// or reconnects while the session runs (`mcp_set_servers`,
+/// `mcp_reconnect`): each starts as those configured at the start did.
+#[derive(Clone)]
+pub struct McpLauncher {
+    sandbox: Sandbox,
+    process: ProcessConfig,
+    limits: CallLimits,
+    startup: Duration,
+}
+
+impl McpLauncher {
+    pub fn new(sandbox: Sandbox, process: ProcessConfig, startup: Duration) -> Self {
+        Self {
+            sandbox,
+            process,
+            limits: CallLimits::default(),
+            startup,
+        }
+    }
+
+    /// Starts a server the host reaches itself (stdio or HTTP).
+    pub async fn start(&self, config: &ServerConfig) -> Result<Arc<McpServer>, String> {
+        let bridge = McpBridge::load(&self.sandbox, BRIDGE_WASM).map_err(|e| e.to_string())?;
+        McpServer::start(config, &bridge, &self.process, self.limits, self.startup).await
+    }
+
+    /// Connects a server over a line someone else carries (the SDK's).
+    pub async fn connect(
+        &self,
+        name: &str,
+        line: Arc<dyn crate::sandbox::mcp::McpLine>,
+    ) -> Result<Arc<McpServer>, String> {
+        let bridge = McpBridge::load(&self.sandbox, BRIDGE_WASM).map_err(|e| e.to_string())?;
+        let link = crate::sandbox::mcp::McpLink::lent(name, line);
+        McpServer::connect(name, &bridge, link, None, self.limits, self.startup).await
+    }
+}
+
 /// The model's name for a server's tool: `mcp__<server>__<tool>`, with any
 /// character the API does not accept replaced by `_` (as Claude Code does).
 pub fn tool_name(server: &str, tool: &str) -> String {

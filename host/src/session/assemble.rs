@@ -544,29 +544,30 @@ impl SessionBuilder {
         };
 
         mark("tools_registered");
-        let mut sdk_mcp_servers = Vec::new();
-        let mcp = match &self.mcp {
-            None => Vec::new(),
-            Some(setup) => {
-                let configs =
-                    mcp_configs(setup, &cwd, &config_dir, &settings, &env, &mut warnings)?;
-                sdk_mcp_servers = configs
-                    .iter()
-                    .filter(|c| c.transport == crate::mcp::Transport::Sdk)
-                    .map(|c| c.name.clone())
-                    .collect();
-                let startup = match env("MCP_TIMEOUT") {
-                    Some(ms) => Duration::from_millis(ms.trim().parse().map_err(|_| {
-                        SessionError::Invalid(format!(
-                            "MCP_TIMEOUT must be milliseconds, got `{ms}`"
-                        ))
-                    })?),
-                    None => crate::mcp::DEFAULT_STARTUP,
-                };
-                crate::mcp::start_all(&sandbox, &configs, &process, CallLimits::default(), startup)
-                    .await?
-            }
+        let startup = match env("MCP_TIMEOUT") {
+            Some(ms) => Duration::from_millis(ms.trim().parse().map_err(|_| {
+                SessionError::Invalid(format!("MCP_TIMEOUT must be milliseconds, got `{ms}`"))
+            })?),
+            None => crate::mcp::DEFAULT_STARTUP,
         };
+        let mcp_configs = match &self.mcp {
+            None => Vec::new(),
+            Some(setup) => mcp_configs(setup, &cwd, &config_dir, &settings, &env, &mut warnings)?,
+        };
+        let sdk_mcp_servers: Vec<String> = mcp_configs
+            .iter()
+            .filter(|c| c.transport == crate::mcp::Transport::Sdk)
+            .map(|c| c.name.clone())
+            .collect();
+        let mcp = crate::mcp::start_all(
+            &sandbox,
+            &mcp_configs,
+            &process,
+            CallLimits::default(),
+            startup,
+        )
+        .await?;
+        let mcp_launcher = crate::mcp::McpLauncher::new(sandbox.clone(), process.clone(), startup);
         for status in &mcp {
             match &status.outcome {
                 Ok(server) => warnings.extend(registry.add_mcp(server)),
@@ -739,6 +740,8 @@ impl SessionBuilder {
             warnings,
             history: history.map(|h| h.messages).unwrap_or_default(),
             sdk_mcp_servers,
+            mcp_launcher,
+            mcp_configs,
             agents,
             source,
             transcript,

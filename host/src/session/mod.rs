@@ -22,7 +22,7 @@ pub use transcript::{
 };
 
 use crate::hooks::HookRuntime;
-use crate::mcp::ServerStatus;
+use crate::mcp::{ServerConfig, ServerStatus};
 use crate::policy::PermissionMode;
 use crate::sandbox::Sandbox;
 use crate::settings::Settings;
@@ -86,6 +86,11 @@ pub struct Session {
     /// The Agent SDK's in-process MCP servers (`"type": "sdk"`), connected
     /// once the SDK is.
     pub sdk_mcp_servers: Vec<String>,
+    /// Starts the servers the SDK adds or reconnects later.
+    pub mcp_launcher: crate::mcp::McpLauncher,
+    /// The servers configured at the start (what `mcp_reconnect` starts
+    /// again).
+    pub mcp_configs: Vec<ServerConfig>,
     /// The agent types the Agent tool offers (empty without it).
     pub agents: Vec<crate::subagents::AgentDefinition>,
     /// The reminders at the head of every request's first user message
@@ -158,10 +163,7 @@ impl Session {
         if let Some(shells) = self.sandbox.shells() {
             shells.kill_all().await;
         }
-        for status in &self.mcp {
-            if let Ok(server) = &status.outcome {
-                server.shutdown().await;
-            }
-        }
+        // Those configured, the SDK's, and any added since.
+        self.pipeline.shutdown_mcp().await;
     }
 }

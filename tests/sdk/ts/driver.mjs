@@ -53,7 +53,7 @@ const scenarios = {
   },
 };
 
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 function skill(name, description) {
@@ -172,7 +172,42 @@ async function toggle() {
   await twoTurns(q, { between: () => next() });
 }
 
-const scripted = { controls, stop, rewind, toggle };
+// Servers set and reconnected between the turns, and settings applied;
+// after the second turn, a set whose one server cannot start.
+async function servers() {
+  let next;
+  const turnDone = () => new Promise((resolve) => { next = resolve; });
+  const log = (kind, value) => console.log(JSON.stringify({ kind, value }));
+  const attempt = async (kind, f) => {
+    try { log(kind, (await f()) ?? null); } catch (error) { log(`${kind}-error`, String(error)); }
+  };
+  async function* prompts() {
+    await new Promise((resolve) => setImmediate(resolve));
+    yield { type: 'user', message: { role: 'user', content: 'one' }, parent_tool_use_id: null };
+    await turnDone();
+    // The test says how to start its MCP server (an interpreter and a
+    // script, resolved where the test runs).
+    const notes = JSON.parse(readFileSync(join(process.env.WS, 'notes-server.json'), 'utf8'));
+    await attempt('set', () => q.setMcpServers({ notes, calc }));
+    await attempt('status', () => q.mcpServerStatus());
+    await attempt('reconnect', () => q.reconnectMcpServer('notes'));
+    await attempt('reconnect-unknown', () => q.reconnectMcpServer('nope'));
+    await attempt('flags', () => q.applyFlagSettings({ model: 'claude-haiku-4-5', alwaysThinkingEnabled: false, notASetting: 3 }));
+    yield { type: 'user', message: { role: 'user', content: 'two' }, parent_tool_use_id: null };
+    await turnDone();
+  }
+  const q = query({ prompt: prompts(), options: { ...base } });
+  await twoTurns(q, {
+    between: () => next(),
+    after: async () => {
+      await attempt('set-broken', () => q.setMcpServers({ broken: { type: 'stdio', command: '/nonexistent/server' } }));
+      await attempt('status-after', () => q.mcpServerStatus());
+      next();
+    },
+  });
+}
+
+const scripted = { controls, stop, rewind, toggle, servers };
 const name = process.argv[2];
 if (scripted[name]) {
   try {

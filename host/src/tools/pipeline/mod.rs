@@ -37,8 +37,9 @@ use std::sync::Arc;
 pub struct ToolPipeline {
     /// Replaced whole when an MCP server's tools change (between turns).
     registry: std::sync::RwLock<ToolRegistry>,
-    /// Connected MCP servers, asked between turns whether their tools changed.
-    mcp_servers: Vec<Arc<crate::mcp::McpServer>>,
+    /// Connected MCP servers, asked between turns whether their tools
+    /// changed; the SDK may add and remove some while the session runs.
+    mcp_servers: std::sync::RwLock<Vec<Arc<crate::mcp::McpServer>>>,
     policy: Policy,
     limits: CallLimits,
     audit: AuditLog,
@@ -74,7 +75,7 @@ impl ToolPipeline {
     pub fn new(registry: ToolRegistry, policy: Policy, limits: CallLimits) -> Self {
         Self {
             registry: std::sync::RwLock::new(registry),
-            mcp_servers: Vec::new(),
+            mcp_servers: Default::default(),
             policy,
             limits,
             audit: AuditLog::disabled(),
@@ -147,8 +148,10 @@ impl ToolPipeline {
     }
 
     /// Refreshes these servers' tools between turns.
-    pub fn with_mcp_servers(mut self, servers: Vec<Arc<crate::mcp::McpServer>>) -> Self {
-        self.mcp_servers = servers;
+    pub fn with_mcp_servers(self, servers: Vec<Arc<crate::mcp::McpServer>>) -> Self {
+        if let Ok(mut held) = self.mcp_servers.write() {
+            *held = servers;
+        }
         self
     }
 
@@ -187,9 +190,40 @@ impl ToolPipeline {
     /// Offers a server's tools from the next request on (the Agent SDK's
     /// servers, connected after the session started); returns warnings.
     pub fn add_mcp_server(&self, server: &Arc<crate::mcp::McpServer>) -> Vec<String> {
+        if let Ok(mut servers) = self.mcp_servers.write() {
+            servers.retain(|s| s.name != server.name);
+            servers.push(server.clone());
+        }
         match self.registry.write() {
             Ok(mut registry) => registry.add_mcp(server),
             Err(_) => vec!["the tool registry is unusable".into()],
+        }
+    }
+
+    /// Stops offering a server's tools and forgets it, turned off or not
+    /// (the SDK's `mcp_set_servers` and `mcp_reconnect`); the caller shuts
+    /// it down.
+    pub fn remove_mcp_server(&self, name: &str) -> Option<Arc<crate::mcp::McpServer>> {
+        if let Ok(mut registry) = self.registry.write() {
+            registry.remove_mcp_named(name);
+        }
+        if let Ok(mut disabled) = self.disabled_mcp.lock() {
+            disabled.retain(|s| s.name != name);
+        }
+        let mut servers = self.mcp_servers.write().ok()?;
+        let at = servers.iter().position(|s| s.name == name)?;
+        Some(servers.remove(at))
+    }
+
+    /// Shuts down every server the session holds (its end).
+    pub async fn shutdown_mcp(&self) {
+        let servers = self
+            .mcp_servers
+            .write()
+            .map(|mut s| std::mem::take(&mut *s))
+            .unwrap_or_default();
+        for server in servers {
+            server.shutdown().await;
         }
     }
 
@@ -403,7 +437,12 @@ impl ToolRuntime for ToolPipeline {
     fn refresh(&self) -> BoxFuture<'_, bool> {
         async move {
             let mut changed = false;
-            for server in self.mcp_servers.iter().filter(|s| !self.is_disabled(s)) {
+            let servers = self
+                .mcp_servers
+                .read()
+                .map(|s| s.clone())
+                .unwrap_or_default();
+            for server in servers.iter().filter(|s| !self.is_disabled(s)) {
                 match server.refresh_if_changed().await {
                     Ok(false) => {}
                     Ok(true) => {
