@@ -123,6 +123,15 @@ SCENARIOS["skill-call"] = (SKILL_FILES, [
     reply([tool("toolu_skill", "Skill", {"skill": "deploy", "args": "staging now"})], "tool_use"),
     reply([text("done")]),
 ], SKILL_TOOLS)
+# Rules that name the skill: `Skill(deploy)` allows deploy; a rule for
+# another skill neither allows nor denies it.
+SCENARIOS["skill-rule-named"] = (SKILL_FILES, SCENARIOS["skill-call"][1],
+                                 ["--tools", "Read,Bash,Skill", "--allowedTools", "Skill(deploy)"])
+SCENARIOS["skill-rule-other"] = (SKILL_FILES, SCENARIOS["skill-call"][1],
+                                 ["--tools", "Read,Bash,Skill", "--allowedTools", "Skill(other)"])
+SCENARIOS["skill-rule-deny-other"] = (SKILL_FILES, SCENARIOS["skill-call"][1],
+                                      ["--tools", "Read,Bash,Skill", "--allowedTools", "Skill(deploy)",
+                                       "--disallowedTools", "Skill(other)"])
 SCENARIOS["skill-asks"] = (SKILL_FILES, [
     reply([tool("toolu_skill", "Skill", {"skill": "risky"})], "tool_use"),
     reply([text("done")]),

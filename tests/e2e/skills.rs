@@ -467,3 +467,55 @@ fn a_plugin_folder_offers_its_skills_commands_and_agents() -> TestResult {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a folder"));
     Ok(())
 }
+
+#[test]
+fn rules_naming_a_skill_allow_and_deny_that_skill_only() -> TestResult {
+    let flags = |rules: &[&'static str]| -> Vec<&'static str> {
+        [&["--tools", "Read,Bash,Skill", "--trust-workspace"], rules].concat()
+    };
+    let started = |run: &Replayed| {
+        run.sent[1]
+            .to_string()
+            .contains("Base directory for this skill")
+    };
+    // As Claude Code 2.1.197 (skill-rule-*.json): `Skill(deploy)` lets
+    // deploy start without asking ...
+    let run = Replayed::run(
+        "skill-rule-named",
+        &flags(&["--allowedTools", "Skill(deploy)"]),
+    )?;
+    let theirs = run.theirs();
+    assert!(
+        theirs[1]
+            .to_string()
+            .contains("Base directory for this skill")
+    );
+    assert!(started(&run), "{}", run.stderr);
+    // ... a rule for another skill does not ...
+    let run = Replayed::run(
+        "skill-rule-other",
+        &flags(&["--allowedTools", "Skill(other)"]),
+    )?;
+    assert!(!run.theirs()[1].to_string().contains("Base directory"));
+    assert!(!started(&run), "allowed by a rule for another skill");
+    let result = run.lines.last().ok_or("no result")?;
+    assert_eq!(result["permission_denials"][0]["tool_name"], "Skill");
+    // ... and a deny rule for another skill leaves deploy alone.
+    let run = Replayed::run(
+        "skill-rule-deny-other",
+        &flags(&[
+            "--allowedTools",
+            "Skill(deploy)",
+            "--disallowedTools",
+            "Skill(other)",
+        ]),
+    )?;
+    assert!(
+        started(&run),
+        "denied by a rule for another skill: {}",
+        run.stderr
+    );
+    let result = run.lines.last().ok_or("no result")?;
+    assert_eq!(result["permission_denials"], json!([]));
+    Ok(())
+}

@@ -134,6 +134,9 @@ pub enum Approval {
 #[derive(Debug, Clone)]
 pub struct CallRequest<'a> {
     pub tool: &'a str,
+    /// What the call names that rules may single out (the skill a Skill
+    /// call starts: `Skill(deploy)`).
+    pub named: Option<&'a str>,
     pub needs: &'a [Capability],
     pub ceiling: &'a Ceiling,
     pub hook: HookAnswer,
@@ -144,11 +147,17 @@ impl<'a> CallRequest<'a> {
     pub fn new(tool: &'a str, needs: &'a [Capability], ceiling: &'a Ceiling) -> Self {
         Self {
             tool,
+            named: None,
             needs,
             ceiling,
             hook: HookAnswer::None,
             approval: Approval::None,
         }
+    }
+
+    pub fn naming(mut self, named: &'a str) -> Self {
+        self.named = Some(named);
+        self
     }
 
     pub fn with_hook(mut self, hook: HookAnswer) -> Self {
@@ -344,7 +353,7 @@ impl Policy {
             (Approval::None, HookAnswer::Allow) => Answered::DefaultQuestions,
             (Approval::None, HookAnswer::None | HookAnswer::Ask(_)) => Answered::Nothing,
         };
-        let verdict = self.decide_with(request.tool, request.needs, request.ceiling, answered);
+        let verdict = self.decide_with(request, answered);
         match (&request.hook, verdict.outcome) {
             // A hook's ask turns what would be allowed into a question; it
             // never loosens a deny or an ask of the policy's own.
@@ -372,15 +381,18 @@ impl Policy {
         }
     }
 
-    fn decide_with(
-        &self,
-        tool: &str,
-        needs: &[Capability],
-        ceiling: &Ceiling,
-        approval: Answered,
-    ) -> Verdict {
+    fn decide_with(&self, request: &CallRequest<'_>, approval: Answered) -> Verdict {
+        let (tool, needs, ceiling) = (request.tool, request.needs, request.ceiling);
         let approved = approval == Answered::Everything;
-        if let Some(rule) = self.rules.tool_rule(RuleKind::Deny, tool) {
+        // A rule for the whole tool, or for what this call names.
+        let rule_for = |kind| {
+            self.rules.tool_rule(kind, tool).or_else(|| {
+                request
+                    .named
+                    .and_then(|name| self.rules.named_rule(kind, tool, name))
+            })
+        };
+        if let Some(rule) = rule_for(RuleKind::Deny) {
             return deny(
                 format!(
                     "Permission to use {tool} was denied by {}.",
@@ -389,8 +401,8 @@ impl Policy {
                 Basis::rule(rule),
             );
         }
-        let tool_ask = self.rules.tool_rule(RuleKind::Ask, tool);
-        let tool_allow = self.rules.tool_rule(RuleKind::Allow, tool);
+        let tool_ask = rule_for(RuleKind::Ask);
+        let tool_allow = rule_for(RuleKind::Allow);
 
         let mut grant = Grant::none();
         let mut allow_basis: Option<Basis> = None;

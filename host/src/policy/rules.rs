@@ -79,6 +79,8 @@ pub enum Family {
     Edit,
     Bash,
     WebFetch,
+    /// Skill: a specifier names the skill (`Skill(deploy)`, `Skill(db:*)`).
+    Skill,
 }
 
 impl Family {
@@ -88,6 +90,7 @@ impl Family {
             "Edit" | "Write" | "MultiEdit" | "NotebookEdit" => Some(Family::Edit),
             "Bash" => Some(Family::Bash),
             "WebFetch" => Some(Family::WebFetch),
+            "Skill" => Some(Family::Skill),
             _ => None,
         }
     }
@@ -98,6 +101,9 @@ pub enum Specifier {
     Paths(PathPattern),
     Command(CommandPattern),
     Domain(DomainPattern),
+    /// What a call names (the skill a Skill call starts): exactly, or by
+    /// prefix when it ends in `*` (`db:*` covers `db:migrate`).
+    Name(String),
     /// A specifier for a tool whose input the policy does not interpret:
     /// a deny or ask rule then covers every call of the tool; an allow rule
     /// covers none (the safe reading of an unknown meaning).
@@ -185,6 +191,7 @@ impl Rule {
                 Some(Family::WebFetch) => {
                     Specifier::Domain(DomainPattern::parse(spec).map_err(|e| bad(&e))?)
                 }
+                Some(Family::Skill) => Specifier::Name(spec.into()),
                 None => Specifier::Opaque(spec.into()),
             }),
         };
@@ -479,6 +486,16 @@ impl RuleSet {
         })
     }
 
+    /// The first rule of `kind` for `tool` whose specifier covers `name`
+    /// (the skill a Skill call starts).
+    pub fn named_rule(&self, kind: RuleKind, tool: &str, name: &str) -> Option<&Rule> {
+        self.rules.iter().find(|r| {
+            r.kind == kind
+                && r.tool.matches(tool)
+                && matches!(&r.specifier, Some(Specifier::Name(pattern)) if name_matches(pattern, name))
+        })
+    }
+
     /// The first rule of `kind` whose specifier matches `subject`. Path
     /// rules come from the Read family for reads and the Edit family for
     /// writes (an Edit allow also allows reading, as in Claude Code); deny
@@ -568,6 +585,21 @@ impl RuleSet {
     }
 }
 
+/// `db:*` covers `db` and every `db:…`; `db*` every name starting `db`;
+/// anything else covers itself only.
+fn name_matches(pattern: &str, name: &str) -> bool {
+    if let Some(prefix) = pattern.strip_suffix(":*") {
+        return name == prefix
+            || name
+                .strip_prefix(prefix)
+                .is_some_and(|r| r.starts_with(':'));
+    }
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
 /// Splits a list of rules (`--allowedTools`, a skill's `allowed-tools`) on commas outside parentheses, so
 /// `Read,Bash(echo a,b)` is two rules.
 pub fn split_rules(value: &str) -> Vec<String> {
@@ -604,6 +636,33 @@ mod tests {
             vec!["Read", "Bash(echo a,b)", "WebFetch"]
         );
         assert!(split_rules(" , ").is_empty());
+    }
+
+    #[test]
+    fn skill_rules_cover_the_skill_they_name() {
+        let rules = RuleSet::new(
+            ["Skill(deploy)", "Skill(db:*)"]
+                .iter()
+                .map(|r| Rule::parse(r, RuleKind::Deny, source(), &anchors()))
+                .collect::<Result<_, _>>()
+                .unwrap_or_default(),
+        );
+        assert_eq!(rules.len(), 2);
+        assert!(rules.tool_rule(RuleKind::Deny, "Skill").is_none());
+        for (name, covered) in [
+            ("deploy", true),
+            ("deploy-prod", false),
+            ("db:migrate", true),
+            ("db", true),
+            ("dbx", false),
+            ("other", false),
+        ] {
+            assert_eq!(
+                rules.named_rule(RuleKind::Deny, "Skill", name).is_some(),
+                covered,
+                "{name}"
+            );
+        }
     }
 
     fn anchors() -> Anchors {

@@ -195,7 +195,7 @@ impl ToolPipeline {
     }
 }
 
-fn skill_name(call: &ToolCall) -> &str {
+pub(super) fn skill_name(call: &ToolCall) -> &str {
     call.input["skill"]
         .as_str()
         .unwrap_or_default()

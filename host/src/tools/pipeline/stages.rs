@@ -231,7 +231,10 @@ impl ToolPipeline {
         hook: HookAnswer,
     ) -> Verdict {
         let ceiling = self.skill_ceiling(call).unwrap_or(&tool.ceiling);
-        let request = CallRequest::new(&call.name, &plan.needs, ceiling).with_hook(hook);
+        let mut request = CallRequest::new(&call.name, &plan.needs, ceiling).with_hook(hook);
+        if call.name == crate::tools::skill::SKILL_TOOL {
+            request = request.naming(super::skill::skill_name(call));
+        }
         let verdict = self.policy.decide(&request);
         // What a started skill pre-approved answers only what would be asked.
         match (&verdict.outcome, self.skills.widened()) {
