@@ -94,9 +94,53 @@ pub struct ShellSpan {
     range: Range<usize>,
 }
 
-/// The `` !`command` `` spans of `text`: a `!` at a line's start or after
+/// The commands of `text`, in order: each ```` ```! ```` fenced block (its
+/// lines up to the closing fence, as one command), and each
+/// `` !`command` `` span outside them — a `!` at a line's start or after
 /// white space, a command on one line between backticks.
 pub fn shell_spans(text: &str) -> Vec<ShellSpan> {
+    let mut spans = fenced_blocks(text);
+    let inline = inline_spans(text)
+        .into_iter()
+        .filter(|i| {
+            !spans
+                .iter()
+                .any(|f| f.range.start < i.range.end && i.range.start < f.range.end)
+        })
+        .collect::<Vec<_>>();
+    spans.extend(inline);
+    spans.sort_by_key(|s| s.range.start);
+    spans
+}
+
+/// ```` ```! ```` … ```` ``` ````: the command runs from the first
+/// character after the opening fence that is not white space to the next
+/// fence (Claude Code's reading).
+fn fenced_blocks(text: &str) -> Vec<ShellSpan> {
+    let mut spans = Vec::new();
+    let mut from = 0;
+    while let Some(found) = text[from..].find("```!") {
+        let start = from + found;
+        let body = start + 4;
+        let Some(len) = text[body..].find("```") else {
+            break;
+        };
+        let end = body + len + 3;
+        from = end;
+        let command = text[body..body + len].trim();
+        if command.is_empty() {
+            continue;
+        }
+        spans.push(ShellSpan {
+            pattern: text[start..end].to_string(),
+            command: command.to_string(),
+            range: start..end,
+        });
+    }
+    spans
+}
+
+fn inline_spans(text: &str) -> Vec<ShellSpan> {
     let mut spans = Vec::new();
     let mut from = 0;
     while let Some(found) = text[from..].find("!`") {
@@ -189,6 +233,21 @@ mod tests {
             "Plain command body.\n\n\nARGUMENTS: extra words"
         );
         assert_eq!(with_args("Plain.\n", ""), "Plain.\n");
+    }
+
+    #[test]
+    fn fenced_blocks_are_one_command_each() {
+        let text = "Before\n```!\ngit status\necho two\n```\nand !`echo inline`\n```!```\n";
+        let spans = shell_spans(text);
+        let commands: Vec<&str> = spans.iter().map(|s| s.command.as_str()).collect();
+        assert_eq!(commands, ["git status\necho two", "echo inline"]);
+        assert_eq!(spans[0].pattern, "```!\ngit status\necho two\n```");
+        let filled = fill(text, &spans, &["S".into(), "I".into()]);
+        assert_eq!(filled, "Before\nS\nand I\n```!```\n");
+        // An inline span inside a fenced block is part of the block.
+        let spans = shell_spans("```!\necho !`not this`\n```");
+        assert_eq!(spans.len(), 1);
+        assert_eq!(spans[0].command, "echo !`not this`");
     }
 
     #[test]
