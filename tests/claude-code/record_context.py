@@ -161,6 +161,21 @@ SCENARIOS["skill-args-unused"] = ({**SKILL_FILES, **COMMAND_FILES}, [
 ], SKILL_TOOLS)
 SCENARIOS["command-args-unused"] = (COMMAND_FILES, DONE, ["--tools", "Read"])
 PROMPTS["command-args-unused"] = "/plain extra words"
+# A `model` in front matter: which model the turn's requests name.
+MODEL_FILES = {
+    "ws/.claude/commands/quick.md": "---\ndescription: Quick answer\nmodel: claude-haiku-4-5\n---\nAnswer quickly: $ARGUMENTS\n",
+    "ws/.claude/skills/fast/SKILL.md": "---\ndescription: Fast skill\nmodel: claude-haiku-4-5\n---\nBe fast.\n",
+}
+SCENARIOS["command-model"] = (MODEL_FILES, [
+    reply([tool("toolu_r", "Read", {"file_path": "{ws}/.claude/commands/quick.md"})], "tool_use"),
+    reply([text("done")]),
+], ["--tools", "Read", "--model", "claude-sonnet-4-5"])
+PROMPTS["command-model"] = "/quick hello"
+SCENARIOS["skill-model"] = (MODEL_FILES, [
+    reply([tool("toolu_skill", "Skill", {"skill": "fast"})], "tool_use"),
+    reply([tool("toolu_r", "Read", {"file_path": "{ws}/.claude/commands/quick.md"})], "tool_use"),
+    reply([text("done")]),
+], ["--tools", "Read,Skill", "--allowedTools", "Skill", "--model", "claude-sonnet-4-5"])
 SCENARIOS["skill-slash"] = (SKILL_FILES, DONE, SKILL_TOOLS)
 PROMPTS["skill-slash"] = "/deploy staging"
 SCENARIOS["skill-slash-manual"] = (SKILL_FILES, DONE, SKILL_TOOLS)

@@ -519,3 +519,25 @@ fn rules_naming_a_skill_allow_and_deny_that_skill_only() -> TestResult {
     assert_eq!(result["permission_denials"], json!([]));
     Ok(())
 }
+
+#[test]
+fn a_commands_model_is_its_turns_and_a_skill_call_keeps_the_sessions() -> TestResult {
+    for (name, flags) in [
+        ("command-model", &["--tools", "Read"][..]),
+        (
+            "skill-model",
+            &["--tools", "Read,Skill", "--allowedTools", "Skill"][..],
+        ),
+    ] {
+        let flags = [flags, &["--model", "claude-sonnet-4-5"]].concat();
+        let run = Replayed::run(name, &flags)?;
+        let models = |requests: &[Value]| -> Vec<Value> {
+            requests.iter().map(|r| r["model"].clone()).collect()
+        };
+        let theirs = run.recorded["params"]
+            .as_array()
+            .ok_or("no params recorded")?;
+        assert_eq!(models(&run.sent), models(theirs), "{name}: {}", run.stderr);
+    }
+    Ok(())
+}

@@ -110,20 +110,23 @@ pub async fn run_print<W: Write + Send + 'static>(
                 } else {
                     match expand(commands, prompt).await {
                         Expansion::Answer(text) => answer_locally(text, resumed, &mut sink),
-                        Expansion::Send { prompt, texts } => {
-                            match session.prompt(&prompt, &mut sink).await {
-                                Err(outcome) => outcome,
-                                Ok(context) => {
-                                    let mut messages = resumed;
-                                    messages.push(user_message(
-                                        std::mem::take(&mut session_context),
-                                        texts,
-                                        context,
-                                    ));
-                                    query(deps, config, messages, &mut sink).await
-                                }
+                        Expansion::Send {
+                            prompt,
+                            texts,
+                            model,
+                        } => match session.prompt(&prompt, &mut sink).await {
+                            Err(outcome) => outcome,
+                            Ok(context) => {
+                                let mut messages = resumed;
+                                messages.push(user_message(
+                                    std::mem::take(&mut session_context),
+                                    texts,
+                                    context,
+                                ));
+                                let config = with_model(config, model);
+                                query(deps, &config, messages, &mut sink).await
                             }
-                        }
+                        },
                     }
                 };
             flush();
@@ -192,22 +195,25 @@ pub async fn run_print<W: Write + Send + 'static>(
                 } else {
                     match expand(commands, input.text.clone()).await {
                         Expansion::Answer(text) => answer_locally(text, messages, &mut sink),
-                        Expansion::Send { prompt, texts } => {
-                            match session.prompt(&prompt, &mut sink).await {
-                                Err(mut outcome) => {
-                                    outcome.messages = messages;
-                                    outcome
-                                }
-                                Ok(context) => {
-                                    messages.push(user_message(
-                                        std::mem::take(&mut session_context),
-                                        texts,
-                                        context,
-                                    ));
-                                    query(turn_deps, config, messages, &mut sink).await
-                                }
+                        Expansion::Send {
+                            prompt,
+                            texts,
+                            model,
+                        } => match session.prompt(&prompt, &mut sink).await {
+                            Err(mut outcome) => {
+                                outcome.messages = messages;
+                                outcome
                             }
-                        }
+                            Ok(context) => {
+                                messages.push(user_message(
+                                    std::mem::take(&mut session_context),
+                                    texts,
+                                    context,
+                                ));
+                                let config = with_model(config, model);
+                                query(turn_deps, &config, messages, &mut sink).await
+                            }
+                        },
                     }
                 };
                 flush();
@@ -405,8 +411,25 @@ fn reminders(event: &str, contexts: Vec<String>) -> Vec<String> {
 /// What a prompt becomes: sent (a custom command expanded into its texts)
 /// or answered here (an unknown command).
 enum Expansion {
-    Send { prompt: String, texts: Vec<String> },
+    Send {
+        prompt: String,
+        texts: Vec<String>,
+        /// The model a command's front matter names for its turn.
+        model: Option<String>,
+    },
     Answer(String),
+}
+
+/// The turn's configuration with a command's model, if it names one.
+fn with_model(config: &QueryConfig, model: Option<String>) -> std::borrow::Cow<'_, QueryConfig> {
+    match model {
+        Some(model) if model != config.model => {
+            let mut changed = config.clone();
+            changed.model = model;
+            std::borrow::Cow::Owned(changed)
+        }
+        _ => std::borrow::Cow::Borrowed(config),
+    }
 }
 
 /// The configuration of the next turn, when the SDK changed something
@@ -446,6 +469,7 @@ async fn expand(commands: Option<SlashCommands<'_>>, prompt: String) -> Expansio
         return Expansion::Send {
             texts: vec![prompt.clone()],
             prompt,
+            model: None,
         };
     };
     let catalogue = commands.pipeline.catalogue().unwrap_or_default();
@@ -455,6 +479,7 @@ async fn expand(commands: Option<SlashCommands<'_>>, prompt: String) -> Expansio
                 Ok(instructions) => Expansion::Send {
                     texts: vec![command.header(&args), instructions],
                     prompt,
+                    model: command.model.clone(),
                 },
                 Err(why) => Expansion::Answer(why),
             }
@@ -463,6 +488,7 @@ async fn expand(commands: Option<SlashCommands<'_>>, prompt: String) -> Expansio
         Invocation::NotACommand => Expansion::Send {
             texts: vec![prompt.clone()],
             prompt,
+            model: None,
         },
     }
 }

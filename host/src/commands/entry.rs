@@ -61,6 +61,10 @@ pub struct CustomCommand {
     pub asks: bool,
     /// The plugin folder it came from (`${CLAUDE_PLUGIN_ROOT}`).
     pub plugin_root: Option<PathBuf>,
+    /// `model`: the model of the turn a `/name` starts (`inherit` or none:
+    /// the session's). A model's Skill call keeps its own model, as in
+    /// Claude Code.
+    pub model: Option<String>,
     pub(super) body: String,
 }
 
@@ -118,6 +122,7 @@ impl CustomCommand {
             user_invocable: flag("user-invocable").unwrap_or(true),
             asks,
             plugin_root: None,
+            model: text_of("model").filter(|m| m != "inherit"),
             body: body.to_string(),
         }))
     }
