@@ -429,3 +429,33 @@ fn mcp_servers_are_set_and_reconnected_and_settings_applied_while_running() -> R
     assert_eq!(after[0]["status"], "failed", "{after}");
     Ok(())
 }
+
+#[test]
+fn an_agent_defined_in_initialize_runs_the_main_thread() -> Result<(), Failure> {
+    // As Claude Code 2.1.197 (checked with this scenario): `--agent
+    // reviewer` arrives before `initialize` defines reviewer; the requests
+    // then carry its prompt and only its tools, on the SDK's model.
+    let run = drive("agent", vec![Reply::text("one")])?;
+    let requests = run.server.requests();
+    assert_eq!(requests.len(), 1, "{}", run.stderr);
+    let body = &requests[0].body;
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(tools, ["Read"], "{}", run.stderr);
+    assert!(
+        body["system"].to_string().contains("You review."),
+        "{}",
+        body["system"]
+    );
+    assert_eq!(body["model"], "claude-sonnet-4-5");
+    let init = run
+        .lines
+        .iter()
+        .find(|l| l["subtype"] == "init")
+        .ok_or("no init line")?;
+    assert_eq!(init["tools"], json!(["Read"]), "{init}");
+    assert!(init["agents"].to_string().contains("reviewer"), "{init}");
+    Ok(())
+}

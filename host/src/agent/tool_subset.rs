@@ -7,14 +7,18 @@
 use super::tools::{Preparation, ToolCall, ToolCallResult, ToolRuntime};
 use crate::model::ToolSpec;
 use futures::future::BoxFuture;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 /// Told of each call the child makes, before it is prepared.
 pub type CallObserver = Arc<dyn Fn(&ToolCall) + Send + Sync>;
 
 pub struct ToolSubset {
     parent: Arc<dyn ToolRuntime>,
-    names: Vec<String>,
+    /// The names asked for (`None`: all of the parent's); read at each
+    /// request, so tools the parent gains later (an MCP server connected
+    /// after the start) join when named.
+    wanted: RwLock<Option<Vec<String>>>,
+    withheld: Vec<String>,
     observer: Option<CallObserver>,
 }
 
@@ -22,16 +26,10 @@ impl ToolSubset {
     /// The parent's tools named in `wanted` (all of them when `None`),
     /// without those in `withheld` (a child does not start children).
     pub fn new(parent: Arc<dyn ToolRuntime>, wanted: Option<&[String]>, withheld: &[&str]) -> Self {
-        let names = parent
-            .specs()
-            .into_iter()
-            .map(|spec| spec.name)
-            .filter(|name| wanted.is_none_or(|wanted| wanted.contains(name)))
-            .filter(|name| !withheld.contains(&name.as_str()))
-            .collect();
         Self {
             parent,
-            names,
+            wanted: RwLock::new(wanted.map(<[String]>::to_vec)),
+            withheld: withheld.iter().map(|w| w.to_string()).collect(),
             observer: None,
         }
     }
@@ -42,8 +40,26 @@ impl ToolSubset {
         self
     }
 
-    pub fn names(&self) -> &[String] {
-        &self.names
+    /// From now on, only the parent's tools named in `wanted` (the main
+    /// agent the Agent SDK defined once connected).
+    pub fn restrict(&self, wanted: Vec<String>) {
+        if let Ok(mut held) = self.wanted.write() {
+            *held = Some(wanted);
+        }
+    }
+
+    fn offers(&self, name: &str) -> bool {
+        let wanted = self
+            .wanted
+            .read()
+            .map(|w| w.as_ref().is_none_or(|w| w.iter().any(|n| n == name)))
+            .unwrap_or(false);
+        wanted && !self.withheld.iter().any(|w| w == name)
+    }
+
+    /// The tools offered now, by name.
+    pub fn names(&self) -> Vec<String> {
+        self.specs().into_iter().map(|spec| spec.name).collect()
     }
 }
 
@@ -52,7 +68,7 @@ impl ToolRuntime for ToolSubset {
         self.parent
             .specs()
             .into_iter()
-            .filter(|spec| self.names.contains(&spec.name))
+            .filter(|spec| self.offers(&spec.name))
             .collect()
     }
 
@@ -60,13 +76,13 @@ impl ToolRuntime for ToolSubset {
         if let Some(observer) = &self.observer {
             observer(&call);
         }
-        if !self.names.contains(&call.name) {
+        if !self.offers(&call.name) {
             let result = ToolCallResult::error(
                 &call.id,
                 format!(
                     "{} is not one of this agent's tools (it has: {})",
                     call.name,
-                    self.names.join(", ")
+                    self.names().join(", ")
                 ),
             );
             return Box::pin(async move { Preparation::Failed(Box::new(result)) });
@@ -129,5 +145,8 @@ mod tests {
         assert!(text(ran).contains("ran"));
         let all = ToolSubset::new(Arc::new(Parent), None, &["Agent"]);
         assert_eq!(all.names(), ["Read", "Bash"]);
+        // Restricted later (the SDK's main agent): from then on only those.
+        all.restrict(vec!["Bash".into(), "Agent".into()]);
+        assert_eq!(all.names(), ["Bash"]);
     }
 }

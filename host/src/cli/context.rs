@@ -99,10 +99,13 @@ pub(super) fn session_system_prompt(
     inputs: &crate::prompt::PromptInputs<'_>,
     agent: Option<&crate::subagents::AgentDefinition>,
 ) -> String {
-    let mut prompt = match (&choice.replace, agent) {
-        (Some(text), _) => text.clone(),
+    let mut prompt = match (choice.replace.as_deref(), agent) {
+        // The SDK's "none" (`[""]`) keeps the main agent's prompt, as in
+        // Claude Code; any other text chosen replaces it.
+        (Some(text), _) if !text.is_empty() => text.to_string(),
         // As a child's: the agent's prompt, then how tools run and where.
-        (None, Some(agent)) => crate::prompt::child_prompt(&agent.prompt, inputs.environment),
+        (_, Some(agent)) => crate::prompt::child_prompt(&agent.prompt, inputs.environment),
+        (Some(_), None) => String::new(),
         (None, None) => crate::prompt::system_prompt(inputs),
     };
     if let Some(extra) = choice.append.as_deref().filter(|e| !e.is_empty()) {

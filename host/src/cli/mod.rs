@@ -605,13 +605,16 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         .await?;
     print_warnings(&session);
     let env = |name: &str| session.env(name);
-    let main_agent = main_agent(&cli, &session)?;
+    // The Agent SDK defines its agents in `initialize`: an `--agent` not
+    // defined yet is looked for again once the SDK is connected.
+    let (mut main_agent, deferred_agent) = main_agent(&cli, &session, prompt.is_none())?;
 
     let model_name = cli
         .model
         .clone()
         .or_else(|| {
             main_agent
+                .as_ref()
                 .and_then(|a| a.model.clone())
                 .filter(|m| m != "inherit")
         })
@@ -653,19 +656,18 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     );
     // The main agent's tools, when it names them, are all the loop offers
     // (StructuredOutput stays: the session's answer needs it).
-    let loop_tools: Arc<dyn crate::agent::ToolRuntime> =
-        match main_agent.and_then(|a| a.tools.as_ref()) {
-            Some(names) => {
-                let mut wanted = names.clone();
-                wanted.push(crate::agent::STRUCTURED_OUTPUT_TOOL.to_string());
-                Arc::new(crate::agent::ToolSubset::new(
-                    session.pipeline.clone(),
-                    Some(&wanted),
-                    &[],
-                ))
-            }
-            None => session.pipeline.clone(),
-        };
+    let agent_tools = main_agent.as_ref().and_then(|a| a.tools.as_ref());
+    let loop_subset = (agent_tools.is_some() || deferred_agent.is_some()).then(|| {
+        Arc::new(crate::agent::ToolSubset::new(
+            session.pipeline.clone(),
+            agent_tools.map(|names| main_agent_tools(names)).as_deref(),
+            &[],
+        ))
+    });
+    let loop_tools: Arc<dyn crate::agent::ToolRuntime> = match &loop_subset {
+        Some(subset) => subset.clone(),
+        None => session.pipeline.clone(),
+    };
     let tool_names: Vec<String> = loop_tools.specs().into_iter().map(|s| s.name).collect();
     let cwd = &session.paths.cwd;
     let info = RunInfo {
@@ -732,7 +734,9 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let environment =
         crate::prompt::Environment::detect(cwd, &other_dirs, &model_name, &crate::agent::today());
     let mut prompt_choice = PromptChoice::from_flags(&cli)?;
-    let prompt_for = |choice: &PromptChoice, tools: &[String]| {
+    let prompt_for = |choice: &PromptChoice,
+                      tools: &[String],
+                      agent: Option<&crate::subagents::AgentDefinition>| {
         session_system_prompt(
             choice,
             &crate::prompt::PromptInputs {
@@ -741,7 +745,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 style: session.output_style.as_ref(),
                 environment_elsewhere: cli.exclude_dynamic_system_prompt_sections,
             },
-            main_agent,
+            agent,
         )
     };
     let mut user_context = session.user_context.clone();
@@ -751,7 +755,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let mut config = QueryConfig {
         model: model_name,
         fallback_models: cli.fallback_model.clone(),
-        system_prompt: prompt_for(&prompt_choice, &tool_names),
+        system_prompt: prompt_for(&prompt_choice, &tool_names, main_agent.as_ref()),
         max_tokens,
         max_turns: cli.max_turns,
         retry: RetryPolicy {
@@ -881,17 +885,43 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                         sdk_servers.push(name);
                     }
                 }
-                config.system_prompt = prompt_for(&prompt_choice, &tool_names);
                 let agents = agent_tool.agent_names();
                 if !agents.is_empty() {
                     printer.update_info(|info| info.agents = agents);
                 }
             }
+            if let Some(name) = &deferred_agent {
+                let agent = agent_tool.definition(name).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--agent: no agent type `{name}` is defined, by the session or the SDK (known: {})",
+                        agent_tool.agent_names().join(", ")
+                    )
+                })?;
+                if let (Some(subset), Some(names)) = (&loop_subset, &agent.tools) {
+                    subset.restrict(main_agent_tools(names));
+                }
+                // The agent's model, unless the flags name one.
+                if cli.model.is_none()
+                    && let Some(model) = agent.model.clone()
+                {
+                    config.model = model.clone();
+                    if let Ok(mut current) = model_cell.lock() {
+                        *current = model;
+                    }
+                }
+                main_agent = Some(agent);
+            }
+            let tools: Vec<String> = loop_tools.specs().into_iter().map(|s| s.name).collect();
+            config.system_prompt = prompt_for(&prompt_choice, &tools, main_agent.as_ref());
+            printer.update_info(|info| {
+                info.tools = tools;
+                info.model = config.model.clone();
+            });
             // The SDK's in-process MCP servers, now that it can answer.
             if !sdk_servers.is_empty() {
                 sdk::connect_sdk_servers(&session, &sdk_servers, &controller).await?;
                 let tools: Vec<String> = loop_tools.specs().into_iter().map(|s| s.name).collect();
-                config.system_prompt = prompt_for(&prompt_choice, &tools);
+                config.system_prompt = prompt_for(&prompt_choice, &tools, main_agent.as_ref());
                 let servers = controller
                     .session
                     .mcp_servers
@@ -1016,16 +1046,20 @@ fn spawn_signal_handler(abort: CancellationToken) {
 }
 
 /// The agent type the session runs as (`--agent`, else the `agent`
-/// setting), among the session's definitions.
-fn main_agent<'s>(
+/// setting), among the session's definitions; with the SDK connected
+/// (`sdk`), a name not defined yet is returned to look for once its
+/// `initialize` has defined its agents.
+fn main_agent(
     cli: &Cli,
-    session: &'s crate::session::Session,
-) -> anyhow::Result<Option<&'s crate::subagents::AgentDefinition>> {
+    session: &crate::session::Session,
+    sdk: bool,
+) -> anyhow::Result<(Option<crate::subagents::AgentDefinition>, Option<String>)> {
     let Some(name) = cli.agent.as_ref().or(session.settings.agent.as_ref()) else {
-        return Ok(None);
+        return Ok((None, None));
     };
     match session.agents.iter().find(|a| &a.name == name) {
-        Some(agent) => Ok(Some(agent)),
+        Some(agent) => Ok((Some(agent.clone()), None)),
+        None if sdk => Ok((None, Some(name.clone()))),
         None => {
             let known: Vec<&str> = session.agents.iter().map(|a| a.name.as_str()).collect();
             bail!(
@@ -1034,6 +1068,14 @@ fn main_agent<'s>(
             )
         }
     }
+}
+
+/// The main agent's tools, and StructuredOutput (the session's answer
+/// needs it).
+fn main_agent_tools(names: &[String]) -> Vec<String> {
+    let mut wanted = names.to_vec();
+    wanted.push(crate::agent::STRUCTURED_OUTPUT_TOOL.to_string());
+    wanted
 }
 
 fn env_number<T: std::str::FromStr>(

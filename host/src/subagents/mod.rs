@@ -132,6 +132,13 @@ impl AgentTool {
         token.map(|t| t.cancel()).is_some()
     }
 
+    /// The agent type of that name, as defined now.
+    pub fn definition(&self, name: &str) -> Option<AgentDefinition> {
+        let runner = self.runner.get()?;
+        let agents = runner.agents.read().ok()?;
+        agents.iter().find(|a| a.name == name).cloned()
+    }
+
     /// The agent types offered now (`system`/`init`'s `agents`).
     pub fn agent_names(&self) -> Vec<String> {
         self.runner

@@ -51,6 +51,11 @@ const scenarios = {
     allowedTools: ['mcp__calc__add'],
     settingSources: [],
   },
+  // The main thread runs as an agent the SDK defines in `initialize`.
+  agent: {
+    agent: 'reviewer',
+    agents: { reviewer: { description: 'Reviews code', prompt: 'You review.', tools: ['Read'], model: 'claude-haiku-4-5' } },
+  },
 };
 
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
