@@ -17,6 +17,7 @@ pub mod plugins;
 pub mod policy;
 pub mod prompt;
 pub mod sandbox;
+pub mod search;
 pub mod session;
 pub mod settings;
 pub mod subagents;

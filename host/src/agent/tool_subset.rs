@@ -76,13 +76,16 @@ impl ToolRuntime for ToolSubset {
         if let Some(observer) = &self.observer {
             observer(&call);
         }
-        if !self.offers(&call.name) {
+        // Named, and the parent's now: a tool the parent lacks is this
+        // subset's to refuse, with the names it has.
+        let offered = self.names();
+        if !offered.contains(&call.name) {
             let result = ToolCallResult::error(
                 &call.id,
                 format!(
                     "{} is not one of this agent's tools (it has: {})",
                     call.name,
-                    self.names().join(", ")
+                    offered.join(", ")
                 ),
             );
             return Box::pin(async move { Preparation::Failed(Box::new(result)) });

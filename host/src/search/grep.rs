@@ -1,0 +1,329 @@
+//! Grep: ripgrep's walk (`.gitignore`, `.ignore`, `.rgignore`, hidden
+//! files searched as Claude Code's `--hidden` asks, version-control folders
+//! skipped) and its matcher and searcher, on every core.
+
+use super::confine::{Root, confined, parent_ignore_files};
+use super::{Cancel, MAX_COLUMNS, SearchError, VCS_DIRS, modified_ns};
+use grep_matcher::Matcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use ignore::WalkState;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Bytes of matching and context lines kept for one search; past it the
+/// search stops and says its result is incomplete (more than a model could
+/// be shown many times over).
+const MAX_KEPT_BYTES: usize = 32 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrepMode {
+    /// Which files match (each file's search stops at its first match).
+    Files,
+    /// How many lines match in each file.
+    Count,
+    /// The matching lines, with their context.
+    Content,
+}
+
+#[derive(Debug, Clone)]
+pub struct GrepRequest {
+    /// A granted file, or the root of a granted tree.
+    pub root: PathBuf,
+    pub pattern: String,
+    pub case_insensitive: bool,
+    /// `.` matches newlines and a match may span lines (`rg -U
+    /// --multiline-dotall`).
+    pub multiline: bool,
+    /// Each match on a line of its own instead of the line (`rg -o`).
+    pub only_matching: bool,
+    /// ripgrep's `--glob`s (`!` excludes).
+    pub globs: Vec<String>,
+    /// A ripgrep file type (`rust`, `py`, …).
+    pub file_type: Option<String>,
+    pub mode: GrepMode,
+    pub before: usize,
+    pub after: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrepLine {
+    /// Counted from 1.
+    pub number: u64,
+    pub text: String,
+    /// A matching line (else context).
+    pub is_match: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrepFile {
+    pub path: PathBuf,
+    pub modified_ns: u64,
+    /// Matching lines (1 in files mode: the search stopped there).
+    pub count: u64,
+    /// Content mode only: matches and context, in order.
+    pub lines: Vec<GrepLine>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GrepOutcome {
+    /// Matching files, in no particular order.
+    pub files: Vec<GrepFile>,
+    /// The search stopped at [`MAX_KEPT_BYTES`] of lines.
+    pub incomplete: bool,
+}
+
+/// Runs one search, confined to `request.root`.
+pub fn grep(request: &GrepRequest, cancel: &Cancel) -> Result<GrepOutcome, SearchError> {
+    let matcher = RegexMatcherBuilder::new()
+        .case_insensitive(request.case_insensitive)
+        .multi_line(true)
+        .dot_matches_new_line(request.multiline)
+        .line_terminator((!request.multiline).then_some(b'\n'))
+        .build(&request.pattern)
+        .map_err(|e| SearchError::Pattern(e.to_string()))?;
+    let root = Root::open(&request.root)?;
+    let walk = match root.is_dir {
+        true => Some(walker(
+            &root.path,
+            &request.globs,
+            request.file_type.as_deref(),
+        )?),
+        false => None,
+    };
+    let extra = match root.is_dir {
+        true => parent_ignore_files(&root.path),
+        false => Vec::new(),
+    };
+    let search = Search {
+        request,
+        matcher,
+        root: &root,
+        found: Mutex::new(Vec::new()),
+        kept: AtomicUsize::new(0),
+        cancel,
+    };
+    confined(&root, extra, |_| match walk {
+        Some(walk) => search.walk(walk),
+        None => search.one(&root.path),
+    })?;
+    if cancel.is_cancelled() && search.kept.load(Ordering::Relaxed) <= MAX_KEPT_BYTES {
+        return Err(SearchError::Cancelled);
+    }
+    let incomplete = search.kept.load(Ordering::Relaxed) > MAX_KEPT_BYTES;
+    Ok(GrepOutcome {
+        files: search.found.into_inner().unwrap_or_default(),
+        incomplete,
+    })
+}
+
+/// ripgrep's walk from `root`, with Claude Code's `--hidden` and its
+/// version-control exclusions.
+fn walker(
+    root: &Path,
+    globs: &[String],
+    file_type: Option<&str>,
+) -> Result<ignore::WalkParallel, SearchError> {
+    let mut overrides = ignore::overrides::OverrideBuilder::new(root);
+    let bad = |glob: &str, e: ignore::Error| SearchError::Glob {
+        glob: glob.to_string(),
+        reason: e.to_string(),
+    };
+    for glob in globs {
+        overrides.add(glob).map_err(|e| bad(glob, e))?;
+    }
+    for dir in VCS_DIRS {
+        let glob = format!("!{dir}");
+        overrides.add(&glob).map_err(|e| bad(&glob, e))?;
+    }
+    let overrides = overrides.build().map_err(|e| bad("", e))?;
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .hidden(false)
+        .parents(true)
+        .git_global(false)
+        .follow_links(false)
+        .overrides(overrides)
+        .threads(threads());
+    if let Some(name) = file_type {
+        let mut types = ignore::types::TypesBuilder::new();
+        types.add_defaults();
+        if !types.definitions().iter().any(|d| d.name() == name) {
+            return Err(SearchError::FileType(name.to_string()));
+        }
+        types.select(name);
+        builder.types(
+            types
+                .build()
+                .map_err(|e| SearchError::FileType(format!("{name}: {e}")))?,
+        );
+    }
+    Ok(builder.build_parallel())
+}
+
+/// The threads a walk uses (read before the search is confined: the
+/// count may come from files the confined threads cannot read).
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().min(12))
+}
+
+struct Search<'a> {
+    request: &'a GrepRequest,
+    matcher: RegexMatcher,
+    root: &'a Root,
+    found: Mutex<Vec<GrepFile>>,
+    kept: AtomicUsize,
+    cancel: &'a Cancel,
+}
+
+impl Search<'_> {
+    fn searcher(&self) -> Searcher {
+        let content = self.request.mode == GrepMode::Content;
+        SearcherBuilder::new()
+            .line_number(true)
+            .multi_line(self.request.multiline)
+            .before_context(if content { self.request.before } else { 0 })
+            .after_context(if content { self.request.after } else { 0 })
+            .binary_detection(BinaryDetection::quit(b'\x00'))
+            .build()
+    }
+
+    fn walk(&self, walk: ignore::WalkParallel) {
+        walk.run(|| {
+            let mut searcher = self.searcher();
+            Box::new(move |entry| {
+                if self.cancel.is_cancelled() {
+                    return WalkState::Quit;
+                }
+                if let Ok(entry) = entry
+                    && entry.file_type().is_some_and(|t| t.is_file())
+                {
+                    self.search_file(&mut searcher, entry.path());
+                }
+                WalkState::Continue
+            })
+        });
+    }
+
+    fn one(&self, path: &Path) {
+        let mut searcher = self.searcher();
+        self.search_file(&mut searcher, path);
+    }
+
+    fn search_file(&self, searcher: &mut Searcher, path: &Path) {
+        // A name swapped for a link, or gone, since it was listed: skipped,
+        // as ripgrep skips what it cannot open.
+        let Ok(file) = self.root.open_file(path) else {
+            return;
+        };
+        let mut sink = Collect {
+            search: self,
+            count: 0,
+            lines: Vec::new(),
+        };
+        if searcher
+            .search_file(&self.matcher, &file, &mut sink)
+            .is_err()
+            || sink.count == 0
+        {
+            return;
+        }
+        let modified = file.metadata().map_or(0, |m| modified_ns(&m));
+        let found = GrepFile {
+            path: path.to_path_buf(),
+            modified_ns: modified,
+            count: sink.count,
+            lines: sink.lines,
+        };
+        if let Ok(mut all) = self.found.lock() {
+            all.push(found);
+        }
+    }
+
+    /// Counts `bytes` against the search's budget; false once it is spent
+    /// (the search is stopped).
+    fn keep(&self, bytes: usize) -> bool {
+        let kept = self.kept.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        if kept > MAX_KEPT_BYTES {
+            self.cancel.cancel();
+            return false;
+        }
+        true
+    }
+}
+
+/// One file's matches.
+struct Collect<'s, 'a> {
+    search: &'s Search<'a>,
+    count: u64,
+    lines: Vec<GrepLine>,
+}
+
+impl Collect<'_, '_> {
+    fn push(&mut self, number: u64, bytes: &[u8], is_match: bool) -> bool {
+        let bytes = trim_terminator(bytes);
+        let text = if bytes.len() > MAX_COLUMNS {
+            match is_match {
+                true => "[Omitted long matching line]".to_string(),
+                false => "[Omitted long context line]".to_string(),
+            }
+        } else {
+            String::from_utf8_lossy(bytes).into_owned()
+        };
+        let fits = self.search.keep(text.len() + 32);
+        self.lines.push(GrepLine {
+            number,
+            text,
+            is_match,
+        });
+        fits
+    }
+}
+
+fn trim_terminator(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+impl Sink for Collect<'_, '_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, found: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
+        self.count += 1;
+        let request = self.search.request;
+        match request.mode {
+            GrepMode::Files => return Ok(false),
+            GrepMode::Count => return Ok(!self.search.cancel.is_cancelled()),
+            GrepMode::Content => {}
+        }
+        let first = found.line_number().unwrap_or(1);
+        for (i, line) in found.lines().enumerate() {
+            let number = first + i as u64;
+            if !request.only_matching {
+                if !self.push(number, line, true) {
+                    return Ok(false);
+                }
+                continue;
+            }
+            let mut parts = Vec::new();
+            let _ = self.search.matcher.find_iter(line, |m| {
+                if !m.is_empty() {
+                    parts.push(line[m].to_vec());
+                }
+                true
+            });
+            for part in parts {
+                if !self.push(number, &part, true) {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn context(&mut self, _: &Searcher, context: &SinkContext<'_>) -> Result<bool, std::io::Error> {
+        let number = context.line_number().unwrap_or(0);
+        Ok(self.push(number, context.bytes(), false))
+    }
+}

@@ -1,0 +1,190 @@
+use super::*;
+use std::path::Path;
+
+fn write(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    if let Some(parent) = path.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let _ = std::fs::write(path, text);
+}
+
+fn request(root: &Path, pattern: &str, mode: GrepMode) -> GrepRequest {
+    GrepRequest {
+        root: root.to_path_buf(),
+        pattern: pattern.into(),
+        case_insensitive: false,
+        multiline: false,
+        only_matching: false,
+        globs: Vec::new(),
+        file_type: None,
+        mode,
+        before: 0,
+        after: 0,
+    }
+}
+
+fn names(root: &Path, outcome: &GrepOutcome) -> Vec<String> {
+    let mut names: Vec<String> = outcome
+        .files
+        .iter()
+        .map(|f| {
+            f.path
+                .strip_prefix(root)
+                .unwrap_or(&f.path)
+                .display()
+                .to_string()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// A repository: ignored files, a hidden file, a `.git` folder.
+fn repository() -> Result<(tempfile::TempDir, PathBuf), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let root = std::fs::canonicalize(dir.path())?;
+    write(&root, ".git/HEAD", "fn main in git\n");
+    write(&root, ".gitignore", "target/\n*.log\n");
+    write(&root, "src/a.rs", "fn main() {\n    body();\n}\n");
+    write(&root, "src/b.py", "def main(): fn main\n");
+    write(&root, "target/x.rs", "fn main\n");
+    write(&root, "debug.log", "fn main\n");
+    write(&root, ".hidden.rs", "fn main\n");
+    Ok((dir, root))
+}
+
+#[test]
+fn grep_walks_as_ripgrep_with_hidden_files() -> Result<(), Box<dyn std::error::Error>> {
+    let (_dir, root) = repository()?;
+    let cancel = Cancel::default();
+    let found = grep(&request(&root, "fn main", GrepMode::Files), &cancel)?;
+    assert_eq!(names(&root, &found), [".hidden.rs", "src/a.rs", "src/b.py"]);
+    let mut typed = request(&root, "fn main", GrepMode::Count);
+    typed.file_type = Some("rust".into());
+    assert_eq!(
+        names(&root, &grep(&typed, &cancel)?),
+        [".hidden.rs", "src/a.rs"]
+    );
+    let mut globbed = request(&root, "fn main", GrepMode::Files);
+    globbed.globs = vec!["*.py".into()];
+    assert_eq!(names(&root, &grep(&globbed, &cancel)?), ["src/b.py"]);
+    let mut unknown = request(&root, "x", GrepMode::Files);
+    unknown.file_type = Some("no-such-type".into());
+    assert!(matches!(
+        grep(&unknown, &cancel),
+        Err(SearchError::FileType(_))
+    ));
+    assert!(matches!(
+        grep(&request(&root, "(unclosed", GrepMode::Files), &cancel),
+        Err(SearchError::Pattern(_))
+    ));
+    Ok(())
+}
+
+#[test]
+fn content_has_numbers_and_context() -> Result<(), Box<dyn std::error::Error>> {
+    let (_dir, root) = repository()?;
+    let mut content = request(&root.join("src/a.rs"), "body", GrepMode::Content);
+    content.before = 1;
+    let found = grep(&content, &Cancel::default())?;
+    assert_eq!(found.files.len(), 1);
+    let lines: Vec<(u64, &str, bool)> = found.files[0]
+        .lines
+        .iter()
+        .map(|l| (l.number, l.text.as_str(), l.is_match))
+        .collect();
+    assert_eq!(lines, [(1, "fn main() {", false), (2, "    body();", true)]);
+    let mut spanning = request(&root, r"main\(\) \{\n\s+body", GrepMode::Content);
+    spanning.multiline = true;
+    let found = grep(&spanning, &Cancel::default())?;
+    assert_eq!(found.files[0].lines.len(), 2);
+    let mut only = request(&root.join("src/a.rs"), "ma.n", GrepMode::Content);
+    only.only_matching = true;
+    let found = grep(&only, &Cancel::default())?;
+    assert_eq!(found.files[0].lines[0].text, "main");
+    Ok(())
+}
+
+#[test]
+fn links_out_of_the_tree_lead_nowhere() -> Result<(), Box<dyn std::error::Error>> {
+    let (_dir, root) = repository()?;
+    let outside = tempfile::tempdir()?;
+    write(outside.path(), "secret.txt", "fn main SECRET\n");
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("link.txt"))?;
+    std::os::unix::fs::symlink(outside.path(), root.join("linkdir"))?;
+    let found = grep(
+        &request(&root, "SECRET", GrepMode::Files),
+        &Cancel::default(),
+    )?;
+    assert!(found.files.is_empty(), "{found:?}");
+    // A root through a link is refused, not followed.
+    assert!(matches!(
+        grep(
+            &request(&root.join("linkdir"), "SECRET", GrepMode::Files),
+            &Cancel::default()
+        ),
+        Err(SearchError::Root { .. })
+    ));
+    let listed = glob(
+        &GlobRequest {
+            root: root.clone(),
+            pattern: "**/*.txt".into(),
+        },
+        &Cancel::default(),
+    )?;
+    assert!(listed.is_empty(), "{listed:?}");
+    Ok(())
+}
+
+#[test]
+fn the_confined_thread_cannot_open_what_is_outside() -> Result<(), Box<dyn std::error::Error>> {
+    let (_dir, root) = repository()?;
+    let outside = tempfile::tempdir()?;
+    write(outside.path(), "secret.txt", "SECRET\n");
+    let secret = outside.path().join("secret.txt");
+    let opened = confine::confined(&confine::Root::open(&root)?, Vec::new(), |enforced| {
+        (enforced, std::fs::read_to_string(&secret).is_ok())
+    })?;
+    // Control: the same read from an ordinary thread succeeds.
+    assert!(std::fs::read_to_string(&secret).is_ok());
+    match opened {
+        (true, read) => assert!(!read, "Landlock let the search thread read outside"),
+        (false, _) => eprintln!("this kernel has no Landlock: only the openat2 opens hold"),
+    }
+    Ok(())
+}
+
+#[test]
+fn glob_lists_hidden_and_ignored_files_as_claude_code_does()
+-> Result<(), Box<dyn std::error::Error>> {
+    let (_dir, root) = repository()?;
+    let listed = |pattern: &str| -> Result<Vec<String>, SearchError> {
+        let mut names: Vec<String> = glob(
+            &GlobRequest {
+                root: root.clone(),
+                pattern: pattern.into(),
+            },
+            &Cancel::default(),
+        )?
+        .into_iter()
+        .map(|f| {
+            f.path
+                .strip_prefix(&root)
+                .unwrap_or(&f.path)
+                .display()
+                .to_string()
+        })
+        .collect();
+        names.sort();
+        Ok(names)
+    };
+    assert_eq!(
+        listed("**/*.rs")?,
+        [".hidden.rs", "src/a.rs", "target/x.rs"]
+    );
+    assert_eq!(listed("*.log")?, ["debug.log"]);
+    assert!(listed("../*")?.is_empty());
+    assert!(listed("**/HEAD")?.is_empty(), "the .git folder is listed");
+    Ok(())
+}
