@@ -61,6 +61,39 @@ struct TreeGrant {
     access: FileAccess,
 }
 
+/// The paths a call may have the host search for it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Searchable {
+    trees: Vec<PathBuf>,
+    /// (the name granted, the file behind it).
+    files: Vec<(PathBuf, PathBuf)>,
+}
+
+impl Searchable {
+    /// Where the host may search for `path` (absolute, normal): the very
+    /// file granted, or a directory under a granted tree; `None` for
+    /// anything else.
+    pub(crate) fn resolve(&self, path: &Path) -> Option<PathBuf> {
+        if !path.is_absolute()
+            || path.components().any(|c| {
+                !matches!(
+                    c,
+                    std::path::Component::RootDir | std::path::Component::Normal(_)
+                )
+            })
+        {
+            return None;
+        }
+        if let Some((_, host)) = self.files.iter().find(|(guest, _)| guest == path) {
+            return Some(host.clone());
+        }
+        self.trees
+            .iter()
+            .any(|tree| path.starts_with(tree))
+            .then(|| path.to_path_buf())
+    }
+}
+
 /// The capabilities granted to one call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Grant {
@@ -203,6 +236,19 @@ impl Grant {
 
     pub(crate) fn commands(&self) -> &[String] {
         &self.commands
+    }
+
+    /// What a call may have the host search (`carapace:tool/search`): its
+    /// trees, and its files (the name it was granted, the file decided on).
+    pub(crate) fn searchable(&self) -> Searchable {
+        Searchable {
+            trees: self.trees.iter().map(|t| t.path.clone()).collect(),
+            files: self
+                .files
+                .iter()
+                .map(|f| (f.guest.clone(), f.host.clone()))
+                .collect(),
+        }
     }
 
     pub(crate) fn http_hosts(&self) -> &[HostPattern] {

@@ -1,5 +1,7 @@
-//! The Glob tool: files under a directory matching a glob pattern, most
-//! recently modified first. Granted read access to that directory tree only.
+//! The Glob tool: files by name pattern, listed by the host
+//! (`carapace:tool/search`, confined to the granted tree) and answered in
+//! Claude Code's shape — paths relative to the working directory, oldest
+//! first by modification time, at most 100.
 
 wit_bindgen::generate!({
     world: "tool-plugin",
@@ -15,18 +17,17 @@ use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
-/// Paths returned at most; the rest is summarised.
 const MAX_RESULTS: usize = 100;
 
 const DESCRIPTION: &str = "\
-Finds files by name pattern (glob syntax such as `**/*.rs` or \
-`src/**/*.{ts,tsx}`), searching the directory `path` (the working \
-directory when omitted). Returns matching file paths, most recently \
-modified first, at most 100 of them. Use it to locate files by name; use \
-Grep to search their contents.";
+Finds files by name pattern (ripgrep glob syntax such as `**/*.rs` or \
+`src/**/*.{ts,tsx}`; a pattern without `/` matches a name at any depth), \
+below the directory `path` (the working directory when omitted). Lists \
+hidden and git-ignored files too, sorted by modification time, at most 100. \
+Use it to locate files by name; use Grep to search their contents.";
 
 const INPUT_SCHEMA: &str = r#"{
-  "$schema": "http://json-schema.org/draft-07/schema#",
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
   "properties": {
     "pattern": {"type": "string", "description": "The glob pattern to match file paths against"},
@@ -42,22 +43,53 @@ struct GlobInput {
     path: Option<String>,
 }
 
-struct GlobTool;
+struct GlobCall {
+    root: PathBuf,
+    pattern: String,
+    cwd: Option<PathBuf>,
+}
 
-fn parse(input: &str) -> Result<(globset::GlobMatcher, PathBuf), String> {
+/// An absolute pattern searches from its literal part (`/src/**/*.rs`:
+/// below `/src`), as Claude Code splits it.
+fn split_absolute(pattern: &str) -> Option<(PathBuf, String)> {
+    if !pattern.starts_with('/') {
+        return None;
+    }
+    let magic = pattern.find(['*', '?', '[', '{']).unwrap_or(pattern.len());
+    let cut = pattern[..magic].rfind('/')?;
+    let base = if cut == 0 { "/" } else { &pattern[..cut] };
+    Some((PathBuf::from(base), pattern[cut + 1..].to_string()))
+}
+
+fn parse(input: &str) -> Result<GlobCall, String> {
     let input: GlobInput =
         serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))?;
-    let root = path_or_cwd(
-        "path",
-        input.path.as_deref(),
-        carapace::tool::host::working_directory(),
-    )?;
-    let glob = globset::GlobBuilder::new(&input.pattern)
-        .literal_separator(true)
-        .build()
-        .map_err(|e| format!("`{}` is not a valid glob pattern: {e}", input.pattern))?;
-    Ok((glob.compile_matcher(), root))
+    let cwd = carapace::tool::host::working_directory();
+    let mut root = path_or_cwd("path", input.path.as_deref(), cwd.clone())?;
+    let mut pattern = input.pattern;
+    if let Some((base, rest)) = split_absolute(&pattern) {
+        root = base;
+        pattern = rest;
+    }
+    if pattern.trim().is_empty() {
+        return Err("`pattern` is empty".into());
+    }
+    Ok(GlobCall {
+        root,
+        pattern,
+        cwd: cwd.map(PathBuf::from),
+    })
 }
+
+/// `path` as the model is shown it: relative to the working directory
+/// when beneath it, else absolute.
+fn shown(cwd: Option<&Path>, path: &str) -> String {
+    cwd.and_then(|cwd| Path::new(path).strip_prefix(cwd).ok())
+        .filter(|rest| !rest.as_os_str().is_empty())
+        .map_or_else(|| path.to_string(), |rest| rest.display().to_string())
+}
+
+struct GlobTool;
 
 impl Guest for GlobTool {
     fn tools() -> Vec<ToolDefinition> {
@@ -75,35 +107,33 @@ impl Guest for GlobTool {
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {
-        let (_, root) = parse(&input)?;
+        let call = parse(&input)?;
         Ok(CallPlan {
             concurrency_safe: true,
             interrupt: InterruptBehavior::Cancel,
-            needs: vec![Capability::ReadTree(root.to_string_lossy().into_owned())],
+            needs: vec![Capability::ReadTree(call.root.to_string_lossy().into_owned())],
         })
     }
 
     fn call(_tool: String, input: String, context: CallContext) -> Result<ToolOutput, CallError> {
         let started = std::time::Instant::now();
-        let (glob, root) = parse(&input).map_err(CallError::InvalidInput)?;
-        if !root.is_dir() {
-            return Err(CallError::Failed(format!(
-                "{} is not a directory.",
-                root.display()
-            )));
-        }
-        let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
-        let mut unlisted = 0;
-        walk(&root, &root, &glob, &mut found, &mut unlisted);
-        // Newest first; equal times by name, so the order is stable.
-        found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let call = parse(&input).map_err(CallError::InvalidInput)?;
+        let root = call.root.to_string_lossy().into_owned();
+        let outcome = carapace::tool::search::glob(&root, &call.pattern).map_err(|e| {
+            match e.starts_with("invalid glob") {
+                true => CallError::InvalidInput(e),
+                false => CallError::Failed(e),
+            }
+        })?;
+        let mut found = outcome.files;
+        // Oldest first, as Claude Code's `rg --sort=modified` lists them.
+        found.sort_by(|a, b| a.modified_ns.cmp(&b.modified_ns).then_with(|| a.path.cmp(&b.path)));
         let total = found.len();
         let filenames: Vec<String> = found
-            .into_iter()
+            .iter()
             .take(MAX_RESULTS)
-            .map(|(_, p)| p.display().to_string())
+            .map(|f| shown(call.cwd.as_deref(), &f.path))
             .collect();
-        // Claude Code's shape for Glob's result.
         let structured = serde_json::json!({
             "filenames": filenames,
             "durationMs": started.elapsed().as_millis() as u64,
@@ -116,48 +146,16 @@ impl Guest for GlobTool {
             lines.push("No files found".into());
         } else if total > MAX_RESULTS {
             lines.push(format!(
-                "(Showing {MAX_RESULTS} of {total} matches. Use a more specific pattern or path to see the rest.)"
+                "(Showing {MAX_RESULTS} of {total} matching files; {} more are not listed. Use a more specific pattern or path to see the rest.)",
+                total - MAX_RESULTS
             ));
         }
-        lines.extend(carapace_guest_util::unrepresentable_note(unlisted));
+        lines.extend(carapace_guest_util::unrepresentable_note(outcome.unlisted as usize));
         Ok(ToolOutput {
             content: vec![Content::Text(lines.join("\n"))],
             is_error: false,
             structured: context.wants_structured.then(|| structured.to_string()),
         })
-    }
-}
-
-/// `unlisted` counts names WASI cannot carry (not UTF-8): they are skipped,
-/// never their siblings.
-fn walk(
-    root: &Path,
-    dir: &Path,
-    glob: &globset::GlobMatcher,
-    found: &mut Vec<(std::time::SystemTime, PathBuf)>,
-    unlisted: &mut usize,
-) {
-    let Ok((entries, skipped)) = carapace_guest_util::list_dir(dir) else {
-        return;
-    };
-    *unlisted += skipped;
-    for path in entries {
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
-        if meta.is_dir() {
-            if path.file_name().is_some_and(|n| n == ".git") {
-                continue;
-            }
-            walk(root, &path, glob, found, unlisted);
-        } else if let Ok(relative) = path.strip_prefix(root)
-            && glob.is_match(relative)
-        {
-            let modified = std::fs::metadata(&path)
-                .and_then(|m| m.modified())
-                .unwrap_or(std::time::UNIX_EPOCH);
-            found.push((modified, path));
-        }
     }
 }
 

@@ -1,57 +1,66 @@
-//! The Grep tool: ripgrep's semantics (regex syntax, .gitignore, hidden
-//! files and binary files skipped, file types, globs, context) with the
-//! `regex` and `ignore` crates inside the component. Granted read access to
-//! the searched tree only.
+//! The Grep tool: Claude Code's input and output, the search itself done by
+//! the host (`carapace:tool/search`: ripgrep's walker and matcher on every
+//! core, confined to the granted tree). This component validates the
+//! input, says what the call needs, and shapes the answer.
 
 wit_bindgen::generate!({
     world: "tool-plugin",
     path: "../../wit/tool/v0.3.0",
 });
 
+mod render;
+
+use carapace::tool::search::{GrepMode, GrepRequest};
 use carapace::tool::types::{
     CallContext, CallError, CallPlan, Capability, Content, InterruptBehavior, ToolAnnotations,
     ToolDefinition, ToolOutput,
 };
-use carapace_guest_util::{cap_chars, looks_binary, path_or_cwd};
+use carapace_guest_util::{cap_chars, path_or_cwd};
 use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// Files larger than this are not searched.
-const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// Characters of output before the rest is cut with a note.
 const MAX_OUTPUT_CHARS: usize = 100_000;
+/// Lines or entries shown when `head_limit` is not given (Claude Code's).
+const DEFAULT_HEAD_LIMIT: usize = 250;
 
 const DESCRIPTION: &str = "\
-Searches file contents with a regular expression (ripgrep syntax), under \
-`path` (the working directory when omitted), honouring .gitignore and \
-skipping hidden and binary files.
+Searches file contents with a regular expression (ripgrep syntax: escape \
+literal braces, `interface\\{\\}`), under `path` (the working directory when \
+omitted). Use it instead of grep or rg through Bash.
 
-- `output_mode`: `files_with_matches` (default) lists matching files, \
-`content` shows matching lines (with `-n` line numbers, on by default, and \
-`-A`/`-B`/`-C` context), `count` shows matches per file.
-- Narrow the search with `glob` (e.g. `*.rs`, `**/*.{ts,tsx}`) or `type` \
-(ripgrep file types such as `rust`, `py`, `js`).
-- `-i` ignores case; `multiline` lets a pattern span lines (`.` then \
-matches newlines too); `head_limit` keeps only the first N results.";
+- Respects .gitignore, .ignore and .rgignore; searches hidden files; skips \
+binary files and version-control folders.
+- `output_mode`: `files_with_matches` (default: paths, most recently \
+modified first), `content` (matching lines; `-n` line numbers on by default, \
+`-A`/`-B`/`-C` context, `-o` only the matched parts), `count` (matching \
+lines per file).
+- Narrow with `glob` (`*.rs`, `**/*.{ts,tsx}`) or `type` (ripgrep types: \
+`rust`, `py`, `js`, …); `-i` ignores case; `multiline` lets a pattern span \
+lines.
+- Results stop at `head_limit` (250 unless given; 0 for all) after skipping \
+`offset`.";
 
 const INPUT_SCHEMA: &str = r#"{
-  "$schema": "http://json-schema.org/draft-07/schema#",
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
   "properties": {
     "pattern": {"type": "string", "description": "The regular expression to search for"},
     "path": {"type": "string", "description": "The file or directory to search (absolute); the working directory when omitted"},
-    "glob": {"type": "string", "description": "Only search files matching this glob"},
+    "glob": {"type": "string", "description": "Only search files matching this glob (rg --glob); several separated by spaces or commas"},
     "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "What to show; files_with_matches when omitted"},
-    "-B": {"type": "integer", "minimum": 0, "description": "Lines of context before each match (content mode)"},
-    "-A": {"type": "integer", "minimum": 0, "description": "Lines of context after each match (content mode)"},
-    "-C": {"type": "integer", "minimum": 0, "description": "Lines of context before and after each match (content mode)"},
+    "-B": {"type": "number", "description": "Lines of context before each match (content mode)"},
+    "-A": {"type": "number", "description": "Lines of context after each match (content mode)"},
+    "-C": {"type": "number", "description": "Lines of context before and after each match (content mode)"},
+    "context": {"type": "number", "description": "The same as -C"},
     "-n": {"type": "boolean", "description": "Show line numbers (content mode); true when omitted"},
     "-i": {"type": "boolean", "description": "Ignore case"},
+    "-o": {"type": "boolean", "description": "Show only the matched parts, one per line (content mode)"},
     "type": {"type": "string", "description": "Only search files of this ripgrep type (rust, py, js, …)"},
-    "head_limit": {"type": "integer", "minimum": 1, "description": "Keep only the first N lines or entries of the output"},
-    "multiline": {"type": "boolean", "description": "Let the pattern match across lines"}
+    "head_limit": {"type": "number", "description": "Keep only the first N lines or entries (250 when omitted, 0 for all)"},
+    "offset": {"type": "number", "description": "Skip the first N lines or entries before head_limit applies"},
+    "multiline": {"type": "boolean", "description": "Let the pattern match across lines (. matches newlines)"}
   },
   "required": ["pattern"],
   "additionalProperties": false
@@ -64,74 +73,99 @@ struct GrepInput {
     glob: Option<String>,
     output_mode: Option<String>,
     #[serde(rename = "-B")]
-    before: Option<usize>,
+    before: Option<f64>,
     #[serde(rename = "-A")]
-    after: Option<usize>,
+    after: Option<f64>,
     #[serde(rename = "-C")]
-    context: Option<usize>,
+    context_short: Option<f64>,
+    context: Option<f64>,
     #[serde(rename = "-n")]
     line_numbers: Option<bool>,
     #[serde(rename = "-i")]
     ignore_case: Option<bool>,
+    #[serde(rename = "-o")]
+    only_matching: Option<bool>,
     #[serde(rename = "type")]
     file_type: Option<String>,
-    head_limit: Option<usize>,
+    head_limit: Option<f64>,
+    offset: Option<f64>,
     multiline: Option<bool>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Content,
-    Files,
-    Count,
+/// One call, validated.
+pub(crate) struct Search {
+    pub(crate) request: GrepRequest,
+    pub(crate) root: PathBuf,
+    pub(crate) line_numbers: bool,
+    /// `None`: no limit.
+    pub(crate) head_limit: Option<usize>,
+    pub(crate) offset: usize,
+    pub(crate) cwd: Option<PathBuf>,
 }
 
-struct Search {
-    regex: regex::Regex,
-    root: PathBuf,
-    mode: Mode,
-    before: usize,
-    after: usize,
-    line_numbers: bool,
-    multiline: bool,
-    glob: Option<String>,
-    file_type: Option<String>,
-    head_limit: Option<usize>,
+/// A count the model gave: a whole, non-negative number.
+fn count(field: &str, value: Option<f64>) -> Result<Option<usize>, String> {
+    match value {
+        None => Ok(None),
+        Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64 => {
+            Ok(Some(n as usize))
+        }
+        Some(n) => Err(format!("`{field}` must be a whole number of at least 0, not {n}")),
+    }
+}
+
+/// Claude Code's reading of `glob`: split on white space, then on commas
+/// unless the part has braces (`*.{ts,tsx}` stays one glob).
+fn globs(glob: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in glob.unwrap_or_default().split_whitespace() {
+        if part.contains('{') && part.contains('}') {
+            out.push(part.to_string());
+        } else {
+            out.extend(part.split(',').filter(|g| !g.is_empty()).map(str::to_string));
+        }
+    }
+    out
 }
 
 fn parse(input: &str) -> Result<Search, String> {
     let input: GrepInput =
         serde_json::from_str(input).map_err(|e| format!("invalid input: {e}"))?;
     let mode = match input.output_mode.as_deref() {
-        None | Some("files_with_matches") => Mode::Files,
-        Some("content") => Mode::Content,
-        Some("count") => Mode::Count,
+        None | Some("files_with_matches") => GrepMode::FilesWithMatches,
+        Some("content") => GrepMode::Content,
+        Some("count") => GrepMode::Count,
         Some(other) => return Err(format!("unknown output_mode `{other}`")),
     };
-    let multiline = input.multiline.unwrap_or(false);
-    let regex = regex::RegexBuilder::new(&input.pattern)
-        .case_insensitive(input.ignore_case.unwrap_or(false))
-        .multi_line(true)
-        .dot_matches_new_line(multiline)
-        .size_limit(64 << 20)
-        .build()
-        .map_err(|e| format!("invalid regular expression: {e}"))?;
-    let context = input.context.unwrap_or(0);
+    let cwd = carapace::tool::host::working_directory();
+    let root = path_or_cwd("path", input.path.as_deref(), cwd.clone())?;
+    let context = count("context", input.context)?.or(count("-C", input.context_short)?);
+    let before = context.or(count("-B", input.before)?).unwrap_or(0);
+    let after = context.or(count("-A", input.after)?).unwrap_or(0);
+    let head_limit = match count("head_limit", input.head_limit)? {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None => Some(DEFAULT_HEAD_LIMIT),
+    };
+    let wide = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     Ok(Search {
-        regex,
-        root: path_or_cwd(
-            "path",
-            input.path.as_deref(),
-            carapace::tool::host::working_directory(),
-        )?,
-        mode,
-        before: input.before.unwrap_or(context),
-        after: input.after.unwrap_or(context),
+        request: GrepRequest {
+            path: root.to_string_lossy().into_owned(),
+            pattern: input.pattern,
+            case_insensitive: input.ignore_case.unwrap_or(false),
+            multiline: input.multiline.unwrap_or(false),
+            only_matching: input.only_matching.unwrap_or(false),
+            globs: globs(input.glob.as_deref()),
+            file_type: input.file_type,
+            mode,
+            before: wide(before),
+            after: wide(after),
+        },
+        root,
         line_numbers: input.line_numbers.unwrap_or(true),
-        multiline,
-        glob: input.glob,
-        file_type: input.file_type,
-        head_limit: input.head_limit,
+        head_limit,
+        offset: count("offset", input.offset)?.unwrap_or(0),
+        cwd: cwd.map(PathBuf::from),
     })
 }
 
@@ -165,7 +199,17 @@ impl Guest for GrepTool {
 
     fn call(_tool: String, input: String, context: CallContext) -> Result<ToolOutput, CallError> {
         let search = parse(&input).map_err(CallError::InvalidInput)?;
-        let (text, structured) = run(&search).map_err(CallError::Failed)?;
+        let outcome = carapace::tool::search::grep(&search.request).map_err(|e| {
+            if e.starts_with("invalid regular expression")
+                || e.starts_with("invalid glob")
+                || e.starts_with("unknown file type")
+            {
+                CallError::InvalidInput(e)
+            } else {
+                CallError::Failed(e)
+            }
+        })?;
+        let (text, structured) = render::render(&search, outcome);
         Ok(ToolOutput {
             content: vec![Content::Text(cap_chars(&text, MAX_OUTPUT_CHARS))],
             is_error: false,
@@ -175,270 +219,3 @@ impl Guest for GrepTool {
 }
 
 export!(GrepTool);
-
-/// The files to search, and how many names could not be listed (not
-/// UTF-8: WASI cannot carry them).
-fn files(search: &Search) -> Result<(Vec<PathBuf>, usize), String> {
-    if search.root.is_file() {
-        return Ok((vec![search.root.clone()], 0));
-    }
-    if !search.root.is_dir() {
-        return Err(format!("{} does not exist.", search.root.display()));
-    }
-    let overrides = match &search.glob {
-        Some(glob) => {
-            let mut overrides = ignore::overrides::OverrideBuilder::new(&search.root);
-            for part in glob.split_whitespace() {
-                overrides
-                    .add(part)
-                    .map_err(|e| format!("invalid glob `{part}`: {e}"))?;
-            }
-            Some(overrides.build().map_err(|e| e.to_string())?)
-        }
-        None => None,
-    };
-    let types = match &search.file_type {
-        Some(file_type) => {
-            let mut types = ignore::types::TypesBuilder::new();
-            types.add_defaults();
-            types.select(file_type);
-            Some(
-                types
-                    .build()
-                    .map_err(|e| format!("unknown file type `{file_type}`: {e}"))?,
-            )
-        }
-        None => None,
-    };
-    let walker = |root: &Path| {
-        let mut builder = ignore::WalkBuilder::new(root);
-        builder.require_git(false).parents(false).git_global(false);
-        if let Some(overrides) = &overrides {
-            builder.overrides(overrides.clone());
-        }
-        if let Some(types) = &types {
-            builder.types(types.clone());
-        }
-        builder.build()
-    };
-    let wanted = |path: &Path| {
-        overrides
-            .as_ref()
-            .is_none_or(|o| !o.matched(path, false).is_ignore())
-            && types
-                .as_ref()
-                .is_none_or(|t| !t.matched(path, false).is_ignore())
-    };
-    let mut out = Vec::new();
-    let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    let mut unlisted = 0;
-    let mut pending = vec![search.root.clone()];
-    while let Some(start) = pending.pop() {
-        let mut cut_short = false;
-        for entry in walker(&start) {
-            match entry {
-                Ok(entry) => {
-                    let is_file = entry.file_type().is_some_and(|t| t.is_file());
-                    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                    let path = entry.into_path();
-                    if is_dir {
-                        dirs.push(path.clone());
-                    }
-                    if seen.insert(path.clone()) && is_file {
-                        out.push(path);
-                    }
-                }
-                // A listing that stopped at a name it cannot carry drops
-                // every sibling after it: list those directories again.
-                Err(_) => cut_short = true,
-            }
-        }
-        if cut_short {
-            for dir in std::mem::take(&mut dirs) {
-                let Ok((names, skipped)) = carapace_guest_util::list_dir(&dir) else {
-                    continue;
-                };
-                unlisted += skipped;
-                for path in names {
-                    if seen.contains(&path) {
-                        continue;
-                    }
-                    let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                        continue;
-                    };
-                    if meta.is_dir() {
-                        pending.push(path);
-                    } else if meta.is_file() && wanted(&path) {
-                        seen.insert(path.clone());
-                        out.push(path);
-                    }
-                }
-            }
-        }
-    }
-    Ok((out, unlisted))
-}
-
-/// The matches of one file: (line index, is_match) for every line shown.
-fn matching_lines(search: &Search, text: &str) -> (Vec<usize>, usize) {
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-        .collect();
-    let line_of = |offset: usize| starts.partition_point(|s| *s <= offset).saturating_sub(1);
-    let mut lines = Vec::new();
-    let mut count = 0;
-    if search.multiline {
-        for m in search.regex.find_iter(text) {
-            count += 1;
-            let (first, last) = (
-                line_of(m.start()),
-                line_of(m.end().saturating_sub(1).max(m.start())),
-            );
-            lines.extend(first..=last);
-        }
-    } else {
-        for (i, line) in text.split('\n').enumerate() {
-            let n = search
-                .regex
-                .find_iter(line.strip_suffix('\r').unwrap_or(line))
-                .count();
-            if n > 0 {
-                count += n;
-                lines.push(i);
-            }
-        }
-    }
-    lines.dedup();
-    (lines, count)
-}
-
-/// The result for the model, and in Claude Code's shape for Grep's
-/// structured result.
-fn run(search: &Search) -> Result<(String, Value), String> {
-    let (paths, unlisted) = files(search)?;
-    let (text, structured) = render(search, paths)?;
-    Ok(match carapace_guest_util::unrepresentable_note(unlisted) {
-        Some(note) => (format!("{text}\n{note}"), structured),
-        None => (text, structured),
-    })
-}
-
-fn render(search: &Search, paths: Vec<PathBuf>) -> Result<(String, Value), String> {
-    let mut found: Vec<(std::time::SystemTime, PathBuf, String, Vec<usize>, usize)> = Vec::new();
-    for path in paths {
-        let Ok(meta) = std::fs::metadata(&path) else {
-            continue;
-        };
-        if meta.len() > MAX_FILE_BYTES {
-            continue;
-        }
-        let Ok(bytes) = std::fs::read(&path) else {
-            continue;
-        };
-        if looks_binary(&bytes) {
-            continue;
-        }
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        let (lines, count) = matching_lines(search, &text);
-        if count > 0 {
-            let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
-            found.push((modified, path, text, lines, count));
-        }
-    }
-    // Most recently modified first, as Claude Code's Grep lists them.
-    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    let limit = search.head_limit.unwrap_or(usize::MAX);
-    let mode = match search.mode {
-        Mode::Files => "files_with_matches",
-        Mode::Count => "count",
-        Mode::Content => "content",
-    };
-    let mut structured = json!({"mode": mode, "filenames": [], "numFiles": found.len()});
-    let out = match search.mode {
-        Mode::Files => {
-            if found.is_empty() {
-                return Ok(("No files found".into(), structured));
-            }
-            structured["filenames"] = found
-                .iter()
-                .take(limit)
-                .map(|f| Value::String(f.1.display().to_string()))
-                .collect();
-            let mut lines = vec![format!(
-                "Found {} file{}",
-                found.len(),
-                if found.len() == 1 { "" } else { "s" }
-            )];
-            lines.extend(found.iter().take(limit).map(|f| f.1.display().to_string()));
-            lines.join("\n")
-        }
-        Mode::Count => {
-            if found.is_empty() {
-                structured["numMatches"] = json!(0);
-                return Ok(("No matches found".into(), structured));
-            }
-            let total: usize = found.iter().map(|f| f.4).sum();
-            structured["numMatches"] = json!(total);
-            let mut lines: Vec<String> = found
-                .iter()
-                .take(limit)
-                .map(|f| format!("{}:{}", f.1.display(), f.4))
-                .collect();
-            lines.push(format!(
-                "\nFound {total} total occurrence{} across {} file{}.",
-                if total == 1 { "" } else { "s" },
-                found.len(),
-                if found.len() == 1 { "" } else { "s" }
-            ));
-            lines.join("\n")
-        }
-        Mode::Content => {
-            let mut out: Vec<String> = Vec::new();
-            for (_, path, text, matched, _) in &found {
-                let all: Vec<&str> = text.split('\n').collect();
-                let mut shown: Vec<(usize, bool)> = Vec::new();
-                for &line in matched {
-                    let from = line.saturating_sub(search.before);
-                    let to = (line + search.after).min(all.len().saturating_sub(1));
-                    for i in from..=to {
-                        match shown.iter_mut().find(|(j, _)| *j == i) {
-                            Some(entry) => entry.1 |= i == line,
-                            None => shown.push((i, i == line)),
-                        }
-                    }
-                }
-                shown.sort_by_key(|(i, _)| *i);
-                let mut previous: Option<usize> = None;
-                for (i, is_match) in shown {
-                    if let Some(p) = previous
-                        && i > p + 1
-                        && (search.before > 0 || search.after > 0)
-                    {
-                        out.push("--".into());
-                    }
-                    let sep = if is_match { ':' } else { '-' };
-                    let line = all[i].strip_suffix('\r').unwrap_or(all[i]);
-                    out.push(if search.line_numbers {
-                        format!("{}{sep}{}{sep}{line}", path.display(), i + 1)
-                    } else {
-                        format!("{}{sep}{line}", path.display())
-                    });
-                    previous = Some(i);
-                }
-            }
-            if out.is_empty() {
-                structured["content"] = json!("");
-                structured["numLines"] = json!(0);
-                return Ok(("No matches found".into(), structured));
-            }
-            out.truncate(limit);
-            structured["numLines"] = json!(out.len());
-            out.join("\n")
-        }
-    };
-    if !matches!(search.mode, Mode::Files) {
-        structured["content"] = json!(out);
-    }
-    Ok((out, structured))
-}

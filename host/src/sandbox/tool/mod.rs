@@ -25,6 +25,8 @@ pub(crate) struct ToolState {
     commands: Vec<String>,
     process: Option<Arc<ProcessConfig>>,
     shells: Option<Arc<super::BackgroundShells>>,
+    /// What the host may search for this call.
+    searchable: super::grant::Searchable,
 }
 
 wasi_view!(ToolState);
@@ -40,7 +42,8 @@ impl World for ToolState {
             .map_err(|e| SandboxError::Prepare(format!("linking wasi:http: {e:#}")))?;
         v0_1::link(linker)?;
         v0_2::link(linker)?;
-        v0_3::link(linker)
+        v0_3::link(linker)?;
+        v0_3::link_search(linker)
     }
 
     fn core(&mut self) -> &mut CallCore {
@@ -642,6 +645,7 @@ impl ToolComponent {
         let shells = self.sandbox.shells.clone();
         let http = HttpParts::for_grant(grant);
         let commands = grant.commands().to_vec();
+        let searchable = grant.searchable();
         let (value, captured) = self
             .sandbox
             .execute(
@@ -657,6 +661,7 @@ impl ToolComponent {
                     commands,
                     process,
                     shells,
+                    searchable,
                 },
                 move |store| Box::pin(async move { pre.instantiate(store).await }),
                 f,
@@ -671,6 +676,7 @@ mod host_impl {
     use super::{FileStamp, ToolState};
     use crate::sandbox::CommandOutput;
     use crate::sandbox::process::run_command;
+    use crate::search::{Cancel, SearchError};
 
     /// Longest command a tool may run.
     const MAX_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
@@ -735,5 +741,43 @@ mod host_impl {
 
     pub(super) fn last_read(state: &ToolState, path: &str) -> Option<FileStamp> {
         state.reads.as_ref()?.last(path)
+    }
+
+    /// Runs a search on the host's threads, if the call was granted its
+    /// path; stopped when the call is (its future dropped).
+    pub(super) fn search<T: Send + 'static>(
+        state: &ToolState,
+        path: &str,
+        run: impl FnOnce(std::path::PathBuf, &Cancel) -> Result<T, SearchError> + Send + 'static,
+    ) -> impl std::future::Future<Output = Result<T, String>> + Send + 'static {
+        let root = state.searchable.resolve(std::path::Path::new(path));
+        let path = path.to_string();
+        async move {
+            let Some(root) = root else {
+                return Err(format!("this call was not granted to read {path}"));
+            };
+            searched(root, run).await
+        }
+    }
+
+    async fn searched<T: Send + 'static>(
+        root: std::path::PathBuf,
+        run: impl FnOnce(std::path::PathBuf, &Cancel) -> Result<T, SearchError> + Send + 'static,
+    ) -> Result<T, String> {
+        let cancel = Cancel::default();
+        // Dropped with the call: the search stops at its next file.
+        struct StopOnDrop(Cancel);
+        impl Drop for StopOnDrop {
+            fn drop(&mut self) {
+                self.0.cancel();
+            }
+        }
+        let guard = StopOnDrop(cancel.clone());
+        let answer = tokio::task::spawn_blocking(move || run(root, &cancel)).await;
+        drop(guard);
+        match answer {
+            Ok(result) => result.map_err(|e| e.to_string()),
+            Err(e) => Err(format!("the search failed: {e}")),
+        }
     }
 }

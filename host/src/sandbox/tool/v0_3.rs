@@ -7,12 +7,16 @@ mod bindings {
     wasmtime::component::bindgen!({
         world: "tool-plugin",
         path: "../wit/tool/v0.3.0",
-        imports: { "carapace:tool/process.run": async },
+        imports: {
+            "carapace:tool/process.run": async,
+            "carapace:tool/search.grep": async,
+            "carapace:tool/search.glob": async,
+        },
         exports: { default: async },
     });
 }
 
-use bindings::carapace::tool::{host, process, types};
+use bindings::carapace::tool::{host, process, search, types};
 pub(super) use bindings::{ToolPlugin, ToolPluginPre};
 
 pub(super) const VERSION: &str = "0.3.0";
@@ -73,4 +77,100 @@ version_glue! {
     fn start(&mut self, command: String) -> Result<String, String> {
         super::host_impl::start(self, command)
     }
+}
+
+impl search::Host for ToolState {
+    async fn grep(&mut self, request: search::GrepRequest) -> Result<search::GrepOutcome, String> {
+        use crate::search::GrepMode;
+        let path = request.path.clone();
+        let run = move |root, cancel: &crate::search::Cancel| {
+            let request = crate::search::GrepRequest {
+                root,
+                pattern: request.pattern,
+                case_insensitive: request.case_insensitive,
+                multiline: request.multiline,
+                only_matching: request.only_matching,
+                globs: request.globs,
+                file_type: request.file_type,
+                mode: match request.mode {
+                    search::GrepMode::FilesWithMatches => GrepMode::Files,
+                    search::GrepMode::Count => GrepMode::Count,
+                    search::GrepMode::Content => GrepMode::Content,
+                },
+                before: request.before as usize,
+                after: request.after as usize,
+            };
+            crate::search::grep(&request, cancel)
+        };
+        let outcome = super::host_impl::search(self, &path, run).await?;
+        let (named, unlisted) = utf8_named(outcome.files, |f| &f.path);
+        Ok(search::GrepOutcome {
+            files: named
+                .into_iter()
+                .map(|(path, f)| search::GrepFile {
+                    path,
+                    modified_ns: f.modified_ns,
+                    count: f.count,
+                    lines: f
+                        .lines
+                        .into_iter()
+                        .map(|l| search::GrepLine {
+                            number: l.number,
+                            text: l.text,
+                            is_match: l.is_match,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            incomplete: outcome.incomplete,
+            unlisted,
+        })
+    }
+
+    async fn glob(&mut self, path: String, pattern: String) -> Result<search::GlobOutcome, String> {
+        let run = move |root, cancel: &crate::search::Cancel| {
+            crate::search::glob(&crate::search::GlobRequest { root, pattern }, cancel)
+        };
+        let files = super::host_impl::search(self, &path, run).await?;
+        let (named, unlisted) = utf8_named(files, |f| &f.path);
+        Ok(search::GlobOutcome {
+            files: named
+                .into_iter()
+                .map(|(path, f)| search::GlobFile {
+                    path,
+                    modified_ns: f.modified_ns,
+                })
+                .collect(),
+            unlisted,
+        })
+    }
+}
+
+/// The found files whose names a string can carry, each with its name,
+/// and how many could not be.
+fn utf8_named<T>(found: Vec<T>, path: impl Fn(&T) -> &std::path::Path) -> (Vec<(String, T)>, u32) {
+    let mut unlisted = 0u32;
+    let named = found
+        .into_iter()
+        .filter_map(|f| match path(&f).to_str() {
+            Some(name) => Some((name.to_string(), f)),
+            None => {
+                unlisted = unlisted.saturating_add(1);
+                None
+            }
+        })
+        .collect();
+    (named, unlisted)
+}
+
+/// Links `search`, which only this version has.
+pub(super) fn link_search(
+    linker: &mut wasmtime::component::Linker<ToolState>,
+) -> Result<(), crate::sandbox::SandboxError> {
+    use wasmtime::component::HasSelf;
+    search::add_to_linker::<ToolState, HasSelf<ToolState>>(linker, |state| state).map_err(|e| {
+        crate::sandbox::SandboxError::Prepare(format!(
+            "linking carapace:tool/search@{VERSION}: {e:#}"
+        ))
+    })
 }
