@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What the test suite needs besides cargo, installed once: the wasm target,
 # the Python packages (the SDK, MCP, the Python examples' componentizer),
-# and Node with npm (the JavaScript examples and the npm MCP server). Every
+# Node with npm (the JavaScript examples and the npm MCP server), and
+# ripgrep (what Grep and Glob are compared with). Every
 # test that needs one of these fails without it, so nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,4 +10,8 @@ rustup target add wasm32-wasip2
 pip install -r examples/hooks/requirements.txt -r tests/mcp/requirements.txt -r tests/sdk/requirements.txt
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     apt-get update && apt-get install -y nodejs npm
+fi
+# Grep and Glob are compared with ripgrep itself (tests/tools/search.rs).
+if ! command -v rg >/dev/null; then
+    apt-get update && apt-get install -y ripgrep
 fi

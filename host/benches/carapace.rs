@@ -33,6 +33,8 @@ mod context;
 mod egress;
 #[path = "carapace/guard.rs"]
 mod guard;
+#[path = "carapace/search.rs"]
+mod search;
 
 fn main() -> BenchResult {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -85,6 +87,9 @@ fn main() -> BenchResult {
     }
     if wanted("mcp") {
         runtime.block_on(mcp_benches())?;
+    }
+    if wanted("search") {
+        search::search_benches(work.path(), &cache)?;
     }
     if wanted("session") {
         session_benches(&cache, work.path(), &wanted)?;

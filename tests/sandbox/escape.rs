@@ -12,6 +12,9 @@ use std::time::Duration;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
+#[path = "search_escape.rs"]
+mod search_escape;
+
 async fn probe() -> Result<ToolComponent, Box<dyn std::error::Error>> {
     probe_in(SandboxConfig::default()).await
 }

@@ -1,0 +1,166 @@
+//! Grep and Glob as a user runs them, side by side with ripgrep run the
+//! way Claude Code 2.1.197 runs it: `carapace tool call grep Grep` (a
+//! whole process: start, policy, grant, the component, the host's search)
+//! against `rg` with Claude Code's arguments, same tree, same hour — the
+//! generated 15,600-file repository, and the cargo registry's sources
+//! where this machine has them. Wall time and peak resident memory of each
+//! process.
+
+#[path = "../../../tests/tools/search_tree.rs"]
+mod search_tree;
+
+use super::{BenchResult, report, wait_sampling_peak};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const RUNS: usize = 10;
+const VCS: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
+
+/// One case: the tool's input, and ripgrep's arguments for the same.
+struct Case {
+    label: &'static str,
+    tool: &'static str,
+    input: Value,
+    rg: Vec<&'static str>,
+}
+
+fn cases() -> Vec<Case> {
+    let grep = |label, input: Value, rg: Vec<&'static str>| Case {
+        label,
+        tool: "Grep",
+        input,
+        rg: [vec!["--hidden", "--max-columns", "500"], rg].concat(),
+    };
+    vec![
+        grep(
+            "Grep `fn main`, files_with_matches",
+            json!({"pattern": "fn main"}),
+            vec!["-l", "fn main"],
+        ),
+        grep(
+            "Grep `unsafe impl Send`, content -n",
+            json!({"pattern": "unsafe impl Send", "output_mode": "content"}),
+            vec!["-n", "unsafe impl Send"],
+        ),
+        grep(
+            "Grep `fn main`, count",
+            json!({"pattern": "fn main", "output_mode": "count"}),
+            vec!["-c", "-H", "fn main"],
+        ),
+        Case {
+            label: "Glob `**/*.rs`",
+            tool: "Glob",
+            input: json!({"pattern": "**/*.rs"}),
+            rg: vec![
+                "--files",
+                "--glob",
+                "**/*.rs",
+                "--sort=modified",
+                "--no-ignore",
+                "--hidden",
+            ],
+        },
+    ]
+}
+
+/// Wall time of each run after a first one, and the median peak (KiB).
+fn measure(
+    mut spawn: impl FnMut() -> std::io::Result<std::process::Child>,
+) -> Result<(Vec<Duration>, i64), Box<dyn std::error::Error>> {
+    let mut samples = Vec::new();
+    let mut peaks = Vec::new();
+    for run in 0..=RUNS {
+        let started = Instant::now();
+        let (succeeded, peak) = wait_sampling_peak(spawn()?)?;
+        let took = started.elapsed();
+        if !succeeded {
+            return Err("a search run failed".into());
+        }
+        if run > 0 {
+            samples.push(took);
+            peaks.push(peak);
+        }
+    }
+    peaks.sort_unstable();
+    Ok((samples, peaks[peaks.len() / 2]))
+}
+
+fn median(samples: &[Duration]) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    sorted[sorted.len() / 2]
+}
+
+fn compare(tree: &Path, name: &str, home: &Path, cache: &Path) -> BenchResult {
+    for case in cases() {
+        let (ours, our_peak) = measure(|| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_carapace"))
+                .current_dir(tree)
+                .env_clear()
+                .env("HOME", home)
+                .env("CARAPACE_CACHE_DIR", cache)
+                .args(["tool", "call", &case.tool.to_ascii_lowercase(), case.tool])
+                .arg("--input")
+                .arg(case.input.to_string())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+        })?;
+        let (theirs, their_peak) = measure(|| {
+            let mut rg = std::process::Command::new("rg");
+            rg.current_dir(tree).args(&case.rg);
+            for dir in VCS {
+                rg.arg("--glob").arg(format!("!{dir}"));
+            }
+            rg.stdout(std::process::Stdio::null()).spawn()
+        })?;
+        let ratio = median(&ours).as_secs_f64() / median(&theirs).as_secs_f64();
+        report(
+            &format!("search: {} on {name} — carapace tool call", case.label),
+            &ours,
+            &format!(
+                "{ratio:.2}× ripgrep's p50; peak RSS {:.1} MiB ({:.1}× ripgrep's)",
+                our_peak as f64 / 1024.0,
+                our_peak as f64 / their_peak.max(1) as f64
+            ),
+        );
+        report(
+            &format!("search: the same with rg {}", case.rg.join(" ")),
+            &theirs,
+            &format!("ripgrep; peak RSS {:.1} MiB", their_peak as f64 / 1024.0),
+        );
+    }
+    Ok(())
+}
+
+pub fn search_benches(work: &Path, cache: &Path) -> BenchResult {
+    if std::process::Command::new("rg")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return Err("the search bench compares with ripgrep: put `rg` on PATH".into());
+    }
+    let tree = search_tree::cached(Path::new(env!("CARGO_TARGET_TMPDIR")), 15_600)?;
+    compare(
+        &tree,
+        "the generated tree (15,600 files + ignored ones)",
+        work,
+        cache,
+    )?;
+    let registry = std::env::var_os("HOME")
+        .map(|home| Path::new(&home).join(".cargo/registry/src"))
+        .and_then(|src| {
+            std::fs::read_dir(&src)
+                .ok()?
+                .flatten()
+                .next()
+                .map(|e| e.path())
+        });
+    match registry {
+        Some(real) => compare(&real, "the cargo registry's sources", work, cache)?,
+        None => eprintln!("(no ~/.cargo/registry/src here: the real-tree rows are left out)"),
+    }
+    Ok(())
+}
