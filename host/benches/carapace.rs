@@ -31,6 +31,8 @@ type BenchResult = Result<(), Box<dyn std::error::Error>>;
 mod context;
 #[path = "carapace/egress.rs"]
 mod egress;
+#[path = "carapace/first_run.rs"]
+mod first_run;
 #[path = "carapace/guard.rs"]
 mod guard;
 #[path = "carapace/search.rs"]
@@ -57,6 +59,9 @@ fn main() -> BenchResult {
     }
     if wanted("cold_start") {
         cold_start(&cache, work.path())?;
+    }
+    if wanted("first_run") {
+        first_run::first_run_benches()?;
     }
     if wanted("startup") {
         startup_read_probe(&cache, work.path())?;

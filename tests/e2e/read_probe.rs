@@ -407,3 +407,120 @@ fn the_model_reads_a_config_edits_the_port_and_runs_the_tests() -> TestResult {
     assert_eq!(result["num_turns"], 4);
     Ok(())
 }
+
+/// The read probe with its component cache in `cache`. As the run a CI
+/// image starts (`confined`), it runs as `nobody` when the test runs as
+/// root, to whom no folder would be read-only.
+fn probe_with_cache(
+    cache: &std::path::Path,
+    base: &std::path::Path,
+    confined: bool,
+) -> Result<Run, Box<dyn std::error::Error>> {
+    use std::os::unix::process::CommandExt;
+    let fixture = base.join("ws/probe-fixture.txt");
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            TOOL_ID,
+            "Read",
+            json!({"file_path": fixture}),
+        )]),
+        Reply::text("TOOL_EXECUTION_OK"),
+    ])?;
+    let mut command = support::against(&server, &base.join("ws"));
+    command
+        .env(
+            "HOME",
+            base.join(if confined { "home" } else { "builder-home" }),
+        )
+        .env("CARAPACE_CACHE_DIR", cache)
+        .args(["-p", PROMPT, "--output-format", "json", "--tools", "Read"])
+        .args([
+            "--permission-mode",
+            "bypassPermissions",
+            "--no-session-persistence",
+        ]);
+    if confined && runs_as_root() {
+        command.uid(65534).gid(65534);
+    }
+    let run = Run::from_output(command.output()?)?;
+    if run.status == Some(0) && server.requests().len() != 2 {
+        return Err(format!("{} requests, not 2", server.requests().len()).into());
+    }
+    Ok(run)
+}
+
+/// Whether this test process runs as root (owns its /proc entry as 0).
+fn runs_as_root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+}
+
+/// A layout the probe's user may use: `ws` (the fixture) and `home`, owned
+/// by `nobody` when the test runs as root, under a folder anyone may enter.
+fn probe_layout() -> Result<(tempfile::TempDir, std::path::PathBuf), Box<dyn std::error::Error>> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir()?;
+    let base = std::fs::canonicalize(dir.path())?;
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755))?;
+    std::fs::create_dir(base.join("builder-home"))?;
+    for sub in ["ws", "home"] {
+        std::fs::create_dir(base.join(sub))?;
+        if runs_as_root() {
+            std::os::unix::fs::chown(base.join(sub), Some(65534), Some(65534))?;
+        }
+    }
+    std::fs::write(
+        base.join("ws/probe-fixture.txt"),
+        "AGENT_LOOP_FILE_MARKER\n",
+    )?;
+    Ok((dir, base))
+}
+
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A cache a CI image bakes in and the run may not write to is used, not
+/// refused; an empty one it may not write to still works (the component is
+/// compiled in memory).
+#[test]
+fn a_read_only_component_cache_is_used_not_refused() -> TestResult {
+    use std::os::unix::fs::PermissionsExt;
+    let (_dir, base) = probe_layout()?;
+    let baked = base.join("baked");
+    std::fs::create_dir(&baked)?;
+    // Baked by the image's builder (this user), read-only to the run.
+    let warm = probe_with_cache(&baked, &base, false)?;
+    assert_eq!(warm.status, Some(0), "{}", warm.stderr);
+    let compiled_dir = baked.join("components");
+    let baked_files = listing(&compiled_dir);
+    assert!(
+        baked_files.iter().any(|f| f.ends_with(".cwasm")),
+        "{baked_files:?}"
+    );
+    for dir in [&compiled_dir, &baked] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555))?;
+    }
+    let used = probe_with_cache(&baked, &base, true)?;
+    assert_eq!(used.status, Some(0), "{}", used.stderr);
+    assert!(used.stdout.contains("TOOL_EXECUTION_OK"), "{}", used.stdout);
+    assert_eq!(
+        listing(&compiled_dir),
+        baked_files,
+        "the read-only cache was written"
+    );
+
+    let empty = base.join("empty");
+    std::fs::create_dir(&empty)?;
+    std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o555))?;
+    let compiled = probe_with_cache(&empty, &base, true)?;
+    assert_eq!(compiled.status, Some(0), "{}", compiled.stderr);
+    assert!(listing(&empty).is_empty());
+    Ok(())
+}

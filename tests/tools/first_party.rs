@@ -1206,3 +1206,37 @@ async fn an_image_whose_bytes_are_not_one_never_reaches_the_model() -> TestResul
     );
     Ok(())
 }
+
+/// What a session offers without compiling a first-party component (its
+/// embedded `tool.json`) is what the component itself says it is.
+#[tokio::test]
+async fn embedded_definitions_are_what_each_component_says() -> TestResult {
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("carapace-cache")
+            .join("components"),
+        ..SandboxConfig::default()
+    })?;
+    for plugin in carapace::tools::BUILTIN_PLUGINS {
+        let embedded = plugin.definitions()?;
+        let component = ToolComponent::load(&sandbox, plugin.name, plugin.wasm).await?;
+        let said = component.tools();
+        assert_eq!(embedded.len(), said.len(), "{}", plugin.name);
+        for (ours, theirs) in embedded.iter().zip(said) {
+            assert_eq!(
+                (&ours.name, &ours.description, &ours.annotations),
+                (&theirs.name, &theirs.description, &theirs.annotations),
+                "{}",
+                plugin.name
+            );
+            let schema = |text: &str| serde_json::from_str::<Value>(text);
+            assert_eq!(
+                schema(&ours.input_schema)?,
+                schema(&theirs.input_schema)?,
+                "{}",
+                plugin.name
+            );
+        }
+    }
+    Ok(())
+}

@@ -46,6 +46,8 @@ pub enum RegistryError {
     },
     #[error("plugin `{plugin}`: {reason}")]
     Installed { plugin: String, reason: String },
+    #[error("first-party plugin `{plugin}`: {reason}")]
+    Definition { plugin: String, reason: String },
     #[error(
         "unknown tool `{0}` in --tools, which chooses among the built-in tools ({1}); plugin and MCP tools are always offered, subject to the rules"
     )]
@@ -400,34 +402,21 @@ impl ToolRegistry {
     pub async fn builtin(sandbox: &Sandbox) -> Result<Self, RegistryError> {
         let mut registry = Self::default();
         for plugin in BUILTIN_PLUGINS {
-            let lazy = match sandbox.cache().definitions(plugin.digest) {
-                Some(tools) => LazyComponent {
-                    name: plugin.name.to_string(),
-                    tools,
-                    source: Source::Embedded {
-                        sandbox: sandbox.clone(),
-                        wasm: plugin.wasm,
-                        digest: plugin.digest,
-                    },
-                    loaded: tokio::sync::OnceCell::new(),
+            let tools = plugin
+                .definitions()
+                .map_err(|reason| RegistryError::Definition {
+                    plugin: plugin.name.to_string(),
+                    reason,
+                })?;
+            let lazy = LazyComponent {
+                name: plugin.name.to_string(),
+                tools,
+                source: Source::Embedded {
+                    sandbox: sandbox.clone(),
+                    wasm: plugin.wasm,
+                    digest: plugin.digest,
                 },
-                None => {
-                    let component = ToolComponent::load_digested(
-                        sandbox,
-                        plugin.name,
-                        plugin.wasm,
-                        plugin.digest,
-                    )
-                    .await
-                    .map_err(|source| RegistryError::Load {
-                        plugin: plugin.name.to_string(),
-                        source,
-                    })?;
-                    sandbox
-                        .cache()
-                        .store_definitions(plugin.digest, component.tools());
-                    LazyComponent::loaded(component)
-                }
+                loaded: tokio::sync::OnceCell::new(),
             };
             let definitions = lazy.tools.clone();
             registry.add_tools(

@@ -21,38 +21,6 @@ const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Characters of output the model sees.
 const MAX_OUTPUT_CHARS: usize = 30_000;
 
-const DESCRIPTION: &str = "\
-Runs a shell command (`/bin/sh -c`) in the working directory and returns \
-its output and exit code.
-
-- Each call starts fresh: no shell state (cd, variables, aliases) carries \
-over between calls, and the environment holds only a few neutral variables.
-- The command runs in an OS sandbox: it may write only in the working \
-directory and the temporary directory, and has no network unless the user \
-granted it.
-- Default timeout 2 minutes (`timeout`, in milliseconds, up to 10 minutes). \
-Output beyond 30,000 characters is cut.
-- Prefer the dedicated tools for files (Read, Edit, Write, Glob, Grep); use \
-Bash for building, testing, git and other programs. Quote paths with \
-spaces. Give a short `description` of what the command does.
-- `run_in_background: true` starts a long-running command (a server, a \
-watcher, a long build) without waiting: the answer is a shell id; read its \
-output with BashOutput and stop it with KillShell. It stays in the same \
-sandbox and ends with the session at the latest.";
-
-const INPUT_SCHEMA: &str = r#"{
-  "$schema": "http://json-schema.org/draft-07/schema#",
-  "type": "object",
-  "properties": {
-    "command": {"type": "string", "description": "The command line to run"},
-    "timeout": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds (at most 600000)"},
-    "description": {"type": "string", "description": "What the command does, in a few words"},
-    "run_in_background": {"type": "boolean", "description": "Start the command without waiting for it; read it with BashOutput"}
-  },
-  "required": ["command"],
-  "additionalProperties": false
-}"#;
-
 #[derive(Deserialize)]
 struct BashInput {
     command: String,
@@ -113,17 +81,21 @@ struct BashTool;
 
 impl Guest for BashTool {
     fn tools() -> Vec<ToolDefinition> {
-        vec![ToolDefinition {
-            name: "Bash".into(),
-            description: DESCRIPTION.into(),
-            input_schema: INPUT_SCHEMA.into(),
-            annotations: ToolAnnotations {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-                open_world: true,
-            },
-        }]
+        // The definition the host embeds too (see tool.json).
+        carapace_guest_util::definition(include_str!("../tool.json"))
+            .map(|d| ToolDefinition {
+                name: d.name,
+                description: d.description,
+                input_schema: d.input_schema,
+                annotations: ToolAnnotations {
+                    read_only: d.read_only,
+                    destructive: d.destructive,
+                    idempotent: d.idempotent,
+                    open_world: d.open_world,
+                },
+            })
+            .into_iter()
+            .collect()
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {

@@ -17,31 +17,6 @@ use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-const DESCRIPTION: &str = "\
-Replaces exact text in a file.
-
-- The file must have been read with Read in this conversation, and not \
-changed since; otherwise read it (again) first.
-- `old_string` must appear in the file exactly as given, including \
-indentation; leave out the line-number prefix that Read adds.
-- The edit fails if `old_string` is not found, or if it appears more than \
-once while `replace_all` is false: then give more surrounding context to \
-make it unique, or set `replace_all` to change every occurrence.
-- An empty `old_string` creates a new file with `new_string` as its content.";
-
-const INPUT_SCHEMA: &str = r#"{
-  "$schema": "http://json-schema.org/draft-07/schema#",
-  "type": "object",
-  "properties": {
-    "file_path": {"type": "string", "description": "The absolute path of the file to change"},
-    "old_string": {"type": "string", "description": "The exact text to replace"},
-    "new_string": {"type": "string", "description": "The text to put in its place (must differ from old_string)"},
-    "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence of old_string"}
-  },
-  "required": ["file_path", "old_string", "new_string"],
-  "additionalProperties": false
-}"#;
-
 #[derive(Deserialize)]
 struct EditInput {
     file_path: String,
@@ -67,17 +42,21 @@ fn parse(input: &str) -> Result<EditInput, String> {
 
 impl Guest for EditTool {
     fn tools() -> Vec<ToolDefinition> {
-        vec![ToolDefinition {
-            name: "Edit".into(),
-            description: DESCRIPTION.into(),
-            input_schema: INPUT_SCHEMA.into(),
-            annotations: ToolAnnotations {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-                open_world: false,
-            },
-        }]
+        // The definition the host embeds too (see tool.json).
+        carapace_guest_util::definition(include_str!("../tool.json"))
+            .map(|d| ToolDefinition {
+                name: d.name,
+                description: d.description,
+                input_schema: d.input_schema,
+                annotations: ToolAnnotations {
+                    read_only: d.read_only,
+                    destructive: d.destructive,
+                    idempotent: d.idempotent,
+                    open_world: d.open_world,
+                },
+            })
+            .into_iter()
+            .collect()
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {

@@ -19,24 +19,6 @@ use std::path::{Path, PathBuf};
 
 const MAX_RESULTS: usize = 100;
 
-const DESCRIPTION: &str = "\
-Finds files by name pattern (ripgrep glob syntax such as `**/*.rs` or \
-`src/**/*.{ts,tsx}`; a pattern without `/` matches a name at any depth), \
-below the directory `path` (the working directory when omitted). Lists \
-hidden and git-ignored files too, sorted by modification time, at most 100. \
-Use it to locate files by name; use Grep to search their contents.";
-
-const INPUT_SCHEMA: &str = r#"{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "pattern": {"type": "string", "description": "The glob pattern to match file paths against"},
-    "path": {"type": "string", "description": "The directory to search in (absolute); the working directory when omitted"}
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}"#;
-
 #[derive(Deserialize)]
 struct GlobInput {
     pattern: String,
@@ -93,17 +75,21 @@ struct GlobTool;
 
 impl Guest for GlobTool {
     fn tools() -> Vec<ToolDefinition> {
-        vec![ToolDefinition {
-            name: "Glob".into(),
-            description: DESCRIPTION.into(),
-            input_schema: INPUT_SCHEMA.into(),
-            annotations: ToolAnnotations {
-                read_only: true,
-                destructive: false,
-                idempotent: true,
-                open_world: false,
-            },
-        }]
+        // The definition the host embeds too (see tool.json).
+        carapace_guest_util::definition(include_str!("../tool.json"))
+            .map(|d| ToolDefinition {
+                name: d.name,
+                description: d.description,
+                input_schema: d.input_schema,
+                annotations: ToolAnnotations {
+                    read_only: d.read_only,
+                    destructive: d.destructive,
+                    idempotent: d.idempotent,
+                    open_world: d.open_world,
+                },
+            })
+            .into_iter()
+            .collect()
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {

@@ -25,47 +25,6 @@ const MAX_OUTPUT_CHARS: usize = 100_000;
 /// Lines or entries shown when `head_limit` is not given (Claude Code's).
 const DEFAULT_HEAD_LIMIT: usize = 250;
 
-const DESCRIPTION: &str = "\
-Searches file contents with a regular expression (ripgrep syntax: escape \
-literal braces, `interface\\{\\}`), under `path` (the working directory when \
-omitted). Use it instead of grep or rg through Bash.
-
-- Respects .gitignore, .ignore and .rgignore; searches hidden files; skips \
-binary files and version-control folders.
-- `output_mode`: `files_with_matches` (default: paths, most recently \
-modified first), `content` (matching lines; `-n` line numbers on by default, \
-`-A`/`-B`/`-C` context, `-o` only the matched parts), `count` (matching \
-lines per file).
-- Narrow with `glob` (`*.rs`, `**/*.{ts,tsx}`) or `type` (ripgrep types: \
-`rust`, `py`, `js`, …); `-i` ignores case; `multiline` lets a pattern span \
-lines.
-- Results stop at `head_limit` (250 unless given; 0 for all) after skipping \
-`offset`.";
-
-const INPUT_SCHEMA: &str = r#"{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "pattern": {"type": "string", "description": "The regular expression to search for"},
-    "path": {"type": "string", "description": "The file or directory to search (absolute); the working directory when omitted"},
-    "glob": {"type": "string", "description": "Only search files matching this glob (rg --glob); several separated by spaces or commas"},
-    "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "What to show; files_with_matches when omitted"},
-    "-B": {"type": "number", "description": "Lines of context before each match (content mode)"},
-    "-A": {"type": "number", "description": "Lines of context after each match (content mode)"},
-    "-C": {"type": "number", "description": "Lines of context before and after each match (content mode)"},
-    "context": {"type": "number", "description": "The same as -C"},
-    "-n": {"type": "boolean", "description": "Show line numbers (content mode); true when omitted"},
-    "-i": {"type": "boolean", "description": "Ignore case"},
-    "-o": {"type": "boolean", "description": "Show only the matched parts, one per line (content mode)"},
-    "type": {"type": "string", "description": "Only search files of this ripgrep type (rust, py, js, …)"},
-    "head_limit": {"type": "number", "description": "Keep only the first N lines or entries (250 when omitted, 0 for all)"},
-    "offset": {"type": "number", "description": "Skip the first N lines or entries before head_limit applies"},
-    "multiline": {"type": "boolean", "description": "Let the pattern match across lines (. matches newlines)"}
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}"#;
-
 #[derive(Deserialize)]
 struct GrepInput {
     pattern: String,
@@ -173,17 +132,21 @@ struct GrepTool;
 
 impl Guest for GrepTool {
     fn tools() -> Vec<ToolDefinition> {
-        vec![ToolDefinition {
-            name: "Grep".into(),
-            description: DESCRIPTION.into(),
-            input_schema: INPUT_SCHEMA.into(),
-            annotations: ToolAnnotations {
-                read_only: true,
-                destructive: false,
-                idempotent: true,
-                open_world: false,
-            },
-        }]
+        // The definition the host embeds too (see tool.json).
+        carapace_guest_util::definition(include_str!("../tool.json"))
+            .map(|d| ToolDefinition {
+                name: d.name,
+                description: d.description,
+                input_schema: d.input_schema,
+                annotations: ToolAnnotations {
+                    read_only: d.read_only,
+                    destructive: d.destructive,
+                    idempotent: d.idempotent,
+                    open_world: d.open_world,
+                },
+            })
+            .into_iter()
+            .collect()
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {

@@ -204,6 +204,39 @@ pub fn unrepresentable_note(count: usize) -> Option<String> {
     })
 }
 
+/// A tool's definition as its `tool.json` records it. The host embeds the
+/// same file, so it offers the tool without compiling it, and what it
+/// offers and what the tool says it is are one text.
+pub struct Definition {
+    pub name: String,
+    pub description: String,
+    /// The JSON Schema, as JSON text.
+    pub input_schema: String,
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+/// Reads a `tool.json`; `None` when it is not one (a test checks every
+/// first-party file reads).
+pub fn definition(json: &str) -> Option<Definition> {
+    let value: serde_json::Value = serde_json::from_str(json).ok()?;
+    let flag = |key: &str| value["annotations"][key].as_bool().unwrap_or(false);
+    if !value["input_schema"].is_object() {
+        return None;
+    }
+    Some(Definition {
+        name: value["name"].as_str()?.to_string(),
+        description: value["description"].as_str()?.to_string(),
+        input_schema: value["input_schema"].to_string(),
+        read_only: flag("read_only"),
+        destructive: flag("destructive"),
+        idempotent: flag("idempotent"),
+        open_world: flag("open_world"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

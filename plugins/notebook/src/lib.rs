@@ -18,31 +18,6 @@ use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-const DESCRIPTION: &str = "\
-Changes one cell of a Jupyter notebook (.ipynb): replaces its source, \
-inserts a new cell, or deletes it.
-
-- `notebook_path` must be an absolute path to a notebook read with Read in \
-this conversation.
-- `cell_id` names the cell: its `id`, or `cell-N` for the N-th cell counted \
-from 0. With `edit_mode` insert, the new cell goes after it (first, without \
-`cell_id`), and `cell_type` is required.
-- Replacing a code cell clears its outputs and execution count.";
-
-const INPUT_SCHEMA: &str = r#"{
-  "$schema": "http://json-schema.org/draft-07/schema#",
-  "type": "object",
-  "properties": {
-    "notebook_path": {"type": "string", "description": "The absolute path of the notebook"},
-    "cell_id": {"type": "string", "description": "The cell to change (its id, or cell-N); for insert, the cell the new one follows"},
-    "new_source": {"type": "string", "description": "The new source of the cell"},
-    "cell_type": {"type": "string", "enum": ["code", "markdown"], "description": "The cell's type; required for insert"},
-    "edit_mode": {"type": "string", "enum": ["replace", "insert", "delete"], "description": "What to do (replace by default)"}
-  },
-  "required": ["notebook_path", "new_source"],
-  "additionalProperties": false
-}"#;
-
 #[derive(Deserialize)]
 struct NotebookInput {
     notebook_path: String,
@@ -90,17 +65,21 @@ struct NotebookTool;
 
 impl Guest for NotebookTool {
     fn tools() -> Vec<ToolDefinition> {
-        vec![ToolDefinition {
-            name: "NotebookEdit".into(),
-            description: DESCRIPTION.into(),
-            input_schema: INPUT_SCHEMA.into(),
-            annotations: ToolAnnotations {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-                open_world: false,
-            },
-        }]
+        // The definition the host embeds too (see tool.json).
+        carapace_guest_util::definition(include_str!("../tool.json"))
+            .map(|d| ToolDefinition {
+                name: d.name,
+                description: d.description,
+                input_schema: d.input_schema,
+                annotations: ToolAnnotations {
+                    read_only: d.read_only,
+                    destructive: d.destructive,
+                    idempotent: d.idempotent,
+                    open_world: d.open_world,
+                },
+            })
+            .into_iter()
+            .collect()
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {

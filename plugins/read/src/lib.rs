@@ -34,44 +34,6 @@ const MAX_OUTPUT_CHARS: usize = 256 * 1024;
 /// The largest image sent to the model.
 const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 
-const DESCRIPTION: &str = "\
-Reads a file from the local filesystem and returns its lines, each prefixed \
-with its line number and a tab (numbering starts at 1). Images (PNG, JPEG, \
-GIF, WebP) are returned as images.
-
-- `file_path` must be an absolute path.
-- By default up to 2000 lines are returned from the start of the file; use \
-`offset` (the first line to return, counting from 1) and `limit` (how many \
-lines) to page through longer files.
-- Lines longer than 2000 characters are cut; very long output stops early \
-with a note saying where to continue.
-- Binary files other than images cannot be read with this tool.
-- Read several files at once by calling this tool several times in one \
-response; the calls run in parallel.";
-
-const INPUT_SCHEMA: &str = r#"{
-  "$schema": "http://json-schema.org/draft-07/schema#",
-  "type": "object",
-  "properties": {
-    "file_path": {
-      "type": "string",
-      "description": "The absolute path of the file to read"
-    },
-    "offset": {
-      "type": "integer",
-      "minimum": 0,
-      "description": "The line number to start reading from (1 is the first line). Only needed when the file is too long to read at once"
-    },
-    "limit": {
-      "type": "integer",
-      "exclusiveMinimum": 0,
-      "description": "How many lines to read. Only needed when the file is too long to read at once"
-    }
-  },
-  "required": ["file_path"],
-  "additionalProperties": false
-}"#;
-
 #[derive(Deserialize)]
 struct ReadInput {
     file_path: String,
@@ -83,17 +45,21 @@ struct ReadTool;
 
 impl Guest for ReadTool {
     fn tools() -> Vec<ToolDefinition> {
-        vec![ToolDefinition {
-            name: TOOL_NAME.to_string(),
-            description: DESCRIPTION.to_string(),
-            input_schema: INPUT_SCHEMA.to_string(),
-            annotations: ToolAnnotations {
-                read_only: true,
-                destructive: false,
-                idempotent: true,
-                open_world: false,
-            },
-        }]
+        // The definition the host embeds too (see tool.json).
+        carapace_guest_util::definition(include_str!("../tool.json"))
+            .map(|d| ToolDefinition {
+                name: d.name,
+                description: d.description,
+                input_schema: d.input_schema,
+                annotations: ToolAnnotations {
+                    read_only: d.read_only,
+                    destructive: d.destructive,
+                    idempotent: d.idempotent,
+                    open_world: d.open_world,
+                },
+            })
+            .into_iter()
+            .collect()
     }
 
     fn plan(tool: String, input: String) -> Result<CallPlan, String> {

@@ -15,41 +15,6 @@ use carapace::tool::types::{
 use exports::carapace::tool::tool_provider::Guest;
 use serde::{Deserialize, Serialize};
 
-const DESCRIPTION: &str = "\
-Keeps the task list for this session: your working plan, shown to the user. \
-Each call replaces the whole list.
-
-- Use it for work of three or more steps, or when the user gives several \
-tasks; skip it for a single quick change.
-- Each item has `content` (imperative: \"Run the tests\"), `activeForm` \
-(present continuous: \"Running the tests\") and `status`: pending, \
-in_progress or completed.
-- Keep exactly one item in_progress while working; mark an item completed \
-as soon as it is done (not in batches), and only when it is fully done.";
-
-const INPUT_SCHEMA: &str = r#"{
-  "$schema": "http://json-schema.org/draft-07/schema#",
-  "type": "object",
-  "properties": {
-    "todos": {
-      "type": "array",
-      "description": "The whole updated list",
-      "items": {
-        "type": "object",
-        "properties": {
-          "content": {"type": "string", "minLength": 1},
-          "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-          "activeForm": {"type": "string", "minLength": 1}
-        },
-        "required": ["content", "status", "activeForm"],
-        "additionalProperties": false
-      }
-    }
-  },
-  "required": ["todos"],
-  "additionalProperties": false
-}"#;
-
 #[derive(Deserialize, Serialize)]
 struct Todo {
     content: String,
@@ -67,17 +32,21 @@ struct TodoTool;
 
 impl Guest for TodoTool {
     fn tools() -> Vec<ToolDefinition> {
-        vec![ToolDefinition {
-            name: "TodoWrite".into(),
-            description: DESCRIPTION.into(),
-            input_schema: INPUT_SCHEMA.into(),
-            annotations: ToolAnnotations {
-                read_only: true,
-                destructive: false,
-                idempotent: true,
-                open_world: false,
-            },
-        }]
+        // The definition the host embeds too (see tool.json).
+        carapace_guest_util::definition(include_str!("../tool.json"))
+            .map(|d| ToolDefinition {
+                name: d.name,
+                description: d.description,
+                input_schema: d.input_schema,
+                annotations: ToolAnnotations {
+                    read_only: d.read_only,
+                    destructive: d.destructive,
+                    idempotent: d.idempotent,
+                    open_world: d.open_world,
+                },
+            })
+            .into_iter()
+            .collect()
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {

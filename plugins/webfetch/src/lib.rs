@@ -25,28 +25,6 @@ const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 const MAX_OUTPUT_CHARS: usize = 100_000;
 const MAX_REDIRECTS: usize = 5;
 
-const DESCRIPTION: &str = "\
-Fetches a URL and returns its content as Markdown (HTML is converted), \
-with the `prompt` saying what to look for in it.
-
-- `url` must be a full http(s) URL; plain http to a host name is upgraded \
-to https.
-- A redirect to a different host is not followed: the result says where it \
-leads, and you may fetch that URL with another call.
-- Pages are capped at 10 MB and the returned text at 100,000 characters.
-- This tool does not summarise: read the Markdown with the prompt in mind.";
-
-const INPUT_SCHEMA: &str = r#"{
-  "$schema": "http://json-schema.org/draft-07/schema#",
-  "type": "object",
-  "properties": {
-    "url": {"type": "string", "format": "uri", "description": "The URL to fetch"},
-    "prompt": {"type": "string", "description": "What to look for in the fetched content"}
-  },
-  "required": ["url", "prompt"],
-  "additionalProperties": false
-}"#;
-
 #[derive(Deserialize)]
 struct FetchInput {
     url: String,
@@ -149,17 +127,21 @@ struct FetchTool;
 
 impl Guest for FetchTool {
     fn tools() -> Vec<ToolDefinition> {
-        vec![ToolDefinition {
-            name: "WebFetch".into(),
-            description: DESCRIPTION.into(),
-            input_schema: INPUT_SCHEMA.into(),
-            annotations: ToolAnnotations {
-                read_only: true,
-                destructive: false,
-                idempotent: true,
-                open_world: true,
-            },
-        }]
+        // The definition the host embeds too (see tool.json).
+        carapace_guest_util::definition(include_str!("../tool.json"))
+            .map(|d| ToolDefinition {
+                name: d.name,
+                description: d.description,
+                input_schema: d.input_schema,
+                annotations: ToolAnnotations {
+                    read_only: d.read_only,
+                    destructive: d.destructive,
+                    idempotent: d.idempotent,
+                    open_world: d.open_world,
+                },
+            })
+            .into_iter()
+            .collect()
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {

@@ -17,26 +17,6 @@ use carapace_guest_util::{absolute_path, stamp};
 use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
 
-const DESCRIPTION: &str = "\
-Writes a file to the local filesystem, creating it (and its parent \
-directories) or replacing its whole content.
-
-- `file_path` must be an absolute path.
-- To change part of an existing file, prefer Edit. An existing file must \
-have been read with Read in this conversation before it is overwritten.
-- Do not create documentation or README files unless asked to.";
-
-const INPUT_SCHEMA: &str = r#"{
-  "$schema": "http://json-schema.org/draft-07/schema#",
-  "type": "object",
-  "properties": {
-    "file_path": {"type": "string", "description": "The absolute path of the file to write"},
-    "content": {"type": "string", "description": "The whole content to write"}
-  },
-  "required": ["file_path", "content"],
-  "additionalProperties": false
-}"#;
-
 #[derive(Deserialize)]
 struct WriteInput {
     file_path: String,
@@ -47,17 +27,21 @@ struct WriteTool;
 
 impl Guest for WriteTool {
     fn tools() -> Vec<ToolDefinition> {
-        vec![ToolDefinition {
-            name: "Write".into(),
-            description: DESCRIPTION.into(),
-            input_schema: INPUT_SCHEMA.into(),
-            annotations: ToolAnnotations {
-                read_only: false,
-                destructive: true,
-                idempotent: true,
-                open_world: false,
-            },
-        }]
+        // The definition the host embeds too (see tool.json).
+        carapace_guest_util::definition(include_str!("../tool.json"))
+            .map(|d| ToolDefinition {
+                name: d.name,
+                description: d.description,
+                input_schema: d.input_schema,
+                annotations: ToolAnnotations {
+                    read_only: d.read_only,
+                    destructive: d.destructive,
+                    idempotent: d.idempotent,
+                    open_world: d.open_world,
+                },
+            })
+            .into_iter()
+            .collect()
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {
