@@ -510,6 +510,12 @@ fn a_read_only_component_cache_is_used_not_refused() -> TestResult {
     let used = probe_with_cache(&baked, &base, true)?;
     assert_eq!(used.status, Some(0), "{}", used.stderr);
     assert!(used.stdout.contains("TOOL_EXECUTION_OK"), "{}", used.stdout);
+    // Used: loaded from the baked files, not compiled again beside them.
+    assert!(
+        !used.stderr.contains("compiling in memory") && !used.stderr.contains("discarding"),
+        "the baked cache was not used: {}",
+        used.stderr
+    );
     assert_eq!(
         listing(&compiled_dir),
         baked_files,
@@ -521,6 +527,12 @@ fn a_read_only_component_cache_is_used_not_refused() -> TestResult {
     std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o555))?;
     let compiled = probe_with_cache(&empty, &base, true)?;
     assert_eq!(compiled.status, Some(0), "{}", compiled.stderr);
+    // Control: this run had nothing to load, and says it compiled in memory.
+    assert!(
+        compiled.stderr.contains("compiling in memory"),
+        "{}",
+        compiled.stderr
+    );
     assert!(listing(&empty).is_empty());
     Ok(())
 }

@@ -92,6 +92,11 @@ impl ComponentCache {
         if path.exists() {
             match deserialize(engine, &path) {
                 Ok(component) => return Ok((component, CacheOutcome::Hit)),
+                // Not this run's to read (a cache another user baked with
+                // other modes): compiled in memory, the file left alone.
+                Err(_) if std::fs::File::open(&path).is_err() => {
+                    tracing::debug!(path = %path.display(), "compiled component not readable; compiling in memory");
+                }
                 Err(e) => {
                     tracing::warn!(path = %path.display(), error = %e, "discarding unusable compiled component");
                     let _ = std::fs::remove_file(&path);
@@ -156,8 +161,13 @@ impl ComponentCache {
     }
 
     fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
         crate::files::create_dir_all(&self.dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+        // Readable by all, as a cache baked into an image for other users
+        // must be; what keeps it safe is who may write the folder.
+        let mut tmp = tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o644))
+            .tempfile_in(&self.dir)?;
         std::io::Write::write_all(&mut tmp, compiled)?;
         tmp.as_file().sync_all()?;
         tmp.persist(path).map_err(|e| e.error)?;
