@@ -54,6 +54,9 @@ pub struct Printer<W: Write + Send> {
     /// `--output-format json --verbose` prints every line as one array.
     collected: Vec<Value>,
     write_failed: bool,
+    /// Lines that come before the first `system`/`init` (a message queued
+    /// while the session starts), printed right after it.
+    before_init: Option<Vec<Value>>,
     /// `--include-hook-events`: print `hook_started` / `hook_response`.
     include_hook_events: bool,
     /// `--include-partial-messages`: print `stream_event` lines.
@@ -71,6 +74,7 @@ impl<W: Write + Send> Printer<W> {
             info,
             collected: Vec::new(),
             write_failed: false,
+            before_init: Some(Vec::new()),
             include_hook_events: false,
             partial_messages: false,
             replay_user_messages: false,
@@ -116,7 +120,11 @@ impl<W: Write + Send> Printer<W> {
             "plugins": self.info.plugins,
             "uuid": new_uuid(),
         });
+        let waiting = self.before_init.take().unwrap_or_default();
         self.line(line);
+        for line in waiting {
+            self.line(line);
+        }
     }
 
     /// Prints the final result in the chosen format.
@@ -174,6 +182,13 @@ impl<W: Write + Send> Printer<W> {
     }
 
     fn line(&mut self, line: Value) {
+        // `init` comes first, as in Claude Code, however early input is.
+        if let Some(waiting) = &mut self.before_init
+            && line["subtype"] == "command_lifecycle"
+        {
+            waiting.push(line);
+            return;
+        }
         match self.format {
             OutputFormat::StreamJson => self.write(&line),
             OutputFormat::Json if self.verbose => self.collected.push(line),
