@@ -4,7 +4,7 @@
 //! followed), version-control folders left out.
 
 use super::confine::{Root, confined};
-use super::{Cancel, SearchError, VCS_DIRS, modified_ns};
+use super::{Cancel, SearchError, modified_ns, overrides, threads};
 use ignore::WalkState;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -33,24 +33,12 @@ pub fn glob(request: &GlobRequest, cancel: &Cancel) -> Result<Vec<GlobFile>, Sea
             reason: "it is not a directory".into(),
         });
     }
-    let bad = |glob: &str, e: ignore::Error| SearchError::Glob {
-        glob: glob.to_string(),
-        reason: e.to_string(),
-    };
-    let mut overrides = ignore::overrides::OverrideBuilder::new(&root.path);
-    overrides
-        .add(&request.pattern)
-        .map_err(|e| bad(&request.pattern, e))?;
-    for dir in VCS_DIRS {
-        let glob = format!("!{dir}");
-        overrides.add(&glob).map_err(|e| bad(&glob, e))?;
-    }
-    let overrides = overrides.build().map_err(|e| bad(&request.pattern, e))?;
+    let overrides = overrides(&root.path, &[&request.pattern])?;
     let walk = ignore::WalkBuilder::new(&root.path)
         .standard_filters(false)
         .follow_links(false)
         .overrides(overrides)
-        .threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(12)))
+        .threads(threads())
         .build_parallel();
     let found = Mutex::new(Vec::new());
     let enforced = confined(&root, Vec::new(), |enforced| {

@@ -3,7 +3,7 @@
 //! skipped) and its matcher and searcher, on every core.
 
 use super::confine::{Root, confined, parent_ignore_files};
-use super::{Cancel, MAX_COLUMNS, SearchError, VCS_DIRS, modified_ns};
+use super::{Cancel, MAX_COLUMNS, SearchError, modified_ns, overrides, threads};
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
@@ -125,19 +125,8 @@ fn walker(
     globs: &[String],
     file_type: Option<&str>,
 ) -> Result<ignore::WalkParallel, SearchError> {
-    let mut overrides = ignore::overrides::OverrideBuilder::new(root);
-    let bad = |glob: &str, e: ignore::Error| SearchError::Glob {
-        glob: glob.to_string(),
-        reason: e.to_string(),
-    };
-    for glob in globs {
-        overrides.add(glob).map_err(|e| bad(glob, e))?;
-    }
-    for dir in VCS_DIRS {
-        let glob = format!("!{dir}");
-        overrides.add(&glob).map_err(|e| bad(&glob, e))?;
-    }
-    let overrides = overrides.build().map_err(|e| bad("", e))?;
+    let globs: Vec<&str> = globs.iter().map(String::as_str).collect();
+    let overrides = overrides(root, &globs)?;
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(false)
@@ -160,12 +149,6 @@ fn walker(
         );
     }
     Ok(builder.build_parallel())
-}
-
-/// The threads a walk uses (read before the search is confined: the
-/// count may come from files the confined threads cannot read).
-fn threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get().min(12))
 }
 
 struct Search<'a> {

@@ -68,6 +68,33 @@ impl Cancel {
     }
 }
 
+/// ripgrep's `--glob`s below `root`, with the version-control folders
+/// excluded (Claude Code's `--glob !.git` and the rest).
+fn overrides(
+    root: &std::path::Path,
+    globs: &[&str],
+) -> Result<ignore::overrides::Override, SearchError> {
+    let bad = |glob: &str, e: ignore::Error| SearchError::Glob {
+        glob: glob.to_string(),
+        reason: e.to_string(),
+    };
+    let mut builder = ignore::overrides::OverrideBuilder::new(root);
+    for glob in globs {
+        builder.add(glob).map_err(|e| bad(glob, e))?;
+    }
+    for dir in VCS_DIRS {
+        let glob = format!("!{dir}");
+        builder.add(&glob).map_err(|e| bad(&glob, e))?;
+    }
+    builder.build().map_err(|e| bad(&globs.join(" "), e))
+}
+
+/// The threads a walk uses (read before the search is confined: the
+/// count may come from files the confined threads cannot read).
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().min(12))
+}
+
 /// Nanoseconds since the Unix epoch a file was last modified (0 when the
 /// system cannot say).
 fn modified_ns(meta: &std::fs::Metadata) -> u64 {

@@ -43,20 +43,7 @@ fn parse(input: &str) -> Result<EditInput, String> {
 impl Guest for EditTool {
     fn tools() -> Vec<ToolDefinition> {
         // The definition the host embeds too (see tool.json).
-        carapace_guest_util::definition(include_str!("../tool.json"))
-            .map(|d| ToolDefinition {
-                name: d.name,
-                description: d.description,
-                input_schema: d.input_schema,
-                annotations: ToolAnnotations {
-                    read_only: d.read_only,
-                    destructive: d.destructive,
-                    idempotent: d.idempotent,
-                    open_world: d.open_world,
-                },
-            })
-            .into_iter()
-            .collect()
+        carapace_guest_util::tools_from_json!()
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {

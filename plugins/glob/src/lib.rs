@@ -15,7 +15,7 @@ use carapace::tool::types::{
 use carapace_guest_util::path_or_cwd;
 use exports::carapace::tool::tool_provider::Guest;
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const MAX_RESULTS: usize = 100;
 
@@ -63,33 +63,12 @@ fn parse(input: &str) -> Result<GlobCall, String> {
     })
 }
 
-/// `path` as the model is shown it: relative to the working directory
-/// when beneath it, else absolute.
-fn shown(cwd: Option<&Path>, path: &str) -> String {
-    cwd.and_then(|cwd| Path::new(path).strip_prefix(cwd).ok())
-        .filter(|rest| !rest.as_os_str().is_empty())
-        .map_or_else(|| path.to_string(), |rest| rest.display().to_string())
-}
-
 struct GlobTool;
 
 impl Guest for GlobTool {
     fn tools() -> Vec<ToolDefinition> {
         // The definition the host embeds too (see tool.json).
-        carapace_guest_util::definition(include_str!("../tool.json"))
-            .map(|d| ToolDefinition {
-                name: d.name,
-                description: d.description,
-                input_schema: d.input_schema,
-                annotations: ToolAnnotations {
-                    read_only: d.read_only,
-                    destructive: d.destructive,
-                    idempotent: d.idempotent,
-                    open_world: d.open_world,
-                },
-            })
-            .into_iter()
-            .collect()
+        carapace_guest_util::tools_from_json!()
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {
@@ -97,7 +76,9 @@ impl Guest for GlobTool {
         Ok(CallPlan {
             concurrency_safe: true,
             interrupt: InterruptBehavior::Cancel,
-            needs: vec![Capability::ReadTree(call.root.to_string_lossy().into_owned())],
+            needs: vec![Capability::ReadTree(
+                call.root.to_string_lossy().into_owned(),
+            )],
         })
     }
 
@@ -113,12 +94,16 @@ impl Guest for GlobTool {
         })?;
         let mut found = outcome.files;
         // Oldest first, as Claude Code's `rg --sort=modified` lists them.
-        found.sort_by(|a, b| a.modified_ns.cmp(&b.modified_ns).then_with(|| a.path.cmp(&b.path)));
+        found.sort_by(|a, b| {
+            a.modified_ns
+                .cmp(&b.modified_ns)
+                .then_with(|| a.path.cmp(&b.path))
+        });
         let total = found.len();
         let filenames: Vec<String> = found
             .iter()
             .take(MAX_RESULTS)
-            .map(|f| shown(call.cwd.as_deref(), &f.path))
+            .map(|f| carapace_guest_util::shown_path(call.cwd.as_deref(), &f.path))
             .collect();
         let structured = serde_json::json!({
             "filenames": filenames,
@@ -136,7 +121,9 @@ impl Guest for GlobTool {
                 total - MAX_RESULTS
             ));
         }
-        lines.extend(carapace_guest_util::unrepresentable_note(outcome.unlisted as usize));
+        lines.extend(carapace_guest_util::unrepresentable_note(
+            outcome.unlisted as usize,
+        ));
         Ok(ToolOutput {
             content: vec![Content::Text(lines.join("\n"))],
             is_error: false,

@@ -69,7 +69,9 @@ fn count(field: &str, value: Option<f64>) -> Result<Option<usize>, String> {
         Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64 => {
             Ok(Some(n as usize))
         }
-        Some(n) => Err(format!("`{field}` must be a whole number of at least 0, not {n}")),
+        Some(n) => Err(format!(
+            "`{field}` must be a whole number of at least 0, not {n}"
+        )),
     }
 }
 
@@ -81,7 +83,11 @@ fn globs(glob: Option<&str>) -> Vec<String> {
         if part.contains('{') && part.contains('}') {
             out.push(part.to_string());
         } else {
-            out.extend(part.split(',').filter(|g| !g.is_empty()).map(str::to_string));
+            out.extend(
+                part.split(',')
+                    .filter(|g| !g.is_empty())
+                    .map(str::to_string),
+            );
         }
     }
     out
@@ -133,20 +139,7 @@ struct GrepTool;
 impl Guest for GrepTool {
     fn tools() -> Vec<ToolDefinition> {
         // The definition the host embeds too (see tool.json).
-        carapace_guest_util::definition(include_str!("../tool.json"))
-            .map(|d| ToolDefinition {
-                name: d.name,
-                description: d.description,
-                input_schema: d.input_schema,
-                annotations: ToolAnnotations {
-                    read_only: d.read_only,
-                    destructive: d.destructive,
-                    idempotent: d.idempotent,
-                    open_world: d.open_world,
-                },
-            })
-            .into_iter()
-            .collect()
+        carapace_guest_util::tools_from_json!()
     }
 
     fn plan(_tool: String, input: String) -> Result<CallPlan, String> {

@@ -25,15 +25,8 @@ pub(crate) fn render(search: &Search, outcome: GrepOutcome) -> (String, Value) {
     (text, structured)
 }
 
-/// `path` as the model is shown it: relative to the working directory
-/// when beneath it, else absolute.
 fn shown(search: &Search, path: &str) -> String {
-    search
-        .cwd
-        .as_deref()
-        .and_then(|cwd| std::path::Path::new(path).strip_prefix(cwd).ok())
-        .filter(|rest| !rest.as_os_str().is_empty())
-        .map_or_else(|| path.to_string(), |rest| rest.display().to_string())
+    carapace_guest_util::shown_path(search.cwd.as_deref(), path)
 }
 
 fn plural(n: usize, word: &str) -> String {
@@ -75,7 +68,11 @@ fn with_pagination(structured: &mut Value, search: &Search, applied: Option<usiz
 }
 
 fn files(search: &Search, mut found: Vec<GrepFile>) -> (String, Value) {
-    found.sort_by(|a, b| b.modified_ns.cmp(&a.modified_ns).then_with(|| a.path.cmp(&b.path)));
+    found.sort_by(|a, b| {
+        b.modified_ns
+            .cmp(&a.modified_ns)
+            .then_with(|| a.path.cmp(&b.path))
+    });
     let names: Vec<String> = found.iter().map(|f| shown(search, &f.path)).collect();
     let (names, applied) = page(search, names);
     let mut structured =
@@ -89,7 +86,10 @@ fn files(search: &Search, mut found: Vec<GrepFile>) -> (String, Value) {
     if !note.is_empty() {
         header = format!("{header} {note}");
     }
-    let text = std::iter::once(header).chain(names).collect::<Vec<_>>().join("\n");
+    let text = std::iter::once(header)
+        .chain(names)
+        .collect::<Vec<_>>()
+        .join("\n");
     (text, structured)
 }
 
@@ -157,7 +157,10 @@ fn counts(search: &Search, mut found: Vec<GrepFile>) -> (String, Value) {
         .collect();
     let (entries, applied) = page(search, entries);
     let total: u64 = entries.iter().map(|(_, n)| n).sum();
-    let lines: Vec<String> = entries.iter().map(|(name, n)| format!("{name}:{n}")).collect();
+    let lines: Vec<String> = entries
+        .iter()
+        .map(|(name, n)| format!("{name}:{n}"))
+        .collect();
     let body = lines.join("\n");
     let mut structured = json!({
         "mode": "count",
@@ -177,6 +180,10 @@ fn counts(search: &Search, mut found: Vec<GrepFile>) -> (String, Value) {
     if !note.is_empty() {
         summary = format!("{summary} with pagination = {note}");
     }
-    let head = if lines.is_empty() { "No matches found".to_string() } else { body };
+    let head = if lines.is_empty() {
+        "No matches found".to_string()
+    } else {
+        body
+    };
     (format!("{head}\n\n{summary}"), structured)
 }

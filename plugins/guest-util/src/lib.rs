@@ -218,6 +218,40 @@ pub struct Definition {
     pub open_world: bool,
 }
 
+/// `tools()` of a one-tool plugin: its `tool.json` (beside `src/`) in the
+/// plugin's own binding types, which must be in scope as `ToolDefinition`
+/// and `ToolAnnotations`.
+#[macro_export]
+macro_rules! tools_from_json {
+    () => {
+        $crate::definition(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tool.json"
+        )))
+        .map(|d| ToolDefinition {
+            name: d.name,
+            description: d.description,
+            input_schema: d.input_schema,
+            annotations: ToolAnnotations {
+                read_only: d.read_only,
+                destructive: d.destructive,
+                idempotent: d.idempotent,
+                open_world: d.open_world,
+            },
+        })
+        .into_iter()
+        .collect()
+    };
+}
+
+/// `path` as Grep and Glob show it: relative to the working directory
+/// `cwd` when beneath it, else as given.
+pub fn shown_path(cwd: Option<&Path>, path: &str) -> String {
+    cwd.and_then(|cwd| Path::new(path).strip_prefix(cwd).ok())
+        .filter(|rest| !rest.as_os_str().is_empty())
+        .map_or_else(|| path.to_string(), |rest| rest.display().to_string())
+}
+
 /// Reads a `tool.json`; `None` when it is not one (a test checks every
 /// first-party file reads).
 pub fn definition(json: &str) -> Option<Definition> {
