@@ -951,6 +951,47 @@ async fn hook_benches(cache: &Path) -> BenchResult {
     Ok(())
 }
 
+/// Writes `text` at `path` as Write and Edit commit a file: a new file
+/// beside it, synced, renamed over it.
+fn atomic_write(path: &Path, text: &str) -> Result<(), Box<dyn std::error::Error>> {
+    use std::io::Write;
+    let parent = path.parent().ok_or("no parent")?;
+    let mut temp = tempfile::NamedTempFile::new_in(parent)?;
+    temp.write_all(text.as_bytes())?;
+    temp.as_file().sync_all()?;
+    temp.persist(path)?;
+    Ok(())
+}
+
+/// Times `a` and `b` `n` times each, in turn, after a short warm-up of
+/// both; `b`'s indices are `a`'s, so each pair does the same work.
+async fn time_interleaved<A, AF, B, BF>(
+    n: usize,
+    mut a: A,
+    mut b: B,
+) -> Result<(Vec<Duration>, Vec<Duration>), Box<dyn std::error::Error>>
+where
+    A: FnMut(usize) -> AF,
+    AF: std::future::Future<Output = Result<(), Box<dyn std::error::Error>>>,
+    B: FnMut(usize) -> BF,
+    BF: std::future::Future<Output = Result<(), Box<dyn std::error::Error>>>,
+{
+    for i in 0..6 {
+        a(n + i).await?;
+        b(n + i).await?;
+    }
+    let (mut first, mut second) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        let started = Instant::now();
+        a(i).await?;
+        first.push(started.elapsed());
+        let started = Instant::now();
+        b(i).await?;
+        second.push(started.elapsed());
+    }
+    Ok((first, second))
+}
+
 /// Times `f` `n` times after a short warm-up.
 async fn time_async<F, Fut>(n: usize, mut f: F) -> Result<Vec<Duration>, Box<dyn std::error::Error>>
 where
@@ -1105,16 +1146,31 @@ async fn tool_benches(cache: &Path) -> BenchResult {
     .await?;
     report("tools: read 1 KiB natively (std::fs)", &samples, "");
 
-    let target = ws.join("written.txt");
-    let samples = time_async(N, |i| {
-        let c = call(
-            "Write",
-            json!({"file_path": ws.join(format!("w{i}.txt")), "content": "hello\n"}),
-        );
-        async move { c.await.map(|_| ()) }
-    })
+    // Write and Edit against what Claude Code does for them (a new file
+    // beside the target, synced, renamed over it), call for call in turn,
+    // so that the disk's sync times weigh on both alike.
+    let (pipeline, native) = time_interleaved(
+        N,
+        |i| {
+            let c = call(
+                "Write",
+                json!({"file_path": ws.join(format!("w{i}.txt")), "content": "hello\n"}),
+            );
+            async move { c.await.map(|_| ()) }
+        },
+        |i| {
+            let target = ws.join(format!("n{i}.txt"));
+            async move { atomic_write(&target, "hello\n") }
+        },
+    )
     .await?;
-    report("tools: Write a new small file (pipeline)", &samples, "");
+    report("tools: Write a new small file (pipeline)", &pipeline, "");
+    report(
+        "tools: write a new small file natively, atomically",
+        &native,
+        "temp file beside it, fsync, rename: what Claude Code's Write does",
+    );
+    let target = ws.join("written.txt");
     let samples = time_async(N, |_| {
         let target = target.clone();
         async move {
@@ -1123,22 +1179,51 @@ async fn tool_benches(cache: &Path) -> BenchResult {
         }
     })
     .await?;
-    report("tools: write a small file natively", &samples, "");
+    report(
+        "tools: write a small file natively, in place",
+        &samples,
+        "no sync, not atomic",
+    );
 
     let edited = ws.join("edited.txt");
+    let native_edited = ws.join("edited-natively.txt");
     std::fs::write(&edited, "value = A\n")?;
+    std::fs::write(&native_edited, "value = A\n")?;
     call("Read", json!({"file_path": edited})).await?;
-    let flips = std::sync::atomic::AtomicUsize::new(0);
-    let samples = time_async(N, |_| {
-        let flip = flips.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let (from, to) = if flip.is_multiple_of(2) { ("A", "B") } else { ("B", "A") };
-        let c = call("Edit", json!({"file_path": edited, "old_string": format!("value = {from}"), "new_string": format!("value = {to}")}));
-        async move { c.await.map(|_| ()) }
-    })
+    let flip = |i: usize| {
+        if i.is_multiple_of(2) {
+            ("A", "B")
+        } else {
+            ("B", "A")
+        }
+    };
+    let (pipeline, native) = time_interleaved(
+        N,
+        |i| {
+            let (from, to) = flip(i);
+            let c = call("Edit", json!({"file_path": edited, "old_string": format!("value = {from}"), "new_string": format!("value = {to}")}));
+            async move { c.await.map(|_| ()) }
+        },
+        |i| {
+            let (from, to) = flip(i);
+            let edited = native_edited.clone();
+            async move {
+                let text = std::fs::read_to_string(&edited)?;
+                let replaced =
+                    text.replacen(&format!("value = {from}"), &format!("value = {to}"), 1);
+                atomic_write(&edited, &replaced)
+            }
+        },
+    )
     .await?;
-    report("tools: Edit one line (pipeline)", &samples, "");
+    report("tools: Edit one line (pipeline)", &pipeline, "");
+    report(
+        "tools: edit one line natively, atomically",
+        &native,
+        "read, replace, temp file, fsync, rename: what Claude Code's Edit does",
+    );
     let samples = time_async(N, |_| {
-        let edited = edited.clone();
+        let edited = native_edited.clone();
         async move {
             let text = std::fs::read_to_string(&edited)?;
             std::fs::write(
@@ -1151,9 +1236,9 @@ async fn tool_benches(cache: &Path) -> BenchResult {
     })
     .await?;
     report(
-        "tools: edit one line natively (read, replace, write)",
+        "tools: edit one line natively, in place (read, replace, write)",
         &samples,
-        "",
+        "no sync, not atomic",
     );
 
     let tree = ws.join("tree");

@@ -15,6 +15,9 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 #[path = "search_escape.rs"]
 mod search_escape;
 
+#[path = "residue_escape.rs"]
+mod residue_escape;
+
 async fn probe() -> Result<ToolComponent, Box<dyn std::error::Error>> {
     probe_in(SandboxConfig::default()).await
 }

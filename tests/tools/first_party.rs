@@ -22,6 +22,9 @@ use std::time::Duration;
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 type BoxError = Box<dyn std::error::Error>;
 
+#[path = "atomic_writes.rs"]
+mod atomic_writes;
+
 /// A workspace, a directory outside it, and the tools wired as the CLI
 /// wires them (one session: the read ledger is shared between calls).
 struct Bench {

@@ -413,7 +413,7 @@ impl StagedGrant {
     /// created or replaced is saved to its real path, atomically. A file
     /// written in place (through the hard link) is already there. A staged
     /// entry that is not a regular file (a directory, a symlink) is refused.
-    pub(crate) fn commit(&self) -> Result<Vec<PathBuf>, GrantError> {
+    pub(crate) fn commit(&self, any_links: bool) -> Result<Vec<PathBuf>, GrantError> {
         use std::os::unix::fs::MetadataExt;
         let mut saved = Vec::new();
         for write in &self.writes {
@@ -437,7 +437,7 @@ impl StagedGrant {
             {
                 continue; // written in place
             }
-            save(&write.staged, &write.host, &meta).map_err(error)?;
+            save(&write.staged, &write.host, &meta, any_links).map_err(error)?;
             saved.push(write.host.clone());
         }
         Ok(saved)
@@ -534,7 +534,12 @@ fn stage_file(
 /// Saves the staged file `staged` at `host`, atomically: a new file beside
 /// it, renamed over it. The directory is reached without following a link
 /// (made if missing), and every step is relative to it.
-fn save(staged: &Path, host: &Path, staged_meta: &std::fs::Metadata) -> Result<(), String> {
+fn save(
+    staged: &Path,
+    host: &Path,
+    staged_meta: &std::fs::Metadata,
+    any_links: bool,
+) -> Result<(), String> {
     use nix::fcntl::{AtFlags, OFlag, openat, renameat};
     use nix::sys::stat::{Mode, fstatat};
     let (Some(parent), Some(name)) = (host.parent(), host.file_name()) else {
@@ -546,6 +551,9 @@ fn save(staged: &Path, host: &Path, staged_meta: &std::fs::Metadata) -> Result<(
     let old_mode = fstatat(&dir, name, AtFlags::AT_SYMLINK_NOFOLLOW)
         .ok()
         .map(|s| s.st_mode & 0o7777);
+    if move_into_place(staged, &dir, name, old_mode.unwrap_or(0o600), any_links)? {
+        return Ok(());
+    }
     let mut attempt = 0u32;
     let (temp_name, temp) = loop {
         let temp_name = format!(
@@ -592,6 +600,41 @@ fn save(staged: &Path, host: &Path, staged_meta: &std::fs::Metadata) -> Result<(
         );
     }
     renamed
+}
+
+/// Moves the staged file itself over `name` in `dir`, synced, when nothing
+/// but this call's staging names it (one link: not a granted file the guest
+/// linked to the name) and it is on the directory's filesystem. Then the
+/// commit costs what Claude Code's own atomic write does: one sync, one
+/// rename. `Ok(false)`: it cannot be moved, and is copied instead.
+/// `any_links`: the weakened control's, which moves it however many names
+/// it has.
+fn move_into_place(
+    staged: &Path,
+    dir: &std::os::fd::OwnedFd,
+    name: &std::ffi::OsStr,
+    mode: u32,
+    any_links: bool,
+) -> Result<bool, String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(staged)
+        .map_err(|e| format!("cannot open what the tool wrote: {e}"))?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    let dir_dev = nix::sys::stat::fstat(dir)
+        .map_err(|e| e.to_string())?
+        .st_dev;
+    if !meta.is_file() || (meta.nlink() != 1 && !any_links) || meta.dev() != dir_dev {
+        return Ok(false);
+    }
+    file.set_permissions(std::fs::Permissions::from_mode(mode))
+        .and_then(|()| file.sync_all())
+        .map_err(|e| e.to_string())?;
+    nix::fcntl::renameat(nix::fcntl::AT_FDCWD, staged, dir, name)
+        .map_err(|e| format!("cannot rename it into place: {e}"))?;
+    Ok(true)
 }
 
 impl From<Option<FileId>> for Decided {
@@ -682,7 +725,7 @@ mod tests {
         let dir = staged.staging_dirs()[0].clone();
         std::fs::write(dir.join("new.txt"), "created")?;
         std::fs::write(dir.join("smuggled.txt"), "not granted")?;
-        assert_eq!(staged.commit()?, vec![target.clone()]);
+        assert_eq!(staged.commit(false)?, vec![target.clone()]);
         drop(staged);
         assert_eq!(std::fs::read_to_string(&target)?, "created");
         assert!(!work.path().join("smuggled.txt").exists());

@@ -21,8 +21,7 @@ wasi_view!(HookState);
 
 impl World for HookState {
     fn link(linker: &mut Linker<Self>) -> Result<(), SandboxError> {
-        wasmtime_wasi::p2::add_to_linker_async(linker)
-            .map_err(|e| SandboxError::Prepare(format!("linking WASI: {e:#}")))
+        super::file_streams::add_to_linker(linker)
     }
 
     fn core(&mut self) -> &mut CallCore {

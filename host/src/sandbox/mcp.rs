@@ -81,8 +81,7 @@ wasi_http_view!(BridgeState);
 
 impl World for BridgeState {
     fn link(linker: &mut Linker<Self>) -> Result<(), SandboxError> {
-        wasmtime_wasi::p2::add_to_linker_async(linker)
-            .map_err(|e| SandboxError::Prepare(format!("linking WASI: {e:#}")))?;
+        super::file_streams::add_to_linker(linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
             .map_err(|e| SandboxError::Prepare(format!("linking wasi:http: {e:#}")))?;
         transport::add_to_linker::<BridgeState, HasSelf<BridgeState>>(linker, |state| state)

@@ -15,6 +15,7 @@ mod bound;
 mod cache;
 pub mod egress;
 mod engine;
+mod file_streams;
 mod grant;
 mod hook;
 mod hosts;

@@ -65,7 +65,7 @@ impl Guest for EditTool {
         let meta = match std::fs::metadata(&path) {
             Ok(meta) => meta,
             Err(_) if input.old_string.is_empty() => {
-                std::fs::write(&path, input.new_string.as_bytes())
+                carapace_guest_util::replace_file(&path, input.new_string.as_bytes())
                     .map_err(|e| failed(format!("Cannot create {path_text}: {e}")))?;
                 remember(&path_text);
                 let structured = context
@@ -105,7 +105,7 @@ Give more surrounding context to make it unique, or set replace_all to true."
         } else {
             content.replacen(&input.old_string, &input.new_string, 1)
         };
-        std::fs::write(&path, updated.as_bytes())
+        carapace_guest_util::replace_file(&path, updated.as_bytes())
             .map_err(|e| failed(format!("Cannot write {path_text}: {e}")))?;
         remember(&path_text);
 

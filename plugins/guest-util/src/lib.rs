@@ -68,6 +68,53 @@ pub fn read_before_edit(
     }
 }
 
+/// Replaces the file at `path` with `bytes` as Claude Code's Write and Edit
+/// do: a new file beside it, renamed over it, so that the old content or
+/// the new one is there, never half of either. Carapace stages the granted
+/// file's directory for the call and commits what the tool left under the
+/// granted name (synced, renamed over the real file) after it returns; the
+/// rename here is what makes that file a new one. Where nothing can be
+/// created beside the file, or the rename is refused, the file is written
+/// in place, as Claude Code falls back to; a write that fails (a full disk)
+/// leaves the old file as it was.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return std::fs::write(path, bytes);
+    };
+    let mut attempt = 0u32;
+    let (temp, mut file) = loop {
+        let temp = dir.join(format!(
+            ".{}.carapace-{}-{attempt}",
+            name.to_string_lossy(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or_default()
+        ));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+        {
+            Ok(file) => break (temp, file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 8 => attempt += 1,
+            // A directory where nothing may be created beside the file.
+            Err(_) => return std::fs::write(path, bytes),
+        }
+    };
+    if let Err(e) = file.write_all(bytes) {
+        let _ = std::fs::remove_file(&temp);
+        return Err(e);
+    }
+    drop(file);
+    if std::fs::rename(&temp, path).is_err() {
+        let _ = std::fs::remove_file(&temp);
+        return std::fs::write(path, bytes);
+    }
+    Ok(())
+}
+
 /// `text` cut to at most `max` characters, with a note saying how much was
 /// left out.
 pub fn cap_chars(text: &str, max: usize) -> String {

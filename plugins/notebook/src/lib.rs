@@ -150,7 +150,7 @@ impl Guest for NotebookTool {
         let updated = serde_json::to_string_pretty(&notebook)
             .map_err(|e| failed(format!("Cannot encode {path_text}: {e}")))?
             + "\n";
-        std::fs::write(&path, updated.as_bytes())
+        carapace_guest_util::replace_file(&path, updated.as_bytes())
             .map_err(|e| failed(format!("Cannot write {path_text}: {e}")))?;
         if let Ok(meta) = std::fs::metadata(&path) {
             let (modified_ns, size) = stamp(&meta);

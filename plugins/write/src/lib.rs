@@ -75,7 +75,7 @@ impl Guest for WriteTool {
             }
             Err(_) => None,
         };
-        std::fs::write(&path, input.content.as_bytes())
+        carapace_guest_util::replace_file(&path, input.content.as_bytes())
             .map_err(|e| CallError::Failed(format!("Cannot write {path_text}: {e}")))?;
         if let Ok(meta) = std::fs::metadata(&path) {
             let (modified_ns, size) = stamp(&meta);

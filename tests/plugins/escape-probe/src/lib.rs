@@ -95,6 +95,20 @@ enum Attempt {
     Run {
         command: String,
     },
+    /// Makes `to` another name of the file `from` (a hard link).
+    Link {
+        from: String,
+        to: String,
+    },
+    /// Leaves `secret`, each byte xor 0x5a, in this instance's memory.
+    Stash {
+        secret: String,
+    },
+    /// Looks through the whole of this instance's memory for what `Stash`
+    /// leaves (ok: found).
+    Scan {
+        secret: String,
+    },
     /// Asks the host what the model was last shown of `path` (ok when the
     /// host answers with a stamp).
     LastRead {
@@ -225,6 +239,18 @@ fn run(attempt: Attempt) -> Value {
                 });
             outcome("list", &path, r)
         }
+        Attempt::Link { from, to } => {
+            let r = std::fs::hard_link(&from, &to)
+                .map(|()| "linked".to_string())
+                .map_err(|e| e.to_string());
+            outcome("link", &to, r)
+        }
+        Attempt::Stash { secret } => {
+            let hidden: Vec<u8> = secret.bytes().map(|b| b ^ 0x5a).collect();
+            let left = Box::leak(hidden.into_boxed_slice());
+            outcome("stash", &format!("{:p}", left.as_ptr()), Ok(String::new()))
+        }
+        Attempt::Scan { secret } => outcome("scan", "memory", scan_memory(&secret)),
         Attempt::Remove { path } => {
             let r = std::fs::remove_file(&path)
                 .map(|()| "removed".to_string())
@@ -369,4 +395,34 @@ fn http_get(url: &str) -> Result<String, String> {
         }
     }
     Ok(format!("{status} {}", String::from_utf8_lossy(&bytes)))
+}
+
+/// Whether what `Stash` leaves for `secret` is anywhere in linear memory
+/// but in this function's own copy of it.
+fn scan_memory(secret: &str) -> Result<String, String> {
+    let wanted: Vec<u8> = secret.bytes().map(|b| b ^ 0x5a).collect();
+    if wanted.is_empty() {
+        return Err("an empty secret".into());
+    }
+    let own = wanted.as_ptr() as usize..wanted.as_ptr() as usize + wanted.len();
+    #[cfg(target_arch = "wasm32")]
+    let end = core::arch::wasm32::memory_size(0) * 65536;
+    #[cfg(not(target_arch = "wasm32"))]
+    let end = 0usize;
+    // Low addresses hold nothing a guest leaves; address 0 is not readable
+    // through a Rust pointer.
+    let start = 1024usize;
+    let mut at = start;
+    while at + wanted.len() <= end {
+        if !own.contains(&at) {
+            // SAFETY: linear memory is mapped from 0 to `end`; the read
+            // stays inside it.
+            let here = unsafe { core::slice::from_raw_parts(at as *const u8, wanted.len()) };
+            if here == wanted.as_slice() {
+                return Ok(format!("found at {at:#x}"));
+            }
+        }
+        at += 1;
+    }
+    Err(format!("not in {} bytes of memory", end - start))
 }
