@@ -46,42 +46,32 @@ async fn a_fresh_instance_finds_nothing_an_earlier_one_left_in_memory() -> TestR
 
         // Many at once, then many scanning: slots change hands in any order.
         let secret = format!("parallel-{round}-5c81f3a09e2b7d46");
-        let stashes = (0..6).map(|_| {
-            let (probe, secret) = (probe.clone(), secret.clone());
-            tokio::spawn(async move {
-                let grant = Grant::none();
-                attempt(
-                    &probe,
-                    &grant,
-                    &CallLimits::default(),
-                    json!([{"op": "stash", "secret": secret}]),
-                )
-                .await
-                .map(|_| ())
-            })
-        });
-        for stash in futures::future::join_all(stashes).await {
-            stash??;
-        }
-        let scans = (0..6).map(|_| {
-            let (probe, secret) = (probe.clone(), secret.clone());
-            tokio::spawn(async move {
-                let grant = Grant::none();
-                attempt(
-                    &probe,
-                    &grant,
-                    &CallLimits::default(),
-                    json!([{"op": "scan", "secret": secret}]),
-                )
-                .await
-            })
-        });
-        for scan in futures::future::join_all(scans).await {
-            let scan = scan??;
+        in_parallel(&probe, "stash", &secret).await?;
+        for scan in in_parallel(&probe, "scan", &secret).await? {
             assert!(!ok(&scan[0]), "round {round}, in parallel: {}", scan[0]);
         }
     }
     Ok(())
+}
+
+/// Six calls of the probe at once, each making the one attempt `op` with
+/// `secret`; their reports.
+async fn in_parallel(
+    probe: &std::sync::Arc<carapace::sandbox::ToolComponent>,
+    op: &str,
+    secret: &str,
+) -> Result<Vec<Vec<serde_json::Value>>, Box<dyn std::error::Error>> {
+    let calls = (0..6).map(|_| {
+        let (probe, attempts) = (probe.clone(), json!([{"op": op, "secret": secret}]));
+        tokio::spawn(async move {
+            attempt(&probe, &Grant::none(), &CallLimits::default(), attempts).await
+        })
+    });
+    let mut reports = Vec::new();
+    for call in futures::future::join_all(calls).await {
+        reports.push(call??);
+    }
+    Ok(reports)
 }
 
 /// Links the read-granted `granted.txt` onto the write-granted `out.txt`

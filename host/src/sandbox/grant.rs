@@ -14,7 +14,8 @@
 //! A write grant on one file stages its directory read-write: in-place
 //! writes reach the file through the hard link; a file the guest created or
 //! replaced under the granted name is committed to the real path after the
-//! call, atomically (write beside it, rename over it). Nothing else the guest
+//! call, atomically: moved over it (synced) when the staging alone names it,
+//! otherwise copied beside it and renamed over it. Nothing else the guest
 //! puts in the staging directory ever leaves it.
 
 use super::bound::{self, BoundError, FileId};

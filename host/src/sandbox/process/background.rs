@@ -196,10 +196,18 @@ impl BackgroundShells {
     }
 
     /// Asks a running shell to stop, without waiting for it (the SDK's
-    /// `stop_task`); false when it had already ended.
+    /// `stop_task`); false when it had already ended. The shell reads as
+    /// killed from now on, as in Claude Code: what asks next (BashOutput,
+    /// the next turn) must not see it running while its processes die.
     pub fn stop(&self, id: &str) -> Result<bool, String> {
         let shell = self.get(id)?;
-        let running = shell.status() == ShellStatus::Running;
+        let running = match shell.status.lock() {
+            Ok(mut status) if *status == ShellStatus::Running => {
+                *status = ShellStatus::Killed;
+                true
+            }
+            _ => false,
+        };
         if running {
             shell.stop.cancel();
         }
@@ -307,7 +315,11 @@ async fn watch(
         }
     }
     let _ = tokio::task::spawn_blocking(move || drop(temp_dir)).await;
-    if let Ok(mut current) = shell.status.lock() {
+    // A shell told to stop stays killed, even if it ended by itself while
+    // being stopped.
+    if let Ok(mut current) = shell.status.lock()
+        && *current != ShellStatus::Killed
+    {
         *current = status;
     }
     shell.ended.cancel();
