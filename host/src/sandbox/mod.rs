@@ -13,6 +13,7 @@
 
 mod bound;
 mod cache;
+mod deadlines;
 pub mod egress;
 mod engine;
 mod file_streams;
