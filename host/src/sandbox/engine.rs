@@ -8,7 +8,6 @@
 
 use super::SandboxError;
 use super::cache::{CacheOutcome, ComponentCache};
-use super::deadlines::Deadlines;
 use super::grant::{Grant, StagedGrant};
 use super::limits::{CallLimiter, CallLimits};
 use super::process::ProcessConfig;
@@ -87,9 +86,6 @@ pub(crate) struct SandboxInner {
     pub(crate) shells: Option<Arc<super::BackgroundShells>>,
     /// One linker per world, built on first use.
     linkers: Mutex<Vec<(TypeId, Arc<dyn Any + Send + Sync>)>>,
-    /// Kept by the epoch thread; `None` when it could not be started, and
-    /// tokio timers keep the deadlines instead.
-    deadlines: Option<Arc<Deadlines>>,
 }
 
 impl Sandbox {
@@ -125,7 +121,7 @@ impl Sandbox {
             ))
         })?;
 
-        let deadlines = spawn_epoch_ticker(&engine, config.epoch_tick);
+        spawn_epoch_ticker(&engine, config.epoch_tick);
         let process = config.process.map(Arc::new);
         Ok(Self {
             inner: Arc::new(SandboxInner {
@@ -140,7 +136,6 @@ impl Sandbox {
                     .map(|p| Arc::new(super::BackgroundShells::new(p.clone()))),
                 process,
                 linkers: Mutex::new(Vec::new()),
-                deadlines,
             }),
         })
     }
@@ -336,27 +331,15 @@ impl SandboxInner {
         };
         let mut store = Store::new(&self.engine, world(core));
         store.limiter(|state| &mut state.core().limiter);
-        // Yield on every tick so the wall-clock deadline around the call
-        // can fire even while the guest spins.
+        // Yield on every tick so the wall-clock timeout around the call can
+        // fire even while the guest spins.
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
-        let work = async {
+        let outcome = tokio::time::timeout(limits.deadline, async {
             let bindings = instantiate(&mut store).await.map_err(|e| (true, e))?;
             call(&bindings, &mut store).await.map_err(|e| (false, e))
-        };
-        let outcome = match &self.deadlines {
-            Some(deadlines) => {
-                let deadline = deadlines.start(limits.deadline);
-                tokio::select! {
-                    biased;
-                    done = work => Ok(done),
-                    () = deadline.expired() => Err(()),
-                }
-            }
-            None => tokio::time::timeout(limits.deadline, work)
-                .await
-                .map_err(|_| ()),
-        };
+        })
+        .await;
         // Files the guest created under a write grant are saved only when the
         // call returned normally: a trap or a timeout leaves them unsaved.
         let committed = match &outcome {
@@ -417,30 +400,22 @@ const STDOUT_CAPTURE_BYTES: usize = 4 << 20;
 /// What the guest wrote to stderr is kept (bounded) to explain a crash.
 const STDERR_CAPTURE_BYTES: usize = 16 << 10;
 
-/// Advances the engine's epoch every `tick`, and fires the calls'
-/// deadlines that have passed, until the engine is dropped.
-fn spawn_epoch_ticker(engine: &Engine, tick: Duration) -> Option<Arc<Deadlines>> {
+/// Advances the engine's epoch every `tick` until the engine is dropped.
+fn spawn_epoch_ticker(engine: &Engine, tick: Duration) {
     let weak = engine.weak();
-    let deadlines = Arc::new(Deadlines::default());
-    let kept = deadlines.clone();
     let spawned = std::thread::Builder::new()
         .name("carapace-epoch".into())
         .spawn(move || {
             while let Some(engine) = weak.upgrade() {
                 engine.increment_epoch();
                 drop(engine);
-                kept.fire_expired(std::time::Instant::now());
                 std::thread::sleep(tick);
             }
         });
-    match spawned {
-        Ok(_) => Some(deadlines),
-        Err(e) => {
-            // Without the ticker deadlines still hold (tokio timers drop
-            // the call at its next yield point), but a spinning guest would
-            // not yield; say so loudly.
-            tracing::error!(error = %e, "could not start the epoch ticker; spinning guests cannot be interrupted");
-            None
-        }
+    if let Err(e) = spawned {
+        // Without the ticker deadlines still hold (the tokio timeout drops
+        // the call at its next yield point), but a spinning guest would not
+        // yield; say so loudly.
+        tracing::error!(error = %e, "could not start the epoch ticker; spinning guests cannot be interrupted");
     }
 }

@@ -13,7 +13,6 @@
 
 mod bound;
 mod cache;
-mod deadlines;
 pub mod egress;
 mod engine;
 mod file_streams;
