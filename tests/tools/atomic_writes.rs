@@ -55,6 +55,22 @@ async fn edit_and_write_replace_the_file_whole_and_keep_its_mode() -> TestResult
         "the mode is kept"
     );
 
+    // A new file gets the mode any new file of this process gets.
+    let created = b.p("new.txt");
+    ok_text(
+        &b.call("Write", json!({"file_path": created, "content": "x\n"}))
+            .await,
+    );
+    let native = b.ws.join("native-new.txt");
+    std::fs::write(&native, "x\n")?;
+    assert_eq!(
+        std::fs::metadata(&created)?.mode() & 0o7777,
+        std::fs::metadata(&native)?.mode() & 0o7777,
+        "Write creates files as any program does (0666 less the umask)"
+    );
+    std::fs::remove_file(&created)?;
+    std::fs::remove_file(&native)?;
+
     // Nothing of the replacement is left beside it.
     let mut names: Vec<String> = std::fs::read_dir(&b.ws)?
         .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))

@@ -552,7 +552,10 @@ fn save(
     let old_mode = fstatat(&dir, name, AtFlags::AT_SYMLINK_NOFOLLOW)
         .ok()
         .map(|s| s.st_mode & 0o7777);
-    if move_into_place(staged, &dir, name, old_mode.unwrap_or(0o600), any_links)? {
+    // A new file gets the mode any program's new file gets (Claude Code's
+    // Write too): 0666 less the process's umask.
+    let mode = old_mode.unwrap_or_else(|| 0o666 & !process_umask());
+    if move_into_place(staged, &dir, name, mode, any_links)? {
         return Ok(());
     }
     let mut attempt = 0u32;
@@ -579,7 +582,7 @@ fn save(
     let written = (|| -> std::io::Result<()> {
         let mut temp = temp;
         std::io::copy(&mut std::fs::File::open(staged)?, &mut temp)?;
-        if let Some(mode) = old_mode {
+        {
             use std::os::unix::fs::PermissionsExt;
             temp.set_permissions(std::fs::Permissions::from_mode(mode))?;
         }
@@ -601,6 +604,23 @@ fn save(
         );
     }
     renamed
+}
+
+/// The process's umask, read (not set: setting it to read it would race
+/// with other threads creating files); 022 where Linux does not say.
+fn process_umask() -> u32 {
+    static UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *UMASK.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("Umask:"))
+                    .and_then(|value| u32::from_str_radix(value.trim(), 8).ok())
+            })
+            .unwrap_or(0o022)
+    })
 }
 
 /// Moves the staged file itself over `name` in `dir`, synced, when nothing
