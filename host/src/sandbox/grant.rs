@@ -555,7 +555,17 @@ fn save(
     // A new file gets the mode any program's new file gets (Claude Code's
     // Write too): 0666 less the process's umask.
     let mode = old_mode.unwrap_or_else(|| 0o666 & !process_umask());
-    if move_into_place(staged, &dir, name, mode, any_links)? {
+    // Opened once, without following a link: what is moved or copied is
+    // what was checked.
+    let mut wrote = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::File::options()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(staged)
+            .map_err(|e| format!("cannot open what the tool wrote: {e}"))?
+    };
+    if move_into_place(&wrote, staged, &dir, name, mode, any_links)? {
         return Ok(());
     }
     let mut attempt = 0u32;
@@ -580,12 +590,10 @@ fn save(
         }
     };
     let written = (|| -> std::io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
         let mut temp = temp;
-        std::io::copy(&mut std::fs::File::open(staged)?, &mut temp)?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            temp.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        }
+        std::io::copy(&mut wrote, &mut temp)?;
+        temp.set_permissions(std::fs::Permissions::from_mode(mode))?;
         // The saved file keeps the staged file's modification time, so what
         // the tool recorded as read is what is on disk.
         if let Ok(modified) = staged_meta.modified() {
@@ -623,7 +631,8 @@ fn process_umask() -> u32 {
     })
 }
 
-/// Moves the staged file itself over `name` in `dir`, synced, when nothing
+/// Moves the staged file `wrote` (opened from `staged`) over `name` in
+/// `dir`, synced, when nothing
 /// but this call's staging names it (one link: not a granted file the guest
 /// linked to the name) and it is on the directory's filesystem. Then the
 /// commit costs what Claude Code's own atomic write does: one sync, one
@@ -631,27 +640,24 @@ fn process_umask() -> u32 {
 /// `any_links`: the weakened control's, which moves it however many names
 /// it has.
 fn move_into_place(
+    wrote: &std::fs::File,
     staged: &Path,
     dir: &std::os::fd::OwnedFd,
     name: &std::ffi::OsStr,
     mode: u32,
     any_links: bool,
 ) -> Result<bool, String> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
-    let file = std::fs::File::options()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(staged)
-        .map_err(|e| format!("cannot open what the tool wrote: {e}"))?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = wrote.metadata().map_err(|e| e.to_string())?;
     let dir_dev = nix::sys::stat::fstat(dir)
         .map_err(|e| e.to_string())?
         .st_dev;
     if !meta.is_file() || (meta.nlink() != 1 && !any_links) || meta.dev() != dir_dev {
         return Ok(false);
     }
-    file.set_permissions(std::fs::Permissions::from_mode(mode))
-        .and_then(|()| file.sync_all())
+    wrote
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .and_then(|()| wrote.sync_all())
         .map_err(|e| e.to_string())?;
     nix::fcntl::renameat(nix::fcntl::AT_FDCWD, staged, dir, name)
         .map_err(|e| format!("cannot rename it into place: {e}"))?;

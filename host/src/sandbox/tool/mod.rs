@@ -34,7 +34,7 @@ wasi_http_view!(ToolState);
 
 impl World for ToolState {
     fn link(linker: &mut Linker<Self>) -> Result<(), SandboxError> {
-        crate::sandbox::file_streams::add_to_linker(linker)?;
+        super::file_streams::add_to_linker(linker)?;
         // Linked for every tool so those that import it instantiate; each
         // call's gate refuses every request its grant does not name.
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
