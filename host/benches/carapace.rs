@@ -196,7 +196,7 @@ fn tool_round(n: usize, bytes: usize) -> [Message; 2] {
 /// memory of a long session in the binary.
 fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> BenchResult {
     use carapace::agent::HistoryLog;
-    use carapace::session::{Opening, Transcript, load, transcript_path};
+    use carapace::transcript::{Opening, Transcript, load, transcript_path};
     let dir = tempfile::tempdir()?;
     if wanted("session_append") {
         let transcript = Transcript::open(
@@ -317,7 +317,7 @@ fn session_benches(cache: &Path, cwd: &Path, wanted: &dyn Fn(&str) -> bool) -> B
             "",
         );
         // The binary: spawn → the resumed session's first request.
-        let projects = carapace::session::project_dir(&cwd.join(".carapace"), cwd);
+        let projects = carapace::transcript::project_dir(&cwd.join(".carapace"), cwd);
         std::fs::create_dir_all(&projects)?;
         std::fs::copy(&path, transcript_path(&projects, "resume"))?;
         let mut to_request = Vec::with_capacity(10);
@@ -556,9 +556,9 @@ async fn mcp_benches() -> BenchResult {
 /// every one, compiled or from the cache); and per language, one call's
 /// time and the linear memory its instance holds.
 async fn plugin_benches() -> BenchResult {
-    use carapace::plugins::install::{self, InstallContext, PluginSource};
-    use carapace::plugins::store::{RecordedTool, digest};
-    use carapace::plugins::{Placeholders, PluginStore, Scope};
+    use carapace::plugin_store::install::{self, InstallContext, PluginSource};
+    use carapace::plugin_store::store::{RecordedTool, digest};
+    use carapace::plugin_store::{Placeholders, PluginStore, Scope};
     use carapace::sandbox::{CallContext, ComponentCache};
     let examples = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("..")
@@ -716,7 +716,7 @@ async fn plugin_benches() -> BenchResult {
             let mut manifest = record.manifest.clone();
             manifest.plugin.name = format!("word-count-{i}");
             manifest.plugin.tools = vec![format!("WordCount{i}")];
-            let bytes = carapace::plugins::manifest::embed(&wasm, &manifest)?;
+            let bytes = carapace::plugin_store::manifest::embed(&wasm, &manifest)?;
             let mut copy = record.clone();
             copy.digest = digest(&bytes);
             copy.size = bytes.len() as u64;

@@ -270,7 +270,7 @@ fn example(language: &str) -> TestResult {
 }
 
 fn sha256(bytes: &[u8]) -> String {
-    carapace::plugins::store::digest(bytes)
+    carapace::plugin_store::store::digest(bytes)
 }
 
 #[test]

@@ -8,11 +8,11 @@
 //! the response and a user message are appended and the state is rebuilt
 //! with the recovery's transition.
 
-use super::attempt::Response;
 use super::events::AgentEvent;
 use super::history::{final_text, push_assistant};
 use super::loop_hooks::{StopDecision, StopHookInput};
-use super::query::{Ending, Next, Run, RunError, Stop};
+use super::run::Response;
+use super::run::{Ending, Next, Run, RunError, STOP_HOOK_FEEDBACK, Stop};
 use super::state::{State, Terminal, Transition};
 use super::structured_output::{STRUCTURED_OUTPUT_PROMPT, exhausted_ending};
 use crate::model::ContentBlock;
@@ -24,7 +24,6 @@ pub const MAX_OUTPUT_TOKENS_RECOVERIES: u32 = 3;
 const MAX_TOKENS_PROMPT: &str = "Your response was cut off by the output token limit. Continue exactly where it stopped, mid-sentence if need be, without apologising or repeating anything; if much remains, work in smaller steps.";
 const MALFORMED_TOOL_USE_PROMPT: &str = "Your last response ended with stop_reason tool_use but held no complete tool call, so nothing was run. Make the tool call again, with well-formed input.";
 const THINKING_ONLY_PROMPT: &str = "Your last response held only thinking and nothing the user can see. Give your answer as visible text.";
-pub(super) const STOP_HOOK_FEEDBACK: &str = "A Stop hook asked you to keep going:";
 
 impl Run<'_, '_> {
     pub(super) async fn after_text(&mut self, state: State, response: Response) -> Next {

@@ -4,12 +4,12 @@
 //! — then queued input joins the results and the next turn starts (unless
 //! it would pass `--max-turns`).
 
-use super::attempt::{Response, TOOL_INTERRUPTED};
 use super::events::{AgentEvent, CommandState};
 use super::executor::ToolExecutor;
 use super::history::{batch_calls, push_assistant};
 use super::loop_hooks::BatchDecision;
-use super::query::{Ending, Next, Run, Stop};
+use super::run::{Ending, Next, Run, Stop};
+use super::run::{Response, TOOL_INTERRUPTED};
 use super::state::{State, Terminal, Transition};
 use super::structured_output::{Verdict, batch_outcome};
 use super::tools::ToolCallResult;

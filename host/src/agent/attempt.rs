@@ -9,11 +9,11 @@
 
 use super::events::{AgentEvent, EventSink};
 use super::executor::ToolExecutor;
-use super::query::{Next, Run, RunError, Stop};
+use super::run::{Next, Response, Run, RunError, Stop, TOOL_INTERRUPTED};
 use super::state::{State, Terminal, Transition};
 use super::tools::{ToolCall, ToolCallResult};
 use crate::model::{
-    Assembled, ContentBlock, FailureKind, MessagesRequest, ModelError, ResponseAssembler, Usage,
+    Assembled, ContentBlock, FailureKind, MessagesRequest, ModelError, ResponseAssembler,
 };
 use futures::StreamExt;
 use std::time::Instant;
@@ -22,17 +22,6 @@ use std::time::Instant;
 const OVERLOADS_BEFORE_FALLBACK: u32 = 3;
 
 pub(super) const INTERRUPTED_STREAMING: &str = "[The user interrupted this request]";
-pub(super) const TOOL_INTERRUPTED: &str = "The user interrupted this tool call; it did not complete. Wait for the user to say how to proceed.";
-
-/// A response that streamed to its end.
-pub(super) struct Response {
-    pub content: Vec<ContentBlock>,
-    pub stop_reason: Option<String>,
-    pub usage: Usage,
-    pub executor: ToolExecutor,
-    /// Results already delivered while the model streamed.
-    pub delivered: Vec<ToolCallResult>,
-}
 
 /// What was received of a response that did not complete.
 pub(super) struct Partial {

@@ -7,7 +7,7 @@
 use super::context::{CompactError, CompactRequest, compact, microcompact};
 use super::events::AgentEvent;
 use super::loop_hooks::CompactTrigger;
-use super::query::{Next, Run, RunError, Stop};
+use super::run::{Next, Run, RunError, Stop};
 use super::state::{State, Terminal, Transition};
 use crate::model::{FailureKind, ModelError, cost_usd};
 

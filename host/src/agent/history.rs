@@ -5,7 +5,7 @@
 use super::events::AgentEvent;
 use super::executor::ToolExecutor;
 use super::loop_hooks::BatchCall;
-use super::query::Run;
+use super::run::Run;
 use super::tools::ToolCallResult;
 use crate::model::{ContentBlock, InvalidToolInput, Message, Role};
 use serde_json::{Value, json};

@@ -23,6 +23,7 @@ mod input;
 mod loop_hooks;
 mod prompt;
 mod query;
+mod run;
 mod state;
 mod structured_output;
 mod tool_subset;
@@ -42,11 +43,10 @@ pub use loop_hooks::{
     StopDecision, StopHookInput,
 };
 pub use prompt::today;
-pub use query::{QueryConfig, QueryDeps, QueryOutcome, RunError, query};
+pub use query::query;
+pub use run::{QueryConfig, QueryDeps, QueryOutcome, RunError, StructuredOutputConfig};
 pub use state::{State, Terminal, Transition};
-pub use structured_output::{
-    DEFAULT_STRUCTURED_OUTPUT_ATTEMPTS, STRUCTURED_OUTPUT_TOOL, StructuredOutputConfig,
-};
+pub use structured_output::{DEFAULT_STRUCTURED_OUTPUT_ATTEMPTS, STRUCTURED_OUTPUT_TOOL};
 pub use tool_subset::{CallObserver, ToolSubset};
 pub use tools::{
     DenialSource, HookNotes, InterruptBehavior, PermissionDenial, Preparation, ReadyCall, ToolCall,

@@ -8,7 +8,7 @@
 
 use super::events::AgentEvent;
 use super::loop_hooks::{StopDecision, StopHookInput};
-use super::query::{Ending, Run};
+use super::run::{Ending, Run};
 use super::state::{State, Terminal};
 use super::tools::ToolCallResult;
 use crate::model::ContentBlock;
@@ -23,12 +23,6 @@ pub const DEFAULT_STRUCTURED_OUTPUT_ATTEMPTS: u32 = 5;
 
 /// What the model is told when it ends a turn without the tool.
 pub(super) const STRUCTURED_OUTPUT_PROMPT: &str = "You ended your turn without giving your final answer through the StructuredOutput tool. Call StructuredOutput now, with input that matches its schema.";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StructuredOutputConfig {
-    /// Attempts without a valid answer before the run gives up.
-    pub max_attempts: u32,
-}
 
 /// The StructuredOutput calls of one tool batch.
 pub(super) struct BatchOutcome {
@@ -147,10 +141,7 @@ impl Run<'_, '_> {
                         answered(value, stop_reason.clone()),
                     );
                 }
-                Verdict::Feedback(format!(
-                    "{}\n{reason}",
-                    super::after_text::STOP_HOOK_FEEDBACK
-                ))
+                Verdict::Feedback(format!("{}\n{reason}", super::run::STOP_HOOK_FEEDBACK))
             }
         }
     }

@@ -528,7 +528,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         let mut bare = BARE_TOOLS.map(String::from).to_vec();
         // Agents given explicitly are the one thing --bare still offers.
         if cli.agents.is_some() {
-            bare.push(crate::subagents::AGENT_TOOL.to_string());
+            bare.push(crate::tools::AGENT_TOOL.to_string());
         }
         ToolSet::Only(bare)
     } else if cli.tools.is_empty() || named == ["default"] {
@@ -1002,12 +1002,12 @@ async fn mcp_serve(command: McpCommand, paths: SessionPaths) -> anyhow::Result<E
         .await?;
     print_warnings(&session);
     if let Some(addr) = http {
-        let (bound, server) = crate::mcp::serve_http::bind(session.pipeline.clone(), addr).await?;
+        let (bound, server) = crate::mcp_serve::http::bind(session.pipeline.clone(), addr).await?;
         eprintln!("carapace: serving MCP on http://{bound}/mcp");
         server.await;
         return Ok(ExitCode::SUCCESS);
     }
-    crate::mcp::serve::serve(
+    crate::mcp_serve::serve(
         session.pipeline.clone(),
         tokio::io::BufReader::new(tokio::io::stdin()),
         tokio::io::stdout(),

@@ -1,8 +1,8 @@
 //! `carapace plugin …` and `carapace tool call`: installing third-party
 //! tool plugins, and running one tool call by hand while writing one.
 
-use crate::plugins::install;
-use crate::plugins::{
+use crate::plugin_store::install;
+use crate::plugin_store::{
     Candidate, InstallContext, InstalledPlugin, Manifest, PluginSource, PluginStore, Scope,
 };
 use crate::policy::{Approval, CallRequest, Outcome, PermissionMode};
@@ -163,13 +163,13 @@ pub async fn plugin(command: PluginCommand, paths: &SessionPaths) -> anyhow::Res
                 .with_context(|| format!("reading {}", manifest.display()))?;
             let parsed =
                 Manifest::parse(&text).with_context(|| format!("{}", manifest.display()))?;
-            let packed = crate::plugins::manifest::embed(&wasm, &parsed)?;
+            let packed = crate::plugin_store::manifest::embed(&wasm, &parsed)?;
             std::fs::write(&output, &packed)
                 .with_context(|| format!("writing {}", output.display()))?;
             say!(
                 "{} (sha256 {})",
                 output.display(),
-                crate::plugins::store::digest(&packed)
+                crate::plugin_store::store::digest(&packed)
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -269,7 +269,7 @@ fn find(
 fn status(store: &PluginStore, record: &InstalledPlugin) -> String {
     let path = store.component_path(record);
     match std::fs::read(&path) {
-        Ok(bytes) if crate::plugins::store::digest(&bytes) == record.digest => "ok".into(),
+        Ok(bytes) if crate::plugin_store::store::digest(&bytes) == record.digest => "ok".into(),
         Ok(_) => "changed on disk since it was approved: it will not run".into(),
         Err(e) => format!("unreadable ({e}): it will not run"),
     }

@@ -10,7 +10,8 @@ use crate::hooks::HookRuntime;
 use crate::model::{ContentBlock, Message, Role, cost_usd};
 use crate::output::SharedPrinter;
 use crate::sandbox::{HookEvent, HookEventKind};
-use crate::session::{StartSource, Transcript};
+use crate::session::StartSource;
+use crate::transcript::Transcript;
 use std::io::Write;
 use std::sync::Arc;
 

@@ -4,8 +4,6 @@
 //! `mcp__<server>__<tool>` through the same pipeline as every other tool.
 
 pub mod config;
-pub mod serve;
-pub mod serve_http;
 mod server;
 
 pub use config::{McpConfigError, ServerConfig, Transport};

@@ -10,8 +10,9 @@
 use super::bash::{Analysis, analyse};
 use super::ceiling::{Ceiling, SECRET_ENV};
 use super::modes::{ModeCell, PermissionMode};
+use super::paths::TreeTooLarge;
 use super::paths::{lexical_absolute, multiply_linked, resolve_symlinks};
-use super::protected::{TreeTooLarge, protected_entries, protected_reason};
+use super::protected::{protected_entries, protected_reason};
 use super::rules::{self, Rule, RuleKind, RuleSet, Subject};
 use crate::sandbox::{Capability, FileAccess, FileFacts, FileId, Grant, HostPattern, file_facts};
 use serde::Serialize;

@@ -30,10 +30,10 @@ pub use decision::{
     Verdict,
 };
 pub use modes::{ModeCell, ModeChangeBy, ModeListener, ModeRefused, PermissionMode};
-pub use paths::{lexical_absolute, resolve_symlinks};
+pub use paths::{TreeTooLarge, lexical_absolute, resolve_symlinks};
 pub use protected::{
-    GIT_CONTROL, HOME_START_UP, PROTECTED_NAMES, SHELL_START_UP, TreeTooLarge,
-    command_protected_names, hooks_paths, is_git_dir, protected_entries, protected_reason,
+    GIT_CONTROL, HOME_START_UP, PROTECTED_NAMES, SHELL_START_UP, command_protected_names,
+    hooks_paths, is_git_dir, protected_entries, protected_reason,
 };
 pub use read_denials::ReadDenials;
 pub use rules::{

@@ -1,9 +1,13 @@
 //! Paths as the policy compares them: made absolute and normal without
 //! touching the filesystem, and resolved through every symlink.
 
-use super::protected::TreeTooLarge;
 use crate::sandbox::FileId;
 use std::path::{Component, Path, PathBuf};
+
+/// A tree with more entries than the scan may visit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the tree has more than {0} entries")]
+pub struct TreeTooLarge(pub usize);
 
 /// `path` made absolute-and-normal without touching the filesystem, or
 /// `None` if it is relative.

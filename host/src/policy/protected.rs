@@ -10,7 +10,7 @@
 //! (case-insensitive filesystems exist) on the path with symlinks resolved.
 //! The same table serves every writing tool, commands, hooks and plugins.
 
-use super::paths::{Visit, walk_tree};
+use super::paths::{TreeTooLarge, Visit, walk_tree};
 use std::path::{Path, PathBuf};
 
 /// Shell start-up files in the home directory.
@@ -315,11 +315,6 @@ fn read_hooks_path(config: &Path) -> Option<PathBuf> {
     }
     found
 }
-
-/// A tree with more entries than the scan may visit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the tree has more than {0} entries")]
-pub struct TreeTooLarge(pub usize);
 
 /// Every protected entry inside the tree `dir`, visiting at most `limit`
 /// entries (a larger tree cannot be vouched for). A write grant on a tree is

@@ -1,14 +1,11 @@
 //! [`SessionBuilder`]: what the caller chose (flags), and the one way a
 //! session is put together from it.
 
-use super::transcript::{
-    Opening, Transcript, TranscriptError, is_session_id, latest, load, project_dir, transcript_path,
-};
 use super::{Session, SessionPaths, StartSource};
 use crate::commands::{CustomCommands, Folders, PluginDir};
 use crate::hooks::{HookConfigError, HookLoadError, HookRuntime};
 use crate::mcp::{McpConfigError, ServerConfig};
-use crate::plugins::{Placeholders, PluginStore, Scope};
+use crate::plugin_store::{Placeholders, PluginStore, Scope};
 use crate::policy::{
     Anchors, AuditLog, PermissionMode, Policy, PolicyConfig, ReadDenials, Rule, RuleError,
     RuleKind, RuleSet, RuleSource, SHELL_START_UP, SourceKind, split_rules,
@@ -20,6 +17,9 @@ use crate::sandbox::{
 use crate::settings::{Locations, ProjectItem, Settings, SettingsError};
 use crate::tools::skill::SKILL_TOOL;
 use crate::tools::{BUILTIN_PLUGINS, RegistryError, ToolPipeline, ToolRegistry};
+use crate::transcript::{
+    Opening, Transcript, TranscriptError, is_session_id, latest, load, project_dir, transcript_path,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -1084,7 +1084,7 @@ async fn one_plugin(
     if plugin.ends_with(".wasm") || as_file.is_file() {
         let wasm = std::fs::read(as_file)
             .map_err(|e| SessionError::Invalid(format!("reading {plugin}: {e}")))?;
-        let (manifest, _) = crate::plugins::install::find_local_manifest(as_file, &wasm)
+        let (manifest, _) = crate::plugin_store::install::find_local_manifest(as_file, &wasm)
             .map_err(|e| SessionError::Invalid(e.to_string()))?;
         let component = ToolComponent::load(sandbox, &manifest.plugin.name, &wasm).await?;
         let ceiling = manifest

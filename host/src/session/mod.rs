@@ -13,13 +13,8 @@
 
 mod assemble;
 mod context;
-mod transcript;
 
 pub use assemble::{HistorySetup, McpSetup, Resume, SessionBuilder, SessionError, ToolSet};
-pub use transcript::{
-    INTERRUPTED_RESULT, Loaded, Opening, TRANSCRIPT_FORMAT, Transcript, TranscriptError,
-    is_session_id, latest, load, project_dir, transcript_path,
-};
 
 use crate::hooks::HookRuntime;
 use crate::mcp::{ServerConfig, ServerStatus};
@@ -82,7 +77,7 @@ pub struct Session {
     /// What SessionStart hooks are told.
     pub source: StartSource,
     /// The transcript being written (`None` without persistence).
-    pub transcript: Option<Arc<Transcript>>,
+    pub transcript: Option<Arc<crate::transcript::Transcript>>,
     /// The Agent SDK's in-process MCP servers (`"type": "sdk"`), connected
     /// once the SDK is.
     pub sdk_mcp_servers: Vec<String>,

@@ -27,15 +27,12 @@ use crate::sandbox::{
     CallContext, HookEvent, HookEventKind, ToolAnnotations, ToolContent, ToolDefinition,
     ToolFailure, ToolOutput,
 };
-use crate::tools::NativeTool;
+use crate::tools::{AGENT_TOOL, NativeTool};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use tokio_util::sync::CancellationToken;
-
-/// The tool's name, as Claude Code calls it.
-pub const AGENT_TOOL: &str = "Agent";
 
 const DESCRIPTION: &str = "Start a subagent: a separate agent with its own context that works on one task and answers with a report. Use it for searches and investigations whose intermediate steps would fill your context, or to work on independent parts of a task at once (start several in one response). Give it a complete, self-contained prompt: it sees nothing of this conversation. Its final answer comes back as this tool's result; the user does not see it, so say what matters.";
 
@@ -383,12 +380,12 @@ impl SubagentRunner {
         };
         let transcript = self.transcripts.as_ref().and_then(|dir| {
             let id = &agent_id;
-            let opening = crate::session::Opening::New {
+            let opening = crate::transcript::Opening::New {
                 forked_from: None,
                 history: &[],
                 name: Some(agent_type),
             };
-            crate::session::Transcript::open(
+            crate::transcript::Transcript::open(
                 dir.join(format!("{id}.jsonl")),
                 id,
                 &self.cwd,

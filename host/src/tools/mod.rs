@@ -18,10 +18,14 @@ pub mod web_search;
 
 pub use builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
 
+/// The subagent tool's name, as Claude Code calls it (the tool itself is
+/// in `subagents/`, which sits above this folder).
+pub const AGENT_TOOL: &str = "Agent";
+
 /// The tools the host runs itself: no plugin may take their names (a
 /// session that offers one would otherwise fail to start).
 pub const HOST_TOOLS: &[&str] = &[
-    crate::subagents::AGENT_TOOL,
+    AGENT_TOOL,
     exit_plan_mode::EXIT_PLAN_MODE_TOOL,
     web_search::WEB_SEARCH_TOOL,
     shells::BASH_OUTPUT_TOOL,

@@ -2,7 +2,7 @@
 //! limits, Landlock, no capabilities, a seccomp filter.
 
 use super::SandboxLayer;
-use super::helper::{Plan, refuse, warn};
+use super::plan::{Plan, refuse, warn};
 use std::path::PathBuf;
 
 /// The Landlock ABI from which pathname UNIX sockets are governed by

@@ -4,7 +4,7 @@
 
 use super::SandboxLayer;
 use super::cgroup::CallGroup;
-use super::helper::{Plan, refuse, warn};
+use super::plan::{Plan, refuse, warn};
 use nix::mount::{MsFlags, mount};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sched::{CloneFlags, unshare};

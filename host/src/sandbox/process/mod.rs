@@ -23,13 +23,15 @@ mod confine;
 mod guard;
 mod helper;
 mod isolate;
+mod plan;
 mod protect;
 
 pub use background::{BackgroundShells, ShellReport, ShellStatus};
-pub use helper::{HELPER_ARG, helper_main};
+pub use helper::helper_main;
+pub use plan::HELPER_ARG;
 pub use protect::{WalkCache, is_git_dir};
 
-use helper::{MESSAGE_PREFIX, Plan, REFUSED_EXIT};
+use plan::{MESSAGE_PREFIX, Plan, REFUSED_EXIT};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;

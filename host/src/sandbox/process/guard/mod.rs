@@ -26,7 +26,7 @@ mod target;
 
 pub(super) use filter::install;
 
-use super::helper::Plan;
+use super::plan::Plan;
 use emulate::{Call, Reply};
 use nix::errno::Errno;
 use nix::unistd::Pid;
@@ -252,13 +252,13 @@ pub(super) fn start(plan: &Plan, limited_by_group: bool) -> i32 {
         nix::sys::socket::SockFlag::SOCK_CLOEXEC,
     );
     let (Ok(()), Ok(signals), Ok((ours, theirs))) = (blocked, signals, pair) else {
-        return super::helper::refuse("cannot set up the creation guard; the command was not run");
+        return super::plan::refuse("cannot set up the creation guard; the command was not run");
     };
     // SAFETY: single-threaded (the init's fork of a single thread).
     #[allow(unsafe_code)]
     let fork = unsafe { nix::unistd::fork() };
     match fork {
-        Err(e) => super::helper::refuse(&format!("cannot fork: {e}")),
+        Err(e) => super::plan::refuse(&format!("cannot fork: {e}")),
         Ok(nix::unistd::ForkResult::Child) => {
             drop(ours);
             drop(signals);

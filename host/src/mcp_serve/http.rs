@@ -4,7 +4,7 @@
 //! and refuses requests from web pages (an `Origin` that is not local), so
 //! a browser cannot be made to call the tools (DNS rebinding).
 
-use super::serve::answer;
+use super::answer;
 use crate::tools::ToolPipeline;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};

@@ -4,6 +4,8 @@
 //! a sandboxed instance holding only the grant. Nobody is there to answer a
 //! question, so what the policy would ask about is refused.
 
+pub mod http;
+
 use crate::agent::{ToolCall, ToolRuntime};
 use crate::model::{ToolResultBlock, ToolResultContent};
 use crate::tools::ToolPipeline;
