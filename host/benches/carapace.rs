@@ -440,9 +440,9 @@ fn session_command(cache: &Path, cwd: &Path, server: &ScriptedServer) -> std::pr
 /// next to a direct client (the same request and reply over the same kind
 /// of pipe, parsed by serde_json in the host).
 async fn mcp_benches() -> BenchResult {
+    use carapace::mcp::bridge::{BRIDGE_WASM, McpBridge};
     use carapace::mcp::{McpServer, ServerConfig, Transport};
     use carapace::sandbox::ProcessConfig;
-    use carapace::sandbox::mcp::{BRIDGE_WASM, McpBridge};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     const N: usize = 300;
     let entry = Path::new(env!("CARGO_MANIFEST_DIR")).join(
@@ -801,8 +801,8 @@ async fn plugin_benches() -> BenchResult {
 /// JSON on stdin.
 async fn hook_benches(cache: &Path) -> BenchResult {
     use carapace::hooks::HookRuntime;
+    use carapace::hooks::{HookCommon, HookEvent, HookToolCall};
     use carapace::policy::{RuleSource, SourceKind};
-    use carapace::sandbox::{HookCommon, HookEvent, HookToolCall};
     const N: usize = 200;
     let examples = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("..")

@@ -11,10 +11,11 @@ mod support;
 
 use carapace::agent::{Terminal, Transition};
 use carapace::cli::print::Prompts;
+use carapace::hooks::HookEvent;
 use carapace::policy::{
     Anchors, PermissionMode, Policy, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource, SourceKind,
 };
-use carapace::sandbox::{HookEvent, Sandbox, SandboxConfig};
+use carapace::sandbox::{Sandbox, SandboxConfig};
 use scripted_server::{Block, Reply};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

@@ -10,12 +10,12 @@ use carapace::agent::{
     QueryDeps, QueryOutcome,
 };
 use carapace::cli::print::{PrintSession, Prompts, run_print};
+use carapace::hooks::HookCommon;
 use carapace::hooks::HookRuntime;
 use carapace::model::{AnthropicModel, RetryPolicy};
 use carapace::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use carapace::policy::{Ceiling, PermissionMode, Policy};
 use carapace::policy::{RuleSource, SourceKind};
-use carapace::sandbox::HookCommon;
 use carapace::sandbox::{CallLimits, FileAccess, Sandbox, SandboxConfig, ToolComponent};
 use carapace::tools::{ToolPipeline, ToolRegistry};
 use scripted_server::{RecordedRequest, Reply, ScriptedServer};

@@ -403,8 +403,8 @@ async fn memory_and_output_caps_hold_and_crashes_are_reported() -> TestResult {
 /// the same bytes link where they belong.)
 #[tokio::test]
 async fn a_hook_cannot_link_another_worlds_host_interfaces() -> TestResult {
-    use carapace::sandbox::mcp::{BRIDGE_WASM, McpBridge};
-    use carapace::sandbox::{CommandHook, HookComponent};
+    use carapace::hooks::{CommandHook, HookComponent};
+    use carapace::mcp::bridge::{BRIDGE_WASM, McpBridge};
     let sandbox = Sandbox::new(SandboxConfig {
         cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join("carapace-cache")

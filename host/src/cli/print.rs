@@ -7,9 +7,9 @@ use crate::agent::{
 };
 use crate::control::{Controller, TurnSlot};
 use crate::hooks::HookRuntime;
+use crate::hooks::{HookEvent, HookEventKind};
 use crate::model::{ContentBlock, Message, Role, cost_usd};
 use crate::output::SharedPrinter;
-use crate::sandbox::{HookEvent, HookEventKind};
 use crate::session::StartSource;
 use crate::transcript::Transcript;
 use std::io::Write;

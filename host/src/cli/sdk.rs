@@ -133,7 +133,7 @@ pub async fn connect_sdk_servers(
     let lines = names
         .iter()
         .map(|name| {
-            let line: Arc<dyn crate::sandbox::mcp::McpLine> =
+            let line: Arc<dyn crate::mcp::channel::McpLine> =
                 Arc::new(SdkMcpLine::new(name, controller.channel.clone()));
             (name.clone(), line)
         })

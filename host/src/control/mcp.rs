@@ -4,7 +4,7 @@
 //! answer coming back in its response.
 
 use super::ControlChannel;
-use crate::sandbox::mcp::McpLine;
+use crate::mcp::channel::McpLine;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::sync::Arc;

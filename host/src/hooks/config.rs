@@ -19,8 +19,8 @@
 //! to the directory of the settings file that names them. A hook gets no
 //! capability unless `grants` lists it.
 
+use super::HookEventKind;
 use crate::policy::RuleSource;
-use crate::sandbox::HookEventKind;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;

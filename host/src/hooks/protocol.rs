@@ -2,9 +2,7 @@
 //! reads on stdin, what its stdout and exit code mean, what a typed outcome
 //! means, and how the answers of several hooks fold into one.
 
-use crate::sandbox::{
-    CommandRun, HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission,
-};
+use super::{CommandRun, HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission};
 use serde_json::{Value, json};
 
 /// What one handler said, in the terms the loop acts on.
@@ -51,7 +49,7 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
     let parse = |text: &str| {
         serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.into()))
     };
-    let call_fields = |v: &mut Value, call: &crate::sandbox::HookToolCall| {
+    let call_fields = |v: &mut Value, call: &super::HookToolCall| {
         v["tool_name"] = json!(call.tool_name);
         v["tool_input"] = parse(&call.tool_input);
         v["tool_use_id"] = json!(call.tool_use_id);
@@ -334,7 +332,7 @@ pub fn aggregate(results: Vec<HandlerResult>) -> HandlerResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::HookToolCall;
+    use crate::hooks::HookToolCall;
 
     fn run(code: i32, stdout: &str, stderr: &str) -> CommandRun {
         CommandRun {

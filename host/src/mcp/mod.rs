@@ -3,14 +3,16 @@
 //! through the sandboxed bridge component, their tools offered as
 //! `mcp__<server>__<tool>` through the same pipeline as every other tool.
 
+pub mod bridge;
+pub mod channel;
 pub mod config;
 mod server;
 
 pub use config::{McpConfigError, ServerConfig, Transport};
 pub use server::McpServer;
 
-use crate::sandbox::mcp::{BRIDGE_WASM, McpBridge};
 use crate::sandbox::{CallLimits, ProcessConfig, Sandbox, SandboxError};
+use bridge::{BRIDGE_WASM, McpBridge};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,7 +72,7 @@ pub async fn start_all(
 /// Connects the Agent SDK's in-process servers, each over its `line`.
 pub async fn connect_sdk(
     sandbox: &Sandbox,
-    servers: Vec<(String, Arc<dyn crate::sandbox::mcp::McpLine>)>,
+    servers: Vec<(String, Arc<dyn channel::McpLine>)>,
     limits: CallLimits,
     startup: Duration,
 ) -> Result<Vec<ServerStatus>, SandboxError> {
@@ -81,7 +83,7 @@ pub async fn connect_sdk(
     let connects = servers.into_iter().map(|(name, line)| {
         let bridge = bridge.clone();
         async move {
-            let link = crate::sandbox::mcp::McpLink::lent(&name, line);
+            let link = bridge::McpLink::lent(&name, line);
             ServerStatus {
                 outcome: McpServer::connect(&name, &bridge, link, None, limits, startup).await,
                 name,
@@ -122,10 +124,10 @@ impl McpLauncher {
     pub async fn connect(
         &self,
         name: &str,
-        line: Arc<dyn crate::sandbox::mcp::McpLine>,
+        line: Arc<dyn channel::McpLine>,
     ) -> Result<Arc<McpServer>, String> {
         let bridge = McpBridge::load(&self.sandbox, BRIDGE_WASM).map_err(|e| e.to_string())?;
-        let link = crate::sandbox::mcp::McpLink::lent(name, line);
+        let link = bridge::McpLink::lent(name, line);
         McpServer::connect(name, &bridge, link, None, self.limits, self.startup).await
     }
 }

@@ -1,10 +1,9 @@
 //! One MCP server, connected through the bridge: started, initialised, its
 //! tools listed, its calls made — every step in a fresh bridge instance.
 
+use super::bridge::{HttpEndpoint, McpBridge, McpCallOutcome, McpLink, McpSession, McpTool};
+use super::channel::McpChannel;
 use super::config::{ServerConfig, Transport};
-use crate::sandbox::mcp::{
-    HttpEndpoint, McpBridge, McpCallOutcome, McpChannel, McpLink, McpSession, McpTool,
-};
 use crate::sandbox::process::spawn_confined;
 use crate::sandbox::{CallLimits, ProcessConfig, SandboxError};
 use std::sync::Arc;

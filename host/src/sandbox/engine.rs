@@ -67,29 +67,44 @@ impl Default for SandboxConfig {
     }
 }
 
-/// The wasmtime engine, its linker and the compiled-component cache. Cheap to
-/// clone; one per process.
+/// The wasmtime engine, its linkers, the compiled-component cache and the
+/// staging pool: one per process, shared by every session built on it
+/// (cheap to clone). It holds nothing of any session.
+#[derive(Clone)]
+pub struct SandboxEngine {
+    inner: Arc<EngineInner>,
+}
+
+pub(crate) struct EngineInner {
+    pub(crate) engine: Engine,
+    cache: ComponentCache,
+    staging: Arc<StagingPool>,
+    weakened_sockets: bool,
+    weakened_commit: bool,
+    /// One linker per world, built on first use.
+    linkers: Mutex<Vec<(TypeId, Arc<dyn Any + Send + Sync>)>>,
+}
+
+/// One session's sandbox: the process's engine, and what belongs to the
+/// session — the directory guests start in, how its commands run, its
+/// background shells. Cheap to clone.
 #[derive(Clone)]
 pub struct Sandbox {
     inner: Arc<SandboxInner>,
 }
 
 pub(crate) struct SandboxInner {
-    pub(crate) engine: Engine,
-    cache: ComponentCache,
-    staging: Arc<StagingPool>,
+    pub(crate) engine: SandboxEngine,
     pub(crate) guest_cwd: Option<String>,
     pub(crate) process: Option<Arc<ProcessConfig>>,
-    weakened_sockets: bool,
-    weakened_commit: bool,
     /// Commands started in the background, when processes run at all.
     pub(crate) shells: Option<Arc<super::BackgroundShells>>,
-    /// One linker per world, built on first use.
-    linkers: Mutex<Vec<(TypeId, Arc<dyn Any + Send + Sync>)>>,
 }
 
-impl Sandbox {
-    pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
+impl SandboxEngine {
+    /// The engine `config` describes (its session fields, `guest_cwd` and
+    /// `process`, are not read here).
+    pub fn new(config: &SandboxConfig) -> Result<Self, SandboxError> {
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(config.max_live_instances)
             .total_core_instances(config.max_live_instances.saturating_mul(4))
@@ -113,35 +128,69 @@ impl Sandbox {
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&wasm_config)
             .map_err(|e| SandboxError::Prepare(format!("creating the wasmtime engine: {e:#}")))?;
-
         let staging = StagingPool::new(&config.staging_parent).map_err(|e| {
             SandboxError::Prepare(format!(
                 "creating a staging directory in {}: {e}",
                 config.staging_parent.display()
             ))
         })?;
-
         spawn_epoch_ticker(&engine, config.epoch_tick);
-        let process = config.process.map(Arc::new);
         Ok(Self {
-            inner: Arc::new(SandboxInner {
+            inner: Arc::new(EngineInner {
                 engine,
-                cache: ComponentCache::new(config.cache_dir),
+                cache: ComponentCache::new(config.cache_dir.clone()),
                 staging,
-                guest_cwd: config.guest_cwd.map(|p| p.to_string_lossy().into_owned()),
                 weakened_sockets: config.weakened_sockets,
                 weakened_commit: config.weakened_commit,
-                shells: process
-                    .as_ref()
-                    .map(|p| Arc::new(super::BackgroundShells::new(p.clone()))),
-                process,
                 linkers: Mutex::new(Vec::new()),
             }),
         })
     }
 
+    /// A session's sandbox on this engine: guests start in `guest_cwd`;
+    /// commands run as `process` says (`None`: no processes at all).
+    pub fn sandbox(&self, guest_cwd: Option<PathBuf>, process: Option<ProcessConfig>) -> Sandbox {
+        let process = process.map(Arc::new);
+        Sandbox {
+            inner: Arc::new(SandboxInner {
+                engine: self.clone(),
+                guest_cwd: guest_cwd.map(|p| p.to_string_lossy().into_owned()),
+                shells: process
+                    .as_ref()
+                    .map(|p| Arc::new(super::BackgroundShells::new(p.clone()))),
+                process,
+            }),
+        }
+    }
+
     pub fn engine(&self) -> &Engine {
         &self.inner.engine
+    }
+
+    pub fn cache(&self) -> &ComponentCache {
+        &self.inner.cache
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<EngineInner> {
+        &self.inner
+    }
+}
+
+impl Sandbox {
+    /// A sandbox on an engine of its own (one session in the process);
+    /// sessions that share a process share a [`SandboxEngine`] instead.
+    pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
+        let engine = SandboxEngine::new(&config)?;
+        Ok(engine.sandbox(config.guest_cwd, config.process))
+    }
+
+    /// The process's engine this sandbox runs on.
+    pub fn sandbox_engine(&self) -> &SandboxEngine {
+        &self.inner.engine
+    }
+
+    pub fn engine(&self) -> &Engine {
+        self.inner.engine.engine()
     }
 
     /// The session's background shells (`None`: no processes run).
@@ -150,12 +199,13 @@ impl Sandbox {
     }
 
     pub fn cache(&self) -> &ComponentCache {
-        &self.inner.cache
+        self.inner.engine.cache()
     }
 
     /// Compiles (or loads from the cache) a component.
     pub fn load_component(&self, wasm: &[u8]) -> Result<(Component, CacheOutcome), SandboxError> {
-        self.inner.cache.load(&self.inner.engine, wasm)
+        let engine = self.inner.engine.inner();
+        engine.cache.load(&engine.engine, wasm)
     }
 
     /// [`load_component`](Self::load_component) for bytes whose SHA-256
@@ -165,13 +215,40 @@ impl Sandbox {
         wasm: &[u8],
         digest: &str,
     ) -> Result<(Component, CacheOutcome), SandboxError> {
-        self.inner
-            .cache
-            .load_digested(&self.inner.engine, wasm, digest)
+        let engine = self.inner.engine.inner();
+        engine.cache.load_digested(&engine.engine, wasm, digest)
     }
 
     pub(crate) fn inner(&self) -> &Arc<SandboxInner> {
         &self.inner
+    }
+}
+
+impl SandboxInner {
+    /// See [`EngineInner::instantiate_pre`].
+    pub(crate) fn instantiate_pre<W: World>(
+        &self,
+        component: &Component,
+    ) -> Result<InstancePre<W>, SandboxError> {
+        self.engine.inner.instantiate_pre(component)
+    }
+
+    /// See [`EngineInner::execute`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn execute<W: World, B: Send, R: Send>(
+        &self,
+        plugin: &str,
+        grant: &Grant,
+        limits: &CallLimits,
+        io: CallIo,
+        world: impl FnOnce(CallCore) -> W + Send,
+        instantiate: impl for<'a> FnOnce(&'a mut Store<W>) -> Boxed<'a, B> + Send,
+        call: impl for<'a> FnOnce(&'a B, &'a mut Store<W>) -> Boxed<'a, R> + Send,
+    ) -> Result<(R, Captured), SandboxError> {
+        self.engine
+            .inner
+            .execute(plugin, grant, limits, io, world, instantiate, call)
+            .await
     }
 }
 
@@ -248,7 +325,7 @@ pub(crate) struct Captured {
 type Boxed<'a, T> =
     std::pin::Pin<Box<dyn std::future::Future<Output = wasmtime::Result<T>> + Send + 'a>>;
 
-impl SandboxInner {
+impl EngineInner {
     /// World `W`'s linker, built the first time a `W` component is linked.
     pub(crate) fn linker<W: World>(&self) -> Result<Arc<Linker<W>>, SandboxError> {
         let mut linkers = self

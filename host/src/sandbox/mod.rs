@@ -17,11 +17,9 @@ pub mod egress;
 mod engine;
 mod file_streams;
 mod grant;
-mod hook;
 mod hosts;
 mod http;
 mod limits;
-pub mod mcp;
 pub mod process;
 mod procfs;
 mod staging;
@@ -30,12 +28,8 @@ mod tool;
 pub(crate) use bound::facts as file_facts;
 pub use bound::{BoundError, FileFacts, FileId};
 pub use cache::{CacheOutcome, ComponentCache, digest};
-pub use engine::{Sandbox, SandboxConfig};
+pub use engine::{Sandbox, SandboxConfig, SandboxEngine};
 pub use grant::{FileAccess, Grant, GrantError};
-pub use hook::{
-    CommandHook, CommandRun, HookCommon, HookComponent, HookEvent, HookEventKind, HookOutcome,
-    HookPermission, HookToolCall,
-};
 pub use hosts::{HostPattern, HostPatternError, is_internal, is_off_limits};
 pub use limits::CallLimits;
 pub use process::{
@@ -51,6 +45,18 @@ pub use tool::{
 };
 
 use std::time::Duration;
+
+/// What a world defined outside this folder (the hooks' in `hooks/`, the
+/// MCP bridge's in `mcp/`) is built from: the world trait, the per-call
+/// core and streams, the file streams and `wasi:http` parts every world
+/// links the same way. The engine runs any world; it knows none.
+pub(crate) mod world {
+    pub(crate) use super::engine::{
+        CallCore, CallIo, SandboxInner, World, wasi_http_view, wasi_view,
+    };
+    pub(crate) use super::file_streams::add_to_linker as link_file_streams;
+    pub(crate) use super::http::HttpParts;
+}
 
 /// Why a sandboxed call produced no answer from the component.
 #[derive(Debug, thiserror::Error)]

@@ -3,6 +3,7 @@
 
 use super::{Session, SessionPaths, StartSource};
 use crate::commands::{CustomCommands, Folders, PluginDir};
+use crate::hooks::HookCommon;
 use crate::hooks::{HookConfigError, HookLoadError, HookRuntime};
 use crate::mcp::{McpConfigError, ServerConfig};
 use crate::plugin_store::{Placeholders, PluginStore, Scope};
@@ -11,7 +12,7 @@ use crate::policy::{
     RuleKind, RuleSet, RuleSource, SHELL_START_UP, SourceKind, split_rules,
 };
 use crate::sandbox::{
-    CallLimits, DeniedPaths, HookCommon, ProcessConfig, Sandbox, SandboxConfig, SandboxError,
+    CallLimits, DeniedPaths, ProcessConfig, Sandbox, SandboxConfig, SandboxEngine, SandboxError,
     ToolComponent,
 };
 use crate::settings::{Locations, ProjectItem, Settings, SettingsError};
@@ -118,6 +119,8 @@ pub struct SessionBuilder {
     plugin_dirs: Vec<PathBuf>,
     prompt_tool: Option<String>,
     sandbox: Option<SandboxConfig>,
+    /// The process's engine, when sessions share one.
+    engine: Option<SandboxEngine>,
     structured_results: bool,
     helper: Option<PathBuf>,
     history: HistorySetup,
@@ -154,6 +157,7 @@ impl SessionBuilder {
             plugin_dirs: Vec::new(),
             prompt_tool: None,
             sandbox: None,
+            engine: None,
             structured_results: false,
             helper: None,
             history: HistorySetup::default(),
@@ -322,6 +326,14 @@ impl SessionBuilder {
     /// working directory and the process rules are the session's.
     pub fn sandbox_config(mut self, config: SandboxConfig) -> Self {
         self.sandbox = Some(config);
+        self
+    }
+
+    /// The process's engine and component cache, shared with the other
+    /// sessions built on it (else the session makes an engine of its own
+    /// from [`sandbox_config`](Self::sandbox_config)).
+    pub fn engine(mut self, engine: SandboxEngine) -> Self {
+        self.engine = Some(engine);
         self
     }
 
@@ -514,11 +526,11 @@ impl SessionBuilder {
             egress: egress.as_ref().map(|p| p.socket().to_path_buf()),
             ..ProcessConfig::new(&cwd)
         };
-        let sandbox = Sandbox::new(SandboxConfig {
-            guest_cwd: Some(cwd.clone()),
-            process: Some(process.clone()),
-            ..self.sandbox.clone().unwrap_or_default()
-        })?;
+        let engine = match &self.engine {
+            Some(engine) => engine.clone(),
+            None => SandboxEngine::new(&self.sandbox.clone().unwrap_or_default())?,
+        };
+        let sandbox = engine.sandbox(Some(cwd.clone()), Some(process.clone()));
         mark("sandbox_ready");
 
         let places = Placeholders::current(&cwd);

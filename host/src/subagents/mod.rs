@@ -22,10 +22,10 @@ use crate::agent::{
     query,
 };
 use crate::hooks::HookRuntime;
+use crate::hooks::{HookEvent, HookEventKind};
 use crate::model::{Message, Model};
 use crate::sandbox::{
-    CallContext, HookEvent, HookEventKind, ToolAnnotations, ToolContent, ToolDefinition,
-    ToolFailure, ToolOutput,
+    CallContext, ToolAnnotations, ToolContent, ToolDefinition, ToolFailure, ToolOutput,
 };
 use crate::tools::{AGENT_TOOL, NativeTool};
 use futures::future::BoxFuture;

@@ -7,8 +7,9 @@
 use super::ToolPipeline;
 use super::stages::Staged;
 use crate::agent::ToolCall;
+use crate::hooks::{HookEvent, HookEventKind};
 use crate::policy::{BasisKind, HookAnswer, Outcome, Verdict};
-use crate::sandbox::{CallPlan, Grant, HookEvent, HookEventKind, ToolContent};
+use crate::sandbox::{CallPlan, Grant, ToolContent};
 use crate::tools::registry::{RegisteredTool, ToolHandle};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};

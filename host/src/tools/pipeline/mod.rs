@@ -24,10 +24,11 @@ pub use ask::{PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT};
 use crate::agent::{
     InterruptBehavior, Preparation, ReadyCall, ToolCall, ToolCallResult, ToolRuntime,
 };
+use crate::hooks::HookEventKind;
 use crate::hooks::HookRuntime;
 use crate::model::ToolSpec;
 use crate::policy::{AuditLog, Policy};
-use crate::sandbox::{CallLimits, CallPlan, HookEventKind, ReadLedger};
+use crate::sandbox::{CallLimits, CallPlan, ReadLedger};
 use crate::tools::registry::{RegisteredTool, ToolHandle, ToolRegistry};
 use futures::FutureExt;
 use futures::future::BoxFuture;

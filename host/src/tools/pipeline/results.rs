@@ -4,9 +4,10 @@
 
 use crate::agent::{DenialSource, HookNotes, PermissionDenial, ToolCall, ToolCallResult};
 use crate::hooks::HandlerResult;
+use crate::hooks::HookToolCall;
 use crate::model::{ImageSource, ToolResultBlock, ToolResultContent};
 use crate::policy::Basis;
-use crate::sandbox::{Capability, HookToolCall, ToolContent, ToolOutput};
+use crate::sandbox::{Capability, ToolContent, ToolOutput};
 use base64::Engine as _;
 use serde_json::Value;
 

@@ -7,13 +7,12 @@ use super::results::{
     replacement_output, result_text, to_result,
 };
 use crate::agent::{HookNotes, PermissionDenial, ToolCall, ToolCallResult};
+use crate::hooks::{HookEvent, HookEventKind, HookPermission};
 use crate::model::ToolResultContent;
 use crate::policy::{
     AuditEntry, Basis, CallRequest, HookAnswer, Outcome, Verdict, protected_entries,
 };
-use crate::sandbox::{
-    CallContext, CallPlan, Grant, HookEvent, HookEventKind, HookPermission, ToolFailure,
-};
+use crate::sandbox::{CallContext, CallPlan, Grant, ToolFailure};
 use crate::tools::registry::{RegisteredTool, ToolHandle};
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,5 +1,5 @@
-//! The MCP bridge component (`carapace:mcp`) and the connection the host
-//! lends it.
+//! The MCP bridge world and component (`carapace:mcp`): a fresh instance
+//! per operation, holding only the connection the host lends it.
 //!
 //! The host owns the server's process and its pipes ([`McpChannel`]); it only
 //! moves lines. A fresh bridge instance, with no capability but the lent
@@ -8,15 +8,13 @@
 //! Operations on one connection never overlap (the channel's lock): a reply
 //! can only reach the instance that asked for it.
 
-use super::engine::{CallCore, CallIo, Sandbox, SandboxInner, World, wasi_http_view, wasi_view};
-use super::grant::Grant;
-use super::http::HttpParts;
-use super::limits::CallLimits;
-use super::{CacheOutcome, SandboxError};
-use std::collections::VecDeque;
+use super::channel::{McpChannel, McpLine};
+use crate::sandbox::world::{
+    CallCore, CallIo, HttpParts, SandboxInner, World, link_file_streams, wasi_http_view, wasi_view,
+};
+use crate::sandbox::{CacheOutcome, CallLimits, Grant, Sandbox, SandboxError};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use wasmtime::component::{HasSelf, Linker};
 
 mod bindings {
@@ -31,11 +29,6 @@ mod bindings {
 use bindings::carapace::mcp::{transport, types};
 use bindings::{McpBridge as Bindings, McpBridgePre};
 
-/// The longest message a server may send on one line.
-const MAX_MESSAGE_BYTES: usize = 16 << 20;
-/// What is kept of a server's stderr, to explain its death.
-const STDERR_TAIL_BYTES: usize = 4096;
-
 /// The bridge world's context: WASI (with no grant), `wasi:http` to the one
 /// origin of an HTTP server, and the MCP transport lent for one operation.
 /// Only the bridge links the transport; tools and hooks cannot.
@@ -45,43 +38,12 @@ pub(crate) struct BridgeState {
     mcp: Option<Arc<dyn McpLine>>,
 }
 
-/// A connection a bridge instance speaks JSON-RPC over, one message at a
-/// time: a stdio server's pipes, or the Agent SDK's in-process server
-/// reached through the control protocol.
-pub trait McpLine: Send + Sync {
-    fn send<'a>(&'a self, message: &'a str) -> futures::future::BoxFuture<'a, Result<(), String>>;
-    /// The next message, or `None` when none came within `timeout` (zero:
-    /// only one already there).
-    fn receive(
-        &self,
-        timeout: Duration,
-    ) -> futures::future::BoxFuture<'_, Result<Option<String>, String>>;
-    fn shutdown(&self) -> futures::future::BoxFuture<'_, ()>;
-}
-
-impl McpLine for McpChannel {
-    fn send<'a>(&'a self, message: &'a str) -> futures::future::BoxFuture<'a, Result<(), String>> {
-        Box::pin(McpChannel::send(self, message))
-    }
-
-    fn receive(
-        &self,
-        timeout: Duration,
-    ) -> futures::future::BoxFuture<'_, Result<Option<String>, String>> {
-        Box::pin(McpChannel::receive(self, timeout))
-    }
-
-    fn shutdown(&self) -> futures::future::BoxFuture<'_, ()> {
-        Box::pin(McpChannel::shutdown(self))
-    }
-}
-
 wasi_view!(BridgeState);
 wasi_http_view!(BridgeState);
 
 impl World for BridgeState {
     fn link(linker: &mut Linker<Self>) -> Result<(), SandboxError> {
-        super::file_streams::add_to_linker(linker)?;
+        link_file_streams(linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
             .map_err(|e| SandboxError::Prepare(format!("linking wasi:http: {e:#}")))?;
         transport::add_to_linker::<BridgeState, HasSelf<BridgeState>>(linker, |state| state)
@@ -114,201 +76,6 @@ impl transport::Host for BridgeState {
 }
 
 impl types::Host for BridgeState {}
-
-/// A running stdio server: its stdin, the lines it wrote, its stderr tail.
-pub struct McpChannel {
-    server: String,
-    stdin: tokio::sync::Mutex<Option<tokio::process::ChildStdin>>,
-    lines: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<String, String>>>,
-    stderr: Arc<std::sync::Mutex<VecDeque<u8>>>,
-    child: std::sync::Mutex<Option<tokio::process::Child>>,
-    /// The server's private temp dir, removed with the channel.
-    _temp_dir: Option<tempfile::TempDir>,
-    /// Protected paths it must not leave behind.
-    sweep: super::process::Sweep,
-}
-
-impl std::fmt::Debug for McpChannel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpChannel")
-            .field("server", &self.server)
-            .finish_non_exhaustive()
-    }
-}
-
-impl McpChannel {
-    /// Wraps a spawned process whose stdin, stdout and stderr are piped.
-    pub fn from_child(
-        server: &str,
-        confined: super::process::ConfinedChild,
-    ) -> Result<Arc<Self>, String> {
-        let super::process::ConfinedChild {
-            mut child,
-            temp_dir,
-            sweep,
-        } = confined;
-        let stdin = child
-            .stdin
-            .take()
-            .ok_or("the server's stdin is not piped")?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or("the server's stdout is not piped")?;
-        let stderr = child
-            .stderr
-            .take()
-            .ok_or("the server's stderr is not piped")?;
-        let (tx, rx) = tokio::sync::mpsc::channel(256);
-        tokio::spawn(read_lines(stdout, tx));
-        let tail = Arc::new(std::sync::Mutex::new(VecDeque::new()));
-        tokio::spawn(keep_tail(stderr, tail.clone()));
-        Ok(Arc::new(Self {
-            server: server.to_string(),
-            stdin: tokio::sync::Mutex::new(Some(stdin)),
-            lines: tokio::sync::Mutex::new(rx),
-            stderr: tail,
-            child: std::sync::Mutex::new(Some(child)),
-            _temp_dir: Some(temp_dir),
-            sweep,
-        }))
-    }
-
-    async fn send(&self, message: &str) -> Result<(), String> {
-        let mut stdin = self.stdin.lock().await;
-        let Some(pipe) = stdin.as_mut() else {
-            return Err(self.gone("its input is closed"));
-        };
-        let mut line = message.replace('\n', " ");
-        line.push('\n');
-        if let Err(e) = pipe.write_all(line.as_bytes()).await {
-            *stdin = None;
-            return Err(self.gone(&format!("writing failed: {e}")));
-        }
-        pipe.flush()
-            .await
-            .map_err(|e| self.gone(&format!("writing failed: {e}")))
-    }
-
-    async fn receive(&self, timeout: Duration) -> Result<Option<String>, String> {
-        let mut lines = self.lines.lock().await;
-        let next = if timeout.is_zero() {
-            match lines.try_recv() {
-                Ok(line) => Some(line),
-                Err(tokio::sync::mpsc::error::TryRecvError::Empty) => return Ok(None),
-                Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => None,
-            }
-        } else {
-            match tokio::time::timeout(timeout, lines.recv()).await {
-                Ok(line) => line,
-                Err(_) => return Ok(None),
-            }
-        };
-        match next {
-            Some(Ok(line)) => Ok(Some(line)),
-            Some(Err(e)) => Err(self.gone(&e)),
-            None => Err(self.gone("it closed its output")),
-        }
-    }
-
-    /// "server X exited (status): stderr tail".
-    fn gone(&self, what: &str) -> String {
-        let status = self
-            .child
-            .lock()
-            .ok()
-            .and_then(|mut c| c.as_mut().and_then(|c| c.try_wait().ok().flatten()));
-        let tail = self
-            .stderr
-            .lock()
-            .map(|t| String::from_utf8_lossy(&t.iter().copied().collect::<Vec<_>>()).into_owned())
-            .unwrap_or_default();
-        let mut message = format!("MCP server `{}` is gone: {what}", self.server);
-        if let Some(status) = status {
-            message.push_str(&format!(" ({status})"));
-        }
-        if !tail.trim().is_empty() {
-            message.push_str(&format!("; it last wrote to stderr: {}", tail.trim()));
-        }
-        message
-    }
-
-    /// Ends the server: closes its input, then kills what is left.
-    pub async fn shutdown(&self) {
-        self.stdin.lock().await.take();
-        let child = self.child.lock().ok().and_then(|mut c| c.take());
-        if let Some(mut child) = child {
-            // A moment to exit on its own once its input is closed; then
-            // the helper ends the server's tree and removes its cgroup, and
-            // what the server created among protected paths goes too.
-            let _ = tokio::time::timeout(Duration::from_millis(500), child.wait()).await;
-            super::process::end_helper(child, self.sweep.clone(), self.server.clone());
-        }
-    }
-}
-
-impl Drop for McpChannel {
-    fn drop(&mut self) {
-        if let Some(child) = self.child.get_mut().ok().and_then(Option::take) {
-            super::process::end_helper(child, self.sweep.clone(), self.server.clone());
-        }
-    }
-}
-
-async fn read_lines(
-    stdout: tokio::process::ChildStdout,
-    tx: tokio::sync::mpsc::Sender<Result<String, String>>,
-) {
-    let mut reader = tokio::io::BufReader::new(stdout);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        // Bounded: a server cannot make the host buffer without limit.
-        let read = (&mut reader)
-            .take(MAX_MESSAGE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .await;
-        match read {
-            Ok(0) => return,
-            Ok(_) if line.len() > MAX_MESSAGE_BYTES => {
-                let _ = tx
-                    .send(Err(format!(
-                        "it sent a message longer than {MAX_MESSAGE_BYTES} bytes"
-                    )))
-                    .await;
-                return;
-            }
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&line).trim().to_string();
-                if !text.is_empty() && tx.send(Ok(text)).await.is_err() {
-                    return;
-                }
-            }
-            Err(e) => {
-                let _ = tx.send(Err(format!("reading failed: {e}"))).await;
-                return;
-            }
-        }
-    }
-}
-
-async fn keep_tail(
-    mut stderr: tokio::process::ChildStderr,
-    tail: Arc<std::sync::Mutex<VecDeque<u8>>>,
-) {
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = stderr.read(&mut buf).await {
-        if n == 0 {
-            return;
-        }
-        if let Ok(mut tail) = tail.lock() {
-            tail.extend(&buf[..n]);
-            while tail.len() > STDERR_TAIL_BYTES {
-                tail.pop_front();
-            }
-        }
-    }
-}
 
 /// What `initialize` agreed with a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -370,7 +137,7 @@ impl McpLink {
             Some(port) => format!("{host}:{port}"),
             None => host.to_string(),
         };
-        let pattern = super::HostPattern::parse(&authority).map_err(|e| e.to_string())?;
+        let pattern = crate::sandbox::HostPattern::parse(&authority).map_err(|e| e.to_string())?;
         Ok(Arc::new(Self {
             name: name.to_string(),
             channel: None,
@@ -400,7 +167,7 @@ pub struct McpTool {
 /// The result of one `tools/call`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpCallOutcome {
-    pub content: Vec<super::ToolContent>,
+    pub content: Vec<crate::sandbox::ToolContent>,
     pub structured: Option<String>,
     pub is_error: bool,
     /// The server said its tool list changed.
@@ -576,8 +343,8 @@ impl McpBridge {
                 .content
                 .into_iter()
                 .map(|c| match c {
-                    types::Content::Text(text) => super::ToolContent::Text(text),
-                    types::Content::Image(image) => super::ToolContent::Image {
+                    types::Content::Text(text) => crate::sandbox::ToolContent::Text(text),
+                    types::Content::Image(image) => crate::sandbox::ToolContent::Image {
                         media_type: image.media_type,
                         data: image.data,
                     },

@@ -1,12 +1,13 @@
-//! Hook components, the two kinds: typed (`carapace:hook`, one binding per
+//! The hook world and its components, the two kinds: typed (`carapace:hook`, one binding per
 //! contract version, mapped onto host types) and Claude Code–protocol WASI
 //! commands (stdin JSON in, stdout JSON and an exit code out). Both run like
 //! tools: a fresh instance per invocation, only what their settings grant.
 
-use super::SandboxError;
-use super::engine::{CallCore, CallIo, Sandbox, SandboxInner, World, wasi_view};
-use super::grant::Grant;
-use super::limits::CallLimits;
+use super::event::{
+    HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall,
+};
+use crate::sandbox::world::{CallCore, CallIo, SandboxInner, World, link_file_streams, wasi_view};
+use crate::sandbox::{CallLimits, Grant, Sandbox, SandboxError};
 use std::sync::Arc;
 use wasmtime::component::Linker;
 
@@ -21,7 +22,7 @@ wasi_view!(HookState);
 
 impl World for HookState {
     fn link(linker: &mut Linker<Self>) -> Result<(), SandboxError> {
-        super::file_streams::add_to_linker(linker)
+        link_file_streams(linker)
     }
 
     fn core(&mut self) -> &mut CallCore {
@@ -38,181 +39,6 @@ mod v0_1 {
 }
 
 use v0_1::carapace::hook::types as wit;
-
-/// The events a hook can handle, in Claude Code's names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum HookEventKind {
-    PreToolUse,
-    PostToolUse,
-    PostToolUseFailure,
-    PostToolBatch,
-    Stop,
-    SubagentStop,
-    UserPromptSubmit,
-    SessionStart,
-    SessionEnd,
-    PreCompact,
-    Notification,
-}
-
-impl HookEventKind {
-    pub const ALL: [HookEventKind; 11] = [
-        HookEventKind::PreToolUse,
-        HookEventKind::PostToolUse,
-        HookEventKind::PostToolUseFailure,
-        HookEventKind::PostToolBatch,
-        HookEventKind::Stop,
-        HookEventKind::SubagentStop,
-        HookEventKind::UserPromptSubmit,
-        HookEventKind::SessionStart,
-        HookEventKind::SessionEnd,
-        HookEventKind::PreCompact,
-        HookEventKind::Notification,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            HookEventKind::PreToolUse => "PreToolUse",
-            HookEventKind::PostToolUse => "PostToolUse",
-            HookEventKind::PostToolUseFailure => "PostToolUseFailure",
-            HookEventKind::PostToolBatch => "PostToolBatch",
-            HookEventKind::Stop => "Stop",
-            HookEventKind::SubagentStop => "SubagentStop",
-            HookEventKind::UserPromptSubmit => "UserPromptSubmit",
-            HookEventKind::SessionStart => "SessionStart",
-            HookEventKind::SessionEnd => "SessionEnd",
-            HookEventKind::PreCompact => "PreCompact",
-            HookEventKind::Notification => "Notification",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.name() == name)
-    }
-}
-
-/// What every event carries.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookCommon {
-    pub session_id: String,
-    pub transcript_path: String,
-    pub cwd: String,
-    pub permission_mode: String,
-    /// The user prompt being answered (from its UserPromptSubmit on).
-    pub prompt_id: Option<String>,
-    /// The subagent the event comes from (`agent_id`, `agent_type`), when
-    /// it is a child loop's.
-    pub agent: Option<(String, String)>,
-}
-
-/// A tool call, its JSON values as JSON text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookToolCall {
-    pub tool_name: String,
-    pub tool_input: String,
-    pub tool_use_id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HookEvent {
-    PreToolUse(HookToolCall),
-    PostToolUse {
-        call: HookToolCall,
-        tool_response: String,
-        /// How long the call ran.
-        duration_ms: u64,
-    },
-    PostToolUseFailure {
-        call: HookToolCall,
-        error: String,
-        duration_ms: u64,
-    },
-    PostToolBatch(Vec<(HookToolCall, String)>),
-    Stop {
-        stop_hook_active: bool,
-        last_assistant_message: String,
-    },
-    SubagentStop {
-        stop_hook_active: bool,
-        last_assistant_message: String,
-    },
-    UserPromptSubmit {
-        prompt: String,
-    },
-    SessionStart {
-        source: String,
-    },
-    SessionEnd {
-        reason: String,
-    },
-    PreCompact {
-        trigger: String,
-        /// The user's `/compact` instructions.
-        custom_instructions: Option<String>,
-    },
-    Notification {
-        message: String,
-    },
-}
-
-impl HookEvent {
-    pub fn kind(&self) -> HookEventKind {
-        match self {
-            HookEvent::PreToolUse(_) => HookEventKind::PreToolUse,
-            HookEvent::PostToolUse { .. } => HookEventKind::PostToolUse,
-            HookEvent::PostToolUseFailure { .. } => HookEventKind::PostToolUseFailure,
-            HookEvent::PostToolBatch(_) => HookEventKind::PostToolBatch,
-            HookEvent::Stop { .. } => HookEventKind::Stop,
-            HookEvent::SubagentStop { .. } => HookEventKind::SubagentStop,
-            HookEvent::UserPromptSubmit { .. } => HookEventKind::UserPromptSubmit,
-            HookEvent::SessionStart { .. } => HookEventKind::SessionStart,
-            HookEvent::SessionEnd { .. } => HookEventKind::SessionEnd,
-            HookEvent::PreCompact { .. } => HookEventKind::PreCompact,
-            HookEvent::Notification { .. } => HookEventKind::Notification,
-        }
-    }
-
-    /// The tool this event is about, for matchers.
-    /// The call an event is about, if any.
-    pub fn tool_use_id(&self) -> Option<&str> {
-        match self {
-            HookEvent::PreToolUse(call)
-            | HookEvent::PostToolUse { call, .. }
-            | HookEvent::PostToolUseFailure { call, .. } => Some(&call.tool_use_id),
-            _ => None,
-        }
-    }
-
-    pub fn tool_name(&self) -> Option<&str> {
-        match self {
-            HookEvent::PreToolUse(call)
-            | HookEvent::PostToolUse { call, .. }
-            | HookEvent::PostToolUseFailure { call, .. } => Some(&call.tool_name),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookPermission {
-    Allow,
-    Deny,
-    Ask,
-    Defer,
-}
-
-/// A typed hook's answer.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HookOutcome {
-    pub decision: Option<HookPermission>,
-    pub reason: Option<String>,
-    pub block: bool,
-    pub updated_input: Option<String>,
-    pub additional_context: Option<String>,
-    pub updated_tool_output: Option<String>,
-    pub stop_reason: Option<String>,
-    pub system_message: Option<String>,
-}
 
 /// A typed hook component, compiled and linked, its events read once.
 #[derive(Clone)]

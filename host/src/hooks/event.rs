@@ -1,0 +1,179 @@
+//! The hooks' vocabulary: the events a hook is told about, in Claude
+//! Code's names, what every event carries, and a typed hook's answer. Both
+//! kinds of hook (typed components and Claude Code–protocol commands) and
+//! the pipeline speak it; it imports nothing of carapace.
+
+/// The events a hook can handle, in Claude Code's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum HookEventKind {
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    PostToolBatch,
+    Stop,
+    SubagentStop,
+    UserPromptSubmit,
+    SessionStart,
+    SessionEnd,
+    PreCompact,
+    Notification,
+}
+
+impl HookEventKind {
+    pub const ALL: [HookEventKind; 11] = [
+        HookEventKind::PreToolUse,
+        HookEventKind::PostToolUse,
+        HookEventKind::PostToolUseFailure,
+        HookEventKind::PostToolBatch,
+        HookEventKind::Stop,
+        HookEventKind::SubagentStop,
+        HookEventKind::UserPromptSubmit,
+        HookEventKind::SessionStart,
+        HookEventKind::SessionEnd,
+        HookEventKind::PreCompact,
+        HookEventKind::Notification,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEventKind::PreToolUse => "PreToolUse",
+            HookEventKind::PostToolUse => "PostToolUse",
+            HookEventKind::PostToolUseFailure => "PostToolUseFailure",
+            HookEventKind::PostToolBatch => "PostToolBatch",
+            HookEventKind::Stop => "Stop",
+            HookEventKind::SubagentStop => "SubagentStop",
+            HookEventKind::UserPromptSubmit => "UserPromptSubmit",
+            HookEventKind::SessionStart => "SessionStart",
+            HookEventKind::SessionEnd => "SessionEnd",
+            HookEventKind::PreCompact => "PreCompact",
+            HookEventKind::Notification => "Notification",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// What every event carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCommon {
+    pub session_id: String,
+    pub transcript_path: String,
+    pub cwd: String,
+    pub permission_mode: String,
+    /// The user prompt being answered (from its UserPromptSubmit on).
+    pub prompt_id: Option<String>,
+    /// The subagent the event comes from (`agent_id`, `agent_type`), when
+    /// it is a child loop's.
+    pub agent: Option<(String, String)>,
+}
+
+/// A tool call, its JSON values as JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookToolCall {
+    pub tool_name: String,
+    pub tool_input: String,
+    pub tool_use_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookEvent {
+    PreToolUse(HookToolCall),
+    PostToolUse {
+        call: HookToolCall,
+        tool_response: String,
+        /// How long the call ran.
+        duration_ms: u64,
+    },
+    PostToolUseFailure {
+        call: HookToolCall,
+        error: String,
+        duration_ms: u64,
+    },
+    PostToolBatch(Vec<(HookToolCall, String)>),
+    Stop {
+        stop_hook_active: bool,
+        last_assistant_message: String,
+    },
+    SubagentStop {
+        stop_hook_active: bool,
+        last_assistant_message: String,
+    },
+    UserPromptSubmit {
+        prompt: String,
+    },
+    SessionStart {
+        source: String,
+    },
+    SessionEnd {
+        reason: String,
+    },
+    PreCompact {
+        trigger: String,
+        /// The user's `/compact` instructions.
+        custom_instructions: Option<String>,
+    },
+    Notification {
+        message: String,
+    },
+}
+
+impl HookEvent {
+    pub fn kind(&self) -> HookEventKind {
+        match self {
+            HookEvent::PreToolUse(_) => HookEventKind::PreToolUse,
+            HookEvent::PostToolUse { .. } => HookEventKind::PostToolUse,
+            HookEvent::PostToolUseFailure { .. } => HookEventKind::PostToolUseFailure,
+            HookEvent::PostToolBatch(_) => HookEventKind::PostToolBatch,
+            HookEvent::Stop { .. } => HookEventKind::Stop,
+            HookEvent::SubagentStop { .. } => HookEventKind::SubagentStop,
+            HookEvent::UserPromptSubmit { .. } => HookEventKind::UserPromptSubmit,
+            HookEvent::SessionStart { .. } => HookEventKind::SessionStart,
+            HookEvent::SessionEnd { .. } => HookEventKind::SessionEnd,
+            HookEvent::PreCompact { .. } => HookEventKind::PreCompact,
+            HookEvent::Notification { .. } => HookEventKind::Notification,
+        }
+    }
+
+    /// The tool this event is about, for matchers.
+    /// The call an event is about, if any.
+    pub fn tool_use_id(&self) -> Option<&str> {
+        match self {
+            HookEvent::PreToolUse(call)
+            | HookEvent::PostToolUse { call, .. }
+            | HookEvent::PostToolUseFailure { call, .. } => Some(&call.tool_use_id),
+            _ => None,
+        }
+    }
+
+    pub fn tool_name(&self) -> Option<&str> {
+        match self {
+            HookEvent::PreToolUse(call)
+            | HookEvent::PostToolUse { call, .. }
+            | HookEvent::PostToolUseFailure { call, .. } => Some(&call.tool_name),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookPermission {
+    Allow,
+    Deny,
+    Ask,
+    Defer,
+}
+
+/// A typed hook's answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookOutcome {
+    pub decision: Option<HookPermission>,
+    pub reason: Option<String>,
+    pub block: bool,
+    pub updated_input: Option<String>,
+    pub additional_context: Option<String>,
+    pub updated_tool_output: Option<String>,
+    pub stop_reason: Option<String>,
+    pub system_message: Option<String>,
+}

@@ -1,0 +1,230 @@
+//! Invoking the handlers of one event: each in its own instance (or the
+//! SDK's callback), in parallel, under its timeout; what each produced,
+//! for the loop and for the `hook_response` line.
+
+use super::{
+    Handler, HandlerResult, HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission,
+    LoadedHook, from_command, from_json, from_outcome, input_json,
+};
+use crate::sandbox::{CallLimits, SandboxError};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// Memory one hook invocation may hold. Interpreted languages (Python,
+/// JavaScript) carry their runtime in the component and need tens of MiB.
+const HOOK_MEMORY_BYTES: usize = 256 << 20;
+
+/// Characters of a hook's output kept in a `hook_response` line.
+const RESPONSE_CHARS: usize = 10_000;
+
+/// What one invocation produced, for the loop and for the `hook_response`
+/// line.
+#[derive(Default)]
+pub(super) struct Invocation {
+    pub(super) result: HandlerResult,
+    /// Why the handler did not answer (timeout, crash, error).
+    pub(super) failure: Option<String>,
+    pub(super) output: String,
+    pub(super) stdout: String,
+    pub(super) stderr: String,
+    pub(super) exit_code: Option<i32>,
+}
+
+impl Invocation {
+    fn failed(reason: String) -> Self {
+        Self {
+            stderr: reason.clone(),
+            failure: Some(reason),
+            ..Self::default()
+        }
+    }
+}
+
+/// Runs the hooks of one event, each on its own task so that they run in
+/// parallel; a lone hook runs on the caller's task, sparing two thread
+/// hand-offs, most of what a small hook costs.
+pub(super) async fn invoke_all(
+    hooks: &[(Arc<LoadedHook>, String)],
+    common: &Arc<HookCommon>,
+    event: &Arc<HookEvent>,
+) -> Vec<Invocation> {
+    if let [(hook, _)] = hooks {
+        return vec![invoke(hook, common, event).await];
+    }
+    let tasks: Vec<_> = hooks
+        .iter()
+        .map(|(hook, _)| {
+            let (hook, common, event) = (hook.clone(), common.clone(), event.clone());
+            tokio::spawn(async move { invoke(&hook, &common, &event).await })
+        })
+        .collect();
+    let mut invocations = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        invocations.push(match task.await {
+            Ok(invocation) => invocation,
+            Err(e) => Invocation::failed(format!("the hook task ended abnormally: {e}")),
+        });
+    }
+    invocations
+}
+
+async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> Invocation {
+    let limits = CallLimits {
+        deadline: hook.spec.timeout,
+        memory_bytes: HOOK_MEMORY_BYTES,
+        output_bytes: 1 << 20,
+    };
+    let kind = event.kind();
+    match &hook.handler {
+        Handler::Typed(component) => {
+            match component.handle(common, event, &hook.grant, &limits).await {
+                Ok(Ok(outcome)) => {
+                    let output = outcome_json(&outcome).to_string();
+                    Invocation {
+                        result: from_outcome(kind, outcome),
+                        output: cut(output),
+                        exit_code: Some(0),
+                        ..Invocation::default()
+                    }
+                }
+                Ok(Err(message)) => {
+                    Invocation::failed(format!("the hook returned an error: {message}"))
+                }
+                Err(e) => Invocation::failed(describe_failure(&e, hook)),
+            }
+        }
+        Handler::Command(command) => {
+            let stdin = input_json(common, event).to_string().into_bytes();
+            match command.run(stdin, &common.cwd, &hook.grant, &limits).await {
+                Ok(run) => {
+                    let result = from_command(kind, &run);
+                    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+                    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+                    // Exit codes other than 0 and 2 are Claude Code's
+                    // "non-blocking error": the hook did not do its job, so
+                    // a hook that fails closed blocks.
+                    let failure = (!matches!(run.exit_code, 0 | 2)).then(|| {
+                        result
+                            .error
+                            .clone()
+                            .unwrap_or_else(|| format!("exited with code {}", run.exit_code))
+                    });
+                    Invocation {
+                        result,
+                        output: cut(format!("{stdout}{stderr}")),
+                        stdout: cut(stdout),
+                        stderr: cut(stderr),
+                        exit_code: Some(run.exit_code),
+                        failure,
+                    }
+                }
+                Err(e) => Invocation::failed(describe_failure(&e, hook)),
+            }
+        }
+        Handler::Callback { id, callbacks } => {
+            let input = input_json(common, event);
+            let tool_use_id = input["tool_use_id"].as_str().map(str::to_string);
+            let called = tokio::time::timeout(
+                hook.spec.timeout,
+                callbacks.call(id.clone(), input, tool_use_id),
+            )
+            .await;
+            match called {
+                Ok(Ok(answer)) => Invocation {
+                    result: from_json(kind, &answer),
+                    output: cut(answer.to_string()),
+                    exit_code: Some(0),
+                    ..Invocation::default()
+                },
+                Ok(Err(e)) => Invocation::failed(format!("the SDK's hook callback failed: {e}")),
+                Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
+            }
+        }
+    }
+}
+
+fn describe_failure(e: &SandboxError, hook: &LoadedHook) -> String {
+    match e {
+        SandboxError::Timeout(_) => format!("timed out after {:?}", hook.spec.timeout),
+        other => other.to_string(),
+    }
+}
+
+/// A handler that did not answer: an error, or — when it fails closed — the
+/// event's blocking answer.
+pub(super) fn failed(kind: HookEventKind, hook: &LoadedHook, failure: &str) -> HandlerResult {
+    let message = format!("{} hook {} failed: {failure}", kind.name(), hook.label);
+    if !hook.spec.fail_closed {
+        return HandlerResult {
+            error: Some(message),
+            ..HandlerResult::default()
+        };
+    }
+    let reason = format!("{message}. It fails closed, so this is blocked.");
+    match kind {
+        HookEventKind::PreToolUse => HandlerResult {
+            decision: Some(HookPermission::Deny),
+            reason: Some(reason),
+            error: Some(message),
+            ..HandlerResult::default()
+        },
+        HookEventKind::PostToolUse
+        | HookEventKind::PostToolUseFailure
+        | HookEventKind::PostToolBatch
+        | HookEventKind::Stop
+        | HookEventKind::SubagentStop
+        | HookEventKind::UserPromptSubmit => HandlerResult {
+            block: Some(reason),
+            error: Some(message),
+            ..HandlerResult::default()
+        },
+        HookEventKind::SessionStart
+        | HookEventKind::SessionEnd
+        | HookEventKind::PreCompact
+        | HookEventKind::Notification => HandlerResult {
+            stop: Some(reason),
+            error: Some(message),
+            ..HandlerResult::default()
+        },
+    }
+}
+
+/// What a matcher is compared with, per event (as in Claude Code).
+pub(super) fn matcher_subject(event: &HookEvent) -> Option<String> {
+    match event {
+        HookEvent::PreToolUse(call)
+        | HookEvent::PostToolUse { call, .. }
+        | HookEvent::PostToolUseFailure { call, .. } => Some(call.tool_name.clone()),
+        HookEvent::SessionStart { source } => Some(source.clone()),
+        HookEvent::SessionEnd { reason } => Some(reason.clone()),
+        HookEvent::PreCompact { trigger, .. } => Some(trigger.clone()),
+        _ => None,
+    }
+}
+
+fn outcome_json(outcome: &HookOutcome) -> Value {
+    let decision = outcome.decision.map(|d| match d {
+        HookPermission::Allow => "allow",
+        HookPermission::Deny => "deny",
+        HookPermission::Ask => "ask",
+        HookPermission::Defer => "defer",
+    });
+    json!({
+        "decision": decision,
+        "reason": outcome.reason,
+        "block": outcome.block,
+        "updatedInput": outcome.updated_input,
+        "additionalContext": outcome.additional_context,
+        "updatedToolOutput": outcome.updated_tool_output,
+        "stopReason": outcome.stop_reason,
+        "systemMessage": outcome.system_message,
+    })
+}
+
+fn cut(mut text: String) -> String {
+    if let Some((at, _)) = text.char_indices().nth(RESPONSE_CHARS) {
+        text.truncate(at);
+        text.push('…');
+    }
+    text
+}

@@ -1,0 +1,210 @@
+//! Loading a hook: its component (once per file) and the grant its
+//! settings give it, never a protected location, the home directory or a
+//! dotfile, never carapace's own variables.
+
+use super::{CommandHook, Handler, HandlerKind, HookComponent, HookLoadError, HookSpec};
+use crate::policy::{protected_entries, protected_reason, resolve_symlinks};
+use crate::sandbox::{FileAccess, Grant, Sandbox};
+use std::path::Path;
+
+type Parts = (Grant, String, Handler);
+
+/// Loads one spec's component (once per file) and its grant. `Ok(Err(_))`
+/// is a warning: the hook is fine but will not run for this event.
+pub(super) async fn load_one(
+    sandbox: &Sandbox,
+    spec: &HookSpec,
+    typed: &mut Vec<(std::path::PathBuf, HookComponent)>,
+    commands: &mut Vec<(std::path::PathBuf, CommandHook)>,
+    home: &Path,
+    config_dir: &Path,
+) -> Result<Result<Parts, String>, HookLoadError> {
+    let path = spec.path.display().to_string();
+    let grant = grant_for(spec, home, config_dir)?;
+    let label = spec
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.clone());
+    let read = || {
+        std::fs::read(&spec.path).map_err(|e| HookLoadError::Read {
+            path: path.clone(),
+            reason: e.to_string(),
+        })
+    };
+    let component_error = |source| HookLoadError::Component {
+        path: path.clone(),
+        source,
+    };
+    let handler = match spec.kind {
+        HandlerKind::Component => {
+            let component = match typed.iter().find(|(p, _)| *p == spec.path) {
+                Some((_, c)) => c.clone(),
+                None => {
+                    let c = HookComponent::load(sandbox, &label, &read()?)
+                        .await
+                        .map_err(component_error)?;
+                    typed.push((spec.path.clone(), c.clone()));
+                    c
+                }
+            };
+            if !component.events().contains(&spec.event) {
+                return Ok(Err(format!(
+                    "hook {path} is configured for {} but does not handle it (it handles {}); it will not run for it",
+                    spec.event.name(),
+                    component
+                        .events()
+                        .iter()
+                        .map(|e| e.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            Handler::Typed(component)
+        }
+        HandlerKind::Command => {
+            let command = match commands.iter().find(|(p, _)| *p == spec.path) {
+                Some((_, c)) => c.clone(),
+                None => {
+                    let c = CommandHook::load(sandbox, &label, &read()?)
+                        .await
+                        .map_err(component_error)?;
+                    commands.push((spec.path.clone(), c.clone()));
+                    c
+                }
+            };
+            Handler::Command(command)
+        }
+        HandlerKind::Callback => {
+            return Ok(Err(format!(
+                "hook {path}: SDK callbacks are registered by the SDK, not in settings"
+            )));
+        }
+    };
+    Ok(Ok((grant, label, handler)))
+}
+
+/// The capabilities a hook's settings grant; protected locations are never
+/// granted for writing (a hook must not be able to rewrite settings, hooks
+/// or shell start-up files).
+fn grant_for(spec: &HookSpec, home: &Path, config_dir: &Path) -> Result<Grant, HookLoadError> {
+    let base = spec
+        .source
+        .file
+        .as_ref()
+        .and_then(|f| f.parent())
+        .map(Path::to_path_buf);
+    let resolve = |p: &Path| match (&base, p.is_absolute()) {
+        (_, true) | (None, false) => p.to_path_buf(),
+        (Some(base), false) => base.join(p),
+    };
+    let bad = |grant: &Path, reason: String| HookLoadError::Grant {
+        path: spec.path.display().to_string(),
+        grant: grant.display().to_string(),
+        reason,
+    };
+    let mut grant = Grant::none();
+    for (paths, access) in [
+        (&spec.grants.read, FileAccess::Read),
+        (&spec.grants.write, FileAccess::Write),
+    ] {
+        for raw in paths {
+            let path = resolve(raw);
+            // Judged as written and where its links lead (before anything
+            // is made for it).
+            for candidate in [path.clone(), resolve_symlinks(&path)] {
+                if let Some(reason) = refused_for_hooks(&candidate, home, config_dir) {
+                    return Err(bad(raw, format!("{reason}; hooks are never granted it")));
+                }
+            }
+            // Grants are resolved in the host: /proc/self is carapace.
+            if let Some(reason) = crate::sandbox::refused_process_info(&path, true) {
+                return Err(bad(raw, reason));
+            }
+            if access == FileAccess::Write {
+                // An audit directory that does not exist yet is made.
+                std::fs::create_dir_all(&path)
+                    .map_err(|e| bad(raw, format!("cannot create it: {e}")))?;
+            }
+            let path = path.canonicalize().map_err(|e| bad(raw, e.to_string()))?;
+            if let Some(reason) = refused_for_hooks(&path, home, config_dir) {
+                return Err(bad(raw, format!("{reason}; hooks are never granted it")));
+            }
+            if access == FileAccess::Write && path.is_dir() {
+                match protected_entries(&path, home, config_dir, HOOK_TREE_SCAN_LIMIT) {
+                    Ok(found) if found.is_empty() => {}
+                    Ok(found) => {
+                        return Err(bad(
+                            raw,
+                            format!(
+                                "the tree holds {}, which is protected; hooks are never granted writes there",
+                                found[0].display()
+                            ),
+                        ));
+                    }
+                    Err(e) => {
+                        return Err(bad(
+                            raw,
+                            format!("it cannot be checked for protected files ({e})"),
+                        ));
+                    }
+                }
+            }
+            grant = if path.is_dir() {
+                grant.tree(&path, access)
+            } else if access == FileAccess::Read {
+                grant.read_file(&path)
+            } else {
+                grant.write_file(&path)
+            }
+            .map_err(|e| bad(raw, e.to_string()))?;
+        }
+    }
+    for name in &spec.grants.env {
+        if is_carapace_variable(name) {
+            return Err(HookLoadError::Grant {
+                path: spec.path.display().to_string(),
+                grant: name.clone(),
+                reason: "carapace's own credentials and settings (ANTHROPIC_*, CARAPACE_*, CLAUDE_CODE_*) are never granted to hooks".into(),
+            });
+        }
+        if let Ok(value) = std::env::var(name) {
+            grant = grant.env_var(name, value);
+        }
+    }
+    Ok(grant)
+}
+
+/// Trees a hook's write grant may hold at most (to be checked for protected
+/// entries).
+const HOOK_TREE_SCAN_LIMIT: usize = 20_000;
+
+/// Why `path` may never be granted to a hook, read or write: a protected
+/// location, the home directory (or a directory holding it: its dotfiles
+/// come with it), or one of the home directory's dotfiles.
+fn refused_for_hooks(path: &Path, home: &Path, config_dir: &Path) -> Option<String> {
+    if let Some(reason) = protected_reason(path, home, config_dir) {
+        return Some(format!("protected ({reason})"));
+    }
+    if home.starts_with(path) {
+        return Some(format!(
+            "it holds your home directory {} and its dotfiles",
+            home.display()
+        ));
+    }
+    let first = path.strip_prefix(home).ok()?.components().next()?;
+    first
+        .as_os_str()
+        .to_string_lossy()
+        .starts_with('.')
+        .then(|| "it is one of your home directory's dotfiles".to_string())
+}
+
+/// carapace's own credentials and settings: never handed to a plugin or a
+/// hook by name, never expanded into an MCP configuration unless the user
+/// says so.
+pub fn is_carapace_variable(name: &str) -> bool {
+    ["ANTHROPIC_", "CARAPACE_", "CLAUDE_CODE_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+}

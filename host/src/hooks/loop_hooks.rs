@@ -1,0 +1,121 @@
+//! The hooks as the loop sees them ([`LoopHooks`]): Stop, PostToolBatch
+//! and PreCompact answers turned into the loop's decisions.
+
+use super::{HandlerResult, HookEvent, HookEventKind, HookRuntime, HookToolCall};
+use crate::agent::{
+    BatchCall, BatchDecision, CompactTrigger, LoopHooks, PreCompactDecision, StopDecision,
+    StopHookInput,
+};
+use futures::future::BoxFuture;
+
+/// What Stop (or SubagentStop) hooks' folded answer means for the loop:
+/// `continue: false` ends the run, a block sends the model back.
+pub fn stop_decision(answer: HandlerResult) -> StopDecision {
+    match (answer.stop, answer.block) {
+        (Some(reason), _) => StopDecision::Prevent { reason },
+        (None, Some(reason)) => StopDecision::Block { reason },
+        (None, None) => StopDecision::Allow,
+    }
+}
+
+impl LoopHooks for HookRuntime {
+    fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision> {
+        Box::pin(async move {
+            if !self.handles(HookEventKind::Stop) {
+                return StopDecision::Allow;
+            }
+            let answer = self
+                .run(HookEvent::Stop {
+                    stop_hook_active: input.stop_hook_active,
+                    last_assistant_message: input.last_assistant_message,
+                })
+                .await;
+            stop_decision(answer)
+        })
+    }
+
+    fn after_batch(&self, batch: Vec<BatchCall>) -> BoxFuture<'_, BatchDecision> {
+        Box::pin(async move {
+            if !self.handles(HookEventKind::PostToolBatch) {
+                return BatchDecision::Continue {
+                    context: Vec::new(),
+                };
+            }
+            let calls = batch
+                .into_iter()
+                .map(|call| {
+                    (
+                        HookToolCall {
+                            tool_name: call.tool_name,
+                            tool_input: call.tool_input.to_string(),
+                            tool_use_id: call.tool_use_id,
+                        },
+                        call.tool_response.to_string(),
+                    )
+                })
+                .collect();
+            let answer = self.run(HookEvent::PostToolBatch(calls)).await;
+            match answer.stop.or(answer.block) {
+                Some(reason) => {
+                    self.notify_stop(HookEventKind::PostToolBatch, &reason);
+                    BatchDecision::Stop { reason }
+                }
+                None => BatchDecision::Continue {
+                    context: answer
+                        .additional_context
+                        .into_iter()
+                        .filter(|c| !c.trim().is_empty())
+                        .map(|c| format!("<system-reminder>\nPostToolBatch hook context: {c}\n</system-reminder>"))
+                        .collect(),
+                },
+            }
+        })
+    }
+
+    fn pre_compact(
+        &self,
+        trigger: CompactTrigger,
+        instructions: Option<String>,
+    ) -> BoxFuture<'_, PreCompactDecision> {
+        Box::pin(async move {
+            if !self.handles(HookEventKind::PreCompact) {
+                return PreCompactDecision::Continue {
+                    instructions: Vec::new(),
+                };
+            }
+            let answer = self
+                .run(HookEvent::PreCompact {
+                    trigger: trigger.as_str().into(),
+                    custom_instructions: instructions,
+                })
+                .await;
+            match answer.stop.or(answer.block) {
+                Some(reason) => PreCompactDecision::Block { reason },
+                None => PreCompactDecision::Continue {
+                    instructions: answer.additional_context,
+                },
+            }
+        })
+    }
+
+    fn after_compact(&self) -> BoxFuture<'_, Vec<String>> {
+        Box::pin(async move {
+            if !self.handles(HookEventKind::SessionStart) {
+                return Vec::new();
+            }
+            let answer = self
+                .run(HookEvent::SessionStart {
+                    source: "compact".into(),
+                })
+                .await;
+            answer
+                .additional_context
+                .into_iter()
+                .filter(|c| !c.trim().is_empty())
+                .map(|c| {
+                    format!("<system-reminder>\nSessionStart hook context: {c}\n</system-reminder>")
+                })
+                .collect()
+        })
+    }
+}
