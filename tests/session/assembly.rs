@@ -298,3 +298,106 @@ async fn what_an_mcp_server_creates_among_protected_paths_goes_with_it() -> Test
     );
     Ok(())
 }
+
+/// What the process holds that a session could leave behind: open file
+/// descriptors, and threads other than the async runtime's own.
+fn process_holdings() -> Result<(usize, usize), Box<dyn std::error::Error>> {
+    let fds = std::fs::read_dir("/proc/self/fd")?.count();
+    let mut threads = 0;
+    for task in std::fs::read_dir("/proc/self/task")? {
+        let comm = std::fs::read_to_string(task?.path().join("comm")).unwrap_or_default();
+        // tokio's blocking pool keeps idle threads for a while by design.
+        if !comm.starts_with("tokio-runtime") {
+            threads += 1;
+        }
+    }
+    Ok((fds, threads))
+}
+
+/// A session that runs a loop (the replay demo's model), with the Agent
+/// tool and WebSearch made with it, on the process's shared engine.
+async fn running_session(
+    p: &Places,
+    engine: &carapace::sandbox::SandboxEngine,
+) -> Result<Session, Box<dyn std::error::Error>> {
+    let replay = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/demo/replay.json");
+    let setup = carapace::session::RunSetup {
+        model: Some(format!("replay:{replay}")),
+        ..Default::default()
+    };
+    Ok(p.builder()
+        .engine(engine.clone())
+        .run(setup)
+        .agent_tool(true)
+        .web_search(true)
+        .build()
+        .await?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_sessions_in_a_row_and_at_once_share_one_engine_and_leave_nothing_behind()
+-> TestResult {
+    let p = Places::new()?;
+    let engine = carapace::sandbox::SandboxEngine::new(&SandboxConfig {
+        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("carapace-cache")
+            .join("components"),
+        ..SandboxConfig::default()
+    })?;
+    let notes = p.ws.join("notes.txt");
+    // The first call compiles Read; what stays after it is the engine's.
+    let first = running_session(&p, &engine).await?;
+    assert!(!text(&read(&first, &notes).await).is_empty());
+    first.shutdown().await;
+    drop(first);
+    let before = process_holdings()?;
+
+    for _ in 0..100 {
+        let session = running_session(&p, &engine).await?;
+        let offered: Vec<String> = session
+            .loop_tools
+            .specs()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert!(offered.iter().any(|n| n == "Agent") && offered.iter().any(|n| n == "WebSearch"));
+        let result = read(&session, &notes).await;
+        assert!(text(&result).contains("notes"), "{result:?}");
+        let pipeline = Arc::downgrade(&session.pipeline);
+        session.shutdown().await;
+        drop(session);
+        // The Agent tool's handle on its session's tools is weak: nothing
+        // keeps a dropped session alive.
+        assert!(
+            pipeline.upgrade().is_none(),
+            "a dropped session's pipeline is still alive"
+        );
+    }
+
+    let sessions =
+        futures::future::try_join_all((0..100).map(|_| running_session(&p, &engine))).await?;
+    let ids: std::collections::HashSet<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids.len(), 100, "each session has its own id");
+    let results = futures::future::join_all(sessions.iter().map(|s| read(s, &notes))).await;
+    assert!(results.iter().all(|r| text(r).contains("notes")));
+    let pipelines: Vec<_> = sessions
+        .iter()
+        .map(|s| Arc::downgrade(&s.pipeline))
+        .collect();
+    for session in &sessions {
+        session.shutdown().await;
+    }
+    drop(sessions);
+    assert!(pipelines.iter().all(|p| p.upgrade().is_none()));
+
+    let after = process_holdings()?;
+    assert_eq!(
+        after.0, before.0,
+        "open descriptors before and after: {before:?} {after:?}"
+    );
+    assert!(
+        after.1 <= before.1,
+        "threads before and after: {before:?} {after:?}"
+    );
+    Ok(())
+}

@@ -172,3 +172,43 @@ impl CommandState {
 pub trait EventSink: Send {
     fn emit(&mut self, event: AgentEvent);
 }
+
+/// Where a session's events go before and after it has an output: made
+/// with the session and handed to everything that reports (hooks,
+/// subagents), attached to the output when the session starts. Events
+/// before that, or after the output is gone, are dropped. Clones share the
+/// output.
+#[derive(Clone, Default)]
+pub struct EventRelay(std::sync::Arc<std::sync::Mutex<Option<Box<dyn EventSink>>>>);
+
+impl EventRelay {
+    /// From now on, events go to `sink` (instead of any earlier one).
+    pub fn attach(&self, sink: Box<dyn EventSink>) {
+        if let Ok(mut held) = self.0.lock() {
+            *held = Some(sink);
+        }
+    }
+
+    /// Emits `event` to the output, if there is one.
+    pub fn send(&self, event: AgentEvent) {
+        self.send_all([event]);
+    }
+
+    /// Emits `events` together: nothing another thread emits comes
+    /// between them.
+    pub fn send_all(&self, events: impl IntoIterator<Item = AgentEvent>) {
+        if let Ok(mut held) = self.0.lock()
+            && let Some(sink) = held.as_mut()
+        {
+            for event in events {
+                sink.emit(event);
+            }
+        }
+    }
+}
+
+impl EventSink for EventRelay {
+    fn emit(&mut self, event: AgentEvent) {
+        self.send(event);
+    }
+}

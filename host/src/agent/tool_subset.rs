@@ -48,6 +48,12 @@ impl ToolSubset {
         }
     }
 
+    /// Whether this subset is all of its parent's tools (the main loop's
+    /// when no agent restricts it): it then passes everything through.
+    fn is_whole(&self) -> bool {
+        self.withheld.is_empty() && self.wanted.read().is_ok_and(|w| w.is_none())
+    }
+
     fn offers(&self, name: &str) -> bool {
         let wanted = self
             .wanted
@@ -65,6 +71,9 @@ impl ToolSubset {
 
 impl ToolRuntime for ToolSubset {
     fn specs(&self) -> Vec<ToolSpec> {
+        if self.is_whole() {
+            return self.parent.specs();
+        }
         self.parent
             .specs()
             .into_iter()
@@ -75,6 +84,9 @@ impl ToolRuntime for ToolSubset {
     fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {
         if let Some(observer) = &self.observer {
             observer(&call);
+        }
+        if self.is_whole() {
+            return self.parent.clone().prepare(call);
         }
         // Named, and the parent's now: a tool the parent lacks is this
         // subset's to refuse, with the names it has.

@@ -2,10 +2,8 @@
 //! flags (or the TypeScript SDK's `initialize`) choose, and what the
 //! session's context holds besides its messages (`get_context_usage`).
 
-use super::Cli;
 use crate::agent::QueryConfig;
-use crate::session::Session;
-use anyhow::Context;
+use crate::session::{PromptChoice, Session};
 
 /// What the session's context holds besides its messages, for the SDK's
 /// `get_context_usage`.
@@ -57,62 +55,16 @@ pub(super) fn context_parts(
     }
 }
 
-/// What replaces or extends carapace's system prompt: the flags, then the
-/// TypeScript SDK's `initialize`.
-#[derive(Debug, Clone, Default)]
-pub(super) struct PromptChoice {
-    replace: Option<String>,
-    append: Option<String>,
-}
-
-impl PromptChoice {
-    pub(super) fn from_flags(cli: &Cli) -> anyhow::Result<Self> {
-        let replace = match (&cli.system_prompt, &cli.system_prompt_file) {
-            (Some(text), _) => Some(text.clone()),
-            (None, Some(path)) => Some(
-                std::fs::read_to_string(path)
-                    .with_context(|| format!("--system-prompt-file {}", path.display()))?,
-            ),
-            (None, None) => None,
-        };
-        Ok(Self {
-            replace,
-            append: cli.append_system_prompt.clone(),
-        })
+/// `choice`, with what the TypeScript SDK's `initialize` set.
+pub(super) fn with_start(
+    mut choice: PromptChoice,
+    options: &crate::control::start::StartOptions,
+) -> PromptChoice {
+    if let Some(replacement) = options.replacement() {
+        choice.replace = Some(replacement);
     }
-
-    pub(super) fn with_start(mut self, options: &crate::control::start::StartOptions) -> Self {
-        if let Some(replacement) = options.replacement() {
-            self.replace = Some(replacement);
-        }
-        if let Some(append) = &options.append_system_prompt {
-            self.append = Some(append.clone());
-        }
-        self
+    if let Some(append) = &options.append_system_prompt {
+        choice.append = Some(append.clone());
     }
-}
-
-/// carapace's system prompt (the main agent's before it), or the one
-/// chosen instead, with the appended text after it.
-pub(super) fn session_system_prompt(
-    choice: &PromptChoice,
-    inputs: &crate::prompt::PromptInputs<'_>,
-    agent: Option<&crate::subagents::AgentDefinition>,
-) -> String {
-    let mut prompt = match (choice.replace.as_deref(), agent) {
-        // The SDK's "none" (`[""]`) keeps the main agent's prompt, as in
-        // Claude Code; any other text chosen replaces it.
-        (Some(text), _) if !text.is_empty() => text.to_string(),
-        // As a child's: the agent's prompt, then how tools run and where.
-        (_, Some(agent)) => crate::prompt::child_prompt(&agent.prompt, inputs.environment),
-        (Some(_), None) => String::new(),
-        (None, None) => crate::prompt::system_prompt(inputs),
-    };
-    if let Some(extra) = choice.append.as_deref().filter(|e| !e.is_empty()) {
-        if !prompt.is_empty() {
-            prompt.push_str("\n\n");
-        }
-        prompt.push_str(extra);
-    }
-    prompt
+    choice
 }

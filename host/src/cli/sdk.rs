@@ -3,33 +3,141 @@
 //! and its in-process MCP servers.
 
 use super::Cli;
+use super::print::{Prompts, read_input_lines};
+use crate::agent::QueryConfig;
 use crate::control::mcp_servers::McpServers;
+use crate::control::start::Start;
 use crate::control::{
     ControlChannel, Controller, SdkMcpLine, SdkPrompter, SessionControl, SkillsControl, TurnSlot,
 };
 use crate::output::SharedPrinter;
-use crate::session::Session;
-use crate::subagents::AgentTool;
+use crate::session::{Session, SessionRun};
 use std::sync::{Arc, Mutex};
 
 /// What the SDK's requests reach.
 pub struct SdkWiring<'a> {
     pub cli: &'a Cli,
     pub session: &'a Session,
+    pub run: &'a SessionRun,
     pub printer: &'a SharedPrinter<std::io::Stdout>,
-    pub model: &'a Arc<Mutex<String>>,
-    pub default_model: &'a str,
     pub turn: &'a TurnSlot,
-    pub api_key_source: &'a str,
-    pub agent_tool: &'a Arc<AgentTool>,
     pub overrides: &'a Arc<crate::control::turn::TurnOverrides>,
     pub meter: Option<&'a Arc<crate::control::usage::ContextMeter>>,
-    pub user_context: &'a [String],
-    pub loop_tools: &'a Arc<dyn crate::agent::ToolRuntime>,
+}
+
+/// Connects the Agent SDK: its control channel rides along the messages
+/// on stdin. What its `initialize` sets (the system prompt, its agents,
+/// its in-process MCP servers) is applied to `config` before the first
+/// turn and the init line.
+pub async fn connect(w: SdkWiring<'_>, config: &mut QueryConfig) -> anyhow::Result<Prompts> {
+    let controller = controller(&w, &config.model, &config.user_context);
+    let reader = tokio::io::BufReader::new(tokio::io::stdin());
+    let queue = w.session.queue.clone();
+    tokio::spawn(read_input_lines(
+        reader,
+        queue.clone(),
+        w.printer.clone(),
+        Some(controller.clone()),
+    ));
+    let (session, run) = (w.session, w.run);
+    let mut choice = run.prompt.clone();
+    let mut main_agent = run.main.agent.clone();
+    let mut sdk_servers = session.sdk_mcp_servers.clone();
+    if let Start::Initialized(options) = controller.session.start.settled().await {
+        choice = super::context::with_start(choice, &options);
+        for name in options.sdk_mcp_servers {
+            if !sdk_servers.contains(&name) {
+                sdk_servers.push(name);
+            }
+        }
+        let agents = agent_names(session);
+        if !agents.is_empty() {
+            w.printer.update_info(|info| info.agents = agents);
+        }
+    }
+    if let Some(name) = &run.main.deferred {
+        main_agent = Some(deferred_agent(&w, name, config)?);
+    }
+    let prompt_for = |tools: &[String]| {
+        let style = session.output_style.as_ref();
+        run.system_prompt(&choice, tools, main_agent.as_ref(), style)
+    };
+    let tools = tool_names(session);
+    config.system_prompt = prompt_for(&tools);
+    w.printer.update_info(|info| {
+        info.tools = tools;
+        info.model = config.model.clone();
+    });
+    // The SDK's in-process MCP servers, now that it can answer.
+    if !sdk_servers.is_empty() {
+        connect_sdk_servers(session, &sdk_servers, &controller).await?;
+        let tools = tool_names(session);
+        config.system_prompt = prompt_for(&tools);
+        let servers = controller
+            .session
+            .mcp_servers
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default();
+        w.printer.update_info(|info| {
+            info.tools = tools;
+            info.mcp_servers = servers;
+        });
+    }
+    Ok(Prompts::Stream(queue))
+}
+
+fn tool_names(session: &Session) -> Vec<String> {
+    session
+        .loop_tools
+        .specs()
+        .into_iter()
+        .map(|s| s.name)
+        .collect()
+}
+
+fn agent_names(session: &Session) -> Vec<String> {
+    session
+        .agent_tool
+        .as_ref()
+        .map(|tool| tool.agent_names())
+        .unwrap_or_default()
+}
+
+/// The agent `--agent` named, defined by the SDK's `initialize`: the loop
+/// offers its tools, and runs its model unless the flags name one.
+fn deferred_agent(
+    w: &SdkWiring<'_>,
+    name: &str,
+    config: &mut QueryConfig,
+) -> anyhow::Result<crate::subagents::AgentDefinition> {
+    let session = w.session;
+    let agent = session
+        .agent_tool
+        .as_ref()
+        .and_then(|tool| tool.definition(name))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--agent: no agent type `{name}` is defined, by the session or the SDK (known: {})",
+                agent_names(session).join(", ")
+            )
+        })?;
+    if let (Some(subset), Some(names)) = (&session.loop_subset, &agent.tools) {
+        subset.restrict(crate::session::agent_tools(names));
+    }
+    if w.cli.model.is_none()
+        && let Some(model) = agent.model.clone()
+    {
+        config.model = model.clone();
+        if let Ok(mut current) = w.run.model_name.lock() {
+            *current = model;
+        }
+    }
+    Ok(agent)
 }
 
 /// The controller of one SDK session.
-pub fn controller(w: SdkWiring<'_>) -> Arc<Controller> {
+fn controller(w: &SdkWiring<'_>, default_model: &str, user_context: &[String]) -> Arc<Controller> {
     let channel = Arc::new(ControlChannel::new(Box::new(w.printer.clone())));
     if w.cli.permission_prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT) {
         let prompter = Arc::new(SdkPrompter::new(
@@ -43,27 +151,27 @@ pub fn controller(w: SdkWiring<'_>) -> Arc<Controller> {
         w.session.pipeline.set_prompter(prompter);
     }
     let status = Arc::new(Mutex::new(w.session.mcp_status()));
-    let mcp = Arc::new(dynamic_servers(&w, &channel, &status));
+    let mcp = Arc::new(dynamic_servers(w, &channel, &status));
     Arc::new(Controller {
         channel,
         session: SessionControl {
             session_id: w.session.id.clone(),
             mode: w.session.pipeline.policy().mode_cell().clone(),
-            model: w.model.clone(),
-            default_model: w.default_model.to_string(),
+            model: w.run.model_name.clone(),
+            default_model: default_model.to_string(),
             turn: w.turn.clone(),
             mcp_servers: status,
             mcp: Some(mcp),
-            api_key_source: w.api_key_source.to_string(),
+            api_key_source: w.run.api_key_source.to_string(),
             hooks: w.session.hooks.clone(),
-            add_agents: Some({
-                let (tool, pipeline) = (w.agent_tool.clone(), w.session.pipeline.clone());
+            add_agents: w.session.agent_tool.clone().map(|tool| {
+                let pipeline = w.session.pipeline.clone();
                 Box::new(move |agents: &serde_json::Value| {
                     let definition = tool.add_agents(agents)?;
                     pipeline
                         .replace_native_tool(definition, tool.clone())
                         .map_err(|e| e.to_string())
-                })
+                }) as crate::control::AgentAdder
             }),
             start: Default::default(),
             overrides: w.overrides.clone(),
@@ -71,9 +179,10 @@ pub fn controller(w: SdkWiring<'_>) -> Arc<Controller> {
             checkpoints: w.session.checkpoints.clone(),
             tools: Some(w.session.pipeline.clone()),
             stop_task: Some({
-                let (agents, shells) = (w.agent_tool.clone(), w.session.sandbox.shells().cloned());
+                let agents = w.session.agent_tool.clone();
+                let shells = w.session.sandbox.shells().cloned();
                 Box::new(move |task: &str| {
-                    if agents.stop_task(task) {
+                    if agents.as_ref().is_some_and(|a| a.stop_task(task)) {
                         return Ok(());
                     }
                     match &shells {
@@ -83,7 +192,7 @@ pub fn controller(w: SdkWiring<'_>) -> Arc<Controller> {
                 })
             }),
             skills: Some(SkillsControl {
-                user_context: w.user_context.to_vec(),
+                user_context: user_context.to_vec(),
                 listed: w.session.skills_listed,
             }),
         },
@@ -104,7 +213,7 @@ fn dynamic_servers(
         crate::mcp::config::parse(text, "mcp_set_servers", &lookup, &expandable)
             .map_err(|e| e.to_string())
     });
-    let (printer, tools) = (w.printer.clone(), w.loop_tools.clone());
+    let (printer, tools) = (w.printer.clone(), w.session.loop_tools.clone());
     McpServers::new(
         w.session.mcp_launcher.clone(),
         w.session.pipeline.clone(),

@@ -27,7 +27,7 @@ pub use config::{
 };
 pub use protocol::{HandlerResult, aggregate, from_command, from_json, from_outcome, input_json};
 
-use crate::agent::{AgentEvent, EventSink};
+use crate::agent::{AgentEvent, EventRelay, EventSink};
 use crate::policy::ModeCell;
 use crate::sandbox::{Grant, Sandbox, SandboxError};
 use futures::future::BoxFuture;
@@ -66,9 +66,6 @@ struct LoadedHook {
     label: String,
 }
 
-/// Where hook lines and hook warnings go (the printer).
-pub type HookObserver = Arc<Mutex<Box<dyn EventSink>>>;
-
 /// The loaded hooks of a session.
 pub struct HookRuntime {
     /// Settings' hooks from the start; the SDK's callbacks join when it
@@ -81,8 +78,9 @@ pub struct HookRuntime {
     /// The prompt being answered, told to every event from its
     /// UserPromptSubmit on.
     prompt_id: Mutex<Option<String>>,
-    /// Set once the printer exists (after the pipeline holding the hooks).
-    observer: std::sync::OnceLock<HookObserver>,
+    /// Where hook lines, hook warnings and messages go (the session's
+    /// output, once it has one).
+    output: EventRelay,
     /// Calls made by child loops: tool_use_id → (agent_id, agent_type).
     agent_calls: Mutex<std::collections::HashMap<String, (String, String)>>,
 }
@@ -110,7 +108,7 @@ impl HookRuntime {
             common,
             mode: None,
             prompt_id: Mutex::new(None),
-            observer: std::sync::OnceLock::new(),
+            output: EventRelay::default(),
             agent_calls: Mutex::default(),
         }
     }
@@ -153,7 +151,7 @@ impl HookRuntime {
                 common,
                 mode: None,
                 prompt_id: Mutex::new(None),
-                observer: std::sync::OnceLock::new(),
+                output: EventRelay::default(),
                 agent_calls: Mutex::default(),
             },
             warnings,
@@ -161,9 +159,17 @@ impl HookRuntime {
     }
 
     /// Hook lines (`hook_started`, `hook_response`), hook warnings and
-    /// messages go to `sink` (set once; later calls are ignored).
+    /// messages go to `output` (the session's).
+    pub fn with_output(mut self, output: EventRelay) -> Self {
+        self.output = output;
+        self
+    }
+
+    /// From now on, hook lines, warnings and messages go to `sink` (with
+    /// the session's other events, when the hooks report to the session's
+    /// output).
     pub fn observe(&self, sink: Box<dyn EventSink>) {
-        let _ = self.observer.set(Arc::new(Mutex::new(sink)));
+        self.output.attach(sink);
     }
 
     /// Whether any hook handles `kind`: the loop skips building events
@@ -193,11 +199,7 @@ impl HookRuntime {
     }
 
     fn emit(&self, event: AgentEvent) {
-        if let Some(observer) = self.observer.get()
-            && let Ok(mut sink) = observer.lock()
-        {
-            sink.emit(event);
-        }
+        self.output.send(event);
     }
 
     /// A warning for the user (never the model).

@@ -2,8 +2,11 @@
 //! files and today's date, at the head of every request's first user
 //! message, and the memory that joins beside a later Read.
 
+use super::builder::{SessionBuilder, SessionError};
+use crate::commands::{CustomCommands, Folders, PluginDir};
 use crate::memory::{Memory, MemoryPlaces, MemorySources, NestedMemory, context_reminder};
 use crate::policy::SourceKind;
+use crate::settings::{ProjectItem, Settings};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -54,7 +57,7 @@ pub(super) fn load(places: MemoryPlaces, sources: MemorySources, date: &str) -> 
 
 /// The administrator's folders memory is read from: Claude Code's and the
 /// one holding carapace's managed settings.
-pub(super) fn managed_dirs(managed_settings: &Path) -> Vec<std::path::PathBuf> {
+fn managed_dirs(managed_settings: &Path) -> Vec<std::path::PathBuf> {
     let mut dirs = vec![std::path::PathBuf::from("/etc/claude-code")];
     if let Some(dir) = managed_settings.parent()
         && !dirs.iter().any(|d| d == dir)
@@ -62,4 +65,120 @@ pub(super) fn managed_dirs(managed_settings: &Path) -> Vec<std::path::PathBuf> {
         dirs.push(dir.to_path_buf());
     }
     dirs
+}
+
+impl SessionBuilder {
+    /// The `--plugin-dir` folders, each named; one that is not a plugin
+    /// folder is an error.
+    pub(super) fn opened_plugins(&self) -> Result<Vec<PluginDir>, SessionError> {
+        self.plugin_dirs
+            .iter()
+            .map(|dir| crate::commands::PluginDir::open(dir).map_err(SessionError::Invalid))
+            .collect()
+    }
+
+    /// Starts reading the memory files, and the skills and commands of the
+    /// settings sources that load, each on a thread of its own: both are
+    /// mostly waiting on the filesystem.
+    pub(super) fn read_context_files(
+        &self,
+        plugins: &[PluginDir],
+        managed_settings: &Path,
+    ) -> Result<ContextReading, SessionError> {
+        let places = crate::memory::MemoryPlaces {
+            cwd: self.paths.cwd.clone(),
+            home: self.paths.home.clone(),
+            config_dir: self.paths.config_dir.clone(),
+            managed: managed_dirs(managed_settings),
+        };
+        let (project, user) = self.project_and_user();
+        let mut folders = Folders::of(&places.cwd, &places.home, project, user);
+        folders.plugins = plugins.to_vec();
+        let skills = self.skills;
+        let sources = memory_sources(self.memory, self.setting_sources.as_deref());
+        let today = crate::agent::today();
+        let skills =
+            std::thread::Builder::new()
+                .name("skills".into())
+                .spawn(move || match skills {
+                    true => CustomCommands::load(&folders),
+                    false => CustomCommands::default(),
+                });
+        let memory = std::thread::Builder::new()
+            .name("memory-files".into())
+            .spawn(move || load(places, sources, &today))
+            .map_err(|e| {
+                SessionError::Invalid(format!("cannot start reading memory files: {e}"))
+            })?;
+        Ok(ContextReading { memory, skills })
+    }
+
+    /// The catalogue's warnings told; a project skill's `allowed-tools`
+    /// apply only in a trusted workspace, and the user hears so when they
+    /// would not.
+    pub(super) fn admitted(
+        loaded: CustomCommands,
+        settings: &Settings,
+        warnings: &mut Vec<String>,
+    ) -> CustomCommands {
+        warnings.extend(loaded.warnings.iter().cloned());
+        for entry in loaded.granting_from_project() {
+            settings.trust.admits(
+                ProjectItem::SkillAllowedTools,
+                &entry.path.display().to_string(),
+                warnings,
+            );
+        }
+        loaded
+    }
+
+    /// The style `outputStyle` names, from the folders of the settings
+    /// sources that load; one that cannot be found is a warning.
+    pub(super) fn output_style(
+        &self,
+        settings: &Settings,
+        warnings: &mut Vec<String>,
+    ) -> Option<crate::prompt::OutputStyle> {
+        let name = settings.output_style.as_deref()?;
+        let (project, user) = self.project_and_user();
+        let (cwd, home) = (&self.paths.cwd, &self.paths.home);
+        let folders = crate::prompt::style_folders(cwd, home, project, user);
+        crate::prompt::find_style(name, &folders)
+            .map_err(|why| warnings.push(why))
+            .ok()
+            .flatten()
+    }
+
+    /// Whether the project's files and the user's load (`--setting-sources`).
+    pub(super) fn project_and_user(&self) -> (bool, bool) {
+        match self.setting_sources.as_deref() {
+            None => (true, true),
+            Some(kinds) => (
+                kinds.contains(&SourceKind::Project),
+                kinds.contains(&SourceKind::User),
+            ),
+        }
+    }
+}
+
+/// Memory files and skills being read while the session is assembled.
+pub(super) struct ContextReading {
+    memory: std::thread::JoinHandle<SessionMemory>,
+    skills: std::io::Result<std::thread::JoinHandle<CustomCommands>>,
+}
+
+impl ContextReading {
+    /// Both, once read. Skills that could not be read are a warning;
+    /// memory that could not be is an error.
+    pub(super) fn join(self) -> Result<(SessionMemory, CustomCommands), SessionError> {
+        let memory = self
+            .memory
+            .join()
+            .map_err(|_| SessionError::Invalid("reading the memory files failed".into()))?;
+        let skills = match self.skills {
+            Ok(reading) => reading.join().unwrap_or_else(|_| CustomCommands::failed()),
+            Err(e) => CustomCommands::failed_with(e.to_string()),
+        };
+        Ok((memory, skills))
+    }
 }

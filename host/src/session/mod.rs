@@ -10,20 +10,44 @@
 //! hook applies to every one of them. Workspace trust is decided once, in
 //! [`settings`](crate::settings), and every project-brought item (hooks,
 //! plugins, MCP servers) passes through it.
+//!
+//! A session that runs a loop ([`SessionBuilder::run`]) builds its model
+//! and the loop's configuration too, so the tools that need the model get
+//! it when they are made; what truly comes later — where its events go —
+//! joins in one step, [`Session::start`]. Many sessions may be built, run
+//! and dropped in one process, sharing a [`SandboxEngine`](crate::sandbox::SandboxEngine)
+//! and nothing else.
+//!
+//! This folder may import every folder below the front ends (`cli/`):
+//! `agent`, `model`, `sandbox`, `policy`, `settings`, `hooks`, `mcp`,
+//! `tools`, `subagents`, `transcript`, `plugin_store`, `commands`,
+//! `memory`, `prompt`, `checkpoints`, `files`.
 
 mod assemble;
+mod builder;
 mod context;
+mod policy;
+mod run;
+mod sources;
+mod tools;
 
-pub use assemble::{HistorySetup, McpSetup, Resume, SessionBuilder, SessionError, ToolSet};
+pub use builder::{HistorySetup, McpSetup, Resume, SessionBuilder, SessionError, ToolSet};
+pub use run::{DEFAULT_MODEL, MainAgent, PromptChoice, RunSetup, agent_tools, system_prompt};
 
+use crate::agent::{
+    EventRelay, EventSink, HistoryLog, InputQueue, NoHistoryLog, QueryConfig, QueryDeps,
+    ToolRuntime, ToolSubset,
+};
 use crate::hooks::HookRuntime;
 use crate::mcp::{ServerConfig, ServerStatus};
+use crate::model::Model;
 use crate::policy::PermissionMode;
 use crate::sandbox::Sandbox;
 use crate::settings::Settings;
 use crate::tools::ToolPipeline;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
 
 /// Where carapace looks for things.
 #[derive(Debug, Clone)]
@@ -103,6 +127,73 @@ pub struct Session {
     pub memory_files: Vec<(PathBuf, crate::memory::MemoryKind, usize)>,
     /// Files kept before writes, when the SDK asked for rewinds.
     pub checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
+    /// User messages for the loop: those arriving while it runs, and
+    /// background agents' reports.
+    pub queue: Arc<InputQueue>,
+    /// Ends the session's run (SIGINT / SIGTERM; its children's too).
+    pub abort: CancellationToken,
+    /// Where the session's events go once it has started.
+    pub output: EventRelay,
+    /// What the loop calls: the pipeline, or a subset of it (the main
+    /// agent's tools).
+    pub loop_tools: Arc<dyn ToolRuntime>,
+    /// The loop's subset, when there is one (the SDK's agent restricts it
+    /// once defined).
+    pub loop_subset: Option<Arc<ToolSubset>>,
+    /// The Agent tool, when offered (the SDK adds agents and stops tasks
+    /// through it).
+    pub agent_tool: Option<Arc<crate::subagents::AgentTool>>,
+    /// The model and the loop's configuration (`None`: a session that runs
+    /// no loop of its own).
+    pub run: Option<SessionRun>,
+}
+
+/// A session's model and loop.
+pub struct SessionRun {
+    pub model: Arc<dyn Model>,
+    /// The model each turn uses now (the SDK's `set_model` changes it;
+    /// WebSearch and subagents read it).
+    pub model_name: Arc<Mutex<String>>,
+    /// `system`/`init`'s `apiKeySource`.
+    pub api_key_source: &'static str,
+    /// The loop's configuration, its system prompt included.
+    pub config: QueryConfig,
+    /// What replaces or extends carapace's system prompt.
+    pub prompt: PromptChoice,
+    /// Where the session runs, as the system prompt describes it.
+    pub environment: crate::prompt::Environment,
+    /// `--exclude-dynamic-system-prompt-sections`.
+    pub environment_elsewhere: bool,
+    /// The agent the session runs as.
+    pub main: MainAgent,
+}
+
+impl SessionRun {
+    /// The system prompt for `choice`, offering `tools`, as `agent` (the
+    /// main agent) when there is one.
+    pub fn system_prompt(
+        &self,
+        choice: &PromptChoice,
+        tools: &[String],
+        agent: Option<&crate::subagents::AgentDefinition>,
+        style: Option<&crate::prompt::OutputStyle>,
+    ) -> String {
+        let inputs = crate::prompt::PromptInputs {
+            environment: &self.environment,
+            tools,
+            style,
+            environment_elsewhere: self.environment_elsewhere,
+        };
+        system_prompt(choice, &inputs, agent)
+    }
+}
+
+/// Where a started session's events go.
+pub struct SessionOutput {
+    /// The loop's, the hooks' and the subagents' events.
+    pub events: Box<dyn EventSink>,
+    /// Told every permission mode change, whoever made it.
+    pub mode_changes: Option<Box<dyn Fn(PermissionMode) + Send + Sync>>,
 }
 
 /// How a session started, as SessionStart hooks are told (`source`).
@@ -150,6 +241,33 @@ impl Session {
     /// `system`/`init`'s `mcp_servers`.
     pub fn mcp_status(&self) -> Vec<serde_json::Value> {
         self.mcp.iter().map(ServerStatus::to_json).collect()
+    }
+
+    /// The session's output joins: its events (hooks', subagents') go to
+    /// `output` from now on.
+    pub fn start(&self, output: SessionOutput) {
+        self.output.attach(output.events);
+        if let Some(told) = output.mode_changes {
+            self.pipeline.policy().mode_cell().on_change(told);
+        }
+    }
+
+    /// What the loop talks to: the session's model, tools, hooks and
+    /// transcript; `input` when user messages may arrive while it runs.
+    /// `None` for a session built without [`SessionBuilder::run`].
+    pub fn deps(&self, input: bool) -> Option<QueryDeps<'_>> {
+        let run = self.run.as_ref()?;
+        Some(QueryDeps {
+            model: run.model.as_ref(),
+            tools: self.loop_tools.clone(),
+            hooks: self.hooks.as_ref(),
+            history: match &self.transcript {
+                Some(transcript) => transcript.as_ref() as &dyn HistoryLog,
+                None => &NoHistoryLog,
+            },
+            input: input.then_some(self.queue.as_ref()),
+            abort: self.abort.clone(),
+        })
     }
 
     /// Stops the MCP servers the session started.

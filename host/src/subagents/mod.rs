@@ -17,9 +17,9 @@ pub use definitions::{
 };
 
 use crate::agent::{
-    AgentEvent, BatchCall, BatchDecision, EventSink, InputQueue, LoopHooks, NoHistoryLog,
-    QueryConfig, QueryDeps, QueuedInput, StopDecision, StopHookInput, ToolRuntime, ToolSubset,
-    query,
+    AgentEvent, BatchCall, BatchDecision, EventRelay, EventSink, InputQueue, LoopHooks,
+    NoHistoryLog, QueryConfig, QueryDeps, QueuedInput, StopDecision, StopHookInput, ToolRuntime,
+    ToolSubset, query,
 };
 use crate::hooks::HookRuntime;
 use crate::hooks::{HookEvent, HookEventKind};
@@ -79,8 +79,8 @@ pub struct SubagentRunner {
     /// The parent's tools (weak: the runtime holds this tool).
     pub parent_tools: Weak<dyn ToolRuntime>,
     pub hooks: Arc<HookRuntime>,
-    /// Where the child's lines go (the parent's printer).
-    pub sink: Arc<Mutex<Box<dyn EventSink>>>,
+    /// Where the child's lines go (the session's output).
+    pub sink: EventRelay,
     /// The parent's configuration; the child takes its limits and retries.
     pub config: QueryConfig,
     /// The session's model now (the SDK's `set_model` changes it), when
@@ -103,25 +103,24 @@ pub struct SubagentRunner {
     pub running: Mutex<std::collections::HashMap<String, CancellationToken>>,
 }
 
-/// The `Agent` tool. Registered with the session's tools; connected to
-/// its runner once the model, the output and the configuration exist.
-#[derive(Default)]
+/// The `Agent` tool: registered with the session's tools, made with its
+/// runner (the session's model, hooks and output).
 pub struct AgentTool {
-    runner: std::sync::OnceLock<Arc<SubagentRunner>>,
+    runner: Arc<SubagentRunner>,
 }
 
 impl AgentTool {
-    pub fn connect(&self, runner: Arc<SubagentRunner>) {
-        let _ = self.runner.set(runner);
+    pub fn new(runner: SubagentRunner) -> Self {
+        Self {
+            runner: Arc::new(runner),
+        }
     }
 
     /// Stops a background agent (the SDK's `stop_task`): false when no
     /// running agent has that task id.
     pub fn stop_task(&self, task_id: &str) -> bool {
-        let Some(runner) = self.runner.get() else {
-            return false;
-        };
-        let token = runner
+        let token = self
+            .runner
             .running
             .lock()
             .ok()
@@ -131,33 +130,24 @@ impl AgentTool {
 
     /// The agent type of that name, as defined now.
     pub fn definition(&self, name: &str) -> Option<AgentDefinition> {
-        let runner = self.runner.get()?;
-        let agents = runner.agents.read().ok()?;
+        let agents = self.runner.agents.read().ok()?;
         agents.iter().find(|a| a.name == name).cloned()
     }
 
     /// The agent types offered now (`system`/`init`'s `agents`).
     pub fn agent_names(&self) -> Vec<String> {
         self.runner
-            .get()
-            .and_then(|r| {
-                r.agents
-                    .read()
-                    .ok()
-                    .map(|a| a.iter().map(|a| a.name.clone()).collect())
-            })
+            .agents
+            .read()
+            .map(|a| a.iter().map(|a| a.name.clone()).collect())
             .unwrap_or_default()
     }
 
     /// The SDK's agents (`initialize`'s `agents`, the `--agents` shape);
     /// returns the tool's new definition to offer.
     pub fn add_agents(&self, value: &Value) -> Result<ToolDefinition, String> {
-        let runner = self
-            .runner
-            .get()
-            .ok_or("agents are not available in this session")?;
         let added = parse_json(value, "the SDK's agents")?;
-        Ok(definition(&runner.add_agents(added)))
+        Ok(definition(&self.runner.add_agents(added)))
     }
 }
 
@@ -173,24 +163,12 @@ impl NativeTool for AgentTool {
         input: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
-            match self.runner.get() {
-                Some(runner) if input["run_in_background"] == true => {
-                    runner.launch(&context.tool_use_id, &input)
-                }
-                Some(runner) => {
-                    runner
-                        .run(
-                            &context.tool_use_id,
-                            &input,
-                            runner.abort.child_token(),
-                            None,
-                        )
-                        .await
-                }
-                None => Err(ToolFailure::Failed(
-                    "agents are not available in this session".into(),
-                )),
+            let runner = &self.runner;
+            if input["run_in_background"] == true {
+                return runner.launch(&context.tool_use_id, &input);
             }
+            let abort = runner.abort.child_token();
+            runner.run(&context.tool_use_id, &input, abort, None).await
         })
     }
 }
@@ -272,9 +250,7 @@ impl SubagentRunner {
     }
 
     fn emit(&self, event: AgentEvent) {
-        if let Ok(mut sink) = self.sink.lock() {
-            sink.emit(event);
-        }
+        self.sink.send(event);
     }
 
     /// The agent type the call names (general-purpose when none).
@@ -457,7 +433,7 @@ fn output_text(output: &ToolOutput) -> String {
 /// The child's events, shown as the parent's Agent call's.
 struct ChildSink {
     parent_tool_use_id: String,
-    sink: Arc<Mutex<Box<dyn EventSink>>>,
+    sink: EventRelay,
     /// A background child's progress, told after each of its tool calls.
     progress: Option<Progress>,
 }
@@ -512,15 +488,11 @@ impl EventSink for ChildSink {
             .progress
             .as_mut()
             .and_then(|p| p.follow(&event, &self.parent_tool_use_id));
-        if let Ok(mut sink) = self.sink.lock() {
-            sink.emit(AgentEvent::Child {
-                parent_tool_use_id: self.parent_tool_use_id.clone(),
-                event: Box::new(event),
-            });
-            if let Some(progress) = progress {
-                sink.emit(progress);
-            }
-        }
+        let child = AgentEvent::Child {
+            parent_tool_use_id: self.parent_tool_use_id.clone(),
+            event: Box::new(event),
+        };
+        self.sink.send_all(std::iter::once(child).chain(progress));
     }
 }
 

@@ -14,7 +14,7 @@ use crate::tools::NativeTool;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 pub const WEB_SEARCH_TOOL: &str = "WebSearch";
@@ -62,15 +62,13 @@ pub struct SearchModel {
     pub name: Arc<Mutex<String>>,
 }
 
-#[derive(Default)]
 pub struct WebSearchTool {
-    model: OnceLock<SearchModel>,
+    search: SearchModel,
 }
 
 impl WebSearchTool {
-    /// Gives the tool its model once the session has one.
-    pub fn connect(&self, model: SearchModel) {
-        let _ = self.model.set(model);
+    pub fn new(search: SearchModel) -> Self {
+        Self { search }
     }
 }
 
@@ -85,9 +83,7 @@ impl NativeTool for WebSearchTool {
         input: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
-            let search = self.model.get().ok_or_else(|| {
-                ToolFailure::Failed("web search is not available in this session".into())
-            })?;
+            let search = &self.search;
             let query = input["query"]
                 .as_str()
                 .unwrap_or_default()

@@ -1,0 +1,211 @@
+//! The policy step: the session's rules (settings, then flags), its
+//! working directories, the permission mode, the process configuration
+//! its commands run under and the egress proxy they reach the network
+//! through.
+
+use super::assemble::Identity;
+use super::builder::{SessionBuilder, SessionError};
+use crate::policy::{
+    Anchors, Policy, PolicyConfig, ReadDenials, Rule, RuleError, RuleKind, RuleSet, RuleSource,
+    SHELL_START_UP, SourceKind, split_rules,
+};
+use crate::sandbox::{DeniedPaths, ProcessConfig};
+use crate::settings::Settings;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What the policy step made.
+pub(super) struct SessionPolicy {
+    pub policy: Policy,
+    /// How the session's commands (and MCP servers) run.
+    pub process: ProcessConfig,
+    /// The proxy commands reach the network through, when any domain is
+    /// allowed.
+    pub egress: Option<crate::sandbox::egress::EgressProxy>,
+}
+
+impl SessionBuilder {
+    /// The rules, the working directories and the mode; the process
+    /// configuration of the session's commands.
+    pub(super) fn policy(
+        &self,
+        settings: &Settings,
+        identity: &Identity,
+    ) -> Result<SessionPolicy, SessionError> {
+        let super::SessionPaths {
+            cwd,
+            home,
+            config_dir,
+        } = &self.paths;
+        let rules = session_rules(
+            settings.rules.clone(),
+            &self.allowed,
+            &self.disallowed,
+            cwd,
+            home,
+        )?;
+        // Tool results too large for the model's context are saved here,
+        // where Read may page through them.
+        let spill_dir = identity.dir.join("tool-results");
+        let mut additional_dirs = settings.additional_dirs.clone();
+        additional_dirs.extend(self.add_dirs.iter().map(|d| {
+            if d.is_absolute() {
+                d.clone()
+            } else {
+                cwd.join(d)
+            }
+        }));
+        // Commands may write in the working directory and the directories
+        // the user named (their settings, --add-dir) — never a directory
+        // only a project file names; each command gets its own temp dir.
+        let flag_dirs: Vec<PathBuf> = additional_dirs
+            .iter()
+            .skip(settings.additional_dirs.len())
+            .cloned()
+            .collect();
+        let mut write_roots = vec![cwd.clone()];
+        write_roots.extend(settings.user_dirs.iter().cloned());
+        write_roots.extend(flag_dirs);
+        additional_dirs.push(spill_dir);
+        let policy = Policy::from_config(PolicyConfig {
+            mode: identity.mode,
+            bypass_allowed: self.bypass_allowed,
+            rules: RuleSet::new(rules),
+            cwd: cwd.clone(),
+            additional_dirs,
+            home: home.clone(),
+            config_dir: config_dir.clone(),
+            internal_hosts: settings.internal_addresses.clone(),
+        });
+        let read_denied = ReadDenials::from_rules(policy.rules(), write_roots.clone())
+            .map(|d| Arc::new(d) as Arc<dyn DeniedPaths>);
+        // Through the SDK's `can_use_tool`, an unlisted host can be asked
+        // about: the proxy then runs even with no domain allowed.
+        let asks = self.prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT)
+            && !settings.managed_domains_only;
+        let egress = egress_proxy(settings, policy.rules(), asks)?;
+        let process = ProcessConfig {
+            helper: self
+                .helper
+                .clone()
+                .or_else(crate::sandbox::process::default_helper),
+            protected: command_protected(home, config_dir, cwd),
+            protected_names: crate::policy::command_protected_names(),
+            write_roots,
+            read_denied,
+            allow_network: settings.sandbox_network.unwrap_or(false),
+            allow_local_binding: settings.allow_local_binding.unwrap_or(false),
+            require_os_sandbox: settings.sandbox_required.unwrap_or(true),
+            temp_limit: settings
+                .sandbox_temp_max_mb
+                .map_or(crate::sandbox::process::DEFAULT_TEMP_LIMIT, |mb| mb << 20),
+            egress: egress.as_ref().map(|p| p.socket().to_path_buf()),
+            ..ProcessConfig::new(cwd)
+        };
+        Ok(SessionPolicy {
+            policy,
+            process,
+            egress,
+        })
+    }
+}
+
+/// The settings' rules and the command line's, deny rules first (a deny
+/// anywhere beats an allow anywhere).
+fn session_rules(
+    mut rules: Vec<Rule>,
+    allowed: &[String],
+    disallowed: &[String],
+    cwd: &Path,
+    home: &Path,
+) -> Result<Vec<Rule>, RuleError> {
+    let anchors = Anchors {
+        cwd: cwd.to_path_buf(),
+        home: home.to_path_buf(),
+        project: cwd.to_path_buf(),
+    };
+    let source = RuleSource {
+        kind: SourceKind::CliFlag,
+        file: None,
+    };
+    for (kind, list) in [(RuleKind::Deny, disallowed), (RuleKind::Allow, allowed)] {
+        for text in list.iter().flat_map(|l| split_rules(l)) {
+            rules.push(Rule::parse(&text, kind, source.clone(), &anchors)?);
+        }
+    }
+    rules.sort_by_key(|r| match r.kind {
+        RuleKind::Deny => 0,
+        RuleKind::Ask => 1,
+        RuleKind::Allow => 2,
+    });
+    Ok(rules)
+}
+
+/// Paths outside the workspace's own protected names that commands may not
+/// write even when they lie under a write root: what runs in every new
+/// shell, and carapace's own configuration.
+fn command_protected(home: &Path, config_dir: &Path, cwd: &Path) -> Vec<PathBuf> {
+    use crate::policy::{HOME_START_UP, hooks_paths};
+    let mut paths: Vec<PathBuf> = SHELL_START_UP.iter().map(|name| home.join(name)).collect();
+    paths.extend(HOME_START_UP.iter().map(|(name, _)| home.join(name)));
+    // git's hooks folder wherever core.hooksPath puts it.
+    paths.extend(hooks_paths(&cwd.join(".git"), home));
+    paths.push(config_dir.to_path_buf());
+    paths
+}
+
+/// carapace's egress proxy for this session's commands, when the settings
+/// (or WebFetch domain rules) allow them some domains, or unlisted hosts
+/// can be asked about (`asks`), and give them no network of their own.
+fn egress_proxy(
+    settings: &Settings,
+    rules: &RuleSet,
+    asks: bool,
+) -> Result<Option<crate::sandbox::egress::EgressProxy>, SessionError> {
+    use crate::sandbox::egress::{EgressProxy, EgressRules};
+    let mut allowed = settings.allowed_domains.clone();
+    allowed.extend(rules.web_fetch_domains(crate::policy::RuleKind::Allow));
+    let mut denied = settings.denied_domains.clone();
+    denied.extend(rules.web_fetch_domains(crate::policy::RuleKind::Deny));
+    let ports = settings.proxy_ports;
+    let own_proxy = ports.http.is_some() || ports.socks.is_some();
+    if (allowed.is_empty() && !asks && !own_proxy) || settings.sandbox_network == Some(true) {
+        return Ok(None);
+    }
+    let rules = EgressRules::new(&allowed, &denied)
+        .map_err(|e| SessionError::Invalid(format!("sandbox.network: {e}")))?;
+    let proxy = EgressProxy::start_private(Arc::new(rules))
+        .map_err(|e| SessionError::Invalid(format!("cannot start the egress proxy: {e}")))?;
+    proxy.set_upstream(ports);
+    Ok(Some(proxy))
+}
+
+/// Where the administrator's (managed) settings are: `/etc/carapace/`, or
+/// the file `CARAPACE_MANAGED_SETTINGS` names when only an administrator
+/// could have put it there — owned by root and writable by no one else.
+/// Otherwise whoever starts carapace could replace the administrator's
+/// settings with their own; the variable is then ignored, with a warning.
+pub(super) fn managed_settings_path() -> (PathBuf, Option<String>) {
+    use std::os::unix::fs::MetadataExt;
+    let standard = PathBuf::from("/etc/carapace/managed-settings.json");
+    let Some(named) = std::env::var_os("CARAPACE_MANAGED_SETTINGS").map(PathBuf::from) else {
+        return (standard, None);
+    };
+    match std::fs::metadata(&named) {
+        Ok(meta) if meta.uid() == 0 && meta.mode() & 0o022 == 0 => (named, None),
+        Ok(_) => (
+            standard,
+            Some(format!(
+                "CARAPACE_MANAGED_SETTINGS names {}, which is not owned by root or is writable by others; ignored (the managed settings are the administrator's)",
+                named.display()
+            )),
+        ),
+        Err(e) => (
+            standard,
+            Some(format!(
+                "CARAPACE_MANAGED_SETTINGS names {}, which cannot be read ({e}); ignored",
+                named.display()
+            )),
+        ),
+    }
+}

@@ -1,0 +1,352 @@
+//! The tools steps: the registry (first-party tools and installed plugins,
+//! or one plugin), the MCP servers, the agent types, the host tools (made
+//! with the session's model and output), and the pipeline the loop calls
+//! through.
+
+use super::SessionRun;
+use super::builder::{SessionBuilder, SessionError, ToolSet};
+use super::policy::SessionPolicy;
+use crate::agent::{EventRelay, InputQueue, ToolRuntime, ToolSubset};
+use crate::commands::CustomCommands;
+use crate::hooks::HookRuntime;
+use crate::mcp::{McpLauncher, ServerConfig, ServerStatus};
+use crate::memory::NestedMemory;
+use crate::plugin_store::Placeholders;
+use crate::policy::{AuditLog, Policy};
+use crate::sandbox::{CallLimits, Sandbox};
+use crate::settings::Settings;
+use crate::subagents::{AgentDefinition, AgentTool, SubagentRunner};
+use crate::tools::skill::SKILL_TOOL;
+use crate::tools::{ToolPipeline, ToolRegistry};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// A tool result longer than this is saved to a file and shown as a preview.
+const MAX_RESULT_CHARS: usize = 100_000;
+
+/// What the MCP step connected, and how later servers start.
+pub(super) struct SessionMcp {
+    /// Every configured server, connected or not.
+    pub statuses: Vec<ServerStatus>,
+    /// The servers configured at the start.
+    pub configs: Vec<ServerConfig>,
+    /// The Agent SDK's in-process servers, connected once the SDK is.
+    pub sdk: Vec<String>,
+    pub launcher: McpLauncher,
+}
+
+/// What the pipeline is made of, besides the registry.
+pub(super) struct PipelineParts<'a> {
+    pub policy: Policy,
+    /// Whether the workspace is trusted (a project skill's `allowed-tools`
+    /// apply only then).
+    pub trusted: bool,
+    pub hooks: Arc<HookRuntime>,
+    pub catalogue: Arc<CustomCommands>,
+    pub nested_memory: Arc<NestedMemory>,
+    pub mcp: &'a SessionMcp,
+    pub id: &'a str,
+    pub dir: &'a Path,
+}
+
+/// The tools as the loop and the front ends reach them.
+pub(super) struct SessionTools {
+    pub pipeline: Arc<ToolPipeline>,
+    /// What the loop calls: the pipeline, or a subset of it (the main
+    /// agent's tools; always one when the Agent tool needs a parent).
+    pub runtime: Arc<dyn ToolRuntime>,
+    pub subset: Option<Arc<ToolSubset>>,
+    pub agent_tool: Option<Arc<AgentTool>>,
+}
+
+/// What the Agent tool's runner is made with.
+pub(super) struct RunnerParts<'a> {
+    pub run: &'a SessionRun,
+    pub cwd: &'a Path,
+    pub hooks: Arc<HookRuntime>,
+    pub output: &'a EventRelay,
+    pub queue: &'a Arc<InputQueue>,
+    pub abort: &'a CancellationToken,
+    pub agents: &'a [AgentDefinition],
+    pub dir: &'a Path,
+    pub transcript_file: Option<PathBuf>,
+}
+
+impl SessionBuilder {
+    /// The first-party tools and the installed plugins' (or the one plugin
+    /// `tool call` names); what `system`/`init` lists of the plugins.
+    pub(super) async fn registry(
+        &self,
+        sandbox: &Sandbox,
+        settings: &Settings,
+        warnings: &mut Vec<String>,
+    ) -> Result<(ToolRegistry, Vec<serde_json::Value>), SessionError> {
+        if let ToolSet::Plugin(plugin) = &self.tools {
+            let places = Placeholders::current(&self.paths.cwd);
+            let registry =
+                super::sources::one_plugin(sandbox, &self.paths, &places, plugin).await?;
+            return Ok((registry, Vec::new()));
+        }
+        let mut registry = ToolRegistry::builtin(sandbox).await?;
+        let plugins = match self.installed_plugins {
+            true => super::sources::load_installed(
+                &mut registry,
+                sandbox,
+                &self.paths,
+                settings,
+                warnings,
+            ),
+            false => Vec::new(),
+        };
+        Ok((registry, plugins))
+    }
+
+    /// Starts the configured MCP servers and offers their tools.
+    pub(super) async fn start_mcp(
+        &self,
+        sandbox: &Sandbox,
+        settings: &Settings,
+        policy: &SessionPolicy,
+        registry: &mut ToolRegistry,
+        warnings: &mut Vec<String>,
+    ) -> Result<SessionMcp, SessionError> {
+        let env = |name: &str| super::run::settings_env(settings, name);
+        let startup = match env("MCP_TIMEOUT") {
+            Some(ms) => Duration::from_millis(ms.trim().parse().map_err(|_| {
+                SessionError::Invalid(format!("MCP_TIMEOUT must be milliseconds, got `{ms}`"))
+            })?),
+            None => crate::mcp::DEFAULT_STARTUP,
+        };
+        let configs = match &self.mcp {
+            None => Vec::new(),
+            Some(setup) => {
+                super::sources::mcp_configs(setup, &self.paths, settings, &env, warnings)?
+            }
+        };
+        let sdk = configs
+            .iter()
+            .filter(|c| c.transport == crate::mcp::Transport::Sdk)
+            .map(|c| c.name.clone())
+            .collect();
+        let statuses = crate::mcp::start_all(
+            sandbox,
+            &configs,
+            &policy.process,
+            CallLimits::default(),
+            startup,
+        )
+        .await?;
+        for status in &statuses {
+            match &status.outcome {
+                Ok(server) => warnings.extend(registry.add_mcp(server)),
+                Err(e) => {
+                    warnings.push(format!("MCP server `{}` failed to start: {e}", status.name))
+                }
+            }
+        }
+        let launcher = McpLauncher::new(sandbox.clone(), policy.process.clone(), startup);
+        Ok(SessionMcp {
+            statuses,
+            configs,
+            sdk,
+            launcher,
+        })
+    }
+
+    /// The host tools that need no model: ExitPlanMode and the background
+    /// shells' (not in a one-plugin session), WebSearch when the session
+    /// has a model.
+    pub(super) fn plain_host_tools(
+        &self,
+        registry: &mut ToolRegistry,
+        sandbox: &Sandbox,
+        policy: &Policy,
+        run: Option<&SessionRun>,
+    ) -> Result<(), SessionError> {
+        if matches!(self.tools, ToolSet::Plugin(_)) {
+            return Ok(());
+        }
+        use crate::tools::exit_plan_mode::{ExitPlanModeTool, ceiling, definition};
+        let tool = Arc::new(ExitPlanModeTool::new(policy.mode_cell().clone()));
+        registry.add_native_within(definition(), tool, ceiling())?;
+        if let Some(run) = run.filter(|_| self.web_search) {
+            use crate::tools::web_search::{SearchModel, WebSearchTool, ceiling, definition};
+            let search = WebSearchTool::new(SearchModel {
+                model: run.model.clone(),
+                name: run.model_name.clone(),
+            });
+            registry.add_native_within(definition(), Arc::new(search), ceiling())?;
+        }
+        if let Some(shells) = sandbox.shells() {
+            use crate::tools::shells::{
+                BashOutputTool, KillShellTool, bash_output_definition, kill_shell_definition,
+            };
+            let shells = shells.clone();
+            registry.add_native(
+                bash_output_definition(),
+                Arc::new(BashOutputTool {
+                    shells: shells.clone(),
+                }),
+            )?;
+            registry.add_native(kill_shell_definition(), Arc::new(KillShellTool { shells }))?;
+        }
+        Ok(())
+    }
+
+    /// The rest of the registry and the pipeline over it. With the Agent
+    /// tool, the loop's tools are a subset whose own tools include the
+    /// Agent tool, made with a handle on them (its children's parent).
+    pub(super) fn pipeline(
+        &self,
+        registry: ToolRegistry,
+        parts: PipelineParts<'_>,
+        runner: Option<RunnerParts<'_>>,
+        main_tools: Option<Vec<String>>,
+        deferred_agent: bool,
+    ) -> Result<SessionTools, SessionError> {
+        let Some(runner) = runner else {
+            let pipeline = self.complete(registry, parts, None)?;
+            let subset = (main_tools.is_some() || deferred_agent).then(|| {
+                let parent: Arc<dyn ToolRuntime> = pipeline.clone();
+                Arc::new(ToolSubset::new(parent, main_tools.as_deref(), &[]))
+            });
+            let runtime: Arc<dyn ToolRuntime> = match &subset {
+                Some(subset) => subset.clone(),
+                None => pipeline.clone(),
+            };
+            return Ok(SessionTools {
+                pipeline,
+                runtime,
+                subset,
+                agent_tool: None,
+            });
+        };
+        let definition = crate::subagents::definition(runner.agents);
+        let mut made = None;
+        let subset = Arc::new_cyclic(|own: &Weak<ToolSubset>| {
+            let parent_tools: Weak<dyn ToolRuntime> = own.clone();
+            let tool = Arc::new(AgentTool::new(subagent_runner(runner, parent_tools)));
+            let completed = self.complete(registry, parts, Some((definition, tool.clone())));
+            let parent: Arc<dyn ToolRuntime> = match &completed {
+                Ok(pipeline) => pipeline.clone(),
+                // Dropped at once: the session is not built.
+                Err(_) => Arc::new(NoTools),
+            };
+            made = Some(completed.map(|pipeline| (pipeline, tool)));
+            ToolSubset::new(parent, main_tools.as_deref(), &[])
+        });
+        let (pipeline, tool) =
+            made.ok_or_else(|| SessionError::Invalid("the session's tools were not made".into()))??;
+        Ok(SessionTools {
+            pipeline,
+            runtime: subset.clone(),
+            subset: Some(subset),
+            agent_tool: Some(tool),
+        })
+    }
+
+    /// The Agent tool (when given), Skill, the `--tools` selection,
+    /// StructuredOutput, in that order; the pipeline over them.
+    fn complete(
+        &self,
+        mut registry: ToolRegistry,
+        parts: PipelineParts<'_>,
+        agent: Option<(crate::sandbox::ToolDefinition, Arc<AgentTool>)>,
+    ) -> Result<Arc<ToolPipeline>, SessionError> {
+        if let Some((definition, tool)) = agent {
+            registry.add_native(definition, tool)?;
+        }
+        if self.offers_skill(&parts.catalogue) {
+            use crate::tools::skill::{SkillTool, ceiling, definition};
+            registry.add_native_within(definition(), Arc::new(SkillTool), ceiling())?;
+        }
+        if let ToolSet::Only(names) = &self.tools {
+            registry = registry.select(names)?;
+        }
+        if let Some(schema) = &self.output_schema {
+            use crate::tools::structured_output::{StructuredOutputTool, definition};
+            registry.add_native(definition(schema), Arc::new(StructuredOutputTool))?;
+        }
+        if let Some(prompt_tool) = &self.prompt_tool
+            && prompt_tool != crate::tools::STDIO_PROMPT
+            && registry.get(prompt_tool).is_none()
+        {
+            return Err(SessionError::Invalid(format!(
+                "--permission-prompt-tool: no loaded tool is called `{prompt_tool}`"
+            )));
+        }
+        let connected = parts
+            .mcp
+            .statuses
+            .iter()
+            .filter_map(|s| s.outcome.as_ref().ok().cloned())
+            .collect();
+        let mut pipeline = ToolPipeline::new(registry, parts.policy, CallLimits::default())
+            .with_skills(parts.catalogue.clone(), parts.trusted)
+            .with_memory(parts.nested_memory)
+            .with_mcp_servers(connected)
+            .with_hooks(parts.hooks)
+            .with_session_id(parts.id.to_string())
+            .with_audit(AuditLog::at(parts.dir.join("audit.jsonl")))
+            .with_prompt_tool(self.prompt_tool.clone())
+            .with_result_spill(parts.dir.join("tool-results"), MAX_RESULT_CHARS)
+            .with_structured_results(self.structured_results);
+        if let Some(checkpoints) = &self.checkpoints {
+            pipeline = pipeline.with_checkpoints(checkpoints.clone());
+        }
+        Ok(Arc::new(pipeline))
+    }
+
+    /// Whether the Skill tool is offered: not in a one-plugin session; when
+    /// a skill the model may call exists or `--tools` names it; and kept by
+    /// the `--tools` selection.
+    pub(super) fn offers_skill(&self, catalogue: &CustomCommands) -> bool {
+        match &self.tools {
+            ToolSet::Plugin(_) => false,
+            ToolSet::All => catalogue.has_model_invocable(),
+            ToolSet::Only(names) => names.iter().any(|n| n == SKILL_TOOL),
+        }
+    }
+}
+
+/// A runtime with no tools: what a subset being built over a pipeline that
+/// could not be made holds until both are dropped.
+struct NoTools;
+
+impl ToolRuntime for NoTools {
+    fn specs(&self) -> Vec<crate::model::ToolSpec> {
+        Vec::new()
+    }
+
+    fn prepare(
+        self: Arc<Self>,
+        call: crate::agent::ToolCall,
+    ) -> futures::future::BoxFuture<'static, crate::agent::Preparation> {
+        let result = crate::agent::ToolCallResult::error(&call.id, "the session is not built");
+        Box::pin(async move { crate::agent::Preparation::Failed(Box::new(result)) })
+    }
+}
+
+/// The Agent tool's runner: child loops on the session's model, hooks and
+/// output, calling through `parent_tools`.
+fn subagent_runner(parts: RunnerParts<'_>, parent_tools: Weak<dyn ToolRuntime>) -> SubagentRunner {
+    SubagentRunner {
+        model: parts.run.model.clone(),
+        parent_tools,
+        hooks: parts.hooks,
+        sink: parts.output.clone(),
+        config: parts.run.config.clone(),
+        current_model: Some(parts.run.model_name.clone()),
+        cwd: parts.cwd.to_path_buf(),
+        abort: parts.abort.clone(),
+        notifications: parts.queue.clone(),
+        tasks_dir: parts.dir.join("tasks"),
+        agents: std::sync::RwLock::new(parts.agents.to_vec()),
+        transcripts: parts
+            .transcript_file
+            .map(|t| t.with_extension("").join("subagents")),
+        running: Default::default(),
+    }
+}
