@@ -307,11 +307,22 @@ fn process_holdings() -> Result<(usize, usize), Box<dyn std::error::Error>> {
     for task in std::fs::read_dir("/proc/self/task")? {
         let comm = std::fs::read_to_string(task?.path().join("comm")).unwrap_or_default();
         // tokio's blocking pool keeps idle threads for a while by design.
-        if !comm.starts_with("tokio-runtime") {
+        if !comm.starts_with("tokio-r") {
             threads += 1;
         }
     }
     Ok((fds, threads))
+}
+
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A session that runs a loop (the replay demo's model), with the Agent
@@ -397,7 +408,8 @@ async fn a_hundred_sessions_in_a_row_and_at_once_share_one_engine_and_leave_noth
     );
     assert!(
         after.1 <= before.1,
-        "threads before and after: {before:?} {after:?}"
+        "threads before and after: {before:?} {after:?}: {:?}",
+        thread_names()
     );
     Ok(())
 }
