@@ -22,12 +22,6 @@ pub struct Ceiling {
     any_host: bool,
     env: Vec<String>,
     process: bool,
-    /// Every call needs approval unless a rule allows the tool, whatever it
-    /// asks for (MCP tools: what they do is the server's business).
-    calls_need_approval: bool,
-    /// The host's ExitPlanMode: in plan mode it asks instead of being
-    /// refused. Never read from a manifest.
-    ends_plan_mode: bool,
 }
 
 impl Ceiling {
@@ -62,12 +56,6 @@ impl Ceiling {
         self
     }
 
-    /// Calls ask unless a rule allows the tool (MCP tools).
-    pub fn with_calls_needing_approval(mut self) -> Self {
-        self.calls_need_approval = true;
-        self
-    }
-
     pub fn allows_file(&self, path: &Path, access: FileAccess) -> bool {
         self.files
             .iter()
@@ -84,22 +72,6 @@ impl Ceiling {
 
     pub fn allows_process(&self) -> bool {
         self.process
-    }
-
-    /// Marks the host's plan-exit tool (see [`Self::ends_plan_mode`]).
-    pub fn ending_plan_mode(mut self) -> Self {
-        self.ends_plan_mode = true;
-        self
-    }
-
-    /// Whether calls are how plan mode ends (they ask even in plan mode).
-    pub fn ends_plan_mode(&self) -> bool {
-        self.ends_plan_mode
-    }
-
-    /// Whether every call asks unless a rule allows the tool.
-    pub fn calls_need_approval(&self) -> bool {
-        self.calls_need_approval
     }
 
     /// A short description, for `plugin inspect` and denials.

@@ -15,20 +15,20 @@ mod audit;
 pub mod bash;
 mod ceiling;
 mod decision;
+mod grant;
 mod modes;
+mod needs;
 mod paths;
 mod protected;
 mod read_denials;
 mod rules;
+mod verdict;
 
 pub use crate::sandbox::{HostPattern, HostPatternError, is_internal};
 pub use audit::{AuditEntry, AuditLog};
 pub use bash::{Analysis, analyse};
 pub use ceiling::{Ceiling, SECRET_ENV};
-pub use decision::{
-    Approval, Basis, BasisKind, CallRequest, HookAnswer, Outcome, Policy, PolicyConfig, Question,
-    Verdict,
-};
+pub use decision::{Policy, PolicyConfig};
 pub use modes::{ModeCell, ModeChangeBy, ModeListener, ModeRefused, PermissionMode};
 pub use paths::{TreeTooLarge, lexical_absolute, resolve_symlinks};
 pub use protected::{
@@ -39,4 +39,7 @@ pub use read_denials::ReadDenials;
 pub use rules::{
     Anchors, Family, Rule, RuleError, RuleKind, RuleSet, RuleSource, SourceKind, Subject,
     split_rules,
+};
+pub use verdict::{
+    Approval, Basis, BasisKind, CallApproval, CallRequest, HookAnswer, Outcome, Question, Verdict,
 };

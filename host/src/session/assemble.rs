@@ -4,21 +4,19 @@
 //! (here and in the step files beside it), in the order each needs the
 //! ones before it.
 
-use super::builder::{Resume, SessionBuilder, SessionError};
+use super::builder::{SessionBuilder, SessionError};
+use super::identity::Identity;
 use super::policy::{SessionPolicy, managed_settings_path};
 use super::run::{MainAgent, RunModel, build_model};
 use super::tools::{PipelineParts, RunnerParts};
 use super::{Session, SessionRun, StartSource};
 use crate::agent::{EventRelay, InputQueue};
 use crate::hooks::{HookCommon, HookRuntime};
-use crate::policy::{PermissionMode, Policy};
+use crate::policy::Policy;
 use crate::sandbox::{Sandbox, SandboxEngine};
 use crate::settings::{Locations, Settings};
-use crate::transcript::{
-    Loaded, Opening, Transcript, TranscriptError, is_session_id, latest, load, project_dir,
-    transcript_path,
-};
-use std::path::{Path, PathBuf};
+use crate::transcript::{Opening, Transcript};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
@@ -33,17 +31,6 @@ impl Timing {
             "session timing"
         );
     }
-}
-
-/// Who the session is: its id and mode, where its files go, the history
-/// it resumes.
-pub(super) struct Identity {
-    pub id: String,
-    pub mode: PermissionMode,
-    /// `~/.carapace/sessions/<id>`: the audit log, spilled results.
-    pub dir: PathBuf,
-    pub transcript_file: PathBuf,
-    pub resumed: Option<Loaded>,
 }
 
 impl SessionBuilder {
@@ -80,12 +67,8 @@ impl SessionBuilder {
         let hooks = hooks.0;
         timing.mark("hooks_loaded");
         warnings.extend(memory.warnings);
-        let mut user_context = Vec::new();
-        if self.offers_skill(&catalogue) && policy.policy.hidden_by(SKILL_TOOL).is_none() {
-            user_context.extend(catalogue.listing());
-        }
-        let skills_listed = !user_context.is_empty();
-        user_context.push(memory.reminder);
+        let (user_context, skills_listed) =
+            self.user_context(&catalogue, &policy.policy, memory.reminder);
         let mut run =
             self.session_run(&settings, &agents, &policy.policy, &identity, &user_context)?;
         self.plain_host_tools(&mut registry, &sandbox, &policy.policy, run.as_ref())?;
@@ -95,17 +78,12 @@ impl SessionBuilder {
             .filter(|_| self.agent_tool)
             .map(|run| RunnerParts {
                 run,
-                cwd: &self.paths.cwd,
                 hooks: hooks.clone(),
                 output: &output,
                 queue: &queue,
                 abort: &abort,
                 agents: &agents,
-                dir: &identity.dir,
-                transcript_file: self
-                    .history
-                    .persist
-                    .then(|| identity.transcript_file.clone()),
+                identity: &identity,
             });
         let main_tools = run.as_ref().and_then(|r| r.main.tools());
         let deferred = run.as_ref().is_some_and(|r| r.main.deferred.is_some());
@@ -121,13 +99,7 @@ impl SessionBuilder {
         };
         let tools = self.pipeline(registry, parts, runner, main_tools, deferred)?;
         if let Some(run) = &mut run {
-            let names: Vec<String> = tools.runtime.specs().into_iter().map(|s| s.name).collect();
-            run.config.system_prompt = run.system_prompt(
-                &run.prompt,
-                &names,
-                run.main.agent.as_ref(),
-                output_style.as_ref(),
-            );
+            run.choose_system_prompt(tools.runtime.as_ref(), output_style.as_ref());
         }
         // Opened last: a session that fails to assemble leaves no file.
         let transcript = self.transcript(&identity, &mut warnings)?;
@@ -184,95 +156,23 @@ impl SessionBuilder {
         Ok(Settings::load(&locations, self.trust)?)
     }
 
-    /// The session's id and mode; a transcript to resume is read (and
-    /// refused if damaged) before anything is written.
-    fn identity(
+    /// The reminders at the head of every request's first user message:
+    /// the skills listing when the Skill tool is offered and not hidden,
+    /// then the memory files and today's date; whether the listing is
+    /// there.
+    fn user_context(
         &self,
-        settings: &Settings,
-        warnings: &mut Vec<String>,
-    ) -> Result<Identity, SessionError> {
-        let config_dir = &self.paths.config_dir;
-        let mode = self
-            .mode
-            .or(settings.default_mode)
-            .unwrap_or(PermissionMode::Default);
-        if let Some(id) = self.session_id.as_ref().filter(|id| !is_session_id(id)) {
-            return Err(SessionError::Invalid(format!(
-                "`{id}` is not a session id (letters, digits, - and _)"
-            )));
+        catalogue: &crate::commands::CustomCommands,
+        policy: &Policy,
+        memory_reminder: String,
+    ) -> (Vec<String>, bool) {
+        let mut user_context = Vec::new();
+        if self.offers_skill(catalogue) && policy.hidden_by(SKILL_TOOL).is_none() {
+            user_context.extend(catalogue.listing());
         }
-        // Folders an earlier version left readable by every account.
-        if config_dir.is_dir()
-            && let Err(e) = crate::files::ensure_private_dir(config_dir)
-        {
-            warnings.push(format!(
-                "{} is readable by other accounts and cannot be made private: {e}",
-                config_dir.display()
-            ));
-        }
-        let projects = project_dir(config_dir, &self.paths.cwd);
-        let resumed = self.resumed(&projects)?;
-        let id = match (&resumed, self.history.fork) {
-            (Some(loaded), false) => {
-                if self
-                    .session_id
-                    .as_ref()
-                    .is_some_and(|id| *id != loaded.session_id)
-                {
-                    return Err(SessionError::Invalid(
-                        "--session-id can only name a resumed session's new id with --fork-session"
-                            .into(),
-                    ));
-                }
-                loaded.session_id.clone()
-            }
-            _ => self
-                .session_id
-                .clone()
-                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-        };
-        let transcript_file = transcript_path(&projects, &id);
-        if self.history.persist
-            && (resumed.is_none() || self.history.fork)
-            && transcript_file.exists()
-        {
-            return Err(TranscriptError::AlreadyExists(id).into());
-        }
-        Ok(Identity {
-            dir: config_dir.join("sessions").join(&id),
-            id,
-            mode,
-            transcript_file,
-            resumed,
-        })
-    }
-
-    /// The transcript `--resume` / `--continue` names, read.
-    fn resumed(&self, projects: &Path) -> Result<Option<Loaded>, SessionError> {
-        let Some(resume) = &self.history.resume else {
-            return Ok(None);
-        };
-        let id = match resume {
-            // An id names a file in this workspace's folder, never a path.
-            Resume::Id(id) if !is_session_id(id) => {
-                return Err(SessionError::Invalid(format!(
-                    "--resume: `{id}` is not a session id (letters, digits, - and _)"
-                )));
-            }
-            Resume::Id(id) => id.clone(),
-            Resume::Latest => latest(projects)?,
-        };
-        let path = transcript_path(projects, &id);
-        if !path.is_file() {
-            return Err(TranscriptError::NotFound {
-                id,
-                dir: projects.to_path_buf(),
-            }
-            .into());
-        }
-        let loaded = load(&path)?;
-        tracing::debug!(mark = "transcript_loaded", "session timing");
-        Ok(Some(loaded))
+        let skills_listed = !user_context.is_empty();
+        user_context.push(memory_reminder);
+        (user_context, skills_listed)
     }
 
     /// The session's sandbox: on the process's engine when one is shared,

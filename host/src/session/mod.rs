@@ -26,6 +26,7 @@
 mod assemble;
 mod builder;
 mod context;
+mod identity;
 mod policy;
 mod run;
 mod sources;
@@ -169,6 +170,17 @@ pub struct SessionRun {
 }
 
 impl SessionRun {
+    /// Sets the system prompt for the loop's tools as they are.
+    pub(super) fn choose_system_prompt(
+        &mut self,
+        tools: &dyn ToolRuntime,
+        style: Option<&crate::prompt::OutputStyle>,
+    ) {
+        let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+        let agent = self.main.agent.as_ref();
+        self.config.system_prompt = self.system_prompt(&self.prompt, &names, agent, style);
+    }
+
     /// The system prompt for `choice`, offering `tools`, as `agent` (the
     /// main agent) when there is one.
     pub fn system_prompt(

@@ -3,8 +3,8 @@
 //! its commands run under and the egress proxy they reach the network
 //! through.
 
-use super::assemble::Identity;
 use super::builder::{SessionBuilder, SessionError};
+use super::identity::Identity;
 use crate::policy::{
     Anchors, Policy, PolicyConfig, ReadDenials, Rule, RuleError, RuleKind, RuleSet, RuleSource,
     SHELL_START_UP, SourceKind, split_rules,

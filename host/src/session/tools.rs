@@ -18,7 +18,7 @@ use crate::settings::Settings;
 use crate::subagents::{AgentDefinition, AgentTool, SubagentRunner};
 use crate::tools::skill::SKILL_TOOL;
 use crate::tools::{ToolPipeline, ToolRegistry};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -64,14 +64,12 @@ pub(super) struct SessionTools {
 /// What the Agent tool's runner is made with.
 pub(super) struct RunnerParts<'a> {
     pub run: &'a SessionRun,
-    pub cwd: &'a Path,
     pub hooks: Arc<HookRuntime>,
     pub output: &'a EventRelay,
     pub queue: &'a Arc<InputQueue>,
     pub abort: &'a CancellationToken,
     pub agents: &'a [AgentDefinition],
-    pub dir: &'a Path,
-    pub transcript_file: Option<PathBuf>,
+    pub identity: &'a super::identity::Identity,
 }
 
 impl SessionBuilder {
@@ -168,16 +166,16 @@ impl SessionBuilder {
         if matches!(self.tools, ToolSet::Plugin(_)) {
             return Ok(());
         }
-        use crate::tools::exit_plan_mode::{ExitPlanModeTool, ceiling, definition};
+        use crate::tools::exit_plan_mode::{ExitPlanModeTool, approval, definition};
         let tool = Arc::new(ExitPlanModeTool::new(policy.mode_cell().clone()));
-        registry.add_native_within(definition(), tool, ceiling())?;
+        registry.add_native_asking(definition(), tool, approval())?;
         if let Some(run) = run.filter(|_| self.web_search) {
-            use crate::tools::web_search::{SearchModel, WebSearchTool, ceiling, definition};
+            use crate::tools::web_search::{SearchModel, WebSearchTool, approval, definition};
             let search = WebSearchTool::new(SearchModel {
                 model: run.model.clone(),
                 name: run.model_name.clone(),
             });
-            registry.add_native_within(definition(), Arc::new(search), ceiling())?;
+            registry.add_native_asking(definition(), Arc::new(search), approval())?;
         }
         if let Some(shells) = sandbox.shells() {
             use crate::tools::shells::{
@@ -227,7 +225,9 @@ impl SessionBuilder {
         let mut made = None;
         let subset = Arc::new_cyclic(|own: &Weak<ToolSubset>| {
             let parent_tools: Weak<dyn ToolRuntime> = own.clone();
-            let tool = Arc::new(AgentTool::new(subagent_runner(runner, parent_tools)));
+            let (cwd, persist) = (&self.paths.cwd, self.history.persist);
+            let runner = subagent_runner(runner, cwd, persist, parent_tools);
+            let tool = Arc::new(AgentTool::new(runner));
             let completed = self.complete(registry, parts, Some((definition, tool.clone())));
             let parent: Arc<dyn ToolRuntime> = match &completed {
                 Ok(pipeline) => pipeline.clone(),
@@ -259,8 +259,8 @@ impl SessionBuilder {
             registry.add_native(definition, tool)?;
         }
         if self.offers_skill(&parts.catalogue) {
-            use crate::tools::skill::{SkillTool, ceiling, definition};
-            registry.add_native_within(definition(), Arc::new(SkillTool), ceiling())?;
+            use crate::tools::skill::{SkillTool, approval, definition};
+            registry.add_native_asking(definition(), Arc::new(SkillTool), approval())?;
         }
         if let ToolSet::Only(names) = &self.tools {
             registry = registry.select(names)?;
@@ -331,7 +331,13 @@ impl ToolRuntime for NoTools {
 
 /// The Agent tool's runner: child loops on the session's model, hooks and
 /// output, calling through `parent_tools`.
-fn subagent_runner(parts: RunnerParts<'_>, parent_tools: Weak<dyn ToolRuntime>) -> SubagentRunner {
+fn subagent_runner(
+    parts: RunnerParts<'_>,
+    cwd: &Path,
+    persist: bool,
+    parent_tools: Weak<dyn ToolRuntime>,
+) -> SubagentRunner {
+    let identity = parts.identity;
     SubagentRunner {
         model: parts.run.model.clone(),
         parent_tools,
@@ -339,14 +345,18 @@ fn subagent_runner(parts: RunnerParts<'_>, parent_tools: Weak<dyn ToolRuntime>) 
         sink: parts.output.clone(),
         config: parts.run.config.clone(),
         current_model: Some(parts.run.model_name.clone()),
-        cwd: parts.cwd.to_path_buf(),
+        cwd: cwd.to_path_buf(),
         abort: parts.abort.clone(),
         notifications: parts.queue.clone(),
-        tasks_dir: parts.dir.join("tasks"),
+        tasks_dir: identity.dir.join("tasks"),
         agents: std::sync::RwLock::new(parts.agents.to_vec()),
-        transcripts: parts
-            .transcript_file
-            .map(|t| t.with_extension("").join("subagents")),
+        // Children's transcripts go beside the parent's.
+        transcripts: persist.then(|| {
+            identity
+                .transcript_file
+                .with_extension("")
+                .join("subagents")
+        }),
         running: Default::default(),
     }
 }

@@ -4,7 +4,7 @@
 //! (`--allowedTools ExitPlanMode`) or the permission prompt (the SDK's
 //! `can_use_tool`) approves the plan.
 
-use crate::policy::{Ceiling, ModeCell, ModeChangeBy, PermissionMode};
+use crate::policy::{CallApproval, ModeCell, ModeChangeBy, PermissionMode};
 use crate::sandbox::{CallContext, ToolContent, ToolDefinition, ToolFailure, ToolOutput};
 use crate::tools::NativeTool;
 use futures::future::BoxFuture;
@@ -30,12 +30,10 @@ pub fn definition() -> ToolDefinition {
     }
 }
 
-/// What the tool may be granted: nothing, and every call asks; in plan
-/// mode it asks instead of being refused as a tool that changes things.
-pub fn ceiling() -> Ceiling {
-    Ceiling::none()
-        .with_calls_needing_approval()
-        .ending_plan_mode()
+/// Every call asks; in plan mode it asks instead of being refused as a
+/// tool that changes things (it is granted nothing).
+pub fn approval() -> CallApproval {
+    CallApproval::EndsPlanMode
 }
 
 /// Leaves plan mode for the default mode, once the call was approved.

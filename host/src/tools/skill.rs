@@ -3,7 +3,7 @@
 //! (`pipeline/skill.rs`), because a skill's `` !`command` `` spans are Bash
 //! calls that go through the pipeline like the model's own.
 
-use crate::policy::Ceiling;
+use crate::policy::CallApproval;
 use crate::sandbox::{CallContext, ToolDefinition, ToolFailure, ToolOutput};
 use crate::tools::NativeTool;
 use futures::future::BoxFuture;
@@ -40,8 +40,8 @@ pub fn definition() -> ToolDefinition {
 /// A skill that pre-approves tools, or says more than what it is, asks
 /// before it starts; the pipeline lets a plain one through with
 /// [`Ceiling::none`].
-pub fn ceiling() -> Ceiling {
-    Ceiling::none().with_calls_needing_approval()
+pub fn approval() -> CallApproval {
+    CallApproval::Asks
 }
 
 /// The registry's entry for the tool. Its calls never reach it: the

@@ -8,7 +8,7 @@
 //! the SDK's answer, bypass mode).
 
 use crate::model::{ContentBlock, Message, MessagesRequest, Model, ResponseAssembler, StreamEvent};
-use crate::policy::Ceiling;
+use crate::policy::CallApproval;
 use crate::sandbox::{CallContext, ToolContent, ToolDefinition, ToolFailure, ToolOutput};
 use crate::tools::NativeTool;
 use futures::StreamExt;
@@ -52,8 +52,8 @@ pub fn definition() -> ToolDefinition {
 }
 
 /// Every call asks unless a rule allows it.
-pub fn ceiling() -> Ceiling {
-    Ceiling::none().with_calls_needing_approval()
+pub fn approval() -> CallApproval {
+    CallApproval::Asks
 }
 
 /// The model the search request goes to: the session's, as it is now.

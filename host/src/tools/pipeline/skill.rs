@@ -17,13 +17,10 @@ use crate::agent::{ToolCall, ToolCallResult};
 use crate::commands::expand::{ShellSpan, fill, shell_spans};
 use crate::commands::{CustomCommand, CustomCommands, Origin};
 use crate::model::ToolResultContent;
-use crate::policy::{Ceiling, Policy, Rule, RuleKind, RuleSource, SourceKind};
+use crate::policy::{CallApproval, Policy, Rule, RuleKind, RuleSource, SourceKind};
 use crate::tools::skill::SKILL_TOOL;
 use serde_json::json;
-use std::sync::{Arc, LazyLock, RwLock};
-
-/// The ceiling of a skill that only describes itself: its start is allowed.
-static PLAIN_SKILL: LazyLock<Ceiling> = LazyLock::new(Ceiling::none);
+use std::sync::{Arc, RwLock};
 
 #[derive(Default)]
 pub(super) struct Skills {
@@ -71,14 +68,15 @@ impl ToolPipeline {
     }
 
     /// A Skill call naming a skill that only describes itself is decided
-    /// without the tool's asking ceiling.
-    pub(super) fn skill_ceiling(&self, call: &ToolCall) -> Option<&'static Ceiling> {
+    /// by its needs (none: its start is allowed), not asked as the tool's
+    /// other calls are.
+    pub(super) fn skill_approval(&self, call: &ToolCall) -> Option<CallApproval> {
         if call.name != SKILL_TOOL {
             return None;
         }
         let catalogue = self.skills.current()?;
         let entry = catalogue.get(skill_name(call))?;
-        (!entry.asks).then_some(&*PLAIN_SKILL)
+        (!entry.asks).then_some(CallApproval::ByNeeds)
     }
 
     /// The model's Skill call, allowed: the skill's instructions follow the

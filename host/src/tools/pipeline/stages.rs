@@ -229,8 +229,10 @@ impl ToolPipeline {
         plan: &CallPlan,
         hook: HookAnswer,
     ) -> Verdict {
-        let ceiling = self.skill_ceiling(call).unwrap_or(&tool.ceiling);
-        let mut request = CallRequest::new(&call.name, &plan.needs, ceiling).with_hook(hook);
+        let asking = self.skill_approval(call).unwrap_or(tool.approval);
+        let mut request = CallRequest::new(&call.name, &plan.needs, &tool.ceiling)
+            .asking(asking)
+            .with_hook(hook);
         if call.name == crate::tools::skill::SKILL_TOOL {
             request = request.naming(super::skill::skill_name(call));
         }

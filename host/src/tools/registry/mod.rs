@@ -11,7 +11,7 @@
 use super::builtin::BUILTIN_PLUGINS;
 use crate::mcp::McpServer;
 use crate::model::ToolSpec;
-use crate::policy::Ceiling;
+use crate::policy::{CallApproval, Ceiling};
 use crate::sandbox::{
     CallContext, CallLimits, CallPlan, Grant, InterruptBehavior, ReadLedger, Sandbox, SandboxError,
     ToolAnnotations, ToolComponent, ToolContent, ToolDefinition, ToolFailure, ToolOutput,
@@ -79,6 +79,8 @@ pub struct RegisteredTool {
     validator: std::sync::OnceLock<Result<jsonschema::Validator, String>>,
     provider: ToolProvider,
     pub ceiling: Arc<Ceiling>,
+    /// How its calls are asked about beyond what they need.
+    pub approval: CallApproval,
     /// The plugin's own limits, when its manifest sets them.
     pub limits: Option<CallLimits>,
 }
@@ -424,6 +426,7 @@ impl ToolRegistry {
                 &definitions,
                 ToolProvider::FirstParty(Arc::new(lazy)),
                 Arc::new((plugin.ceiling)()),
+                CallApproval::ByNeeds,
                 None,
             )?;
         }
@@ -454,6 +457,7 @@ impl ToolRegistry {
             &definitions,
             ToolProvider::ThirdParty(Arc::new(LazyComponent::loaded(component))),
             ceiling,
+            CallApproval::ByNeeds,
             limits,
         )
     }
@@ -496,7 +500,15 @@ impl ToolRegistry {
             loaded: tokio::sync::OnceCell::new(),
         }));
         let mut staged = self.clone();
-        staged.add_tools(&name, &tools, provider, Arc::new(ceiling), Some(limits))?;
+        let approval = CallApproval::ByNeeds;
+        staged.add_tools(
+            &name,
+            &tools,
+            provider,
+            Arc::new(ceiling),
+            approval,
+            Some(limits),
+        )?;
         *self = staged;
         Ok(())
     }
@@ -506,7 +518,9 @@ impl ToolRegistry {
     /// schema) is left out with a warning; the others are added.
     pub fn add_mcp(&mut self, server: &Arc<McpServer>) -> Vec<String> {
         let mut warnings = Vec::new();
-        let ceiling = Arc::new(Ceiling::none().with_calls_needing_approval());
+        // What an MCP tool does is the server's business: every call asks
+        // unless a rule allows it.
+        let ceiling = Arc::new(Ceiling::none());
         for tool in server.tools() {
             let name = crate::mcp::tool_name(&server.name, &tool.name);
             let definition = ToolDefinition {
@@ -524,8 +538,16 @@ impl ToolRegistry {
                 read_only: tool.read_only,
             });
             let plugin = format!("mcp:{}", server.name);
-            if let Err(e) = self.add_tools(&plugin, &[definition], provider, ceiling.clone(), None)
-            {
+            let asks = CallApproval::Asks;
+            let added = self.add_tools(
+                &plugin,
+                &[definition],
+                provider,
+                ceiling.clone(),
+                asks,
+                None,
+            );
+            if let Err(e) = added {
                 warnings.push(format!(
                     "MCP server `{}`: tool `{}` left out: {e}",
                     server.name, tool.name
@@ -553,23 +575,23 @@ impl ToolRegistry {
         definition: ToolDefinition,
         tool: Arc<dyn NativeTool>,
     ) -> Result<(), RegistryError> {
-        self.add_native_within(definition, tool, Ceiling::none())
+        self.add_native_asking(definition, tool, CallApproval::ByNeeds)
     }
 
-    /// [`Self::add_native`] with a ceiling of its own (ExitPlanMode's
-    /// calls ask).
-    pub fn add_native_within(
+    /// [`Self::add_native`] for a tool whose calls ask whatever they need
+    /// (ExitPlanMode, WebSearch, Skill). Host tools are granted nothing.
+    pub fn add_native_asking(
         &mut self,
         definition: ToolDefinition,
         tool: Arc<dyn NativeTool>,
-        ceiling: Ceiling,
+        approval: CallApproval,
     ) -> Result<(), RegistryError> {
-        let ceiling = Arc::new(ceiling);
         self.add_tools(
             "carapace",
             &[definition],
             ToolProvider::Native(tool),
-            ceiling,
+            Arc::new(Ceiling::none()),
+            approval,
             None,
         )
     }
@@ -580,6 +602,7 @@ impl ToolRegistry {
         definitions: &[ToolDefinition],
         provider: ToolProvider,
         ceiling: Arc<Ceiling>,
+        approval: CallApproval,
         limits: Option<CallLimits>,
     ) -> Result<(), RegistryError> {
         // Schemas vetted before are compiled on first use.
@@ -609,6 +632,7 @@ impl ToolRegistry {
                 validator,
                 provider: provider.clone(),
                 ceiling: ceiling.clone(),
+                approval,
                 limits,
             }));
         }
@@ -764,16 +788,4 @@ fn valid_tool_name(name: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::valid_tool_name;
-
-    #[test]
-    fn tool_names_follow_the_api_rules() {
-        for ok in ["Read", "mcp__srv__tool", "a-b", &"x".repeat(64)] {
-            assert!(valid_tool_name(ok), "{ok}");
-        }
-        for bad in ["", "1abc", "a b", "naïve", &"x".repeat(65), "_x"] {
-            assert!(!valid_tool_name(bad), "{bad}");
-        }
-    }
-}
+mod tests;

@@ -1,0 +1,115 @@
+//! The identity step: the session's id and mode, where its files go, and
+//! the transcript it resumes — read (and refused if damaged) before
+//! anything is written.
+
+use super::builder::{Resume, SessionBuilder, SessionError};
+use crate::policy::PermissionMode;
+use crate::settings::Settings;
+use crate::transcript::{
+    Loaded, TranscriptError, is_session_id, latest, load, project_dir, transcript_path,
+};
+use std::path::{Path, PathBuf};
+
+/// Who the session is: its id and mode, where its files go, the history
+/// it resumes.
+pub(super) struct Identity {
+    pub id: String,
+    pub mode: PermissionMode,
+    /// `~/.carapace/sessions/<id>`: the audit log, spilled results.
+    pub dir: PathBuf,
+    pub transcript_file: PathBuf,
+    pub resumed: Option<Loaded>,
+}
+
+impl SessionBuilder {
+    /// The session's id and mode; a transcript to resume is read (and
+    /// refused if damaged) before anything is written.
+    pub(super) fn identity(
+        &self,
+        settings: &Settings,
+        warnings: &mut Vec<String>,
+    ) -> Result<Identity, SessionError> {
+        let config_dir = &self.paths.config_dir;
+        let mode = self
+            .mode
+            .or(settings.default_mode)
+            .unwrap_or(PermissionMode::Default);
+        if let Some(id) = self.session_id.as_ref().filter(|id| !is_session_id(id)) {
+            return Err(SessionError::Invalid(format!(
+                "`{id}` is not a session id (letters, digits, - and _)"
+            )));
+        }
+        // Folders an earlier version left readable by every account.
+        if config_dir.is_dir()
+            && let Err(e) = crate::files::ensure_private_dir(config_dir)
+        {
+            warnings.push(format!(
+                "{} is readable by other accounts and cannot be made private: {e}",
+                config_dir.display()
+            ));
+        }
+        let projects = project_dir(config_dir, &self.paths.cwd);
+        let resumed = self.resumed(&projects)?;
+        let id = match (&resumed, self.history.fork) {
+            (Some(loaded), false) => {
+                if self
+                    .session_id
+                    .as_ref()
+                    .is_some_and(|id| *id != loaded.session_id)
+                {
+                    return Err(SessionError::Invalid(
+                        "--session-id can only name a resumed session's new id with --fork-session"
+                            .into(),
+                    ));
+                }
+                loaded.session_id.clone()
+            }
+            _ => self
+                .session_id
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        };
+        let transcript_file = transcript_path(&projects, &id);
+        if self.history.persist
+            && (resumed.is_none() || self.history.fork)
+            && transcript_file.exists()
+        {
+            return Err(TranscriptError::AlreadyExists(id).into());
+        }
+        Ok(Identity {
+            dir: config_dir.join("sessions").join(&id),
+            id,
+            mode,
+            transcript_file,
+            resumed,
+        })
+    }
+
+    /// The transcript `--resume` / `--continue` names, read.
+    fn resumed(&self, projects: &Path) -> Result<Option<Loaded>, SessionError> {
+        let Some(resume) = &self.history.resume else {
+            return Ok(None);
+        };
+        let id = match resume {
+            // An id names a file in this workspace's folder, never a path.
+            Resume::Id(id) if !is_session_id(id) => {
+                return Err(SessionError::Invalid(format!(
+                    "--resume: `{id}` is not a session id (letters, digits, - and _)"
+                )));
+            }
+            Resume::Id(id) => id.clone(),
+            Resume::Latest => latest(projects)?,
+        };
+        let path = transcript_path(projects, &id);
+        if !path.is_file() {
+            return Err(TranscriptError::NotFound {
+                id,
+                dir: projects.to_path_buf(),
+            }
+            .into());
+        }
+        let loaded = load(&path)?;
+        tracing::debug!(mark = "transcript_loaded", "session timing");
+        Ok(Some(loaded))
+    }
+}
