@@ -10,11 +10,13 @@
 //! carapace's own directories, and what they bring that would run (hooks,
 //! plugins, MCP servers) loads only in a trusted workspace.
 
+mod merge;
 mod trust;
 
 pub use trust::{ProjectItem, WorkspaceTrust};
 
-use crate::policy::{Anchors, HostPattern, PermissionMode, Rule, RuleKind, RuleSource, SourceKind};
+use crate::policy::{HostPattern, PermissionMode, Rule, RuleSource, SourceKind};
+use merge::Source;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -228,262 +230,54 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Reads every source and merges them. `trust_flag` is `--trust-workspace`.
+    /// Reads every source, then merges them, highest precedence first.
+    /// `trust_flag` is `--trust-workspace`.
     pub fn load(locations: &Locations, trust_flag: bool) -> Result<Self, SettingsError> {
-        let mut sources: Vec<(SourceKind, Option<PathBuf>, SettingsFile)> = Vec::new();
-        if let Some(file) = read_file(&locations.managed)? {
-            sources.push((SourceKind::Managed, Some(locations.managed.clone()), file));
-        }
-        if let Some(cli) = &locations.cli {
-            let (path, file) = read_cli(cli)?;
-            sources.push((SourceKind::CliSettings, path, file));
-        }
-        for (kind, path) in [
-            (SourceKind::Local, locations.local()),
-            (SourceKind::Project, locations.project()),
-            (SourceKind::User, locations.user()),
-        ] {
-            if locations
-                .sources
-                .as_ref()
-                .is_some_and(|wanted| !wanted.contains(&kind))
-            {
-                continue;
-            }
-            if let Some(file) = read_file(&path)? {
-                sources.push((kind, Some(path), file));
-            }
-        }
-
+        let sources = read_sources(locations)?;
         let mut settings = Settings {
             trust: WorkspaceTrust::determine(
                 trust_flag,
                 sources
                     .iter()
-                    .filter(|(kind, _, _)| matches!(kind, SourceKind::User | SourceKind::Managed))
-                    .flat_map(|(_, _, file)| file.trusted_workspaces.iter().map(PathBuf::as_path)),
+                    .filter(|s| matches!(s.kind, SourceKind::User | SourceKind::Managed))
+                    .flat_map(|s| s.file.trusted_workspaces.iter().map(PathBuf::as_path)),
                 &locations.cwd,
             ),
             ..Settings::default()
         };
-
-        let anchors_for = |path: &Option<PathBuf>, kind: SourceKind| Anchors {
-            cwd: locations.cwd.clone(),
-            home: locations.home.clone(),
-            project: match (kind, path) {
-                // A project file's `/p` is relative to the project it is in.
-                (SourceKind::Local | SourceKind::Project, Some(p)) => p
-                    .parent()
-                    .and_then(Path::parent)
-                    .map(Path::to_path_buf)
-                    .unwrap_or_else(|| locations.cwd.clone()),
-                _ => locations.cwd.clone(),
-            },
-        };
-
-        for (kind, path, file) in sources {
-            let shown = path
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "--settings".into());
-            let source = RuleSource {
-                kind,
-                file: path.clone(),
-            };
-            let from_project = matches!(kind, SourceKind::Local | SourceKind::Project);
-            if let Some(path) = &path {
-                settings.files.push(path.clone());
-            }
-            if settings.always_thinking.is_none() {
-                settings.always_thinking = file.always_thinking_enabled;
-            }
-            if settings.output_style.is_none() {
-                settings.output_style = file.output_style;
-            }
-            if settings.model.is_none() {
-                settings.model = file.model;
-            }
-            if settings.agent.is_none() && (!from_project || settings.trust.is_trusted()) {
-                settings.agent = file.agent;
-            }
-            if settings.default_mode.is_none()
-                && let Some(mode) = &file.permissions.default_mode
-            {
-                let parsed = PermissionMode::parse(mode).ok_or_else(|| SettingsError::Invalid {
-                    path: shown.clone(),
-                    reason: format!("unknown permissions.defaultMode `{mode}`"),
-                })?;
-                let wider = matches!(
-                    parsed,
-                    PermissionMode::AcceptEdits | PermissionMode::BypassPermissions
-                );
-                if !(from_project && wider)
-                    || settings
-                        .trust
-                        .admits(ProjectItem::WiderMode, &shown, &mut settings.warnings)
-                {
-                    settings.default_mode = Some(parsed);
-                }
-            }
-            let anchors = anchors_for(&path, kind);
-            // A project's deny and ask rules only tighten; its allow rules
-            // widen, so they need a trusted workspace.
-            let allow_admitted = !from_project
-                || file.permissions.allow.is_empty()
-                || settings
-                    .trust
-                    .admits(ProjectItem::AllowRules, &shown, &mut settings.warnings);
-            for (kind_of, list) in [
-                (RuleKind::Deny, &file.permissions.deny),
-                (RuleKind::Ask, &file.permissions.ask),
-                (RuleKind::Allow, &file.permissions.allow),
-            ] {
-                for text in list {
-                    // Parsed even when not admitted: a broken file is an
-                    // error whatever the trust.
-                    let rule =
-                        Rule::parse(text, kind_of, source.clone(), &anchors).map_err(|e| {
-                            SettingsError::Rule {
-                                path: shown.clone(),
-                                source: e,
-                            }
-                        })?;
-                    if kind_of != RuleKind::Allow || allow_admitted {
-                        settings.rules.push(rule);
-                    }
-                }
-            }
-            let dirs_admitted = !from_project
-                || file.permissions.additional_directories.is_empty()
-                || settings.trust.admits(
-                    ProjectItem::AdditionalDirectories,
-                    &shown,
-                    &mut settings.warnings,
-                );
-            for dir in file
-                .permissions
-                .additional_directories
-                .iter()
-                .filter(|_| dirs_admitted)
-            {
-                let dir = if dir.is_absolute() {
-                    dir.clone()
-                } else {
-                    locations.cwd.join(dir)
-                };
-                if !from_project {
-                    settings.user_dirs.push(dir.clone());
-                }
-                settings.additional_dirs.push(dir);
-            }
-            let env_admitted = !from_project
-                || file.env.is_empty()
-                || settings
-                    .trust
-                    .admits(ProjectItem::Env, &shown, &mut settings.warnings);
-            for (name, value) in file.env.into_iter().filter(|_| env_admitted) {
-                if from_project && is_forbidden_project_env(&name) {
-                    settings.warnings.push(format!(
-                        "{shown}: a project file may not set {name} (it could redirect the API, the credentials or carapace's directories); ignored"
-                    ));
-                    continue;
-                }
-                settings.env.entry(name).or_insert(value);
-            }
-            if file.api_key_helper.is_some() {
-                settings.warnings.push(format!(
-                    "{shown}: apiKeyHelper is not supported{}; ignored",
-                    if from_project {
-                        " (and a project file may never set it)"
-                    } else {
-                        ""
-                    }
-                ));
-            }
-            if let Some(agents) = file.agents
-                && (!from_project
-                    || settings
-                        .trust
-                        .admits(ProjectItem::Agents, &shown, &mut settings.warnings))
-            {
-                settings.agents.push((agents, shown.clone()));
-            }
-            if let Some(hooks) = file.hooks
-                && (!from_project
-                    || settings
-                        .trust
-                        .admits(ProjectItem::Hooks, &shown, &mut settings.warnings))
-            {
-                settings.hooks.push((hooks, source.clone()));
-            }
-            // A project file may tighten the OS sandbox, never loosen it.
-            if let Some(required) = file.sandbox.required {
-                if from_project && !required {
-                    settings.warnings.push(format!(
-                        "{shown}: a project file may not make the OS sandbox optional; ignored"
-                    ));
-                } else if settings.sandbox_required.is_none() {
-                    settings.sandbox_required = Some(required);
-                }
-            }
-            settings.merge_network(&file.sandbox.network, kind, &shown);
-            if let Some(mb) = file.sandbox.temp_dir_max_mb {
-                settings.sandbox_temp_max_mb =
-                    Some(settings.sandbox_temp_max_mb.map_or(mb, |m| m.min(mb)));
-            }
-            if let Some(network) = file.sandbox.allow_network {
-                if from_project && network {
-                    settings.warnings.push(format!(
-                        "{shown}: a project file may not give commands network access; ignored"
-                    ));
-                } else if settings.sandbox_network.is_none() {
-                    settings.sandbox_network = Some(network);
-                }
-            }
-            if !file.sandbox.allow_internal_addresses.is_empty() {
-                if from_project {
-                    settings.warnings.push(format!(
-                        "{shown}: sandbox.allowInternalAddresses is honoured only in user or managed settings; ignored"
-                    ));
-                } else {
-                    for text in &file.sandbox.allow_internal_addresses {
-                        let pattern = HostPattern::parse(text).map_err(|e| {
-                            SettingsError::InternalAddress {
-                                path: shown.clone(),
-                                source: e,
-                            }
-                        })?;
-                        if pattern.is_wildcard() {
-                            return Err(SettingsError::Invalid {
-                                path: shown.clone(),
-                                reason: format!(
-                                    "sandbox.allowInternalAddresses lists exact hosts, not `{text}`"
-                                ),
-                            });
-                        }
-                        settings.internal_addresses.push(pattern);
-                    }
-                }
-            }
-            if !file.sandbox.mcp_expandable_variables.is_empty() {
-                if from_project {
-                    settings.warnings.push(format!(
-                        "{shown}: sandbox.mcpExpandableVariables is honoured only in user or managed settings; ignored"
-                    ));
-                } else {
-                    settings
-                        .mcp_expandable
-                        .extend(file.sandbox.mcp_expandable_variables.iter().cloned());
-                }
-            }
-            if from_project && !file.trusted_workspaces.is_empty() {
-                settings
-                    .warnings
-                    .push(format!("{shown}: trustedWorkspaces is honoured only in user or managed settings; ignored"));
-            }
+        for source in sources {
+            settings.merge(source, locations)?;
         }
         Ok(settings)
     }
+}
+
+/// Every settings file that loads, highest precedence first: managed,
+/// `--settings`, local, project, user.
+fn read_sources(locations: &Locations) -> Result<Vec<Source>, SettingsError> {
+    let mut sources = Vec::new();
+    if let Some(file) = read_file(&locations.managed)? {
+        let path = Some(locations.managed.clone());
+        sources.push(Source::new(SourceKind::Managed, path, file));
+    }
+    if let Some(cli) = &locations.cli {
+        let (path, file) = read_cli(cli)?;
+        sources.push(Source::new(SourceKind::CliSettings, path, file));
+    }
+    for (kind, path) in [
+        (SourceKind::Local, locations.local()),
+        (SourceKind::Project, locations.project()),
+        (SourceKind::User, locations.user()),
+    ] {
+        let wanted = locations
+            .sources
+            .as_ref()
+            .is_none_or(|wanted| wanted.contains(&kind));
+        if wanted && let Some(file) = read_file(&path)? {
+            sources.push(Source::new(kind, Some(path), file));
+        }
+    }
+    Ok(sources)
 }
 
 impl Settings {
@@ -585,6 +379,7 @@ fn parse(text: &str, shown: &str) -> Result<SettingsFile, SettingsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::RuleKind;
 
     struct Fixture {
         _dirs: Vec<tempfile::TempDir>,
