@@ -67,31 +67,11 @@ pub async fn run_print<W: Write + Send + 'static>(
     config: &QueryConfig,
     printer: SharedPrinter<W>,
     prompts: Prompts,
-    print_session: PrintSession<'_>,
+    mut print_session: PrintSession<'_>,
 ) -> Option<QueryOutcome> {
     printer.start();
-    let mut sink = printer.clone();
-    let PrintSession {
-        hooks,
-        history: resumed,
-        source,
-        transcript,
-        turn,
-        model,
-        overrides,
-        meter,
-        checkpoints,
-        slash_commands,
-        commands,
-        notifications,
-    } = print_session;
-    let session = SessionHooks(hooks);
-    let flush = || {
-        if let Some(transcript) = transcript {
-            transcript.flush();
-        }
-    };
-    let mut session_context = match session.start(source).await {
+    let hooks = SessionHooks(print_session.hooks);
+    let mut session_context = match hooks.start(print_session.source).await {
         Ok(context) => context,
         Err(reason) => {
             let outcome = QueryOutcome::without_turn(
@@ -103,160 +83,204 @@ pub async fn run_print<W: Write + Send + 'static>(
             return Some(outcome);
         }
     };
-    let outcome = match prompts {
-        Prompts::One(prompt) => {
-            let outcome =
-                if let Some(instructions) = compact_command(&prompt).filter(|_| slash_commands) {
-                    compact_now(deps, config, resumed, instructions, &mut sink).await
-                } else {
-                    match expand(commands, prompt).await {
-                        Expansion::Answer(text) => answer_locally(text, resumed, &mut sink),
-                        Expansion::Send {
-                            prompt,
-                            texts,
-                            model,
-                        } => match session.prompt(&prompt, &mut sink).await {
-                            Err(outcome) => outcome,
-                            Ok(context) => {
-                                let mut messages = resumed;
-                                messages.push(user_message(
-                                    std::mem::take(&mut session_context),
-                                    texts,
-                                    context,
-                                ));
-                                let config = with_model(config, model);
-                                query(deps, &config, messages, &mut sink).await
-                            }
-                        },
-                    }
-                };
-            flush();
-            printer.finish(&outcome);
-            // Background agents' reports, each a turn of its own, until
-            // none is pending (as a queued message would in Claude Code).
-            let mut last = outcome;
-            if let Some(queue) = &notifications {
-                queue.close();
-                while !deps.abort.is_cancelled() {
-                    let Some(report) = queue.next().await else {
-                        break;
-                    };
-                    let mut messages = last.messages.clone();
-                    messages.push(Message::user_text(report.text));
-                    let outcome = query(deps, config, messages, &mut sink).await;
-                    flush();
-                    printer.finish(&outcome);
-                    last = outcome;
-                }
-            }
-            Some(last)
-        }
-        Prompts::Stream(queue) => {
-            let mut history: Vec<Message> = resumed;
-            let mut last = None;
-            while let Some(input) = queue.next().await {
-                sink.emit(AgentEvent::UserReplay {
-                    uuid: input.uuid.clone(),
-                    text: input.text.clone(),
-                });
-                sink.emit(AgentEvent::CommandLifecycle {
-                    uuid: input.uuid.clone(),
-                    state: CommandState::Started,
-                });
-                if let Some(checkpoints) = &checkpoints {
-                    checkpoints.begin_turn(&input.uuid);
-                }
-                let mut messages = std::mem::take(&mut history);
-                // Each turn has its own cancellation (the SDK's interrupt
-                // ends the turn, not the session) and the current model.
-                let turn_token = deps.abort.child_token();
-                if let Some(slot) = &turn {
-                    slot.begin(turn_token.clone());
-                }
-                let turn_deps = &QueryDeps {
-                    model: deps.model,
-                    tools: deps.tools.clone(),
-                    hooks: deps.hooks,
-                    history: deps.history,
-                    input: deps.input,
-                    abort: turn_token,
-                };
-                let turn_config;
-                let config = match turn_changes(config, model.as_ref(), overrides.as_deref()) {
-                    Some(changed) => {
-                        turn_config = changed;
-                        &turn_config
-                    }
-                    None => config,
-                };
-                let outcome = if let Some(instructions) =
-                    compact_command(&input.text).filter(|_| slash_commands)
-                {
-                    compact_now(turn_deps, config, messages, instructions, &mut sink).await
-                } else {
-                    match expand(commands, input.text.clone()).await {
-                        Expansion::Answer(text) => answer_locally(text, messages, &mut sink),
-                        Expansion::Send {
-                            prompt,
-                            texts,
-                            model,
-                        } => match session.prompt(&prompt, &mut sink).await {
-                            Err(mut outcome) => {
-                                outcome.messages = messages;
-                                outcome
-                            }
-                            Ok(context) => {
-                                messages.push(user_message(
-                                    std::mem::take(&mut session_context),
-                                    texts,
-                                    context,
-                                ));
-                                let config = with_model(config, model);
-                                query(turn_deps, &config, messages, &mut sink).await
-                            }
-                        },
-                    }
-                };
-                flush();
-                if let Some(slot) = &turn {
-                    slot.end();
-                }
-                // A turn that broke off (cancelled, or a hard failure) cancels
-                // what it consumed; any controlled end completes it.
-                let fate = match outcome.terminal {
-                    Terminal::AbortedStreaming | Terminal::AbortedTools | Terminal::ModelError => {
-                        CommandState::Cancelled
-                    }
-                    _ => CommandState::Completed,
-                };
-                for uuid in
-                    std::iter::once(input.uuid).chain(outcome.consumed_inputs.iter().cloned())
-                {
-                    sink.emit(AgentEvent::CommandLifecycle { uuid, state: fate });
-                }
-                printer.finish(&outcome);
-                history = outcome.messages.clone();
-                if let Some(meter) = &meter {
-                    meter.set_messages(crate::agent::estimate_tokens(&history), &config.model);
-                }
-                let aborted = deps.abort.is_cancelled();
-                last = Some(outcome);
-                if aborted {
-                    break;
-                }
-            }
-            // Whatever no turn consumed is reported, never silently lost.
-            for QueuedInput { uuid, .. } in queue.take_all() {
-                sink.emit(AgentEvent::CommandLifecycle {
-                    uuid,
-                    state: CommandState::Discarded,
-                });
-            }
-            last
-        }
+    let history = std::mem::take(&mut print_session.history);
+    let run = PrintRun {
+        deps,
+        config,
+        printer: &printer,
+        session: &print_session,
+        hooks: &hooks,
     };
-    session.end().await;
+    let outcome = match prompts {
+        Prompts::One(prompt) => Some(run.one(history, prompt, &mut session_context).await),
+        Prompts::Stream(queue) => run.stream(history, &queue, &mut session_context).await,
+    };
+    hooks.end().await;
     outcome
+}
+
+/// One print-mode run: the loop's dependencies and configuration, the
+/// printer, what the session brings.
+struct PrintRun<'r, 'a, W: Write + Send + 'static> {
+    deps: &'r QueryDeps<'a>,
+    config: &'r QueryConfig,
+    printer: &'r SharedPrinter<W>,
+    session: &'r PrintSession<'a>,
+    hooks: &'r SessionHooks<'a>,
+}
+
+impl<W: Write + Send + 'static> PrintRun<'_, '_, W> {
+    /// One prompt's turn, then background agents' reports, each a turn of
+    /// its own, until none is pending (as a queued message would in
+    /// Claude Code).
+    async fn one(
+        &self,
+        history: Vec<Message>,
+        prompt: String,
+        session_context: &mut Vec<String>,
+    ) -> QueryOutcome {
+        let (deps, config) = (self.deps, self.config);
+        let mut sink = self.printer.clone();
+        let outcome = self
+            .turn(deps, config, history, prompt, session_context, &mut sink)
+            .await;
+        self.flush();
+        self.printer.finish(&outcome);
+        let mut last = outcome;
+        if let Some(queue) = &self.session.notifications {
+            queue.close();
+            while !deps.abort.is_cancelled() {
+                let Some(report) = queue.next().await else {
+                    break;
+                };
+                let mut messages = last.messages.clone();
+                messages.push(Message::user_text(report.text));
+                let outcome = query(deps, config, messages, &mut sink).await;
+                self.flush();
+                self.printer.finish(&outcome);
+                last = outcome;
+            }
+        }
+        last
+    }
+
+    /// Claude Code's stream-json user lines, a turn each, as they arrive;
+    /// whatever no turn consumed is reported, never silently lost.
+    async fn stream(
+        &self,
+        mut history: Vec<Message>,
+        queue: &InputQueue,
+        session_context: &mut Vec<String>,
+    ) -> Option<QueryOutcome> {
+        let mut sink = self.printer.clone();
+        let mut last = None;
+        while let Some(input) = queue.next().await {
+            let outcome = self
+                .queued_turn(input, std::mem::take(&mut history), session_context)
+                .await;
+            history = outcome.messages.clone();
+            if let Some(meter) = &self.session.meter {
+                meter.set_messages(estimate_tokens(&history), &self.config.model);
+            }
+            let aborted = self.deps.abort.is_cancelled();
+            last = Some(outcome);
+            if aborted {
+                break;
+            }
+        }
+        for QueuedInput { uuid, .. } in queue.take_all() {
+            sink.emit(AgentEvent::CommandLifecycle {
+                uuid,
+                state: CommandState::Discarded,
+            });
+        }
+        last
+    }
+
+    /// One queued message's turn, with its own cancellation (the SDK's
+    /// interrupt ends the turn, not the session), the current model and
+    /// the lifecycle of what it consumed.
+    async fn queued_turn(
+        &self,
+        input: QueuedInput,
+        messages: Vec<Message>,
+        session_context: &mut Vec<String>,
+    ) -> QueryOutcome {
+        let mut sink = self.printer.clone();
+        sink.emit(AgentEvent::UserReplay {
+            uuid: input.uuid.clone(),
+            text: input.text.clone(),
+        });
+        sink.emit(AgentEvent::CommandLifecycle {
+            uuid: input.uuid.clone(),
+            state: CommandState::Started,
+        });
+        if let Some(checkpoints) = &self.session.checkpoints {
+            checkpoints.begin_turn(&input.uuid);
+        }
+        let turn_token = self.deps.abort.child_token();
+        if let Some(slot) = &self.session.turn {
+            slot.begin(turn_token.clone());
+        }
+        let deps = &QueryDeps {
+            model: self.deps.model,
+            tools: self.deps.tools.clone(),
+            hooks: self.deps.hooks,
+            history: self.deps.history,
+            input: self.deps.input,
+            abort: turn_token,
+        };
+        let changed = turn_changes(
+            self.config,
+            self.session.model.as_ref(),
+            self.session.overrides.as_deref(),
+        );
+        let config = changed.as_ref().unwrap_or(self.config);
+        let text = input.text.clone();
+        let outcome = self
+            .turn(deps, config, messages, text, session_context, &mut sink)
+            .await;
+        self.flush();
+        if let Some(slot) = &self.session.turn {
+            slot.end();
+        }
+        // A turn that broke off (cancelled, or a hard failure) cancels what
+        // it consumed; any controlled end completes it.
+        let fate = match outcome.terminal {
+            Terminal::AbortedStreaming | Terminal::AbortedTools | Terminal::ModelError => {
+                CommandState::Cancelled
+            }
+            _ => CommandState::Completed,
+        };
+        for uuid in std::iter::once(input.uuid).chain(outcome.consumed_inputs.iter().cloned()) {
+            sink.emit(AgentEvent::CommandLifecycle { uuid, state: fate });
+        }
+        self.printer.finish(&outcome);
+        outcome
+    }
+
+    /// What one user prompt becomes: `/compact`, a command answered here,
+    /// or the loop on the expanded prompt (its UserPromptSubmit hooks
+    /// first).
+    async fn turn(
+        &self,
+        deps: &QueryDeps<'_>,
+        config: &QueryConfig,
+        mut messages: Vec<Message>,
+        text: String,
+        session_context: &mut Vec<String>,
+        sink: &mut SharedPrinter<W>,
+    ) -> QueryOutcome {
+        if let Some(instructions) = compact_command(&text).filter(|_| self.session.slash_commands) {
+            return compact_now(deps, config, messages, instructions, sink).await;
+        }
+        match expand(self.session.commands, text).await {
+            Expansion::Answer(text) => answer_locally(text, messages, sink),
+            Expansion::Send {
+                prompt,
+                texts,
+                model,
+            } => match self.hooks.prompt(&prompt, sink).await {
+                Err(mut outcome) => {
+                    outcome.messages = messages;
+                    outcome
+                }
+                Ok(context) => {
+                    let session_context = std::mem::take(session_context);
+                    messages.push(user_message(session_context, texts, context));
+                    let config = with_model(config, model);
+                    query(deps, &config, messages, sink).await
+                }
+            },
+        }
+    }
+
+    /// Makes the transcript durable at the end of a turn.
+    fn flush(&self) {
+        if let Some(transcript) = self.session.transcript {
+            transcript.flush();
+        }
+    }
 }
 
 /// The hooks print mode runs around the loop: SessionStart, UserPromptSubmit

@@ -181,169 +181,11 @@ impl ResponseAssembler {
             StreamEvent::ContentBlockStart {
                 index,
                 content_block,
-            } => {
-                self.require_started("content_block_start")?;
-                let kind = content_block
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let text_of = |field: &str| {
-                    content_block
-                        .get(field)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string()
-                };
-                let partial = match kind {
-                    "text" => PartialBlock::Text(text_of("text")),
-                    "thinking" => PartialBlock::Thinking {
-                        thinking: text_of("thinking"),
-                        signature: text_of("signature"),
-                    },
-                    "redacted_thinking" => PartialBlock::RedactedThinking(text_of("data")),
-                    "tool_use" => {
-                        let id = text_of("id");
-                        let name = text_of("name");
-                        if id.is_empty() || name.is_empty() {
-                            return Err(ModelError::Stream(
-                                "tool_use block without an id or a name".into(),
-                            ));
-                        }
-                        // The start event carries `input: {}`; the real input
-                        // arrives as `input_json_delta` fragments.
-                        PartialBlock::ToolUse {
-                            id,
-                            name,
-                            json: String::new(),
-                        }
-                    }
-                    "server_tool_use" => PartialBlock::ServerToolUse {
-                        id: text_of("id"),
-                        name: text_of("name"),
-                        json: String::new(),
-                    },
-                    "web_search_tool_result" => PartialBlock::WebSearchResult {
-                        tool_use_id: text_of("tool_use_id"),
-                        content: content_block.get("content").cloned().unwrap_or(Value::Null),
-                    },
-                    other => PartialBlock::Unknown(other.to_string()),
-                };
-                if self.open.insert(index, partial).is_some() {
-                    return Err(ModelError::Stream(format!(
-                        "content block {index} started twice"
-                    )));
-                }
-                Ok(Assembled::Nothing)
-            }
-            StreamEvent::ContentBlockDelta { index, delta } => {
-                let Some(block) = self.open.get_mut(&index) else {
-                    return Err(ModelError::Stream(format!(
-                        "delta for content block {index}, which is not open"
-                    )));
-                };
-                let kind = delta.get("type").and_then(Value::as_str).unwrap_or("");
-                let field =
-                    |name: &str| delta.get(name).and_then(Value::as_str).unwrap_or_default();
-                match (block, kind) {
-                    (PartialBlock::Text(text), "text_delta") => text.push_str(field("text")),
-                    (PartialBlock::Thinking { thinking, .. }, "thinking_delta") => {
-                        thinking.push_str(field("thinking"))
-                    }
-                    (PartialBlock::Thinking { signature, .. }, "signature_delta") => {
-                        signature.push_str(field("signature"))
-                    }
-                    (
-                        PartialBlock::ToolUse { json, .. }
-                        | PartialBlock::ServerToolUse { json, .. },
-                        "input_json_delta",
-                    ) => json.push_str(field("partial_json")),
-                    // Citations and deltas of unknown blocks carry nothing we keep.
-                    (_, "citations_delta") | (PartialBlock::Unknown(_), _) => {}
-                    (_, other) => {
-                        return Err(ModelError::Stream(format!(
-                            "delta `{other}` does not fit content block {index}"
-                        )));
-                    }
-                }
-                Ok(Assembled::Nothing)
-            }
-            StreamEvent::ContentBlockStop { index } => {
-                let Some(partial) = self.open.remove(&index) else {
-                    return Err(ModelError::Stream(format!(
-                        "stop for content block {index}, which is not open"
-                    )));
-                };
-                let mut invalid_tool_input = None;
-                let block = match partial {
-                    PartialBlock::Text(text) => ContentBlock::Text { text },
-                    PartialBlock::Thinking {
-                        thinking,
-                        signature,
-                    } => ContentBlock::Thinking {
-                        thinking,
-                        signature,
-                    },
-                    PartialBlock::RedactedThinking(data) => ContentBlock::RedactedThinking { data },
-                    PartialBlock::ToolUse { id, name, json } => {
-                        let input = if json.trim().is_empty() {
-                            Value::Object(Default::default())
-                        } else {
-                            match serde_json::from_str::<Value>(&json) {
-                                Ok(value) => value,
-                                Err(e) => {
-                                    invalid_tool_input = Some(InvalidToolInput {
-                                        raw: json,
-                                        error: e.to_string(),
-                                    });
-                                    Value::Object(Default::default())
-                                }
-                            }
-                        };
-                        ContentBlock::ToolUse { id, name, input }
-                    }
-                    PartialBlock::ServerToolUse { id, name, json } => ContentBlock::ServerToolUse {
-                        id,
-                        name,
-                        input: serde_json::from_str(&json)
-                            .unwrap_or_else(|_| Value::Object(Default::default())),
-                    },
-                    PartialBlock::WebSearchResult {
-                        tool_use_id,
-                        content,
-                    } => ContentBlock::WebSearchToolResult {
-                        tool_use_id,
-                        content,
-                    },
-                    PartialBlock::Unknown(kind) => {
-                        tracing::debug!(kind, "dropping a content block of an unknown type");
-                        return Ok(Assembled::Nothing);
-                    }
-                };
-                self.completed.push((index, block.clone()));
-                Ok(Assembled::BlockCompleted(CompletedBlock {
-                    index,
-                    block,
-                    invalid_tool_input,
-                }))
-            }
+            } => self.block_started(index, content_block),
+            StreamEvent::ContentBlockDelta { index, delta } => self.block_delta(index, delta),
+            StreamEvent::ContentBlockStop { index } => self.block_stopped(index),
             StreamEvent::MessageDelta { delta, usage } => {
-                if delta.stop_reason.is_some() {
-                    self.stop_reason = delta.stop_reason;
-                }
-                if let Some(usage) = usage {
-                    // message_delta usage is cumulative for output tokens and
-                    // may restate the input counts.
-                    self.usage.output_tokens = usage.output_tokens;
-                    if usage.input_tokens > 0 {
-                        self.usage.input_tokens = usage.input_tokens;
-                    }
-                    if usage.cache_creation_input_tokens > 0 {
-                        self.usage.cache_creation_input_tokens = usage.cache_creation_input_tokens;
-                    }
-                    if usage.cache_read_input_tokens > 0 {
-                        self.usage.cache_read_input_tokens = usage.cache_read_input_tokens;
-                    }
-                }
+                self.message_delta(delta, usage);
                 Ok(Assembled::Nothing)
             }
             StreamEvent::MessageStop => {
@@ -356,6 +198,182 @@ impl ResponseAssembler {
                 kind: error.kind,
                 message: error.message,
             }),
+        }
+    }
+
+    /// `content_block_start`: a block opens, as its type says.
+    fn block_started(
+        &mut self,
+        index: usize,
+        content_block: Value,
+    ) -> Result<Assembled, ModelError> {
+        self.require_started("content_block_start")?;
+        let kind = content_block
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let text_of = |field: &str| {
+            content_block
+                .get(field)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let partial = match kind {
+            "text" => PartialBlock::Text(text_of("text")),
+            "thinking" => PartialBlock::Thinking {
+                thinking: text_of("thinking"),
+                signature: text_of("signature"),
+            },
+            "redacted_thinking" => PartialBlock::RedactedThinking(text_of("data")),
+            "tool_use" => {
+                let id = text_of("id");
+                let name = text_of("name");
+                if id.is_empty() || name.is_empty() {
+                    return Err(ModelError::Stream(
+                        "tool_use block without an id or a name".into(),
+                    ));
+                }
+                // The start event carries `input: {}`; the real input
+                // arrives as `input_json_delta` fragments.
+                PartialBlock::ToolUse {
+                    id,
+                    name,
+                    json: String::new(),
+                }
+            }
+            "server_tool_use" => PartialBlock::ServerToolUse {
+                id: text_of("id"),
+                name: text_of("name"),
+                json: String::new(),
+            },
+            "web_search_tool_result" => PartialBlock::WebSearchResult {
+                tool_use_id: text_of("tool_use_id"),
+                content: content_block.get("content").cloned().unwrap_or(Value::Null),
+            },
+            other => PartialBlock::Unknown(other.to_string()),
+        };
+        if self.open.insert(index, partial).is_some() {
+            return Err(ModelError::Stream(format!(
+                "content block {index} started twice"
+            )));
+        }
+        Ok(Assembled::Nothing)
+    }
+
+    /// `content_block_delta`: a fragment of an open block.
+    fn block_delta(&mut self, index: usize, delta: Value) -> Result<Assembled, ModelError> {
+        let Some(block) = self.open.get_mut(&index) else {
+            return Err(ModelError::Stream(format!(
+                "delta for content block {index}, which is not open"
+            )));
+        };
+        let kind = delta.get("type").and_then(Value::as_str).unwrap_or("");
+        let field = |name: &str| delta.get(name).and_then(Value::as_str).unwrap_or_default();
+        match (block, kind) {
+            (PartialBlock::Text(text), "text_delta") => text.push_str(field("text")),
+            (PartialBlock::Thinking { thinking, .. }, "thinking_delta") => {
+                thinking.push_str(field("thinking"))
+            }
+            (PartialBlock::Thinking { signature, .. }, "signature_delta") => {
+                signature.push_str(field("signature"))
+            }
+            (
+                PartialBlock::ToolUse { json, .. } | PartialBlock::ServerToolUse { json, .. },
+                "input_json_delta",
+            ) => json.push_str(field("partial_json")),
+            // Citations and deltas of unknown blocks carry nothing we keep.
+            (_, "citations_delta") | (PartialBlock::Unknown(_), _) => {}
+            (_, other) => {
+                return Err(ModelError::Stream(format!(
+                    "delta `{other}` does not fit content block {index}"
+                )));
+            }
+        }
+        Ok(Assembled::Nothing)
+    }
+
+    /// `content_block_stop`: the block completes (a tool call's input is
+    /// parsed now; one that does not parse is kept as invalid).
+    fn block_stopped(&mut self, index: usize) -> Result<Assembled, ModelError> {
+        let Some(partial) = self.open.remove(&index) else {
+            return Err(ModelError::Stream(format!(
+                "stop for content block {index}, which is not open"
+            )));
+        };
+        let mut invalid_tool_input = None;
+        let block = match partial {
+            PartialBlock::Text(text) => ContentBlock::Text { text },
+            PartialBlock::Thinking {
+                thinking,
+                signature,
+            } => ContentBlock::Thinking {
+                thinking,
+                signature,
+            },
+            PartialBlock::RedactedThinking(data) => ContentBlock::RedactedThinking { data },
+            PartialBlock::ToolUse { id, name, json } => {
+                let input = if json.trim().is_empty() {
+                    Value::Object(Default::default())
+                } else {
+                    match serde_json::from_str::<Value>(&json) {
+                        Ok(value) => value,
+                        Err(e) => {
+                            invalid_tool_input = Some(InvalidToolInput {
+                                raw: json,
+                                error: e.to_string(),
+                            });
+                            Value::Object(Default::default())
+                        }
+                    }
+                };
+                ContentBlock::ToolUse { id, name, input }
+            }
+            PartialBlock::ServerToolUse { id, name, json } => ContentBlock::ServerToolUse {
+                id,
+                name,
+                input: serde_json::from_str(&json)
+                    .unwrap_or_else(|_| Value::Object(Default::default())),
+            },
+            PartialBlock::WebSearchResult {
+                tool_use_id,
+                content,
+            } => ContentBlock::WebSearchToolResult {
+                tool_use_id,
+                content,
+            },
+            PartialBlock::Unknown(kind) => {
+                tracing::debug!(kind, "dropping a content block of an unknown type");
+                return Ok(Assembled::Nothing);
+            }
+        };
+        self.completed.push((index, block.clone()));
+        Ok(Assembled::BlockCompleted(CompletedBlock {
+            index,
+            block,
+            invalid_tool_input,
+        }))
+    }
+
+    /// `message_delta`: the stop reason, and usage (cumulative for output
+    /// tokens; it may restate the input counts).
+    fn message_delta(&mut self, delta: MessageDeltaBody, usage: Option<Usage>) {
+        if delta.stop_reason.is_some() {
+            self.stop_reason = delta.stop_reason;
+        }
+        if let Some(usage) = usage {
+            // message_delta usage is cumulative for output tokens and
+            // may restate the input counts.
+            self.usage.output_tokens = usage.output_tokens;
+            if usage.input_tokens > 0 {
+                self.usage.input_tokens = usage.input_tokens;
+            }
+            if usage.cache_creation_input_tokens > 0 {
+                self.usage.cache_creation_input_tokens = usage.cache_creation_input_tokens;
+            }
+            if usage.cache_read_input_tokens > 0 {
+                self.usage.cache_read_input_tokens = usage.cache_read_input_tokens;
+            }
         }
     }
 

@@ -202,7 +202,7 @@ impl Policy {
         }
         let decided = match self.decide_needs(request, &rules, mode, answered) {
             Ok(decided) => decided,
-            Err(verdict) => return verdict,
+            Err(verdict) => return *verdict,
         };
         let NeedsDecided {
             grant,
@@ -224,9 +224,9 @@ impl Policy {
             }
             if request.asking != CallApproval::ByNeeds && rules.allow.is_none() {
                 match asking_tool(request, mode, answered, &grant) {
-                    Ok(Some(basis)) => allow_basis = Some(basis),
-                    Ok(None) => {}
-                    Err(verdict) => return verdict,
+                    Asking::Allowed(Some(basis)) => allow_basis = Some(basis),
+                    Asking::Allowed(None) => {}
+                    Asking::Settled(verdict) => return verdict,
                 }
             }
         }
@@ -267,17 +267,17 @@ impl Policy {
         rules: &ToolRules<'_>,
         mode: PermissionMode,
         answered: Answered,
-    ) -> Result<NeedsDecided, Verdict> {
+    ) -> Result<NeedsDecided, Box<Verdict>> {
         let mut decided = NeedsDecided {
             grant: Grant::none(),
             allow_basis: None,
             pending_ask: None,
         };
-        let input = |message| deny(message, Basis::of(BasisKind::Input));
+        let input = |message| Box::new(deny(message, Basis::of(BasisKind::Input)));
         for need in request.needs {
             let resolved = self.resolve(request.tool, need).map_err(input)?;
             match self.decide_need(request.tool, &resolved, request.ceiling, rules, mode) {
-                Need::Deny(message, basis) => return Err(deny(message, basis)),
+                Need::Deny(message, basis) => return Err(Box::new(deny(message, basis))),
                 Need::Ask(..) if answered == Answered::Everything => {
                     decided.allow_basis = Some(Basis::of(BasisKind::Approval));
                 }
@@ -351,32 +351,41 @@ fn asked(message: String, grant: Grant, basis: Basis, mode: PermissionMode) -> V
     ask(message, grant, basis)
 }
 
+/// What a tool whose calls ask comes to.
+enum Asking {
+    /// It runs (said by a hook's answer, when that is why).
+    Allowed(Option<Basis>),
+    Settled(Verdict),
+}
+
 /// A tool whose calls ask, whatever they need: bypassed, allowed by a
-/// hook's answer (its basis), or the verdict — dontAsk denies, plan mode
-/// denies all but the tool that ends it, else the user is asked.
+/// hook's answer, or settled — dontAsk denies, plan mode denies all but
+/// the tool that ends it, else the user is asked.
 fn asking_tool(
     request: &CallRequest<'_>,
     mode: PermissionMode,
     answered: Answered,
     grant: &Grant,
-) -> Result<Option<Basis>, Verdict> {
+) -> Asking {
     let tool = request.tool;
     match (mode, answered) {
-        (PermissionMode::BypassPermissions, _) => Ok(None),
-        (_, Answered::DefaultQuestions) => Ok(Some(Basis::of(BasisKind::Hook))),
-        (PermissionMode::DontAsk, _) => Err(deny(
+        (PermissionMode::BypassPermissions, _) => Asking::Allowed(None),
+        (_, Answered::DefaultQuestions) => Asking::Allowed(Some(Basis::of(BasisKind::Hook))),
+        (PermissionMode::DontAsk, _) => Asking::Settled(deny(
             format!(
                 "{tool} needs approval, and permission mode `dontAsk` denies what it would ask."
             ),
             Basis::of(BasisKind::Mode),
         )),
-        (PermissionMode::Plan, _) if request.asking != CallApproval::EndsPlanMode => Err(deny(
-            format!(
-                "Plan mode is read-only: {tool} needs approval (an MCP tool may change things; WebSearch asks), and plan mode gives none. A rule allowing {tool} lets it run."
-            ),
-            Basis::of(BasisKind::Mode),
-        )),
-        _ => Err(ask(
+        (PermissionMode::Plan, _) if request.asking != CallApproval::EndsPlanMode => {
+            Asking::Settled(deny(
+                format!(
+                    "Plan mode is read-only: {tool} needs approval (an MCP tool may change things; WebSearch asks), and plan mode gives none. A rule allowing {tool} lets it run."
+                ),
+                Basis::of(BasisKind::Mode),
+            ))
+        }
+        _ => Asking::Settled(ask(
             format!(
                 "{tool} needs approval: MCP tools ask unless a rule allows them (e.g. `{tool}` or `mcp__<server>__*`)."
             ),

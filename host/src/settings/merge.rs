@@ -32,7 +32,7 @@ impl Source {
 
     /// A project file (shared or local): it widens nothing unless the
     /// workspace is trusted.
-    fn from_project(&self) -> bool {
+    fn is_project(&self) -> bool {
         matches!(self.kind, SourceKind::Local | SourceKind::Project)
     }
 
@@ -75,7 +75,7 @@ impl Settings {
 
     /// The model, the thinking, the style, the agent, the mode.
     fn merge_scalars(&mut self, source: &Source) -> Result<(), SettingsError> {
-        let (file, shown, from_project) = (&source.file, &source.shown, source.from_project());
+        let (file, shown, from_project) = (&source.file, &source.shown, source.is_project());
         if self.always_thinking.is_none() {
             self.always_thinking = file.always_thinking_enabled;
         }
@@ -118,7 +118,7 @@ impl Settings {
         source: &Source,
         locations: &super::Locations,
     ) -> Result<(), SettingsError> {
-        let (file, shown, from_project) = (&source.file, &source.shown, source.from_project());
+        let (file, shown, from_project) = (&source.file, &source.shown, source.is_project());
         let anchors = source.anchors(locations);
         let rule_source = RuleSource {
             kind: source.kind,
@@ -130,7 +130,7 @@ impl Settings {
             || file.permissions.allow.is_empty()
             || self
                 .trust
-                .admits(ProjectItem::AllowRules, &shown, &mut self.warnings);
+                .admits(ProjectItem::AllowRules, shown, &mut self.warnings);
         for (kind_of, list) in [
             (RuleKind::Deny, &file.permissions.deny),
             (RuleKind::Ask, &file.permissions.ask),
@@ -156,12 +156,12 @@ impl Settings {
 
     /// Additional directories (a project's need a trusted workspace).
     fn merge_dirs(&mut self, source: &Source, locations: &super::Locations) {
-        let (file, shown, from_project) = (&source.file, &source.shown, source.from_project());
+        let (file, shown, from_project) = (&source.file, &source.shown, source.is_project());
         let dirs_admitted = !from_project
             || file.permissions.additional_directories.is_empty()
             || self.trust.admits(
                 ProjectItem::AdditionalDirectories,
-                &shown,
+                shown,
                 &mut self.warnings,
             );
         for dir in file
@@ -185,12 +185,12 @@ impl Settings {
     /// `env`: a project file's needs a trusted workspace, and may never set
     /// what redirects the API, the credentials or carapace's directories.
     fn merge_env(&mut self, source: &Source) {
-        let (file, shown, from_project) = (&source.file, &source.shown, source.from_project());
+        let (file, shown, from_project) = (&source.file, &source.shown, source.is_project());
         let env_admitted = !from_project
             || file.env.is_empty()
             || self
                 .trust
-                .admits(ProjectItem::Env, &shown, &mut self.warnings);
+                .admits(ProjectItem::Env, shown, &mut self.warnings);
         for (name, value) in file.env.iter().filter(|_| env_admitted) {
             if from_project && is_forbidden_project_env(name) {
                 self.warnings.push(format!(
@@ -205,7 +205,7 @@ impl Settings {
     /// Agents and hooks (a project's need a trusted workspace);
     /// `apiKeyHelper`, refused.
     fn merge_definitions(&mut self, source: &Source) {
-        let (file, shown, from_project) = (&source.file, &source.shown, source.from_project());
+        let (file, shown, from_project) = (&source.file, &source.shown, source.is_project());
         if file.api_key_helper.is_some() {
             self.warnings.push(format!(
                 "{shown}: apiKeyHelper is not supported{}; ignored",
@@ -242,7 +242,7 @@ impl Settings {
 
     /// The OS sandbox: a project file may tighten it, never loosen it.
     fn merge_sandbox(&mut self, source: &Source) -> Result<(), SettingsError> {
-        let (file, shown, from_project) = (&source.file, &source.shown, source.from_project());
+        let (file, shown, from_project) = (&source.file, &source.shown, source.is_project());
         let kind = source.kind;
         // A project file may tighten the OS sandbox, never loosen it.
         if let Some(required) = file.sandbox.required {

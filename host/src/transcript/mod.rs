@@ -123,7 +123,5 @@ pub fn latest(dir: &Path) -> Result<String, TranscriptError> {
         .ok_or_else(|| TranscriptError::NoneToContinue(dir.to_path_buf()))
 }
 
-/// A transcript read back.
-
 #[cfg(test)]
 mod tests;
