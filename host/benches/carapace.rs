@@ -14,7 +14,7 @@ use carapace::model::{
     EventStream, Message, MessagesRequest, Model, ModelError, ReplayModel, StreamEvent,
 };
 use carapace::policy::{PermissionMode, Policy};
-use carapace::sandbox::{CallLimits, Grant, Sandbox, SandboxConfig};
+use carapace::sandbox::{CallLimits, Grant, Sandbox, SandboxConfig, ToolInvocation};
 use carapace::tools::{ToolPipeline, ToolRegistry};
 use futures::future::BoxFuture;
 use scripted_server::{Reply, ScriptedServer};
@@ -491,7 +491,7 @@ async fn mcp_benches() -> BenchResult {
     let samples = time_async(N, |_| {
         let (server, input, limits) = (&server, &input, &limits);
         async move {
-            let outcome = server.call("echo", input, limits).await??;
+            let outcome = server.call("echo", input, limits).await?;
             if outcome.is_error {
                 return Err("echo failed".into());
             }
@@ -664,7 +664,7 @@ async fn plugin_benches() -> BenchResult {
         let tool = registry.get("WordCount").ok_or("no WordCount")?;
         let component = tool.component().await?;
         let grant = Grant::none().read_file(&notes)?;
-        let input = json!({"file_path": notes, "top": 3}).to_string();
+        let input = json!({"file_path": notes, "top": 3});
         let limits = CallLimits::default();
         let context = CallContext::default();
         let memory = std::sync::atomic::AtomicUsize::new(0);
@@ -672,11 +672,13 @@ async fn plugin_benches() -> BenchResult {
             let (component, grant, input, context, memory) =
                 (&component, &grant, &input, &context, &memory);
             async move {
-                let (answer, bytes) = component
-                    .call_measured("WordCount", input, grant, &limits, None, context)
-                    .await?;
-                answer.map_err(|e| format!("{e:?}"))?;
-                memory.store(bytes, std::sync::atomic::Ordering::Relaxed);
+                let mut invocation = ToolInvocation::new("WordCount", input, grant, &limits);
+                invocation.context = context.clone();
+                let called = component
+                    .call(&invocation)
+                    .await
+                    .map_err(|e| format!("{e:?}"))?;
+                memory.store(called.memory_bytes, std::sync::atomic::Ordering::Relaxed);
                 Ok(())
             }
         })
@@ -1751,7 +1753,7 @@ async fn sandbox_benches(cache: &Path, file: &Path, wanted: &dyn Fn(&str) -> boo
         .ok_or("no Read tool")?
         .component()
         .await?;
-    let input = json!({"file_path": file}).to_string();
+    let input = json!({"file_path": file});
     let limits = CallLimits::default();
     const N: usize = 2000;
 
@@ -1760,10 +1762,10 @@ async fn sandbox_benches(cache: &Path, file: &Path, wanted: &dyn Fn(&str) -> boo
         let mut samples = Vec::with_capacity(N);
         for i in 0..N + 100 {
             let started = Instant::now();
-            let plan = read.plan("Read", &input).await?;
+            let plan = read.plan("Read", &input).await;
             let elapsed = started.elapsed();
-            if plan.is_err() {
-                return Err(format!("plan failed: {plan:?}").into());
+            if let Err(e) = plan {
+                return Err(format!("plan failed: {e:?}").into());
             }
             if i >= 100 {
                 samples.push(elapsed);
@@ -1782,10 +1784,11 @@ async fn sandbox_benches(cache: &Path, file: &Path, wanted: &dyn Fn(&str) -> boo
         for i in 0..N + 100 {
             let started = Instant::now();
             let grant = Grant::none().read_file(file)?;
-            let output = read.call("Read", &input, &grant, &limits).await?;
+            let invocation = ToolInvocation::new("Read", &input, &grant, &limits);
+            let output = read.call(&invocation).await;
             let elapsed = started.elapsed();
-            if output.is_err() {
-                return Err(format!("Read failed: {output:?}").into());
+            if let Err(e) = output {
+                return Err(format!("Read failed: {e:?}").into());
             }
             if i >= 100 {
                 samples.push(elapsed); // the first 100 warm the pool
@@ -1806,11 +1809,11 @@ async fn sandbox_benches(cache: &Path, file: &Path, wanted: &dyn Fn(&str) -> boo
         for i in 0..N + 100 {
             let started = Instant::now();
             let grant = Grant::none().read_file(file)?;
-            let output = read
-                .call_in_session("Read", &input, &grant, &limits, None, &context)
-                .await?;
+            let mut invocation = ToolInvocation::new("Read", &input, &grant, &limits);
+            invocation.context = context.clone();
+            let output = read.call(&invocation).await;
             let elapsed = started.elapsed();
-            if !output.as_ref().is_ok_and(|o| o.structured.is_some()) {
+            if !output.as_ref().is_ok_and(|o| o.output.structured.is_some()) {
                 return Err(format!("Read failed or gave no structured result: {output:?}").into());
             }
             if i >= 100 {
@@ -1869,10 +1872,8 @@ async fn sandbox_benches(cache: &Path, file: &Path, wanted: &dyn Fn(&str) -> boo
                 tasks.push(tokio::spawn(async move {
                     for _ in 0..per_caller {
                         let grant = Grant::none().read_file(&file).map_err(|e| e.to_string())?;
-                        read.call("Read", &input, &grant, &limits)
-                            .await
-                            .map_err(|e| e.to_string())?
-                            .map_err(|e| format!("{e:?}"))?;
+                        let invocation = ToolInvocation::new("Read", &input, &grant, &limits);
+                        read.call(&invocation).await.map_err(|e| format!("{e:?}"))?;
                     }
                     Ok::<(), String>(())
                 }));

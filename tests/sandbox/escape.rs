@@ -45,9 +45,10 @@ async fn attempt(
     attempts: Value,
 ) -> Result<Vec<Value>, SandboxError> {
     let count = attempts.as_array().map_or(0, Vec::len);
-    let input = json!({"attempts": attempts}).to_string();
-    match probe.call("Probe", &input, grant, limits).await? {
-        Ok(output) => {
+    let input = json!({"attempts": attempts});
+    let invocation = carapace::sandbox::ToolInvocation::new("Probe", &input, grant, limits);
+    match probe.call(&invocation).await {
+        Ok(carapace::sandbox::Called { output, .. }) => {
             let text = match output.content.first() {
                 Some(carapace::sandbox::ToolContent::Text(text)) => text.clone(),
                 _ => String::new(),
@@ -59,6 +60,7 @@ async fn attempt(
             assert_eq!(reports.len(), count, "one report per attempt: {text}");
             Ok(reports)
         }
+        Err(carapace::sandbox::CallError::Sandbox(e)) => Err(e),
         Err(failure) => panic!("probe refused its input: {failure:?}"),
     }
 }

@@ -46,11 +46,14 @@ async fn search(
     granted: &Path,
     attempts: Value,
 ) -> Result<Vec<Value>, Box<dyn std::error::Error>> {
-    let input = json!({"granted": granted, "attempts": attempts}).to_string();
+    let input = json!({"granted": granted, "attempts": attempts});
+    let limits = CallLimits::default();
+    let invocation = carapace::sandbox::ToolInvocation::new("SearchProbe", &input, grant, &limits);
     let output = probe
-        .call("SearchProbe", &input, grant, &CallLimits::default())
-        .await?
-        .map_err(|e| format!("the probe failed: {e:?}"))?;
+        .call(&invocation)
+        .await
+        .map_err(|e| format!("the probe failed: {e:?}"))?
+        .output;
     let text = match output.content.first() {
         Some(carapace::sandbox::ToolContent::Text(text)) => text.clone(),
         _ => String::new(),

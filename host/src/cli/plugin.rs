@@ -1,13 +1,15 @@
 //! `carapace plugin …` and `carapace tool call`: installing third-party
 //! tool plugins, and running one tool call by hand while writing one.
 
+use crate::agent::ToolCall;
 use crate::plugin_store::install;
 use crate::plugin_store::{
     Candidate, InstallContext, InstalledPlugin, Manifest, PluginSource, PluginStore, Scope,
 };
-use crate::policy::{Approval, CallRequest, Outcome, PermissionMode};
+use crate::policy::{Approval, Outcome, PermissionMode};
 use crate::sandbox::{
-    CallContext, ProcessConfig, Sandbox, SandboxConfig, ToolContent, ToolFailure,
+    CallContext, CallError, ProcessConfig, Sandbox, SandboxConfig, ToolContent, ToolInvocation,
+    ToolOutput,
 };
 use crate::session::{SessionBuilder, SessionPaths, ToolSet};
 use crate::tools::ToolRegistry;
@@ -436,47 +438,40 @@ pub async fn tool_call(request: ToolCallRequest, paths: SessionPaths) -> anyhow:
         eprintln!("carapace: warning: {warning}");
     }
     let registry = session.pipeline.registry();
-    let Some(tool) = registry.get(&request.tool) else {
+    if registry.get(&request.tool).is_none() {
         bail!(
             "`{}` provides no tool `{}` (it provides: {})",
             request.plugin,
             request.tool,
             registry.names().join(", ")
         );
-    };
-    let mut report = json!({"plugin": request.plugin, "tool": request.tool, "input": input});
-    let problems = tool.schema_errors(&input);
-    if !problems.is_empty() {
-        report["error"] = json!(format!(
-            "the input does not match the tool's schema: {}",
-            problems.join("; ")
-        ));
-        say!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(ExitCode::FAILURE);
     }
-    let component = tool.component().await?;
-    let plan = match component.plan(&request.tool, &input.to_string()).await? {
-        Ok(plan) => plan,
-        Err(message) => {
-            report["error"] = json!(format!("the tool rejected the input: {message}"));
-            say!("{}", serde_json::to_string_pretty(&report)?);
-            return Ok(ExitCode::FAILURE);
-        }
+    let mut report = json!({"plugin": request.plugin, "tool": request.tool, "input": input});
+    // The stages a session's call goes through, up to the decision.
+    let call = ToolCall {
+        id: format!("toolu_local_{}", uuid::Uuid::new_v4().simple()),
+        name: request.tool.clone(),
+        input: input.clone(),
+        invalid_input: None,
     };
-    report["requested"] = json!(plan.needs);
-    report["concurrency_safe"] = json!(plan.concurrency_safe);
-    report["ceiling"] = json!(tool.ceiling.describe());
-
     let approval = if request.yes {
         Approval::Given
     } else {
         Approval::None
     };
-    let verdict = session.pipeline.policy().decide(
-        &CallRequest::new(&request.tool, &plan.needs, &tool.ceiling).with_approval(approval),
-    );
-    report["basis"] = json!(verdict.basis);
-    let grant = match verdict.outcome {
+    let checked = match session.pipeline.check(&call, approval).await {
+        Ok(checked) => checked,
+        Err(result) => {
+            report["error"] = json!(result_text(&result.content));
+            say!("{}", serde_json::to_string_pretty(&report)?);
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    report["requested"] = json!(checked.plan.needs);
+    report["concurrency_safe"] = json!(checked.plan.concurrency_safe);
+    report["ceiling"] = json!(checked.tool.ceiling.describe());
+    report["basis"] = json!(checked.verdict.basis);
+    let grant = match checked.verdict.outcome {
         Outcome::Allow(grant) => grant,
         Outcome::Ask(question) => {
             report["verdict"] = json!("ask");
@@ -496,51 +491,30 @@ pub async fn tool_call(request: ToolCallRequest, paths: SessionPaths) -> anyhow:
     };
     report["verdict"] = json!("allow");
     report["granted"] = json!(grant.describe());
-    let limits = tool.limits.unwrap_or_default();
-    let context = CallContext {
-        tool_use_id: format!("toolu_local_{}", uuid::Uuid::new_v4().simple()),
+    let limits = checked.tool.limits.unwrap_or_default();
+    let component = checked.tool.component().await?;
+    let mut invocation = ToolInvocation::new(&request.tool, &input, &grant, &limits);
+    invocation.context = CallContext {
+        tool_use_id: call.id.clone(),
         session_id: session.id.clone(),
         wants_structured: true,
     };
-    let answer = component
-        .call_measured(
-            &request.tool,
-            &input.to_string(),
-            &grant,
-            &limits,
-            None,
-            &context,
-        )
-        .await;
-    let answer = answer.map(|(answer, memory)| {
-        report["instance_memory_bytes"] = json!(memory);
-        answer
-    });
-    let ok = match answer {
-        Ok(Ok(output)) => {
-            let content: Vec<Value> = output
-                .content
-                .iter()
-                .map(|c| match c {
-                    ToolContent::Text(text) => json!({"type": "text", "text": text}),
-                    ToolContent::Image { media_type, data } => {
-                        json!({"type": "image", "media_type": media_type, "bytes": data.len()})
-                    }
-                })
-                .collect();
-            report["result"] = json!({"is_error": output.is_error, "content": content});
-            !output.is_error
+    let ok = match component.call(&invocation).await {
+        Ok(called) => {
+            report["instance_memory_bytes"] = json!(called.memory_bytes);
+            report["result"] = output_json(&called.output);
+            !called.output.is_error
         }
-        Ok(Err(ToolFailure::InvalidInput(message))) => {
+        Err(CallError::InvalidInput(message)) => {
             report["result"] = json!({"is_error": true, "invalid_input": message});
             false
         }
-        Ok(Err(ToolFailure::Failed(message))) => {
+        Err(CallError::Failed(message)) => {
             report["result"] = json!({"is_error": true, "failed": message});
             false
         }
-        Err(e) => {
-            report["result"] = json!({"is_error": true, "sandbox": e.to_string()});
+        Err(CallError::Sandbox(e)) => {
+            report["result"] = json!({"is_error": true, "sandbox": e.describe()});
             false
         }
     };
@@ -550,4 +524,27 @@ pub async fn tool_call(request: ToolCallRequest, paths: SessionPaths) -> anyhow:
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// A call's output as `tool call` reports it (an image by its size).
+fn output_json(output: &ToolOutput) -> Value {
+    let content: Vec<Value> = output
+        .content
+        .iter()
+        .map(|c| match c {
+            ToolContent::Text(text) => json!({"type": "text", "text": text}),
+            ToolContent::Image { media_type, data } => {
+                json!({"type": "image", "media_type": media_type, "bytes": data.len()})
+            }
+        })
+        .collect();
+    json!({"is_error": output.is_error, "content": content})
+}
+
+/// The text of a result the pipeline settled a call with.
+fn result_text(content: &crate::model::ToolResultContent) -> String {
+    match content {
+        crate::model::ToolResultContent::Text(text) => text.clone(),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
 }

@@ -62,8 +62,7 @@ impl HookComponent {
         let (component, _) = sandbox.load_component(wasm)?;
         let inner = sandbox.inner().clone();
         let instance_pre = inner.instantiate_pre::<HookState>(&component)?;
-        let pre = v0_1::HookPluginPre::new(instance_pre)
-            .map_err(|e| SandboxError::Contract(format!("{e:#}")))?;
+        let pre = v0_1::HookPluginPre::new(instance_pre).map_err(SandboxError::link(""))?;
         let pre_for_events = pre.clone();
         let (events, _) = inner
             .execute(
@@ -105,7 +104,7 @@ impl HookComponent {
         event: &HookEvent,
         grant: &Grant,
         limits: &CallLimits,
-    ) -> Result<Result<HookOutcome, String>, SandboxError> {
+    ) -> Result<HookOutcome, HookError> {
         let common = wit::Common {
             session_id: common.session_id.clone(),
             transcript_path: common.transcript_path.clone(),
@@ -138,8 +137,20 @@ impl HookComponent {
                 },
             )
             .await?;
-        Ok(answer.map(outcome_from_wit))
+        answer.map(outcome_from_wit).map_err(HookError::Returned)
     }
+}
+
+/// Why a typed hook gave no outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    /// The hook itself returned an error.
+    #[error("the hook returned an error: {0}")]
+    Returned(String),
+    /// The sandbox stopped it (a trap, its deadline, its memory cap) or
+    /// could not run it.
+    #[error("{}", .0.describe())]
+    Sandbox(SandboxError),
 }
 
 /// What a command hook left behind.
@@ -164,7 +175,7 @@ impl CommandHook {
         let inner = sandbox.inner().clone();
         let instance_pre = inner.instantiate_pre::<HookState>(&component)?;
         let pre = wasmtime_wasi::p2::bindings::CommandPre::new(instance_pre)
-            .map_err(|e| SandboxError::Contract(format!("not a WASI command component: {e:#}")))?;
+            .map_err(SandboxError::link("not a WASI command component"))?;
         Ok(Self {
             name: name.into(),
             sandbox: inner,
@@ -316,5 +327,11 @@ fn outcome_from_wit(outcome: wit::Outcome) -> HookOutcome {
         updated_tool_output: outcome.updated_tool_output,
         stop_reason: outcome.stop_reason,
         system_message: outcome.system_message,
+    }
+}
+
+impl From<SandboxError> for HookError {
+    fn from(e: SandboxError) -> Self {
+        HookError::Sandbox(e)
     }
 }

@@ -2,6 +2,7 @@
 //! SDK's callback), in parallel, under its timeout; what each produced,
 //! for the loop and for the `hook_response` line.
 
+use super::component::HookError;
 use super::{
     Handler, HandlerResult, HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission,
     LoadedHook, from_command, from_json, from_outcome, input_json,
@@ -78,7 +79,7 @@ async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> In
     match &hook.handler {
         Handler::Typed(component) => {
             match component.handle(common, event, &hook.grant, &limits).await {
-                Ok(Ok(outcome)) => {
+                Ok(outcome) => {
                     let output = outcome_json(&outcome).to_string();
                     Invocation {
                         result: from_outcome(kind, outcome),
@@ -87,10 +88,10 @@ async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> In
                         ..Invocation::default()
                     }
                 }
-                Ok(Err(message)) => {
+                Err(HookError::Returned(message)) => {
                     Invocation::failed(format!("the hook returned an error: {message}"))
                 }
-                Err(e) => Invocation::failed(describe_failure(&e, hook)),
+                Err(HookError::Sandbox(e)) => Invocation::failed(describe_failure(&e, hook)),
             }
         }
         Handler::Command(command) => {
@@ -146,7 +147,7 @@ async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> In
 fn describe_failure(e: &SandboxError, hook: &LoadedHook) -> String {
     match e {
         SandboxError::Timeout(_) => format!("timed out after {:?}", hook.spec.timeout),
-        other => other.to_string(),
+        other => other.describe(),
     }
 }
 

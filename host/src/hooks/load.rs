@@ -7,10 +7,15 @@ use crate::policy::{protected_entries, protected_reason, resolve_symlinks};
 use crate::sandbox::{FileAccess, Grant, Sandbox};
 use std::path::Path;
 
-type Parts = (Grant, String, Handler);
+/// What loading one spec came to.
+pub(super) enum Loaded {
+    /// The hook's grant, its label for messages, what runs it.
+    Ready(Box<(Grant, String, Handler)>),
+    /// The hook is fine but will not run for this event: why.
+    NotForThisEvent(String),
+}
 
-/// Loads one spec's component (once per file) and its grant. `Ok(Err(_))`
-/// is a warning: the hook is fine but will not run for this event.
+/// Loads one spec's component (once per file) and its grant.
 pub(super) async fn load_one(
     sandbox: &Sandbox,
     spec: &HookSpec,
@@ -18,7 +23,7 @@ pub(super) async fn load_one(
     commands: &mut Vec<(std::path::PathBuf, CommandHook)>,
     home: &Path,
     config_dir: &Path,
-) -> Result<Result<Parts, String>, HookLoadError> {
+) -> Result<Loaded, HookLoadError> {
     let path = spec.path.display().to_string();
     let grant = grant_for(spec, home, config_dir)?;
     let label = spec
@@ -49,7 +54,7 @@ pub(super) async fn load_one(
                 }
             };
             if !component.events().contains(&spec.event) {
-                return Ok(Err(format!(
+                return Ok(Loaded::NotForThisEvent(format!(
                     "hook {path} is configured for {} but does not handle it (it handles {}); it will not run for it",
                     spec.event.name(),
                     component
@@ -76,12 +81,12 @@ pub(super) async fn load_one(
             Handler::Command(command)
         }
         HandlerKind::Callback => {
-            return Ok(Err(format!(
+            return Ok(Loaded::NotForThisEvent(format!(
                 "hook {path}: SDK callbacks are registered by the SDK, not in settings"
             )));
         }
     };
-    Ok(Ok((grant, label, handler)))
+    Ok(Loaded::Ready(Box::new((grant, label, handler))))
 }
 
 /// The capabilities a hook's settings grant; protected locations are never

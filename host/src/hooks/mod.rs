@@ -17,7 +17,7 @@ mod load;
 mod loop_hooks;
 mod protocol;
 
-pub use component::{CommandHook, CommandRun, HookComponent};
+pub use component::{CommandHook, CommandRun, HookComponent, HookError};
 pub use event::{HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall};
 pub use load::is_carapace_variable;
 pub use loop_hooks::stop_decision;
@@ -32,7 +32,7 @@ use crate::policy::ModeCell;
 use crate::sandbox::{Grant, Sandbox, SandboxError};
 use futures::future::BoxFuture;
 use invoke::{failed, invoke_all, matcher_subject};
-use load::load_one;
+use load::{Loaded, load_one};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -90,7 +90,7 @@ pub struct HookRuntime {
 pub enum HookLoadError {
     #[error("hook {path}: cannot read the component: {reason}")]
     Read { path: String, reason: String },
-    #[error("hook {path}: {source}")]
+    #[error("hook {path}: {}", .source.describe())]
     Component { path: String, source: SandboxError },
     #[error("hook {path}: grant `{grant}`: {reason}")]
     Grant {
@@ -132,13 +132,16 @@ impl HookRuntime {
             let loaded =
                 load_one(sandbox, &spec, &mut typed, &mut commands, home, config_dir).await;
             match loaded {
-                Ok(Ok((grant, label, handler))) => hooks.push(Arc::new(LoadedHook {
-                    spec,
-                    handler,
-                    grant,
-                    label,
-                })),
-                Ok(Err(warning)) => warnings.push(warning),
+                Ok(Loaded::Ready(ready)) => {
+                    let (grant, label, handler) = *ready;
+                    hooks.push(Arc::new(LoadedHook {
+                        spec,
+                        handler,
+                        grant,
+                        label,
+                    }))
+                }
+                Ok(Loaded::NotForThisEvent(warning)) => warnings.push(warning),
                 Err(e) if spec.fail_closed => return Err(e),
                 Err(e) => warnings.push(format!(
                     "{e}; this hook fails open, so the run goes on without it"

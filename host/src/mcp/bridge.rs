@@ -45,9 +45,9 @@ impl World for BridgeState {
     fn link(linker: &mut Linker<Self>) -> Result<(), SandboxError> {
         link_file_streams(linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
-            .map_err(|e| SandboxError::Prepare(format!("linking wasi:http: {e:#}")))?;
+            .map_err(SandboxError::setup("linking wasi:http"))?;
         transport::add_to_linker::<BridgeState, HasSelf<BridgeState>>(linker, |state| state)
-            .map_err(|e| SandboxError::Prepare(format!("linking carapace:mcp/transport: {e:#}")))
+            .map_err(SandboxError::setup("linking carapace:mcp/transport"))
     }
 
     fn core(&mut self) -> &mut CallCore {
@@ -174,6 +174,17 @@ pub struct McpCallOutcome {
     pub tools_changed: bool,
 }
 
+/// Why an operation on a server gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    /// The server (or the bridge speaking to it) said what went wrong.
+    #[error("{0}")]
+    Server(String),
+    /// The bridge's instance was stopped or could not run.
+    #[error("{}", .0.describe())]
+    Sandbox(SandboxError),
+}
+
 /// The bridge, built from `plugins/mcp-bridge` and embedded in the binary.
 pub const BRIDGE_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/mcp-bridge.wasm"));
 
@@ -190,8 +201,7 @@ impl McpBridge {
         let (component, load_outcome) = sandbox.load_component(wasm)?;
         let inner = sandbox.inner().clone();
         let instance_pre = inner.instantiate_pre::<BridgeState>(&component)?;
-        let pre = McpBridgePre::new(instance_pre)
-            .map_err(|e| SandboxError::Contract(format!("carapace:mcp: {e:#}")))?;
+        let pre = McpBridgePre::new(instance_pre).map_err(SandboxError::link("carapace:mcp"))?;
         Ok(Self {
             sandbox: inner,
             pre,
@@ -214,7 +224,7 @@ impl McpBridge {
         ) -> std::pin::Pin<
             Box<dyn std::future::Future<Output = wasmtime::Result<Result<R, String>>> + Send + 'a>,
         > + Send,
-    ) -> Result<Result<R, String>, SandboxError> {
+    ) -> Result<R, BridgeError> {
         let _operation = link.operation.lock().await;
         let pre = self.pre.clone();
         let http = HttpParts::for_grant(&link.grant);
@@ -231,7 +241,7 @@ impl McpBridge {
                 f,
             )
             .await?;
-        Ok(value)
+        value.map_err(BridgeError::Server)
     }
 
     pub async fn initialize(
@@ -240,7 +250,7 @@ impl McpBridge {
         endpoint: Option<HttpEndpoint>,
         limits: &CallLimits,
         request_id: u64,
-    ) -> Result<Result<McpSession, String>, SandboxError> {
+    ) -> Result<McpSession, BridgeError> {
         let endpoint = endpoint.map(|e| types::HttpEndpoint {
             url: e.url,
             headers: e.headers,
@@ -260,7 +270,7 @@ impl McpBridge {
                 })
             })
             .await?;
-        Ok(answer.map(|s| McpSession {
+        Ok(answer).map(|s| McpSession {
             endpoint: s.endpoint.map(|e| HttpEndpoint {
                 url: e.url,
                 headers: e.headers,
@@ -271,7 +281,7 @@ impl McpBridge {
             server_version: s.server_version,
             instructions: s.instructions,
             tools_list_changed: s.tools_list_changed,
-        }))
+        })
     }
 
     /// Every tool, following `nextCursor` (at most `max_pages` pages).
@@ -282,7 +292,7 @@ impl McpBridge {
         limits: &CallLimits,
         next_id: &(dyn Fn() -> u64 + Sync),
         max_pages: usize,
-    ) -> Result<Result<Vec<McpTool>, String>, SandboxError> {
+    ) -> Result<Vec<McpTool>, BridgeError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..max_pages {
@@ -298,10 +308,7 @@ impl McpBridge {
                     })
                 })
                 .await?;
-            let (page, _events) = match answer {
-                Ok(page) => page,
-                Err(message) => return Ok(Err(message)),
-            };
+            let (page, _events) = answer;
             tools.extend(page.tools.into_iter().map(|t| McpTool {
                 name: t.name,
                 description: t.description,
@@ -310,10 +317,10 @@ impl McpBridge {
             }));
             match page.next_cursor {
                 Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
-                _ => return Ok(Ok(tools)),
+                _ => return Ok(tools),
             }
         }
-        Ok(Err(format!(
+        Err(BridgeError::Server(format!(
             "the server's tool list goes on for more than {max_pages} pages"
         )))
     }
@@ -326,7 +333,7 @@ impl McpBridge {
         request_id: u64,
         name: &str,
         arguments: &str,
-    ) -> Result<Result<McpCallOutcome, String>, SandboxError> {
+    ) -> Result<McpCallOutcome, BridgeError> {
         let wit_session = to_wit(session);
         let (name, arguments) = (name.to_string(), arguments.to_string());
         let answer = self
@@ -338,7 +345,8 @@ impl McpBridge {
                 })
             })
             .await?;
-        Ok(answer.map(|(outcome, events)| McpCallOutcome {
+        let (outcome, events) = answer;
+        Ok(McpCallOutcome {
             content: outcome
                 .content
                 .into_iter()
@@ -353,7 +361,7 @@ impl McpBridge {
             structured: outcome.structured,
             is_error: outcome.is_error,
             tools_changed: events.tools_changed,
-        }))
+        })
     }
 
     /// Whether the server announced a changed tool list since the last
@@ -363,7 +371,7 @@ impl McpBridge {
         link: &McpLink,
         session: &McpSession,
         limits: &CallLimits,
-    ) -> Result<Result<bool, String>, SandboxError> {
+    ) -> Result<bool, BridgeError> {
         let wit_session = to_wit(session);
         let answer = self
             .run(link, limits, move |b, store| {
@@ -374,7 +382,7 @@ impl McpBridge {
                 })
             })
             .await?;
-        Ok(answer.map(|events| events.tools_changed))
+        Ok(answer.tools_changed)
     }
 }
 
@@ -390,5 +398,11 @@ fn to_wit(session: &McpSession) -> types::Session {
         server_version: session.server_version.clone(),
         instructions: session.instructions.clone(),
         tools_list_changed: session.tools_list_changed,
+    }
+}
+
+impl From<SandboxError> for BridgeError {
+    fn from(e: SandboxError) -> Self {
+        BridgeError::Sandbox(e)
     }
 }

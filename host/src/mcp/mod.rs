@@ -116,7 +116,7 @@ impl McpLauncher {
 
     /// Starts a server the host reaches itself (stdio or HTTP).
     pub async fn start(&self, config: &ServerConfig) -> Result<Arc<McpServer>, String> {
-        let bridge = McpBridge::load(&self.sandbox, BRIDGE_WASM).map_err(|e| e.to_string())?;
+        let bridge = McpBridge::load(&self.sandbox, BRIDGE_WASM).map_err(|e| e.describe())?;
         McpServer::start(config, &bridge, &self.process, self.limits, self.startup).await
     }
 
@@ -126,7 +126,7 @@ impl McpLauncher {
         name: &str,
         line: Arc<dyn channel::McpLine>,
     ) -> Result<Arc<McpServer>, String> {
-        let bridge = McpBridge::load(&self.sandbox, BRIDGE_WASM).map_err(|e| e.to_string())?;
+        let bridge = McpBridge::load(&self.sandbox, BRIDGE_WASM).map_err(|e| e.describe())?;
         let link = bridge::McpLink::lent(name, line);
         McpServer::connect(name, &bridge, link, None, self.limits, self.startup).await
     }

@@ -1,11 +1,13 @@
 //! One MCP server, connected through the bridge: started, initialised, its
 //! tools listed, its calls made — every step in a fresh bridge instance.
 
-use super::bridge::{HttpEndpoint, McpBridge, McpCallOutcome, McpLink, McpSession, McpTool};
+use super::bridge::{
+    BridgeError, HttpEndpoint, McpBridge, McpCallOutcome, McpLink, McpSession, McpTool,
+};
 use super::channel::McpChannel;
 use super::config::{ServerConfig, Transport};
 use crate::sandbox::process::spawn_confined;
-use crate::sandbox::{CallLimits, ProcessConfig, SandboxError};
+use crate::sandbox::{CallLimits, ProcessConfig};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -97,7 +99,7 @@ impl McpServer {
             let session = bridge
                 .initialize(&link, endpoint, &handshake, 1)
                 .await
-                .map_err(|e| e.to_string())??;
+                .map_err(|e| e.to_string())?;
             let server = Arc::new(Self {
                 name: name.to_string(),
                 bridge: bridge.clone(),
@@ -150,7 +152,7 @@ impl McpServer {
                 MAX_TOOL_PAGES,
             )
             .await
-            .map_err(|e| e.to_string())??;
+            .map_err(|e| e.to_string())?;
         if let Ok(mut current) = self.tools.write() {
             *current = tools;
         }
@@ -166,7 +168,7 @@ impl McpServer {
                 .bridge
                 .tools_changed(&self.link, &self.session, &self.limits)
                 .await
-                .map_err(|e| e.to_string())??;
+                .map_err(|e| e.to_string())?;
             if !changed {
                 return Ok(false);
             }
@@ -181,8 +183,8 @@ impl McpServer {
         tool: &str,
         arguments: &str,
         limits: &CallLimits,
-    ) -> Result<Result<McpCallOutcome, String>, SandboxError> {
-        let answer = self
+    ) -> Result<McpCallOutcome, BridgeError> {
+        let outcome = self
             .bridge
             .call_tool(
                 &self.link,
@@ -193,12 +195,10 @@ impl McpServer {
                 arguments,
             )
             .await?;
-        if let Ok(outcome) = &answer
-            && outcome.tools_changed
-        {
+        if outcome.tools_changed {
             self.stale.store(true, Ordering::Relaxed);
         }
-        Ok(answer)
+        Ok(outcome)
     }
 
     pub async fn shutdown(&self) {

@@ -47,7 +47,7 @@ pub enum InstallError {
     },
     #[error("this is not a tool plugin: {0}")]
     NotComponent(&'static str),
-    #[error("this is not a usable tool plugin: {0}")]
+    #[error("this is not a usable tool plugin: {}", .0.describe())]
     Component(#[source] SandboxError),
     #[error("{0}")]
     Tools(#[source] RegistryError),

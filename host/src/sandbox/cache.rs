@@ -113,7 +113,7 @@ impl ComponentCache {
         }
         let compiled = engine
             .precompile_component(wasm)
-            .map_err(|e| SandboxError::Compile(format!("{e:#}")))?;
+            .map_err(SandboxError::Compile)?;
         if let Err(e) = self.store(&path, &compiled) {
             tracing::warn!(dir = %self.dir.display(), error = %e, "component cache is not writable; compiling in memory");
         }
@@ -188,14 +188,12 @@ fn deserialize(engine: &Engine, path: &Path) -> Result<Component, SandboxError> 
     // always by atomic rename of a complete file, under a name that includes
     // the engine's compatibility hash; wasmtime also checks the header and
     // rejects artefacts of another version or configuration.
-    unsafe { Component::deserialize_file(engine, path) }
-        .map_err(|e| SandboxError::Cache(format!("{e:#}")))
+    unsafe { Component::deserialize_file(engine, path) }.map_err(SandboxError::Cache)
 }
 
 #[allow(unsafe_code)]
 fn deserialize_bytes(engine: &Engine, compiled: &[u8]) -> Result<Component, SandboxError> {
     // SAFETY: `compiled` was produced by `engine.precompile_component` a
     // moment ago in this process.
-    unsafe { Component::deserialize(engine, compiled) }
-        .map_err(|e| SandboxError::Cache(format!("{e:#}")))
+    unsafe { Component::deserialize(engine, compiled) }.map_err(SandboxError::Cache)
 }

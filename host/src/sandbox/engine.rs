@@ -127,12 +127,12 @@ impl SandboxEngine {
             .epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&wasm_config)
-            .map_err(|e| SandboxError::Prepare(format!("creating the wasmtime engine: {e:#}")))?;
-        let staging = StagingPool::new(&config.staging_parent).map_err(|e| {
-            SandboxError::Prepare(format!(
-                "creating a staging directory in {}: {e}",
-                config.staging_parent.display()
-            ))
+            .map_err(SandboxError::setup("creating the wasmtime engine"))?;
+        let staging = StagingPool::new(&config.staging_parent).map_err(|source| {
+            SandboxError::StagingDir {
+                dir: config.staging_parent.clone(),
+                source,
+            }
         })?;
         spawn_epoch_ticker(&engine, config.epoch_tick);
         Ok(Self {
@@ -352,7 +352,7 @@ impl EngineInner {
     ) -> Result<InstancePre<W>, SandboxError> {
         self.linker::<W>()?
             .instantiate_pre(component)
-            .map_err(|e| SandboxError::Contract(format!("{e:#}")))
+            .map_err(SandboxError::link(""))
     }
 
     /// Runs one call in a fresh store holding exactly `grant`: the world's
@@ -399,7 +399,7 @@ impl EngineInner {
         }
         let staged: StagedGrant = grant
             .apply(&self.staging, &mut wasi)
-            .map_err(|e| SandboxError::Prepare(e.to_string()))?;
+            .map_err(SandboxError::Grant)?;
         let core = CallCore {
             wasi: wasi.build(),
             table: ResourceTable::new(),
@@ -422,7 +422,7 @@ impl EngineInner {
         let committed = match &outcome {
             Ok(Ok(_)) => staged
                 .commit(self.weakened_commit)
-                .map_err(|e| SandboxError::Commit(e.to_string())),
+                .map_err(SandboxError::Commit),
             _ => Ok(Vec::new()),
         };
         drop(staged);
@@ -446,7 +446,7 @@ impl EngineInner {
             Ok(Err(_)) if refused_memory => Err(SandboxError::MemoryLimit {
                 limit_bytes: limits.memory_bytes,
             }),
-            Ok(Err((true, e))) => Err(SandboxError::Instantiate(format!("{e:#}"))),
+            Ok(Err((true, e))) => Err(SandboxError::Instantiate(e)),
             Ok(Err((false, e))) => Err(SandboxError::Trap {
                 exit_code: e
                     .downcast_ref::<wasmtime_wasi::I32Exit>()

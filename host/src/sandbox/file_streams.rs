@@ -36,8 +36,7 @@ const CHUNK_BYTES: usize = 64 * 1024;
 pub(crate) fn add_to_linker<T: wasmtime_wasi::WasiView + 'static>(
     linker: &mut Linker<T>,
 ) -> Result<(), SandboxError> {
-    wasmtime_wasi::p2::add_to_linker_async(linker)
-        .map_err(|e| SandboxError::Prepare(format!("linking WASI: {e:#}")))?;
+    wasmtime_wasi::p2::add_to_linker_async(linker).map_err(SandboxError::setup("linking WASI"))?;
     // Defining a stream function must be refused while shadowing is off:
     // if it is not, wasmtime-wasi links another version and these streams
     // would never be used.
@@ -78,7 +77,7 @@ pub(crate) fn add_to_linker<T: wasmtime_wasi::WasiView + 'static>(
 }
 
 fn link_error(e: wasmtime::Error) -> SandboxError {
-    SandboxError::Prepare(format!("linking file streams: {e:#}"))
+    SandboxError::setup("linking file streams")(e)
 }
 
 fn define_read<T: wasmtime_wasi::WasiView + 'static>(

@@ -39,9 +39,9 @@ pub use process::{
 pub use procfs::refused_path as refused_process_info;
 pub use staging::STAGING_PREFIX;
 pub use tool::{
-    CallContext, CallPlan, Capability, FileStamp, InterruptBehavior, ReadLedger,
-    SUPPORTED_CONTRACTS, ToolAnnotations, ToolComponent, ToolContent, ToolDefinition, ToolFailure,
-    ToolOutput,
+    CallContext, CallError, CallPlan, Called, Capability, FileStamp, InterruptBehavior, PlanError,
+    ReadLedger, SUPPORTED_CONTRACTS, ToolAnnotations, ToolComponent, ToolContent, ToolDefinition,
+    ToolFailure, ToolInvocation, ToolOutput,
 };
 
 use std::time::Duration;
@@ -58,17 +58,44 @@ pub(crate) mod world {
     pub(crate) use super::http::HttpParts;
 }
 
-/// Why a sandboxed call produced no answer from the component.
+/// Why a sandboxed call produced no answer from the component. A variant
+/// caused by another error keeps it as its source; [`SandboxError::describe`]
+/// says the whole chain in one line (what a tool result or a hook's error
+/// shows).
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    #[error("the component could not be compiled: {0}")]
-    Compile(String),
+    #[error("the component could not be compiled")]
+    Compile(#[source] wasmtime::Error),
+    /// The component imports what its world does not offer, or does not
+    /// export what its contract says.
+    #[error("the component does not implement the carapace tool contract{}", prefixed(.context))]
+    Link {
+        context: String,
+        #[source]
+        source: wasmtime::Error,
+    },
+    /// What the component exports, read and found wanting.
     #[error("the component does not implement the carapace tool contract: {0}")]
     Contract(String),
+    /// Making the engine or a world's linker failed.
+    #[error("the sandbox could not prepare the call: {what}")]
+    Setup {
+        what: String,
+        #[source]
+        source: wasmtime::Error,
+    },
+    #[error("the sandbox could not prepare the call: creating a staging directory in {}", .dir.display())]
+    StagingDir {
+        dir: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the sandbox could not prepare the call")]
+    Grant(#[source] GrantError),
     #[error("the sandbox could not prepare the call: {0}")]
     Prepare(String),
-    #[error("the component could not be instantiated: {0}")]
-    Instantiate(String),
+    #[error("the component could not be instantiated")]
+    Instantiate(#[source] wasmtime::Error),
     #[error("the component crashed (trap): {message}{stderr}", stderr = stderr_suffix(.stderr))]
     Trap {
         message: String,
@@ -86,14 +113,49 @@ pub enum SandboxError {
     MemoryLimit { limit_bytes: usize },
     #[error("the component returned {size} bytes, more than its {limit}-byte output cap")]
     OutputTooLarge { size: usize, limit: usize },
-    #[error("component cache: {0}")]
-    Cache(String),
-    #[error("{0}")]
-    Commit(String),
+    #[error("component cache")]
+    Cache(#[source] wasmtime::Error),
+    /// What the call wrote could not be saved.
+    #[error(transparent)]
+    Commit(GrantError),
     /// An installed plugin that cannot be used (changed since it was
     /// approved, missing, unreadable).
     #[error("{0}")]
     Unavailable(String),
+}
+
+impl SandboxError {
+    /// The error and every source under it, in one line: `what: why: why`.
+    pub fn describe(&self) -> String {
+        let mut text = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        text
+    }
+
+    /// A linking error with what was being linked (`carapace:mcp`, a
+    /// version of the tool contract), or none.
+    pub(crate) fn link(context: impl Into<String>) -> impl FnOnce(wasmtime::Error) -> Self {
+        let context = context.into();
+        move |source| SandboxError::Link { context, source }
+    }
+
+    /// A set-up error with what was being made.
+    pub(crate) fn setup(what: impl Into<String>) -> impl FnOnce(wasmtime::Error) -> Self {
+        let what = what.into();
+        move |source| SandboxError::Setup { what, source }
+    }
+}
+
+fn prefixed(context: &str) -> String {
+    match context {
+        "" => String::new(),
+        context => format!(": {context}"),
+    }
 }
 
 fn stderr_suffix(stderr: &str) -> String {

@@ -160,15 +160,15 @@ impl NativeTool for AgentTool {
     fn call<'a>(
         &'a self,
         context: &'a CallContext,
-        input: Value,
+        input: &'a Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
             let runner = &self.runner;
             if input["run_in_background"] == true {
-                return runner.launch(&context.tool_use_id, &input);
+                return runner.launch(&context.tool_use_id, input);
             }
             let abort = runner.abort.child_token();
-            runner.run(&context.tool_use_id, &input, abort, None).await
+            runner.run(&context.tool_use_id, input, abort, None).await
         })
     }
 }

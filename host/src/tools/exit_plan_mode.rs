@@ -55,7 +55,7 @@ impl NativeTool for ExitPlanModeTool {
     fn call<'a>(
         &'a self,
         _context: &'a CallContext,
-        input: Value,
+        input: &'a Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
             if self.mode.get() != PermissionMode::Plan {

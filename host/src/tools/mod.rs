@@ -33,7 +33,9 @@ pub const HOST_TOOLS: &[&str] = &[
     skill::SKILL_TOOL,
     crate::agent::STRUCTURED_OUTPUT_TOOL,
 ];
-pub use pipeline::{PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline};
+pub use pipeline::{
+    CheckedCall, PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline,
+};
 pub use registry::{
     InstalledTools, McpHandle, NativeTool, RegisteredTool, RegistryError, ToolHandle, ToolRegistry,
     checked_definition,

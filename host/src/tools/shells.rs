@@ -69,7 +69,7 @@ impl NativeTool for BashOutputTool {
     fn call<'a>(
         &'a self,
         _context: &'a CallContext,
-        input: Value,
+        input: &'a Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
             let id = input["bash_id"].as_str().unwrap_or_default();
@@ -115,7 +115,7 @@ impl NativeTool for KillShellTool {
     fn call<'a>(
         &'a self,
         _context: &'a CallContext,
-        input: Value,
+        input: &'a Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
             let id = input["shell_id"].as_str().unwrap_or_default();

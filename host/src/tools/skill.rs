@@ -56,7 +56,7 @@ impl NativeTool for SkillTool {
     fn call<'a>(
         &'a self,
         _context: &'a CallContext,
-        _input: Value,
+        _input: &'a Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async {
             Err(ToolFailure::Failed(

@@ -60,7 +60,7 @@ impl NativeTool for StructuredOutputTool {
     fn call<'a>(
         &'a self,
         _context: &'a CallContext,
-        input: Value,
+        input: &'a Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
             Ok(ToolOutput {

@@ -80,7 +80,7 @@ impl NativeTool for WebSearchTool {
     fn call<'a>(
         &'a self,
         _context: &'a CallContext,
-        input: Value,
+        input: &'a Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
             let search = &self.search;

@@ -38,7 +38,7 @@ impl World for ToolState {
         // Linked for every tool so those that import it instantiate; each
         // call's gate refuses every request its grant does not name.
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
-            .map_err(|e| SandboxError::Prepare(format!("linking wasi:http: {e:#}")))?;
+            .map_err(SandboxError::setup("linking wasi:http"))?;
         v0_1::link(linker)?;
         v0_2::link(linker)?;
         v0_3::link(linker)?;
@@ -63,9 +63,9 @@ macro_rules! version_glue {
         ) -> Result<(), crate::sandbox::SandboxError> {
             use wasmtime::component::HasSelf;
             let linked = |interface: &str, e: wasmtime::Error| {
-                crate::sandbox::SandboxError::Prepare(format!(
-                    "linking carapace:tool/{interface}@{VERSION}: {e:#}"
-                ))
+                crate::sandbox::SandboxError::setup(format!(
+                    "linking carapace:tool/{interface}@{VERSION}"
+                ))(e)
             };
             host::add_to_linker::<ToolState, HasSelf<ToolState>>(linker, |state| state)
                 .map_err(|e| linked("host", e))?;
@@ -314,6 +314,78 @@ pub enum ToolFailure {
     Failed(String),
 }
 
+/// One call, as it goes down to the component: the tool and its input,
+/// what the call runs with, what of the session the tool may see.
+pub struct ToolInvocation<'a> {
+    pub tool: &'a str,
+    pub input: &'a serde_json::Value,
+    pub grant: &'a Grant,
+    pub limits: &'a CallLimits,
+    /// The session's read ledger (first-party components only).
+    pub reads: Option<&'a Arc<ReadLedger>>,
+    pub context: CallContext,
+}
+
+impl<'a> ToolInvocation<'a> {
+    /// A call outside any session: no read ledger, no call context.
+    pub fn new(
+        tool: &'a str,
+        input: &'a serde_json::Value,
+        grant: &'a Grant,
+        limits: &'a CallLimits,
+    ) -> Self {
+        Self {
+            tool,
+            input,
+            grant,
+            limits,
+            reads: None,
+            context: CallContext::default(),
+        }
+    }
+}
+
+/// A call that ran to its answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Called {
+    pub output: ToolOutput,
+    /// The linear memory the call's instance held (`tool call` reports it).
+    pub memory_bytes: usize,
+}
+
+/// Why a call produced no output.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The tool refused the input (its own validation).
+    #[error("{0}")]
+    InvalidInput(String),
+    /// The tool ran and failed.
+    #[error("{0}")]
+    Failed(String),
+    /// The sandbox stopped the call, or could not run it.
+    #[error("{}", .0.describe())]
+    Sandbox(SandboxError),
+}
+
+impl From<ToolFailure> for CallError {
+    fn from(failure: ToolFailure) -> Self {
+        match failure {
+            ToolFailure::InvalidInput(message) => CallError::InvalidInput(message),
+            ToolFailure::Failed(message) => CallError::Failed(message),
+        }
+    }
+}
+
+/// Why a call has no plan.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The tool rejected the input.
+    #[error("{0}")]
+    Rejected(String),
+    #[error("{}", .0.describe())]
+    Sandbox(SandboxError),
+}
+
 /// A loaded tool component: compiled, linked, and its tool list read once.
 #[derive(Clone)]
 pub struct ToolComponent {
@@ -485,8 +557,7 @@ impl ToolComponent {
         let inner = sandbox.inner().clone();
         let version = exported_contract(sandbox.engine(), &component)?;
         let instance_pre = inner.instantiate_pre::<ToolState>(&component)?;
-        let linked =
-            |e: wasmtime::Error| SandboxError::Contract(format!("carapace:tool@{version}: {e:#}"));
+        let linked = |e: wasmtime::Error| SandboxError::link(format!("carapace:tool@{version}"))(e);
         let pre = match version.as_str() {
             v0_1::VERSION => {
                 ContractPre::V0_1(v0_1::ToolPluginPre::new(instance_pre).map_err(linked)?)
@@ -531,95 +602,74 @@ impl ToolComponent {
     }
 
     /// Asks the component what a call needs, in an instance with no
-    /// capabilities. `Ok(Err(message))` is the tool rejecting the input.
-    pub async fn plan(
-        &self,
-        tool: &str,
-        input: &str,
-    ) -> Result<Result<CallPlan, String>, SandboxError> {
+    /// capabilities.
+    pub async fn plan(&self, tool: &str, input: &serde_json::Value) -> Result<CallPlan, PlanError> {
         let tool = tool.to_string();
+        // Text only at the component's edge.
         let input = input.to_string();
-        self.run(
-            &Grant::none(),
-            &METADATA_LIMITS,
-            None,
-            move |contract, store| {
-                Box::pin(async move {
-                    match contract {
-                        Contract::V0_1(p) => v0_1::plan(p, store, &tool, &input).await,
-                        Contract::V0_2(p) => v0_2::plan(p, store, &tool, &input).await,
-                        Contract::V0_3(p) => v0_3::plan(p, store, &tool, &input).await,
-                    }
-                })
-            },
-        )
-        .await
-        .map(|(plan, _)| plan)
-    }
-
-    /// Runs one call in a fresh instance holding exactly `grant`.
-    pub async fn call(
-        &self,
-        tool: &str,
-        input: &str,
-        grant: &Grant,
-        limits: &CallLimits,
-    ) -> Result<Result<ToolOutput, ToolFailure>, SandboxError> {
-        self.call_in_session(tool, input, grant, limits, None, &CallContext::default())
-            .await
-    }
-
-    /// [`call`](Self::call), with the session's read ledger available to the
-    /// tool and the call's context.
-    pub async fn call_in_session(
-        &self,
-        tool: &str,
-        input: &str,
-        grant: &Grant,
-        limits: &CallLimits,
-        reads: Option<&Arc<ReadLedger>>,
-        context: &CallContext,
-    ) -> Result<Result<ToolOutput, ToolFailure>, SandboxError> {
-        self.call_measured(tool, input, grant, limits, reads, context)
-            .await
-            .map(|(answer, _)| answer)
-    }
-
-    /// [`call_in_session`](Self::call_in_session), also returning the linear
-    /// memory the call's instance held (what `tool call` reports).
-    pub async fn call_measured(
-        &self,
-        tool: &str,
-        input: &str,
-        grant: &Grant,
-        limits: &CallLimits,
-        reads: Option<&Arc<ReadLedger>>,
-        context: &CallContext,
-    ) -> Result<(Result<ToolOutput, ToolFailure>, usize), SandboxError> {
-        let tool = tool.to_string();
-        let input = input.to_string();
-        let context = context.clone();
-        let (answer, memory_bytes) = self
-            .run(grant, limits, reads, move |contract, store| {
-                Box::pin(async move {
-                    match contract {
-                        Contract::V0_1(p) => v0_1::call(p, store, &tool, &input, &context).await,
-                        Contract::V0_2(p) => v0_2::call(p, store, &tool, &input, &context).await,
-                        Contract::V0_3(p) => v0_3::call(p, store, &tool, &input, &context).await,
-                    }
-                })
-            })
+        let (plan, _) = self
+            .run(
+                &Grant::none(),
+                &METADATA_LIMITS,
+                None,
+                move |contract, store| {
+                    Box::pin(async move {
+                        match contract {
+                            Contract::V0_1(p) => v0_1::plan(p, store, &tool, &input).await,
+                            Contract::V0_2(p) => v0_2::plan(p, store, &tool, &input).await,
+                            Contract::V0_3(p) => v0_3::plan(p, store, &tool, &input).await,
+                        }
+                    })
+                },
+            )
             .await?;
-        if let Ok(output) = &answer {
-            let size = output.size();
-            if size > limits.output_bytes {
-                return Err(SandboxError::OutputTooLarge {
-                    size,
-                    limit: limits.output_bytes,
-                });
+        plan.map_err(PlanError::Rejected)
+    }
+
+    /// Runs one call in a fresh instance holding exactly the invocation's
+    /// grant; what the tool answered, and the linear memory its instance
+    /// held.
+    pub async fn call(&self, invocation: &ToolInvocation<'_>) -> Result<Called, CallError> {
+        let tool = invocation.tool.to_string();
+        // Text only at the component's edge.
+        let input = invocation.input.to_string();
+        let context = invocation.context.clone();
+        let limits = invocation.limits;
+        let (answer, memory_bytes) = self
+            .run(
+                invocation.grant,
+                limits,
+                invocation.reads,
+                move |contract, store| {
+                    Box::pin(async move {
+                        match contract {
+                            Contract::V0_1(p) => {
+                                v0_1::call(p, store, &tool, &input, &context).await
+                            }
+                            Contract::V0_2(p) => {
+                                v0_2::call(p, store, &tool, &input, &context).await
+                            }
+                            Contract::V0_3(p) => {
+                                v0_3::call(p, store, &tool, &input, &context).await
+                            }
+                        }
+                    })
+                },
+            )
+            .await?;
+        let output = answer?;
+        let size = output.size();
+        if size > limits.output_bytes {
+            return Err(SandboxError::OutputTooLarge {
+                size,
+                limit: limits.output_bytes,
             }
+            .into());
         }
-        Ok((answer, memory_bytes))
+        Ok(Called {
+            output,
+            memory_bytes,
+        })
     }
 
     /// Instantiates with `grant` under `limits` and runs `f`, mapping traps,
@@ -778,5 +828,17 @@ mod host_impl {
             Ok(result) => result.map_err(|e| e.to_string()),
             Err(e) => Err(format!("the search failed: {e}")),
         }
+    }
+}
+
+impl From<SandboxError> for CallError {
+    fn from(e: SandboxError) -> Self {
+        CallError::Sandbox(e)
+    }
+}
+
+impl From<SandboxError> for PlanError {
+    fn from(e: SandboxError) -> Self {
+        PlanError::Sandbox(e)
     }
 }

@@ -168,9 +168,7 @@ pub(super) fn link_search(
     linker: &mut wasmtime::component::Linker<ToolState>,
 ) -> Result<(), crate::sandbox::SandboxError> {
     use wasmtime::component::HasSelf;
-    search::add_to_linker::<ToolState, HasSelf<ToolState>>(linker, |state| state).map_err(|e| {
-        crate::sandbox::SandboxError::Prepare(format!(
-            "linking carapace:tool/search@{VERSION}: {e:#}"
-        ))
-    })
+    search::add_to_linker::<ToolState, HasSelf<ToolState>>(linker, |state| state).map_err(
+        crate::sandbox::SandboxError::setup(format!("linking carapace:tool/search@{VERSION}")),
+    )
 }

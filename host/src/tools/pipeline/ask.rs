@@ -9,7 +9,7 @@ use super::stages::Staged;
 use crate::agent::ToolCall;
 use crate::hooks::{HookEvent, HookEventKind};
 use crate::policy::{BasisKind, HookAnswer, Outcome, Verdict};
-use crate::sandbox::{CallPlan, Grant, ToolContent};
+use crate::sandbox::{CallPlan, Grant, PlanError, ToolContent, ToolInvocation};
 use crate::tools::registry::{RegisteredTool, ToolHandle};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -89,13 +89,19 @@ impl ToolPipeline {
                     ),
                 ));
             }
-            plan = match handle.plan(&call.name, &updated.to_string()).await {
-                Ok(Ok(plan)) => plan,
-                Ok(Err(message)) => return Err(super::stages::settled(&call, message)),
-                Err(e) => {
+            plan = match handle.plan(&call.name, &updated).await {
+                Ok(plan) => plan,
+                Err(PlanError::Rejected(message)) => {
+                    return Err(super::stages::settled(&call, message));
+                }
+                Err(PlanError::Sandbox(e)) => {
                     return Err(super::stages::settled(
                         &call,
-                        format!("{} could not check the approved input: {e}", call.name),
+                        format!(
+                            "{} could not check the approved input: {}",
+                            call.name,
+                            e.describe()
+                        ),
                     ));
                 }
             };
@@ -235,21 +241,15 @@ or name a --permission-prompt-tool."
         let limits = prompter.limits.as_ref().unwrap_or(&self.limits);
         let answer = match prompter.handle().await {
             Ok(handle) => {
-                handle
-                    .call(
-                        prompt_tool,
-                        &input.to_string(),
-                        &Grant::none(),
-                        limits,
-                        &self.reads,
-                        &Default::default(),
-                    )
-                    .await
+                let grant = Grant::none();
+                let mut invocation = ToolInvocation::new(prompt_tool, &input, &grant, limits);
+                invocation.reads = Some(&self.reads);
+                handle.call(invocation).await
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         };
         let text = match answer {
-            Ok(Ok(output)) => output
+            Ok(output) => output
                 .content
                 .iter()
                 .filter_map(|c| match c {
@@ -257,11 +257,6 @@ or name a --permission-prompt-tool."
                     ToolContent::Image { .. } => None,
                 })
                 .collect::<String>(),
-            Ok(Err(failure)) => {
-                return AskAnswer::Refused(format!(
-                    "{question} The permission prompt tool failed: {failure:?}."
-                ));
-            }
             Err(e) => {
                 return AskAnswer::Refused(format!(
                     "{question} The permission prompt tool failed: {e}."

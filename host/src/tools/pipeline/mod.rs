@@ -27,13 +27,21 @@ use crate::agent::{
 use crate::hooks::HookEventKind;
 use crate::hooks::HookRuntime;
 use crate::model::ToolSpec;
-use crate::policy::{AuditLog, Policy};
+use crate::policy::{Approval, AuditLog, HookAnswer, Policy, Verdict};
 use crate::sandbox::{CallLimits, CallPlan, ReadLedger};
 use crate::tools::registry::{RegisteredTool, ToolHandle, ToolRegistry};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// A call checked and decided, not run ([`ToolPipeline::check`]).
+pub struct CheckedCall {
+    pub tool: Arc<RegisteredTool>,
+    pub handle: ToolHandle,
+    pub plan: CallPlan,
+    pub verdict: Verdict,
+}
 
 pub struct ToolPipeline {
     /// Replaced whole when an MCP server's tools change (between turns).
@@ -305,16 +313,20 @@ impl ToolPipeline {
     }
 
     /// lookup → validate → plan.
+    async fn prepared(
+        &self,
+        call: &ToolCall,
+    ) -> stages::Staged<(Arc<RegisteredTool>, ToolHandle, CallPlan)> {
+        let tool = self.lookup(call)?;
+        self.validate(&tool, call)?;
+        let (handle, plan) = self.plan(&tool, call).await?;
+        Ok((tool, handle, plan))
+    }
+
+    /// The prepare stages, when the call's block completes.
     async fn prepare_call(self: Arc<Self>, call: ToolCall) -> Preparation {
-        let tool = match self.lookup(&call) {
-            Ok(tool) => tool,
-            Err(result) => return Preparation::Failed(result),
-        };
-        if let Err(result) = self.validate(&tool, &call) {
-            return Preparation::Failed(result);
-        }
-        match self.plan(&tool, &call).await {
-            Ok((handle, plan)) => Preparation::Ready(Box::new(PreparedCall {
+        match self.prepared(&call).await {
+            Ok((tool, handle, plan)) => Preparation::Ready(Box::new(PreparedCall {
                 pipeline: self,
                 tool,
                 handle,
@@ -328,17 +340,29 @@ impl ToolPipeline {
     /// A call the host makes on the model's behalf (a skill's
     /// `` !`command` ``): every stage a model's call goes through.
     async fn run_nested(&self, call: ToolCall) -> ToolCallResult {
-        let tool = match self.lookup(&call) {
-            Ok(tool) => tool,
-            Err(result) => return *result,
-        };
-        if let Err(result) = self.validate(&tool, &call) {
-            return *result;
-        }
-        match self.plan(&tool, &call).await {
-            Ok((handle, plan)) => self.run_call(tool, handle, call, plan).await,
+        match self.prepared(&call).await {
+            Ok((tool, handle, plan)) => self.run_call(tool, handle, call, plan).await,
             Err(result) => *result,
         }
+    }
+
+    /// One call checked and decided as a session's would be — the prepare
+    /// stages, then the decision with what the user said beforehand — but
+    /// not run (`carapace tool call` runs it itself, to report what its
+    /// instance held). `Err` is the result the call would get.
+    pub async fn check(
+        &self,
+        call: &ToolCall,
+        approval: Approval,
+    ) -> Result<CheckedCall, Box<ToolCallResult>> {
+        let (tool, handle, plan) = self.prepared(call).await?;
+        let verdict = self.decide_with(&tool, call, &plan, HookAnswer::None, approval);
+        Ok(CheckedCall {
+            tool,
+            handle,
+            plan,
+            verdict,
+        })
     }
 
     /// pre-hooks → decide → ask → call → sweep → post-hooks → spill.

@@ -10,9 +10,9 @@ use crate::agent::{HookNotes, PermissionDenial, ToolCall, ToolCallResult};
 use crate::hooks::{HookEvent, HookEventKind, HookPermission};
 use crate::model::ToolResultContent;
 use crate::policy::{
-    AuditEntry, Basis, CallRequest, HookAnswer, Outcome, Verdict, protected_entries,
+    Approval, AuditEntry, Basis, CallRequest, HookAnswer, Outcome, Verdict, protected_entries,
 };
-use crate::sandbox::{CallContext, CallPlan, Grant, ToolFailure};
+use crate::sandbox::{CallContext, CallError, CallPlan, Grant, PlanError, ToolInvocation};
 use crate::tools::registry::{RegisteredTool, ToolHandle};
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,16 +104,18 @@ impl ToolPipeline {
         tool: &RegisteredTool,
         call: &ToolCall,
     ) -> Staged<(ToolHandle, CallPlan)> {
-        let handle = tool
-            .handle()
-            .await
-            .map_err(|e| settled(call, format!("{} is unavailable: {e}", call.name)))?;
-        match handle.plan(&call.name, &call.input.to_string()).await {
-            Ok(Ok(plan)) => Ok((handle, plan)),
-            Ok(Err(message)) => Err(settled(call, message)),
-            Err(e) => Err(settled(
+        let handle = tool.handle().await.map_err(|e| {
+            settled(
                 call,
-                format!("{} could not check its input: {e}", call.name),
+                format!("{} is unavailable: {}", call.name, e.describe()),
+            )
+        })?;
+        match handle.plan(&call.name, &call.input).await {
+            Ok(plan) => Ok((handle, plan)),
+            Err(PlanError::Rejected(message)) => Err(settled(call, message)),
+            Err(PlanError::Sandbox(e)) => Err(settled(
+                call,
+                format!("{} could not check its input: {}", call.name, e.describe()),
             )),
         }
     }
@@ -196,15 +198,16 @@ impl ToolPipeline {
                 return settle(result, notes);
             }
             // The needs follow the input the tool will actually get.
-            plan = match handle.plan(&call.name, &updated.to_string()).await {
-                Ok(Ok(plan)) => plan,
-                Ok(Err(message)) => return settle(settled(&call, message), notes),
-                Err(e) => {
+            plan = match handle.plan(&call.name, &updated).await {
+                Ok(plan) => plan,
+                Err(PlanError::Rejected(message)) => return settle(settled(&call, message), notes),
+                Err(PlanError::Sandbox(e)) => {
                     let result = settled(
                         &call,
                         format!(
-                            "{} could not check the input a hook gave it: {e}",
-                            call.name
+                            "{} could not check the input a hook gave it: {}",
+                            call.name,
+                            e.describe()
                         ),
                     );
                     return settle(result, notes);
@@ -229,10 +232,23 @@ impl ToolPipeline {
         plan: &CallPlan,
         hook: HookAnswer,
     ) -> Verdict {
+        self.decide_with(tool, call, plan, hook, Approval::None)
+    }
+
+    /// [`decide`](Self::decide), with what the user said beforehand.
+    pub(super) fn decide_with(
+        &self,
+        tool: &RegisteredTool,
+        call: &ToolCall,
+        plan: &CallPlan,
+        hook: HookAnswer,
+        approval: Approval,
+    ) -> Verdict {
         let asking = self.skill_approval(call).unwrap_or(tool.approval);
         let mut request = CallRequest::new(&call.name, &plan.needs, &tool.ceiling)
             .asking(asking)
-            .with_hook(hook);
+            .with_hook(hook)
+            .with_approval(approval);
         if call.name == crate::tools::skill::SKILL_TOOL {
             request = request.naming(super::skill::skill_name(call));
         }
@@ -263,23 +279,23 @@ impl ToolPipeline {
             wants_structured: self.structured_results
                 || self.hooks_for(HookEventKind::PostToolUse).is_some(),
         };
-        let answer = handle
-            .call(
-                &call.name,
-                &call.input.to_string(),
-                grant,
-                limits,
-                &self.reads,
-                &context,
-            )
-            .await;
-        match answer {
-            Ok(Ok(output)) => to_result(&call.id, output),
-            Ok(Err(ToolFailure::InvalidInput(message))) => {
+        let invocation = ToolInvocation {
+            tool: &call.name,
+            input: &call.input,
+            grant,
+            limits,
+            reads: Some(&self.reads),
+            context,
+        };
+        match handle.call(invocation).await {
+            Ok(output) => to_result(&call.id, output),
+            Err(CallError::InvalidInput(message)) => {
                 ToolCallResult::error(&call.id, format!("InputValidationError: {message}"))
             }
-            Ok(Err(ToolFailure::Failed(message))) => ToolCallResult::error(&call.id, message),
-            Err(e) => ToolCallResult::error(&call.id, format!("{} failed: {e}", call.name)),
+            Err(CallError::Failed(message)) => ToolCallResult::error(&call.id, message),
+            Err(CallError::Sandbox(e)) => {
+                ToolCallResult::error(&call.id, format!("{} failed: {}", call.name, e.describe()))
+            }
         }
     }
 

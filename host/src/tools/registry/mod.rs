@@ -10,11 +10,13 @@
 
 use super::builtin::BUILTIN_PLUGINS;
 use crate::mcp::McpServer;
+use crate::mcp::bridge::BridgeError;
 use crate::model::ToolSpec;
 use crate::policy::{CallApproval, Ceiling};
 use crate::sandbox::{
-    CallContext, CallLimits, CallPlan, Grant, InterruptBehavior, ReadLedger, Sandbox, SandboxError,
-    ToolAnnotations, ToolComponent, ToolContent, ToolDefinition, ToolFailure, ToolOutput,
+    CallContext, CallError, CallLimits, CallPlan, InterruptBehavior, PlanError, Sandbox,
+    SandboxError, ToolAnnotations, ToolComponent, ToolContent, ToolDefinition, ToolFailure,
+    ToolInvocation, ToolOutput,
 };
 use serde_json::Value;
 use std::path::PathBuf;
@@ -22,7 +24,7 @@ use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
-    #[error("plugin `{plugin}`: {source}")]
+    #[error("plugin `{plugin}`: {}", .source.describe())]
     Load {
         plugin: String,
         #[source]
@@ -110,7 +112,7 @@ pub trait NativeTool: Send + Sync {
     fn call<'a>(
         &'a self,
         context: &'a CallContext,
-        input: Value,
+        input: &'a Value,
     ) -> futures::future::BoxFuture<'a, Result<ToolOutput, ToolFailure>>;
 }
 
@@ -140,71 +142,56 @@ impl ToolHandle {
     /// What one call needs. An MCP tool needs nothing the host could grant
     /// (the server has what it was started with); it is concurrency-safe
     /// when the server marks it read-only.
-    pub async fn plan(
-        &self,
-        tool: &str,
-        input: &str,
-    ) -> Result<Result<CallPlan, String>, SandboxError> {
+    pub async fn plan(&self, tool: &str, input: &Value) -> Result<CallPlan, PlanError> {
         match self {
             ToolHandle::Wasm { component, .. } => component.plan(tool, input).await,
-            ToolHandle::Mcp(mcp) => Ok(Ok(CallPlan {
+            ToolHandle::Mcp(mcp) => Ok(CallPlan {
                 concurrency_safe: mcp.read_only,
                 interrupt: InterruptBehavior::Cancel,
                 needs: Vec::new(),
-            })),
-            ToolHandle::Native(native) => Ok(Ok(CallPlan {
+            }),
+            ToolHandle::Native(native) => Ok(CallPlan {
                 concurrency_safe: native.concurrency_safe(),
                 interrupt: InterruptBehavior::Cancel,
                 needs: Vec::new(),
-            })),
+            }),
         }
     }
 
-    /// Runs one call with `grant`; `reads` reaches the component only if it
-    /// is first-party.
-    pub async fn call(
-        &self,
-        tool: &str,
-        input: &str,
-        grant: &Grant,
-        limits: &CallLimits,
-        reads: &Arc<ReadLedger>,
-        context: &CallContext,
-    ) -> Result<Result<ToolOutput, ToolFailure>, SandboxError> {
+    /// Runs one call; the session's read ledger reaches the component only
+    /// if it is first-party.
+    pub async fn call(&self, mut invocation: ToolInvocation<'_>) -> Result<ToolOutput, CallError> {
         match self {
             ToolHandle::Wasm {
                 component,
                 ledger_access,
             } => {
-                let reads = ledger_access.then_some(reads);
-                component
-                    .call_in_session(tool, input, grant, limits, reads, context)
-                    .await
+                if !ledger_access {
+                    invocation.reads = None;
+                }
+                Ok(component.call(&invocation).await?.output)
             }
             ToolHandle::Native(native) => {
-                let input: Value = serde_json::from_str(input).map_err(|e| {
-                    SandboxError::Contract(format!("{tool}: input is not JSON: {e}"))
-                })?;
-                Ok(native.call(context, input).await)
+                Ok(native.call(&invocation.context, invocation.input).await?)
             }
             ToolHandle::Mcp(mcp) => {
-                let answer = mcp.server.call(&mcp.tool, input, limits).await?;
-                Ok(match answer {
-                    Err(message) => Err(ToolFailure::Failed(message)),
-                    Ok(outcome) => {
-                        let mut content = outcome.content;
-                        // Structured content stands in for empty content.
-                        if content.is_empty()
-                            && let Some(structured) = outcome.structured
-                        {
-                            content.push(ToolContent::Text(structured));
-                        }
-                        Ok(ToolOutput {
-                            content,
-                            is_error: outcome.is_error,
-                            structured: None,
-                        })
-                    }
+                let input = invocation.input.to_string();
+                let outcome = match mcp.server.call(&mcp.tool, &input, invocation.limits).await {
+                    Ok(outcome) => outcome,
+                    Err(BridgeError::Server(message)) => return Err(CallError::Failed(message)),
+                    Err(BridgeError::Sandbox(e)) => return Err(e.into()),
+                };
+                let mut content = outcome.content;
+                // Structured content stands in for empty content.
+                if content.is_empty()
+                    && let Some(structured) = outcome.structured
+                {
+                    content.push(ToolContent::Text(structured));
+                }
+                Ok(ToolOutput {
+                    content,
+                    is_error: outcome.is_error,
+                    structured: None,
                 })
             }
         }
@@ -279,7 +266,7 @@ impl LazyComponent {
                 None,
                 self.tools.clone(),
             )
-            .map_err(|e| format!("first-party plugin `{}`: {e}", self.name)),
+            .map_err(|e| format!("first-party plugin `{}`: {}", self.name, e.describe())),
             Source::Installed {
                 sandbox,
                 path,
@@ -309,7 +296,7 @@ impl LazyComponent {
                     Some(contract),
                     self.tools.clone(),
                 )
-                .map_err(|e| format!("plugin `{}`: {e}", self.name))
+                .map_err(|e| format!("plugin `{}`: {}", self.name, e.describe()))
             }
         }
     }
