@@ -826,7 +826,7 @@ async fn hook_benches(cache: &Path) -> BenchResult {
     };
     let call = HookToolCall {
         tool_name: "Bash".into(),
-        tool_input: json!({"command": "ls -la src"}).to_string(),
+        tool_input: json!({"command": "ls -la src"}),
         tool_use_id: "toolu_bench".into(),
     };
     let audit = ws.join(".audit");

@@ -826,9 +826,7 @@ async fn attempts_in(
     attempts: Value,
 ) -> Result<Vec<Value>, Box<dyn std::error::Error>> {
     let sandbox = Sandbox::new(SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("carapace-cache")
-            .join("components"),
+        cache_dir: carapace_test_support::component_cache(),
         ..config
     })?;
     let handler = json!({"type": "wasm", "path": support::hook_probe(), "grants": grants});
@@ -981,12 +979,7 @@ async fn a_hook_sees_no_environment_variable_it_was_not_granted() -> TestResult 
 async fn a_hook_cannot_be_granted_writes_to_protected_places() -> TestResult {
     let (_dir, ws) = workspace()?;
     hook_script(&ws, json!({}))?;
-    let sandbox = Sandbox::new(SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("carapace-cache")
-            .join("components"),
-        ..SandboxConfig::default()
-    })?;
+    let sandbox = carapace_test_support::sandbox()?;
     for protected in [
         ws.join(".carapace"),
         ws.join(".claude").join("hooks"),
@@ -1029,12 +1022,7 @@ async fn a_hook_is_never_granted_carapaces_credentials_or_the_homes_dotfiles() -
     std::fs::write(home.join(".netrc"), "machine x password y")?;
     // A link in the workspace that leads to the keys.
     std::os::unix::fs::symlink(home.join(".ssh"), ws.join("keys"))?;
-    let sandbox = Sandbox::new(SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("carapace-cache")
-            .join("components"),
-        ..SandboxConfig::default()
-    })?;
+    let sandbox = carapace_test_support::sandbox()?;
     let load = |grants: Value| {
         let mut handler = typed(&ws);
         handler["grants"] = grants;

@@ -16,7 +16,7 @@ use carapace::model::{AnthropicModel, RetryPolicy};
 use carapace::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use carapace::policy::{Ceiling, PermissionMode, Policy};
 use carapace::policy::{RuleSource, SourceKind};
-use carapace::sandbox::{CallLimits, FileAccess, Sandbox, SandboxConfig, ToolComponent};
+use carapace::sandbox::{CallLimits, FileAccess, Sandbox, ToolComponent};
 use carapace::tools::{ToolPipeline, ToolRegistry};
 use scripted_server::{RecordedRequest, Reply, ScriptedServer};
 use serde_json::Value;
@@ -135,12 +135,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
     let server = ScriptedServer::start(setup.replies)?;
     let _ = setup.counter.0.set(server.counter());
     let model = AnthropicModel::with_api_key(&server.url(), "test-key")?;
-    let sandbox = Sandbox::new(SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("carapace-cache")
-            .join("components"),
-        ..SandboxConfig::default()
-    })?;
+    let sandbox = carapace_test_support::sandbox()?;
     let mut registry = ToolRegistry::builtin(&sandbox).await?;
     let probe_wasm =
         std::fs::read(Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("escape_probe.wasm"))?;

@@ -30,7 +30,7 @@ pub fn carapace() -> Command {
 }
 
 fn cache_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("carapace-cache")
+    carapace_test_support::cache_root()
 }
 
 /// The binary in `cwd` with the scripted server as the API (arguments and

@@ -9,7 +9,7 @@ use carapace::policy::{
     Anchors, Ceiling, HostPattern, Outcome, PermissionMode, Policy, PolicyConfig, Rule, RuleKind,
     RuleSet, RuleSource, SourceKind,
 };
-use carapace::sandbox::{CallLimits, FileAccess, Sandbox, SandboxConfig, ToolComponent};
+use carapace::sandbox::{CallLimits, FileAccess, Sandbox, ToolComponent};
 use carapace::settings::{Locations, Settings};
 use carapace::tools::{ToolPipeline, ToolRegistry};
 use serde_json::{Value, json};
@@ -116,12 +116,7 @@ static LOADED: tokio::sync::OnceCell<Loaded> = tokio::sync::OnceCell::const_new(
 async fn loaded() -> Result<&'static Loaded, BoxError> {
     LOADED
         .get_or_try_init(|| async {
-            let sandbox = Sandbox::new(SandboxConfig {
-                cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-                    .join("carapace-cache")
-                    .join("components"),
-                ..SandboxConfig::default()
-            })?;
+            let sandbox = carapace_test_support::sandbox()?;
             let wasm = std::fs::read(
                 Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("escape_probe.wasm"),
             )?;

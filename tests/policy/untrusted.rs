@@ -6,7 +6,6 @@
 
 use carapace::agent::{ToolCall, ToolCallResult, ToolRuntime};
 use carapace::policy::{PermissionMode, RuleKind};
-use carapace::sandbox::SandboxConfig;
 use carapace::session::{Session, SessionBuilder, SessionPaths};
 use carapace::settings::{Locations, Settings};
 use serde_json::{Value, json};
@@ -68,12 +67,7 @@ impl World {
         })
         .trust_workspace(trust)
         .process_helper(PathBuf::from(env!("CARGO_BIN_EXE_carapace")))
-        .sandbox_config(SandboxConfig {
-            cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-                .join("carapace-cache")
-                .join("components"),
-            ..SandboxConfig::default()
-        })
+        .sandbox_config(carapace_test_support::sandbox_config())
     }
 }
 

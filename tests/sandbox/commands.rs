@@ -111,9 +111,6 @@ async fn bench(setup: Setup) -> Result<Bench, BoxError> {
         .map(|d| Arc::new(d) as Arc<dyn DeniedPaths>);
     let defaults = ProcessConfig::new(&ws);
     let sandbox = Sandbox::new(SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("carapace-cache")
-            .join("components"),
         guest_cwd: Some(ws.clone()),
         process: Some(ProcessConfig {
             helper: Some(PathBuf::from(env!("CARGO_BIN_EXE_carapace-sandbox"))),
@@ -130,7 +127,7 @@ async fn bench(setup: Setup) -> Result<Bench, BoxError> {
             allow_local_binding: setup.bind,
             ..defaults
         }),
-        ..SandboxConfig::default()
+        ..carapace_test_support::sandbox_config()
     })?;
     let registry = ToolRegistry::builtin(&sandbox).await?;
     let pipeline = Arc::new(ToolPipeline::new(

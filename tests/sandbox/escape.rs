@@ -26,9 +26,7 @@ async fn probe() -> Result<ToolComponent, Box<dyn std::error::Error>> {
 /// control).
 async fn probe_in(config: SandboxConfig) -> Result<ToolComponent, Box<dyn std::error::Error>> {
     let config = SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("carapace-cache")
-            .join("components"),
+        cache_dir: carapace_test_support::component_cache(),
         ..config
     };
     let sandbox = Sandbox::new(config)?;
@@ -407,12 +405,7 @@ async fn memory_and_output_caps_hold_and_crashes_are_reported() -> TestResult {
 async fn a_hook_cannot_link_another_worlds_host_interfaces() -> TestResult {
     use carapace::hooks::{CommandHook, HookComponent};
     use carapace::mcp::bridge::{BRIDGE_WASM, McpBridge};
-    let sandbox = Sandbox::new(SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("carapace-cache")
-            .join("components"),
-        ..SandboxConfig::default()
-    })?;
+    let sandbox = carapace_test_support::sandbox()?;
     // The MCP bridge imports carapace:mcp/transport.
     assert!(McpBridge::load(&sandbox, BRIDGE_WASM).is_ok());
     for loaded in [
@@ -423,7 +416,7 @@ async fn a_hook_cannot_link_another_worlds_host_interfaces() -> TestResult {
             .await
             .err(),
     ] {
-        let message = loaded.ok_or("the bridge linked as a hook")?.to_string();
+        let message = loaded.ok_or("the bridge linked as a hook")?.describe();
         assert!(message.contains("carapace:mcp/transport"), "{message}");
     }
     // A tool imports carapace:tool/host.
@@ -434,7 +427,7 @@ async fn a_hook_cannot_link_another_worlds_host_interfaces() -> TestResult {
         .await
         .err()
         .ok_or("a tool linked as a hook")?
-        .to_string();
+        .describe();
     assert!(as_hook.contains("carapace:tool/"), "{as_hook}");
     Ok(())
 }

@@ -6,7 +6,7 @@
 //! control showing the secret is there to be reached (a weaker reader, or
 //! a grant that covers it), so a search that finds nothing cannot pass.
 
-use carapace::sandbox::{CallLimits, FileAccess, Grant, Sandbox, SandboxConfig, ToolComponent};
+use carapace::sandbox::{CallLimits, FileAccess, Grant, ToolComponent};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -15,12 +15,7 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 const SECRET: &str = "SECRET-7f3a";
 
 async fn probe() -> Result<ToolComponent, Box<dyn std::error::Error>> {
-    let sandbox = Sandbox::new(SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("carapace-cache")
-            .join("components"),
-        ..SandboxConfig::default()
-    })?;
+    let sandbox = carapace_test_support::sandbox()?;
     let wasm =
         std::fs::read(Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("search_probe.wasm"))?;
     Ok(ToolComponent::load(&sandbox, "search-probe", &wasm).await?)

@@ -110,10 +110,7 @@ fn run_driver(
         .env("WS", ws)
         .env("HOME", home)
         .env("CARAPACE_CONFIG_DIR", home.join(".carapace"))
-        .env(
-            "CARAPACE_CACHE_DIR",
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("carapace-cache"),
-        )
+        .env("CARAPACE_CACHE_DIR", carapace_test_support::cache_root())
         .env("ANTHROPIC_BASE_URL", server.url())
         .output()?;
     let stdout = String::from_utf8(output.stdout)?;

@@ -4,7 +4,7 @@
 
 use carapace::agent::{AgentEvent, EventSink, ToolCall, ToolCallResult, ToolRuntime};
 use carapace::policy::{CallRequest, Outcome, PermissionMode};
-use carapace::sandbox::{Capability, SandboxConfig};
+use carapace::sandbox::Capability;
 use carapace::session::{McpSetup, Session, SessionBuilder, SessionPaths, ToolSet};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -55,12 +55,7 @@ impl Places {
             home: self.home.clone(),
             config_dir: self.home.join(".carapace"),
         })
-        .sandbox_config(SandboxConfig {
-            cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-                .join("carapace-cache")
-                .join("components"),
-            ..SandboxConfig::default()
-        })
+        .sandbox_config(carapace_test_support::sandbox_config())
     }
 }
 
@@ -374,12 +369,7 @@ fn a_hundred_sessions_in_a_row_and_at_once_share_one_engine_and_leave_nothing_be
 
 async fn many_sessions() -> TestResult {
     let p = Places::new()?;
-    let engine = carapace::sandbox::SandboxEngine::new(&SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("carapace-cache")
-            .join("components"),
-        ..SandboxConfig::default()
-    })?;
+    let engine = carapace_test_support::engine()?;
     let notes = p.ws.join("notes.txt");
     // The first call compiles Read; what stays after it is the engine's.
     let first = running_session(&p, &engine).await?;

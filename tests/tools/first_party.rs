@@ -56,16 +56,13 @@ fn bench_reaching(
         let ws = std::fs::canonicalize(ws_dir.path())?;
         let outside = std::fs::canonicalize(out_dir.path())?;
         let sandbox = Sandbox::new(SandboxConfig {
-            cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-                .join("carapace-cache")
-                .join("components"),
             guest_cwd: Some(ws.clone()),
             process: Some(ProcessConfig {
                 helper: Some(PathBuf::from(env!("CARGO_BIN_EXE_carapace"))),
                 write_roots: vec![ws.clone()],
                 ..ProcessConfig::new(&ws)
             }),
-            ..SandboxConfig::default()
+            ..carapace_test_support::sandbox_config()
         })?;
         let mut registry = ToolRegistry::builtin(&sandbox).await?;
         let probe_wasm =
@@ -1214,12 +1211,7 @@ async fn an_image_whose_bytes_are_not_one_never_reaches_the_model() -> TestResul
 /// embedded `tool.json`) is what the component itself says it is.
 #[tokio::test]
 async fn embedded_definitions_are_what_each_component_says() -> TestResult {
-    let sandbox = Sandbox::new(SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("carapace-cache")
-            .join("components"),
-        ..SandboxConfig::default()
-    })?;
+    let sandbox = carapace_test_support::sandbox()?;
     for plugin in carapace::tools::BUILTIN_PLUGINS {
         let embedded = plugin.definitions()?;
         let component = ToolComponent::load(&sandbox, plugin.name, plugin.wasm).await?;

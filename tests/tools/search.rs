@@ -32,11 +32,8 @@ async fn pipeline_denying(
     denied: &[String],
 ) -> Result<Arc<ToolPipeline>, Box<dyn std::error::Error>> {
     let sandbox = Sandbox::new(SandboxConfig {
-        cache_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("carapace-cache")
-            .join("components"),
         guest_cwd: Some(root.to_path_buf()),
-        ..SandboxConfig::default()
+        ..carapace_test_support::sandbox_config()
     })?;
     let registry = ToolRegistry::builtin(&sandbox).await?;
     let anchors = Anchors {

@@ -7,6 +7,8 @@
 //! which files changed and by how many lines. A file too large to keep is
 //! remembered as such: a rewind over it refuses rather than restore part of
 //! the work.
+//!
+//! Imports: `files` — folders below it; nothing that imports it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -8,6 +8,8 @@
 //! the body without its front matter, a skill's preceded by its folder.
 //! A name in a commands subfolder is `folder:name`. The user's skills win a
 //! name over the project's, the project's commands over the user's.
+//!
+//! Imports: `memory`, `policy` — folders below it; nothing that imports it.
 
 mod entry;
 pub mod expand;

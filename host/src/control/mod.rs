@@ -6,6 +6,9 @@
 //! (`can_use_tool`). Requests in both directions may be in flight at once.
 //! A request nobody here knows is answered with an error, never left
 //! hanging; a request carapace sent fails when stdin closes.
+//!
+//! Imports: `checkpoints`, `hooks`, `mcp`, `model`, `policy`, `sandbox`,
+//! `tools` — folders below it; nothing that imports it.
 
 mod mcp;
 pub mod mcp_servers;

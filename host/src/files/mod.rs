@@ -5,6 +5,8 @@
 //!
 //! Files that tools and commands write in the user's workspace never go
 //! through here: they keep the user's umask.
+//!
+//! Imports nothing of carapace's: a leaf every folder above may use.
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::Write;

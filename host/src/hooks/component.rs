@@ -259,7 +259,7 @@ fn kind_from_wit(kind: wit::EventKind) -> HookEventKind {
 fn call_to_wit(call: &HookToolCall) -> wit::ToolCall {
     wit::ToolCall {
         tool_name: call.tool_name.clone(),
-        tool_input: call.tool_input.clone(),
+        tool_input: call.tool_input.to_string(),
         tool_use_id: call.tool_use_id.clone(),
     }
 }
@@ -273,7 +273,7 @@ fn event_to_wit(event: &HookEvent) -> wit::Event {
             ..
         } => wit::Event::PostToolUse(wit::ToolCompleted {
             call: call_to_wit(call),
-            tool_response: tool_response.clone(),
+            tool_response: tool_response.to_string(),
         }),
         HookEvent::PostToolUseFailure { call, error, .. } => {
             wit::Event::PostToolUseFailure(wit::ToolFailed {
@@ -286,7 +286,7 @@ fn event_to_wit(event: &HookEvent) -> wit::Event {
                 .iter()
                 .map(|(call, response)| wit::ToolCompleted {
                     call: call_to_wit(call),
-                    tool_response: response.clone(),
+                    tool_response: response.to_string(),
                 })
                 .collect(),
         ),

@@ -69,20 +69,23 @@ pub struct HookCommon {
     pub agent: Option<(String, String)>,
 }
 
-/// A tool call, its JSON values as JSON text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A tool call, its input as JSON (text only at the edge that needs it:
+/// a typed hook's WIT call).
+#[derive(Debug, Clone, PartialEq)]
 pub struct HookToolCall {
     pub tool_name: String,
-    pub tool_input: String,
+    pub tool_input: serde_json::Value,
     pub tool_use_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum HookEvent {
     PreToolUse(HookToolCall),
     PostToolUse {
         call: HookToolCall,
-        tool_response: String,
+        /// What the tool said it did (its structured result, else what the
+        /// model sees).
+        tool_response: serde_json::Value,
         /// How long the call ran.
         duration_ms: u64,
     },
@@ -91,7 +94,7 @@ pub enum HookEvent {
         error: String,
         duration_ms: u64,
     },
-    PostToolBatch(Vec<(HookToolCall, String)>),
+    PostToolBatch(Vec<(HookToolCall, serde_json::Value)>),
     Stop {
         stop_hook_active: bool,
         last_assistant_message: String,

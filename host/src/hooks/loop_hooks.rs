@@ -47,10 +47,10 @@ impl LoopHooks for HookRuntime {
                     (
                         HookToolCall {
                             tool_name: call.tool_name,
-                            tool_input: call.tool_input.to_string(),
+                            tool_input: call.tool_input,
                             tool_use_id: call.tool_use_id,
                         },
-                        call.tool_response.to_string(),
+                        call.tool_response,
                     )
                 })
                 .collect();

@@ -7,6 +7,9 @@
 //! nothing: no file, no socket, no environment variable. Matching handlers
 //! run in parallel; their answers fold into one ([`aggregate`]). A timeout or
 //! a crash is a hook error (the run goes on) unless the handler fails closed.
+//!
+//! Imports: `agent`, `policy`, `sandbox` — folders below it; nothing that
+//! imports it.
 
 mod callbacks;
 mod component;

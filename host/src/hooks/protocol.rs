@@ -46,12 +46,9 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
         v["agent_type"] = json!(agent_type);
     }
     v["hook_event_name"] = json!(event.kind().name());
-    let parse = |text: &str| {
-        serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.into()))
-    };
     let call_fields = |v: &mut Value, call: &super::HookToolCall| {
         v["tool_name"] = json!(call.tool_name);
-        v["tool_input"] = parse(&call.tool_input);
+        v["tool_input"] = call.tool_input.clone();
         v["tool_use_id"] = json!(call.tool_use_id);
     };
     match event {
@@ -62,7 +59,7 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
             duration_ms,
         } => {
             call_fields(&mut v, call);
-            v["tool_response"] = parse(tool_response);
+            v["tool_response"] = tool_response.clone();
             v["duration_ms"] = json!(duration_ms);
         }
         HookEvent::PostToolUseFailure {
@@ -80,8 +77,8 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
                 calls
                     .iter()
                     .map(|(call, response)| {
-                        json!({"tool_name": call.tool_name, "tool_input": parse(&call.tool_input),
-                               "tool_use_id": call.tool_use_id, "tool_response": parse(response)})
+                        json!({"tool_name": call.tool_name, "tool_input": call.tool_input,
+                               "tool_use_id": call.tool_use_id, "tool_response": response})
                     })
                     .collect(),
             );
@@ -354,7 +351,7 @@ mod tests {
         };
         let event = HookEvent::PreToolUse(HookToolCall {
             tool_name: "Bash".into(),
-            tool_input: r#"{"command":"ls"}"#.into(),
+            tool_input: json!({"command": "ls"}),
             tool_use_id: "toolu_1".into(),
         });
         assert_eq!(

@@ -2,6 +2,8 @@
 //! `--mcp-config`), started by the host under its OS sandbox, spoken to
 //! through the sandboxed bridge component, their tools offered as
 //! `mcp__<server>__<tool>` through the same pipeline as every other tool.
+//!
+//! Imports: `hooks`, `sandbox` — folders below it; nothing that imports it.
 
 pub mod bridge;
 pub mod channel;

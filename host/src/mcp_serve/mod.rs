@@ -3,6 +3,9 @@
 //! goes through the same pipeline as in a session: schema, plan, policy,
 //! a sandboxed instance holding only the grant. Nobody is there to answer a
 //! question, so what the policy would ask about is refused.
+//!
+//! Imports: `agent`, `model`, `tools` — folders below it; nothing that
+//! imports it.
 
 pub mod http;
 

@@ -8,6 +8,8 @@
 //! A memory file is text for the model, never a grant or a setting. One
 //! that is too large, not UTF-8 or unreadable is skipped with a warning;
 //! none is ever read whole into memory past [`MAX_FILE_BYTES`].
+//!
+//! Imports nothing of carapace's: a leaf every folder above may use.
 
 mod attach;
 mod imports;

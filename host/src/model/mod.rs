@@ -4,6 +4,8 @@
 //! The loop sees only [`Model`]: send a request, get a stream of events. A
 //! provider never retries on its own; retry and fallback belong to the loop,
 //! which must discard a partial response before asking again.
+//!
+//! Imports nothing of carapace's: a leaf every folder above may use.
 
 mod anthropic;
 mod effort;

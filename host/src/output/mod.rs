@@ -3,6 +3,9 @@
 //! completed content block, one `user` line per tool result, `result`).
 //!
 //! Output never carries the API key or the host's environment.
+//!
+//! Imports: `agent`, `control`, `model` — folders below it; nothing that
+//! imports it.
 
 mod lines;
 

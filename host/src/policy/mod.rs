@@ -10,6 +10,8 @@
 //!
 //! The policy never grants more than a call asked for, never anything outside
 //! the ceiling, and never the model's credentials.
+//!
+//! Imports: `files`, `sandbox` — folders below it; nothing that imports it.
 
 mod audit;
 pub mod bash;

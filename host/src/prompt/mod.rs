@@ -4,6 +4,8 @@
 //! well, care with actions that cannot be undone, how to answer, and the
 //! environment. A line about a tool is there only when the tool is offered.
 //! An output style names itself in the opening and closes the prompt.
+//!
+//! Imports: `memory` — folders below it; nothing that imports it.
 
 mod environment;
 mod styles;

@@ -10,6 +10,8 @@
 //! a [`Grant`]: no inherited environment, no ambient network, no preopen the
 //! grant did not name. The API key and the host's environment never reach a
 //! guest.
+//!
+//! Imports: `files`, `search` — folders below it; nothing that imports it.
 
 mod bound;
 mod cache;

@@ -9,6 +9,8 @@
 //! repository — may not redirect the API endpoint, the credentials or
 //! carapace's own directories, and what they bring that would run (hooks,
 //! plugins, MCP servers) loads only in a trusted workspace.
+//!
+//! Imports: `policy`, `sandbox` — folders below it; nothing that imports it.
 
 mod merge;
 mod trust;

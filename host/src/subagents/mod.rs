@@ -9,6 +9,9 @@
 //! Agents are defined as [`definitions`] says; a child can be waited for
 //! (its final answer is the call's result) or run in the background (its
 //! report arrives later as a task notification).
+//!
+//! Imports: `agent`, `files`, `hooks`, `model`, `prompt`, `sandbox`, `tools`,
+//! `transcript` — folders below it; nothing that imports it.
 
 mod definitions;
 

@@ -6,6 +6,10 @@
 //! stages, from lookup to the result the model sees. The pipeline is the
 //! loop's [`ToolRuntime`](crate::agent::ToolRuntime); it asks the policy
 //! once per call and runs the call only with what the policy granted.
+//!
+//! Imports: `agent`, `checkpoints`, `commands`, `files`, `hooks`, `mcp`,
+//! `memory`, `model`, `policy`, `sandbox` — folders below it; nothing that
+//! imports it.
 
 mod builtin;
 pub mod exit_plan_mode;

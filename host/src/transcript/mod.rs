@@ -19,6 +19,9 @@
 //! - `microcompact` — these tool results' content was cleared;
 //! - `compact_boundary` — a compaction: the messages after it replace all
 //!   before (which stay in the file, for the record).
+//!
+//! Imports: `agent`, `files`, `model` — folders below it; nothing that
+//! imports it.
 
 mod read;
 mod write;

@@ -129,7 +129,7 @@ pub(super) fn hook_denied(call: &ToolCall, reason: String) -> ToolCallResult {
 pub(super) fn hook_call(call: &ToolCall) -> HookToolCall {
     HookToolCall {
         tool_name: call.name.clone(),
-        tool_input: call.input.to_string(),
+        tool_input: call.input.clone(),
         tool_use_id: call.id.clone(),
     }
 }

@@ -362,8 +362,8 @@ impl ToolPipeline {
                 // What the tool said it did, in its own (Claude Code's, for
                 // first-party tools) shape; else what the model sees.
                 tool_response: match &result.structured {
-                    Some(structured) => structured.to_string(),
-                    None => serde_json::to_string(&result.content).unwrap_or_default(),
+                    Some(structured) => structured.clone(),
+                    None => serde_json::to_value(&result.content).unwrap_or_default(),
                 },
                 duration_ms,
             }
