@@ -459,3 +459,75 @@ fn an_agent_defined_in_initialize_runs_the_main_thread() -> Result<(), Failure> 
     assert!(init["agents"].to_string().contains("reviewer"), "{init}");
     Ok(())
 }
+
+#[test]
+fn permission_rules_applied_while_running_hold_from_the_next_call() -> Result<(), Failure> {
+    // Each turn reads the file with Read and with `cat`; between the turns
+    // the SDK applies `Read(./secret.txt)` as a deny rule.
+    let calls = |ws: &Path, n: u32| {
+        let secret = ws.join("secret.txt");
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                format!("toolu_read_{n}"),
+                "Read",
+                json!({"file_path": secret}),
+            )]),
+            Reply::tool_uses(vec![Block::tool_use(
+                format!("toolu_cat_{n}"),
+                "Bash",
+                json!({"command": format!("cat {}", secret.display())}),
+            )]),
+        ]
+    };
+    let run = drive_in("rules", |ws| {
+        let _ = std::fs::write(ws.join("secret.txt"), "SECRET-4711\n");
+        let mut replies = calls(ws, 1);
+        replies.push(Reply::text("one"));
+        replies.extend(calls(ws, 2));
+        replies.push(Reply::text("two"));
+        replies
+    })?;
+    assert!(
+        run.lines.iter().any(|l| l["kind"] == "applied"),
+        "{:?}\n{}",
+        run.lines,
+        run.stderr
+    );
+    let requests = run.server.requests();
+    assert_eq!(requests.len(), 6, "{}", run.stderr);
+    // What each call's result said, from the request after it.
+    let result = |n: usize| {
+        requests[n].body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .map(|m| m.to_string())
+            .unwrap_or_default()
+    };
+    // The control: before the rule, both calls read the secret.
+    assert!(
+        result(1).contains("SECRET-4711"),
+        "Read before the rule: {}",
+        result(1)
+    );
+    assert!(
+        result(2).contains("SECRET-4711"),
+        "cat before the rule: {}",
+        result(2)
+    );
+    // After it, neither does: Read is denied by the rule, and the command
+    // sandbox hides the file from `cat`.
+    assert!(
+        !result(4).contains("SECRET-4711"),
+        "Read after the rule: {}",
+        result(4)
+    );
+    assert!(result(4).contains("Read(./secret.txt)"), "{}", result(4));
+    assert!(
+        !result(5).contains("SECRET-4711"),
+        "cat after the rule: {}",
+        result(5)
+    );
+    // It ran, and the file it saw was empty (the sandbox's stand-in).
+    assert!(result(5).contains("(no output)"), "{}", result(5));
+    Ok(())
+}

@@ -10,6 +10,7 @@
 //! Imports: `checkpoints`, `hooks`, `mcp`, `model`, `policy`, `sandbox`,
 //! `tools` — folders below it; nothing that imports it.
 
+mod flag_rules;
 mod mcp;
 pub mod mcp_servers;
 mod prompt;

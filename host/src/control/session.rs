@@ -2,7 +2,7 @@
 
 use super::ControlChannel;
 use crate::hooks::{HookCallbacks, HookRuntime};
-use crate::policy::{ModeCell, ModeChangeBy, PermissionMode};
+use crate::policy::{ModeCell, ModeChangeBy, PermissionMode, RuleKind};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -82,8 +82,11 @@ pub struct SessionControl {
     /// What `rewind_files` restores from (none: checkpointing is off).
     pub checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
     /// The session's tools: its skills and MCP servers (`reload_skills`,
-    /// `mcp_toggle`, `initialize`'s commands).
+    /// `mcp_toggle`, `initialize`'s commands), its rules
+    /// (`apply_flag_settings`).
     pub tools: Option<Arc<crate::tools::ToolPipeline>>,
+    /// The rules `apply_flag_settings` set so far.
+    pub flag_rules: super::flag_rules::FlagRules,
 }
 
 /// Stops one background task; `Err` says why it could not.
@@ -309,8 +312,19 @@ impl SessionControl {
                         .change(mode, ModeChangeBy::ControlRequest)
                         .map_err(|e| e.to_string())?;
                 }
+                ("allow" | "deny" | "ask", _) => {
+                    let kind = match key.as_str() {
+                        "allow" => RuleKind::Allow,
+                        "deny" => RuleKind::Deny,
+                        _ => RuleKind::Ask,
+                    };
+                    let pipeline = self.tools.as_ref().ok_or(
+                        "apply_flag_settings: this session has no tools to apply rules to",
+                    )?;
+                    self.flag_rules.apply(pipeline, key, kind, value)?;
+                }
                 _ => eprintln!(
-                    "carapace: warning: apply_flag_settings: `permissions.{key}` is read when a session starts (pass it with --settings); the rules are unchanged"
+                    "carapace: warning: apply_flag_settings: `permissions.{key}` is read when a session starts (pass it with --settings); it is unchanged"
                 ),
             }
         }

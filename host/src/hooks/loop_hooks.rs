@@ -1,16 +1,16 @@
 //! The hooks as the loop sees them ([`LoopHooks`]): Stop, PostToolBatch
 //! and PreCompact answers turned into the loop's decisions.
 
-use super::{HandlerResult, HookEvent, HookEventKind, HookRuntime, HookToolCall};
+use super::{HookEvent, HookEventKind, HookRuntime, HookToolCall, StopAnswer};
 use crate::agent::{
     BatchCall, BatchDecision, CompactTrigger, LoopHooks, PreCompactDecision, StopDecision,
     StopHookInput,
 };
 use futures::future::BoxFuture;
 
-/// What Stop (or SubagentStop) hooks' folded answer means for the loop:
+/// What Stop (or SubagentStop) hooks' answer means for the loop:
 /// `continue: false` ends the run, a block sends the model back.
-pub fn stop_decision(answer: HandlerResult) -> StopDecision {
+pub fn stop_decision(answer: StopAnswer) -> StopDecision {
     match (answer.stop, answer.block) {
         (Some(reason), _) => StopDecision::Prevent { reason },
         (None, Some(reason)) => StopDecision::Block { reason },
@@ -30,7 +30,7 @@ impl LoopHooks for HookRuntime {
                     last_assistant_message: input.last_assistant_message,
                 })
                 .await;
-            stop_decision(answer)
+            stop_decision(answer.into())
         })
     }
 

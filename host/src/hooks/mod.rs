@@ -11,6 +11,7 @@
 //! Imports: `agent`, `policy`, `sandbox` — folders below it; nothing that
 //! imports it.
 
+mod answers;
 mod callbacks;
 mod component;
 mod config;
@@ -20,6 +21,7 @@ mod load;
 mod loop_hooks;
 mod protocol;
 
+pub use answers::{PostToolUseAnswer, PreToolUseAnswer, StopAnswer};
 pub use component::{CommandHook, CommandRun, HookComponent, HookError};
 pub use event::{HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall};
 pub use load::is_carapace_variable;

@@ -125,6 +125,14 @@ impl Policy {
         }
     }
 
+    /// This policy with `rules` instead of its own (the same mode and
+    /// directories): the session's rules once more have joined them.
+    pub fn with_rules(&self, rules: RuleSet) -> Policy {
+        let mut changed = self.clone();
+        changed.rules = rules;
+        changed
+    }
+
     /// This policy with `allows` added (a skill's `allowed-tools`): the
     /// same mode, deny and ask rules, so it can only answer what this one
     /// would ask.

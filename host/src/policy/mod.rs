@@ -37,7 +37,7 @@ pub use protected::{
     GIT_CONTROL, HOME_START_UP, PROTECTED_NAMES, SHELL_START_UP, command_protected_names,
     hooks_paths, is_git_dir, protected_entries, protected_reason,
 };
-pub use read_denials::ReadDenials;
+pub use read_denials::{LiveReadDenials, ReadDenials};
 pub use rules::{
     Anchors, Family, Rule, RuleError, RuleKind, RuleSet, RuleSource, SourceKind, Subject,
     split_rules,

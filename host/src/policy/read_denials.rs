@@ -139,6 +139,45 @@ impl ReadDenials {
     }
 }
 
+/// What the read deny rules cover as the session's rules are now: rules
+/// can join while the session runs (the SDK's `apply_flag_settings`), and
+/// every command started after sees them. Nothing is hidden while no rule
+/// denies reading a path.
+#[derive(Debug)]
+pub struct LiveReadDenials {
+    keep: Vec<PathBuf>,
+    current: std::sync::RwLock<Option<ReadDenials>>,
+}
+
+impl LiveReadDenials {
+    pub fn new(rules: &RuleSet, keep: Vec<PathBuf>) -> Self {
+        Self {
+            current: std::sync::RwLock::new(ReadDenials::from_rules(rules, keep.clone())),
+            keep,
+        }
+    }
+
+    /// From now on, what `rules` deny.
+    pub fn update(&self, rules: &RuleSet) {
+        if let Ok(mut current) = self.current.write() {
+            *current = ReadDenials::from_rules(rules, self.keep.clone());
+        }
+    }
+}
+
+impl DeniedPaths for LiveReadDenials {
+    fn list(&self) -> Result<Vec<PathBuf>, String> {
+        let current = self
+            .current
+            .read()
+            .map_err(|_| "the read deny rules are unusable".to_string())?;
+        match current.as_ref() {
+            Some(denials) => denials.list(),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
 impl DeniedPaths for ReadDenials {
     fn list(&self) -> Result<Vec<PathBuf>, String> {
         let mut found = Vec::new();

@@ -89,6 +89,7 @@ impl SessionBuilder {
         let deferred = run.as_ref().is_some_and(|r| r.main.deferred.is_some());
         let parts = PipelineParts {
             policy: policy.policy,
+            read_denials: policy.read_denials,
             trusted: settings.trust.is_trusted(),
             hooks: hooks.clone(),
             catalogue: catalogue.clone(),

@@ -6,7 +6,7 @@
 use super::builder::{SessionBuilder, SessionError};
 use super::identity::Identity;
 use crate::policy::{
-    Anchors, Policy, PolicyConfig, ReadDenials, Rule, RuleError, RuleKind, RuleSet, RuleSource,
+    Anchors, LiveReadDenials, Policy, PolicyConfig, Rule, RuleError, RuleKind, RuleSet, RuleSource,
     SHELL_START_UP, SourceKind, split_rules,
 };
 use crate::sandbox::{DeniedPaths, ProcessConfig};
@@ -22,6 +22,8 @@ pub(super) struct SessionPolicy {
     /// The proxy commands reach the network through, when any domain is
     /// allowed.
     pub egress: Option<crate::sandbox::egress::EgressProxy>,
+    /// What commands cannot see, recomputed when rules join.
+    pub read_denials: Arc<LiveReadDenials>,
 }
 
 impl SessionBuilder {
@@ -77,8 +79,9 @@ impl SessionBuilder {
             config_dir: config_dir.clone(),
             internal_hosts: settings.internal_addresses.clone(),
         });
-        let read_denied = ReadDenials::from_rules(policy.rules(), write_roots.clone())
-            .map(|d| Arc::new(d) as Arc<dyn DeniedPaths>);
+        // Listed afresh for each command, from the rules as they are then.
+        let read_denials = Arc::new(LiveReadDenials::new(policy.rules(), write_roots.clone()));
+        let read_denied = Some(read_denials.clone() as Arc<dyn DeniedPaths>);
         // Through the SDK's `can_use_tool`, an unlisted host can be asked
         // about: the proxy then runs even with no domain allowed.
         let asks = self.prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT)
@@ -106,6 +109,7 @@ impl SessionBuilder {
             policy,
             process,
             egress,
+            read_denials,
         })
     }
 }

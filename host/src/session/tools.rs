@@ -40,6 +40,7 @@ pub(super) struct SessionMcp {
 /// What the pipeline is made of, besides the registry.
 pub(super) struct PipelineParts<'a> {
     pub policy: Policy,
+    pub read_denials: Arc<crate::policy::LiveReadDenials>,
     /// Whether the workspace is trusted (a project skill's `allowed-tools`
     /// apply only then).
     pub trusted: bool,
@@ -292,7 +293,8 @@ impl SessionBuilder {
             .with_audit(AuditLog::at(parts.dir.join("audit.jsonl")))
             .with_prompt_tool(self.prompt_tool.clone())
             .with_result_spill(parts.dir.join("tool-results"), MAX_RESULT_CHARS)
-            .with_structured_results(self.structured_results);
+            .with_structured_results(self.structured_results)
+            .with_read_denials(parts.read_denials);
         if let Some(checkpoints) = &self.checkpoints {
             pipeline = pipeline.with_checkpoints(checkpoints.clone());
         }

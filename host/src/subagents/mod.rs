@@ -523,7 +523,7 @@ impl LoopHooks for ChildHooks {
                     self.agent.clone(),
                 )
                 .await;
-            crate::hooks::stop_decision(answer)
+            crate::hooks::stop_decision(answer.into())
         })
     }
 

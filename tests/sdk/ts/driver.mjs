@@ -212,7 +212,25 @@ async function servers() {
   });
 }
 
-const scripted = { controls, stop, rewind, toggle, servers };
+// A deny rule applied between the turns: the first turn reads the file
+// and cats it; the second, after the rule, can do neither.
+async function rules() {
+  let next;
+  const turnDone = () => new Promise((resolve) => { next = resolve; });
+  async function* prompts() {
+    await new Promise((resolve) => setImmediate(resolve));
+    yield { type: 'user', message: { role: 'user', content: 'one' }, parent_tool_use_id: null };
+    await turnDone();
+    await q.applyFlagSettings({ permissions: { deny: ['Read(./secret.txt)'] } });
+    console.log(JSON.stringify({ kind: 'applied' }));
+    yield { type: 'user', message: { role: 'user', content: 'two' }, parent_tool_use_id: null };
+    await turnDone();
+  }
+  const q = query({ prompt: prompts(), options: { ...base, allowedTools: ['Bash(cat:*)'] } });
+  await twoTurns(q, { between: () => next(), after: () => next() });
+}
+
+const scripted = { controls, stop, rewind, toggle, servers, rules };
 const name = process.argv[2];
 if (scripted[name]) {
   try {

@@ -231,7 +231,7 @@ or name a --permission-prompt-tool."
             .read()
             .ok()
             .and_then(|r| r.get_shared(prompt_tool));
-        let Some(prompter) = prompter.filter(|_| self.policy.hidden_by(prompt_tool).is_none())
+        let Some(prompter) = prompter.filter(|_| self.policy().hidden_by(prompt_tool).is_none())
         else {
             return AskAnswer::Refused(format!(
                 "{question} The permission prompt tool `{prompt_tool}` is not loaded."

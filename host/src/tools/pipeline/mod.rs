@@ -27,7 +27,9 @@ use crate::agent::{
 use crate::hooks::HookEventKind;
 use crate::hooks::HookRuntime;
 use crate::model::ToolSpec;
-use crate::policy::{Approval, AuditLog, HookAnswer, Policy, Verdict};
+use crate::policy::{
+    Approval, AuditLog, HookAnswer, LiveReadDenials, Policy, Rule, RuleKind, RuleSet, Verdict,
+};
 use crate::sandbox::{CallLimits, CallPlan, ReadLedger};
 use crate::tools::registry::{RegisteredTool, ToolHandle, ToolRegistry};
 use futures::FutureExt;
@@ -49,7 +51,12 @@ pub struct ToolPipeline {
     /// Connected MCP servers, asked between turns whether their tools
     /// changed; the SDK may add and remove some while the session runs.
     mcp_servers: std::sync::RwLock<Vec<Arc<crate::mcp::McpServer>>>,
-    policy: Policy,
+    /// Replaced whole when the SDK sets rules while the session runs.
+    policy: std::sync::RwLock<Arc<Policy>>,
+    /// The rules the session started with (what the SDK sets joins them).
+    base_rules: Vec<Rule>,
+    /// What commands are hidden, recomputed with the rules.
+    read_denials: Option<Arc<LiveReadDenials>>,
     limits: CallLimits,
     audit: AuditLog,
     /// A tool that answers permission questions in print mode
@@ -85,7 +92,9 @@ impl ToolPipeline {
         Self {
             registry: std::sync::RwLock::new(registry),
             mcp_servers: Default::default(),
-            policy,
+            base_rules: policy.rules().iter().cloned().collect(),
+            policy: std::sync::RwLock::new(Arc::new(policy)),
+            read_denials: None,
             limits,
             audit: AuditLog::disabled(),
             prompt_tool: None,
@@ -169,8 +178,40 @@ impl ToolPipeline {
         self.registry.read().map(|r| r.clone()).unwrap_or_default()
     }
 
-    pub fn policy(&self) -> &Policy {
-        &self.policy
+    /// The policy as it is now.
+    pub fn policy(&self) -> Arc<Policy> {
+        match self.policy.read() {
+            Ok(policy) => policy.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Recomputes what commands are hidden when the rules change.
+    pub fn with_read_denials(mut self, live: Arc<LiveReadDenials>) -> Self {
+        self.read_denials = Some(live);
+        self
+    }
+
+    /// Rules the SDK sets while the session runs (`apply_flag_settings`),
+    /// on top of the session's own, replacing any it set before: every
+    /// later decision, and what later commands cannot see, follow them.
+    pub fn set_flag_rules(&self, rules: Vec<Rule>) {
+        let mut all = self.base_rules.clone();
+        all.extend(rules);
+        // A deny anywhere beats an allow anywhere.
+        all.sort_by_key(|r| match r.kind {
+            RuleKind::Deny => 0,
+            RuleKind::Ask => 1,
+            RuleKind::Allow => 2,
+        });
+        let next = Arc::new(self.policy().with_rules(RuleSet::new(all)));
+        if let Some(live) = &self.read_denials {
+            live.update(next.rules());
+        }
+        match self.policy.write() {
+            Ok(mut held) => *held = next,
+            Err(poisoned) => *poisoned.into_inner() = next,
+        }
     }
 
     /// The tools offered to the model: every loaded tool that no bare deny
@@ -179,7 +220,7 @@ impl ToolPipeline {
         self.registry()
             .names()
             .into_iter()
-            .filter(|name| self.policy.hidden_by(name).is_none())
+            .filter(|name| self.policy().hidden_by(name).is_none())
             .collect()
     }
 
@@ -451,7 +492,7 @@ impl ToolRuntime for ToolPipeline {
         self.registry()
             .specs()
             .into_iter()
-            .filter(|spec| self.policy.hidden_by(&spec.name).is_none())
+            .filter(|spec| self.policy().hidden_by(&spec.name).is_none())
             .collect()
     }
 

@@ -3,7 +3,6 @@
 //! output checked, denials with what decided them.
 
 use crate::agent::{DenialSource, HookNotes, PermissionDenial, ToolCall, ToolCallResult};
-use crate::hooks::HandlerResult;
 use crate::hooks::HookToolCall;
 use crate::model::{ImageSource, ToolResultBlock, ToolResultContent};
 use crate::policy::Basis;
@@ -135,9 +134,8 @@ pub(super) fn hook_call(call: &ToolCall) -> HookToolCall {
 }
 
 /// A hook's additional context, as the model sees it next to the results.
-pub(super) fn contexts(event: &str, tool: &str, answer: &HandlerResult) -> Vec<String> {
-    answer
-        .additional_context
+pub(super) fn contexts(event: &str, tool: &str, context: &[String]) -> Vec<String> {
+    context
         .iter()
         .filter(|c| !c.trim().is_empty())
         .map(|c| format!("<system-reminder>\n{event} hook context for the {tool} call: {c}\n</system-reminder>"))

@@ -177,7 +177,7 @@ impl ToolPipeline {
             },
             file: Some(entry.path.clone()),
         };
-        let anchors = self.policy.anchors();
+        let anchors = self.policy().anchors();
         let rules = entry
             .allowed_tools
             .iter()
@@ -187,7 +187,8 @@ impl ToolPipeline {
         let Ok(mut widened) = self.skills.widened.write() else {
             return Err("the session's skill approvals are unusable".into());
         };
-        let base = widened.as_deref().unwrap_or(&self.policy);
+        let current = self.policy();
+        let base = widened.as_deref().unwrap_or(&current);
         *widened = Some(Arc::new(base.with_allows(rules)));
         Ok(())
     }

@@ -44,7 +44,7 @@ impl ToolPipeline {
     /// lookup: the tool by name, unless a bare deny rule hides it; an
     /// unknown name gets a suggestion.
     pub(super) fn lookup(&self, call: &ToolCall) -> Staged<Arc<RegisteredTool>> {
-        let found = match self.policy.hidden_by(&call.name) {
+        let found = match self.policy().hidden_by(&call.name) {
             Some(_) => None,
             None => self
                 .registry
@@ -140,8 +140,8 @@ impl ToolPipeline {
                 notes,
             });
         };
-        let answer = hooks.run(HookEvent::PreToolUse(hook_call(&call))).await;
-        notes.context = contexts("PreToolUse", &call.name, &answer);
+        let answer = hooks.pre_tool_use(hook_call(&call)).await;
+        notes.context = contexts("PreToolUse", &call.name, &answer.context);
         let settle = |mut result: Box<ToolCallResult>, notes: HookNotes| {
             result.hooks = notes;
             Err(result)
@@ -252,7 +252,7 @@ impl ToolPipeline {
         if call.name == crate::tools::skill::SKILL_TOOL {
             request = request.naming(super::skill::skill_name(call));
         }
-        let verdict = self.policy.decide(&request);
+        let verdict = self.policy().decide(&request);
         // What a started skill pre-approved answers only what would be asked.
         match (&verdict.outcome, self.skills.widened()) {
             (Outcome::Ask(_), Some(wider)) => wider.decide(&request),
@@ -305,7 +305,7 @@ impl ToolPipeline {
     /// deleted: the user may have made it meanwhile — and the call says
     /// where.
     pub(super) fn sweep(&self, call: &ToolCall, grant: &Grant) -> Option<ToolCallResult> {
-        let (home, config_dir) = self.policy.protected_roots();
+        let (home, config_dir) = self.policy().protected_roots();
         let mut moved = Vec::new();
         for tree in grant.write_trees() {
             let found = protected_entries(tree, &home, &config_dir, usize::MAX).unwrap_or_default();
@@ -368,8 +368,8 @@ impl ToolPipeline {
                 duration_ms,
             }
         };
-        let answer = hooks.run(event).await;
-        let mut context = contexts(kind.name(), &call.name, &answer);
+        let answer = hooks.post_tool_use(event).await;
+        let mut context = contexts(kind.name(), &call.name, &answer.context);
         if let Some(reason) = &answer.block {
             context.push(format!(
                 "<system-reminder>\nA {} hook objected to the {} call: {reason}\n</system-reminder>",
@@ -377,7 +377,7 @@ impl ToolPipeline {
                 call.name
             ));
         }
-        if let Some(output) = answer.updated_tool_output {
+        if let Some(output) = answer.updated_output {
             match replacement_output(output) {
                 Ok(content) if !failed => result.content = content,
                 Ok(_) => hooks.warn(format!(
