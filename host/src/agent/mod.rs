@@ -4,7 +4,7 @@
 //! every continue site and a [`Terminal`] for every exit; the streaming tool
 //! executor. The loop reaches the world only through
 //! [`Model`](crate::model::Model), [`ToolRuntime`] and [`LoopHooks`], so it
-//! can be run against fakes: it depends on `model/` and on nothing else of
+//! can be run against fakes. Imports: `model` — and nothing else of
 //! carapace.
 //!
 //! The loop never crashes on a tool: every call gets exactly one result,

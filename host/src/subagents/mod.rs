@@ -303,76 +303,18 @@ impl SubagentRunner {
     ) -> Result<ToolOutput, ToolFailure> {
         let agent = self.agent(input)?;
         let agent_type = agent.name.as_str();
-
         let prompt = input["prompt"].as_str().unwrap_or_default();
         if prompt.trim().is_empty() {
             return Err(ToolFailure::InvalidInput("the prompt is empty".into()));
         }
-        let Some(parent) = self.parent_tools.upgrade() else {
-            return Err(ToolFailure::Failed("the session is ending".into()));
-        };
         let agent_id = format!("agent-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let tagging = (self.hooks.clone(), agent_id.clone(), agent_type.to_string());
-        let tools = Arc::new(
-            ToolSubset::new(
-                parent,
-                agent.tools.as_deref(),
-                // No grandchildren; the session's answer is the parent's
-                // to give, and so is leaving plan mode (as in Claude Code).
-                &[
-                    AGENT_TOOL,
-                    crate::agent::STRUCTURED_OUTPUT_TOOL,
-                    crate::tools::exit_plan_mode::EXIT_PLAN_MODE_TOOL,
-                ],
-            )
-            .observed(Arc::new(move |call| {
-                tagging.0.tag_agent_call(&call.id, &tagging.1, &tagging.2)
-            })),
-        );
-        let mut config = self.config.clone();
-        // A child reports in text; only the session's answer is structured.
-        config.structured_output = None;
-        if let Some(model) = self
-            .current_model
-            .as_ref()
-            .and_then(|m| m.lock().ok().map(|m| m.clone()))
-        {
-            config.model = model;
-        }
-        if let Some(model) = input["model"]
-            .as_str()
-            .filter(|m| !m.trim().is_empty())
-            .or(agent.model.as_deref())
-        {
-            config.model = model.trim().to_string();
-        }
-        let environment = crate::prompt::Environment::detect(
-            &self.cwd,
-            &[],
-            &config.model,
-            &crate::agent::today(),
-        );
-        config.system_prompt = crate::prompt::child_prompt(&agent.prompt, &environment);
+        let tools = self.child_tools(&agent, &agent_id)?;
+        let config = self.child_config(&agent, input);
         let hooks = ChildHooks {
             hooks: self.hooks.clone(),
             agent: (agent_id.clone(), agent_type.to_string()),
         };
-        let transcript = self.transcripts.as_ref().and_then(|dir| {
-            let id = &agent_id;
-            let opening = crate::transcript::Opening::New {
-                forked_from: None,
-                history: &[],
-                name: Some(agent_type),
-            };
-            crate::transcript::Transcript::open(
-                dir.join(format!("{id}.jsonl")),
-                id,
-                &self.cwd,
-                opening,
-            )
-            .map_err(|e| tracing::warn!("the agent's transcript cannot be kept: {e}"))
-            .ok()
-        });
+        let transcript = self.child_transcript(&agent_id, agent_type);
         let deps = QueryDeps {
             model: self.model.as_ref(),
             tools,
@@ -401,25 +343,124 @@ impl SubagentRunner {
         if let Some(transcript) = &transcript {
             transcript.flush();
         }
-        let report = json!({
-            "agentType": agent_type,
-            "terminal": outcome.terminal.as_str(),
-            "numTurns": outcome.num_turns,
-            "totalCostUsd": outcome.cost_usd,
-        });
-        if outcome.is_error() {
-            return Err(ToolFailure::Failed(format!(
-                "The agent ended without finishing ({}): {}",
-                outcome.terminal.as_str(),
-                outcome.result
-            )));
+        report(agent_type, outcome)
+    }
+
+    /// The child's tools: the parent's that the agent names, never the
+    /// Agent tool itself, StructuredOutput or ExitPlanMode; its calls told
+    /// to the hooks as the agent's.
+    fn child_tools(
+        &self,
+        agent: &AgentDefinition,
+        agent_id: &str,
+    ) -> Result<Arc<ToolSubset>, ToolFailure> {
+        let Some(parent) = self.parent_tools.upgrade() else {
+            return Err(ToolFailure::Failed("the session is ending".into()));
+        };
+        let agent_type = agent.name.as_str();
+        let tagging = (
+            self.hooks.clone(),
+            agent_id.to_string(),
+            agent_type.to_string(),
+        );
+        Ok(Arc::new(
+            ToolSubset::new(
+                parent,
+                agent.tools.as_deref(),
+                // No grandchildren; the session's answer is the parent's
+                // to give, and so is leaving plan mode (as in Claude Code).
+                &[
+                    AGENT_TOOL,
+                    crate::agent::STRUCTURED_OUTPUT_TOOL,
+                    crate::tools::exit_plan_mode::EXIT_PLAN_MODE_TOOL,
+                ],
+            )
+            .observed(Arc::new(move |call| {
+                tagging.0.tag_agent_call(&call.id, &tagging.1, &tagging.2)
+            })),
+        ))
+    }
+
+    /// The child's configuration: the parent's limits and retries, the
+    /// model the call or the agent names (else the session's now), the
+    /// agent's prompt; a child reports in text.
+    fn child_config(&self, agent: &AgentDefinition, input: &Value) -> QueryConfig {
+        let mut config = self.config.clone();
+        // A child reports in text; only the session's answer is structured.
+        config.structured_output = None;
+        if let Some(model) = self
+            .current_model
+            .as_ref()
+            .and_then(|m| m.lock().ok().map(|m| m.clone()))
+        {
+            config.model = model;
         }
-        Ok(ToolOutput {
-            content: vec![ToolContent::Text(outcome.result)],
-            is_error: false,
-            structured: Some(report.to_string()),
+        if let Some(model) = input["model"]
+            .as_str()
+            .filter(|m| !m.trim().is_empty())
+            .or(agent.model.as_deref())
+        {
+            config.model = model.trim().to_string();
+        }
+        let environment = crate::prompt::Environment::detect(
+            &self.cwd,
+            &[],
+            &config.model,
+            &crate::agent::today(),
+        );
+        config.system_prompt = crate::prompt::child_prompt(&agent.prompt, &environment);
+        config
+    }
+
+    /// The child's transcript beside the parent's, when the session keeps
+    /// one (a child whose transcript cannot be kept runs without).
+    fn child_transcript(
+        &self,
+        agent_id: &str,
+        agent_type: &str,
+    ) -> Option<crate::transcript::Transcript> {
+        self.transcripts.as_ref().and_then(|dir| {
+            let id = agent_id;
+            let opening = crate::transcript::Opening::New {
+                forked_from: None,
+                history: &[],
+                name: Some(agent_type),
+            };
+            crate::transcript::Transcript::open(
+                dir.join(format!("{id}.jsonl")),
+                id,
+                &self.cwd,
+                opening,
+            )
+            .map_err(|e| tracing::warn!("the agent's transcript cannot be kept: {e}"))
+            .ok()
         })
     }
+}
+
+/// What the child's run comes to as the Agent call's result.
+fn report(
+    agent_type: &str,
+    outcome: crate::agent::QueryOutcome,
+) -> Result<ToolOutput, ToolFailure> {
+    let report = json!({
+        "agentType": agent_type,
+        "terminal": outcome.terminal.as_str(),
+        "numTurns": outcome.num_turns,
+        "totalCostUsd": outcome.cost_usd,
+    });
+    if outcome.is_error() {
+        return Err(ToolFailure::Failed(format!(
+            "The agent ended without finishing ({}): {}",
+            outcome.terminal.as_str(),
+            outcome.result
+        )));
+    }
+    Ok(ToolOutput {
+        content: vec![ToolContent::Text(outcome.result)],
+        is_error: false,
+        structured: Some(report.to_string()),
+    })
 }
 
 fn output_text(output: &ToolOutput) -> String {
