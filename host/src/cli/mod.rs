@@ -14,12 +14,12 @@ mod sdk;
 
 pub use flags::{Cli, Command, InputFormat, McpCommand, Unsupported};
 
-use crate::control::TurnSlot;
+use crate::control::{ControlChannel, SdkPrompter, TurnSlot};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use crate::policy::PermissionMode;
 use crate::session::{
-    HistorySetup, McpSetup, PromptChoice, Resume, RunSetup, Session, SessionBuilder, SessionOutput,
-    SessionPaths, SessionRun, ToolSet,
+    HistorySetup, McpSetup, PromptChoice, Resume, RunSetup, Session, SessionAsker, SessionBuilder,
+    SessionOutput, SessionPaths, SessionRun, ToolSet,
 };
 use anyhow::{Context, bail};
 use print::{PrintSession, Prompts, run_print};
@@ -68,6 +68,22 @@ async fn print_mode(cli: Cli) -> anyhow::Result<ExitCode> {
         "startup timing"
     );
     let printer = printer(&cli, &session, run, started);
+    // stream-json input: the SDK's control protocol rides along, and with
+    // `--permission-prompt-tool stdio` it answers the policy's questions.
+    let channel = prompt
+        .is_none()
+        .then(|| Arc::new(ControlChannel::new(Box::new(printer.clone()))));
+    let asker = channel
+        .as_ref()
+        .filter(|_| cli.permission_prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT))
+        .map(|channel| {
+            let mode = session.pipeline.policy().mode_cell().clone();
+            let prompter = Arc::new(SdkPrompter::new(channel.clone(), mode));
+            SessionAsker {
+                calls: prompter.clone(),
+                hosts: prompter,
+            }
+        });
     // As Claude Code: a `system`/`status` line for every mode change,
     // whoever made it (the mode's gate tells).
     let (out, session_id) = (printer.clone(), session.id.clone());
@@ -77,6 +93,7 @@ async fn print_mode(cli: Cli) -> anyhow::Result<ExitCode> {
             use crate::control::LineOut;
             out.line(crate::control::mode_status_line(&session_id, mode));
         })),
+        asker,
     });
     spawn_signal_handler(session.abort.clone());
     let mut config = run.config.clone();
@@ -86,10 +103,12 @@ async fn print_mode(cli: Cli) -> anyhow::Result<ExitCode> {
     let meter = prompt
         .is_none()
         .then(|| Arc::new(crate::control::usage::ContextMeter::default()));
-    let prompts = match prompt {
-        Some(prompt) => Prompts::One(prompt),
-        None => {
+    let prompts = match (prompt, channel) {
+        (Some(prompt), _) => Prompts::One(prompt),
+        (None, None) => bail!("no prompt and no control channel"),
+        (None, Some(channel)) => {
             let wiring = sdk::SdkWiring {
+                channel,
                 cli: &cli,
                 session: &session,
                 run,

@@ -8,7 +8,7 @@ use crate::agent::QueryConfig;
 use crate::control::mcp_servers::McpServers;
 use crate::control::start::Start;
 use crate::control::{
-    ControlChannel, Controller, SdkMcpLine, SdkPrompter, SessionControl, SkillsControl, TurnSlot,
+    ControlChannel, Controller, SdkMcpLine, SessionControl, SkillsControl, TurnSlot,
 };
 use crate::output::SharedPrinter;
 use crate::session::{Session, SessionRun};
@@ -16,6 +16,9 @@ use std::sync::{Arc, Mutex};
 
 /// What the SDK's requests reach.
 pub struct SdkWiring<'a> {
+    /// The control channel (made before the session started: it answers
+    /// the session's questions).
+    pub channel: Arc<ControlChannel>,
     pub cli: &'a Cli,
     pub session: &'a Session,
     pub run: &'a SessionRun,
@@ -138,18 +141,7 @@ fn deferred_agent(
 
 /// The controller of one SDK session.
 fn controller(w: &SdkWiring<'_>, default_model: &str, user_context: &[String]) -> Arc<Controller> {
-    let channel = Arc::new(ControlChannel::new(Box::new(w.printer.clone())));
-    if w.cli.permission_prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT) {
-        let prompter = Arc::new(SdkPrompter::new(
-            channel.clone(),
-            w.session.pipeline.policy().mode_cell().clone(),
-        ));
-        // A command's connection to an unlisted host is asked too.
-        if let Some(egress) = &w.session.egress {
-            egress.set_asker(prompter.clone());
-        }
-        w.session.pipeline.set_prompter(prompter);
-    }
+    let channel = w.channel.clone();
     let status = Arc::new(Mutex::new(w.session.mcp_status()));
     let mcp = Arc::new(dynamic_servers(w, &channel, &status));
     Arc::new(Controller {

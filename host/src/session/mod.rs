@@ -200,12 +200,22 @@ impl SessionRun {
     }
 }
 
-/// Where a started session's events go.
+/// Where a started session's events go, and who answers its questions.
 pub struct SessionOutput {
     /// The loop's, the hooks' and the subagents' events.
     pub events: Box<dyn EventSink>,
     /// Told every permission mode change, whoever made it.
     pub mode_changes: Option<Box<dyn Fn(PermissionMode) + Send + Sync>>,
+    /// Who answers what the policy asks, when someone can (the SDK's
+    /// `can_use_tool`; without one, print mode refuses what would ask).
+    pub asker: Option<SessionAsker>,
+}
+
+/// Who answers the session's permission questions: a tool call's, and a
+/// command's connection to a host no rule names.
+pub struct SessionAsker {
+    pub calls: Arc<dyn crate::tools::PermissionPrompter>,
+    pub hosts: Arc<dyn crate::sandbox::egress::EgressAsker>,
 }
 
 /// How a session started, as SessionStart hooks are told (`source`).
@@ -256,11 +266,17 @@ impl Session {
     }
 
     /// The session's output joins: its events (hooks', subagents') go to
-    /// `output` from now on.
+    /// `output` from now on, and its questions to who can answer them.
     pub fn start(&self, output: SessionOutput) {
         self.output.attach(output.events);
         if let Some(told) = output.mode_changes {
             self.pipeline.policy().mode_cell().on_change(told);
+        }
+        if let Some(asker) = output.asker {
+            if let Some(egress) = &self.egress {
+                egress.set_asker(asker.hosts);
+            }
+            self.pipeline.set_prompter(asker.calls);
         }
     }
 
