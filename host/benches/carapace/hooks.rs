@@ -1,0 +1,160 @@
+//! Hooks: typed and command components against native process hooks.
+
+use super::*;
+
+/// One PreToolUse invocation of the audit policy hook of examples/hooks/
+/// (parse the call, check the command, append an audit line), per language,
+/// through the hook runtime as the loop calls it — next to a native hook
+/// run the way Claude Code runs command hooks: `/bin/sh -c` with the hook
+/// JSON on stdin.
+pub(super) async fn hook_benches(cache: &Path) -> BenchResult {
+    use carapace::hooks::HookRuntime;
+    use carapace::hooks::{HookCommon, HookEvent, HookToolCall};
+    use carapace::policy::{RuleSource, SourceKind};
+    const N: usize = 200;
+    let examples = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("..")
+        .join("examples")
+        .join("out");
+    let dir = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(dir.path())?;
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: cache.to_path_buf(),
+        ..SandboxConfig::default()
+    })?;
+    let common = HookCommon {
+        session_id: "bench".into(),
+        transcript_path: String::new(),
+        cwd: ws.display().to_string(),
+        permission_mode: "default".into(),
+        prompt_id: None,
+        agent: None,
+    };
+    let call = HookToolCall {
+        tool_name: "Bash".into(),
+        tool_input: json!({"command": "ls -la src"}),
+        tool_use_id: "toolu_bench".into(),
+    };
+    let audit = ws.join(".audit");
+    for (language, kind) in [
+        ("rust", "wasm"),
+        ("c", "wasm-command"),
+        ("python", "wasm"),
+        ("javascript", "wasm"),
+    ] {
+        let component = examples.join(format!("audit-policy-{language}.wasm"));
+        if !component.exists() {
+            println!(
+                "| hook_{language} | — | — | — | — | not built: run examples/hooks/{language}/build.sh {} (or the example tests) |",
+                examples.display()
+            );
+            continue;
+        }
+        let settings = json!({"PreToolUse": [{"hooks": [{"type": kind, "path": component.display().to_string(),
+            "grants": {"write": [audit.display().to_string()]}}]}]});
+        let source = RuleSource {
+            kind: SourceKind::CliFlag,
+            file: None,
+        };
+        let (specs, _) = carapace::hooks::parse(&settings, &source)?;
+        let home = Path::new("/nonexistent-home");
+        // Loading at start-up: read, hash, the cached machine code, linking
+        // (and, for typed hooks, asking for the events).
+        let loads = time_async(20, |_| {
+            let (sandbox, specs, common) = (&sandbox, specs.clone(), common.clone());
+            async move {
+                HookRuntime::load(sandbox, specs, common, home, &home.join(".carapace")).await?;
+                Ok(())
+            }
+        })
+        .await?;
+        report(
+            &format!("hook_load_{language}"),
+            &loads,
+            "session start, compiled code cached",
+        );
+        let (hooks, _) = HookRuntime::load(
+            &sandbox,
+            specs,
+            common.clone(),
+            home,
+            &home.join(".carapace"),
+        )
+        .await?;
+        let size = std::fs::metadata(&component)?.len();
+        let samples = time_async(N, |_| {
+            let event = HookEvent::PreToolUse(call.clone());
+            let hooks = &hooks;
+            async move {
+                let answer = hooks.run(event).await;
+                match answer.error {
+                    Some(error) => Err(error.into()),
+                    None => Ok(()),
+                }
+            }
+        })
+        .await?;
+        report(
+            &format!("hook_{language}"),
+            &samples,
+            &format!(
+                "{kind} component, {} KiB; fresh instance per call",
+                size / 1024
+            ),
+        );
+    }
+
+    // Native, as Claude Code runs a command hook.
+    let input =
+        json!({"session_id": "bench", "transcript_path": "", "cwd": ws.display().to_string(),
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls -la src"}, "tool_use_id": "toolu_bench"})
+        .to_string();
+    let native_c = examples.join("audit-policy-native");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/hooks/c/hook.c");
+    let compiled = std::process::Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&native_c)
+        .arg(&source)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    let mut natives = vec![(
+        "native_sh_cat",
+        "cat > /dev/null".to_string(),
+        "`/bin/sh -c 'cat > /dev/null'`: the floor of any command hook",
+    )];
+    if compiled {
+        natives.push((
+            "native_c",
+            format!("'{}'", native_c.display()),
+            "the C example compiled natively (cc -O2), run through /bin/sh -c",
+        ));
+    }
+    for (name, command, note) in natives {
+        let samples = time_async(N, |_| {
+            let (command, input) = (command.clone(), input.clone());
+            async move {
+                use tokio::io::AsyncWriteExt;
+                let mut child = tokio::process::Command::new("/bin/sh")
+                    .arg("-c")
+                    .arg(&command)
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()?;
+                if let Some(mut stdin) = child.stdin.take() {
+                    stdin.write_all(input.as_bytes()).await?;
+                }
+                let output = child.wait_with_output().await?;
+                if !output.status.success() {
+                    return Err(format!("{name} failed: {output:?}").into());
+                }
+                Ok(())
+            }
+        })
+        .await?;
+        report(name, &samples, note);
+    }
+    Ok(())
+}

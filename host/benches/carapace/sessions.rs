@@ -1,0 +1,300 @@
+//! Subagents and sessions: a child loop's cost, transcripts appended and resumed, memory read at start.
+
+use super::*;
+
+/// Child loops in the binary: one response starting N foreground agents at
+/// once (each answers with one scripted request), whole-run time and peak
+/// memory; the differences between N = 1 and N = 100 are the per-child
+/// cost.
+pub(super) fn subagent_benches(cache: &Path, cwd: &Path) -> BenchResult {
+    let mut figures = Vec::new();
+    for children in [1usize, 100] {
+        let mut samples = Vec::new();
+        let mut peaks = Vec::new();
+        for run in 0..6 {
+            let calls = (0..children)
+                .map(|n| {
+                    scripted_server::Block::tool_use(
+                        format!("toolu_{n}"),
+                        "Agent",
+                        json!({"description": "bench", "prompt": format!("child {n}")}),
+                    )
+                })
+                .collect();
+            let mut replies = vec![Reply::tool_uses(calls)];
+            replies.extend((0..children).map(|n| Reply::text(format!("child {n} done"))));
+            replies.push(Reply::text("all done"));
+            let server = ScriptedServer::start(replies)?;
+            let started = Instant::now();
+            let child = session_command(cache, cwd, &server)
+                .args(["-p", "delegate", "--no-session-persistence"])
+                .stdout(std::process::Stdio::null())
+                .spawn()?;
+            let (succeeded, peak_kib) = wait_sampling_peak(child)?;
+            let took = started.elapsed();
+            if !succeeded || server.requests().len() != children + 2 {
+                return Err(format!("the {children}-child run failed").into());
+            }
+            if run > 0 {
+                samples.push(took);
+                peaks.push(peak_kib);
+            }
+        }
+        peaks.sort_unstable();
+        let peak = peaks[peaks.len() / 2];
+        report(
+            &format!("subagents: one response starting {children} agent(s), whole run"),
+            &samples,
+            &format!(
+                "peak RSS p50 {:.1} MiB (VmHWM, sampled)",
+                peak as f64 / 1024.0
+            ),
+        );
+        let mut sorted = samples.clone();
+        sorted.sort();
+        figures.push((children, sorted[sorted.len() / 2], peak));
+    }
+    if let [(_, one_time, one_peak), (many, many_time, many_peak)] = figures[..] {
+        let extra = (many - 1) as u32;
+        println!(
+            "| subagents: cost of each further concurrent child | | {} | | | {:.0} KiB of peak RSS each |",
+            fmt(many_time.saturating_sub(one_time) / extra),
+            (many_peak - one_peak) as f64 / f64::from(extra)
+        );
+    }
+    Ok(())
+}
+
+/// A tool round as history keeps it: the call, and a result of `bytes`.
+fn tool_round(n: usize, bytes: usize) -> [Message; 2] {
+    use carapace::model::{ContentBlock, Role, ToolResultContent};
+    let id = format!("toolu_{n:06}");
+    [
+        Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse {
+                id: id.clone(),
+                name: "Read".into(),
+                input: json!({"file_path": format!("/work/project/src/file_{n}.rs")}),
+            }],
+        },
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: id,
+                content: ToolResultContent::Text("let x = 1; // some source\n".repeat(bytes / 27)),
+                is_error: false,
+            }],
+        },
+    ]
+}
+
+/// Transcripts: the cost of appending, of loading a long one back, and the
+/// memory of a long session in the binary.
+pub(super) fn session_benches(
+    cache: &Path,
+    cwd: &Path,
+    wanted: &dyn Fn(&str) -> bool,
+) -> BenchResult {
+    use carapace::agent::HistoryLog;
+    use carapace::transcript::{Opening, Transcript, load, transcript_path};
+    let dir = tempfile::tempdir()?;
+    if wanted("session_append") {
+        let transcript = Transcript::open(
+            transcript_path(dir.path(), "append"),
+            "append",
+            dir.path(),
+            Opening::New {
+                forked_from: None,
+                history: &[],
+                name: None,
+            },
+        )?;
+        let mut history = vec![Message::user_text("go")];
+        transcript.sync(&history);
+        let mut per_message = Vec::with_capacity(2_000);
+        for n in 0..2_000 {
+            let [call, result] = tool_round(n, 1_024);
+            let started = Instant::now();
+            // As the loop does: the response ahead of its tools, then the
+            // history before the next request.
+            transcript.response(&call.content);
+            history.push(call);
+            history.push(result);
+            transcript.sync(&history);
+            per_message.push(started.elapsed() / 2);
+        }
+        report(
+            "session_append: transcript, per message (1 KiB tool result)",
+            &per_message,
+            "one write(2) per line, no fsync",
+        );
+        let mut flushes = Vec::with_capacity(50);
+        for _ in 0..50 {
+            let started = Instant::now();
+            transcript.flush();
+            flushes.push(started.elapsed());
+        }
+        report(
+            "session_append: fdatasync at the end of a turn",
+            &flushes,
+            "",
+        );
+    }
+    if wanted("session_resume") {
+        // 10,000 messages: 4,999 tool rounds of ~500 B results, a prompt
+        // and an answer.
+        let mut history = vec![Message::user_text("go")];
+        for n in 0..4_999 {
+            history.extend(tool_round(n, 512));
+        }
+        history.push(Message {
+            role: carapace::model::Role::Assistant,
+            content: vec![carapace::model::ContentBlock::Text {
+                text: "done".into(),
+            }],
+        });
+        let path = transcript_path(dir.path(), "resume");
+        let transcript = Transcript::open(
+            path.clone(),
+            "resume",
+            dir.path(),
+            Opening::New {
+                forked_from: None,
+                history: &[],
+                name: None,
+            },
+        )?;
+        transcript.sync(&history);
+        drop(transcript);
+        let size = std::fs::metadata(&path)?.len();
+        let mut loads = Vec::with_capacity(20);
+        for _ in 0..20 {
+            let started = Instant::now();
+            let loaded = load(&path)?;
+            loads.push(started.elapsed());
+            if loaded.messages.len() != 10_000 {
+                return Err(format!("loaded {} messages", loaded.messages.len()).into());
+            }
+        }
+        report(
+            "session_resume: load a 10,000-message transcript",
+            &loads,
+            &format!(
+                "{:.1} MiB file; {} threads",
+                size as f64 / 1048576.0,
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            ),
+        );
+        // What the first request after a resume adds: the size estimate and
+        // the request body.
+        let loaded = load(&path)?;
+        let mut bodies = Vec::with_capacity(20);
+        for _ in 0..20 {
+            let started = Instant::now();
+            let estimate = carapace::agent::estimate_tokens(&loaded.messages);
+            // As the client sends it: the history cloned into the request,
+            // the JSON body with its cache breakpoints, as text.
+            let body = MessagesRequest {
+                model: "m".into(),
+                max_tokens: 1000,
+                system: "s".into(),
+                messages: loaded.messages.clone(),
+                tools: Vec::new(),
+                server_tools: Vec::new(),
+                effort: None,
+                thinking: None,
+                task_budget: None,
+            }
+            .body_text();
+            bodies.push(started.elapsed());
+            if estimate == 0 || body.is_empty() {
+                return Err("no estimate or body".into());
+            }
+        }
+        report(
+            "session_resume: estimate + request body of the loaded history",
+            &bodies,
+            "",
+        );
+        // The binary: spawn → the resumed session's first request.
+        let projects = carapace::transcript::project_dir(&cwd.join(".carapace"), cwd);
+        std::fs::create_dir_all(&projects)?;
+        std::fs::copy(&path, transcript_path(&projects, "resume"))?;
+        let mut to_request = Vec::with_capacity(10);
+        for i in 0..12 {
+            let server = ScriptedServer::start(vec![Reply::text("resumed")])?;
+            let started = Instant::now();
+            let status = session_command(cache, cwd, &server)
+                .args([
+                    "-p",
+                    "again",
+                    "--resume",
+                    "resume",
+                    "--no-session-persistence",
+                ])
+                .stdout(std::process::Stdio::null())
+                .status()?;
+            if !status.success() {
+                return Err("the resumed run failed".into());
+            }
+            let requests = server.requests();
+            let sent = requests.first().ok_or("no request")?;
+            if sent.body["messages"].as_array().map(Vec::len) != Some(10_001) {
+                return Err("the resumed request does not carry the history".into());
+            }
+            if i >= 2 {
+                to_request.push(sent.received_at.duration_since(started));
+            }
+        }
+        report(
+            "session_resume: carapace --resume (10,000 messages), spawn → first request",
+            &to_request,
+            "start-up, load, request; and the scripted server reading the 5 MiB body",
+        );
+    }
+    if wanted("session_memory") {
+        let file = cwd.join("memory-fixture.txt");
+        std::fs::write(&file, "let x = 1; // some source\n".repeat(20))?;
+        for turns in [10usize, 1_000] {
+            let mut replies: Vec<Reply> = (0..turns)
+                .map(|n| {
+                    Reply::tool_uses(vec![scripted_server::Block::tool_use(
+                        format!("toolu_{n}"),
+                        "Read",
+                        json!({"file_path": file}),
+                    )])
+                })
+                .collect();
+            replies.push(Reply::text("done"));
+            let server = ScriptedServer::start(replies)?;
+            let started = Instant::now();
+            let child = session_command(cache, cwd, &server)
+                .args([
+                    "-p",
+                    "go",
+                    "--tools",
+                    "Read",
+                    "--output-format",
+                    "stream-json",
+                    "--verbose",
+                ])
+                .stdout(std::process::Stdio::null())
+                .spawn()?;
+            let (succeeded, peak_kib) = wait_sampling_peak(child)?;
+            let took = started.elapsed();
+            if !succeeded || server.requests().len() != turns + 1 {
+                return Err(format!("the {turns}-turn session failed").into());
+            }
+            report(
+                &format!("session_memory: a {turns}-turn session (one Read a turn), whole run"),
+                &[took],
+                &format!(
+                    "peak RSS {:.1} MiB (VmHWM, sampled); transcript written",
+                    peak_kib as f64 / 1024.0
+                ),
+            );
+        }
+    }
+    Ok(())
+}
