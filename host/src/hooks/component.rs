@@ -61,10 +61,15 @@ impl HookComponent {
     pub async fn load(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
         let (component, _) = sandbox.load_component(wasm)?;
         let inner = sandbox.inner().clone();
-        let instance_pre = inner.instantiate_pre::<HookState>(&component)?;
+        let instance_pre = inner
+            .engine
+            .inner()
+            .instantiate_pre::<HookState>(&component)?;
         let pre = v0_1::HookPluginPre::new(instance_pre).map_err(SandboxError::link(""))?;
         let pre_for_events = pre.clone();
         let (events, _) = inner
+            .engine
+            .inner()
             .execute(
                 name,
                 &Grant::none(),
@@ -117,6 +122,8 @@ impl HookComponent {
         let pre = self.pre.clone();
         let (answer, _) = self
             .sandbox
+            .engine
+            .inner()
             .execute(
                 &self.name,
                 grant,
@@ -173,7 +180,10 @@ impl CommandHook {
     pub async fn load(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
         let (component, _) = sandbox.load_component(wasm)?;
         let inner = sandbox.inner().clone();
-        let instance_pre = inner.instantiate_pre::<HookState>(&component)?;
+        let instance_pre = inner
+            .engine
+            .inner()
+            .instantiate_pre::<HookState>(&component)?;
         let pre = wasmtime_wasi::p2::bindings::CommandPre::new(instance_pre)
             .map_err(SandboxError::link("not a WASI command component"))?;
         Ok(Self {
@@ -206,6 +216,8 @@ impl CommandHook {
         };
         let ran = self
             .sandbox
+            .engine
+            .inner()
             .execute(
                 &self.name,
                 grant,

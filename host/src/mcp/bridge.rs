@@ -200,7 +200,10 @@ impl McpBridge {
     pub fn load(sandbox: &Sandbox, wasm: &[u8]) -> Result<Self, SandboxError> {
         let (component, load_outcome) = sandbox.load_component(wasm)?;
         let inner = sandbox.inner().clone();
-        let instance_pre = inner.instantiate_pre::<BridgeState>(&component)?;
+        let instance_pre = inner
+            .engine
+            .inner()
+            .instantiate_pre::<BridgeState>(&component)?;
         let pre = McpBridgePre::new(instance_pre).map_err(SandboxError::link("carapace:mcp"))?;
         Ok(Self {
             sandbox: inner,
@@ -231,6 +234,8 @@ impl McpBridge {
         let mcp = link.channel.clone();
         let (value, _) = self
             .sandbox
+            .engine
+            .inner()
             .execute(
                 &format!("mcp:{}", link.name),
                 &link.grant,

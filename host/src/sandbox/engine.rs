@@ -224,34 +224,6 @@ impl Sandbox {
     }
 }
 
-impl SandboxInner {
-    /// See [`EngineInner::instantiate_pre`].
-    pub(crate) fn instantiate_pre<W: World>(
-        &self,
-        component: &Component,
-    ) -> Result<InstancePre<W>, SandboxError> {
-        self.engine.inner.instantiate_pre(component)
-    }
-
-    /// See [`EngineInner::execute`].
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn execute<W: World, B: Send, R: Send>(
-        &self,
-        plugin: &str,
-        grant: &Grant,
-        limits: &CallLimits,
-        io: CallIo,
-        world: impl FnOnce(CallCore) -> W + Send,
-        instantiate: impl for<'a> FnOnce(&'a mut Store<W>) -> Boxed<'a, B> + Send,
-        call: impl for<'a> FnOnce(&'a B, &'a mut Store<W>) -> Boxed<'a, R> + Send,
-    ) -> Result<(R, Captured), SandboxError> {
-        self.engine
-            .inner
-            .execute(plugin, grant, limits, io, world, instantiate, call)
-            .await
-    }
-}
-
 /// A world: the host context of one kind of component, which links what
 /// those components may import and nothing more.
 pub(crate) trait World: Send + Sized + 'static {

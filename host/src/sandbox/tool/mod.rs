@@ -363,7 +363,10 @@ impl ToolComponent {
     ) -> Result<Self, SandboxError> {
         let inner = sandbox.inner().clone();
         let version = exported_contract(sandbox.engine(), &component)?;
-        let instance_pre = inner.instantiate_pre::<ToolState>(&component)?;
+        let instance_pre = inner
+            .engine
+            .inner()
+            .instantiate_pre::<ToolState>(&component)?;
         let linked = |e: wasmtime::Error| SandboxError::link(format!("carapace:tool@{version}"))(e);
         let pre = match version.as_str() {
             v0_1::VERSION => {
@@ -504,6 +507,8 @@ impl ToolComponent {
         let searchable = grant.searchable();
         let (value, captured) = self
             .sandbox
+            .engine
+            .inner()
             .execute(
                 &self.name,
                 grant,
