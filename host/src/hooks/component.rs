@@ -6,7 +6,7 @@
 use super::event::{
     HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall,
 };
-use crate::sandbox::world::{CallCore, CallIo, SandboxInner, World, link_file_streams, wasi_view};
+use crate::sandbox::world::{CallCore, CallIo, EngineInner, World, link_file_streams, wasi_view};
 use crate::sandbox::{CallLimits, Grant, Sandbox, SandboxError};
 use std::sync::Arc;
 use wasmtime::component::Linker;
@@ -44,7 +44,7 @@ use v0_1::carapace::hook::types as wit;
 #[derive(Clone)]
 pub struct HookComponent {
     name: Arc<str>,
-    sandbox: Arc<SandboxInner>,
+    engine: Arc<EngineInner>,
     pre: v0_1::HookPluginPre<HookState>,
     events: Arc<[HookEventKind]>,
 }
@@ -59,17 +59,11 @@ const METADATA_LIMITS: CallLimits = CallLimits {
 
 impl HookComponent {
     pub async fn load(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
-        let (component, _) = sandbox.load_component(wasm)?;
-        let inner = sandbox.inner().clone();
-        let instance_pre = inner
-            .engine
-            .inner()
-            .instantiate_pre::<HookState>(&component)?;
+        let (instance_pre, _) = sandbox.link::<HookState>(wasm)?;
+        let engine = sandbox.sandbox_engine().inner().clone();
         let pre = v0_1::HookPluginPre::new(instance_pre).map_err(SandboxError::link(""))?;
         let pre_for_events = pre.clone();
-        let (events, _) = inner
-            .engine
-            .inner()
+        let (events, _) = engine
             .execute(
                 name,
                 &Grant::none(),
@@ -88,7 +82,7 @@ impl HookComponent {
         kinds.dedup();
         Ok(Self {
             name: name.into(),
-            sandbox: inner,
+            engine,
             pre,
             events: Arc::from(kinds),
         })
@@ -121,9 +115,7 @@ impl HookComponent {
         let event = event_to_wit(event);
         let pre = self.pre.clone();
         let (answer, _) = self
-            .sandbox
             .engine
-            .inner()
             .execute(
                 &self.name,
                 grant,
@@ -172,23 +164,18 @@ pub struct CommandRun {
 #[derive(Clone)]
 pub struct CommandHook {
     name: Arc<str>,
-    sandbox: Arc<SandboxInner>,
+    engine: Arc<EngineInner>,
     pre: wasmtime_wasi::p2::bindings::CommandPre<HookState>,
 }
 
 impl CommandHook {
     pub async fn load(sandbox: &Sandbox, name: &str, wasm: &[u8]) -> Result<Self, SandboxError> {
-        let (component, _) = sandbox.load_component(wasm)?;
-        let inner = sandbox.inner().clone();
-        let instance_pre = inner
-            .engine
-            .inner()
-            .instantiate_pre::<HookState>(&component)?;
+        let (instance_pre, _) = sandbox.link::<HookState>(wasm)?;
         let pre = wasmtime_wasi::p2::bindings::CommandPre::new(instance_pre)
             .map_err(SandboxError::link("not a WASI command component"))?;
         Ok(Self {
             name: name.into(),
-            sandbox: inner,
+            engine: sandbox.sandbox_engine().inner().clone(),
             pre,
         })
     }
@@ -215,9 +202,7 @@ impl CommandHook {
             cwd: Some(cwd.to_string()),
         };
         let ran = self
-            .sandbox
             .engine
-            .inner()
             .execute(
                 &self.name,
                 grant,

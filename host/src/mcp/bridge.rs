@@ -10,7 +10,7 @@
 
 use super::channel::{McpChannel, McpLine};
 use crate::sandbox::world::{
-    CallCore, CallIo, HttpParts, SandboxInner, World, link_file_streams, wasi_http_view, wasi_view,
+    CallCore, CallIo, EngineInner, HttpParts, World, link_file_streams, wasi_http_view, wasi_view,
 };
 use crate::sandbox::{CacheOutcome, CallLimits, Grant, Sandbox, SandboxError};
 use std::sync::Arc;
@@ -191,22 +191,17 @@ pub const BRIDGE_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/mcp-bri
 /// The bridge component, compiled and linked once.
 #[derive(Clone)]
 pub struct McpBridge {
-    sandbox: Arc<SandboxInner>,
+    engine: Arc<EngineInner>,
     pre: McpBridgePre<BridgeState>,
     load_outcome: CacheOutcome,
 }
 
 impl McpBridge {
     pub fn load(sandbox: &Sandbox, wasm: &[u8]) -> Result<Self, SandboxError> {
-        let (component, load_outcome) = sandbox.load_component(wasm)?;
-        let inner = sandbox.inner().clone();
-        let instance_pre = inner
-            .engine
-            .inner()
-            .instantiate_pre::<BridgeState>(&component)?;
+        let (instance_pre, load_outcome) = sandbox.link::<BridgeState>(wasm)?;
         let pre = McpBridgePre::new(instance_pre).map_err(SandboxError::link("carapace:mcp"))?;
         Ok(Self {
-            sandbox: inner,
+            engine: sandbox.sandbox_engine().inner().clone(),
             pre,
             load_outcome,
         })
@@ -233,9 +228,7 @@ impl McpBridge {
         let http = HttpParts::for_grant(&link.grant);
         let mcp = link.channel.clone();
         let (value, _) = self
-            .sandbox
             .engine
-            .inner()
             .execute(
                 &format!("mcp:{}", link.name),
                 &link.grant,

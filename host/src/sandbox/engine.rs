@@ -222,6 +222,19 @@ impl Sandbox {
     pub(crate) fn inner(&self) -> &Arc<SandboxInner> {
         &self.inner
     }
+
+    /// Compiles (or loads from the cache) `wasm` and links it in world
+    /// `W`: an import the world does not offer is a contract error.
+    pub(crate) fn link<W: World>(
+        &self,
+        wasm: &[u8],
+    ) -> Result<(InstancePre<W>, CacheOutcome), SandboxError> {
+        let (component, outcome) = self.load_component(wasm)?;
+        Ok((
+            self.inner.engine.inner.instantiate_pre(&component)?,
+            outcome,
+        ))
+    }
 }
 
 /// A world: the host context of one kind of component, which links what

@@ -54,7 +54,7 @@ use std::time::Duration;
 /// links the same way. The engine runs any world; it knows none.
 pub(crate) mod world {
     pub(crate) use super::engine::{
-        CallCore, CallIo, SandboxInner, World, wasi_http_view, wasi_view,
+        CallCore, CallIo, EngineInner, World, wasi_http_view, wasi_view,
     };
     pub(crate) use super::file_streams::add_to_linker as link_file_streams;
     pub(crate) use super::http::HttpParts;

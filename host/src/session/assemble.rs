@@ -60,11 +60,10 @@ impl SessionBuilder {
         plugins.extend(plugin_dirs.iter().map(plugin_dir_listing));
         let output_style = self.output_style(&settings, &mut warnings);
         let output = EventRelay::default();
-        let hooks = self
+        let (hooks, hook_warnings) = self
             .load_hooks(&sandbox, &settings, &identity, &policy.policy, &output)
             .await?;
-        warnings.extend(hooks.1);
-        let hooks = hooks.0;
+        warnings.extend(hook_warnings);
         timing.mark("hooks_loaded");
         warnings.extend(memory.warnings);
         let (user_context, skills_listed) =

@@ -217,10 +217,11 @@ impl ToolPipeline {
     /// The tools offered to the model: every loaded tool that no bare deny
     /// rule removes.
     pub fn offered_names(&self) -> Vec<String> {
+        let policy = self.policy();
         self.registry()
             .names()
             .into_iter()
-            .filter(|name| self.policy().hidden_by(name).is_none())
+            .filter(|name| policy.hidden_by(name).is_none())
             .collect()
     }
 
@@ -489,10 +490,11 @@ impl ReadyCall for PreparedCall {
 
 impl ToolRuntime for ToolPipeline {
     fn specs(&self) -> Vec<ToolSpec> {
+        let policy = self.policy();
         self.registry()
             .specs()
             .into_iter()
-            .filter(|spec| self.policy().hidden_by(&spec.name).is_none())
+            .filter(|spec| policy.hidden_by(&spec.name).is_none())
             .collect()
     }
 
