@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-use hooks::hook_benches;
+use hooks::{HOOK_LANGUAGES, hook_benches};
 use loops::loop_benches;
 use plugins::{mcp_benches, plugin_benches};
 use policy::policy_benches;
@@ -97,8 +97,12 @@ fn main() -> BenchResult {
     if wanted("tools") {
         runtime.block_on(tool_benches(&cache))?;
     }
-    if wanted("hooks") {
-        runtime.block_on(hook_benches(&cache))?;
+    if wanted("hooks_native")
+        || HOOK_LANGUAGES
+            .iter()
+            .any(|(l, _)| wanted(&format!("hooks_{l}")))
+    {
+        runtime.block_on(hook_benches(&cache, &wanted))?;
     }
     if wanted("plugin") {
         runtime.block_on(plugin_benches())?;

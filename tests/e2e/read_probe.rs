@@ -296,6 +296,41 @@ fn the_replay_demo_runs_without_a_key_or_network() -> TestResult {
     Ok(())
 }
 
+/// Under an address-space limit (`ulimit -v`, as some shared machines set)
+/// the instance pool cannot reserve its terabytes of address space; the
+/// run goes on with instances allocated one by one, and says so.
+#[test]
+fn a_run_under_an_address_space_limit_allocates_instances_on_demand() -> TestResult {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let template = support::carapace();
+    let mut limited = std::process::Command::new("/bin/sh");
+    limited
+        .env_clear()
+        .envs(template.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .env("RUST_LOG", "warn")
+        .current_dir(&repo)
+        // 16 GiB: room for one instance's 4 GiB reservation, not the pool's.
+        .args(["-c", "ulimit -v 16777216 && exec \"$0\" \"$@\""])
+        .arg(template.get_program())
+        .args(["-p", "Summarise the demo notes", "--model"])
+        .args([
+            "replay:examples/demo/replay.json",
+            "--output-format",
+            "json",
+        ]);
+    let output = limited.output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("allocating instances on demand"),
+        "the pool was reserved after all, so this run proves nothing: {stderr}"
+    );
+    let result: Value = serde_json::from_slice(&output.stdout)?;
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["num_turns"], 2);
+    Ok(())
+}
+
 /// Claude Code's Read input schema (descriptions aside).
 fn read_schema() -> Value {
     json!({

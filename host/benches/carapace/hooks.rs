@@ -7,11 +7,21 @@ use super::*;
 /// through the hook runtime as the loop calls it — next to a native hook
 /// run the way Claude Code runs command hooks: `/bin/sh -c` with the hook
 /// JSON on stdin.
-pub(super) async fn hook_benches(cache: &Path) -> BenchResult {
+/// The example hooks by language, with the kind of component each is;
+/// `hooks_rust` (etc.) as the bench's filter runs only that language,
+/// `hooks_native` only the native ones.
+pub(super) const HOOK_LANGUAGES: [(&str, &str); 4] = [
+    ("rust", "wasm"),
+    ("c", "wasm-command"),
+    ("python", "wasm"),
+    ("javascript", "wasm"),
+];
+
+pub(super) async fn hook_benches(cache: &Path, wanted: &dyn Fn(&str) -> bool) -> BenchResult {
     use carapace::hooks::HookRuntime;
     use carapace::hooks::{HookCommon, HookEvent, HookToolCall};
     use carapace::policy::{RuleSource, SourceKind};
-    const N: usize = 200;
+    const N: usize = 5000;
     let examples = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("..")
         .join("examples")
@@ -36,12 +46,10 @@ pub(super) async fn hook_benches(cache: &Path) -> BenchResult {
         tool_use_id: "toolu_bench".into(),
     };
     let audit = ws.join(".audit");
-    for (language, kind) in [
-        ("rust", "wasm"),
-        ("c", "wasm-command"),
-        ("python", "wasm"),
-        ("javascript", "wasm"),
-    ] {
+    for (language, kind) in HOOK_LANGUAGES {
+        if !wanted(&format!("hooks_{language}")) {
+            continue;
+        }
         let component = examples.join(format!("audit-policy-{language}.wasm"));
         if !component.exists() {
             println!(
@@ -105,6 +113,9 @@ pub(super) async fn hook_benches(cache: &Path) -> BenchResult {
     }
 
     // Native, as Claude Code runs a command hook.
+    if !wanted("hooks_native") {
+        return Ok(());
+    }
     let input =
         json!({"session_id": "bench", "transcript_path": "", "cwd": ws.display().to_string(),
         "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",

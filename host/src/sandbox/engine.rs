@@ -105,29 +105,20 @@ impl SandboxEngine {
     /// The engine `config` describes (its session fields, `guest_cwd` and
     /// `process`, are not read here).
     pub fn new(config: &SandboxConfig) -> Result<Self, SandboxError> {
-        let mut pool = PoolingAllocationConfig::new();
-        pool.total_component_instances(config.max_live_instances)
-            .total_core_instances(config.max_live_instances.saturating_mul(4))
-            .total_memories(config.max_live_instances.saturating_mul(2))
-            .total_tables(config.max_live_instances.saturating_mul(4))
-            .total_stacks(config.max_live_instances)
-            .max_memory_size(config.max_memory_bytes)
-            // A call's instance is fresh, its slot is not: resetting only
-            // the pages the last instance wrote, and keeping them mapped,
-            // spares the next instance a page fault per page it touches
-            // (most of a small call). Where the kernel cannot tell which
-            // pages were written (before Linux 6.7) the lowest pages are
-            // cleared with memset instead.
-            .pagemap_scan(wasmtime::Enabled::Auto)
-            .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
-            .table_keep_resident(KEEP_RESIDENT_BYTES / 16);
-        let mut wasm_config = Config::new();
-        wasm_config
-            .wasm_component_model(true)
-            .epoch_interruption(true)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&wasm_config)
-            .map_err(SandboxError::setup("creating the wasmtime engine"))?;
+        // The pool reserves its address space up front (terabytes of it,
+        // never touched). Where that is refused — `ulimit -v`, valgrind —
+        // instances are allocated one by one instead: each as fresh, only
+        // slower to make.
+        let engine = match Engine::new(&wasm_config(Some(pooling(config)))) {
+            Ok(engine) => engine,
+            Err(pool_error) => {
+                let engine = Engine::new(&wasm_config(None))
+                    .map_err(SandboxError::setup("creating the wasmtime engine"))?;
+                tracing::warn!(error = %format!("{pool_error:#}"),
+                    "cannot reserve the instance pool; allocating instances on demand");
+                engine
+            }
+        };
         let staging = StagingPool::new(&config.staging_parent).map_err(|source| {
             SandboxError::StagingDir {
                 dir: config.staging_parent.clone(),
@@ -451,6 +442,40 @@ fn trap_message(e: &wasmtime::Error) -> String {
         Some(trap) => trap.to_string(),
         None => format!("{e:#}"),
     }
+}
+
+/// The engine's configuration, with instances from `pool` or, without one,
+/// allocated on demand.
+fn wasm_config(pool: Option<PoolingAllocationConfig>) -> Config {
+    let mut wasm_config = Config::new();
+    wasm_config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .allocation_strategy(match pool {
+            Some(pool) => InstanceAllocationStrategy::Pooling(pool),
+            None => InstanceAllocationStrategy::OnDemand,
+        });
+    wasm_config
+}
+
+fn pooling(config: &SandboxConfig) -> PoolingAllocationConfig {
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(config.max_live_instances)
+        .total_core_instances(config.max_live_instances.saturating_mul(4))
+        .total_memories(config.max_live_instances.saturating_mul(2))
+        .total_tables(config.max_live_instances.saturating_mul(4))
+        .total_stacks(config.max_live_instances)
+        .max_memory_size(config.max_memory_bytes)
+        // A call's instance is fresh, its slot is not: resetting only the
+        // pages the last instance wrote, and keeping them mapped, spares
+        // the next instance a page fault per page it touches (most of a
+        // small call). Where the kernel cannot tell which pages were
+        // written (before Linux 6.7) the lowest pages are cleared with
+        // memset instead.
+        .pagemap_scan(wasmtime::Enabled::Auto)
+        .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+        .table_keep_resident(KEEP_RESIDENT_BYTES / 16);
+    pool
 }
 
 /// How much of each used memory slot stays mapped between instances.
