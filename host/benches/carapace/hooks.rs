@@ -21,7 +21,7 @@ pub(super) async fn hook_benches(cache: &Path, wanted: &dyn Fn(&str) -> bool) ->
     use carapace::hooks::HookRuntime;
     use carapace::hooks::{HookCommon, HookEvent, HookToolCall};
     use carapace::policy::{RuleSource, SourceKind};
-    const N: usize = 5000;
+    const N: usize = 200;
     let examples = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("..")
         .join("examples")
