@@ -86,6 +86,12 @@ fn measure(
     Ok((samples, peaks[peaks.len() / 2]))
 }
 
+/// The carapace measured: this bench's build, or the binary
+/// `CARAPACE_BENCH_BIN` names (a release build, as a user installs it).
+fn carapace_binary() -> std::ffi::OsString {
+    std::env::var_os("CARAPACE_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_carapace").into())
+}
+
 fn median(samples: &[Duration]) -> Duration {
     let mut sorted = samples.to_vec();
     sorted.sort();
@@ -95,7 +101,7 @@ fn median(samples: &[Duration]) -> Duration {
 fn compare(tree: &Path, name: &str, home: &Path, cache: &Path) -> BenchResult {
     for case in cases() {
         let (ours, our_peak) = measure(|| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_carapace"))
+            std::process::Command::new(carapace_binary())
                 .current_dir(tree)
                 .env_clear()
                 .env("HOME", home)
