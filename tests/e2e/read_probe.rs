@@ -312,12 +312,9 @@ fn a_run_under_an_address_space_limit_allocates_instances_on_demand() -> TestRes
         // 16 GiB: room for one instance's 4 GiB reservation, not the pool's.
         .args(["-c", "ulimit -v 16777216 && exec \"$0\" \"$@\""])
         .arg(template.get_program())
-        .args(["-p", "Summarise the demo notes", "--model"])
-        .args([
-            "replay:examples/demo/replay.json",
-            "--output-format",
-            "json",
-        ]);
+        .args(["-p", "Summarise the demo notes"])
+        .args(["--model", "replay:examples/demo/replay.json"])
+        .args(["--output-format", "json"]);
     let output = limited.output()?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");

@@ -2,11 +2,6 @@
 
 use super::*;
 
-/// One PreToolUse invocation of the audit policy hook of examples/hooks/
-/// (parse the call, check the command, append an audit line), per language,
-/// through the hook runtime as the loop calls it — next to a native hook
-/// run the way Claude Code runs command hooks: `/bin/sh -c` with the hook
-/// JSON on stdin.
 /// The example hooks by language, with the kind of component each is;
 /// `hooks_rust` (etc.) as the bench's filter runs only that language,
 /// `hooks_native` only the native ones.
@@ -17,6 +12,11 @@ pub(super) const HOOK_LANGUAGES: [(&str, &str); 4] = [
     ("javascript", "wasm"),
 ];
 
+/// One PreToolUse invocation of the audit policy hook of examples/hooks/
+/// (parse the call, check the command, append an audit line), per language,
+/// through the hook runtime as the loop calls it — next to a native hook
+/// run the way Claude Code runs command hooks: `/bin/sh -c` with the hook
+/// JSON on stdin.
 pub(super) async fn hook_benches(cache: &Path, wanted: &dyn Fn(&str) -> bool) -> BenchResult {
     use carapace::hooks::HookRuntime;
     use carapace::hooks::{HookCommon, HookEvent, HookToolCall};
