@@ -6,6 +6,7 @@
 use super::confine::{Root, confined};
 use super::{Cancel, SearchError, modified_ns, overrides, threads};
 use ignore::WalkState;
+use std::collections::BinaryHeap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -16,16 +17,89 @@ pub struct GlobRequest {
     /// A ripgrep glob, matched against paths relative to the root (a glob
     /// without `/` matches a name at any depth).
     pub pattern: String,
+    /// Keep only this many files, the oldest: a listing of a large tree
+    /// then costs the same memory as a small one.
+    pub limit: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GlobFile {
+    /// Always UTF-8: a name that is not is counted, not listed.
     pub path: PathBuf,
     pub modified_ns: u64,
 }
 
-/// The matching files, in no particular order.
-pub fn glob(request: &GlobRequest, cancel: &Cancel) -> Result<Vec<GlobFile>, SearchError> {
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GlobListing {
+    /// Oldest first by modification time, then by name; at most the
+    /// request's limit.
+    pub files: Vec<GlobFile>,
+    /// Every matching file, listed or not.
+    pub total: u64,
+    /// Matching files whose names are not UTF-8 (a string cannot carry
+    /// them); counted in `total`, never in `files`.
+    pub unnamed: u64,
+}
+
+/// A file as the listing orders it: oldest first, then by name's bytes
+/// (as a sort of the names as strings would).
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Oldest {
+    modified_ns: u64,
+    name: Vec<u8>,
+}
+
+/// The oldest files found so far, never more than `limit` (a max-heap: the
+/// newest kept file is the one the next older file displaces).
+struct Kept {
+    limit: usize,
+    heap: BinaryHeap<Oldest>,
+    total: u64,
+    unnamed: u64,
+}
+
+impl Kept {
+    fn offer(&mut self, path: PathBuf, modified_ns: u64) {
+        self.total += 1;
+        let Ok(name) = path.into_os_string().into_string() else {
+            self.unnamed += 1;
+            return;
+        };
+        let file = Oldest {
+            modified_ns,
+            name: name.into_bytes(),
+        };
+        if self.heap.len() < self.limit {
+            self.heap.push(file);
+        } else if self.heap.peek().is_some_and(|newest| file < *newest) {
+            self.heap.pop();
+            self.heap.push(file);
+        }
+    }
+
+    fn into_listing(self) -> GlobListing {
+        let files = self
+            .heap
+            .into_sorted_vec()
+            .into_iter()
+            .filter_map(|f| {
+                let name = String::from_utf8(f.name).ok()?;
+                Some(GlobFile {
+                    path: PathBuf::from(name),
+                    modified_ns: f.modified_ns,
+                })
+            })
+            .collect();
+        GlobListing {
+            files,
+            total: self.total,
+            unnamed: self.unnamed,
+        }
+    }
+}
+
+/// The matching files, oldest first, as many as the request keeps.
+pub fn glob(request: &GlobRequest, cancel: &Cancel) -> Result<GlobListing, SearchError> {
     let root = Root::open(&request.root)?;
     if !root.is_dir {
         return Err(SearchError::Root {
@@ -40,8 +114,13 @@ pub fn glob(request: &GlobRequest, cancel: &Cancel) -> Result<Vec<GlobFile>, Sea
         .overrides(overrides)
         .threads(threads())
         .build_parallel();
-    let found = Mutex::new(Vec::new());
-    let enforced = confined(&root, Vec::new(), |enforced| {
+    let kept = Mutex::new(Kept {
+        limit: request.limit.unwrap_or(usize::MAX),
+        heap: BinaryHeap::new(),
+        total: 0,
+        unnamed: 0,
+    });
+    confined(&root, Vec::new(), |enforced| {
         walk.run(|| {
             Box::new(|entry| {
                 if cancel.is_cancelled() {
@@ -50,28 +129,25 @@ pub fn glob(request: &GlobRequest, cancel: &Cancel) -> Result<Vec<GlobFile>, Sea
                 let Ok(entry) = entry else {
                     return WalkState::Continue;
                 };
+                // Without Landlock, a directory swapped for a link mid-walk
+                // could have been walked through: every name is checked
+                // beneath the root before it counts.
                 if entry.file_type().is_some_and(|t| t.is_file())
+                    && (enforced || root.holds(entry.path()))
                     && let Ok(meta) = entry.metadata()
-                    && let Ok(mut found) = found.lock()
+                    && let Ok(mut kept) = kept.lock()
                 {
-                    found.push(GlobFile {
-                        path: entry.into_path(),
-                        modified_ns: modified_ns(&meta),
-                    });
+                    kept.offer(entry.into_path(), modified_ns(&meta));
                 }
                 WalkState::Continue
             })
         });
-        enforced
     })?;
     if cancel.is_cancelled() {
         return Err(SearchError::Cancelled);
     }
-    let mut found = found.into_inner().unwrap_or_default();
-    // Without Landlock, a directory swapped for a link mid-walk could have
-    // been listed through it: every name is checked beneath the root.
-    if !enforced {
-        found.retain(|f| root.holds(&f.path));
-    }
-    Ok(found)
+    Ok(kept
+        .into_inner()
+        .map(Kept::into_listing)
+        .unwrap_or_default())
 }

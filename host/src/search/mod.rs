@@ -20,7 +20,7 @@ mod confine;
 mod glob;
 mod grep;
 
-pub use glob::{GlobFile, GlobRequest, glob};
+pub use glob::{GlobFile, GlobListing, GlobRequest, glob};
 pub use grep::{GrepFile, GrepLine, GrepMode, GrepOutcome, GrepRequest, grep};
 
 use std::path::PathBuf;

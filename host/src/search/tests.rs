@@ -130,10 +130,11 @@ fn links_out_of_the_tree_lead_nowhere() -> Result<(), Box<dyn std::error::Error>
         &GlobRequest {
             root: root.clone(),
             pattern: "**/*.txt".into(),
+            limit: None,
         },
         &Cancel::default(),
     )?;
-    assert!(listed.is_empty(), "{listed:?}");
+    assert!(listed.files.is_empty(), "{listed:?}");
     Ok(())
 }
 
@@ -164,9 +165,11 @@ fn glob_lists_hidden_and_ignored_files_as_claude_code_does()
             &GlobRequest {
                 root: root.clone(),
                 pattern: pattern.into(),
+                limit: None,
             },
             &Cancel::default(),
         )?
+        .files
         .into_iter()
         .map(|f| {
             f.path
@@ -186,5 +189,48 @@ fn glob_lists_hidden_and_ignored_files_as_claude_code_does()
     assert_eq!(listed("*.log")?, ["debug.log"]);
     assert!(listed("../*")?.is_empty());
     assert!(listed("**/HEAD")?.is_empty(), "the .git folder is listed");
+    Ok(())
+}
+
+#[test]
+fn a_limited_glob_keeps_the_oldest_and_counts_the_rest() -> Result<(), Box<dyn std::error::Error>> {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().canonicalize()?;
+    let epoch = std::time::UNIX_EPOCH;
+    // Ages out of name order, two alike (then ordered by name), and a name
+    // a string cannot carry.
+    let ages = [
+        ("e.rs", 50),
+        ("a.rs", 40),
+        ("d.rs", 10),
+        ("c.rs", 30),
+        ("b.rs", 30),
+    ];
+    for (name, secs) in ages {
+        let file = std::fs::File::create(root.join(name))?;
+        file.set_modified(epoch + std::time::Duration::from_secs(secs))?;
+    }
+    let odd = root.join(std::ffi::OsStr::from_bytes(b"\xff.rs"));
+    std::fs::File::create(&odd)?.set_modified(epoch)?;
+    let list = |limit| {
+        let request = GlobRequest {
+            root: root.clone(),
+            pattern: "*.rs".into(),
+            limit,
+        };
+        glob(&request, &Cancel::default())
+    };
+    let shown = |listing: &GlobListing| -> Vec<String> {
+        let name = |f: &GlobFile| f.path.file_name().map(|n| n.to_string_lossy().into_owned());
+        listing.files.iter().filter_map(name).collect()
+    };
+    let three = list(Some(3))?;
+    assert_eq!(shown(&three), ["d.rs", "b.rs", "c.rs"]);
+    assert_eq!((three.total, three.unnamed), (6, 1));
+    let all = list(None)?;
+    assert_eq!(shown(&all), ["d.rs", "b.rs", "c.rs", "a.rs", "e.rs"]);
+    assert_eq!((all.total, all.unnamed), (6, 1));
+    assert!(list(Some(0))?.files.is_empty());
     Ok(())
 }

@@ -86,23 +86,19 @@ impl Guest for GlobTool {
         let started = std::time::Instant::now();
         let call = parse(&input).map_err(CallError::InvalidInput)?;
         let root = call.root.to_string_lossy().into_owned();
-        let outcome = carapace::tool::search::glob(&root, &call.pattern).map_err(|e| {
-            match e.starts_with("invalid glob") {
+        // The host keeps the oldest (as Claude Code's `rg --sort=modified`
+        // lists them) and counts the rest.
+        let page = carapace::tool::search::glob_oldest(&root, &call.pattern, MAX_RESULTS as u32)
+            .map_err(|e| match e.starts_with("invalid glob") {
                 true => CallError::InvalidInput(e),
                 false => CallError::Failed(e),
-            }
-        })?;
-        let mut found = outcome.files;
-        // Oldest first, as Claude Code's `rg --sort=modified` lists them.
-        found.sort_by(|a, b| {
-            a.modified_ns
-                .cmp(&b.modified_ns)
-                .then_with(|| a.path.cmp(&b.path))
-        });
-        let total = found.len();
-        let filenames: Vec<String> = found
+            })?;
+        // The files a name could be given for; the others have a note.
+        let named = page.total.saturating_sub(u64::from(page.unlisted));
+        let total = usize::try_from(named).unwrap_or(usize::MAX);
+        let filenames: Vec<String> = page
+            .files
             .iter()
-            .take(MAX_RESULTS)
             .map(|f| carapace_guest_util::shown_path(call.cwd.as_deref(), &f.path))
             .collect();
         let structured = serde_json::json!({
@@ -122,7 +118,7 @@ impl Guest for GlobTool {
             ));
         }
         lines.extend(carapace_guest_util::unrepresentable_note(
-            outcome.unlisted as usize,
+            page.unlisted as usize,
         ));
         Ok(ToolOutput {
             content: vec![Content::Text(lines.join("\n"))],

@@ -11,6 +11,7 @@ mod bindings {
             "carapace:tool/process.run": async,
             "carapace:tool/search.grep": async,
             "carapace:tool/search.glob": async,
+            "carapace:tool/search.glob-oldest": async,
         },
         exports: { default: async },
     });
@@ -128,20 +129,54 @@ impl search::Host for ToolState {
     }
 
     async fn glob(&mut self, path: String, pattern: String) -> Result<search::GlobOutcome, String> {
-        let run = move |root, cancel: &crate::search::Cancel| {
-            crate::search::glob(&crate::search::GlobRequest { root, pattern }, cancel)
-        };
-        let files = super::host_impl::search(self, &path, run).await?;
-        let (named, unlisted) = utf8_named(files, |f| &f.path);
+        let page = self.list_oldest(path, pattern, None).await?;
         Ok(search::GlobOutcome {
-            files: named
+            files: page.files,
+            unlisted: page.unlisted,
+        })
+    }
+
+    async fn glob_oldest(
+        &mut self,
+        path: String,
+        pattern: String,
+        limit: u32,
+    ) -> Result<search::GlobPage, String> {
+        self.list_oldest(path, pattern, Some(limit)).await
+    }
+}
+
+impl ToolState {
+    /// Glob's files, oldest first, `limit` of them (all without one).
+    async fn list_oldest(
+        &mut self,
+        path: String,
+        pattern: String,
+        limit: Option<u32>,
+    ) -> Result<search::GlobPage, String> {
+        let run = move |root, cancel: &crate::search::Cancel| {
+            let limit = limit.map(|n| n as usize);
+            let request = crate::search::GlobRequest {
+                root,
+                pattern,
+                limit,
+            };
+            crate::search::glob(&request, cancel)
+        };
+        let listing = super::host_impl::search(self, &path, run).await?;
+        Ok(search::GlobPage {
+            files: listing
+                .files
                 .into_iter()
-                .map(|(path, f)| search::GlobFile {
-                    path,
-                    modified_ns: f.modified_ns,
+                .filter_map(|f| {
+                    Some(search::GlobFile {
+                        path: f.path.into_os_string().into_string().ok()?,
+                        modified_ns: f.modified_ns,
+                    })
                 })
                 .collect(),
-            unlisted,
+            total: listing.total,
+            unlisted: u32::try_from(listing.unnamed).unwrap_or(u32::MAX),
         })
     }
 }
