@@ -24,3 +24,4 @@ pub mod settings;
 pub mod subagents;
 pub mod tools;
 pub mod transcript;
+pub mod tui;

@@ -9,7 +9,7 @@ use crate::control::{Controller, TurnSlot};
 use crate::hooks::HookRuntime;
 use crate::hooks::{HookEvent, HookEventKind};
 use crate::model::{ContentBlock, Message, Role, cost_usd};
-use crate::output::SharedPrinter;
+use crate::output::{RunOutput, SharedPrinter};
 use crate::session::StartSource;
 use crate::transcript::Transcript;
 use std::io::Write;
@@ -62,10 +62,10 @@ pub struct SlashCommands<'a> {
 
 /// Runs print mode to the end; returns the last turn's outcome (`None` when
 /// a message stream brought no message).
-pub async fn run_print<W: Write + Send + 'static>(
+pub async fn run_print<O: RunOutput>(
     deps: &QueryDeps<'_>,
     config: &QueryConfig,
-    printer: SharedPrinter<W>,
+    printer: O,
     prompts: Prompts,
     mut print_session: PrintSession<'_>,
 ) -> Option<QueryOutcome> {
@@ -101,15 +101,15 @@ pub async fn run_print<W: Write + Send + 'static>(
 
 /// One print-mode run: the loop's dependencies and configuration, the
 /// printer, what the session brings.
-struct PrintRun<'r, 'a, W: Write + Send + 'static> {
+struct PrintRun<'r, 'a, O: RunOutput> {
     deps: &'r QueryDeps<'a>,
     config: &'r QueryConfig,
-    printer: &'r SharedPrinter<W>,
+    printer: &'r O,
     session: &'r PrintSession<'a>,
     hooks: &'r SessionHooks<'a>,
 }
 
-impl<W: Write + Send + 'static> PrintRun<'_, '_, W> {
+impl<O: RunOutput> PrintRun<'_, '_, O> {
     /// One prompt's turn, then background agents' reports, each a turn of
     /// its own, until none is pending (as a queued message would in
     /// Claude Code).
@@ -249,7 +249,7 @@ impl<W: Write + Send + 'static> PrintRun<'_, '_, W> {
         mut messages: Vec<Message>,
         text: String,
         session_context: &mut Vec<String>,
-        sink: &mut SharedPrinter<W>,
+        sink: &mut O,
     ) -> QueryOutcome {
         if let Some(instructions) = compact_command(&text).filter(|_| self.session.slash_commands) {
             return compact_now(deps, config, messages, instructions, sink).await;

@@ -335,6 +335,23 @@ pub(super) fn new_uuid() -> String {
 
 /// A printer shared by the loop and the input reader (which reports queued
 /// messages while a turn runs).
+/// Where a run's events go, told when it starts and when each turn ends:
+/// the printer, or the interactive screen.
+pub trait RunOutput: EventSink + Clone + Send + 'static {
+    fn start(&self);
+    fn finish(&self, outcome: &QueryOutcome);
+}
+
+impl<W: Write + Send + 'static> RunOutput for SharedPrinter<W> {
+    fn start(&self) {
+        SharedPrinter::start(self);
+    }
+
+    fn finish(&self, outcome: &QueryOutcome) {
+        SharedPrinter::finish(self, outcome);
+    }
+}
+
 pub struct SharedPrinter<W: Write + Send>(std::sync::Arc<std::sync::Mutex<Printer<W>>>);
 
 impl<W: Write + Send> Clone for SharedPrinter<W> {

@@ -61,6 +61,9 @@ pub enum ModeChangeBy {
     PermissionAnswer,
     /// An approved ExitPlanMode call.
     ExitPlanMode,
+    /// The person at the interactive screen (Shift+Tab, an approval's
+    /// "allow all edits").
+    User,
 }
 
 impl ModeChangeBy {
@@ -69,6 +72,7 @@ impl ModeChangeBy {
             ModeChangeBy::ControlRequest => "set_permission_mode",
             ModeChangeBy::PermissionAnswer => "the permission callback's setMode",
             ModeChangeBy::ExitPlanMode => "ExitPlanMode",
+            ModeChangeBy::User => "the user",
         }
     }
 }
@@ -150,6 +154,11 @@ impl ModeCell {
             }
         }
         Ok(())
+    }
+
+    /// Whether bypassPermissions may be reached (Shift+Tab offers it).
+    pub fn bypass_allowed(&self) -> bool {
+        self.0.bypass_allowed
     }
 
     /// Adds a listener told of every later change.

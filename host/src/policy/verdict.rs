@@ -218,6 +218,11 @@ impl Question {
     pub fn approve(self) -> Grant {
         self.on_approval
     }
+
+    /// What approving grants, said for a person.
+    pub fn grants(&self) -> Vec<String> {
+        self.on_approval.describe()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

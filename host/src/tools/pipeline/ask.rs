@@ -30,6 +30,9 @@ pub struct PromptRequest<'a> {
     /// Whether an allow rule could have answered this question (the mode's
     /// default question; not an ask rule, a protected path or a secret).
     pub rules_may_answer: bool,
+    /// What saying yes grants ("write /ws/src/main.rs", "run the command
+    /// sandbox"), as the policy decided it with the question.
+    pub grants: Vec<String>,
 }
 
 /// The SDK's answer.
@@ -45,6 +48,13 @@ pub enum PromptAnswer {
 /// `can_use_tool` callback.
 pub trait PermissionPrompter: Send + Sync {
     fn ask<'a>(&'a self, request: PromptRequest<'a>) -> BoxFuture<'a, PromptAnswer>;
+}
+
+/// The question an `Ask` puts, as the prompter is told it.
+struct Asked<'q> {
+    question: &'q str,
+    rules_may_answer: bool,
+    grants: Vec<String>,
 }
 
 /// How an `Ask` was settled.
@@ -146,10 +156,12 @@ impl ToolPipeline {
             }
             Outcome::Ask(question) => {
                 let rules_may_answer = matches!(basis.kind, BasisKind::Default | BasisKind::Mode);
-                match self
-                    .ask_notified(call, &question.text, rules_may_answer)
-                    .await
-                {
+                let asked = Asked {
+                    question: &question.text,
+                    rules_may_answer,
+                    grants: question.grants(),
+                };
+                match self.ask_notified(call, asked).await {
                     AskAnswer::Approved { updated_input } => {
                         // The audit names what asked; the decision says it
                         // was approved.
@@ -174,12 +186,8 @@ impl ToolPipeline {
         }
     }
 
-    async fn ask_notified(
-        &self,
-        call: &ToolCall,
-        question: &str,
-        rules_may_answer: bool,
-    ) -> AskAnswer {
+    async fn ask_notified(&self, call: &ToolCall, asked: Asked<'_>) -> AskAnswer {
+        let question = asked.question;
         if let Some(hooks) = self.hooks_for(HookEventKind::Notification) {
             hooks
                 .run(HookEvent::Notification {
@@ -190,7 +198,14 @@ impl ToolPipeline {
                 })
                 .await;
         }
-        if self.prompt_tool.as_deref() == Some(STDIO_PROMPT) {
+        // The SDK (`--permission-prompt-tool stdio`) or the person at the
+        // interactive screen; a prompt tool named otherwise is asked below.
+        let prompter_asks = match self.prompt_tool.as_deref() {
+            Some(STDIO_PROMPT) => true,
+            Some(_) => false,
+            None => self.prompter.get().is_some(),
+        };
+        if prompter_asks {
             let Some(prompter) = self.prompter.get() else {
                 return AskAnswer::Refused(format!(
                     "{question} The permission prompt is the SDK (stdio), which is not connected."
@@ -199,7 +214,8 @@ impl ToolPipeline {
             let request = PromptRequest {
                 call,
                 question,
-                rules_may_answer,
+                rules_may_answer: asked.rules_may_answer,
+                grants: asked.grants,
             };
             return match prompter.ask(request).await {
                 PromptAnswer::Allow { updated_input } => AskAnswer::Approved { updated_input },

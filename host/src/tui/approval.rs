@@ -1,0 +1,354 @@
+//! The question a call puts to the person at the screen: which tool,
+//! its input in a readable form (the command; the file and its diff),
+//! what saying yes grants, and Claude Code's three answers — once; and
+//! don't ask again (a rule for this session or saved to the project's
+//! local settings, or, for edits, the acceptEdits mode); no, with what to
+//! do instead. Keys 1/2/3, arrows and Enter, Tab for where a rule is kept,
+//! Esc to refuse.
+
+use super::cells::{edit_diff, summary};
+use super::text::wrap;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+/// What "don't ask again" would add.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlwaysAllow {
+    /// An allow rule, as settings write it (`Bash(cargo test:*)`).
+    Rule(String),
+    /// Edits: the acceptEdits mode for the rest of the session.
+    AcceptEdits,
+}
+
+/// Where a rule the user adds is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleScope {
+    Session,
+    /// `.carapace/settings.local.json` of the project.
+    LocalSettings,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    pub tool: String,
+    pub input: Value,
+    /// Why it asks (the policy's question).
+    pub question: String,
+    /// What approving grants, as the policy decided it.
+    pub grants: Vec<String>,
+    pub always: AlwaysAllow,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalChoice {
+    Once,
+    Always(AlwaysAllow, RuleScope),
+    /// No; with what to do instead, when the user wrote it (without, the
+    /// turn stops and waits).
+    Refuse(Option<String>),
+}
+
+#[derive(Debug)]
+pub struct ApprovalPrompt {
+    pub request: ApprovalRequest,
+    selected: usize,
+    scope: RuleScope,
+    /// Being typed after choosing 3.
+    feedback: Option<String>,
+}
+
+impl ApprovalPrompt {
+    pub fn new(request: ApprovalRequest) -> Self {
+        Self {
+            request,
+            selected: 0,
+            scope: RuleScope::Session,
+            feedback: None,
+        }
+    }
+
+    /// A key while the prompt is open; `Some` once it is answered.
+    pub fn key(&mut self, key: KeyEvent) -> Option<ApprovalChoice> {
+        if let Some(feedback) = &mut self.feedback {
+            match key.code {
+                KeyCode::Enter => {
+                    let text = feedback.trim().to_string();
+                    return Some(ApprovalChoice::Refuse((!text.is_empty()).then_some(text)));
+                }
+                KeyCode::Esc => return Some(ApprovalChoice::Refuse(None)),
+                KeyCode::Backspace => {
+                    feedback.pop();
+                }
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    feedback.push(c)
+                }
+                _ => {}
+            }
+            return None;
+        }
+        match key.code {
+            KeyCode::Char('1') | KeyCode::Char('y') => return Some(ApprovalChoice::Once),
+            KeyCode::Char('2') => return Some(self.always()),
+            KeyCode::Char('3') | KeyCode::Char('n') => self.feedback = Some(String::new()),
+            KeyCode::Esc => return Some(ApprovalChoice::Refuse(None)),
+            KeyCode::Up => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Down => self.selected = (self.selected + 1).min(2),
+            KeyCode::Tab if matches!(self.request.always, AlwaysAllow::Rule(_)) => {
+                self.scope = match self.scope {
+                    RuleScope::Session => RuleScope::LocalSettings,
+                    RuleScope::LocalSettings => RuleScope::Session,
+                }
+            }
+            KeyCode::Enter => match self.selected {
+                0 => return Some(ApprovalChoice::Once),
+                1 => return Some(self.always()),
+                _ => self.feedback = Some(String::new()),
+            },
+            _ => {}
+        }
+        None
+    }
+
+    /// Text pasted while the feedback is being typed.
+    pub fn paste(&mut self, text: &str) {
+        if let Some(feedback) = &mut self.feedback {
+            feedback.push_str(&text.replace(['\r', '\n'], " "));
+        }
+    }
+
+    fn always(&self) -> ApprovalChoice {
+        ApprovalChoice::Always(self.request.always.clone(), self.scope)
+    }
+
+    pub fn render(&self, width: usize) -> Vec<Line<'static>> {
+        let request = &self.request;
+        let accent = Style::new().fg(Color::Cyan);
+        let bold = Style::new().add_modifier(Modifier::BOLD);
+        let dim = Style::new().add_modifier(Modifier::DIM);
+        let mut rows = vec![Line::styled("─".repeat(width), accent)];
+        let title = format!("{} wants to {}", request.tool, action(&request.tool));
+        rows.extend(wrap(&Line::styled(title, bold), width, "  "));
+        let mut body: Vec<Line<'static>> = match edit_diff(&request.tool, &request.input) {
+            Some(diff) => {
+                let mut body = vec![Line::raw(summary(&request.tool, &request.input))];
+                body.extend(diff);
+                body
+            }
+            None => vec![Line::raw(summary(&request.tool, &request.input))],
+        };
+        if !request.question.is_empty() {
+            body.push(Line::styled(request.question.clone(), dim));
+        }
+        if !request.grants.is_empty() {
+            body.push(Line::styled(
+                format!("Grants: {}", request.grants.join(", ")),
+                dim,
+            ));
+        }
+        for line in body {
+            let mut spans = vec![Span::raw("  ")];
+            spans.extend(line.spans);
+            rows.extend(wrap(&Line::from(spans), width, "  "));
+        }
+        rows.push(Line::raw("Do you want to proceed?"));
+        for (i, label) in self.labels().into_iter().enumerate() {
+            let chosen = i == self.selected && self.feedback.is_none();
+            let lead = if chosen { "❯ " } else { "  " };
+            let style = if chosen { accent } else { Style::new() };
+            rows.extend(wrap(
+                &Line::styled(format!("{lead}{}. {label}", i + 1), style),
+                width,
+                "     ",
+            ));
+        }
+        if let Some(feedback) = &self.feedback {
+            rows.push(Line::styled(
+                "What should carapace do instead? (Enter to send, Esc to just refuse)",
+                bold,
+            ));
+            rows.extend(wrap(&Line::raw(format!("> {feedback}")), width, "  "));
+        }
+        rows
+    }
+
+    fn labels(&self) -> [String; 3] {
+        let always = match &self.request.always {
+            AlwaysAllow::AcceptEdits => {
+                "Yes, allow all edits during this session (shift+tab)".to_string()
+            }
+            AlwaysAllow::Rule(rule) => match self.scope {
+                RuleScope::Session => format!(
+                    "Yes, and don't ask again for {rule} this session (tab: save for this project)"
+                ),
+                RuleScope::LocalSettings => format!(
+                    "Yes, and don't ask again for {rule}, saved to .carapace/settings.local.json (tab: this session only)"
+                ),
+            },
+        };
+        [
+            "Yes".to_string(),
+            always,
+            "No, and tell carapace what to do differently (esc)".to_string(),
+        ]
+    }
+}
+
+fn action(tool: &str) -> &'static str {
+    match tool {
+        "Bash" => "run a command",
+        "Edit" | "MultiEdit" => "edit a file",
+        "Write" => "write a file",
+        "NotebookEdit" => "edit a notebook",
+        "WebFetch" => "fetch a page",
+        "WebSearch" => "search the web",
+        "ExitPlanMode" => "leave plan mode and start",
+        _ => "be used",
+    }
+}
+
+/// What "don't ask again" offers for a call: the edit mode for edits; a
+/// command prefix for a simple command (`cargo test:*`), the exact
+/// command for a compound one; the domain for a fetch; the tool
+/// otherwise.
+pub fn always_allow(tool: &str, input: &Value) -> AlwaysAllow {
+    let field = |name: &str| input.get(name).and_then(Value::as_str);
+    match tool {
+        "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => AlwaysAllow::AcceptEdits,
+        "Bash" => match field("command") {
+            Some(command) => AlwaysAllow::Rule(format!("Bash({})", command_rule(command))),
+            None => AlwaysAllow::Rule("Bash".into()),
+        },
+        "WebFetch" => match field("url").and_then(|u| reqwest::Url::parse(u).ok()) {
+            Some(url) if url.host_str().is_some() => AlwaysAllow::Rule(format!(
+                "WebFetch(domain:{})",
+                url.host_str().unwrap_or_default()
+            )),
+            _ => AlwaysAllow::Rule("WebFetch".into()),
+        },
+        _ => AlwaysAllow::Rule(tool.to_string()),
+    }
+}
+
+/// A command's rule specifier: its first word, and its second when that
+/// is a subcommand (`git status`), as a prefix; a compound command, one
+/// with redirections or substitutions, exactly as written.
+fn command_rule(command: &str) -> String {
+    let command = command.trim();
+    let plain_word = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+    };
+    let special = ['|', '&', ';', '>', '<', '`', '$', '(', ')', '\n', '*', '?'];
+    if command.contains(special) {
+        return command.to_string();
+    }
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let prefix = match words.as_slice() {
+        [first, second, ..]
+            if plain_word(first)
+                && plain_word(second)
+                && !second.starts_with('-')
+                && !second.contains('/') =>
+        {
+            format!("{first} {second}")
+        }
+        [first, ..] if plain_word(first) => first.to_string(),
+        _ => return command.to_string(),
+    };
+    format!("{prefix}:*")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::text::plain;
+    use serde_json::json;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn bash(command: &str) -> ApprovalRequest {
+        let input = json!({"command": command});
+        ApprovalRequest {
+            tool: "Bash".into(),
+            always: always_allow("Bash", &input),
+            input,
+            question: "Bash needs approval in default mode.".into(),
+            grants: vec!["run the command sandbox: writes to /ws, no network".into()],
+        }
+    }
+
+    #[test]
+    fn rules_offered_for_commands() {
+        let rule = |c: &str| match always_allow("Bash", &json!({"command": c})) {
+            AlwaysAllow::Rule(rule) => rule,
+            other => format!("{other:?}"),
+        };
+        assert_eq!(rule("cargo test --all"), "Bash(cargo test:*)");
+        assert_eq!(rule("ls -la src"), "Bash(ls:*)");
+        assert_eq!(rule("rm -rf target && ls"), "Bash(rm -rf target && ls)");
+        assert_eq!(always_allow("Edit", &json!({})), AlwaysAllow::AcceptEdits);
+        assert_eq!(
+            always_allow("WebFetch", &json!({"url": "https://docs.rs/x"})),
+            AlwaysAllow::Rule("WebFetch(domain:docs.rs)".into())
+        );
+    }
+
+    #[test]
+    fn keys_answer_as_numbered() {
+        let mut prompt = ApprovalPrompt::new(bash("cargo test"));
+        assert_eq!(
+            prompt.key(key(KeyCode::Char('1'))),
+            Some(ApprovalChoice::Once)
+        );
+        let mut prompt = ApprovalPrompt::new(bash("cargo test"));
+        assert_eq!(prompt.key(key(KeyCode::Tab)), None);
+        assert_eq!(
+            prompt.key(key(KeyCode::Char('2'))),
+            Some(ApprovalChoice::Always(
+                AlwaysAllow::Rule("Bash(cargo test:*)".into()),
+                RuleScope::LocalSettings
+            ))
+        );
+        let mut prompt = ApprovalPrompt::new(bash("cargo test"));
+        prompt.key(key(KeyCode::Down));
+        prompt.key(key(KeyCode::Down));
+        assert_eq!(
+            prompt.key(key(KeyCode::Enter)),
+            None,
+            "3 asks what to do instead"
+        );
+        for c in "use nextest".chars() {
+            prompt.key(key(KeyCode::Char(c)));
+        }
+        assert_eq!(
+            prompt.key(key(KeyCode::Enter)),
+            Some(ApprovalChoice::Refuse(Some("use nextest".into())))
+        );
+        let mut prompt = ApprovalPrompt::new(bash("cargo test"));
+        assert_eq!(
+            prompt.key(key(KeyCode::Esc)),
+            Some(ApprovalChoice::Refuse(None))
+        );
+    }
+
+    #[test]
+    fn the_prompt_shows_the_command_what_it_grants_and_the_options() {
+        let prompt = ApprovalPrompt::new(bash("cargo test --all"));
+        insta::assert_snapshot!("approval_bash", plain(&prompt.render(72)));
+        let input =
+            json!({"file_path": "/ws/src/main.rs", "old_string": "a\nb\n", "new_string": "a\nc\n"});
+        let edit = ApprovalPrompt::new(ApprovalRequest {
+            tool: "Edit".into(),
+            always: always_allow("Edit", &input),
+            input,
+            question: String::new(),
+            grants: vec!["write /ws/src/main.rs".into()],
+        });
+        insta::assert_snapshot!("approval_edit", plain(&edit.render(72)));
+    }
+}

@@ -1,0 +1,340 @@
+//! What the screen shows of a session, one cell per thing that happened:
+//! the user's prompt, the answer (markdown), thinking (folded), each tool
+//! call with its state and duration, its diff or output's tail, notices.
+//! A cell renders to rows for a width; finished cells go to the
+//! terminal's scrollback and are never drawn again.
+
+use super::markdown;
+use super::text::wrap;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+use std::time::Duration;
+
+/// A tool call's state, as its line shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolState {
+    Running,
+    Done,
+    /// The policy, a hook or the user refused it.
+    Refused,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCell {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+    pub state: ToolState,
+    pub duration: Option<Duration>,
+    /// The result's text (or the refusal's reason).
+    pub output: String,
+    /// A child agent's call: shown indented under its Agent call.
+    pub nested: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeLevel {
+    Info,
+    Warning,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    User(String),
+    Answer(String),
+    Thinking(String),
+    Tool(ToolCell),
+    Notice(NoticeLevel, String),
+}
+
+const DIM: Style = Style::new().add_modifier(Modifier::DIM);
+/// Rows of a tool's output shown under its line.
+const OUTPUT_ROWS: usize = 5;
+
+impl Cell {
+    /// The cell as rows at most `width` columns wide.
+    pub fn render(&self, width: usize) -> Vec<Line<'static>> {
+        match self {
+            Cell::User(text) => {
+                prefixed(text, "> ", Style::new().add_modifier(Modifier::BOLD), width)
+            }
+            Cell::Answer(text) => {
+                let mut rows = markdown::render(text, width.saturating_sub(2));
+                for (i, row) in rows.iter_mut().enumerate() {
+                    let lead = if i == 0 { "⏺ " } else { "  " };
+                    row.spans.insert(0, Span::raw(lead));
+                }
+                rows
+            }
+            Cell::Thinking(text) => {
+                let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
+                let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                let summary = format!("✻ Thinking ({lines} line{}): {first}", plural(lines));
+                let style = DIM.add_modifier(Modifier::ITALIC);
+                let mut rows = wrap(&Line::styled(summary, style), width, "  ");
+                rows.truncate(2);
+                rows
+            }
+            Cell::Tool(tool) => tool.render(width),
+            Cell::Notice(level, text) => {
+                let style = match level {
+                    NoticeLevel::Info => DIM,
+                    NoticeLevel::Warning => Style::new().fg(Color::Yellow),
+                    NoticeLevel::Error => Style::new().fg(Color::Red),
+                };
+                prefixed(text, "  ", style, width)
+            }
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Each line of `text` wrapped, the first row led by `lead`.
+fn prefixed(text: &str, lead: &str, style: Style, width: usize) -> Vec<Line<'static>> {
+    let indent = " ".repeat(super::text::width(lead));
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let head = if i == 0 { lead } else { indent.as_str() };
+        let line = Line::from(vec![Span::styled(format!("{head}{line}"), style)]);
+        rows.extend(wrap(&line, width, &indent));
+    }
+    if rows.is_empty() {
+        rows.push(Line::styled(lead.to_string(), style));
+    }
+    rows
+}
+
+impl ToolCell {
+    fn render(&self, width: usize) -> Vec<Line<'static>> {
+        let (glyph, color) = match self.state {
+            ToolState::Running => ("◌", Color::Yellow),
+            ToolState::Done => ("⏺", Color::Green),
+            ToolState::Refused => ("⊘", Color::Yellow),
+            ToolState::Failed => ("✗", Color::Red),
+        };
+        let indent = if self.nested { "    " } else { "" };
+        let state = match (self.state, self.duration) {
+            (ToolState::Running, _) => " running…".to_string(),
+            (ToolState::Refused, _) => " refused".to_string(),
+            (ToolState::Failed, Some(d)) => format!(" failed · {}", duration(d)),
+            (ToolState::Failed, None) => " failed".to_string(),
+            (ToolState::Done, Some(d)) => format!(" · {}", duration(d)),
+            (ToolState::Done, None) => String::new(),
+        };
+        let head = Line::from(vec![
+            Span::raw(indent.to_string()),
+            Span::styled(format!("{glyph} "), Style::new().fg(color)),
+            Span::styled(self.name.clone(), Style::new().add_modifier(Modifier::BOLD)),
+            Span::raw(format!("({})", summary(&self.name, &self.input))),
+            Span::styled(state, DIM),
+        ]);
+        let body_indent = format!("{indent}  ⎿  ");
+        let mut rows = wrap(&head, width, &format!("{indent}  "));
+        let body = self.body();
+        let pad = " ".repeat(super::text::width(&body_indent));
+        for (i, line) in body.into_iter().enumerate() {
+            let lead = if i == 0 {
+                body_indent.clone()
+            } else {
+                pad.clone()
+            };
+            let mut spans = vec![Span::styled(lead, DIM)];
+            spans.extend(line.spans);
+            rows.extend(wrap(&Line::from(spans), width, &pad));
+        }
+        rows
+    }
+
+    /// What shows under the call's line: a diff for an edit, the tail of
+    /// a command's output, the first lines of anything else.
+    fn body(&self) -> Vec<Line<'static>> {
+        if self.state == ToolState::Running {
+            return Vec::new();
+        }
+        if self.state == ToolState::Done
+            && let Some(diff) = edit_diff(&self.name, &self.input)
+        {
+            return diff;
+        }
+        let style = match self.state {
+            ToolState::Failed => Style::new().fg(Color::Red),
+            ToolState::Refused => Style::new().fg(Color::Yellow),
+            _ => DIM,
+        };
+        let lines: Vec<&str> = self.output.lines().collect();
+        let shown: Vec<&str> = if self.name == "Bash" {
+            lines[lines.len().saturating_sub(OUTPUT_ROWS)..].to_vec()
+        } else {
+            lines.iter().take(OUTPUT_ROWS).copied().collect()
+        };
+        let mut body: Vec<Line<'static>> = shown
+            .iter()
+            .map(|l| Line::styled(clip(l, 400), style))
+            .collect();
+        let more = lines.len() - shown.len();
+        if more > 0 && self.name == "Bash" {
+            let note = format!("… {more} earlier line{}", plural(more));
+            body.insert(0, Line::styled(note, DIM));
+        } else if more > 0 {
+            body.push(Line::styled(
+                format!("… {more} more line{}", plural(more)),
+                DIM,
+            ));
+        }
+        if body.is_empty() && self.state == ToolState::Done {
+            body.push(Line::styled("(no output)", DIM));
+        }
+        body
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+pub fn duration(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else if d < Duration::from_secs(60) {
+        format!("{:.1}s", d.as_secs_f64())
+    } else {
+        format!("{}m {}s", d.as_secs() / 60, d.as_secs() % 60)
+    }
+}
+
+/// The input said in a few words: the command, the file, the pattern.
+pub fn summary(tool: &str, input: &Value) -> String {
+    let field = |name: &str| input.get(name).and_then(Value::as_str);
+    let text = match tool {
+        "Bash" => field("command").map(str::to_string),
+        "Read" | "Write" | "Edit" | "MultiEdit" => field("file_path").map(str::to_string),
+        "NotebookEdit" => field("notebook_path").map(str::to_string),
+        "Glob" | "Grep" => field("pattern").map(|p| match field("path") {
+            Some(path) => format!("{p} in {path}"),
+            None => p.to_string(),
+        }),
+        "WebFetch" => field("url").map(str::to_string),
+        "WebSearch" => field("query").map(str::to_string),
+        "Agent" | "Task" => field("description").map(str::to_string),
+        _ => None,
+    };
+    let text = text.unwrap_or_else(|| match input {
+        Value::Object(map) if map.is_empty() => String::new(),
+        other => other.to_string(),
+    });
+    clip(&text.replace('\n', " ⏎ "), 160)
+}
+
+/// An Edit's or Write's change as diff rows, from its input.
+pub fn edit_diff(tool: &str, input: &Value) -> Option<Vec<Line<'static>>> {
+    let field = |name: &str| input.get(name).and_then(Value::as_str);
+    let (old, new) = match tool {
+        "Edit" => (field("old_string")?, field("new_string")?),
+        "Write" => ("", field("content")?),
+        _ => return None,
+    };
+    Some(diff_rows(old, new))
+}
+
+/// Lines removed and added, each marked and coloured, with a line of
+/// context around each change.
+pub fn diff_rows(old: &str, new: &str) -> Vec<Line<'static>> {
+    use similar::{ChangeTag, TextDiff};
+    let diff = TextDiff::from_lines(old, new);
+    let mut rows = Vec::new();
+    for group in diff.grouped_ops(1) {
+        for op in group {
+            for change in diff.iter_changes(&op) {
+                let text = change.value().trim_end_matches('\n').to_string();
+                let (mark, style) = match change.tag() {
+                    ChangeTag::Delete => ("- ", Style::new().fg(Color::Red)),
+                    ChangeTag::Insert => ("+ ", Style::new().fg(Color::Green)),
+                    ChangeTag::Equal => ("  ", DIM),
+                };
+                rows.push(Line::styled(format!("{mark}{text}"), style));
+            }
+        }
+    }
+    const MAX_DIFF_ROWS: usize = 40;
+    if rows.len() > MAX_DIFF_ROWS {
+        let more = rows.len() - MAX_DIFF_ROWS;
+        rows.truncate(MAX_DIFF_ROWS);
+        rows.push(Line::styled(
+            format!("… {more} more line{}", plural(more)),
+            DIM,
+        ));
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::text::plain;
+    use serde_json::json;
+
+    fn tool(name: &str, input: Value, state: ToolState, output: &str) -> Cell {
+        Cell::Tool(ToolCell {
+            id: "toolu_1".into(),
+            name: name.into(),
+            input,
+            state,
+            duration: Some(Duration::from_millis(1234)),
+            output: output.into(),
+            nested: false,
+        })
+    }
+
+    #[test]
+    fn a_tool_line_for_each_state() {
+        let bash =
+            |state, output: &str| tool("Bash", json!({"command": "cargo test"}), state, output);
+        let output = (1..=8)
+            .map(|n| format!("line {n}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let rows: Vec<String> = [
+            bash(ToolState::Running, ""),
+            bash(ToolState::Done, &output),
+            bash(ToolState::Refused, "Permission to use Bash was denied."),
+            bash(ToolState::Failed, "exit status 101"),
+        ]
+        .iter()
+        .map(|c| plain(&c.render(60)))
+        .collect();
+        insta::assert_snapshot!("tool_lines", rows.join("\n---\n"));
+    }
+
+    #[test]
+    fn an_edit_shows_its_diff() {
+        let edit = tool(
+            "Edit",
+            json!({"file_path": "/ws/src/main.rs", "old_string": "fn main() {\n    println!(\"hi\");\n}", "new_string": "fn main() {\n    println!(\"hello\");\n}"}),
+            ToolState::Done,
+            "The file was updated.",
+        );
+        insta::assert_snapshot!("edit_diff", plain(&edit.render(60)));
+    }
+
+    #[test]
+    fn answers_and_notices_wrap_to_narrow_terminals() {
+        let answer = Cell::Answer(
+            "A **long** answer that has to wrap at forty columns, with `code`.".into(),
+        );
+        let error = Cell::Notice(NoticeLevel::Error, "API Error: 529 overloaded".into());
+        let rows = [answer.render(40), error.render(40)].concat();
+        for row in &rows {
+            assert!(crate::tui::text::line_width(row) <= 40, "{row:?}");
+        }
+        insta::assert_snapshot!("answer_and_error_at_40", plain(&rows));
+    }
+}
