@@ -8,6 +8,7 @@
 
 mod context;
 mod flags;
+mod interactive;
 mod plugin;
 pub mod print;
 mod sdk;
@@ -48,6 +49,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Plugin { action }) => plugin::plugin(action, &paths()?).await,
         Some(Command::Tool { action }) => plugin::tool_call(action.into(), paths()?).await,
         Some(Command::Mcp { action }) => mcp_serve(action, paths()?).await,
+        None if interactive::wanted(&cli) => interactive::run(cli).await,
         None => print_mode(cli).await,
     }
 }

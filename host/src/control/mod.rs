@@ -20,7 +20,7 @@ pub mod turn;
 pub mod usage;
 
 pub use mcp::SdkMcpLine;
-pub use prompt::SdkPrompter;
+pub use prompt::{NETWORK_ACCESS, SdkPrompter};
 pub use session::{
     AgentAdder, SessionControl, SkillsControl, TaskStopper, TurnSlot, mode_status_line,
 };

@@ -1,0 +1,450 @@
+//! The interactive screen's state and what changes it: the session's
+//! events (the answer streaming, calls starting and ending, questions,
+//! turns ending) and the person's keys. An explicit state machine: the
+//! screen is idle, running a turn, or asking; a key means something
+//! according to which.
+
+use crate::agent::{AgentEvent, Terminal, ToolCallResult};
+use crate::model::{ContentBlock, StreamEvent};
+use crate::policy::PermissionMode;
+use crate::tui::approval::{ApprovalChoice, ApprovalPrompt, ApprovalRequest};
+use crate::tui::cells::{Cell, NoticeLevel, ToolCell, ToolState};
+use crate::tui::input::Composer;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// What reaches the screen from the session.
+pub enum UiEvent {
+    Agent(AgentEvent),
+    TurnEnded(TurnSummary),
+    Ask(ApprovalRequest, oneshot::Sender<ApprovalChoice>),
+    Mode(PermissionMode),
+    Notice(String),
+}
+
+/// A turn's end, as the screen reports it.
+#[derive(Debug, Clone)]
+pub struct TurnSummary {
+    pub terminal: Terminal,
+    pub cost_usd: f64,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+}
+
+/// Where the screen is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Idle,
+    /// A turn runs, since then.
+    Running(Instant),
+}
+
+/// What a key asks of the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    None,
+    Submit(String),
+    Interrupt,
+    Exit,
+    CycleMode,
+}
+
+/// What the status line shows.
+#[derive(Debug, Clone, Default)]
+pub struct Status {
+    pub model: String,
+    pub mode: Option<PermissionMode>,
+    /// The context the last request sent, in tokens.
+    pub context_tokens: u64,
+    pub cost_usd: f64,
+}
+
+pub struct App {
+    pub phase: Phase,
+    pub status: Status,
+    pub composer: Composer,
+    /// Cells finished since the last frame (to go to the scrollback).
+    finished: Vec<Cell>,
+    /// The answer streaming now.
+    streaming: String,
+    thinking: bool,
+    /// Calls started and not yet ended, with when they started.
+    running: Vec<(ToolCell, Instant)>,
+    asking: Option<(ApprovalPrompt, oneshot::Sender<ApprovalChoice>)>,
+    /// Questions waiting behind the one shown.
+    waiting: Vec<(ApprovalRequest, oneshot::Sender<ApprovalChoice>)>,
+    /// A first Ctrl-C on an empty prompt, waiting for the second.
+    exit_armed: Option<Instant>,
+    /// Messages sent while a turn ran, not yet taken by it.
+    queued: usize,
+}
+
+const EXIT_WINDOW: Duration = Duration::from_secs(2);
+
+impl App {
+    pub fn new(status: Status, composer: Composer) -> Self {
+        Self {
+            phase: Phase::Idle,
+            status,
+            composer,
+            finished: Vec::new(),
+            streaming: String::new(),
+            thinking: false,
+            running: Vec::new(),
+            asking: None,
+            waiting: Vec::new(),
+            exit_armed: None,
+            queued: 0,
+        }
+    }
+
+    /// A cell straight to the scrollback.
+    pub fn say(&mut self, cell: Cell) {
+        self.finished.push(cell);
+    }
+
+    /// The user's message, sent: shown, and the screen is running (or it
+    /// waits for the running turn to take it).
+    pub fn sent(&mut self, text: &str) {
+        self.finished.push(Cell::User(text.to_string()));
+        match self.phase {
+            Phase::Idle => self.phase = Phase::Running(Instant::now()),
+            Phase::Running(_) => self.queued += 1,
+        }
+    }
+
+    pub fn on_event(&mut self, event: UiEvent) {
+        match event {
+            UiEvent::Agent(event) => self.on_agent(event, false),
+            UiEvent::TurnEnded(summary) => self.turn_ended(summary),
+            UiEvent::Ask(request, answer) => match self.asking {
+                None => self.asking = Some((ApprovalPrompt::new(request), answer)),
+                Some(_) => self.waiting.push((request, answer)),
+            },
+            UiEvent::Mode(mode) => self.status.mode = Some(mode),
+            UiEvent::Notice(text) => self.say(Cell::Notice(NoticeLevel::Warning, text)),
+        }
+    }
+
+    fn on_agent(&mut self, event: AgentEvent, nested: bool) {
+        match event {
+            AgentEvent::Partial(event) if !nested => self.on_stream(event),
+            AgentEvent::AssistantBlock { block, usage, .. } => {
+                if !nested {
+                    self.status.context_tokens = usage.input_tokens
+                        + usage.cache_read_input_tokens
+                        + usage.cache_creation_input_tokens
+                        + usage.output_tokens;
+                }
+                self.on_block(block, nested);
+            }
+            AgentEvent::ToolResult(result) => self.tool_ended(result),
+            AgentEvent::PermissionDenied(denial) => {
+                if let Some((tool, _)) = self.running.iter_mut().find(|(t, _)| t.id == denial.tool_use_id) {
+                    tool.state = ToolState::Refused;
+                }
+            }
+            AgentEvent::Child { event, .. } => self.on_agent(*event, true),
+            AgentEvent::Tombstone { tool_use_ids, reason, .. } => {
+                self.running.retain(|(t, _)| !tool_use_ids.contains(&t.id));
+                self.streaming.clear();
+                self.say(Cell::Notice(NoticeLevel::Warning, format!("(the partial answer was discarded: {reason})")));
+            }
+            other if !nested => self.on_notice(other),
+            _ => {}
+        }
+    }
+
+    fn on_stream(&mut self, event: StreamEvent) {
+        match event {
+            StreamEvent::ContentBlockStart { content_block, .. } => {
+                self.thinking = content_block["type"] == "thinking";
+            }
+            StreamEvent::ContentBlockDelta { delta, .. } => {
+                if let Some(text) = delta["text"].as_str() {
+                    self.streaming.push_str(text);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_block(&mut self, block: ContentBlock, nested: bool) {
+        match block {
+            ContentBlock::Text { text } if !nested => {
+                self.streaming.clear();
+                if !text.trim().is_empty() {
+                    self.say(Cell::Answer(text));
+                }
+            }
+            ContentBlock::Thinking { thinking, .. } if !nested => {
+                self.thinking = false;
+                self.say(Cell::Thinking(thinking));
+            }
+            ContentBlock::ToolUse { id, name, input } => {
+                let tool = ToolCell {
+                    id,
+                    name,
+                    input,
+                    state: ToolState::Running,
+                    duration: None,
+                    output: String::new(),
+                    nested,
+                };
+                self.running.push((tool, Instant::now()));
+            }
+            _ => {}
+        }
+    }
+
+    fn tool_ended(&mut self, result: ToolCallResult) {
+        let Some(at) = self.running.iter().position(|(t, _)| t.id == result.tool_use_id) else {
+            return;
+        };
+        let (mut tool, started) = self.running.remove(at);
+        tool.duration = Some(started.elapsed());
+        tool.state = match (tool.state, result.is_error) {
+            (ToolState::Refused, _) => ToolState::Refused,
+            (_, _) if result.denial.is_some() => ToolState::Refused,
+            (_, true) => ToolState::Failed,
+            (_, false) => ToolState::Done,
+        };
+        tool.output = result.content.text();
+        self.say(Cell::Tool(tool));
+    }
+
+    /// Events that are said as a line of their own.
+    fn on_notice(&mut self, event: AgentEvent) {
+        let (level, text) = match event {
+            AgentEvent::ApiRetry { attempt, max_retries, delay, error_status, .. } => {
+                let status = error_status.map(|s| format!(" ({s})")).unwrap_or_default();
+                (NoticeLevel::Warning, format!("The API failed{status}; retrying in {:.0}s (attempt {attempt} of {max_retries})", delay.as_secs_f64()))
+            }
+            AgentEvent::ModelFallback { from, to, .. } => (NoticeLevel::Warning, format!("{from} failed; {to} takes over")),
+            AgentEvent::Warning { message } => (NoticeLevel::Warning, message),
+            AgentEvent::Informational { content, level, .. } => {
+                let level = if level == "warning" { NoticeLevel::Warning } else { NoticeLevel::Info };
+                (level, content)
+            }
+            AgentEvent::SyntheticUser { text } => (NoticeLevel::Info, text),
+            AgentEvent::LocalAnswer { text } => {
+                self.say(Cell::Answer(text));
+                return;
+            }
+            AgentEvent::Error { message, .. } => (NoticeLevel::Error, message),
+            AgentEvent::CompactBoundary { pre_tokens, post_tokens, .. } => (
+                NoticeLevel::Info,
+                format!("The conversation was compacted ({pre_tokens} → {post_tokens} tokens)."),
+            ),
+            AgentEvent::TaskStarted { description, .. } => (NoticeLevel::Info, format!("Background agent started: {description}")),
+            AgentEvent::TaskNotification { status, summary, .. } => (NoticeLevel::Info, format!("Background agent {status}: {summary}")),
+            AgentEvent::CommandLifecycle { state: crate::agent::CommandState::Started, .. } => {
+                self.queued = self.queued.saturating_sub(1);
+                return;
+            }
+            _ => return,
+        };
+        self.say(Cell::Notice(level, text));
+    }
+
+    fn turn_ended(&mut self, summary: TurnSummary) {
+        self.status.cost_usd += summary.cost_usd;
+        self.streaming.clear();
+        self.thinking = false;
+        for (mut tool, started) in std::mem::take(&mut self.running) {
+            tool.state = ToolState::Failed;
+            tool.duration = Some(started.elapsed());
+            tool.output = "(interrupted)".into();
+            self.say(Cell::Tool(tool));
+        }
+        match summary.terminal {
+            Terminal::AbortedStreaming | Terminal::AbortedTools => self.say(Cell::Notice(
+                NoticeLevel::Warning,
+                "Interrupted · what should carapace do instead?".into(),
+            )),
+            _ => {
+                if let Some(error) = summary.error {
+                    self.say(Cell::Notice(NoticeLevel::Error, error));
+                }
+            }
+        }
+        self.phase = match self.queued {
+            0 => Phase::Idle,
+            _ => Phase::Running(Instant::now()),
+        };
+    }
+}
+
+impl App {
+    /// A key: the question's while one is open, else the prompt's.
+    pub fn on_key(&mut self, key: KeyEvent) -> Action {
+        if let Some((prompt, _)) = &mut self.asking {
+            if let Some(choice) = prompt.key(key)
+                && let Some((_, answer)) = self.asking.take()
+            {
+                let _ = answer.send(choice);
+                if !self.waiting.is_empty() {
+                    let (request, answer) = self.waiting.remove(0);
+                    self.asking = Some((ApprovalPrompt::new(request), answer));
+                }
+            }
+            return Action::None;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if !(ctrl && key.code == KeyCode::Char('c')) {
+            self.exit_armed = None;
+        }
+        match key.code {
+            KeyCode::Char('c') if ctrl => return self.ctrl_c(),
+            KeyCode::Char('d') if ctrl && self.composer.is_empty() => return Action::Exit,
+            KeyCode::Esc if matches!(self.phase, Phase::Running(_)) => return Action::Interrupt,
+            KeyCode::BackTab => return Action::CycleMode,
+            KeyCode::Enter if key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) => {
+                self.composer.insert('\n')
+            }
+            KeyCode::Char('j') if ctrl => self.composer.insert('\n'),
+            KeyCode::Enter => {
+                return match self.composer.enter() {
+                    Some(text) if !text.trim().is_empty() => Action::Submit(text),
+                    _ => Action::None,
+                };
+            }
+            _ => self.edit(key, ctrl),
+        }
+        Action::None
+    }
+
+    fn edit(&mut self, key: KeyEvent, ctrl: bool) {
+        let composer = &mut self.composer;
+        match key.code {
+            KeyCode::Char('a') if ctrl => composer.home(),
+            KeyCode::Char('e') if ctrl => composer.end(),
+            KeyCode::Char('u') if ctrl => composer.kill_line(),
+            KeyCode::Char(c) if !ctrl => composer.insert(c),
+            KeyCode::Backspace => composer.backspace(),
+            KeyCode::Delete => composer.delete(),
+            KeyCode::Left => composer.left(),
+            KeyCode::Right => composer.right(),
+            KeyCode::Home => composer.home(),
+            KeyCode::End => composer.end(),
+            KeyCode::Up => composer.up(),
+            KeyCode::Down => composer.down(),
+            KeyCode::Tab => composer.insert(' '),
+            _ => {}
+        }
+    }
+
+    /// Ctrl-C clears the prompt; on an empty prompt, twice exits.
+    fn ctrl_c(&mut self) -> Action {
+        if !self.composer.is_empty() {
+            self.composer.clear();
+            return Action::None;
+        }
+        match self.exit_armed {
+            Some(at) if at.elapsed() < EXIT_WINDOW => Action::Exit,
+            _ => {
+                self.exit_armed = Some(Instant::now());
+                Action::None
+            }
+        }
+    }
+
+    pub fn on_paste(&mut self, text: &str) {
+        match &mut self.asking {
+            Some((prompt, _)) => prompt.paste(text),
+            None => self.composer.paste(text),
+        }
+    }
+
+    /// Ends every open question with a refusal (the screen is closing).
+    pub fn refuse_all(&mut self) {
+        if let Some((_, answer)) = self.asking.take() {
+            let _ = answer.send(ApprovalChoice::Refuse(None));
+        }
+        for (_, answer) in self.waiting.drain(..) {
+            let _ = answer.send(ApprovalChoice::Refuse(None));
+        }
+    }
+}
+
+/// A frame: rows for the scrollback, the live area's rows, and where the
+/// cursor goes among them.
+pub struct Frame {
+    pub finished: Vec<Line<'static>>,
+    pub live: Vec<Line<'static>>,
+    pub cursor: Option<(usize, usize)>,
+}
+
+impl App {
+    pub fn frame(&mut self, width: usize, color: bool) -> Frame {
+        let mut finished = Vec::new();
+        for cell in self.finished.drain(..) {
+            finished.extend(cell.render(width));
+            finished.push(Line::default());
+        }
+        let mut live = Vec::new();
+        if self.thinking && self.streaming.is_empty() {
+            live.push(Line::styled("✻ Thinking…", Style::new().add_modifier(Modifier::DIM | Modifier::ITALIC)));
+        } else if !self.streaming.is_empty() && !self.thinking {
+            live.extend(Cell::Answer(self.streaming.clone()).render(width));
+        }
+        for (tool, started) in &self.running {
+            let mut shown = tool.clone();
+            shown.duration = Some(started.elapsed());
+            live.extend(Cell::Tool(shown).render(width));
+        }
+        if !live.is_empty() {
+            live.push(Line::default());
+        }
+        let cursor = match &self.asking {
+            Some((prompt, _)) => {
+                live.extend(prompt.render(width));
+                None
+            }
+            None => {
+                let rule = Style::new().add_modifier(Modifier::DIM);
+                live.push(Line::styled("─".repeat(width), rule));
+                let placeholder = if self.queued > 0 { "(queued; type more or wait)" } else { "" };
+                let (rows, (row, column)) = self.composer.render(width, placeholder);
+                let at = live.len();
+                live.extend(rows);
+                live.push(Line::styled("─".repeat(width), rule));
+                Some((at + row, column))
+            }
+        };
+        live.push(self.status_line(color));
+        Frame { finished, live, cursor }
+    }
+
+    fn status_line(&self, color: bool) -> Line<'static> {
+        let mode = self.status.mode.map(|m| m.as_str()).unwrap_or("default");
+        let mut parts = vec![self.status.model.clone(), mode.to_string()];
+        if self.status.context_tokens > 0 {
+            parts.push(format!("{} tokens", thousands(self.status.context_tokens)));
+        }
+        parts.push(format!("${:.4}", self.status.cost_usd));
+        if let Phase::Running(since) = self.phase {
+            parts.push(format!("working {}s · esc to interrupt", since.elapsed().as_secs()));
+        }
+        if self.exit_armed.is_some() {
+            parts.push("press Ctrl-C again to exit".into());
+        }
+        let style = match (color, self.status.mode) {
+            (true, Some(PermissionMode::AcceptEdits)) => Style::new().fg(Color::Magenta),
+            (true, Some(PermissionMode::Plan)) => Style::new().fg(Color::Cyan),
+            (true, Some(PermissionMode::BypassPermissions)) => Style::new().fg(Color::Red),
+            _ => Style::new().add_modifier(Modifier::DIM),
+        };
+        Line::styled(format!("  {}", parts.join(" · ")), style)
+    }
+}
+
+fn thousands(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        _ => format!("{:.1}k", n as f64 / 1000.0),
+    }
+}

@@ -1,0 +1,173 @@
+//! What the screen does itself: the slash commands that read or change
+//! the session rather than ask the model (`/help`, `/status`, `/cost`,
+//! `/model`, `/permissions`, `/mcp`, `/agents`, `/plugins`, `/exit`),
+//! Shift+Tab's modes, and the prompts typed before, kept per project.
+//! Every other `/name` goes to the turns, as in print mode: `/compact`,
+//! the skills and custom commands, and an unknown name answered there.
+
+use super::app::App;
+use crate::policy::{ModeChangeBy, PermissionMode, RuleKind};
+use crate::session::{Session, SessionPaths};
+use crate::tui::cells::{Cell, NoticeLevel};
+use std::io::Write;
+use std::path::PathBuf;
+
+pub enum Local {
+    /// Answered here.
+    Done,
+    Exit,
+    /// For the turns.
+    NotLocal,
+}
+
+const HELP: &str = "\
+Type a message and press Enter; Shift+Enter (or \\ then Enter) starts a new line.
+Esc interrupts the turn · Shift+Tab changes the mode · Up/Down walk earlier prompts
+Ctrl-C clears the prompt (twice on an empty prompt exits) · Ctrl-D exits
+
+/help         this
+/status       the session: id, model, mode, working directory
+/cost         what the session has spent
+/model [NAME] the model, or change it for the next turns
+/permissions  the rules deciding calls
+/mcp          MCP servers and their state
+/agents       the agent types the Agent tool offers
+/plugins      installed plugins
+/compact [INSTRUCTIONS]  summarise the conversation to free context
+/exit         leave (the session can be resumed)";
+
+/// `text` if it is a command the screen answers.
+pub fn local(session: &Session, app: &mut App, text: &str) -> Local {
+    let Some(command) = text.trim().strip_prefix('/') else {
+        return Local::NotLocal;
+    };
+    let (name, argument) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
+    let argument = argument.trim();
+    let answer = match name {
+        "exit" | "quit" => return Local::Exit,
+        "help" => HELP.to_string(),
+        "status" => format!(
+            "Session {}\nModel {}\nMode {}\nWorking directory {}",
+            session.id,
+            app.status.model,
+            session.mode().as_str(),
+            session.paths.cwd.display()
+        ),
+        "cost" => format!("This session has cost ${:.4} so far.", app.status.cost_usd),
+        "model" => model(session, app, argument),
+        "permissions" => permissions(session),
+        "mcp" => listed("MCP servers", session.mcp_status().iter().map(|s| {
+            let error = s["error"].as_str().map(|e| format!(": {e}")).unwrap_or_default();
+            format!("{} — {}{error}", s["name"].as_str().unwrap_or("?"), s["status"].as_str().unwrap_or("?"))
+        })),
+        "agents" => listed("Agent types", session.agents.iter().map(|a| format!("{} — {}", a.name, a.description))),
+        "plugins" => listed("Plugins", session.plugins.iter().map(|p| {
+            format!("{} — {}", p["name"].as_str().unwrap_or("?"), p["status"].as_str().unwrap_or("?"))
+        })),
+        _ => return Local::NotLocal,
+    };
+    app.say(Cell::User(text.to_string()));
+    app.say(Cell::Notice(NoticeLevel::Info, answer));
+    Local::Done
+}
+
+fn listed(title: &str, items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.map(|i| format!("  {i}")).collect();
+    match items.is_empty() {
+        true => format!("{title}: none"),
+        false => format!("{title}:\n{}", items.join("\n")),
+    }
+}
+
+fn model(session: &Session, app: &mut App, name: &str) -> String {
+    let Some(run) = &session.run else {
+        return "This session has no model.".into();
+    };
+    if name.is_empty() {
+        return format!("The model is {}. `/model NAME` changes it for the next turns.", app.status.model);
+    }
+    if let Ok(mut current) = run.model_name.lock() {
+        *current = name.to_string();
+    }
+    app.status.model = name.to_string();
+    format!("The next turns use {name}.")
+}
+
+fn permissions(session: &Session) -> String {
+    let policy = session.pipeline.policy();
+    let mut lines = vec![format!("Mode: {}", policy.mode().as_str())];
+    for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
+        let rules: Vec<String> = policy
+            .rules()
+            .iter()
+            .filter(|r| r.kind == kind)
+            .map(|r| format!("  {} ({})", r.text, r.source.describe()))
+            .collect();
+        if !rules.is_empty() {
+            lines.push(format!("{kind:?}:"));
+            lines.extend(rules);
+        }
+    }
+    if lines.len() == 1 {
+        lines.push("No rules: every call the mode does not allow is asked.".into());
+    }
+    lines.join("\n")
+}
+
+/// Shift+Tab: default → acceptEdits → plan (→ bypassPermissions, when the
+/// session may reach it) → default.
+pub fn cycle_mode(session: &Session, app: &mut App) {
+    let cell = session.pipeline.policy().mode_cell().clone();
+    let next = match cell.get() {
+        PermissionMode::Default => PermissionMode::AcceptEdits,
+        PermissionMode::AcceptEdits => PermissionMode::Plan,
+        PermissionMode::Plan if cell.bypass_allowed() => PermissionMode::BypassPermissions,
+        _ => PermissionMode::Default,
+    };
+    match cell.change(next, ModeChangeBy::User) {
+        Ok(()) => app.status.mode = Some(next),
+        Err(refused) => app.say(Cell::Notice(NoticeLevel::Warning, refused.to_string())),
+    }
+}
+
+/// The prompts typed in one project, oldest first, in
+/// `~/.carapace/prompt-history/<project>.txt` (one JSON string a line).
+pub struct PromptHistory {
+    path: PathBuf,
+}
+
+/// How many earlier prompts Up reaches.
+const KEPT: usize = 200;
+
+impl PromptHistory {
+    pub fn for_project(paths: &SessionPaths) -> Self {
+        let name: String = paths
+            .cwd
+            .display()
+            .to_string()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        Self {
+            path: paths.config_dir.join("prompt-history").join(format!("{name}.txt")),
+        }
+    }
+
+    pub fn load(&self) -> Vec<String> {
+        let Ok(text) = std::fs::read_to_string(&self.path) else {
+            return Vec::new();
+        };
+        let all: Vec<String> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        all[all.len().saturating_sub(KEPT)..].to_vec()
+    }
+
+    /// Remembers a prompt; a history that cannot be written is only a
+    /// lost convenience, said in the log.
+    pub fn append(&self, text: &str) {
+        let line = serde_json::Value::String(text.to_string()).to_string();
+        let written = crate::files::open_append(&self.path).and_then(|mut f| writeln!(f, "{line}"));
+        if let Err(e) = written {
+            tracing::debug!(error = %e, path = %self.path.display(), "the prompt history was not written");
+        }
+    }
+}

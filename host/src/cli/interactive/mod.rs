@@ -1,0 +1,242 @@
+//! `carapace` in a terminal: the interactive screen. The session is built
+//! from the same flags as print mode and runs the same turns (print
+//! mode's stream of user messages, so typing while a turn runs queues the
+//! message and the loop takes it between tool batches); its events come
+//! to the screen, its questions are asked there, and the person's keys
+//! send prompts, interrupt, change the mode and answer.
+
+mod app;
+mod commands;
+mod prompter;
+
+pub use app::UiEvent;
+
+use super::print::{PrintSession, Prompts, SlashCommands, run_print};
+use super::{Cli, check_flags, print_warnings, session_builder};
+use crate::agent::{AgentEvent, EventSink, QueryOutcome, QueuedInput};
+use crate::control::TurnSlot;
+use crate::output::RunOutput;
+use crate::session::{Session, SessionAsker, SessionOutput};
+use crate::tui::screen::Screen;
+use crate::tui::terminal::TerminalGuard;
+use anyhow::{Context, bail};
+use app::{Action, App, Status, TurnSummary};
+use crossterm::event::{Event, EventStream, KeyEventKind};
+use futures::StreamExt;
+use std::process::ExitCode;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Whether `carapace` with these flags opens the screen: no `-p`, text
+/// input, and a terminal on both ends.
+pub fn wanted(cli: &Cli) -> bool {
+    use std::io::IsTerminal;
+    !cli.print
+        && cli.input_format == super::InputFormat::Text
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+}
+
+/// The session's events and turn ends, sent to the screen.
+#[derive(Clone)]
+struct ScreenOutput(mpsc::UnboundedSender<UiEvent>);
+
+impl EventSink for ScreenOutput {
+    fn emit(&mut self, event: AgentEvent) {
+        let _ = self.0.send(UiEvent::Agent(event));
+    }
+}
+
+impl RunOutput for ScreenOutput {
+    fn start(&self) {}
+
+    fn finish(&self, outcome: &QueryOutcome) {
+        let error = outcome.is_error().then(|| {
+            outcome
+                .error
+                .as_ref()
+                .map(|e| e.message.clone())
+                .unwrap_or_else(|| outcome.result.clone())
+        });
+        let _ = self.0.send(UiEvent::TurnEnded(TurnSummary {
+            terminal: outcome.terminal,
+            cost_usd: outcome.cost_usd,
+            error,
+        }));
+    }
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    check_flags(&cli)?;
+    if cli.permission_prompt_tool.is_some() {
+        bail!("--permission-prompt-tool is for print mode: the interactive screen asks you itself");
+    }
+    let session = session_builder(&cli, false)?.build().await?;
+    print_warnings(&session);
+    let Some(run) = &session.run else {
+        bail!("the session was built without a model");
+    };
+    let (ui, events) = mpsc::unbounded_channel();
+    let output = ScreenOutput(ui.clone());
+    let prompter = Arc::new(prompter::ScreenPrompter::new(
+        ui.clone(),
+        session.pipeline.clone(),
+        &session.paths.cwd,
+    ));
+    let mode_ui = ui.clone();
+    session.start(SessionOutput {
+        events: Box::new(output.clone()),
+        mode_changes: Some(Box::new(move |mode| {
+            let _ = mode_ui.send(UiEvent::Mode(mode));
+        })),
+        asker: Some(SessionAsker {
+            calls: prompter.clone(),
+            hosts: prompter,
+        }),
+    });
+    let Some(deps) = session.deps(true) else {
+        bail!("the session was built without a model");
+    };
+    let turn = TurnSlot::default();
+    let print_session = PrintSession {
+        hooks: Some(session.hooks.as_ref()),
+        history: session.history.clone(),
+        source: session.source,
+        transcript: session.transcript.as_deref(),
+        turn: Some(turn.clone()),
+        model: Some(run.model_name.clone()),
+        overrides: None,
+        meter: None,
+        checkpoints: session.checkpoints.clone(),
+        slash_commands: !cli.disable_slash_commands,
+        commands: (!cli.disable_slash_commands).then_some(SlashCommands {
+            pipeline: &session.pipeline,
+        }),
+        notifications: None,
+    };
+    let history = commands::PromptHistory::for_project(&session.paths);
+    let status = Status {
+        model: run.config.model.clone(),
+        mode: Some(session.mode()),
+        ..Status::default()
+    };
+    let mut app = App::new(status, crate::tui::input::Composer::with_history(history.load()));
+    if let Some(prompt) = cli.prompt.clone().filter(|p| !p.trim().is_empty()) {
+        send(&session, &mut app, &history, prompt);
+    }
+    let guard = TerminalGuard::take().context("taking the terminal")?;
+    let screen = ScreenLoop {
+        session: &session,
+        turn: &turn,
+        history: &history,
+    };
+    let runner = run_print(&deps, &run.config, output, Prompts::Stream(session.queue.clone()), print_session);
+    let (_, shown) = tokio::join!(runner, screen.run(app, events));
+    drop(guard);
+    session.shutdown().await;
+    shown?;
+    println!("Resume this session with: carapace --resume {}", session.id);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The user's message to the session: remembered, shown, queued.
+fn send(session: &Session, app: &mut App, history: &commands::PromptHistory, text: String) {
+    history.append(&text);
+    app.sent(&text);
+    session.queue.push(QueuedInput {
+        uuid: uuid::Uuid::new_v4().to_string(),
+        text,
+    });
+}
+
+struct ScreenLoop<'a> {
+    session: &'a Session,
+    turn: &'a TurnSlot,
+    history: &'a commands::PromptHistory,
+}
+
+impl ScreenLoop<'_> {
+    /// Draws and takes keys until the person leaves (or SIGTERM); then
+    /// ends the session's turns: the queue closes, a running turn is
+    /// interrupted, open questions are refused.
+    async fn run(&self, mut app: App, mut events: mpsc::UnboundedReceiver<UiEvent>) -> anyhow::Result<()> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let size = crossterm::terminal::size().context("reading the terminal's size")?;
+        let mut screen = Screen::new(std::io::stdout(), color, size);
+        let mut keys = EventStream::new();
+        let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+        let mut hangup = signal(SignalKind::hangup()).context("listening for SIGHUP")?;
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+        let outcome = loop {
+            let frame = app.frame(screen.width(), color);
+            screen.draw(&frame.finished, &frame.live, frame.cursor)?;
+            let action = tokio::select! {
+                Some(event) = events.recv() => {
+                    app.on_event(event);
+                    while let Ok(event) = events.try_recv() {
+                        app.on_event(event);
+                    }
+                    Action::None
+                }
+                key = keys.next() => match key {
+                    Some(Ok(event)) => self.terminal_event(&mut app, &mut screen, event),
+                    Some(Err(e)) => break Err(anyhow::Error::new(e).context("reading the terminal")),
+                    None => Action::Exit,
+                },
+                _ = terminate.recv() => Action::Exit,
+                _ = hangup.recv() => Action::Exit,
+                _ = tick.tick() => Action::None,
+            };
+            if self.act(&mut app, action) {
+                break Ok(());
+            }
+        };
+        app.refuse_all();
+        self.session.queue.close();
+        self.turn.interrupt();
+        let frame = app.frame(screen.width(), color);
+        screen.draw(&frame.finished, &[], None)?;
+        screen.leave()?;
+        outcome
+    }
+
+    fn terminal_event(&self, app: &mut App, screen: &mut Screen<std::io::Stdout>, event: Event) -> Action {
+        match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => app.on_key(key),
+            Event::Paste(text) => {
+                app.on_paste(&text);
+                Action::None
+            }
+            Event::Resize(width, height) => {
+                screen.resize((width, height));
+                Action::None
+            }
+            _ => Action::None,
+        }
+    }
+
+    /// Does what a key asked; true when the screen is to close.
+    fn act(&self, app: &mut App, action: Action) -> bool {
+        match action {
+            Action::None => false,
+            Action::Exit => true,
+            Action::Interrupt => {
+                self.turn.interrupt();
+                false
+            }
+            Action::CycleMode => {
+                commands::cycle_mode(self.session, app);
+                false
+            }
+            Action::Submit(text) => match commands::local(self.session, app, &text) {
+                commands::Local::Done => false,
+                commands::Local::Exit => true,
+                commands::Local::NotLocal => {
+                    send(self.session, app, self.history, text);
+                    false
+                }
+            },
+        }
+    }
+}

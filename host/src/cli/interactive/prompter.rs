@@ -1,0 +1,203 @@
+//! The policy's questions put to the person at the screen. Each question
+//! waits for its answer (nothing is granted meanwhile); "don't ask again"
+//! becomes an allow rule the policy itself applies from then on — kept
+//! for the session, or saved to the project's `.carapace/settings.local.json`
+//! too — or, for edits, the acceptEdits mode. A refusal with what to do
+//! instead goes back to the model as the call's result.
+
+use super::UiEvent;
+use crate::policy::{ModeChangeBy, PermissionMode, Rule, RuleKind, RuleSource, SourceKind};
+use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest, ToolPipeline};
+use crate::tui::approval::{
+    AlwaysAllow, ApprovalChoice, ApprovalRequest, RuleScope, always_allow,
+};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, oneshot};
+
+/// What a refused call's result says, as Claude Code words it.
+const REFUSED: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file).";
+
+pub struct ScreenPrompter {
+    ui: mpsc::UnboundedSender<UiEvent>,
+    pipeline: Arc<ToolPipeline>,
+    /// `.carapace/settings.local.json` of the project.
+    local_settings: PathBuf,
+    /// The allow rules added from the screen, as written.
+    added: Mutex<Vec<String>>,
+}
+
+impl ScreenPrompter {
+    pub fn new(
+        ui: mpsc::UnboundedSender<UiEvent>,
+        pipeline: Arc<ToolPipeline>,
+        project: &std::path::Path,
+    ) -> Self {
+        Self {
+            ui,
+            pipeline,
+            local_settings: project.join(".carapace").join("settings.local.json"),
+            added: Mutex::default(),
+        }
+    }
+
+    /// Puts the question on the screen and waits; a screen that has gone
+    /// refuses.
+    async fn ask_screen(&self, request: ApprovalRequest) -> ApprovalChoice {
+        let (answer, answered) = oneshot::channel();
+        if self.ui.send(UiEvent::Ask(request, answer)).is_err() {
+            return ApprovalChoice::Refuse(None);
+        }
+        answered.await.unwrap_or(ApprovalChoice::Refuse(None))
+    }
+
+    /// "Don't ask again": the rule joins the policy (and the settings
+    /// file when asked), or the mode changes. What could not be done is
+    /// said on the screen; the call itself is approved either way.
+    fn remember(&self, always: AlwaysAllow, scope: RuleScope) {
+        let outcome = match always {
+            AlwaysAllow::AcceptEdits => self
+                .pipeline
+                .policy()
+                .mode_cell()
+                .change(PermissionMode::AcceptEdits, ModeChangeBy::User)
+                .map_err(|e| e.to_string()),
+            AlwaysAllow::Rule(rule) => self.add_rule(&rule, scope),
+        };
+        if let Err(problem) = outcome {
+            let _ = self.ui.send(UiEvent::Notice(format!("The choice was not kept: {problem}")));
+        }
+    }
+
+    fn add_rule(&self, text: &str, scope: RuleScope) -> Result<(), String> {
+        let anchors = self.pipeline.policy().anchors();
+        let source = RuleSource {
+            kind: SourceKind::Local,
+            file: (scope == RuleScope::LocalSettings).then(|| self.local_settings.clone()),
+        };
+        Rule::parse(text, RuleKind::Allow, source.clone(), &anchors).map_err(|e| e.to_string())?;
+        let texts = {
+            let mut added = self.added.lock().map_err(|_| "the rules are unusable")?;
+            added.push(text.to_string());
+            added.clone()
+        };
+        let rules = texts
+            .iter()
+            .filter_map(|t| Rule::parse(t, RuleKind::Allow, source.clone(), &anchors).ok())
+            .collect();
+        self.pipeline.set_flag_rules(rules);
+        if scope == RuleScope::LocalSettings {
+            save_allow_rule(&self.local_settings, text)
+                .map_err(|e| format!("{} could not be written: {e}", self.local_settings.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Adds `rule` to `permissions.allow` of a settings file, keeping all
+/// else it holds; a file that is not a JSON object is left alone.
+fn save_allow_rule(path: &std::path::Path, rule: &str) -> std::io::Result<()> {
+    let mut settings: Value = match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map_err(std::io::Error::other)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
+        Err(e) => return Err(e),
+    };
+    let Some(object) = settings.as_object_mut() else {
+        return Err(std::io::Error::other("it does not hold a JSON object"));
+    };
+    let permissions = object.entry("permissions").or_insert_with(|| json!({}));
+    let Some(permissions) = permissions.as_object_mut() else {
+        return Err(std::io::Error::other("its `permissions` is not an object"));
+    };
+    let allow = permissions.entry("allow").or_insert_with(|| json!([]));
+    let Some(allow) = allow.as_array_mut() else {
+        return Err(std::io::Error::other("its `permissions.allow` is not a list"));
+    };
+    if !allow.iter().any(|r| r == rule) {
+        allow.push(json!(rule));
+    }
+    let text = serde_json::to_string_pretty(&settings).map_err(std::io::Error::other)?;
+    crate::files::write(path, format!("{text}\n").as_bytes())
+}
+
+impl PermissionPrompter for ScreenPrompter {
+    fn ask<'a>(&'a self, request: PromptRequest<'a>) -> BoxFuture<'a, PromptAnswer> {
+        Box::pin(async move {
+            let call = request.call;
+            let question = ApprovalRequest {
+                tool: call.name.clone(),
+                always: always_allow(&call.name, &call.input),
+                input: call.input.clone(),
+                question: request.question.to_string(),
+                grants: request.grants.clone(),
+            };
+            match self.ask_screen(question).await {
+                ApprovalChoice::Once => PromptAnswer::Allow { updated_input: None },
+                ApprovalChoice::Always(always, scope) => {
+                    self.remember(always, scope);
+                    PromptAnswer::Allow { updated_input: None }
+                }
+                ApprovalChoice::Refuse(Some(instead)) => PromptAnswer::Deny {
+                    message: format!("{REFUSED} The user said what to do instead: {instead}"),
+                    interrupt: false,
+                },
+                ApprovalChoice::Refuse(None) => PromptAnswer::Deny {
+                    message: format!(
+                        "{REFUSED} STOP what you are doing and wait for the user to tell you how to proceed."
+                    ),
+                    interrupt: true,
+                },
+            }
+        })
+    }
+}
+
+/// A command's connection to a host no rule names: asked on the screen;
+/// "don't ask again" adds the host's WebFetch domain rule.
+impl crate::sandbox::egress::EgressAsker for ScreenPrompter {
+    fn allow_host<'a>(&'a self, host: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let question = ApprovalRequest {
+                tool: crate::control::NETWORK_ACCESS.into(),
+                input: json!({"host": host}),
+                question: format!("A command wants to connect to {host}, which no rule names."),
+                grants: vec![format!("connect to {host}")],
+                always: AlwaysAllow::Rule(format!("WebFetch(domain:{host})")),
+            };
+            match self.ask_screen(question).await {
+                ApprovalChoice::Once => true,
+                ApprovalChoice::Always(always, scope) => {
+                    self.remember(always, scope);
+                    true
+                }
+                ApprovalChoice::Refuse(_) => false,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_saved_rule_joins_what_the_file_held() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join(".carapace/settings.local.json");
+        std::fs::create_dir_all(dir.path().join(".carapace"))?;
+        std::fs::write(&path, r#"{"model": "x", "permissions": {"deny": ["Read(.env)"]}}"#)?;
+        save_allow_rule(&path, "Bash(cargo test:*)")?;
+        save_allow_rule(&path, "Bash(cargo test:*)")?;
+        let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+        assert_eq!(
+            saved,
+            json!({"model": "x", "permissions": {"deny": ["Read(.env)"], "allow": ["Bash(cargo test:*)"]}})
+        );
+        std::fs::write(&path, "[1]")?;
+        assert!(save_allow_rule(&path, "Bash").is_err());
+        assert_eq!(std::fs::read_to_string(&path)?, "[1]");
+        Ok(())
+    }
+}
