@@ -5,7 +5,7 @@
 //! is erased and drawn again below them, in one synchronized update so
 //! the terminal never shows half a frame.
 
-use super::text::{line_width, to_ansi};
+use super::text::{fit, line_width, to_ansi};
 use ratatui::text::Line;
 use std::io::Write;
 
@@ -68,12 +68,15 @@ impl<W: Write> Screen<W> {
         }
         frame.push_str("\r\x1b[J");
         for row in finished {
-            frame.push_str(&to_ansi(row, self.color));
+            frame.push_str(&to_ansi(&fit(row, self.width()), self.color));
             frame.push_str("\r\n");
         }
         let room = self.height().saturating_sub(1).max(1);
         let skipped = live.len().saturating_sub(room);
-        let shown = &live[skipped..];
+        let shown: Vec<Line<'static>> = live[skipped..]
+            .iter()
+            .map(|l| fit(l, self.width()))
+            .collect();
         for (i, row) in shown.iter().enumerate() {
             if i > 0 {
                 frame.push_str("\r\n");

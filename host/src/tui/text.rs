@@ -116,6 +116,29 @@ fn to_line(chars: Vec<(char, Style)>, base: Style) -> Line<'static> {
     Line::from(spans)
 }
 
+/// `line` cut to `width` columns (a row the terminal would otherwise wrap
+/// onto a row the screen does not know of).
+pub fn fit(line: &Line<'_>, width: usize) -> Line<'static> {
+    let mut spans = Vec::new();
+    let mut used = 0;
+    for span in &line.spans {
+        let mut text = String::new();
+        for c in span.content.chars() {
+            let w = c.width().unwrap_or(0);
+            if used + w > width {
+                break;
+            }
+            used += w;
+            text.push(c);
+        }
+        spans.push(Span::styled(text, span.style));
+        if used >= width {
+            break;
+        }
+    }
+    Line::from(spans).style(line.style)
+}
+
 /// Writes `line` with the terminal's escape codes for its styles (colours
 /// left out when `color` is false, as `NO_COLOR` asks), ending reset.
 pub fn to_ansi(line: &Line<'_>, color: bool) -> String {

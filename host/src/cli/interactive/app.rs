@@ -143,15 +143,26 @@ impl App {
             }
             AgentEvent::ToolResult(result) => self.tool_ended(result),
             AgentEvent::PermissionDenied(denial) => {
-                if let Some((tool, _)) = self.running.iter_mut().find(|(t, _)| t.id == denial.tool_use_id) {
+                if let Some((tool, _)) = self
+                    .running
+                    .iter_mut()
+                    .find(|(t, _)| t.id == denial.tool_use_id)
+                {
                     tool.state = ToolState::Refused;
                 }
             }
             AgentEvent::Child { event, .. } => self.on_agent(*event, true),
-            AgentEvent::Tombstone { tool_use_ids, reason, .. } => {
+            AgentEvent::Tombstone {
+                tool_use_ids,
+                reason,
+                ..
+            } => {
                 self.running.retain(|(t, _)| !tool_use_ids.contains(&t.id));
                 self.streaming.clear();
-                self.say(Cell::Notice(NoticeLevel::Warning, format!("(the partial answer was discarded: {reason})")));
+                self.say(Cell::Notice(
+                    NoticeLevel::Warning,
+                    format!("(the partial answer was discarded: {reason})"),
+                ));
             }
             other if !nested => self.on_notice(other),
             _ => {}
@@ -201,7 +212,11 @@ impl App {
     }
 
     fn tool_ended(&mut self, result: ToolCallResult) {
-        let Some(at) = self.running.iter().position(|(t, _)| t.id == result.tool_use_id) else {
+        let Some(at) = self
+            .running
+            .iter()
+            .position(|(t, _)| t.id == result.tool_use_id)
+        else {
             return;
         };
         let (mut tool, started) = self.running.remove(at);
@@ -219,14 +234,33 @@ impl App {
     /// Events that are said as a line of their own.
     fn on_notice(&mut self, event: AgentEvent) {
         let (level, text) = match event {
-            AgentEvent::ApiRetry { attempt, max_retries, delay, error_status, .. } => {
+            AgentEvent::ApiRetry {
+                attempt,
+                max_retries,
+                delay,
+                error_status,
+                ..
+            } => {
                 let status = error_status.map(|s| format!(" ({s})")).unwrap_or_default();
-                (NoticeLevel::Warning, format!("The API failed{status}; retrying in {:.0}s (attempt {attempt} of {max_retries})", delay.as_secs_f64()))
+                (
+                    NoticeLevel::Warning,
+                    format!(
+                        "The API failed{status}; retrying in {:.0}s (attempt {attempt} of {max_retries})",
+                        delay.as_secs_f64()
+                    ),
+                )
             }
-            AgentEvent::ModelFallback { from, to, .. } => (NoticeLevel::Warning, format!("{from} failed; {to} takes over")),
+            AgentEvent::ModelFallback { from, to, .. } => (
+                NoticeLevel::Warning,
+                format!("{from} failed; {to} takes over"),
+            ),
             AgentEvent::Warning { message } => (NoticeLevel::Warning, message),
             AgentEvent::Informational { content, level, .. } => {
-                let level = if level == "warning" { NoticeLevel::Warning } else { NoticeLevel::Info };
+                let level = if level == "warning" {
+                    NoticeLevel::Warning
+                } else {
+                    NoticeLevel::Info
+                };
                 (level, content)
             }
             AgentEvent::SyntheticUser { text } => (NoticeLevel::Info, text),
@@ -235,13 +269,28 @@ impl App {
                 return;
             }
             AgentEvent::Error { message, .. } => (NoticeLevel::Error, message),
-            AgentEvent::CompactBoundary { pre_tokens, post_tokens, .. } => (
+            AgentEvent::CompactBoundary {
+                pre_tokens,
+                post_tokens,
+                ..
+            } => (
                 NoticeLevel::Info,
                 format!("The conversation was compacted ({pre_tokens} → {post_tokens} tokens)."),
             ),
-            AgentEvent::TaskStarted { description, .. } => (NoticeLevel::Info, format!("Background agent started: {description}")),
-            AgentEvent::TaskNotification { status, summary, .. } => (NoticeLevel::Info, format!("Background agent {status}: {summary}")),
-            AgentEvent::CommandLifecycle { state: crate::agent::CommandState::Started, .. } => {
+            AgentEvent::TaskStarted { description, .. } => (
+                NoticeLevel::Info,
+                format!("Background agent started: {description}"),
+            ),
+            AgentEvent::TaskNotification {
+                status, summary, ..
+            } => (
+                NoticeLevel::Info,
+                format!("Background agent {status}: {summary}"),
+            ),
+            AgentEvent::CommandLifecycle {
+                state: crate::agent::CommandState::Started,
+                ..
+            } => {
                 self.queued = self.queued.saturating_sub(1);
                 return;
             }
@@ -283,8 +332,12 @@ impl App {
     pub fn on_key(&mut self, key: KeyEvent) -> Action {
         if let Some((prompt, _)) = &mut self.asking {
             if let Some(choice) = prompt.key(key)
-                && let Some((_, answer)) = self.asking.take()
+                && let Some((prompt, answer)) = self.asking.take()
             {
+                self.say(Cell::Notice(
+                    NoticeLevel::Info,
+                    answered(&prompt.request, &choice),
+                ));
                 let _ = answer.send(choice);
                 if !self.waiting.is_empty() {
                     let (request, answer) = self.waiting.remove(0);
@@ -302,7 +355,11 @@ impl App {
             KeyCode::Char('d') if ctrl && self.composer.is_empty() => return Action::Exit,
             KeyCode::Esc if matches!(self.phase, Phase::Running(_)) => return Action::Interrupt,
             KeyCode::BackTab => return Action::CycleMode,
-            KeyCode::Enter if key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) => {
+            KeyCode::Enter
+                if key
+                    .modifiers
+                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
+            {
                 self.composer.insert('\n')
             }
             KeyCode::Char('j') if ctrl => self.composer.insert('\n'),
@@ -387,7 +444,10 @@ impl App {
         }
         let mut live = Vec::new();
         if self.thinking && self.streaming.is_empty() {
-            live.push(Line::styled("✻ Thinking…", Style::new().add_modifier(Modifier::DIM | Modifier::ITALIC)));
+            live.push(Line::styled(
+                "✻ Thinking…",
+                Style::new().add_modifier(Modifier::DIM | Modifier::ITALIC),
+            ));
         } else if !self.streaming.is_empty() && !self.thinking {
             live.extend(Cell::Answer(self.streaming.clone()).render(width));
         }
@@ -407,7 +467,11 @@ impl App {
             None => {
                 let rule = Style::new().add_modifier(Modifier::DIM);
                 live.push(Line::styled("─".repeat(width), rule));
-                let placeholder = if self.queued > 0 { "(queued; type more or wait)" } else { "" };
+                let placeholder = if self.queued > 0 {
+                    "(queued; type more or wait)"
+                } else {
+                    ""
+                };
                 let (rows, (row, column)) = self.composer.render(width, placeholder);
                 let at = live.len();
                 live.extend(rows);
@@ -416,7 +480,11 @@ impl App {
             }
         };
         live.push(self.status_line(color));
-        Frame { finished, live, cursor }
+        Frame {
+            finished,
+            live,
+            cursor,
+        }
     }
 
     fn status_line(&self, color: bool) -> Line<'static> {
@@ -427,7 +495,10 @@ impl App {
         }
         parts.push(format!("${:.4}", self.status.cost_usd));
         if let Phase::Running(since) = self.phase {
-            parts.push(format!("working {}s · esc to interrupt", since.elapsed().as_secs()));
+            parts.push(format!(
+                "working {}s · esc to interrupt",
+                since.elapsed().as_secs()
+            ));
         }
         if self.exit_armed.is_some() {
             parts.push("press Ctrl-C again to exit".into());
@@ -439,6 +510,30 @@ impl App {
             _ => Style::new().add_modifier(Modifier::DIM),
         };
         Line::styled(format!("  {}", parts.join(" · ")), style)
+    }
+}
+
+/// The record an answered question leaves in the scrollback.
+fn answered(request: &ApprovalRequest, choice: &ApprovalChoice) -> String {
+    use crate::tui::approval::{AlwaysAllow, RuleScope};
+    let call = format!(
+        "{}({})",
+        request.tool,
+        crate::tui::cells::summary(&request.tool, &request.input)
+    );
+    match choice {
+        ApprovalChoice::Once => format!("Allowed once: {call}"),
+        ApprovalChoice::Always(AlwaysAllow::AcceptEdits, _) => {
+            format!("Allowed: {call} · edits are allowed for the rest of the session")
+        }
+        ApprovalChoice::Always(AlwaysAllow::Rule(rule), RuleScope::Session) => {
+            format!("Allowed: {call} · {rule} for the rest of the session")
+        }
+        ApprovalChoice::Always(AlwaysAllow::Rule(rule), RuleScope::LocalSettings) => {
+            format!("Allowed: {call} · {rule} saved to .carapace/settings.local.json")
+        }
+        ApprovalChoice::Refuse(Some(instead)) => format!("Refused: {call} · {instead}"),
+        ApprovalChoice::Refuse(None) => format!("Refused: {call}"),
     }
 }
 

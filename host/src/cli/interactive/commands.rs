@@ -17,7 +17,7 @@ pub enum Local {
     Done,
     Exit,
     /// For the turns.
-    NotLocal,
+    ForTheTurns,
 }
 
 const HELP: &str = "\
@@ -39,9 +39,11 @@ Ctrl-C clears the prompt (twice on an empty prompt exits) · Ctrl-D exits
 /// `text` if it is a command the screen answers.
 pub fn local(session: &Session, app: &mut App, text: &str) -> Local {
     let Some(command) = text.trim().strip_prefix('/') else {
-        return Local::NotLocal;
+        return Local::ForTheTurns;
     };
-    let (name, argument) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
+    let (name, argument) = command
+        .split_once(char::is_whitespace)
+        .unwrap_or((command, ""));
     let argument = argument.trim();
     let answer = match name {
         "exit" | "quit" => return Local::Exit,
@@ -56,15 +58,38 @@ pub fn local(session: &Session, app: &mut App, text: &str) -> Local {
         "cost" => format!("This session has cost ${:.4} so far.", app.status.cost_usd),
         "model" => model(session, app, argument),
         "permissions" => permissions(session),
-        "mcp" => listed("MCP servers", session.mcp_status().iter().map(|s| {
-            let error = s["error"].as_str().map(|e| format!(": {e}")).unwrap_or_default();
-            format!("{} — {}{error}", s["name"].as_str().unwrap_or("?"), s["status"].as_str().unwrap_or("?"))
-        })),
-        "agents" => listed("Agent types", session.agents.iter().map(|a| format!("{} — {}", a.name, a.description))),
-        "plugins" => listed("Plugins", session.plugins.iter().map(|p| {
-            format!("{} — {}", p["name"].as_str().unwrap_or("?"), p["status"].as_str().unwrap_or("?"))
-        })),
-        _ => return Local::NotLocal,
+        "mcp" => listed(
+            "MCP servers",
+            session.mcp_status().iter().map(|s| {
+                let error = s["error"]
+                    .as_str()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default();
+                format!(
+                    "{} — {}{error}",
+                    s["name"].as_str().unwrap_or("?"),
+                    s["status"].as_str().unwrap_or("?")
+                )
+            }),
+        ),
+        "agents" => listed(
+            "Agent types",
+            session
+                .agents
+                .iter()
+                .map(|a| format!("{} — {}", a.name, a.description)),
+        ),
+        "plugins" => listed(
+            "Plugins",
+            session.plugins.iter().map(|p| {
+                format!(
+                    "{} — {}",
+                    p["name"].as_str().unwrap_or("?"),
+                    p["status"].as_str().unwrap_or("?")
+                )
+            }),
+        ),
+        _ => return Local::ForTheTurns,
     };
     app.say(Cell::User(text.to_string()));
     app.say(Cell::Notice(NoticeLevel::Info, answer));
@@ -84,7 +109,10 @@ fn model(session: &Session, app: &mut App, name: &str) -> String {
         return "This session has no model.".into();
     };
     if name.is_empty() {
-        return format!("The model is {}. `/model NAME` changes it for the next turns.", app.status.model);
+        return format!(
+            "The model is {}. `/model NAME` changes it for the next turns.",
+            app.status.model
+        );
     }
     if let Ok(mut current) = run.model_name.lock() {
         *current = name.to_string();
@@ -149,7 +177,10 @@ impl PromptHistory {
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
         Self {
-            path: paths.config_dir.join("prompt-history").join(format!("{name}.txt")),
+            path: paths
+                .config_dir
+                .join("prompt-history")
+                .join(format!("{name}.txt")),
         }
     }
 
@@ -157,7 +188,10 @@ impl PromptHistory {
         let Ok(text) = std::fs::read_to_string(&self.path) else {
             return Vec::new();
         };
-        let all: Vec<String> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        let all: Vec<String> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
         all[all.len().saturating_sub(KEPT)..].to_vec()
     }
 

@@ -120,7 +120,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         mode: Some(session.mode()),
         ..Status::default()
     };
-    let mut app = App::new(status, crate::tui::input::Composer::with_history(history.load()));
+    let mut app = App::new(
+        status,
+        crate::tui::input::Composer::with_history(history.load()),
+    );
     if let Some(prompt) = cli.prompt.clone().filter(|p| !p.trim().is_empty()) {
         send(&session, &mut app, &history, prompt);
     }
@@ -130,7 +133,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         turn: &turn,
         history: &history,
     };
-    let runner = run_print(&deps, &run.config, output, Prompts::Stream(session.queue.clone()), print_session);
+    let runner = run_print(
+        &deps,
+        &run.config,
+        output,
+        Prompts::Stream(session.queue.clone()),
+        print_session,
+    );
     let (_, shown) = tokio::join!(runner, screen.run(app, events));
     drop(guard);
     session.shutdown().await;
@@ -159,7 +168,11 @@ impl ScreenLoop<'_> {
     /// Draws and takes keys until the person leaves (or SIGTERM); then
     /// ends the session's turns: the queue closes, a running turn is
     /// interrupted, open questions are refused.
-    async fn run(&self, mut app: App, mut events: mpsc::UnboundedReceiver<UiEvent>) -> anyhow::Result<()> {
+    async fn run(
+        &self,
+        mut app: App,
+        mut events: mpsc::UnboundedReceiver<UiEvent>,
+    ) -> anyhow::Result<()> {
         use tokio::signal::unix::{SignalKind, signal};
         let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         let size = crossterm::terminal::size().context("reading the terminal's size")?;
@@ -201,7 +214,12 @@ impl ScreenLoop<'_> {
         outcome
     }
 
-    fn terminal_event(&self, app: &mut App, screen: &mut Screen<std::io::Stdout>, event: Event) -> Action {
+    fn terminal_event(
+        &self,
+        app: &mut App,
+        screen: &mut Screen<std::io::Stdout>,
+        event: Event,
+    ) -> Action {
         match event {
             Event::Key(key) if key.kind != KeyEventKind::Release => app.on_key(key),
             Event::Paste(text) => {
@@ -232,7 +250,7 @@ impl ScreenLoop<'_> {
             Action::Submit(text) => match commands::local(self.session, app, &text) {
                 commands::Local::Done => false,
                 commands::Local::Exit => true,
-                commands::Local::NotLocal => {
+                commands::Local::ForTheTurns => {
                     send(self.session, app, self.history, text);
                     false
                 }

@@ -8,9 +8,7 @@
 use super::UiEvent;
 use crate::policy::{ModeChangeBy, PermissionMode, Rule, RuleKind, RuleSource, SourceKind};
 use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest, ToolPipeline};
-use crate::tui::approval::{
-    AlwaysAllow, ApprovalChoice, ApprovalRequest, RuleScope, always_allow,
-};
+use crate::tui::approval::{AlwaysAllow, ApprovalChoice, ApprovalRequest, RuleScope, always_allow};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -67,7 +65,9 @@ impl ScreenPrompter {
             AlwaysAllow::Rule(rule) => self.add_rule(&rule, scope),
         };
         if let Err(problem) = outcome {
-            let _ = self.ui.send(UiEvent::Notice(format!("The choice was not kept: {problem}")));
+            let _ = self.ui.send(UiEvent::Notice(format!(
+                "The choice was not kept: {problem}"
+            )));
         }
     }
 
@@ -89,8 +89,12 @@ impl ScreenPrompter {
             .collect();
         self.pipeline.set_flag_rules(rules);
         if scope == RuleScope::LocalSettings {
-            save_allow_rule(&self.local_settings, text)
-                .map_err(|e| format!("{} could not be written: {e}", self.local_settings.display()))?;
+            save_allow_rule(&self.local_settings, text).map_err(|e| {
+                format!(
+                    "{} could not be written: {e}",
+                    self.local_settings.display()
+                )
+            })?;
         }
         Ok(())
     }
@@ -113,7 +117,9 @@ fn save_allow_rule(path: &std::path::Path, rule: &str) -> std::io::Result<()> {
     };
     let allow = permissions.entry("allow").or_insert_with(|| json!([]));
     let Some(allow) = allow.as_array_mut() else {
-        return Err(std::io::Error::other("its `permissions.allow` is not a list"));
+        return Err(std::io::Error::other(
+            "its `permissions.allow` is not a list",
+        ));
     };
     if !allow.iter().any(|r| r == rule) {
         allow.push(json!(rule));
@@ -134,10 +140,14 @@ impl PermissionPrompter for ScreenPrompter {
                 grants: request.grants.clone(),
             };
             match self.ask_screen(question).await {
-                ApprovalChoice::Once => PromptAnswer::Allow { updated_input: None },
+                ApprovalChoice::Once => PromptAnswer::Allow {
+                    updated_input: None,
+                },
                 ApprovalChoice::Always(always, scope) => {
                     self.remember(always, scope);
-                    PromptAnswer::Allow { updated_input: None }
+                    PromptAnswer::Allow {
+                        updated_input: None,
+                    }
                 }
                 ApprovalChoice::Refuse(Some(instead)) => PromptAnswer::Deny {
                     message: format!("{REFUSED} The user said what to do instead: {instead}"),
@@ -187,7 +197,10 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join(".carapace/settings.local.json");
         std::fs::create_dir_all(dir.path().join(".carapace"))?;
-        std::fs::write(&path, r#"{"model": "x", "permissions": {"deny": ["Read(.env)"]}}"#)?;
+        std::fs::write(
+            &path,
+            r#"{"model": "x", "permissions": {"deny": ["Read(.env)"]}}"#,
+        )?;
         save_allow_rule(&path, "Bash(cargo test:*)")?;
         save_allow_rule(&path, "Bash(cargo test:*)")?;
         let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;

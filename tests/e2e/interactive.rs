@@ -1,0 +1,401 @@
+//! The interactive screen in a real pseudo-terminal, against the scripted
+//! server: what the person sees (the screen read through a terminal
+//! emulator), what they answer, what reaches the model and the disk.
+
+mod support;
+
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::TestResult;
+
+/// carapace on a terminal of its own, the screen as a terminal shows it.
+struct Screen {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    master: Box<dyn portable_pty::MasterPty + Send>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    parser: Arc<Mutex<vt100::Parser>>,
+}
+
+const WAIT: Duration = Duration::from_secs(60);
+/// The emulated terminal's rows (the pty says 40).
+const ROWS: u16 = 1000;
+
+impl Screen {
+    fn open(
+        server: &ScriptedServer,
+        cwd: &Path,
+        args: &[&str],
+    ) -> Result<Self, Box<dyn std::error::Error>> {
+        let size = PtySize {
+            rows: 40,
+            cols: 100,
+            pixel_width: 0,
+            pixel_height: 0,
+        };
+        let pair = native_pty_system()
+            .openpty(size)
+            .map_err(|e| e.to_string())?;
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_carapace"));
+        command.env_clear();
+        let cache = carapace_test_support::cache_root();
+        for (name, value) in [
+            ("HOME", cache.join("home").display().to_string()),
+            ("CARAPACE_CACHE_DIR", cache.display().to_string()),
+            (
+                "CARAPACE_CONFIG_DIR",
+                cwd.join(".config-home").display().to_string(),
+            ),
+            ("ANTHROPIC_BASE_URL", server.url()),
+            ("ANTHROPIC_API_KEY", "test-key".into()),
+            ("TERM", "xterm-256color".into()),
+            ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ] {
+            command.env(name, value);
+        }
+        command.cwd(cwd);
+        command.args(args);
+        let child = pair
+            .slave
+            .spawn_command(command)
+            .map_err(|e| e.to_string())?;
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().map_err(|e| e.to_string())?;
+        let writer = Arc::new(Mutex::new(
+            pair.master.take_writer().map_err(|e| e.to_string())?,
+        ));
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(ROWS, 100, 0)));
+        let (feed, answer) = (parser.clone(), writer.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 65536];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let bytes = &buf[..n];
+                if let Ok(mut parser) = feed.lock() {
+                    parser.process(bytes);
+                }
+                // A terminal answers what it is asked: the device
+                // attributes (so the keyboard-protocol query ends at once).
+                if bytes.windows(3).any(|w| w == b"\x1b[c")
+                    && let Ok(mut w) = answer.lock()
+                {
+                    let _ = w.write_all(b"\x1b[?62;22c");
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            master: pair.master,
+            writer,
+            parser,
+        })
+    }
+
+    fn contents(&self) -> String {
+        self.parser
+            .lock()
+            .map(|p| p.screen().contents())
+            .unwrap_or_default()
+    }
+
+    /// Everything shown: the emulated terminal is 1,000 rows tall, so
+    /// what a real one would have scrolled away stays on it.
+    fn all(&self) -> String {
+        self.contents()
+    }
+
+    fn wait_for(&self, text: &str) -> Result<(), String> {
+        let started = Instant::now();
+        while started.elapsed() < WAIT {
+            if self.all().contains(text) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(format!(
+            "the screen never showed {text:?}; it shows:\n{}",
+            self.contents()
+        ))
+    }
+
+    fn keys(&self, bytes: &str) -> TestResult {
+        let mut writer = self.writer.lock().map_err(|_| "the writer is unusable")?;
+        writer.write_all(bytes.as_bytes())?;
+        writer.flush()?;
+        Ok(())
+    }
+
+    /// Types a prompt and sends it.
+    fn send(&self, text: &str) -> TestResult {
+        self.keys(text)?;
+        std::thread::sleep(Duration::from_millis(100));
+        self.keys("\r")
+    }
+
+    fn wait_exit(&mut self) -> Result<portable_pty::ExitStatus, String> {
+        let started = Instant::now();
+        while started.elapsed() < WAIT {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Ok(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        Err(format!(
+            "carapace did not exit; the screen shows:\n{}",
+            self.contents()
+        ))
+    }
+
+    /// Leaves with Ctrl-D on an empty prompt.
+    fn exit(&mut self) -> TestResult {
+        self.keys("\x04")?;
+        let status = self.wait_exit()?;
+        assert!(status.success(), "{status:?}\n{}", self.contents());
+        Ok(())
+    }
+}
+
+fn workspace() -> Result<tempfile::TempDir, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("notes.txt"), "notes\n")?;
+    Ok(dir)
+}
+
+/// The text of the last tool_result in a request.
+fn last_tool_result(request: &Value) -> String {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rfind(|b| b["type"] == "tool_result")
+        .map(|b| b["content"].to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_typed_prompt_is_sent_and_the_answer_streams_back() -> TestResult {
+    let server = ScriptedServer::start(vec![Reply::text(
+        "Hello from the **scripted** model.\n\n- one\n- two",
+    )])?;
+    let dir = workspace()?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.send("say hello")?;
+    screen.wait_for("Hello from the scripted model.")?;
+    screen.wait_for("• two")?;
+    let requests = server.requests();
+    let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
+    assert!(sent.contains("say hello"), "{sent}");
+    screen.exit()?;
+    // The session's transcript is written as print mode writes it.
+    let projects = dir.path().join(".config-home/projects");
+    assert!(
+        projects.exists(),
+        "no transcript under {}",
+        projects.display()
+    );
+    Ok(())
+}
+
+fn write_call(id: &str, path: &Path, content: &str) -> Block {
+    Block::tool_use(
+        id,
+        "Write",
+        json!({"file_path": path.display().to_string(), "content": content}),
+    )
+}
+
+#[test]
+fn an_approval_answered_yes_writes_the_file_once() -> TestResult {
+    let dir = workspace()?;
+    let target = dir.path().join("out.txt");
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![write_call("toolu_1", &target, "first\n")]),
+        Reply::text("written"),
+    ])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.send("write it")?;
+    screen.wait_for("Write wants to write a file")?;
+    screen.wait_for("Grants: write")?;
+    assert!(!target.exists(), "written before the answer");
+    screen.keys("1")?;
+    screen.wait_for("written")?;
+    assert_eq!(std::fs::read_to_string(&target)?, "first\n");
+    screen.exit()
+}
+
+#[test]
+fn allowing_all_edits_writes_the_next_file_without_asking() -> TestResult {
+    let dir = workspace()?;
+    let (a, b) = (dir.path().join("a.txt"), dir.path().join("b.txt"));
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![write_call("toolu_1", &a, "a\n")]),
+        Reply::tool_uses(vec![write_call("toolu_2", &b, "b\n")]),
+        Reply::text("both written"),
+    ])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.send("write both")?;
+    screen.wait_for("Write wants to write a file")?;
+    screen.keys("2")?;
+    screen.wait_for("both written")?;
+    assert_eq!(std::fs::read_to_string(&a)?, "a\n");
+    assert_eq!(std::fs::read_to_string(&b)?, "b\n");
+    let answered = screen.all().matches("Allowed").count();
+    assert_eq!(answered, 1, "asked {answered} times:\n{}", screen.all());
+    screen.wait_for("acceptEdits")?;
+    screen.exit()
+}
+
+#[test]
+fn a_refusal_with_feedback_reaches_the_model_and_nothing_is_written() -> TestResult {
+    let dir = workspace()?;
+    let target = dir.path().join("out.txt");
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![write_call("toolu_1", &target, "x\n")]),
+        Reply::text("understood"),
+    ])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.send("write it")?;
+    screen.wait_for("Do you want to proceed?")?;
+    screen.keys("3")?;
+    screen.wait_for("What should carapace do instead?")?;
+    screen.send("use notes.md instead")?;
+    screen.wait_for("understood")?;
+    assert!(!target.exists());
+    let requests = server.requests();
+    let result = last_tool_result(&requests.last().ok_or("no request")?.body);
+    assert!(result.contains("use notes.md instead"), "{result}");
+    screen.exit()
+}
+
+#[test]
+fn shift_tab_to_accept_edits_then_a_write_is_not_asked() -> TestResult {
+    let dir = workspace()?;
+    let target = dir.path().join("out.txt");
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![write_call("toolu_1", &target, "y\n")]),
+        Reply::text("done writing"),
+    ])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.keys("\x1b[Z")?;
+    screen.wait_for("acceptEdits")?;
+    screen.send("write it")?;
+    screen.wait_for("done writing")?;
+    assert_eq!(std::fs::read_to_string(&target)?, "y\n");
+    assert!(!screen.all().contains("Do you want to proceed?"));
+    screen.exit()
+}
+
+#[test]
+fn esc_interrupts_a_long_command_and_the_session_goes_on() -> TestResult {
+    let dir = workspace()?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Bash",
+            json!({"command": "sleep 30"}),
+        )]),
+        Reply::text("after the interruption"),
+    ])?;
+    let mut screen = Screen::open(&server, dir.path(), &["--allowedTools", "Bash"])?;
+    screen.wait_for("> ")?;
+    screen.send("sleep")?;
+    screen.wait_for("running…")?;
+    let started = Instant::now();
+    screen.keys("\x1b")?;
+    screen.wait_for("Interrupted")?;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "Esc took {:?}",
+        started.elapsed()
+    );
+    screen.send("go on")?;
+    screen.wait_for("after the interruption")?;
+    // Every call was paired with a result in what the model was sent.
+    let requests = server.requests();
+    let sent = requests.last().ok_or("no request")?.body.to_string();
+    assert!(
+        sent.contains("toolu_1") && sent.contains("tool_result"),
+        "{sent}"
+    );
+    screen.exit()
+}
+
+#[test]
+fn sigterm_gives_the_terminal_back() -> TestResult {
+    let server = ScriptedServer::start(vec![])?;
+    let dir = workspace()?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    let raw = screen.master.get_termios().ok_or("no termios")?;
+    assert_eq!(
+        raw.local_flags.bits() & libc::ICANON,
+        0,
+        "not in raw mode to begin with"
+    );
+    let pid = screen.child.process_id().ok_or("no pid")?;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid)?);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM)?;
+    screen.wait_exit()?;
+    let restored = screen.master.get_termios().ok_or("no termios")?;
+    assert_ne!(
+        restored.local_flags.bits() & libc::ICANON,
+        0,
+        "raw mode left on"
+    );
+    let hidden = screen
+        .parser
+        .lock()
+        .map(|p| p.screen().hide_cursor())
+        .unwrap_or(true);
+    assert!(!hidden, "the cursor was left hidden");
+    Ok(())
+}
+
+#[test]
+fn a_resized_terminal_is_drawn_to_its_new_width() -> TestResult {
+    let server = ScriptedServer::start(vec![Reply::text("word ".repeat(40))])?;
+    let dir = workspace()?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen
+        .master
+        .resize(PtySize {
+            rows: 40,
+            cols: 40,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .map_err(|e| e.to_string())?;
+    if let Ok(mut parser) = screen.parser.lock() {
+        parser.screen_mut().set_size(ROWS, 40);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    screen.send("talk")?;
+    screen.wait_for("word word")?;
+    let widest = screen
+        .contents()
+        .lines()
+        .map(|l| l.trim_end().chars().count())
+        .max()
+        .unwrap_or(0);
+    assert!(
+        widest <= 40,
+        "a row is {widest} wide:\n{}",
+        screen.contents()
+    );
+    screen.exit()
+}
