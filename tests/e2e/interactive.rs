@@ -399,3 +399,112 @@ fn a_resized_terminal_is_drawn_to_its_new_width() -> TestResult {
     );
     screen.exit()
 }
+
+#[test]
+fn a_message_typed_during_a_turn_is_taken_between_tool_batches() -> TestResult {
+    let dir = workspace()?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Bash",
+            json!({"command": "sleep 2"}),
+        )]),
+        Reply::text("saw both"),
+    ])?;
+    let mut screen = Screen::open(&server, dir.path(), &["--allowedTools", "Bash"])?;
+    screen.wait_for("> ")?;
+    screen.send("first")?;
+    screen.wait_for("running…")?;
+    screen.send("and also this")?;
+    screen.wait_for("saw both")?;
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the queued message ran a turn of its own"
+    );
+    let second = requests[1].body["messages"].to_string();
+    assert!(second.contains("and also this"), "{second}");
+    screen.exit()
+}
+
+#[test]
+fn compact_summarises_the_conversation() -> TestResult {
+    let dir = workspace()?;
+    let server = ScriptedServer::start(vec![
+        Reply::text("the first answer"),
+        Reply::text("<summary>we talked</summary>"),
+    ])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.send("hello")?;
+    screen.wait_for("the first answer")?;
+    screen.send("/compact")?;
+    screen.wait_for("compacted")?;
+    assert_eq!(server.requests().len(), 2);
+    screen.exit()
+}
+
+#[test]
+fn a_session_started_here_resumes_in_print_mode() -> TestResult {
+    let dir = workspace()?;
+    let server = ScriptedServer::start(vec![Reply::text("remember 42"), Reply::text("it was 42")])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.send("a number")?;
+    screen.wait_for("remember 42")?;
+    screen.exit()?;
+    let shown = screen.all();
+    let id = shown
+        .split("carapace --resume ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .ok_or(format!("no resume hint in:\n{shown}"))?
+        .to_string();
+    let resumed = support::against(&server, dir.path())
+        .env("CARAPACE_CONFIG_DIR", dir.path().join(".config-home"))
+        .args(["-p", "what was it?", "--resume", &id])
+        .output()?;
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let requests = server.requests();
+    let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
+    assert!(
+        sent.contains("a number") && sent.contains("remember 42"),
+        "{sent}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_megabyte_paste_arrives_whole() -> TestResult {
+    let dir = workspace()?;
+    let server = ScriptedServer::start(vec![])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    let pasted: String = (0..45_000)
+        .map(|i| format!("line {i:05} of the paste\n"))
+        .collect();
+    assert!(pasted.len() > 1_000_000);
+    screen.keys(&format!("\x1b[200~{pasted}\x1b[201~"))?;
+    // Every line arrived (the prompt draws those near the cursor and
+    // counts the rest), and none was taken as Enter.
+    screen.wait_for("… 44988 earlier lines")?;
+    screen.wait_for("line 44999 of the paste")?;
+    assert!(server.requests().is_empty());
+    screen.keys("\r")?;
+    screen.wait_for("… 44980 more lines")?;
+    // 270,000 tokens: refused before sending, with the reason, once.
+    screen.wait_for("Prompt is too long")?;
+    assert_eq!(
+        screen.all().matches("Prompt is too long").count(),
+        1,
+        "{}",
+        screen.all()
+    );
+    assert!(server.requests().is_empty());
+    screen.exit()
+}

@@ -51,6 +51,8 @@ pub enum Cell {
 }
 
 const DIM: Style = Style::new().add_modifier(Modifier::DIM);
+/// Lines of a long prompt shown in the scrollback (the model gets all).
+const USER_ROWS: usize = 20;
 /// Rows of a tool's output shown under its line.
 const OUTPUT_ROWS: usize = 5;
 
@@ -59,7 +61,19 @@ impl Cell {
     pub fn render(&self, width: usize) -> Vec<Line<'static>> {
         match self {
             Cell::User(text) => {
-                prefixed(text, "> ", Style::new().add_modifier(Modifier::BOLD), width)
+                let style = Style::new().add_modifier(Modifier::BOLD);
+                let lines = text.lines().count();
+                if lines <= USER_ROWS {
+                    return prefixed(text, "> ", style, width);
+                }
+                let head: Vec<&str> = text.lines().take(USER_ROWS).collect();
+                let mut rows = prefixed(&head.join("\n"), "> ", style, width);
+                let more = lines - USER_ROWS;
+                rows.push(Line::styled(
+                    format!("  … {more} more line{}", plural(more)),
+                    DIM,
+                ));
+                rows
             }
             Cell::Answer(text) => {
                 let mut rows = markdown::render(text, width.saturating_sub(2));

@@ -179,40 +179,60 @@ impl Composer {
     }
 
     /// The prompt's rows for `width` columns (`> ` before the first), and
-    /// the cursor's row and column among them.
-    pub fn render(&self, width: usize, placeholder: &str) -> (Vec<Line<'static>>, (usize, usize)) {
+    /// the cursor's row and column among them. Only the lines around the
+    /// cursor are drawn, `max_rows` lines either side, the others counted:
+    /// a megabyte pasted costs a frame what a short prompt does.
+    pub fn render(
+        &self,
+        width: usize,
+        placeholder: &str,
+        max_rows: usize,
+    ) -> (Vec<Line<'static>>, (usize, usize)) {
         let lead = Style::new().add_modifier(Modifier::BOLD);
+        let dim = Style::new().add_modifier(Modifier::DIM);
         if self.text.is_empty() {
             let row = Line::from(vec![
                 Span::styled("> ", lead),
-                Span::styled(
-                    placeholder.to_string(),
-                    Style::new().add_modifier(Modifier::DIM),
-                ),
+                Span::styled(placeholder.to_string(), dim),
             ]);
             return (vec![row], (0, 2));
         }
+        let lines: Vec<&str> = self.text.split('\n').collect();
+        let at_line = self.text[..self.cursor].matches('\n').count();
+        let first = at_line.saturating_sub(max_rows);
+        let last = (at_line + max_rows + 1).min(lines.len());
         let mut rows = Vec::new();
+        if first > 0 {
+            rows.push(Line::styled(format!("  … {first} earlier lines"), dim));
+        }
         let mut cursor = (0, 2);
-        let mut offset = 0;
-        for (i, line) in self.text.split('\n').enumerate() {
+        let mut offset: usize = lines[..first].iter().map(|l| l.len() + 1).sum();
+        for (i, line) in lines.iter().enumerate().take(last).skip(first) {
             let head = if i == 0 { "> " } else { "  " };
-            let wrapped = wrap_exact(&format!("{head}{line}"), width);
             if (offset..=offset + line.len()).contains(&self.cursor) {
                 let before = format!("{head}{}", &line[..self.cursor - offset]);
-                let columns = width.max(1);
                 let at = super::text::width(&before);
-                cursor = (rows.len() + at / columns, at % columns);
+                cursor = (rows.len() + at / width.max(1), at % width.max(1));
             }
-            rows.extend(wrapped.into_iter().enumerate().map(|(j, row)| {
-                if i == 0 && j == 0 {
-                    let rest = row.chars().skip(2).collect::<String>();
-                    Line::from(vec![Span::styled("> ", lead), Span::raw(rest)])
-                } else {
-                    Line::raw(row)
-                }
-            }));
+            for (j, row) in wrap_exact(&format!("{head}{line}"), width)
+                .into_iter()
+                .enumerate()
+            {
+                rows.push(match (i, j) {
+                    (0, 0) => Line::from(vec![
+                        Span::styled("> ", lead),
+                        Span::raw(row.chars().skip(2).collect::<String>()),
+                    ]),
+                    _ => Line::raw(row),
+                });
+            }
             offset += line.len() + 1;
+        }
+        if last < lines.len() {
+            rows.push(Line::styled(
+                format!("  … {} more lines", lines.len() - last),
+                dim,
+            ));
         }
         (rows, cursor)
     }
@@ -282,16 +302,19 @@ mod tests {
         let mut composer = typed("x");
         composer.paste("a\r\nb\rc\x1b[31m");
         assert_eq!(composer.text(), "xa\nb\nc[31m");
-        let big = "y".repeat(1 << 20);
+        let big = "y\n".repeat(1 << 19);
         composer.paste(&big);
         assert_eq!(composer.text().len(), 10 + (1 << 20));
+        let (rows, cursor) = composer.render(80, "", 5);
+        assert!(rows.len() <= 12, "{} rows drawn", rows.len());
+        assert!(cursor.0 < rows.len());
     }
 
     #[test]
     fn the_cursor_is_where_the_text_is_drawn() {
         let mut composer = typed("abcdefgh\nxy");
         composer.left();
-        let (rows, cursor) = composer.render(6, "");
+        let (rows, cursor) = composer.render(6, "", 10);
         let rows: Vec<String> = rows
             .iter()
             .map(|r| crate::tui::text::plain(std::slice::from_ref(r)))

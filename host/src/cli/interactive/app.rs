@@ -80,6 +80,8 @@ pub struct App {
     exit_armed: Option<Instant>,
     /// Messages sent while a turn ran, not yet taken by it.
     queued: usize,
+    /// The turn's failure was said already (its end need not repeat it).
+    failure_shown: bool,
 }
 
 const EXIT_WINDOW: Duration = Duration::from_secs(2);
@@ -98,6 +100,7 @@ impl App {
             waiting: Vec::new(),
             exit_armed: None,
             queued: 0,
+            failure_shown: false,
         }
     }
 
@@ -268,7 +271,10 @@ impl App {
                 self.say(Cell::Answer(text));
                 return;
             }
-            AgentEvent::Error { message, .. } => (NoticeLevel::Error, message),
+            AgentEvent::Error { message, .. } => {
+                self.failure_shown = true;
+                (NoticeLevel::Error, message)
+            }
             AgentEvent::CompactBoundary {
                 pre_tokens,
                 post_tokens,
@@ -315,11 +321,12 @@ impl App {
                 "Interrupted · what should carapace do instead?".into(),
             )),
             _ => {
-                if let Some(error) = summary.error {
+                if let Some(error) = summary.error.filter(|_| !self.failure_shown) {
                     self.say(Cell::Notice(NoticeLevel::Error, error));
                 }
             }
         }
+        self.failure_shown = false;
         self.phase = match self.queued {
             0 => Phase::Idle,
             _ => Phase::Running(Instant::now()),
@@ -472,7 +479,8 @@ impl App {
                 } else {
                     ""
                 };
-                let (rows, (row, column)) = self.composer.render(width, placeholder);
+                let room = self.composer_room();
+                let (rows, (row, column)) = self.composer.render(width, placeholder, room);
                 let at = live.len();
                 live.extend(rows);
                 live.push(Line::styled("─".repeat(width), rule));
@@ -485,6 +493,17 @@ impl App {
             live,
             cursor,
         }
+    }
+
+    /// Lines of the prompt drawn either side of the cursor.
+    fn composer_room(&self) -> usize {
+        12
+    }
+
+    /// Whether the screen changes with time alone (a turn's clock, the
+    /// exit prompt), so it is drawn again every half second.
+    pub fn ticking(&self) -> bool {
+        matches!(self.phase, Phase::Running(_)) || self.exit_armed.is_some()
     }
 
     fn status_line(&self, color: bool) -> Line<'static> {

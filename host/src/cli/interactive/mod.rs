@@ -199,7 +199,7 @@ impl ScreenLoop<'_> {
                 },
                 _ = terminate.recv() => Action::Exit,
                 _ = hangup.recv() => Action::Exit,
-                _ = tick.tick() => Action::None,
+                _ = tick.tick(), if app.ticking() => Action::None,
             };
             if self.act(&mut app, action) {
                 break Ok(());
