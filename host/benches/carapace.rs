@@ -45,6 +45,8 @@ mod first_run;
 mod guard;
 #[path = "carapace/hooks.rs"]
 mod hooks;
+#[path = "carapace/interactive.rs"]
+mod interactive;
 #[path = "carapace/loops.rs"]
 mod loops;
 #[path = "carapace/plugins.rs"]
@@ -127,6 +129,9 @@ fn main() -> BenchResult {
     }
     if wanted("subagents") {
         subagent_benches(&cache, work.path())?;
+    }
+    if wanted("interactive") {
+        interactive::interactive_benches(&cache, work.path())?;
     }
     Ok(())
 }

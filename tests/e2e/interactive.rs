@@ -4,26 +4,28 @@
 
 mod support;
 
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use carapace_test_support::pty::{PtyScreen, PtySpec};
+use portable_pty::PtySize;
 use scripted_server::{Block, Reply, ScriptedServer};
 use serde_json::{Value, json};
-use std::io::{Read, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::TestResult;
 
-/// carapace on a terminal of its own, the screen as a terminal shows it.
-struct Screen {
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    master: Box<dyn portable_pty::MasterPty + Send>,
-    writer: Arc<Mutex<Box<dyn Write + Send>>>,
-    parser: Arc<Mutex<vt100::Parser>>,
-}
-
 const WAIT: Duration = Duration::from_secs(60);
-/// The emulated terminal's rows (the pty says 40).
+/// The emulated terminal's rows (the program is told 40): what a real
+/// terminal would have scrolled away stays on it.
 const ROWS: u16 = 1000;
+
+/// carapace on a terminal of its own, against the scripted server.
+struct Screen(PtyScreen);
+
+impl std::ops::Deref for Screen {
+    type Target = PtyScreen;
+    fn deref(&self) -> &PtyScreen {
+        &self.0
+    }
+}
 
 impl Screen {
     fn open(
@@ -31,104 +33,36 @@ impl Screen {
         cwd: &Path,
         args: &[&str],
     ) -> Result<Self, Box<dyn std::error::Error>> {
-        let size = PtySize {
-            rows: 40,
-            cols: 100,
-            pixel_width: 0,
-            pixel_height: 0,
-        };
-        let pair = native_pty_system()
-            .openpty(size)
-            .map_err(|e| e.to_string())?;
-        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_carapace"));
-        command.env_clear();
         let cache = carapace_test_support::cache_root();
-        for (name, value) in [
-            ("HOME", cache.join("home").display().to_string()),
-            ("CARAPACE_CACHE_DIR", cache.display().to_string()),
+        let env = vec![
+            ("HOME".into(), cache.join("home").display().to_string()),
+            ("CARAPACE_CACHE_DIR".into(), cache.display().to_string()),
             (
-                "CARAPACE_CONFIG_DIR",
+                "CARAPACE_CONFIG_DIR".into(),
                 cwd.join(".config-home").display().to_string(),
             ),
-            ("ANTHROPIC_BASE_URL", server.url()),
-            ("ANTHROPIC_API_KEY", "test-key".into()),
-            ("TERM", "xterm-256color".into()),
-            ("PATH", std::env::var("PATH").unwrap_or_default()),
-        ] {
-            command.env(name, value);
-        }
-        command.cwd(cwd);
-        command.args(args);
-        let child = pair
-            .slave
-            .spawn_command(command)
-            .map_err(|e| e.to_string())?;
-        drop(pair.slave);
-        let mut reader = pair.master.try_clone_reader().map_err(|e| e.to_string())?;
-        let writer = Arc::new(Mutex::new(
-            pair.master.take_writer().map_err(|e| e.to_string())?,
-        ));
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(ROWS, 100, 0)));
-        let (feed, answer) = (parser.clone(), writer.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 65536];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let bytes = &buf[..n];
-                if let Ok(mut parser) = feed.lock() {
-                    parser.process(bytes);
-                }
-                // A terminal answers what it is asked: the device
-                // attributes (so the keyboard-protocol query ends at once).
-                if bytes.windows(3).any(|w| w == b"\x1b[c")
-                    && let Ok(mut w) = answer.lock()
-                {
-                    let _ = w.write_all(b"\x1b[?62;22c");
-                }
-            }
-        });
-        Ok(Self {
-            child,
-            master: pair.master,
-            writer,
-            parser,
-        })
+            ("ANTHROPIC_BASE_URL".into(), server.url()),
+            ("ANTHROPIC_API_KEY".into(), "test-key".into()),
+            ("TERM".into(), "xterm-256color".into()),
+            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+        ];
+        let program = Path::new(env!("CARGO_BIN_EXE_carapace"));
+        Ok(Self(PtyScreen::open(PtySpec {
+            program,
+            args,
+            env,
+            cwd,
+            size: (40, 100),
+            emulated_rows: ROWS,
+        })?))
     }
 
-    fn contents(&self) -> String {
-        self.parser
-            .lock()
-            .map(|p| p.screen().contents())
-            .unwrap_or_default()
-    }
-
-    /// Everything shown: the emulated terminal is 1,000 rows tall, so
-    /// what a real one would have scrolled away stays on it.
     fn all(&self) -> String {
         self.contents()
     }
 
     fn wait_for(&self, text: &str) -> Result<(), String> {
-        let started = Instant::now();
-        while started.elapsed() < WAIT {
-            if self.all().contains(text) {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Err(format!(
-            "the screen never showed {text:?}; it shows:\n{}",
-            self.contents()
-        ))
-    }
-
-    fn keys(&self, bytes: &str) -> TestResult {
-        let mut writer = self.writer.lock().map_err(|_| "the writer is unusable")?;
-        writer.write_all(bytes.as_bytes())?;
-        writer.flush()?;
-        Ok(())
+        self.0.wait_for(text, WAIT)
     }
 
     /// Types a prompt and sends it.
@@ -139,18 +73,7 @@ impl Screen {
     }
 
     fn wait_exit(&mut self) -> Result<portable_pty::ExitStatus, String> {
-        let started = Instant::now();
-        while started.elapsed() < WAIT {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Ok(status);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        Err(format!(
-            "carapace did not exit; the screen shows:\n{}",
-            self.contents()
-        ))
+        self.0.wait_exit(WAIT)
     }
 
     /// Leaves with Ctrl-D on an empty prompt.
@@ -340,17 +263,17 @@ fn sigterm_gives_the_terminal_back() -> TestResult {
     let dir = workspace()?;
     let mut screen = Screen::open(&server, dir.path(), &[])?;
     screen.wait_for("> ")?;
-    let raw = screen.master.get_termios().ok_or("no termios")?;
+    let raw = screen.0.master.get_termios().ok_or("no termios")?;
     assert_eq!(
         raw.local_flags.bits() & libc::ICANON,
         0,
         "not in raw mode to begin with"
     );
-    let pid = screen.child.process_id().ok_or("no pid")?;
+    let pid = screen.0.child.process_id().ok_or("no pid")?;
     let pid = nix::unistd::Pid::from_raw(i32::try_from(pid)?);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM)?;
     screen.wait_exit()?;
-    let restored = screen.master.get_termios().ok_or("no termios")?;
+    let restored = screen.0.master.get_termios().ok_or("no termios")?;
     assert_ne!(
         restored.local_flags.bits() & libc::ICANON,
         0,
@@ -454,6 +377,8 @@ fn a_session_started_here_resumes_in_print_mode() -> TestResult {
     screen.send("a number")?;
     screen.wait_for("remember 42")?;
     screen.exit()?;
+    // The last bytes may reach the emulator after the process has gone.
+    screen.wait_for("Resume this session with")?;
     let shown = screen.all();
     let id = shown
         .split("carapace --resume ")

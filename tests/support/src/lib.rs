@@ -2,6 +2,8 @@
 //! compiled-component cache they all use (so each component is compiled
 //! once per target directory, not once per test), and sandboxes on it.
 
+pub mod pty;
+
 use carapace::sandbox::{Sandbox, SandboxConfig, SandboxEngine, SandboxError};
 use std::path::PathBuf;
 
