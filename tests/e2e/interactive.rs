@@ -433,3 +433,37 @@ fn a_megabyte_paste_arrives_whole() -> TestResult {
     assert!(server.requests().is_empty());
     screen.exit()
 }
+
+#[test]
+fn resume_without_an_id_lists_the_projects_sessions_to_choose_from() -> TestResult {
+    let dir = workspace()?;
+    let server = ScriptedServer::start(vec![
+        Reply::text("about apples"),
+        Reply::text("about pears"),
+        Reply::text("back to apples"),
+    ])?;
+    for prompt in ["tell me about apples", "tell me about pears"] {
+        let run = support::against(&server, dir.path())
+            .env("CARAPACE_CONFIG_DIR", dir.path().join(".config-home"))
+            .args(["-p", prompt])
+            .output()?;
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        // Distinct modification times order the list.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut screen = Screen::open(&server, dir.path(), &["--resume"])?;
+    screen.wait_for("Resume a session")?;
+    screen.wait_for("tell me about pears")?;
+    screen.wait_for("tell me about apples")?;
+    // Newest first: Down reaches the apples session.
+    screen.keys("\x1b[B")?;
+    screen.keys("\r")?;
+    // Its conversation is shown again, and goes on.
+    screen.wait_for("about apples")?;
+    screen.send("and then?")?;
+    screen.wait_for("back to apples")?;
+    let requests = server.requests();
+    let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
+    assert!(sent.contains("tell me about apples") && !sent.contains("pears"), "{sent}");
+    screen.exit()
+}

@@ -113,7 +113,9 @@ pub struct Cli {
 
     /// Resume the session with this id (in this workspace): its history
     /// goes with the prompt.
-    #[arg(short = 'r', long, conflicts_with = "continue_session")]
+    /// Without an id, the interactive screen lists this project's
+    /// sessions to choose from.
+    #[arg(short = 'r', long, conflicts_with = "continue_session", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
 
     /// Continue the most recent session of this workspace.

@@ -103,6 +103,25 @@ pub fn transcript_path(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("{id}.jsonl"))
 }
 
+/// The sessions whose transcripts are in `dir`, newest first, with when
+/// each was last written (`--resume` without an id lists them).
+pub fn sessions(dir: &Path) -> Vec<(std::time::SystemTime, String)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(std::time::SystemTime, String)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let id = name.strip_suffix(".jsonl").filter(|id| is_session_id(id))?;
+            let modified = entry.metadata().ok()?.modified().ok()?;
+            Some((modified, id.to_string()))
+        })
+        .collect();
+    found.sort_by(|a, b| b.cmp(a));
+    found
+}
+
 /// The most recently written transcript in `dir` (`--continue`).
 pub fn latest(dir: &Path) -> Result<String, TranscriptError> {
     let entries = match std::fs::read_dir(dir) {

@@ -176,6 +176,11 @@ impl ToolCell {
         {
             return diff;
         }
+        // What a read brought is the model's; the person sees how much.
+        if self.state == ToolState::Done && self.name == "Read" {
+            let lines = self.output.lines().count();
+            return vec![Line::styled(format!("Read {lines} line{}", plural(lines)), DIM)];
+        }
         let style = match self.state {
             ToolState::Failed => Style::new().fg(Color::Red),
             ToolState::Refused => Style::new().fg(Color::Yellow),

@@ -7,6 +7,8 @@
 
 mod app;
 mod commands;
+mod history;
+mod picker;
 mod prompter;
 
 pub use app::UiEvent;
@@ -66,8 +68,19 @@ impl RunOutput for ScreenOutput {
     }
 }
 
-pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     check_flags(&cli)?;
+    if cli.resume.as_deref() == Some("") {
+        let paths = super::paths()?;
+        let sessions = picker::listings(&paths);
+        if sessions.is_empty() {
+            bail!("there is no session to resume in {}", paths.cwd.display());
+        }
+        match picker::pick(&sessions)? {
+            Some(id) => cli.resume = Some(id),
+            None => return Ok(ExitCode::SUCCESS),
+        }
+    }
     if cli.permission_prompt_tool.is_some() {
         bail!("--permission-prompt-tool is for print mode: the interactive screen asks you itself");
     }
@@ -124,6 +137,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         status,
         crate::tui::input::Composer::with_history(history.load()),
     );
+    for cell in self::history::cells(&session.history) {
+        app.say(cell);
+    }
     if let Some(prompt) = cli.prompt.clone().filter(|p| !p.trim().is_empty()) {
         send(&session, &mut app, &history, prompt);
     }
