@@ -447,7 +447,11 @@ fn resume_without_an_id_lists_the_projects_sessions_to_choose_from() -> TestResu
             .env("CARAPACE_CONFIG_DIR", dir.path().join(".config-home"))
             .args(["-p", prompt])
             .output()?;
-        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
         // Distinct modification times order the list.
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -464,6 +468,9 @@ fn resume_without_an_id_lists_the_projects_sessions_to_choose_from() -> TestResu
     screen.wait_for("back to apples")?;
     let requests = server.requests();
     let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
-    assert!(sent.contains("tell me about apples") && !sent.contains("pears"), "{sent}");
+    assert!(
+        sent.contains("tell me about apples") && !sent.contains("pears"),
+        "{sent}"
+    );
     screen.exit()
 }

@@ -140,9 +140,14 @@ fn keys_while_streaming(
     if !streaming {
         return Err("the answer was not streaming while keys were timed".into());
     }
-    let sent = server.requests().first().map_or(0, |r| r.body.to_string().len());
+    let sent = server
+        .requests()
+        .first()
+        .map_or(0, |r| r.body.to_string().len());
     if resume.is_some() && sent < 390_000 {
-        return Err(format!("the resumed session sent {sent} bytes, not its 100,000 tokens").into());
+        return Err(
+            format!("the resumed session sent {sent} bytes, not its 100,000 tokens").into(),
+        );
     }
     Ok(samples)
 }

@@ -216,7 +216,9 @@ fn read_prompt(cli: &Cli) -> anyhow::Result<Option<String>> {
 /// stdin.
 fn session_builder(cli: &Cli, sdk: bool) -> anyhow::Result<SessionBuilder> {
     if cli.resume.as_deref() == Some("") {
-        bail!("--resume without a session id lists sessions to choose from on the interactive screen; here, name the session (--resume ID) or use --continue");
+        bail!(
+            "--resume without a session id lists sessions to choose from on the interactive screen; here, name the session (--resume ID) or use --continue"
+        );
     }
     let resume = match (&cli.resume, cli.continue_session) {
         (Some(id), _) => Some(Resume::Id(id.clone())),

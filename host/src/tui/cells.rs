@@ -179,7 +179,10 @@ impl ToolCell {
         // What a read brought is the model's; the person sees how much.
         if self.state == ToolState::Done && self.name == "Read" {
             let lines = self.output.lines().count();
-            return vec![Line::styled(format!("Read {lines} line{}", plural(lines)), DIM)];
+            return vec![Line::styled(
+                format!("Read {lines} line{}", plural(lines)),
+                DIM,
+            )];
         }
         let style = match self.state {
             ToolState::Failed => Style::new().fg(Color::Red),

@@ -16,9 +16,11 @@ pub fn cells(history: &[Message]) -> Vec<Cell> {
         .iter()
         .flat_map(|m| m.content.iter())
         .filter_map(|block| match block {
-            ContentBlock::ToolResult { tool_use_id, content, is_error } => {
-                Some((tool_use_id.as_str(), (content_text(content), *is_error)))
-            }
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => Some((tool_use_id.as_str(), (content_text(content), *is_error))),
             _ => None,
         })
         .collect();
@@ -26,19 +28,26 @@ pub fn cells(history: &[Message]) -> Vec<Cell> {
     for message in history {
         for block in &message.content {
             match (message.role, block) {
-                (Role::User, ContentBlock::Text { text }) if !text.starts_with("<system-reminder>") => {
+                (Role::User, ContentBlock::Text { text })
+                    if !text.starts_with("<system-reminder>") =>
+                {
                     cells.push(Cell::User(text.clone()));
                 }
                 (Role::Assistant, ContentBlock::Text { text }) if !text.trim().is_empty() => {
                     cells.push(Cell::Answer(text.clone()));
                 }
                 (Role::Assistant, ContentBlock::ToolUse { id, name, input }) => {
-                    let (output, is_error) = results.get(id.as_str()).copied().unwrap_or(("", false));
+                    let (output, is_error) =
+                        results.get(id.as_str()).copied().unwrap_or(("", false));
                     cells.push(Cell::Tool(ToolCell {
                         id: id.clone(),
                         name: name.clone(),
                         input: input.clone(),
-                        state: if is_error { ToolState::Failed } else { ToolState::Done },
+                        state: if is_error {
+                            ToolState::Failed
+                        } else {
+                            ToolState::Done
+                        },
                         duration: None,
                         output: output.to_string(),
                         nested: false,

@@ -47,9 +47,15 @@ fn first_prompt(path: &std::path::Path) -> String {
             let content = &entry["message"]["content"];
             let text = match content.as_str() {
                 Some(text) => Some(text.to_string()),
-                None => content.as_array()?.iter().rev().find_map(|b| b["text"].as_str().map(str::to_string)),
+                None => content
+                    .as_array()?
+                    .iter()
+                    .rev()
+                    .find_map(|b| b["text"].as_str().map(str::to_string)),
             }?;
-            text.lines().find(|l| !l.trim().is_empty() && !l.starts_with('<')).map(str::to_string)
+            text.lines()
+                .find(|l| !l.trim().is_empty() && !l.starts_with('<'))
+                .map(str::to_string)
         })
         .unwrap_or_else(|| "(no prompt)".into())
 }
@@ -68,7 +74,9 @@ pub fn pick(sessions: &[Listing]) -> anyhow::Result<Option<String>> {
                 KeyCode::Down => selected = (selected + 1).min(sessions.len().saturating_sub(1)),
                 KeyCode::Enter => break sessions.get(selected).map(|s| s.id.clone()),
                 KeyCode::Esc => break None,
-                KeyCode::Char('c' | 'd') if key.modifiers.contains(KeyModifiers::CONTROL) => break None,
+                KeyCode::Char('c' | 'd') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    break None;
+                }
                 _ => {}
             },
             Event::Resize(width, height) => screen.resize((width, height)),
@@ -80,22 +88,42 @@ pub fn pick(sessions: &[Listing]) -> anyhow::Result<Option<String>> {
 }
 
 fn rows(sessions: &[Listing], selected: usize, width: usize, color: bool) -> Vec<Line<'static>> {
-    let accent = if color { Style::new().fg(Color::Cyan) } else { Style::new().add_modifier(Modifier::REVERSED) };
-    let mut rows = vec![Line::styled("Resume a session (↑/↓, Enter; Esc to leave)", Style::new().add_modifier(Modifier::BOLD))];
+    let accent = if color {
+        Style::new().fg(Color::Cyan)
+    } else {
+        Style::new().add_modifier(Modifier::REVERSED)
+    };
+    let mut rows = vec![Line::styled(
+        "Resume a session (↑/↓, Enter; Esc to leave)",
+        Style::new().add_modifier(Modifier::BOLD),
+    )];
     let first = selected.saturating_sub(SHOWN - 1);
     for (i, session) in sessions.iter().enumerate().skip(first).take(SHOWN) {
         let age = ago(session.modified);
         let lead = if i == selected { "❯ " } else { "  " };
         let text = format!("{lead}{age:>8}  {}", session.first_prompt);
         let text: String = text.chars().take(width).collect();
-        rows.push(if i == selected { Line::styled(text, accent) } else { Line::raw(text) });
+        rows.push(if i == selected {
+            Line::styled(text, accent)
+        } else {
+            Line::raw(text)
+        });
     }
-    rows.push(Line::styled(format!("  {} session{}", sessions.len(), if sessions.len() == 1 { "" } else { "s" }), Style::new().add_modifier(Modifier::DIM)));
+    rows.push(Line::styled(
+        format!(
+            "  {} session{}",
+            sessions.len(),
+            if sessions.len() == 1 { "" } else { "s" }
+        ),
+        Style::new().add_modifier(Modifier::DIM),
+    ));
     rows
 }
 
 fn ago(when: SystemTime) -> String {
-    let secs = SystemTime::now().duration_since(when).map_or(0, |d| d.as_secs());
+    let secs = SystemTime::now()
+        .duration_since(when)
+        .map_or(0, |d| d.as_secs());
     match secs {
         0..60 => format!("{secs}s ago"),
         60..3600 => format!("{}m ago", secs / 60),
