@@ -5,7 +5,7 @@
 //! open code block renders as code until it closes).
 
 use super::text::wrap;
-use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
@@ -87,16 +87,10 @@ impl Writer {
                 self.block_start();
                 self.prefixes.push("│ ".into());
             }
-            Tag::CodeBlock(kind) => {
+            Tag::CodeBlock(_) => {
+                // Code shows indented and coloured, without its fences.
                 self.block_start();
                 self.code_block = true;
-                if let CodeBlockKind::Fenced(lang) = kind
-                    && !lang.is_empty()
-                {
-                    let style = Style::default().add_modifier(Modifier::DIM);
-                    self.rows
-                        .push(Line::styled(format!("{}```{lang}", self.prefix()), style));
-                }
             }
             Tag::List(start) => {
                 if self.lists.is_empty() {

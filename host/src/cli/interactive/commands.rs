@@ -20,7 +20,7 @@ pub enum Local {
     ForTheTurns,
 }
 
-const HELP: &str = "\
+pub const HELP: &str = "\
 Type a message and press Enter; Shift+Enter (or \\ then Enter) starts a new line.
 Esc interrupts the turn · Shift+Tab changes the mode · Up/Down walk earlier prompts
 Ctrl-C clears the prompt (twice on an empty prompt exits) · Ctrl-D exits
