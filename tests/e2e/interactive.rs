@@ -474,3 +474,43 @@ fn resume_without_an_id_lists_the_projects_sessions_to_choose_from() -> TestResu
     );
     screen.exit()
 }
+
+#[test]
+fn a_bang_command_runs_in_the_sandbox_and_joins_the_next_message() -> TestResult {
+    let dir = workspace()?;
+    let server = ScriptedServer::start(vec![Reply::text("I see the listing")])?;
+    let mut screen = Screen::open(&server, dir.path(), &["--allowedTools", "Bash"])?;
+    screen.wait_for("> ")?;
+    screen.send("!cat notes.txt; echo from-the-sandbox")?;
+    screen.wait_for("from-the-sandbox")?;
+    assert!(server.requests().is_empty(), "a command is not a message");
+    screen.send("what did it print?")?;
+    screen.wait_for("I see the listing")?;
+    let requests = server.requests();
+    let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
+    assert!(
+        sent.contains("<bash-input>cat notes.txt; echo from-the-sandbox</bash-input>"),
+        "{sent}"
+    );
+    assert!(
+        sent.contains("from-the-sandbox") && sent.contains("what did it print?"),
+        "{sent}"
+    );
+    screen.exit()
+}
+
+#[test]
+fn a_bang_command_the_rules_do_not_allow_is_asked_first() -> TestResult {
+    let dir = workspace()?;
+    let server = ScriptedServer::start(vec![])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.send("!touch made-by-user")?;
+    screen.wait_for("Bash wants to run a command")?;
+    assert!(!dir.path().join("made-by-user").exists());
+    screen.keys("3")?;
+    screen.keys("\x1b")?;
+    screen.wait_for("refused")?;
+    assert!(!dir.path().join("made-by-user").exists());
+    screen.exit()
+}

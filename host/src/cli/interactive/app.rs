@@ -23,6 +23,11 @@ pub enum UiEvent {
     Ask(ApprovalRequest, oneshot::Sender<ApprovalChoice>),
     Mode(PermissionMode),
     Notice(String),
+    /// A `!command` the person ran has ended.
+    CommandEnded {
+        command: String,
+        result: ToolCallResult,
+    },
 }
 
 /// A turn's end, as the screen reports it.
@@ -82,6 +87,8 @@ pub struct App {
     queued: usize,
     /// The turn's failure was said already (its end need not repeat it).
     failure_shown: bool,
+    /// What `!command`s printed, for the next message.
+    command_context: Vec<String>,
 }
 
 const EXIT_WINDOW: Duration = Duration::from_secs(2);
@@ -101,6 +108,7 @@ impl App {
             exit_armed: None,
             queued: 0,
             failure_shown: false,
+            command_context: Vec::new(),
         }
     }
 
@@ -129,7 +137,35 @@ impl App {
             },
             UiEvent::Mode(mode) => self.status.mode = Some(mode),
             UiEvent::Notice(text) => self.say(Cell::Notice(NoticeLevel::Warning, text)),
+            UiEvent::CommandEnded { command, result } => {
+                let output = result.content.text();
+                self.tool_ended(result);
+                self.command_context.push(format!(
+                    "<bash-input>{command}</bash-input>\n<bash-stdout>{output}</bash-stdout>"
+                ));
+            }
         }
+    }
+
+    /// A `!command` started: shown running until it ends.
+    pub fn command_started(&mut self, call: &crate::agent::ToolCall) {
+        let tool = ToolCell {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            input: call.input.clone(),
+            state: ToolState::Running,
+            duration: None,
+            output: String::new(),
+            nested: false,
+        };
+        self.running.push((tool, Instant::now()));
+    }
+
+    /// What the person's commands printed since their last message, to go
+    /// with the next one (as Claude Code's bash mode adds it).
+    pub fn take_command_context(&mut self) -> Option<String> {
+        let context = std::mem::take(&mut self.command_context);
+        (!context.is_empty()).then(|| context.join("\n"))
     }
 
     fn on_agent(&mut self, event: AgentEvent, nested: bool) {

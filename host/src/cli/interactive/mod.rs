@@ -146,6 +146,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let guard = TerminalGuard::take().context("taking the terminal")?;
     let screen = ScreenLoop {
         session: &session,
+        ui: ui.clone(),
         turn: &turn,
         history: &history,
     };
@@ -164,18 +165,47 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The user's message to the session: remembered, shown, queued.
+/// The user's message to the session: remembered, shown, queued (with
+/// what their `!command`s printed since the last one).
 fn send(session: &Session, app: &mut App, history: &commands::PromptHistory, text: String) {
     history.append(&text);
     app.sent(&text);
+    let text = match app.take_command_context() {
+        Some(context) => format!("{context}\n{text}"),
+        None => text,
+    };
     session.queue.push(QueuedInput {
         uuid: uuid::Uuid::new_v4().to_string(),
         text,
     });
 }
 
+/// `!command`: run through the session's Bash as a call of the person's
+/// own, on a task of its own so the screen stays live.
+fn run_command(
+    session: &Session,
+    app: &mut App,
+    ui: &mpsc::UnboundedSender<UiEvent>,
+    command: &str,
+) {
+    let call = crate::agent::ToolCall {
+        id: format!("user_{}", uuid::Uuid::new_v4().simple()),
+        name: "Bash".into(),
+        input: serde_json::json!({"command": command}),
+        invalid_input: None,
+    };
+    app.say(crate::tui::cells::Cell::User(format!("!{command}")));
+    app.command_started(&call);
+    let (pipeline, ui, command) = (session.pipeline.clone(), ui.clone(), command.to_string());
+    tokio::spawn(async move {
+        let result = pipeline.run_for_user(call).await;
+        let _ = ui.send(UiEvent::CommandEnded { command, result });
+    });
+}
+
 struct ScreenLoop<'a> {
     session: &'a Session,
+    ui: mpsc::UnboundedSender<UiEvent>,
     turn: &'a TurnSlot,
     history: &'a commands::PromptHistory,
 }
@@ -196,6 +226,8 @@ impl ScreenLoop<'_> {
         let mut keys = EventStream::new();
         let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
         let mut hangup = signal(SignalKind::hangup()).context("listening for SIGHUP")?;
+        // Ctrl-C is a key here; a SIGINT comes from elsewhere (`kill`).
+        let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
         let outcome = loop {
             let frame = app.frame(screen.width(), color);
@@ -215,6 +247,7 @@ impl ScreenLoop<'_> {
                 },
                 _ = terminate.recv() => Action::Exit,
                 _ = hangup.recv() => Action::Exit,
+                _ = interrupt.recv() => Action::Exit,
                 _ = tick.tick(), if app.ticking() => Action::None,
             };
             if self.act(&mut app, action) {
@@ -261,6 +294,11 @@ impl ScreenLoop<'_> {
             }
             Action::CycleMode => {
                 commands::cycle_mode(self.session, app);
+                false
+            }
+            Action::Submit(text) if text.starts_with('!') && text.len() > 1 => {
+                self.history.append(&text);
+                run_command(self.session, app, &self.ui, text[1..].trim());
                 false
             }
             Action::Submit(text) => match commands::local(self.session, app, &text) {

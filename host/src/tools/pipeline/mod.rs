@@ -388,6 +388,13 @@ impl ToolPipeline {
         }
     }
 
+    /// A call the person made themselves (`!command` on the interactive
+    /// screen): every stage a model's call goes through — the rules, the
+    /// hooks, the question when one is due, the sandbox.
+    pub async fn run_for_user(&self, call: ToolCall) -> ToolCallResult {
+        self.run_nested(call).await
+    }
+
     /// One call checked and decided as a session's would be — the prepare
     /// stages, then the decision with what the user said beforehand — but
     /// not run (`carapace tool call` runs it itself, to report what its
