@@ -514,3 +514,48 @@ fn a_bang_command_the_rules_do_not_allow_is_asked_first() -> TestResult {
     assert!(!dir.path().join("made-by-user").exists());
     screen.exit()
 }
+
+#[test]
+fn clear_starts_a_new_session_and_resume_goes_back_to_the_old_one() -> TestResult {
+    let dir = workspace()?;
+    let server = ScriptedServer::start(vec![
+        Reply::text("first answer"),
+        Reply::text("fresh answer"),
+        Reply::text("old one again"),
+    ])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.send("first question")?;
+    screen.wait_for("first answer")?;
+    let first_id = server.requests()[0].body["metadata"]["user_id"].to_string();
+    screen.send("/clear")?;
+    std::thread::sleep(Duration::from_millis(500));
+    screen.send("second question")?;
+    screen.wait_for("fresh answer")?;
+    let requests = server.requests();
+    let sent = requests[1].body["messages"].to_string();
+    assert!(!sent.contains("first question"), "/clear kept the conversation: {sent}");
+    // The first session is on disk: /resume with its id goes on with it.
+    let projects = dir.path().join(".config-home/projects");
+    let project = std::fs::read_dir(&projects)?.next().ok_or("no project folder")??.path();
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(&project)? {
+        let path = entry?.path();
+        let text = std::fs::read_to_string(&path)?;
+        if text.contains("first question") {
+            ids.push(path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+        }
+    }
+    let [old] = ids.as_slice() else {
+        return Err(format!("sessions with the first question: {ids:?} ({first_id})").into());
+    };
+    screen.send(&format!("/resume {old}"))?;
+    screen.wait_for("first answer")?;
+    std::thread::sleep(Duration::from_millis(500));
+    screen.send("and again")?;
+    screen.wait_for("old one again")?;
+    let requests = server.requests();
+    let sent = requests[2].body["messages"].to_string();
+    assert!(sent.contains("first question") && !sent.contains("second question"), "{sent}");
+    screen.exit()
+}

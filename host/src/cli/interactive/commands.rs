@@ -5,6 +5,7 @@
 //! Every other `/name` goes to the turns, as in print mode: `/compact`,
 //! the skills and custom commands, and an unknown name answered there.
 
+use super::Ending;
 use super::app::App;
 use crate::policy::{ModeChangeBy, PermissionMode, RuleKind};
 use crate::session::{Session, SessionPaths};
@@ -15,7 +16,8 @@ use std::path::PathBuf;
 pub enum Local {
     /// Answered here.
     Done,
-    Exit,
+    /// The session on the screen ends (`/exit`, `/clear`, `/resume`).
+    End(Ending),
     /// For the turns.
     ForTheTurns,
 }
@@ -34,6 +36,8 @@ Ctrl-C clears the prompt (twice on an empty prompt exits) · Ctrl-D exits
 /agents       the agent types the Agent tool offers
 /plugins      installed plugins
 /compact [INSTRUCTIONS]  summarise the conversation to free context
+/clear        a new session (this one can be resumed)
+/resume [ID]  go on with another session of this project
 /exit         leave (the session can be resumed)";
 
 /// `text` if it is a command the screen answers.
@@ -46,7 +50,10 @@ pub fn local(session: &Session, app: &mut App, text: &str) -> Local {
         .unwrap_or((command, ""));
     let argument = argument.trim();
     let answer = match name {
-        "exit" | "quit" => return Local::Exit,
+        "exit" | "quit" => return Local::End(Ending::Leave),
+        "clear" => return Local::End(Ending::Clear),
+        "resume" if argument.is_empty() => return Local::End(Ending::Pick),
+        "resume" => return Local::End(Ending::Resume(argument.to_string())),
         "help" => HELP.to_string(),
         "status" => format!(
             "Session {}\nModel {}\nMode {}\nWorking directory {}",

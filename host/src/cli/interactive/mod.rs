@@ -68,45 +68,84 @@ impl RunOutput for ScreenOutput {
     }
 }
 
+/// How a session on the screen ended, and what comes next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// The person left (or a signal came).
+    Leave,
+    /// `/clear`: a new session, empty.
+    Clear,
+    /// `/resume`: choose a session of this project, then go on with it.
+    Pick,
+    /// `/resume ID`.
+    Resume(String),
+}
+
 pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     check_flags(&cli)?;
-    if cli.resume.as_deref() == Some("") {
-        let paths = super::paths()?;
-        let sessions = picker::listings(&paths);
-        if sessions.is_empty() {
-            bail!("there is no session to resume in {}", paths.cwd.display());
-        }
-        match picker::pick(&sessions)? {
-            Some(id) => cli.resume = Some(id),
-            None => return Ok(ExitCode::SUCCESS),
-        }
-    }
     if cli.permission_prompt_tool.is_some() {
         bail!("--permission-prompt-tool is for print mode: the interactive screen asks you itself");
     }
-    let session = session_builder(&cli, false)?.build().await?;
+    let mut ending = match cli.resume.as_deref() {
+        Some("") => Ending::Pick,
+        _ => Ending::Clear,
+    };
+    let mut last_id = None;
+    loop {
+        match ending {
+            Ending::Leave => break,
+            Ending::Clear if last_id.is_some() => {
+                cli.resume = None;
+                cli.continue_session = false;
+                cli.session_id = None;
+                cli.prompt = None;
+            }
+            Ending::Clear => {}
+            Ending::Pick => match choose_session()? {
+                Some(id) => resume(&mut cli, id),
+                None if last_id.is_none() => return Ok(ExitCode::SUCCESS),
+                None => break,
+            },
+            Ending::Resume(id) => resume(&mut cli, id),
+        }
+        let (next, id) = one_session(&cli).await?;
+        ending = next;
+        last_id = Some(id);
+    }
+    if let Some(id) = last_id {
+        println!("Resume this session with: carapace --resume {id}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn resume(cli: &mut Cli, id: String) {
+    cli.resume = Some(id);
+    cli.continue_session = false;
+    cli.session_id = None;
+    cli.prompt = None;
+}
+
+/// The picker over this project's sessions; `None` when the person leaves.
+fn choose_session() -> anyhow::Result<Option<String>> {
+    let paths = super::paths()?;
+    let sessions = picker::listings(&paths);
+    if sessions.is_empty() {
+        bail!("there is no session to resume in {}", paths.cwd.display());
+    }
+    picker::pick(&sessions)
+}
+
+/// One session on the screen, from its build to its end; how it ended
+/// and its id.
+async fn one_session(cli: &Cli) -> anyhow::Result<(Ending, String)> {
+    let session = session_builder(cli, false)?.build().await?;
     print_warnings(&session);
     let Some(run) = &session.run else {
         bail!("the session was built without a model");
     };
     let (ui, events) = mpsc::unbounded_channel();
     let output = ScreenOutput(ui.clone());
-    let prompter = Arc::new(prompter::ScreenPrompter::new(
-        ui.clone(),
-        session.pipeline.clone(),
-        &session.paths.cwd,
-    ));
-    let mode_ui = ui.clone();
-    session.start(SessionOutput {
-        events: Box::new(output.clone()),
-        mode_changes: Some(Box::new(move |mode| {
-            let _ = mode_ui.send(UiEvent::Mode(mode));
-        })),
-        asker: Some(SessionAsker {
-            calls: prompter.clone(),
-            hosts: prompter,
-        }),
-    });
+    start_output(&session, &ui, &output);
     let Some(deps) = session.deps(true) else {
         bail!("the session was built without a model");
     };
@@ -128,6 +167,53 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         notifications: None,
     };
     let history = commands::PromptHistory::for_project(&session.paths);
+    let mut app = opening(&session, run, &history);
+    if let Some(prompt) = cli.prompt.clone().filter(|p| !p.trim().is_empty()) {
+        send(&session, &mut app, &history, prompt);
+    }
+    let guard = TerminalGuard::take().context("taking the terminal")?;
+    let screen = ScreenLoop {
+        session: &session,
+        ui,
+        turn: &turn,
+        history: &history,
+    };
+    let queue = Prompts::Stream(session.queue.clone());
+    let runner = run_print(&deps, &run.config, output, queue, print_session);
+    let (_, ending) = tokio::join!(runner, screen.run(app, events));
+    drop(guard);
+    session.shutdown().await;
+    Ok((ending?, session.id.clone()))
+}
+
+/// The session's output joins the screen: its events, its mode changes,
+/// its questions.
+fn start_output(session: &Session, ui: &mpsc::UnboundedSender<UiEvent>, output: &ScreenOutput) {
+    let prompter = Arc::new(prompter::ScreenPrompter::new(
+        ui.clone(),
+        session.pipeline.clone(),
+        &session.paths.cwd,
+    ));
+    let mode_ui = ui.clone();
+    session.start(SessionOutput {
+        events: Box::new(output.clone()),
+        mode_changes: Some(Box::new(move |mode| {
+            let _ = mode_ui.send(UiEvent::Mode(mode));
+        })),
+        asker: Some(SessionAsker {
+            calls: prompter.clone(),
+            hosts: prompter,
+        }),
+    });
+}
+
+/// The screen as a session opens: its status, earlier prompts, and a
+/// resumed session's conversation.
+fn opening(
+    session: &Session,
+    run: &crate::session::SessionRun,
+    history: &commands::PromptHistory,
+) -> App {
     let status = Status {
         model: run.config.model.clone(),
         mode: Some(session.mode()),
@@ -140,29 +226,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     for cell in self::history::cells(&session.history) {
         app.say(cell);
     }
-    if let Some(prompt) = cli.prompt.clone().filter(|p| !p.trim().is_empty()) {
-        send(&session, &mut app, &history, prompt);
-    }
-    let guard = TerminalGuard::take().context("taking the terminal")?;
-    let screen = ScreenLoop {
-        session: &session,
-        ui: ui.clone(),
-        turn: &turn,
-        history: &history,
-    };
-    let runner = run_print(
-        &deps,
-        &run.config,
-        output,
-        Prompts::Stream(session.queue.clone()),
-        print_session,
-    );
-    let (_, shown) = tokio::join!(runner, screen.run(app, events));
-    drop(guard);
-    session.shutdown().await;
-    shown?;
-    println!("Resume this session with: carapace --resume {}", session.id);
-    Ok(ExitCode::SUCCESS)
+    app
 }
 
 /// The user's message to the session: remembered, shown, queued (with
@@ -218,7 +282,7 @@ impl ScreenLoop<'_> {
         &self,
         mut app: App,
         mut events: mpsc::UnboundedReceiver<UiEvent>,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Ending> {
         use tokio::signal::unix::{SignalKind, signal};
         let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         let size = crossterm::terminal::size().context("reading the terminal's size")?;
@@ -250,8 +314,8 @@ impl ScreenLoop<'_> {
                 _ = interrupt.recv() => Action::Exit,
                 _ = tick.tick(), if app.ticking() => Action::None,
             };
-            if self.act(&mut app, action) {
-                break Ok(());
+            if let Some(ending) = self.act(&mut app, action) {
+                break Ok(ending);
             }
         };
         app.refuse_all();
@@ -283,32 +347,25 @@ impl ScreenLoop<'_> {
         }
     }
 
-    /// Does what a key asked; true when the screen is to close.
-    fn act(&self, app: &mut App, action: Action) -> bool {
+    /// Does what a key asked; how the screen ends, when it does.
+    fn act(&self, app: &mut App, action: Action) -> Option<Ending> {
         match action {
-            Action::None => false,
-            Action::Exit => true,
+            Action::None => {}
+            Action::Exit => return Some(Ending::Leave),
             Action::Interrupt => {
                 self.turn.interrupt();
-                false
             }
-            Action::CycleMode => {
-                commands::cycle_mode(self.session, app);
-                false
-            }
+            Action::CycleMode => commands::cycle_mode(self.session, app),
             Action::Submit(text) if text.starts_with('!') && text.len() > 1 => {
                 self.history.append(&text);
                 run_command(self.session, app, &self.ui, text[1..].trim());
-                false
             }
             Action::Submit(text) => match commands::local(self.session, app, &text) {
-                commands::Local::Done => false,
-                commands::Local::Exit => true,
-                commands::Local::ForTheTurns => {
-                    send(self.session, app, self.history, text);
-                    false
-                }
+                commands::Local::Done => {}
+                commands::Local::End(ending) => return Some(ending),
+                commands::Local::ForTheTurns => send(self.session, app, self.history, text),
             },
         }
+        None
     }
 }
