@@ -534,16 +534,26 @@ fn clear_starts_a_new_session_and_resume_goes_back_to_the_old_one() -> TestResul
     screen.wait_for("fresh answer")?;
     let requests = server.requests();
     let sent = requests[1].body["messages"].to_string();
-    assert!(!sent.contains("first question"), "/clear kept the conversation: {sent}");
+    assert!(
+        !sent.contains("first question"),
+        "/clear kept the conversation: {sent}"
+    );
     // The first session is on disk: /resume with its id goes on with it.
     let projects = dir.path().join(".config-home/projects");
-    let project = std::fs::read_dir(&projects)?.next().ok_or("no project folder")??.path();
+    let project = std::fs::read_dir(&projects)?
+        .next()
+        .ok_or("no project folder")??
+        .path();
     let mut ids = Vec::new();
     for entry in std::fs::read_dir(&project)? {
         let path = entry?.path();
         let text = std::fs::read_to_string(&path)?;
         if text.contains("first question") {
-            ids.push(path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+            ids.push(
+                path.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
         }
     }
     let [old] = ids.as_slice() else {
@@ -556,6 +566,27 @@ fn clear_starts_a_new_session_and_resume_goes_back_to_the_old_one() -> TestResul
     screen.wait_for("old one again")?;
     let requests = server.requests();
     let sent = requests[2].body["messages"].to_string();
-    assert!(sent.contains("first question") && !sent.contains("second question"), "{sent}");
+    assert!(
+        sent.contains("first question") && !sent.contains("second question"),
+        "{sent}"
+    );
+    screen.exit()
+}
+
+#[test]
+fn context_says_what_the_models_context_holds() -> TestResult {
+    let dir = workspace()?;
+    std::fs::write(dir.path().join("CLAUDE.md"), "Always answer in French.\n")?;
+    let server = ScriptedServer::start(vec![])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.keys("/cont")?;
+    screen.wait_for("/context")?;
+    screen.keys("\t")?;
+    screen.keys("\r")?;
+    screen.wait_for("System prompt")?;
+    screen.wait_for("CLAUDE.md")?;
+    screen.wait_for("-token window")?;
+    assert!(server.requests().is_empty(), "/context asked the model");
     screen.exit()
 }

@@ -89,6 +89,8 @@ pub struct App {
     failure_shown: bool,
     /// What `!command`s printed, for the next message.
     command_context: Vec<String>,
+    /// The commands `/` offers, with what each does.
+    pub commands: Vec<(String, String)>,
 }
 
 const EXIT_WINDOW: Duration = Duration::from_secs(2);
@@ -109,6 +111,7 @@ impl App {
             queued: 0,
             failure_shown: false,
             command_context: Vec::new(),
+            commands: Vec::new(),
         }
     }
 
@@ -406,6 +409,11 @@ impl App {
                 self.composer.insert('\n')
             }
             KeyCode::Char('j') if ctrl => self.composer.insert('\n'),
+            KeyCode::Tab if !self.matching_commands().is_empty() => {
+                let name = self.matching_commands()[0].0.clone();
+                self.composer.clear();
+                self.composer.paste(&format!("/{name} "));
+            }
             KeyCode::Enter => {
                 return match self.composer.enter() {
                     Some(text) if !text.trim().is_empty() => Action::Submit(text),
@@ -520,6 +528,7 @@ impl App {
                 let at = live.len();
                 live.extend(rows);
                 live.push(Line::styled("─".repeat(width), rule));
+                live.extend(self.command_rows(width));
                 Some((at + row, column))
             }
         };
@@ -529,6 +538,54 @@ impl App {
             live,
             cursor,
         }
+    }
+
+    /// The commands whose names start with what is typed after `/` (while
+    /// only a name is typed).
+    fn matching_commands(&self) -> Vec<&(String, String)> {
+        let text = self.composer.text();
+        let Some(typed) = text
+            .strip_prefix('/')
+            .filter(|t| !t.contains(char::is_whitespace))
+        else {
+            return Vec::new();
+        };
+        self.commands
+            .iter()
+            .filter(|(name, _)| name.starts_with(typed))
+            .collect()
+    }
+
+    /// Up to eight matching commands under the prompt, the first (what
+    /// Tab takes) marked.
+    fn command_rows(&self, width: usize) -> Vec<Line<'static>> {
+        let dim = Style::new().add_modifier(Modifier::DIM);
+        let matching = self.matching_commands();
+        let mut rows: Vec<Line<'static>> = matching
+            .iter()
+            .take(8)
+            .enumerate()
+            .map(|(i, (name, description))| {
+                let lead = if i == 0 { "❯ " } else { "  " };
+                let row = format!("{lead}/{name:<14} {description}");
+                let row: String = row.chars().take(width).collect();
+                if i == 0 {
+                    Line::raw(row)
+                } else {
+                    Line::styled(row, dim)
+                }
+            })
+            .collect();
+        if matching.len() > 8 {
+            rows.push(Line::styled(
+                format!("  … {} more", matching.len() - 8),
+                dim,
+            ));
+        }
+        if self.composer.text().starts_with('/') && matching.is_empty() {
+            rows.push(Line::styled("  no command by that name", dim));
+        }
+        rows
     }
 
     /// Lines of the prompt drawn either side of the cursor.
@@ -747,5 +804,23 @@ mod tests {
         assert!(answered.try_recv().is_err(), "answered before a choice");
         assert_eq!(app.on_key(key(KeyCode::Esc)), Action::None);
         assert_eq!(answered.try_recv().ok(), Some(ApprovalChoice::Refuse(None)));
+    }
+
+    #[test]
+    fn slash_offers_the_commands_and_tab_takes_the_first() {
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        let mut app = app();
+        app.commands = vec![
+            ("compact".into(), "summarise".into()),
+            ("cost".into(), "spent".into()),
+            ("review".into(), "a custom command".into()),
+        ];
+        for c in "/co".chars() {
+            app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        }
+        insta::assert_snapshot!("command_completion", shown(&mut app));
+        app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+        assert_eq!(app.composer.text(), "/compact ");
+        assert!(!shown(&mut app).contains("/cost"), "the list stays once an argument starts");
     }
 }

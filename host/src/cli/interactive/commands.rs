@@ -32,6 +32,7 @@ Ctrl-C clears the prompt (twice on an empty prompt exits) · Ctrl-D exits
 /cost         what the session has spent
 /model [NAME] the model, or change it for the next turns
 /permissions  the rules deciding calls
+/context      what the model's context holds
 /mcp          MCP servers and their state
 /agents       the agent types the Agent tool offers
 /plugins      installed plugins
@@ -65,6 +66,7 @@ pub fn local(session: &Session, app: &mut App, text: &str) -> Local {
         "cost" => format!("This session has cost ${:.4} so far.", app.status.cost_usd),
         "model" => model(session, app, argument),
         "permissions" => permissions(session),
+        "context" => context(session, app),
         "mcp" => listed(
             "MCP servers",
             session.mcp_status().iter().map(|s| {
@@ -126,6 +128,87 @@ fn model(session: &Session, app: &mut App, name: &str) -> String {
     }
     app.status.model = name.to_string();
     format!("The next turns use {name}.")
+}
+
+/// The context's parts, in tokens (a byte count over four, as the
+/// loop's own estimate counts).
+fn context(session: &Session, app: &App) -> String {
+    let Some(run) = &session.run else {
+        return "This session has no model.".into();
+    };
+    let parts =
+        super::super::context::context_parts(session, &run.config, session.loop_tools.as_ref());
+    let tokens = |bytes: usize| bytes.div_ceil(4);
+    let tools: usize = parts.tools.iter().map(|(_, bytes)| bytes).sum();
+    let mut lines = vec![
+        format!(
+            "System prompt   ~{} tokens",
+            tokens(parts.system_prompt.len())
+        ),
+        format!(
+            "Tools           ~{} tokens ({} tools)",
+            tokens(tools),
+            parts.tools.len()
+        ),
+    ];
+    for memory in &parts.memory_files {
+        lines.push(format!(
+            "Memory          ~{} tokens  {} ({})",
+            tokens(memory.bytes),
+            memory.path,
+            memory.kind
+        ));
+    }
+    if parts.skills.1 > 0 {
+        lines.push(format!(
+            "Skills listing  ~{} tokens ({} skills)",
+            tokens(parts.skills.0),
+            parts.skills.1
+        ));
+    }
+    lines.push(format!(
+        "Last request    {} tokens of a {}-token window{}",
+        app.status.context_tokens,
+        parts.window,
+        if parts.autocompact {
+            format!("; compacted at {}", parts.autocompact_at)
+        } else {
+            String::new()
+        }
+    ));
+    lines.join("\n")
+}
+
+/// The commands `/` offers: the screen's own, `/compact`, and the
+/// session's custom commands and skills, each with what it does.
+pub fn offered(session: &Session) -> Vec<(String, String)> {
+    let mut offered: Vec<(String, String)> = HELP
+        .lines()
+        .filter_map(|line| line.strip_prefix('/'))
+        .filter_map(|line| {
+            let (name, rest) = line.split_once(' ')?;
+            // After the name: an argument in brackets, then what it does.
+            let rest = rest.trim_start();
+            let description = match rest.strip_prefix('[') {
+                Some(bracketed) => bracketed.split_once(']').map_or(rest, |(_, after)| after),
+                None => rest,
+            };
+            Some((name.to_string(), description.trim().to_string()))
+        })
+        .collect();
+    for command in session.commands.described(false) {
+        let name = command["name"].as_str().unwrap_or_default().to_string();
+        if !name.is_empty() && !offered.iter().any(|(n, _)| *n == name) {
+            offered.push((
+                name,
+                command["description"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            ));
+        }
+    }
+    offered
 }
 
 fn permissions(session: &Session) -> String {

@@ -226,6 +226,7 @@ fn opening(
     for cell in self::history::cells(&session.history) {
         app.say(cell);
     }
+    app.commands = commands::offered(session);
     app
 }
 
