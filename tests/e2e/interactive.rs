@@ -590,3 +590,18 @@ fn context_says_what_the_models_context_holds() -> TestResult {
     assert!(server.requests().is_empty(), "/context asked the model");
     screen.exit()
 }
+
+#[test]
+fn hooks_lists_the_hooks_that_run() -> TestResult {
+    let dir = workspace()?;
+    let probe = Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("command-hook-probe.wasm");
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Bash|Write", "hooks": [
+        {"type": "wasm-command", "path": probe.display().to_string()}
+    ]}]}});
+    let server = ScriptedServer::start(vec![])?;
+    let mut screen = Screen::open(&server, dir.path(), &["--settings", &settings.to_string()])?;
+    screen.wait_for("> ")?;
+    screen.send("/hooks")?;
+    screen.wait_for("PreToolUse [Bash|Write] command command-hook-probe.wasm")?;
+    screen.exit()
+}

@@ -182,6 +182,36 @@ impl HookRuntime {
 
     /// Whether any hook handles `kind`: the loop skips building events
     /// nobody listens to.
+    /// Each loaded hook in a line: its event, what it matches, its kind,
+    /// its file and where it was configured (`/hooks`).
+    pub fn describe(&self) -> Vec<String> {
+        let Ok(hooks) = self.hooks.read() else {
+            return Vec::new();
+        };
+        hooks
+            .iter()
+            .map(|hook| {
+                let spec = &hook.spec;
+                let matcher = match &spec.matcher {
+                    config::Matcher::All => "*".to_string(),
+                    config::Matcher::Names(names) => names.join("|"),
+                    config::Matcher::Regex(regex) => regex.as_str().to_string(),
+                };
+                let kind = match spec.kind {
+                    config::HandlerKind::Component => "component",
+                    config::HandlerKind::Command => "command",
+                    config::HandlerKind::Callback => "SDK callback",
+                };
+                format!(
+                    "{} [{matcher}] {kind} {} ({})",
+                    spec.event.name(),
+                    hook.label,
+                    spec.source.describe()
+                )
+            })
+            .collect()
+    }
+
     pub fn handles(&self, kind: HookEventKind) -> bool {
         self.hooks
             .read()

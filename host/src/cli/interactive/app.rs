@@ -821,6 +821,9 @@ mod tests {
         insta::assert_snapshot!("command_completion", shown(&mut app));
         app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
         assert_eq!(app.composer.text(), "/compact ");
-        assert!(!shown(&mut app).contains("/cost"), "the list stays once an argument starts");
+        assert!(
+            !shown(&mut app).contains("/cost"),
+            "the list stays once an argument starts"
+        );
     }
 }

@@ -33,6 +33,7 @@ Ctrl-C clears the prompt (twice on an empty prompt exits) · Ctrl-D exits
 /model [NAME] the model, or change it for the next turns
 /permissions  the rules deciding calls
 /context      what the model's context holds
+/hooks        the hooks that run, and on what
 /mcp          MCP servers and their state
 /agents       the agent types the Agent tool offers
 /plugins      installed plugins
@@ -67,6 +68,7 @@ pub fn local(session: &Session, app: &mut App, text: &str) -> Local {
         "model" => model(session, app, argument),
         "permissions" => permissions(session),
         "context" => context(session, app),
+        "hooks" => listed("Hooks", session.hooks.describe().into_iter()),
         "mcp" => listed(
             "MCP servers",
             session.mcp_status().iter().map(|s| {
