@@ -605,3 +605,38 @@ fn hooks_lists_the_hooks_that_run() -> TestResult {
     screen.wait_for("PreToolUse [Bash|Write] command command-hook-probe.wasm")?;
     screen.exit()
 }
+
+#[test]
+fn a_mentioned_file_is_read_through_the_rules_and_goes_with_the_message() -> TestResult {
+    let dir = workspace()?;
+    std::fs::write(dir.path().join("notes.txt"), "the zebra-42 plan\n")?;
+    std::fs::write(dir.path().join("secret.env"), "TOKEN=hunter2\n")?;
+    let server = ScriptedServer::start(vec![Reply::text("read them")])?;
+    let mut screen = Screen::open(
+        &server,
+        dir.path(),
+        &["--disallowedTools", "Read(./secret.env)"],
+    )?;
+    screen.wait_for("> ")?;
+    screen.keys("compare @not")?;
+    screen.wait_for("@notes.txt")?;
+    screen.keys("\t")?;
+    screen.wait_for("> compare @notes.txt")?;
+    screen.send("with @secret.env")?;
+    screen.wait_for("read them")?;
+    let requests = server.requests();
+    let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
+    assert!(
+        sent.contains("zebra-42"),
+        "the mentioned file was not read: {sent}"
+    );
+    assert!(
+        !sent.contains("hunter2"),
+        "a file a deny rule hides was read: {sent}"
+    );
+    assert!(
+        sent.contains("@secret.env, which could not be read"),
+        "{sent}"
+    );
+    screen.exit()
+}

@@ -70,6 +70,14 @@ impl Composer {
         Some(text)
     }
 
+    /// Replaces the word the text ends with (a completion).
+    pub fn complete_last_word(&mut self, word: &str) {
+        let start = self.text.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        self.text.truncate(start);
+        self.text.push_str(word);
+        self.cursor = self.text.len();
+    }
+
     pub fn clear(&mut self) {
         self.text.clear();
         self.cursor = 0;

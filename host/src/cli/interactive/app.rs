@@ -91,6 +91,9 @@ pub struct App {
     command_context: Vec<String>,
     /// The commands `/` offers, with what each does.
     pub commands: Vec<(String, String)>,
+    /// The project's folder, and its files once `@` asked for them.
+    pub cwd: std::path::PathBuf,
+    files: Option<Vec<String>>,
 }
 
 const EXIT_WINDOW: Duration = Duration::from_secs(2);
@@ -112,6 +115,8 @@ impl App {
             failure_shown: false,
             command_context: Vec::new(),
             commands: Vec::new(),
+            cwd: std::path::PathBuf::new(),
+            files: None,
         }
     }
 
@@ -409,10 +414,9 @@ impl App {
                 self.composer.insert('\n')
             }
             KeyCode::Char('j') if ctrl => self.composer.insert('\n'),
-            KeyCode::Tab if !self.matching_commands().is_empty() => {
-                let name = self.matching_commands()[0].0.clone();
-                self.composer.clear();
-                self.composer.paste(&format!("/{name} "));
+            KeyCode::Tab if !self.suggestions().is_empty() => {
+                let completion = self.suggestions()[0].0.clone();
+                self.composer.complete_last_word(&completion);
             }
             KeyCode::Enter => {
                 return match self.composer.enter() {
@@ -528,7 +532,8 @@ impl App {
                 let at = live.len();
                 live.extend(rows);
                 live.push(Line::styled("─".repeat(width), rule));
-                live.extend(self.command_rows(width));
+                let suggestions = self.suggestion_rows(width);
+                live.extend(suggestions);
                 Some((at + row, column))
             }
         };
@@ -540,35 +545,47 @@ impl App {
         }
     }
 
-    /// The commands whose names start with what is typed after `/` (while
-    /// only a name is typed).
-    fn matching_commands(&self) -> Vec<&(String, String)> {
-        let text = self.composer.text();
-        let Some(typed) = text
+    /// What Tab may complete the last word to, with a label: the commands
+    /// matching `/name` (while only a name is typed), the project's files
+    /// matching `@path`.
+    fn suggestions(&mut self) -> Vec<(String, String)> {
+        let text = self.composer.text().to_string();
+        if let Some(typed) = text
             .strip_prefix('/')
             .filter(|t| !t.contains(char::is_whitespace))
-        else {
+        {
+            return self
+                .commands
+                .iter()
+                .filter(|(name, _)| name.starts_with(typed))
+                .map(|(name, what)| (format!("/{name} "), format!("/{name:<14} {what}")))
+                .collect();
+        }
+        let Some(typed) = super::mentions::typed_mention(&text) else {
             return Vec::new();
         };
-        self.commands
-            .iter()
-            .filter(|(name, _)| name.starts_with(typed))
+        let cwd = self.cwd.clone();
+        let files = self
+            .files
+            .get_or_insert_with(|| super::mentions::project_files(&cwd));
+        super::mentions::matching(files, typed)
+            .into_iter()
+            .map(|file| (format!("@{file} "), format!("@{file}")))
             .collect()
     }
 
-    /// Up to eight matching commands under the prompt, the first (what
-    /// Tab takes) marked.
-    fn command_rows(&self, width: usize) -> Vec<Line<'static>> {
+    /// Up to eight suggestions under the prompt, the first (what Tab
+    /// takes) marked.
+    fn suggestion_rows(&mut self, width: usize) -> Vec<Line<'static>> {
         let dim = Style::new().add_modifier(Modifier::DIM);
-        let matching = self.matching_commands();
-        let mut rows: Vec<Line<'static>> = matching
+        let suggestions = self.suggestions();
+        let mut rows: Vec<Line<'static>> = suggestions
             .iter()
             .take(8)
             .enumerate()
-            .map(|(i, (name, description))| {
+            .map(|(i, (_, label))| {
                 let lead = if i == 0 { "❯ " } else { "  " };
-                let row = format!("{lead}/{name:<14} {description}");
-                let row: String = row.chars().take(width).collect();
+                let row: String = format!("{lead}{label}").chars().take(width).collect();
                 if i == 0 {
                     Line::raw(row)
                 } else {
@@ -576,13 +593,14 @@ impl App {
                 }
             })
             .collect();
-        if matching.len() > 8 {
+        if suggestions.len() > 8 {
             rows.push(Line::styled(
-                format!("  … {} more", matching.len() - 8),
+                format!("  … {} more", suggestions.len() - 8),
                 dim,
             ));
         }
-        if self.composer.text().starts_with('/') && matching.is_empty() {
+        let text = self.composer.text();
+        if suggestions.is_empty() && text.starts_with('/') && !text.contains(char::is_whitespace) {
             rows.push(Line::styled("  no command by that name", dim));
         }
         rows

@@ -8,6 +8,7 @@
 mod app;
 mod commands;
 mod history;
+mod mentions;
 mod picker;
 mod prompter;
 
@@ -227,11 +228,13 @@ fn opening(
         app.say(cell);
     }
     app.commands = commands::offered(session);
+    app.cwd = session.paths.cwd.clone();
     app
 }
 
 /// The user's message to the session: remembered, shown, queued (with
-/// what their `!command`s printed since the last one).
+/// what their `!command`s printed since the last one, and the files it
+/// mentions, read through the session's Read first).
 fn send(session: &Session, app: &mut App, history: &commands::PromptHistory, text: String) {
     history.append(&text);
     app.sent(&text);
@@ -239,9 +242,26 @@ fn send(session: &Session, app: &mut App, history: &commands::PromptHistory, tex
         Some(context) => format!("{context}\n{text}"),
         None => text,
     };
-    session.queue.push(QueuedInput {
-        uuid: uuid::Uuid::new_v4().to_string(),
-        text,
+    let uuid = uuid::Uuid::new_v4().to_string();
+    let files = mentions::mentioned(&text, &session.paths.cwd);
+    if files.is_empty() {
+        session.queue.push(QueuedInput { uuid, text });
+        return;
+    }
+    // Held open until the reads end, so the session does not finish first.
+    let hold = session.queue.hold();
+    let (queue, pipeline, cwd) = (
+        session.queue.clone(),
+        session.pipeline.clone(),
+        session.paths.cwd.clone(),
+    );
+    tokio::spawn(async move {
+        let read = mentions::read_mentions(&pipeline, &cwd, &files).await;
+        queue.push(QueuedInput {
+            uuid,
+            text: format!("{read}\n{text}"),
+        });
+        drop(hold);
     });
 }
 
