@@ -130,13 +130,18 @@ impl ApprovalPrompt {
         let mut rows = vec![Line::styled("─".repeat(width), accent)];
         let title = format!("{} wants to {}", request.tool, action(&request.tool));
         rows.extend(wrap(&Line::styled(title, bold), width, "  "));
-        let mut body: Vec<Line<'static>> = match edit_diff(&request.tool, &request.input) {
-            Some(diff) => {
+        let plan = request.input["plan"]
+            .as_str()
+            .filter(|_| request.tool == "ExitPlanMode");
+        let mut body: Vec<Line<'static>> = match (plan, edit_diff(&request.tool, &request.input)) {
+            // The plan to approve, as the model wrote it.
+            (Some(plan), _) => super::markdown::render(plan, width.saturating_sub(2)),
+            (None, Some(diff)) => {
                 let mut body = vec![Line::raw(summary(&request.tool, &request.input))];
                 body.extend(diff);
                 body
             }
-            None => vec![Line::raw(summary(&request.tool, &request.input))],
+            (None, None) => vec![Line::raw(summary(&request.tool, &request.input))],
         };
         if !request.question.is_empty() {
             body.push(Line::styled(request.question.clone(), dim));
@@ -350,5 +355,26 @@ mod tests {
             grants: vec!["write /ws/src/main.rs".into()],
         });
         insta::assert_snapshot!("approval_edit", plain(&edit.render(72)));
+    }
+
+    #[test]
+    fn a_plan_to_approve_is_shown_as_written() {
+        let input = json!({"plan": "1. Add the flag\n2. Test it"});
+        let prompt = ApprovalPrompt::new(ApprovalRequest {
+            tool: "ExitPlanMode".into(),
+            always: always_allow("ExitPlanMode", &input),
+            input,
+            question: String::new(),
+            grants: Vec::new(),
+        });
+        let shown = plain(&prompt.render(60));
+        assert!(
+            shown.contains("1. Add the flag") && shown.contains("2. Test it"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("don't ask again for ExitPlanMode"),
+            "{shown}"
+        );
     }
 }

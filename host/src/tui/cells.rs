@@ -247,6 +247,7 @@ pub fn summary(tool: &str, input: &Value) -> String {
         "WebFetch" => field("url").map(str::to_string),
         "WebSearch" => field("query").map(str::to_string),
         "Agent" | "Task" => field("description").map(str::to_string),
+        "ExitPlanMode" => Some(String::new()),
         _ => None,
     };
     let text = text.unwrap_or_else(|| match input {
