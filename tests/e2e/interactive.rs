@@ -640,3 +640,24 @@ fn a_mentioned_file_is_read_through_the_rules_and_goes_with_the_message() -> Tes
     );
     screen.exit()
 }
+
+#[test]
+fn background_shells_show_with_their_state() -> TestResult {
+    let dir = workspace()?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Bash",
+            json!({"command": "sleep 30", "run_in_background": true}),
+        )]),
+        Reply::text("started it"),
+    ])?;
+    let mut screen = Screen::open(&server, dir.path(), &["--allowedTools", "Bash"])?;
+    screen.wait_for("> ")?;
+    screen.send("start a server")?;
+    screen.wait_for("started it")?;
+    screen.wait_for("1 background shell running")?;
+    screen.send("/bashes")?;
+    screen.wait_for("running — sleep 30")?;
+    screen.exit()
+}

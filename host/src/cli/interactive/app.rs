@@ -65,6 +65,10 @@ pub struct Status {
     /// The context the last request sent, in tokens.
     pub context_tokens: u64,
     pub cost_usd: f64,
+    /// Background shells running now.
+    pub shells: usize,
+    /// Background agents running now.
+    pub agents: usize,
 }
 
 pub struct App {
@@ -327,16 +331,22 @@ impl App {
                 NoticeLevel::Info,
                 format!("The conversation was compacted ({pre_tokens} → {post_tokens} tokens)."),
             ),
-            AgentEvent::TaskStarted { description, .. } => (
-                NoticeLevel::Info,
-                format!("Background agent started: {description}"),
-            ),
+            AgentEvent::TaskStarted { description, .. } => {
+                self.status.agents += 1;
+                (
+                    NoticeLevel::Info,
+                    format!("Background agent started: {description}"),
+                )
+            }
             AgentEvent::TaskNotification {
                 status, summary, ..
-            } => (
-                NoticeLevel::Info,
-                format!("Background agent {status}: {summary}"),
-            ),
+            } => {
+                self.status.agents = self.status.agents.saturating_sub(1);
+                (
+                    NoticeLevel::Info,
+                    format!("Background agent {status}: {summary}"),
+                )
+            }
             AgentEvent::CommandLifecycle {
                 state: crate::agent::CommandState::Started,
                 ..
@@ -624,6 +634,14 @@ impl App {
             parts.push(format!("{} tokens", thousands(self.status.context_tokens)));
         }
         parts.push(format!("${:.4}", self.status.cost_usd));
+        for (count, what) in [(self.status.shells, "shell"), (self.status.agents, "agent")] {
+            if count > 0 {
+                parts.push(format!(
+                    "{count} background {what}{} running",
+                    if count == 1 { "" } else { "s" }
+                ));
+            }
+        }
         if let Phase::Running(since) = self.phase {
             parts.push(format!(
                 "working {}s · esc to interrupt",

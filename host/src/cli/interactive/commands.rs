@@ -34,6 +34,7 @@ Ctrl-C clears the prompt (twice on an empty prompt exits) · Ctrl-D exits
 /permissions  the rules deciding calls
 /context      what the model's context holds
 /hooks        the hooks that run, and on what
+/bashes       background shells and their state
 /mcp          MCP servers and their state
 /agents       the agent types the Agent tool offers
 /plugins      installed plugins
@@ -69,6 +70,15 @@ pub fn local(session: &Session, app: &mut App, text: &str) -> Local {
         "permissions" => permissions(session),
         "context" => context(session, app),
         "hooks" => listed("Hooks", session.hooks.describe().into_iter()),
+        "bashes" => listed(
+            "Background shells",
+            session
+                .sandbox
+                .shells()
+                .into_iter()
+                .flat_map(|s| s.list())
+                .map(|(id, command, status)| format!("{id} — {} — {command}", status.as_str())),
+        ),
         "mcp" => listed(
             "MCP servers",
             session.mcp_status().iter().map(|s| {

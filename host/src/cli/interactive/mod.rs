@@ -265,6 +265,16 @@ fn send(session: &Session, app: &mut App, history: &commands::PromptHistory, tex
     });
 }
 
+/// Background shells still running.
+fn running_shells(session: &Session) -> usize {
+    let running = |(_, _, status): &(String, String, crate::sandbox::ShellStatus)| {
+        *status == crate::sandbox::ShellStatus::Running
+    };
+    session.sandbox.shells().map_or(0, |shells| {
+        shells.list().iter().filter(|s| running(s)).count()
+    })
+}
+
 /// `!command`: run through the session's Bash as a call of the person's
 /// own, on a task of its own so the screen stays live.
 fn run_command(
@@ -315,6 +325,7 @@ impl ScreenLoop<'_> {
         let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
         let outcome = loop {
+            app.status.shells = running_shells(self.session);
             let frame = app.frame(screen.width(), color);
             screen.draw(&frame.finished, &frame.live, frame.cursor)?;
             let action = tokio::select! {
