@@ -153,13 +153,22 @@ mod tests {
     #[test]
     fn a_live_area_taller_than_the_screen_shows_its_end() -> std::io::Result<()> {
         let mut out = Vec::new();
-        {
-            let mut screen = Screen::new(&mut out, false, (10, 3));
-            let live: Vec<Line> = (1..=5).map(|n| Line::raw(format!("row {n}"))).collect();
-            screen.draw(&[], &live, Some((4, 0)))?;
-            screen.leave()?;
-        }
-        assert_eq!(shown(&out, (3, 10)).trim_end(), "");
+        let live: Vec<Line> = (1..=5).map(|n| Line::raw(format!("row {n}"))).collect();
+        let mut screen = Screen::new(&mut out, false, (10, 3));
+        screen.draw(&[], &live, Some((4, 0)))?;
+        drop(screen);
+        // The last rows that fit (one row is kept free), the cursor on the last.
+        assert_eq!(shown(&out, (3, 10)).trim_end(), "row 4\nrow 5");
+        let mut out = Vec::new();
+        let mut screen = Screen::new(&mut out, false, (10, 3));
+        screen.draw(&[], &live, Some((4, 0)))?;
+        screen.leave()?;
+        drop(screen);
+        assert_eq!(
+            shown(&out, (3, 10)).trim_end(),
+            "",
+            "leaving erases the live area"
+        );
         Ok(())
     }
 }

@@ -101,6 +101,8 @@ pub struct App {
 }
 
 const EXIT_WINDOW: Duration = Duration::from_secs(2);
+/// Lines of the prompt drawn either side of the cursor.
+const PROMPT_ROWS: usize = 12;
 
 impl App {
     pub fn new(status: Status, composer: Composer) -> Self {
@@ -537,8 +539,7 @@ impl App {
                 } else {
                     ""
                 };
-                let room = self.composer_room();
-                let (rows, (row, column)) = self.composer.render(width, placeholder, room);
+                let (rows, (row, column)) = self.composer.render(width, placeholder, PROMPT_ROWS);
                 let at = live.len();
                 live.extend(rows);
                 live.push(Line::styled("─".repeat(width), rule));
@@ -614,11 +615,6 @@ impl App {
             rows.push(Line::styled("  no command by that name", dim));
         }
         rows
-    }
-
-    /// Lines of the prompt drawn either side of the cursor.
-    fn composer_room(&self) -> usize {
-        12
     }
 
     /// Whether the screen changes with time alone (a turn's clock, the
