@@ -284,81 +284,28 @@ impl App {
         self.say(Cell::Tool(tool));
     }
 
-    /// Events that are said as a line of their own.
+    /// Events that change the screen's counts, or are said as a line of
+    /// their own.
     fn on_notice(&mut self, event: AgentEvent) {
-        let (level, text) = match event {
-            AgentEvent::ApiRetry {
-                attempt,
-                max_retries,
-                delay,
-                error_status,
-                ..
-            } => {
-                let status = error_status.map(|s| format!(" ({s})")).unwrap_or_default();
-                (
-                    NoticeLevel::Warning,
-                    format!(
-                        "The API failed{status}; retrying in {:.0}s (attempt {attempt} of {max_retries})",
-                        delay.as_secs_f64()
-                    ),
-                )
-            }
-            AgentEvent::ModelFallback { from, to, .. } => (
-                NoticeLevel::Warning,
-                format!("{from} failed; {to} takes over"),
-            ),
-            AgentEvent::Warning { message } => (NoticeLevel::Warning, message),
-            AgentEvent::Informational { content, level, .. } => {
-                let level = if level == "warning" {
-                    NoticeLevel::Warning
-                } else {
-                    NoticeLevel::Info
-                };
-                (level, content)
-            }
-            AgentEvent::SyntheticUser { text } => (NoticeLevel::Info, text),
-            AgentEvent::LocalAnswer { text } => {
-                self.say(Cell::Answer(text));
-                return;
-            }
-            AgentEvent::Error { message, .. } => {
-                self.failure_shown = true;
-                (NoticeLevel::Error, message)
-            }
-            AgentEvent::CompactBoundary {
-                pre_tokens,
-                post_tokens,
-                ..
-            } => (
-                NoticeLevel::Info,
-                format!("The conversation was compacted ({pre_tokens} → {post_tokens} tokens)."),
-            ),
-            AgentEvent::TaskStarted { description, .. } => {
-                self.status.agents += 1;
-                (
-                    NoticeLevel::Info,
-                    format!("Background agent started: {description}"),
-                )
-            }
-            AgentEvent::TaskNotification {
-                status, summary, ..
-            } => {
+        match &event {
+            AgentEvent::TaskStarted { .. } => self.status.agents += 1,
+            AgentEvent::TaskNotification { .. } => {
                 self.status.agents = self.status.agents.saturating_sub(1);
-                (
-                    NoticeLevel::Info,
-                    format!("Background agent {status}: {summary}"),
-                )
             }
+            AgentEvent::Error { .. } => self.failure_shown = true,
             AgentEvent::CommandLifecycle {
                 state: crate::agent::CommandState::Started,
                 ..
-            } => {
-                self.queued = self.queued.saturating_sub(1);
+            } => self.queued = self.queued.saturating_sub(1),
+            AgentEvent::LocalAnswer { text } => {
+                self.say(Cell::Answer(text.clone()));
                 return;
             }
-            _ => return,
-        };
-        self.say(Cell::Notice(level, text));
+            _ => {}
+        }
+        if let Some((level, text)) = notice(event) {
+            self.say(Cell::Notice(level, text));
+        }
     }
 
     fn turn_ended(&mut self, summary: TurnSummary) {
@@ -655,6 +602,53 @@ impl App {
         };
         Line::styled(format!("  {}", parts.join(" · ")), style)
     }
+}
+
+/// How an event is said as a line of its own, when it is.
+fn notice(event: AgentEvent) -> Option<(NoticeLevel, String)> {
+    use NoticeLevel::{Error, Info, Warning};
+    Some(match event {
+        AgentEvent::ApiRetry {
+            attempt,
+            max_retries,
+            delay,
+            error_status,
+            ..
+        } => {
+            let status = error_status.map(|s| format!(" ({s})")).unwrap_or_default();
+            let wait = delay.as_secs_f64();
+            (
+                Warning,
+                format!(
+                    "The API failed{status}; retrying in {wait:.0}s (attempt {attempt} of {max_retries})"
+                ),
+            )
+        }
+        AgentEvent::ModelFallback { from, to, .. } => {
+            (Warning, format!("{from} failed; {to} takes over"))
+        }
+        AgentEvent::Warning { message } => (Warning, message),
+        AgentEvent::Informational { content, level, .. } => {
+            (if level == "warning" { Warning } else { Info }, content)
+        }
+        AgentEvent::SyntheticUser { text } => (Info, text),
+        AgentEvent::Error { message, .. } => (Error, message),
+        AgentEvent::CompactBoundary {
+            pre_tokens,
+            post_tokens,
+            ..
+        } => (
+            Info,
+            format!("The conversation was compacted ({pre_tokens} → {post_tokens} tokens)."),
+        ),
+        AgentEvent::TaskStarted { description, .. } => {
+            (Info, format!("Background agent started: {description}"))
+        }
+        AgentEvent::TaskNotification {
+            status, summary, ..
+        } => (Info, format!("Background agent {status}: {summary}")),
+        _ => return None,
+    })
 }
 
 /// The record an answered question leaves in the scrollback.

@@ -69,16 +69,29 @@ pub fn local(session: &Session, app: &mut App, text: &str) -> Local {
         "model" => model(session, app, argument),
         "permissions" => permissions(session),
         "context" => context(session, app),
+        other => match listing(session, other) {
+            Some(answer) => answer,
+            None => return Local::ForTheTurns,
+        },
+    };
+    app.say(Cell::User(text.to_string()));
+    app.say(Cell::Notice(NoticeLevel::Info, answer));
+    Local::Done
+}
+
+/// The commands that list a part of the session: hooks, shells, MCP
+/// servers, agent types, plugins.
+fn listing(session: &Session, name: &str) -> Option<String> {
+    let field = |v: &serde_json::Value, key: &str| v[key].as_str().unwrap_or("?").to_string();
+    Some(match name {
         "hooks" => listed("Hooks", session.hooks.describe().into_iter()),
-        "bashes" => listed(
-            "Background shells",
-            session
-                .sandbox
-                .shells()
-                .into_iter()
-                .flat_map(|s| s.list())
-                .map(|(id, command, status)| format!("{id} — {} — {command}", status.as_str())),
-        ),
+        "bashes" => {
+            let shells = session.sandbox.shells().into_iter().flat_map(|s| s.list());
+            let line = |(id, command, status): (String, String, crate::sandbox::ShellStatus)| {
+                format!("{id} — {} — {command}", status.as_str())
+            };
+            listed("Background shells", shells.map(line))
+        }
         "mcp" => listed(
             "MCP servers",
             session.mcp_status().iter().map(|s| {
@@ -86,11 +99,7 @@ pub fn local(session: &Session, app: &mut App, text: &str) -> Local {
                     .as_str()
                     .map(|e| format!(": {e}"))
                     .unwrap_or_default();
-                format!(
-                    "{} — {}{error}",
-                    s["name"].as_str().unwrap_or("?"),
-                    s["status"].as_str().unwrap_or("?")
-                )
+                format!("{} — {}{error}", field(s, "name"), field(s, "status"))
             }),
         ),
         "agents" => listed(
@@ -102,19 +111,13 @@ pub fn local(session: &Session, app: &mut App, text: &str) -> Local {
         ),
         "plugins" => listed(
             "Plugins",
-            session.plugins.iter().map(|p| {
-                format!(
-                    "{} — {}",
-                    p["name"].as_str().unwrap_or("?"),
-                    p["status"].as_str().unwrap_or("?")
-                )
-            }),
+            session
+                .plugins
+                .iter()
+                .map(|p| format!("{} — {}", field(p, "name"), field(p, "status"))),
         ),
-        _ => return Local::ForTheTurns,
-    };
-    app.say(Cell::User(text.to_string()));
-    app.say(Cell::Notice(NoticeLevel::Info, answer));
-    Local::Done
+        _ => return None,
+    })
 }
 
 fn listed(title: &str, items: impl Iterator<Item = String>) -> String {
