@@ -661,3 +661,58 @@ fn background_shells_show_with_their_state() -> TestResult {
     screen.wait_for("running — sleep 30")?;
     screen.exit()
 }
+
+#[test]
+fn a_panic_gives_the_terminal_back_before_its_message() -> TestResult {
+    // Examples build beside the test binaries: target/<profile>/examples.
+    let deps = std::env::current_exe()?;
+    let profile = deps
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("no target folder")?;
+    let program = profile.join("examples").join("terminal_panic");
+    if !program.exists() {
+        let hint = "`cargo test` builds the examples; alone: cargo build -p carapace --example terminal_panic";
+        return Err(format!("{} is not built ({hint})", program.display()).into());
+    }
+    let dir = workspace()?;
+    let env = vec![("TERM".to_string(), "xterm-256color".to_string())];
+    let mut screen = PtyScreen::open(PtySpec {
+        program: &program,
+        args: &[],
+        env,
+        cwd: dir.path(),
+        size: (40, 100),
+        emulated_rows: ROWS,
+    })?;
+    screen.wait_for("the screen is up", WAIT)?;
+    let raw = screen.master.get_termios().ok_or("no termios")?;
+    assert_eq!(
+        raw.local_flags.bits() & libc::ICANON,
+        0,
+        "not in raw mode to begin with"
+    );
+    let status = screen.wait_exit(WAIT)?;
+    assert!(!status.success());
+    screen.wait_for("a deliberate panic", WAIT)?;
+    // The message prints after the terminal is given back: its lines start
+    // at the left edge, not in raw mode's staircase.
+    let shown = screen.contents();
+    assert!(
+        shown.lines().any(|l| l.starts_with("a deliberate panic")),
+        "the panic's message was printed in raw mode:\n{shown}"
+    );
+    let restored = screen.master.get_termios().ok_or("no termios")?;
+    assert_ne!(
+        restored.local_flags.bits() & libc::ICANON,
+        0,
+        "raw mode left on"
+    );
+    let hidden = screen
+        .parser
+        .lock()
+        .map(|p| p.screen().hide_cursor())
+        .unwrap_or(true);
+    assert!(!hidden, "the cursor was left hidden");
+    Ok(())
+}
