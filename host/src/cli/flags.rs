@@ -23,7 +23,7 @@ pub enum InputFormat {
     disable_version_flag = true,
     args_conflicts_with_subcommands = true,
     about = "An agent host whose tools run as sandboxed WebAssembly components",
-    after_help = "With no API key, try the replay demo: carapace -p 'Read the notes' --model replay:examples/demo/replay.json\n\n\
+    after_help = "With no API key, try the replay demo: carapace 'Summarise the demo notes' --model replay:examples/demo/replay.json\n\n\
 Environment: ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, ANTHROPIC_MODEL, \
 CARAPACE_MAX_RETRIES (10), CARAPACE_RETRY_BASE_DELAY_MS (500), CARAPACE_MAX_OUTPUT_TOKENS (32000), \
 CARAPACE_STOP_HOOK_BLOCK_CAP (8), CARAPACE_AUTOCOMPACT_PCT_OVERRIDE (1-100: compact at that share \
@@ -34,11 +34,13 @@ pub struct Cli {
     #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
     pub version: Option<bool>,
 
-    /// Print the response and exit (non-interactive; the only mode so far).
+    /// Print the response and exit (without it, a terminal opens the
+    /// interactive screen).
     #[arg(short = 'p', long = "print")]
     pub print: bool,
 
-    /// The prompt. Read from stdin when absent and stdin is not a terminal.
+    /// The prompt: sent first on the interactive screen; with -p, read
+    /// from stdin when absent and stdin is not a terminal.
     pub prompt: Option<String>,
 
     /// Output format.
@@ -338,7 +340,7 @@ impl Unsupported {
             (
                 self.ax_screen_reader,
                 "--ax-screen-reader",
-                "carapace has no interactive interface (print mode only)",
+                "the interactive screen has no screen-reader mode yet",
             ),
             (
                 !self.file.is_empty(),
