@@ -547,6 +547,10 @@ fn clear_starts_a_new_session_and_resume_goes_back_to_the_old_one() -> TestResul
     let mut ids = Vec::new();
     for entry in std::fs::read_dir(&project)? {
         let path = entry?.path();
+        // Transcripts only (the project's prompt history lives there too).
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
         let text = std::fs::read_to_string(&path)?;
         if text.contains("first question") {
             ids.push(

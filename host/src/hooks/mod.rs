@@ -180,8 +180,6 @@ impl HookRuntime {
         self.output.attach(sink);
     }
 
-    /// Whether any hook handles `kind`: the loop skips building events
-    /// nobody listens to.
     /// Each loaded hook in a line: its event, what it matches, its kind,
     /// its file and where it was configured (`/hooks`).
     pub fn describe(&self) -> Vec<String> {
@@ -212,6 +210,8 @@ impl HookRuntime {
             .collect()
     }
 
+    /// Whether any hook handles `kind`: the loop skips building events
+    /// nobody listens to.
     pub fn handles(&self, kind: HookEventKind) -> bool {
         self.hooks
             .read()

@@ -333,8 +333,6 @@ pub(super) fn new_uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// A printer shared by the loop and the input reader (which reports queued
-/// messages while a turn runs).
 /// Where a run's events go, told when it starts and when each turn ends:
 /// the printer, or the interactive screen.
 pub trait RunOutput: EventSink + Clone + Send + 'static {
@@ -352,6 +350,8 @@ impl<W: Write + Send + 'static> RunOutput for SharedPrinter<W> {
     }
 }
 
+/// A printer shared by the loop and the input reader (which reports queued
+/// messages while a turn runs).
 pub struct SharedPrinter<W: Write + Send>(std::sync::Arc<std::sync::Mutex<Printer<W>>>);
 
 impl<W: Write + Send> Clone for SharedPrinter<W> {

@@ -22,11 +22,13 @@ pub struct GlobRequest {
     pub limit: Option<usize>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A file as the listing orders it: oldest first, then by name (a
+/// string's order: its bytes').
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct GlobFile {
-    /// Always UTF-8: a name that is not is counted, not listed.
-    pub path: PathBuf,
     pub modified_ns: u64,
+    /// Absolute; a name that is not UTF-8 is counted, not listed.
+    pub path: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -41,19 +43,11 @@ pub struct GlobListing {
     pub unnamed: u64,
 }
 
-/// A file as the listing orders it: oldest first, then by name's bytes
-/// (as a sort of the names as strings would).
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct Oldest {
-    modified_ns: u64,
-    name: Vec<u8>,
-}
-
 /// The oldest files found so far, never more than `limit` (a max-heap: the
 /// newest kept file is the one the next older file displaces).
 struct Kept {
     limit: usize,
-    heap: BinaryHeap<Oldest>,
+    heap: BinaryHeap<GlobFile>,
     total: u64,
     unnamed: u64,
 }
@@ -61,14 +55,11 @@ struct Kept {
 impl Kept {
     fn offer(&mut self, path: PathBuf, modified_ns: u64) {
         self.total += 1;
-        let Ok(name) = path.into_os_string().into_string() else {
+        let Ok(path) = path.into_os_string().into_string() else {
             self.unnamed += 1;
             return;
         };
-        let file = Oldest {
-            modified_ns,
-            name: name.into_bytes(),
-        };
+        let file = GlobFile { modified_ns, path };
         if self.heap.len() < self.limit {
             self.heap.push(file);
         } else if self.heap.peek().is_some_and(|newest| file < *newest) {
@@ -78,20 +69,8 @@ impl Kept {
     }
 
     fn into_listing(self) -> GlobListing {
-        let files = self
-            .heap
-            .into_sorted_vec()
-            .into_iter()
-            .filter_map(|f| {
-                let name = String::from_utf8(f.name).ok()?;
-                Some(GlobFile {
-                    path: PathBuf::from(name),
-                    modified_ns: f.modified_ns,
-                })
-            })
-            .collect();
         GlobListing {
-            files,
+            files: self.heap.into_sorted_vec(),
             total: self.total,
             unnamed: self.unnamed,
         }

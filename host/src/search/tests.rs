@@ -172,9 +172,9 @@ fn glob_lists_hidden_and_ignored_files_as_claude_code_does()
         .files
         .into_iter()
         .map(|f| {
-            f.path
-                .strip_prefix(&root)
-                .unwrap_or(&f.path)
+            let path = Path::new(&f.path);
+            path.strip_prefix(&root)
+                .unwrap_or(path)
                 .display()
                 .to_string()
         })
@@ -222,7 +222,11 @@ fn a_limited_glob_keeps_the_oldest_and_counts_the_rest() -> Result<(), Box<dyn s
         glob(&request, &Cancel::default())
     };
     let shown = |listing: &GlobListing| -> Vec<String> {
-        let name = |f: &GlobFile| f.path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let name = |f: &GlobFile| {
+            Path::new(&f.path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        };
         listing.files.iter().filter_map(name).collect()
     };
     let three = list(Some(3))?;

@@ -264,7 +264,8 @@ pub fn cycle_mode(session: &Session, app: &mut App) {
 }
 
 /// The prompts typed in one project, oldest first, in
-/// `~/.carapace/prompt-history/<project>.txt` (one JSON string a line).
+/// `prompt-history.txt` beside the project's transcripts (one JSON string
+/// a line).
 pub struct PromptHistory {
     path: PathBuf,
 }
@@ -274,18 +275,9 @@ const KEPT: usize = 200;
 
 impl PromptHistory {
     pub fn for_project(paths: &SessionPaths) -> Self {
-        let name: String = paths
-            .cwd
-            .display()
-            .to_string()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
+        let project = crate::transcript::project_dir(&paths.config_dir, &paths.cwd);
         Self {
-            path: paths
-                .config_dir
-                .join("prompt-history")
-                .join(format!("{name}.txt")),
+            path: project.join("prompt-history.txt"),
         }
     }
 

@@ -12,7 +12,7 @@ const SHOWN: usize = 40;
 /// The conversation's cells, its last [`SHOWN`], with a note of how many
 /// earlier ones are not shown.
 pub fn cells(history: &[Message]) -> Vec<Cell> {
-    let results: HashMap<&str, (&str, bool)> = history
+    let results: HashMap<&str, (String, bool)> = history
         .iter()
         .flat_map(|m| m.content.iter())
         .filter_map(|block| match block {
@@ -20,7 +20,7 @@ pub fn cells(history: &[Message]) -> Vec<Cell> {
                 tool_use_id,
                 content,
                 is_error,
-            } => Some((tool_use_id.as_str(), (content_text(content), *is_error))),
+            } => Some((tool_use_id.as_str(), (content.text(), *is_error))),
             _ => None,
         })
         .collect();
@@ -37,8 +37,7 @@ pub fn cells(history: &[Message]) -> Vec<Cell> {
                     cells.push(Cell::Answer(text.clone()));
                 }
                 (Role::Assistant, ContentBlock::ToolUse { id, name, input }) => {
-                    let (output, is_error) =
-                        results.get(id.as_str()).copied().unwrap_or(("", false));
+                    let (output, is_error) = results.get(id.as_str()).cloned().unwrap_or_default();
                     cells.push(Cell::Tool(ToolCell {
                         id: id.clone(),
                         name: name.clone(),
@@ -49,7 +48,7 @@ pub fn cells(history: &[Message]) -> Vec<Cell> {
                             ToolState::Done
                         },
                         duration: None,
-                        output: output.to_string(),
+                        output,
                         nested: false,
                     }));
                 }
@@ -64,11 +63,4 @@ pub fn cells(history: &[Message]) -> Vec<Cell> {
         shown.insert(0, Cell::Notice(NoticeLevel::Info, note));
     }
     shown
-}
-
-fn content_text(content: &crate::model::ToolResultContent) -> &str {
-    match content {
-        crate::model::ToolResultContent::Text(text) => text,
-        crate::model::ToolResultContent::Blocks(_) => "",
-    }
 }

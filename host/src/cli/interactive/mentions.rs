@@ -73,7 +73,7 @@ pub async fn read_mentions(pipeline: &ToolPipeline, cwd: &Path, files: &[String]
             input: serde_json::json!({"file_path": path.display().to_string()}),
             invalid_input: None,
         };
-        let result = pipeline.run_for_user(call).await;
+        let result = pipeline.run_nested(call).await;
         let text = result.content.text();
         told.push(match result.is_error {
             false => format!(

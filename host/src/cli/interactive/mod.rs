@@ -265,16 +265,6 @@ fn send(session: &Session, app: &mut App, history: &commands::PromptHistory, tex
     });
 }
 
-/// Background shells still running.
-fn running_shells(session: &Session) -> usize {
-    let running = |(_, _, status): &(String, String, crate::sandbox::ShellStatus)| {
-        *status == crate::sandbox::ShellStatus::Running
-    };
-    session.sandbox.shells().map_or(0, |shells| {
-        shells.list().iter().filter(|s| running(s)).count()
-    })
-}
-
 /// `!command`: run through the session's Bash as a call of the person's
 /// own, on a task of its own so the screen stays live.
 fn run_command(
@@ -293,7 +283,7 @@ fn run_command(
     app.command_started(&call);
     let (pipeline, ui, command) = (session.pipeline.clone(), ui.clone(), command.to_string());
     tokio::spawn(async move {
-        let result = pipeline.run_for_user(call).await;
+        let result = pipeline.run_nested(call).await;
         let _ = ui.send(UiEvent::CommandEnded { command, result });
     });
 }
@@ -325,7 +315,7 @@ impl ScreenLoop<'_> {
         let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
         let outcome = loop {
-            app.status.shells = running_shells(self.session);
+            app.status.shells = self.session.sandbox.shells().map_or(0, |s| s.running());
             let frame = app.frame(screen.width(), color);
             screen.draw(&frame.finished, &frame.live, frame.cursor)?;
             let action = tokio::select! {

@@ -23,8 +23,8 @@ pub struct ScreenPrompter {
     pipeline: Arc<ToolPipeline>,
     /// `.carapace/settings.local.json` of the project.
     local_settings: PathBuf,
-    /// The allow rules added from the screen, as written.
-    added: Mutex<Vec<String>>,
+    /// The allow rules added from the screen, each with where it is kept.
+    added: Mutex<Vec<Rule>>,
 }
 
 impl ScreenPrompter {
@@ -77,16 +77,13 @@ impl ScreenPrompter {
             kind: SourceKind::Local,
             file: (scope == RuleScope::LocalSettings).then(|| self.local_settings.clone()),
         };
-        Rule::parse(text, RuleKind::Allow, source.clone(), &anchors).map_err(|e| e.to_string())?;
-        let texts = {
+        let rule =
+            Rule::parse(text, RuleKind::Allow, source, &anchors).map_err(|e| e.to_string())?;
+        let rules = {
             let mut added = self.added.lock().map_err(|_| "the rules are unusable")?;
-            added.push(text.to_string());
+            added.push(rule);
             added.clone()
         };
-        let rules = texts
-            .iter()
-            .filter_map(|t| Rule::parse(t, RuleKind::Allow, source.clone(), &anchors).ok())
-            .collect();
         self.pipeline.set_flag_rules(rules);
         if scope == RuleScope::LocalSettings {
             save_allow_rule(&self.local_settings, text).map_err(|e| {

@@ -239,6 +239,17 @@ impl BackgroundShells {
         }
     }
 
+    /// How many shells are running now (read for every frame of the
+    /// interactive screen's status line: nothing is copied).
+    pub fn running(&self) -> usize {
+        self.shells.lock().map_or(0, |shells| {
+            shells
+                .values()
+                .filter(|s| s.status() == ShellStatus::Running)
+                .count()
+        })
+    }
+
     fn get(&self, id: &str) -> Result<Arc<Shell>, String> {
         let shells = self
             .shells

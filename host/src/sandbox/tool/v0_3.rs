@@ -168,11 +168,9 @@ impl ToolState {
             files: listing
                 .files
                 .into_iter()
-                .filter_map(|f| {
-                    Some(search::GlobFile {
-                        path: f.path.into_os_string().into_string().ok()?,
-                        modified_ns: f.modified_ns,
-                    })
+                .map(|f| search::GlobFile {
+                    path: f.path,
+                    modified_ns: f.modified_ns,
                 })
                 .collect(),
             total: listing.total,

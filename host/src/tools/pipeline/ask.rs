@@ -50,13 +50,6 @@ pub trait PermissionPrompter: Send + Sync {
     fn ask<'a>(&'a self, request: PromptRequest<'a>) -> BoxFuture<'a, PromptAnswer>;
 }
 
-/// The question an `Ask` puts, as the prompter is told it.
-struct Asked<'q> {
-    question: &'q str,
-    rules_may_answer: bool,
-    grants: Vec<String>,
-}
-
 /// How an `Ask` was settled.
 enum AskAnswer {
     Approved { updated_input: Option<Value> },
@@ -156,12 +149,13 @@ impl ToolPipeline {
             }
             Outcome::Ask(question) => {
                 let rules_may_answer = matches!(basis.kind, BasisKind::Default | BasisKind::Mode);
-                let asked = Asked {
+                let request = PromptRequest {
+                    call,
                     question: &question.text,
                     rules_may_answer,
                     grants: question.grants(),
                 };
-                match self.ask_notified(call, asked).await {
+                match self.ask_notified(request).await {
                     AskAnswer::Approved { updated_input } => {
                         // The audit names what asked; the decision says it
                         // was approved.
@@ -186,8 +180,8 @@ impl ToolPipeline {
         }
     }
 
-    async fn ask_notified(&self, call: &ToolCall, asked: Asked<'_>) -> AskAnswer {
-        let question = asked.question;
+    async fn ask_notified(&self, request: PromptRequest<'_>) -> AskAnswer {
+        let (call, question) = (request.call, request.question);
         if let Some(hooks) = self.hooks_for(HookEventKind::Notification) {
             hooks
                 .run(HookEvent::Notification {
@@ -210,12 +204,6 @@ impl ToolPipeline {
                 return AskAnswer::Refused(format!(
                     "{question} The permission prompt is the SDK (stdio), which is not connected."
                 ));
-            };
-            let request = PromptRequest {
-                call,
-                question,
-                rules_may_answer: asked.rules_may_answer,
-                grants: asked.grants,
             };
             return match prompter.ask(request).await {
                 PromptAnswer::Allow { updated_input } => AskAnswer::Approved { updated_input },

@@ -379,20 +379,15 @@ impl ToolPipeline {
         }
     }
 
-    /// A call the host makes on the model's behalf (a skill's
-    /// `` !`command` ``): every stage a model's call goes through.
-    async fn run_nested(&self, call: ToolCall) -> ToolCallResult {
+    /// A call the host makes outside the model's turn (a skill's
+    /// `` !`command` ``, the interactive screen's `!command` and `@path`):
+    /// every stage a model's call goes through — the rules, the hooks, the
+    /// question when one is due, the sandbox.
+    pub async fn run_nested(&self, call: ToolCall) -> ToolCallResult {
         match self.prepared(&call).await {
             Ok((tool, handle, plan)) => self.run_call(tool, handle, call, plan).await,
             Err(result) => *result,
         }
-    }
-
-    /// A call the person made themselves (`!command` on the interactive
-    /// screen): every stage a model's call goes through — the rules, the
-    /// hooks, the question when one is due, the sandbox.
-    pub async fn run_for_user(&self, call: ToolCall) -> ToolCallResult {
-        self.run_nested(call).await
     }
 
     /// One call checked and decided as a session's would be — the prepare
