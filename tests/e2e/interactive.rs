@@ -626,7 +626,9 @@ fn a_mentioned_file_is_read_through_the_rules_and_goes_with_the_message() -> Tes
     screen.wait_for("@notes.txt")?;
     screen.keys("\t")?;
     screen.wait_for("> compare @notes.txt")?;
-    screen.send("with @secret.env")?;
+    // The same file under other spellings meets the same rule.
+    std::fs::create_dir_all(dir.path().join("sub"))?;
+    screen.send("with @secret.env, @./secret.env and @sub/../secret.env")?;
     screen.wait_for("read them")?;
     let requests = server.requests();
     let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
