@@ -260,6 +260,32 @@ fn bound(fd: OwnedFd, path: &Path) -> Result<Bound, BoundError> {
 /// Opens the directory `path` the same way, creating what is missing when
 /// `create`. `Ok(None)`: it does not exist (and was not to be created).
 pub fn open_dir(path: &Path, create: bool) -> Result<Option<OwnedFd>, BoundError> {
+    use nix::fcntl::{OpenHow, ResolveFlag, openat2};
+    components(path)?;
+    if !create {
+        let how = OpenHow::new()
+            .flags(OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
+            .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+        match openat2(AT_FDCWD, path, how) {
+            Ok(fd) => return Ok(Some(fd)),
+            Err(Errno::ENOENT) => return Ok(None),
+            // A link, or something that is not a directory, somewhere on
+            // the way: the walk tells which. No openat2 here (or a filter
+            // refuses it): walk too.
+            Err(Errno::ENOTDIR | Errno::ELOOP | Errno::ENOSYS | Errno::EPERM | Errno::EINVAL) => {}
+            Err(errno) => {
+                return Err(BoundError::Open {
+                    path: path.to_path_buf(),
+                    errno,
+                });
+            }
+        }
+    }
+    open_dir_by_walking(path, create)
+}
+
+/// [`open_dir`] one component at a time.
+fn open_dir_by_walking(path: &Path, create: bool) -> Result<Option<OwnedFd>, BoundError> {
     let mut dir = root()?;
     for name in components(path)? {
         match step(&dir, name, create, path)? {
@@ -308,6 +334,10 @@ mod tests {
         assert!(open_by_walking(&base.join("real/f/under-a-file"))?.is_none());
         assert!(open(&base.join("real/f/under-a-file"))?.is_none());
         assert!(open_dir(&base.join("link"), false).is_err());
+        assert!(open_dir_by_walking(&base.join("link"), false).is_err());
+        assert!(open_dir(&base.join("real/f"), false)?.is_none());
+        assert!(open_dir_by_walking(&base.join("real/f"), false)?.is_none());
+        assert!(open_dir(&base.join("link/sub"), false).is_err());
         let made = base.join("new/deeper");
         assert!(open_dir(&made, true)?.is_some() && made.is_dir());
         assert!(open_dir(&base.join("link/sub"), true).is_err());

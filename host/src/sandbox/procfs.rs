@@ -11,11 +11,13 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// Why a grant of this open file (or, `tree`, directory and everything
-/// below it) is refused, if it is.
+/// below it) is refused, if it is. `path` is the name `fd` was opened by
+/// without following a link anywhere in it ([`super::bound`]), so it is
+/// already its real name: nothing to resolve again.
 pub fn refused_fd(fd: impl AsFd, path: &Path, tree: bool) -> Option<String> {
     match fstatfs(fd) {
         Ok(fs) if fs.filesystem_type() == PROC_SUPER_MAGIC => Some(on_proc(path)),
-        Ok(_) if tree => mounts_below(path),
+        Ok(_) if tree => mounts_below(path, path),
         Ok(_) => None,
         // What cannot be told is not granted.
         Err(errno) => Some(format!(
@@ -34,7 +36,11 @@ pub fn refused_path(path: &Path, tree: bool) -> Option<String> {
     if passes_through_proc(path, 0) {
         return Some(on_proc(path));
     }
-    if tree { mounts_below(path) } else { None }
+    if !tree {
+        return None;
+    }
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    mounts_below(&real, path)
 }
 
 /// Links followed at most when judging a path.
@@ -65,11 +71,12 @@ fn on_proc(path: &Path) -> String {
     )
 }
 
-fn mounts_below(path: &Path) -> Option<String> {
-    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+/// A proc mount below `real` (the tree's name with its links resolved) or
+/// below `path` (as written).
+fn mounts_below(real: &Path, path: &Path) -> Option<String> {
     proc_mounts()
         .iter()
-        .find(|mount| mount.starts_with(&real) || mount.starts_with(path))
+        .find(|mount| mount.starts_with(real) || mount.starts_with(path))
         .map(|mount| {
             format!(
                 "{} holds {}, process information (a proc filesystem) that would expose carapace's own environment and API key; it is never granted",
