@@ -182,7 +182,7 @@ pub(super) async fn plugin_benches() -> BenchResult {
                 http: &http,
             };
             let started = Instant::now();
-            let candidate = install::prepare(&cx, &source, None).await?;
+            let candidate = install::prepare(&cx, &source, &Default::default()).await?;
             install::commit(&store, &candidate)?;
             samples.push(started.elapsed());
         }
@@ -205,12 +205,12 @@ pub(super) async fn plugin_benches() -> BenchResult {
             builtin_tools: &builtin,
             http: &http,
         };
-        install::prepare(&cx, &source, None).await?;
+        install::prepare(&cx, &source, &Default::default()).await?;
         let mut samples = Vec::new();
         let mut record = None;
         for _ in 0..20 {
             let started = Instant::now();
-            let candidate = install::prepare(&cx, &source, None).await?;
+            let candidate = install::prepare(&cx, &source, &Default::default()).await?;
             install::commit(&store, &candidate)?;
             samples.push(started.elapsed());
             record = Some(candidate.record);

@@ -16,7 +16,7 @@ use crate::tools::ToolRegistry;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// `println!` that does not panic when stdout is closed (`| head`).
@@ -38,6 +38,10 @@ pub enum PluginCommand {
         /// component.
         #[arg(long)]
         manifest: Option<PathBuf>,
+        /// A Wassette `policy.yaml`: the ceiling of a component that
+        /// exports its own typed functions and brings no manifest.
+        #[arg(long)]
+        policy: Option<PathBuf>,
         /// Install for this user, or for this project (loaded only in a
         /// trusted workspace).
         #[arg(long, value_enum, default_value = "user")]
@@ -123,9 +127,13 @@ pub async fn plugin(command: PluginCommand, paths: &SessionPaths) -> anyhow::Res
         PluginCommand::Add {
             source,
             manifest,
+            policy,
             scope,
             yes,
-        } => add(paths, &source, manifest.as_deref(), scope, yes).await,
+        } => {
+            let inputs = install::InstallInputs { manifest, policy };
+            add(paths, &source, &inputs, scope, yes).await
+        }
         PluginCommand::List { json } => {
             list(paths, json);
             Ok(ExitCode::SUCCESS)
@@ -181,7 +189,7 @@ pub async fn plugin(command: PluginCommand, paths: &SessionPaths) -> anyhow::Res
 async fn add(
     paths: &SessionPaths,
     source: &str,
-    manifest: Option<&Path>,
+    inputs: &install::InstallInputs,
     scope: Scope,
     yes: bool,
 ) -> anyhow::Result<ExitCode> {
@@ -205,7 +213,7 @@ async fn add(
         builtin_tools: &builtin,
         http: &http,
     };
-    let candidate = install::prepare(&cx, &source, manifest).await?;
+    let candidate = install::prepare(&cx, &source, inputs).await?;
     for line in candidate.summary() {
         say!("{line}");
     }
@@ -336,7 +344,7 @@ fn inspect_json(store: &PluginStore, record: &InstalledPlugin, status: &str) -> 
         "path": store.component_path(record),
         "source": record.source,
         "sha256": record.digest,
-        "contract": format!("carapace:tool@{}", record.contract),
+        "contract": install::contract_shown(&record.contract),
         "size": record.size,
         "compile_ms": record.compile_ms,
         "installed_at": record.installed_at,
@@ -365,7 +373,7 @@ fn print_inspect(store: &PluginStore, record: &InstalledPlugin, status: &str) {
     say!("path       {}", store.component_path(record).display());
     say!("source     {}", record.source);
     say!("sha256     {}", record.digest);
-    say!("contract   carapace:tool@{}", record.contract);
+    say!("contract   {}", install::contract_shown(&record.contract));
     say!("size       {} bytes", record.size);
     say!("compiled   in {} ms at install", record.compile_ms);
     say!("installed  {}", record.installed_at);

@@ -62,6 +62,16 @@ pub enum InstallError {
     Clash { tool: String, owner: String },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(
+        "--policy sets the ceiling of a component without a carapace manifest; this one has a manifest, whose ceiling is the one that counts"
+    )]
+    PolicyWithManifest,
+    #[error("{path}: {source}")]
+    Policy {
+        path: PathBuf,
+        #[source]
+        source: super::policy::PolicyError,
+    },
 }
 
 /// Where a plugin comes from: a local file or a pinned URL.
@@ -107,6 +117,21 @@ impl PluginSource {
         }
     }
 
+    /// A plugin name made from where it comes from: the file's name
+    /// without `.wasm`, lowercased, `[a-z0-9-]` only.
+    fn stem(&self) -> String {
+        let file = match self {
+            PluginSource::Path { path, .. } => {
+                path.file_stem().map(|s| s.to_string_lossy().into_owned())
+            }
+            PluginSource::Url { url, .. } => url
+                .rsplit('/')
+                .next()
+                .map(|s| s.trim_end_matches(".wasm").to_string()),
+        };
+        plugin_name(file.as_deref().unwrap_or("component"))
+    }
+
     fn describe(&self) -> String {
         match self {
             PluginSource::Path { path, .. } => std::fs::canonicalize(path)
@@ -128,6 +153,8 @@ pub struct Candidate {
     pub compile_outcome: CacheOutcome,
     /// The version this one replaces, when the name is installed already.
     pub replaces: Option<InstalledPlugin>,
+    /// A typed component's functions that are not offered, and why.
+    pub skipped: Vec<String>,
 }
 
 impl Candidate {
@@ -147,7 +174,7 @@ impl Candidate {
             format!("plugin    {} {}", m.plugin.name, m.plugin.version),
             format!("source    {}", r.source),
             format!("sha256    {}", r.digest),
-            format!("contract  carapace:tool@{}", r.contract),
+            format!("contract  {}", contract_shown(&r.contract)),
             format!(
                 "size      {} bytes, {} in {} ms",
                 r.size,
@@ -170,6 +197,9 @@ impl Candidate {
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+        for skipped in &self.skipped {
+            lines.push(format!("not a tool {skipped}"));
+        }
         lines.push("it may be granted, at most:".into());
         lines.extend(m.describe_ceiling().into_iter().map(|l| format!("  - {l}")));
         let limits = &m.limits;
@@ -195,7 +225,16 @@ impl Candidate {
                 ));
             }
             if old.manifest.ceiling != m.ceiling {
-                lines.push("          and its ceiling changed".into());
+                lines.push("          and its ceiling changed; it was:".into());
+                lines.extend(
+                    old.manifest
+                        .describe_ceiling()
+                        .into_iter()
+                        .map(|l| format!("  - {l}")),
+                );
+                if old.digest == r.digest {
+                    lines.push("          so it needs approval again".into());
+                }
             }
         }
         lines
@@ -213,11 +252,21 @@ pub struct InstallContext<'a> {
     pub http: &'a reqwest::Client,
 }
 
+/// What the user said about the plugin besides where it is.
+#[derive(Debug, Default, Clone)]
+pub struct InstallInputs {
+    /// `--manifest`: a carapace manifest file.
+    pub manifest: Option<PathBuf>,
+    /// `--policy`: a Wassette `policy.yaml`, the ceiling of a typed
+    /// component (one without a carapace manifest).
+    pub policy: Option<PathBuf>,
+}
+
 /// Reads, checks and compiles a plugin; returns it for approval.
 pub async fn prepare(
     cx: &InstallContext<'_>,
     source: &PluginSource,
-    manifest_path: Option<&Path>,
+    inputs: &InstallInputs,
 ) -> Result<Candidate, InstallError> {
     let wasm = fetch(cx.http, source).await?;
     let actual = digest(&wasm);
@@ -238,14 +287,21 @@ pub async fn prepare(
             },
         ));
     }
-    let (manifest, manifest_origin) = find_manifest(source, manifest_path, &wasm)?;
-
     let started = Instant::now();
-    let name = manifest.plugin.name.clone();
-    let component = ToolComponent::load(cx.sandbox, &name, &wasm)
+    let component = ToolComponent::load(cx.sandbox, &source.stem(), &wasm)
         .await
         .map_err(InstallError::Component)?;
     let compile = started.elapsed();
+    let (manifest, manifest_origin) = match find_manifest(source, inputs.manifest.as_deref(), &wasm)
+    {
+        Ok(_) if inputs.policy.is_some() => return Err(InstallError::PolicyWithManifest),
+        Ok(found) => found,
+        Err(InstallError::NoManifest(_)) if component.is_typed() => {
+            typed_manifest(source, &component, inputs.policy.as_deref())?
+        }
+        Err(e) => return Err(e),
+    };
+    let name = manifest.plugin.name.clone();
 
     // The registry's own checks: valid names, no duplicates, valid schemas.
     let mut registry = ToolRegistry::default();
@@ -306,6 +362,7 @@ pub async fn prepare(
         manifest_origin,
         compile_outcome: component.load_outcome(),
         replaces,
+        skipped: component.skipped().to_vec(),
     })
 }
 
@@ -313,6 +370,16 @@ pub async fn prepare(
 pub fn commit(store: &PluginStore, candidate: &Candidate) -> Result<(), InstallError> {
     store.put(&candidate.record, &candidate.wasm)?;
     Ok(())
+}
+
+/// How a recorded contract is shown: a version of `carapace:tool`, or a
+/// typed component's own functions.
+pub fn contract_shown(contract: &str) -> String {
+    if contract == crate::sandbox::TYPED_CONTRACT {
+        "none: the component's own typed functions (WIT exports)".into()
+    } else {
+        format!("carapace:tool@{contract}")
+    }
 }
 
 fn duration_ms(d: Duration) -> u64 {
@@ -366,6 +433,72 @@ async fn fetch(http: &reqwest::Client, source: &PluginSource) -> Result<Vec<u8>,
             Ok(body)
         }
     }
+}
+
+/// A valid plugin name (`[a-z0-9-]`, 1-64, starting with a letter) made
+/// from any text.
+fn plugin_name(text: &str) -> String {
+    let mut name: String = text
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .skip_while(|c| !c.is_ascii_lowercase())
+        .collect();
+    name.truncate(64);
+    let name = name.trim_end_matches('-').to_string();
+    if name.is_empty() {
+        "component".into()
+    } else {
+        name
+    }
+}
+
+/// The manifest of a typed component, which brings none: named after its
+/// file, its tools the functions it exports, its ceiling the Wassette
+/// policy given (none: it gets clocks and random only), its version the
+/// exporting interface's where it has one.
+fn typed_manifest(
+    source: &PluginSource,
+    component: &ToolComponent,
+    policy: Option<&Path>,
+) -> Result<(Manifest, String), InstallError> {
+    let ceiling = match policy {
+        None => super::manifest::CeilingSpec::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| InstallError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            super::policy::parse(&text).map_err(|source| InstallError::Policy {
+                path: path.to_path_buf(),
+                source,
+            })?
+        }
+    };
+    let manifest = Manifest {
+        plugin: super::manifest::PluginInfo {
+            name: source.stem(),
+            version: component
+                .typed_version()
+                .unwrap_or("unversioned")
+                .to_string(),
+            description: String::new(),
+            tools: component.tools().iter().map(|t| t.name.clone()).collect(),
+        },
+        ceiling,
+        limits: Default::default(),
+    };
+    manifest
+        .validate()
+        .map_err(|source| InstallError::Manifest {
+            path: "the manifest made for this typed component".into(),
+            source,
+        })?;
+    let origin = match policy {
+        Some(path) => format!("none (a typed component); ceiling from {}", path.display()),
+        None => "none (a typed component) and no --policy: it gets clocks and random only".into(),
+    };
+    Ok((manifest, origin))
 }
 
 /// The manifest: `--manifest`, else embedded, else `NAME.toml` or

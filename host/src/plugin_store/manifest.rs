@@ -150,6 +150,11 @@ impl Manifest {
         toml::to_string(self).unwrap_or_default()
     }
 
+    /// The checks a parsed manifest passes, for one made otherwise.
+    pub fn validate(&self) -> Result<(), ManifestError> {
+        self.check()
+    }
+
     fn check(&self) -> Result<(), ManifestError> {
         let p = &self.plugin;
         if !valid_plugin_name(&p.name) {

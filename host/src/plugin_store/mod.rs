@@ -8,8 +8,9 @@
 
 pub mod install;
 pub mod manifest;
+pub mod policy;
 pub mod store;
 
-pub use install::{Candidate, InstallContext, InstallError, PluginSource};
+pub use install::{Candidate, InstallContext, InstallError, InstallInputs, PluginSource};
 pub use manifest::{Manifest, ManifestError, Placeholders};
 pub use store::{InstalledPlugin, PluginStore, RecordedTool, Scope, StoreError};

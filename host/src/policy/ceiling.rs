@@ -1,8 +1,8 @@
 //! A plugin's ceiling: what it may ever be granted, approved when it was
 //! installed. Every grant is bounded by it, whatever the mode or the rules.
 
-use crate::sandbox::FileAccess;
 use crate::sandbox::HostPattern;
+use crate::sandbox::{Capability, FileAccess};
 use std::path::{Path, PathBuf};
 
 /// Environment variables no plugin is ever given, whatever it declares:
@@ -72,6 +72,27 @@ impl Ceiling {
 
     pub fn allows_process(&self) -> bool {
         self.process
+    }
+
+    /// Everything the ceiling holds, as the needs of one call: what a
+    /// component that declares no needs (a typed component) asks for, to
+    /// be decided rule by rule like any call's. Process use and "any
+    /// host" are not needs a call can hold without naming them.
+    pub fn as_needs(&self) -> Vec<Capability> {
+        let mut needs: Vec<Capability> = self
+            .files
+            .iter()
+            .map(|(root, access)| {
+                let root = root.display().to_string();
+                match access {
+                    FileAccess::Write => Capability::WriteTree(root),
+                    FileAccess::Read => Capability::ReadTree(root),
+                }
+            })
+            .collect();
+        needs.extend(self.hosts.iter().map(|h| Capability::Http(h.to_string())));
+        needs.extend(self.env.iter().cloned().map(Capability::Env));
+        needs
     }
 
     /// A short description, for `plugin inspect` and denials.

@@ -40,6 +40,8 @@ pub use process::{
 };
 pub use procfs::refused_path as refused_process_info;
 pub use staging::STAGING_PREFIX;
+pub use tool::typed::CONTRACT as TYPED_CONTRACT;
+pub use tool::typed::tool_name as typed_tool_name;
 pub use tool::{
     CallContext, CallError, CallPlan, Called, Capability, FileStamp, InterruptBehavior, PlanError,
     ReadLedger, SUPPORTED_CONTRACTS, ToolAnnotations, ToolComponent, ToolContent, ToolDefinition,
@@ -79,6 +81,9 @@ pub enum SandboxError {
     /// What the component exports, read and found wanting.
     #[error("the component does not implement the carapace tool contract: {0}")]
     Contract(String),
+    /// A typed component imports an interface carapace does not provide.
+    #[error("the component imports what carapace does not provide")]
+    Unprovided(#[source] wasmtime::Error),
     /// Making the engine or a world's linker failed.
     #[error("the sandbox could not prepare the call: {what}")]
     Setup {

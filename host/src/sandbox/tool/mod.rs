@@ -179,6 +179,7 @@ macro_rules! version_glue {
     };
 }
 
+pub mod typed;
 mod types;
 mod v0_1;
 mod v0_2;
@@ -218,6 +219,11 @@ enum ContractPre {
     V0_1(v0_1::ToolPluginPre<ToolState>),
     V0_2(v0_2::ToolPluginPre<ToolState>),
     V0_3(v0_3::ToolPluginPre<ToolState>),
+    /// No contract: the component's own typed functions.
+    Typed(
+        wasmtime::component::InstancePre<ToolState>,
+        Arc<typed::TypedExports>,
+    ),
 }
 
 /// An instance of one contract version.
@@ -225,6 +231,7 @@ enum Contract {
     V0_1(v0_1::ToolPlugin),
     V0_2(v0_2::ToolPlugin),
     V0_3(v0_3::ToolPlugin),
+    Typed(wasmtime::component::Instance, Arc<typed::TypedExports>),
 }
 
 impl ContractPre {
@@ -236,6 +243,9 @@ impl ContractPre {
             ContractPre::V0_1(pre) => Contract::V0_1(pre.instantiate_async(store).await?),
             ContractPre::V0_2(pre) => Contract::V0_2(pre.instantiate_async(store).await?),
             ContractPre::V0_3(pre) => Contract::V0_3(pre.instantiate_async(store).await?),
+            ContractPre::Typed(pre, exports) => {
+                Contract::Typed(pre.instantiate_async(store).await?, exports.clone())
+            }
         })
     }
 
@@ -244,30 +254,22 @@ impl ContractPre {
             ContractPre::V0_1(_) => v0_1::VERSION,
             ContractPre::V0_2(_) => v0_2::VERSION,
             ContractPre::V0_3(_) => v0_3::VERSION,
+            ContractPre::Typed(..) => typed::CONTRACT,
         }
     }
 }
 
-/// The `carapace:tool` version a component exports, from its type.
+/// The `carapace:tool` version a component exports, from its type;
+/// `None`: it exports no `carapace:tool` (a typed component, perhaps).
 fn exported_contract(
     engine: &wasmtime::Engine,
     component: &wasmtime::component::Component,
-) -> Result<String, SandboxError> {
+) -> Option<String> {
     const PROVIDER: &str = "carapace:tool/tool-provider@";
-    let ty = component.component_type();
-    let exports: Vec<String> = ty
+    component
+        .component_type()
         .exports(engine)
-        .map(|(name, _)| name.to_string())
-        .collect();
-    exports
-        .iter()
-        .find_map(|name| name.strip_prefix(PROVIDER).map(str::to_string))
-        .ok_or_else(|| {
-            SandboxError::Contract(format!(
-                "it does not export carapace:tool/tool-provider, so it is not a tool plugin (it exports: {})",
-                if exports.is_empty() { "nothing".to_string() } else { exports.join(", ") }
-            ))
-        })
+        .find_map(|(name, _)| name.strip_prefix(PROVIDER).map(str::to_string))
 }
 
 /// Limits for the no-capability calls (`tools`, `plan`).
@@ -293,11 +295,18 @@ impl ToolComponent {
         wasm: &[u8],
         digest: &str,
     ) -> Result<Self, SandboxError> {
+        let docs = typed::package_docs(wasm);
         let mut this = Self::link(
             sandbox,
             name,
             sandbox.load_component_digested(wasm, digest)?,
+            docs.as_ref(),
         )?;
+        // A typed component's tools come from its types: nothing to run.
+        if let ContractPre::Typed(_, exports) = &this.pre {
+            this.tools = Arc::from(exports.definitions.clone());
+            return Ok(this);
+        }
         let tools = this
             .run(&Grant::none(), &METADATA_LIMITS, None, |contract, store| {
                 Box::pin(async move {
@@ -305,6 +314,7 @@ impl ToolComponent {
                         Contract::V0_1(p) => v0_1::tools(p, store).await,
                         Contract::V0_2(p) => v0_2::tools(p, store).await,
                         Contract::V0_3(p) => v0_3::tools(p, store).await,
+                        Contract::Typed(..) => Ok(Vec::new()),
                     }
                 })
             })
@@ -341,6 +351,7 @@ impl ToolComponent {
             sandbox,
             name,
             sandbox.load_component_digested(wasm, digest)?,
+            None,
         )?;
         if let Some(contract) = contract
             && this.contract_version() != contract
@@ -355,18 +366,36 @@ impl ToolComponent {
     }
 
     /// Links one compiled component against the contract version it
-    /// exports.
+    /// exports, or as a typed component when it exports none (`docs`: its
+    /// `package-docs`, for the tools' descriptions).
     fn link(
         sandbox: &Sandbox,
         name: &str,
         (component, load_outcome): (wasmtime::component::Component, CacheOutcome),
+        docs: Option<&serde_json::Value>,
     ) -> Result<Self, SandboxError> {
         let inner = sandbox.inner().clone();
-        let version = exported_contract(sandbox.engine(), &component)?;
-        let instance_pre = inner
-            .engine
-            .inner()
-            .instantiate_pre::<ToolState>(&component)?;
+        let instance_pre = || {
+            inner
+                .engine
+                .inner()
+                .instantiate_pre::<ToolState>(&component)
+        };
+        let Some(version) = exported_contract(sandbox.engine(), &component) else {
+            let exports = typed::read(sandbox.engine(), &component, docs)?;
+            let pre = instance_pre().map_err(|e| match e {
+                SandboxError::Link { source, .. } => SandboxError::Unprovided(source),
+                other => other,
+            })?;
+            return Ok(Self {
+                name: name.into(),
+                pre: ContractPre::Typed(pre, Arc::new(exports)),
+                sandbox: inner,
+                tools: Arc::from(Vec::new()),
+                load_outcome,
+            });
+        };
+        let instance_pre = instance_pre()?;
         let linked = |e: wasmtime::Error| SandboxError::link(format!("carapace:tool@{version}"))(e);
         let pre = match version.as_str() {
             v0_1::VERSION => {
@@ -394,6 +423,29 @@ impl ToolComponent {
         })
     }
 
+    /// Whether this is a typed component (its own functions, no
+    /// `carapace:tool`): it declares no needs, so its calls get the
+    /// plugin's ceiling as the rules narrow it.
+    pub fn is_typed(&self) -> bool {
+        matches!(self.pre, ContractPre::Typed(..))
+    }
+
+    /// A typed component's version, from the interfaces it exports.
+    pub fn typed_version(&self) -> Option<&str> {
+        match &self.pre {
+            ContractPre::Typed(_, exports) => exports.version.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// A typed component's functions that are not offered, and why.
+    pub fn skipped(&self) -> &[String] {
+        match &self.pre {
+            ContractPre::Typed(_, exports) => &exports.skipped,
+            _ => &[],
+        }
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -414,6 +466,14 @@ impl ToolComponent {
     /// Asks the component what a call needs, in an instance with no
     /// capabilities.
     pub async fn plan(&self, tool: &str, input: &serde_json::Value) -> Result<CallPlan, PlanError> {
+        if self.is_typed() {
+            // Nothing to ask it: the registry adds the ceiling's needs.
+            return Ok(CallPlan {
+                concurrency_safe: false,
+                interrupt: InterruptBehavior::Cancel,
+                needs: Vec::new(),
+            });
+        }
         let tool = tool.to_string();
         // Text only at the component's edge.
         let input = input.to_string();
@@ -428,6 +488,9 @@ impl ToolComponent {
                             Contract::V0_1(p) => v0_1::plan(p, store, &tool, &input).await,
                             Contract::V0_2(p) => v0_2::plan(p, store, &tool, &input).await,
                             Contract::V0_3(p) => v0_3::plan(p, store, &tool, &input).await,
+                            Contract::Typed(..) => Err(wasmtime::Error::msg(
+                                "a typed component has no plan to ask for",
+                            )),
                         }
                     })
                 },
@@ -443,6 +506,7 @@ impl ToolComponent {
         let tool = invocation.tool.to_string();
         // Text only at the component's edge.
         let input = invocation.input.to_string();
+        let value = invocation.input.clone();
         let context = invocation.context.clone();
         let limits = invocation.limits;
         let (answer, memory_bytes) = self
@@ -461,6 +525,9 @@ impl ToolComponent {
                             }
                             Contract::V0_3(p) => {
                                 v0_3::call(p, store, &tool, &input, &context).await
+                            }
+                            Contract::Typed(instance, exports) => {
+                                typed::call(exports, instance, store, &tool, &value).await
                             }
                         }
                     })

@@ -133,6 +133,9 @@ pub enum ToolHandle {
         component: ToolComponent,
         /// The session's read ledger, for first-party components only.
         ledger_access: bool,
+        /// What a typed component's calls ask for: its ceiling, whole (the
+        /// policy then decides each part like any call's needs).
+        ceiling: Arc<Ceiling>,
     },
     Mcp(McpHandle),
     Native(Arc<dyn NativeTool>),
@@ -144,7 +147,15 @@ impl ToolHandle {
     /// when the server marks it read-only.
     pub async fn plan(&self, tool: &str, input: &Value) -> Result<CallPlan, PlanError> {
         match self {
-            ToolHandle::Wasm { component, .. } => component.plan(tool, input).await,
+            ToolHandle::Wasm {
+                component, ceiling, ..
+            } => {
+                let mut plan = component.plan(tool, input).await?;
+                if component.is_typed() {
+                    plan.needs = ceiling.as_needs();
+                }
+                Ok(plan)
+            }
             ToolHandle::Mcp(mcp) => Ok(CallPlan {
                 concurrency_safe: mcp.read_only,
                 interrupt: InterruptBehavior::Cancel,
@@ -165,6 +176,7 @@ impl ToolHandle {
             ToolHandle::Wasm {
                 component,
                 ledger_access,
+                ..
             } => {
                 if !ledger_access {
                     invocation.reads = None;
@@ -311,10 +323,12 @@ impl RegisteredTool {
             ToolProvider::FirstParty(lazy) => Ok(ToolHandle::Wasm {
                 component: lazy.component().await?,
                 ledger_access: true,
+                ceiling: self.ceiling.clone(),
             }),
             ToolProvider::ThirdParty(lazy) => Ok(ToolHandle::Wasm {
                 component: lazy.component().await?,
                 ledger_access: false,
+                ceiling: self.ceiling.clone(),
             }),
         }
     }

@@ -1,0 +1,386 @@
+//! Components in the ecosystem's style — their own typed WIT functions,
+//! plain WASI, no carapace manifest — installed with a Wassette policy as
+//! their ceiling and called through the loop: the schemas derived from
+//! their types, a value out of range refused before the call, a path the
+//! rules deny refused, a path outside the ceiling unreachable, a changed
+//! ceiling asked about again.
+
+mod support;
+
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use support::{Run, TestResult, text_of};
+
+const READ_LINES: &str = "test_typed-probe_files_0_1_0_read-lines";
+const COUNT: &str = "test_typed-probe_files_0_1_0_count";
+
+fn probe() -> PathBuf {
+    Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("typed_probe.wasm")
+}
+
+/// A user: a configuration directory and a workspace with two files.
+struct User {
+    config: tempfile::TempDir,
+    ws: tempfile::TempDir,
+}
+
+impl User {
+    fn new() -> Result<Self, Box<dyn std::error::Error>> {
+        let user = Self {
+            config: tempfile::tempdir()?,
+            ws: tempfile::tempdir()?,
+        };
+        std::fs::write(user.file("notes.txt"), "the cat\nthe hat\nthe end\n")?;
+        std::fs::write(user.file("secret.txt"), "hunter2\n")?;
+        Ok(user)
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.ws.path().join(name)
+    }
+
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = support::carapace();
+        command
+            .current_dir(self.ws.path())
+            .env("CARAPACE_CONFIG_DIR", self.config.path())
+            .args(args);
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Result<Run, Box<dyn std::error::Error>> {
+        Run::from_output(self.command(args).output()?)
+    }
+
+    fn policy(&self, text: &str) -> Result<String, Box<dyn std::error::Error>> {
+        let path = self.config.path().join("policy.yaml");
+        std::fs::write(&path, text)?;
+        Ok(path.display().to_string())
+    }
+
+    fn add(
+        &self,
+        component: &Path,
+        policy: Option<&str>,
+    ) -> Result<Run, Box<dyn std::error::Error>> {
+        let component = component.display().to_string();
+        let mut args = vec!["plugin", "add", component.as_str(), "--yes"];
+        if let Some(policy) = policy {
+            args.extend(["--policy", policy]);
+        }
+        self.run(&args)
+    }
+
+    /// A print-mode session against `server`, with `extra` flags.
+    fn session(
+        &self,
+        server: &ScriptedServer,
+        extra: &[&str],
+    ) -> Result<Run, Box<dyn std::error::Error>> {
+        let output = self
+            .command(
+                &[
+                    &["-p", "go", "--output-format", "stream-json", "--verbose"],
+                    extra,
+                ]
+                .concat(),
+            )
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .output()?;
+        Run::from_output(output)
+    }
+}
+
+const WORKSPACE_READ: &str = "permissions:\n  storage:\n    allow:\n      - uri: \"fs://workspace/**\"\n        access: [\"read\"]\n";
+
+/// The tool results of the second request, by id.
+fn results_of(server: &ScriptedServer) -> Result<Vec<Value>, Box<dyn std::error::Error>> {
+    let requests = server.requests();
+    let second = requests.get(1).ok_or("no second request")?;
+    let messages = second.body["messages"].as_array().ok_or("no messages")?;
+    Ok(messages
+        .last()
+        .and_then(|m| m["content"].as_array())
+        .cloned()
+        .ok_or("no tool results")?)
+}
+
+fn result<'a>(results: &'a [Value], id: &str) -> Result<&'a Value, String> {
+    results
+        .iter()
+        .find(|r| r["tool_use_id"] == id)
+        .ok_or(format!("no result for {id}: {results:?}"))
+}
+
+/// Appends a top-level custom section to a component (what `cargo
+/// component` and `wasm-tools` do for `package-docs`).
+fn with_custom_section(wasm: &[u8], name: &str, payload: &[u8]) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    let mut body = Vec::new();
+    leb(name.len(), &mut body);
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(payload);
+    let mut out = wasm.to_vec();
+    out.push(0);
+    leb(body.len(), &mut out);
+    out.extend(body);
+    out
+}
+
+#[test]
+fn typed_exports_become_tools_with_schemas_from_their_types_and_docs() -> TestResult {
+    let user = User::new()?;
+    let docs = json!({"worlds": {"typed-probe": {"func_exports": {"add": {"docs": "Adds a small signed number to a byte."}}}},
+        "interfaces": {"files": {"funcs": {"read-lines": {"docs": "Reads lines of a text file."}}}}});
+    let documented = user.config.path().join("typed-probe.wasm");
+    let mut payload = vec![1u8];
+    payload.extend(serde_json::to_vec(&docs)?);
+    std::fs::write(
+        &documented,
+        with_custom_section(&std::fs::read(probe())?, "package-docs", &payload),
+    )?;
+
+    let added = user.add(&documented, Some(&user.policy(WORKSPACE_READ)?))?;
+    assert_eq!(added.status, Some(0), "{}", added.stderr);
+    assert!(
+        added
+            .stdout
+            .contains("contract  none: the component's own typed functions"),
+        "{}",
+        added.stdout
+    );
+    assert!(
+        added.stdout.contains("files: read {workspace}"),
+        "{}",
+        added.stdout
+    );
+
+    let inspected = user.run(&["plugin", "inspect", "typed-probe", "--json"])?;
+    assert_eq!(inspected.status, Some(0), "{}", inspected.stderr);
+    let inspected: Value = serde_json::from_str(&inspected.stdout)?;
+    let tools = inspected["tools"].as_array().ok_or("no tools")?;
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["add", "next-char", READ_LINES, COUNT]);
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let read_lines = tool(READ_LINES);
+    assert_eq!(read_lines["description"], "Reads lines of a text file.");
+    let schema = &read_lines["input_schema"];
+    assert_eq!(schema["required"], json!(["request", "mode", "marks"]));
+    // Options are not required; integers carry their ranges.
+    assert_eq!(schema["properties"]["request"]["required"], json!(["path"]));
+    assert_eq!(
+        schema["properties"]["request"]["properties"]["count"]["anyOf"][1]["maximum"],
+        255
+    );
+    assert_eq!(
+        schema["properties"]["mode"]["enum"],
+        json!(["keep", "upper", "lower"])
+    );
+    assert_eq!(
+        schema["properties"]["marks"]["properties"]["ends"]["type"],
+        "boolean"
+    );
+    let add = tool("add");
+    assert_eq!(add["description"], "Adds a small signed number to a byte.");
+    assert_eq!(add["input_schema"]["properties"]["a"]["minimum"], -128);
+    assert_eq!(add["input_schema"]["properties"]["b"]["maximum"], 255);
+    // Without docs, a description that says where the function is.
+    assert!(
+        tool(COUNT)["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("`count`"))
+    );
+    let count = &tool(COUNT)["input_schema"]["properties"]["what"]["oneOf"];
+    assert_eq!(count[2]["properties"]["tag"]["const"], "matches");
+    Ok(())
+}
+
+#[test]
+fn typed_calls_run_through_the_loop_within_the_policy_and_the_rules() -> TestResult {
+    let user = User::new()?;
+    let added = user.add(&probe(), Some(&user.policy(WORKSPACE_READ)?))?;
+    assert_eq!(added.status, Some(0), "{}", added.stderr);
+    let notes = user.file("notes.txt");
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![
+            Block::tool_use(
+                "toolu_lines",
+                READ_LINES,
+                json!({
+                "request": {"path": notes, "start": 2},
+                "mode": "upper", "marks": {"numbers": true}}),
+            ),
+            Block::tool_use("toolu_add", "add", json!({"a": -5, "b": 200})),
+            // 300 does not fit a u8: refused before the component runs.
+            Block::tool_use("toolu_range", "add", json!({"a": 1, "b": 300})),
+            Block::tool_use(
+                "toolu_count",
+                COUNT,
+                json!({"path": notes, "what": {"tag": "matches", "val": "the"}}),
+            ),
+            Block::tool_use("toolu_char", "next-char", json!({"c": "a", "x": 3.0})),
+            // Outside the ceiling: the component is given no such file.
+            Block::tool_use(
+                "toolu_outside",
+                COUNT,
+                json!({"path": "/etc/hostname", "what": {"tag": "bytes"}}),
+            ),
+        ]),
+        Reply::text("done"),
+    ])?;
+    let run = user.session(&server, &[])?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let results = results_of(&server)?;
+    let lines = result(&results, "toolu_lines")?;
+    assert_eq!(text_of(lines), r#"["2: THE HAT","3: THE END"]"#, "{lines}");
+    assert_ne!(lines["is_error"], true);
+    assert_eq!(text_of(result(&results, "toolu_add")?), "195");
+    let range = result(&results, "toolu_range")?;
+    assert_eq!(range["is_error"], true, "{range}");
+    assert!(text_of(range).contains("300"), "{range}");
+    assert_eq!(
+        text_of(result(&results, "toolu_count")?),
+        r#"["matches",3]"#
+    );
+    assert_eq!(text_of(result(&results, "toolu_char")?), r#"["b",1.5]"#);
+    let outside = result(&results, "toolu_outside")?;
+    assert_eq!(outside["is_error"], true, "{outside}");
+    assert!(
+        text_of(outside).contains("cannot read /etc/hostname"),
+        "{outside}"
+    );
+
+    // A rule that denies a file inside the ceiling holds: the call that
+    // would be given the tree holding it is refused, naming the rule.
+    let secret = user.file("secret.txt");
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_secret",
+            READ_LINES,
+            json!({
+            "request": {"path": secret}, "mode": "keep", "marks": {}}),
+        )]),
+        Reply::text("done"),
+    ])?;
+    let run = user.session(&server, &["--disallowedTools", "Read(./secret.txt)"])?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let results = results_of(&server)?;
+    let refused = result(&results, "toolu_secret")?;
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert!(text_of(refused).contains("Read(./secret.txt)"), "{refused}");
+    assert!(!text_of(refused).contains("hunter2"), "{refused}");
+    Ok(())
+}
+
+#[test]
+fn without_a_policy_a_typed_component_reaches_no_file() -> TestResult {
+    let user = User::new()?;
+    let added = user.add(&probe(), None)?;
+    assert_eq!(added.status, Some(0), "{}", added.stderr);
+    assert!(
+        added.stdout.contains("clocks and random only"),
+        "{}",
+        added.stdout
+    );
+    let notes = user.file("notes.txt").display().to_string();
+    let input = json!({"path": notes, "what": {"tag": "lines"}}).to_string();
+    let call = user.run(&[
+        "tool",
+        "call",
+        "typed-probe",
+        COUNT,
+        "--input",
+        &input,
+        "--yes",
+    ])?;
+    assert!(
+        call.stdout.contains("cannot read"),
+        "{}\n{}",
+        call.stdout,
+        call.stderr
+    );
+    // The same call with the ceiling approved reads it.
+    let added = user.add(&probe(), Some(&user.policy(WORKSPACE_READ)?))?;
+    assert_eq!(added.status, Some(0), "{}", added.stderr);
+    let call = user.run(&[
+        "tool",
+        "call",
+        "typed-probe",
+        COUNT,
+        "--input",
+        &input,
+        "--yes",
+    ])?;
+    assert!(
+        call.stdout.contains(r#"[\"lines\",3]"#),
+        "{}\n{}",
+        call.stdout,
+        call.stderr
+    );
+    Ok(())
+}
+
+#[test]
+fn another_policy_for_the_same_component_shows_the_change_and_asks_again() -> TestResult {
+    let user = User::new()?;
+    assert_eq!(
+        user.add(&probe(), Some(&user.policy(WORKSPACE_READ)?))?
+            .status,
+        Some(0)
+    );
+    let wider = user.policy(&WORKSPACE_READ.replace("[\"read\"]", "[\"read\", \"write\"]"))?;
+    let probe = probe().display().to_string();
+    let asked = user.run(&["plugin", "add", &probe, "--policy", &wider])?;
+    assert_ne!(
+        asked.status,
+        Some(0),
+        "installed without approval: {}",
+        asked.stdout
+    );
+    assert!(
+        asked.stdout.contains("files: read and write {workspace}"),
+        "{}",
+        asked.stdout
+    );
+    assert!(
+        asked.stdout.contains("its ceiling changed; it was:"),
+        "{}",
+        asked.stdout
+    );
+    assert!(asked.stderr.contains("needs approval"), "{}", asked.stderr);
+    // Nothing changed: the old ceiling still stands.
+    let inspected: Value = serde_json::from_str(
+        &user
+            .run(&["plugin", "inspect", "typed-probe", "--json"])?
+            .stdout,
+    )?;
+    assert_eq!(inspected["ceiling"], json!(["files: read {workspace}"]));
+    // A policy with a carapace manifest, and a policy carapace cannot
+    // translate, are refused.
+    let odd = user.policy("permissions:\n  ipc:\n    allow:\n      - name: x\n")?;
+    let refused = user.run(&["plugin", "add", &probe, "--policy", &odd, "--yes"])?;
+    assert_ne!(refused.status, Some(0));
+    assert!(
+        refused.stderr.contains("permissions.ipc"),
+        "{}",
+        refused.stderr
+    );
+    Ok(())
+}
