@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the test suite needs besides cargo, installed once: the wasm target,
 # the Python packages (the SDK, MCP, the Python examples' componentizer),
-# Node with npm (the JavaScript examples and the npm MCP server), and
-# ripgrep (what Grep and Glob are compared with). Every
+# Node with npm (the JavaScript examples and the npm MCP server),
+# ripgrep (what Grep and Glob are compared with), and an OCI registry
+# (Debian's docker-registry: components are installed from it). Every
 # test that needs one of these fails without it, so nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,4 +15,9 @@ fi
 # Grep and Glob are compared with ripgrep itself (tests/tools/search.rs).
 if ! command -v rg >/dev/null; then
     apt-get update && apt-get install -y ripgrep
+fi
+# Components installed from a registry (tests/e2e/oci_registry.rs); the
+# tests start their own on loopback, never the packaged service.
+if ! command -v docker-registry >/dev/null; then
+    apt-get update && apt-get install -y docker-registry
 fi

@@ -50,6 +50,16 @@ pub enum PluginCommand {
         #[arg(long, short = 'y')]
         yes: bool,
     },
+    /// Resolve an OCI-installed plugin's reference again; when it moved,
+    /// show what changed and install it once approved.
+    Update {
+        name: String,
+        #[arg(long, value_enum)]
+        scope: Option<Scope>,
+        /// Approve without asking (scripts).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
     /// List installed plugins.
     List {
         #[arg(long)]
@@ -131,9 +141,14 @@ pub async fn plugin(command: PluginCommand, paths: &SessionPaths) -> anyhow::Res
             scope,
             yes,
         } => {
-            let inputs = install::InstallInputs { manifest, policy };
+            let inputs = install::InstallInputs {
+                manifest,
+                policy,
+                keep_ceiling: None,
+            };
             add(paths, &source, &inputs, scope, yes).await
         }
+        PluginCommand::Update { name, scope, yes } => update(paths, &name, scope, yes).await,
         PluginCommand::List { json } => {
             list(paths, json);
             Ok(ExitCode::SUCCESS)
@@ -236,6 +251,34 @@ async fn add(
         store.dir().join(candidate.record.name()).display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+async fn update(
+    paths: &SessionPaths,
+    name: &str,
+    scope: Option<Scope>,
+    yes: bool,
+) -> anyhow::Result<ExitCode> {
+    let (store, record) = find(paths, name, scope)?;
+    let Some(oci) = &record.oci else {
+        bail!(
+            "`{name}` was installed from {}, not from an OCI registry: add it again to replace it",
+            record.source
+        );
+    };
+    let typed = record.contract == crate::sandbox::TYPED_CONTRACT;
+    let inputs = install::InstallInputs {
+        keep_ceiling: typed.then(|| record.manifest.ceiling.clone()),
+        ..Default::default()
+    };
+    add(
+        paths,
+        &format!("oci://{}", oci.reference),
+        &inputs,
+        store.scope(),
+        yes,
+    )
+    .await
 }
 
 /// Asks on the terminal; anything but a terminal needs `--yes`.

@@ -66,6 +66,8 @@ pub enum InstallError {
         "--policy sets the ceiling of a component without a carapace manifest; this one has a manifest, whose ceiling is the one that counts"
     )]
     PolicyWithManifest,
+    #[error(transparent)]
+    Oci(#[from] super::oci::OciError),
     #[error("{path}: {source}")]
     Policy {
         path: PathBuf,
@@ -77,8 +79,19 @@ pub enum InstallError {
 /// Where a plugin comes from: a local file or a pinned URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginSource {
-    Path { path: PathBuf, pin: Option<String> },
-    Url { url: String, pin: String },
+    Path {
+        path: PathBuf,
+        pin: Option<String>,
+    },
+    Url {
+        url: String,
+        pin: String,
+    },
+    /// `oci://REGISTRY/REPOSITORY:TAG` or `…@sha256:DIGEST` (kept without
+    /// the scheme).
+    Oci {
+        reference: String,
+    },
 }
 
 impl PluginSource {
@@ -101,6 +114,11 @@ impl PluginSource {
                 pin,
             });
         }
+        if let Some(reference) = text.strip_prefix("oci://") {
+            return Ok(Self::Oci {
+                reference: reference.to_string(),
+            });
+        }
         if location.contains("://") {
             return Err(InstallError::Source(text.to_string()));
         }
@@ -114,6 +132,7 @@ impl PluginSource {
         match self {
             PluginSource::Path { pin, .. } => pin.as_deref(),
             PluginSource::Url { pin, .. } => Some(pin),
+            PluginSource::Oci { .. } => None,
         }
     }
 
@@ -128,6 +147,11 @@ impl PluginSource {
                 .rsplit('/')
                 .next()
                 .map(|s| s.trim_end_matches(".wasm").to_string()),
+            PluginSource::Oci { reference } => {
+                let path = reference.split('@').next().unwrap_or(reference);
+                let last = path.rsplit('/').next().unwrap_or(path);
+                Some(last.split(':').next().unwrap_or(last).to_string())
+            }
         };
         plugin_name(file.as_deref().unwrap_or("component"))
     }
@@ -139,6 +163,7 @@ impl PluginSource {
                 .display()
                 .to_string(),
             PluginSource::Url { url, .. } => url.clone(),
+            PluginSource::Oci { reference } => format!("oci://{reference}"),
         }
     }
 }
@@ -162,7 +187,10 @@ impl Candidate {
     /// changed bytes; reinstalling the identical approved plugin does not.
     pub fn needs_approval(&self) -> bool {
         self.replaces.as_ref().is_none_or(|old| {
-            old.digest != self.record.digest || old.manifest != self.record.manifest
+            old.digest != self.record.digest
+                || old.manifest != self.record.manifest
+                || old.oci.as_ref().map(|o| &o.manifest_digest)
+                    != self.record.oci.as_ref().map(|o| &o.manifest_digest)
         })
     }
 
@@ -186,6 +214,18 @@ impl Candidate {
             ),
             format!("manifest  {}", self.manifest_origin),
         ];
+        if let Some(oci) = &r.oci {
+            lines.push(format!("pinned    {}", oci.pinned));
+            lines.push(format!("layer     {}", oci.layer_digest));
+            if let Some(old) = self.replaces.as_ref().and_then(|o| o.oci.as_ref())
+                && old.manifest_digest != oci.manifest_digest
+            {
+                lines.push(format!(
+                    "moved     {} was {} when it was approved",
+                    oci.reference, old.manifest_digest
+                ));
+            }
+        }
         if !m.plugin.description.is_empty() {
             lines.push(format!("about     {}", m.plugin.description));
         }
@@ -260,6 +300,9 @@ pub struct InstallInputs {
     /// `--policy`: a Wassette `policy.yaml`, the ceiling of a typed
     /// component (one without a carapace manifest).
     pub policy: Option<PathBuf>,
+    /// The ceiling to keep when neither `--policy` nor the artifact gives
+    /// one (`plugin update` of a typed component).
+    pub keep_ceiling: Option<super::manifest::CeilingSpec>,
 }
 
 /// Reads, checks and compiles a plugin; returns it for approval.
@@ -268,7 +311,7 @@ pub async fn prepare(
     source: &PluginSource,
     inputs: &InstallInputs,
 ) -> Result<Candidate, InstallError> {
-    let wasm = fetch(cx.http, source).await?;
+    let Fetched { wasm, policy, oci } = fetch(cx.http, source).await?;
     let actual = digest(&wasm);
     if let Some(expected) = source.pin()
         && expected != actual
@@ -297,7 +340,8 @@ pub async fn prepare(
         Ok(_) if inputs.policy.is_some() => return Err(InstallError::PolicyWithManifest),
         Ok(found) => found,
         Err(InstallError::NoManifest(_)) if component.is_typed() => {
-            typed_manifest(source, &component, inputs.policy.as_deref())?
+            let ceiling = typed_ceiling(inputs, policy)?;
+            typed_manifest(source, &component, ceiling)?
         }
         Err(e) => return Err(e),
     };
@@ -355,6 +399,7 @@ pub async fn prepare(
         compile_ms: duration_ms(compile),
         installed_at: jiff::Timestamp::now().to_string(),
         manifest,
+        oci,
     };
     Ok(Candidate {
         record,
@@ -386,8 +431,42 @@ fn duration_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-async fn fetch(http: &reqwest::Client, source: &PluginSource) -> Result<Vec<u8>, InstallError> {
+/// What a source gave: the component and, from an OCI artifact, its
+/// policy layer and pin.
+struct Fetched {
+    wasm: Vec<u8>,
+    policy: Option<String>,
+    oci: Option<super::store::OciPin>,
+}
+
+async fn fetch(http: &reqwest::Client, source: &PluginSource) -> Result<Fetched, InstallError> {
+    if let PluginSource::Oci { reference } = source {
+        let pulled = super::oci::pull(reference).await?;
+        return Ok(Fetched {
+            wasm: pulled.wasm,
+            policy: pulled.policy,
+            oci: Some(super::store::OciPin {
+                reference: reference.clone(),
+                pinned: pulled.pinned,
+                manifest_digest: pulled.manifest_digest,
+                layer_digest: pulled.layer_digest,
+            }),
+        });
+    }
+    let wasm = fetch_bytes(http, source).await?;
+    Ok(Fetched {
+        wasm,
+        policy: None,
+        oci: None,
+    })
+}
+
+async fn fetch_bytes(
+    http: &reqwest::Client,
+    source: &PluginSource,
+) -> Result<Vec<u8>, InstallError> {
     match source {
+        PluginSource::Oci { .. } => Err(InstallError::Source("an OCI reference".into())),
         PluginSource::Path { path, .. } => {
             let read = |source| InstallError::Read {
                 path: path.clone(),
@@ -460,21 +539,8 @@ fn plugin_name(text: &str) -> String {
 fn typed_manifest(
     source: &PluginSource,
     component: &ToolComponent,
-    policy: Option<&Path>,
+    (ceiling, origin): (super::manifest::CeilingSpec, String),
 ) -> Result<(Manifest, String), InstallError> {
-    let ceiling = match policy {
-        None => super::manifest::CeilingSpec::default(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|source| InstallError::Read {
-                path: path.to_path_buf(),
-                source,
-            })?;
-            super::policy::parse(&text).map_err(|source| InstallError::Policy {
-                path: path.to_path_buf(),
-                source,
-            })?
-        }
-    };
     let manifest = Manifest {
         plugin: super::manifest::PluginInfo {
             name: source.stem(),
@@ -494,11 +560,40 @@ fn typed_manifest(
             path: "the manifest made for this typed component".into(),
             source,
         })?;
-    let origin = match policy {
-        Some(path) => format!("none (a typed component); ceiling from {}", path.display()),
-        None => "none (a typed component) and no --policy: it gets clocks and random only".into(),
+    Ok((manifest, format!("none (a typed component); {origin}")))
+}
+
+/// A typed component's ceiling: `--policy`, else the artifact's policy
+/// layer, else what it had (an update), else nothing but clocks and
+/// random; and where it came from.
+fn typed_ceiling(
+    inputs: &InstallInputs,
+    artifact_policy: Option<String>,
+) -> Result<(super::manifest::CeilingSpec, String), InstallError> {
+    let parse = |text: &str, path: PathBuf| {
+        super::policy::parse(text).map_err(|source| InstallError::Policy { path, source })
     };
-    Ok((manifest, origin))
+    if let Some(path) = &inputs.policy {
+        let text = std::fs::read_to_string(path).map_err(|source| InstallError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        return Ok((
+            parse(&text, path.clone())?,
+            format!("ceiling from {}", path.display()),
+        ));
+    }
+    if let Some(text) = artifact_policy {
+        let ceiling = parse(&text, "the artifact's policy layer".into())?;
+        return Ok((ceiling, "ceiling from the artifact's policy layer".into()));
+    }
+    if let Some(kept) = &inputs.keep_ceiling {
+        return Ok((kept.clone(), "the ceiling approved before".into()));
+    }
+    Ok((
+        Default::default(),
+        "no policy: it gets clocks and random only".into(),
+    ))
 }
 
 /// The manifest: `--manifest`, else embedded, else `NAME.toml` or
@@ -511,7 +606,7 @@ fn find_manifest(
     match (explicit, source) {
         (Some(path), _) => manifest_file(path),
         (None, PluginSource::Path { path, .. }) => find_local_manifest(path, wasm),
-        (None, PluginSource::Url { .. }) => embedded(wasm)?
+        (None, PluginSource::Url { .. } | PluginSource::Oci { .. }) => embedded(wasm)?
             .map(|m| (m, "embedded in the component".to_string()))
             .ok_or_else(|| InstallError::NoManifest("a manifest".into())),
     }

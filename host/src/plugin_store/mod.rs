@@ -8,6 +8,7 @@
 
 pub mod install;
 pub mod manifest;
+pub mod oci;
 pub mod policy;
 pub mod store;
 

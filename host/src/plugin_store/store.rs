@@ -107,6 +107,22 @@ pub struct InstalledPlugin {
     pub compile_ms: u64,
     pub installed_at: String,
     pub tools: Vec<RecordedTool>,
+    /// Where in an OCI registry it came from, and the digests that tag
+    /// resolved to when it was approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci: Option<OciPin>,
+}
+
+/// An OCI install, pinned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OciPin {
+    /// As the user gave it (without `oci://`): what `plugin update`
+    /// resolves again.
+    pub reference: String,
+    /// `REGISTRY/REPOSITORY@sha256:…` of the approved manifest.
+    pub pinned: String,
+    pub manifest_digest: String,
+    pub layer_digest: String,
 }
 
 impl InstalledPlugin {

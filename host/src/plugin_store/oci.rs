@@ -1,0 +1,322 @@
+//! Components from OCI registries: `oci://REGISTRY/REPO:TAG` or
+//! `oci://REGISTRY/REPO@sha256:DIGEST`, the Wasm OCI artifact (a wasm
+//! config, one `application/wasm` layer, perhaps a Wassette policy layer).
+//!
+//! A tag is resolved once, here: what is recorded and approved is the
+//! manifest's digest and the layer's, computed from the bytes received (a
+//! registry's word is not taken), so a tag moved later changes nothing
+//! installed until `carapace plugin update` shows it and asks again.
+//! Every download is bounded in size and time; credentials come from the
+//! user's docker config; plain HTTP only to a registry on loopback.
+
+use super::install::MAX_COMPONENT_BYTES;
+use super::store::digest;
+use futures::StreamExt;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::manifest::{OciDescriptor, OciImageManifest};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use std::time::Duration;
+
+/// Media types of the artifact, as the Wasm OCI artifact layout and the
+/// older wasm-to-oci layout name them.
+const WASM_LAYERS: &[&str] = &[
+    "application/wasm",
+    "application/vnd.wasm.content.layer.v1+wasm",
+];
+const WASM_CONFIGS: &[&str] = &[
+    "application/vnd.wasm.config.v0+json",
+    "application/vnd.wasm.config.v1+json",
+];
+const MANIFEST_TYPES: &[&str] = &[
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+];
+
+/// The largest manifest or policy read.
+const MAX_SMALL_BYTES: u64 = 1 << 20;
+
+/// How long a whole pull may take.
+const PULL_TIMEOUT: Duration = Duration::from_secs(300);
+
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    #[error(
+        "`{0}` is not an OCI reference (oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST): {1}"
+    )]
+    Reference(String, String),
+    #[error("{reference}: {reason}")]
+    Registry { reference: String, reason: String },
+    #[error("{reference} is not a Wasm component artifact: {reason}")]
+    NotWasm { reference: String, reason: String },
+    #[error("{reference}: {what} has sha256 {actual}, but the manifest says {expected}: refused")]
+    Tampered {
+        reference: String,
+        what: &'static str,
+        expected: String,
+        actual: String,
+    },
+    #[error("{reference}: {what} is larger than {limit} bytes")]
+    TooLarge {
+        reference: String,
+        what: &'static str,
+        limit: u64,
+    },
+    #[error("{0}: the pull took longer than {1:?}")]
+    Timeout(String, Duration),
+}
+
+/// What a pull brought: the component, the policy layer if any, and the
+/// digests it is pinned by.
+#[derive(Debug, Clone)]
+pub struct Pulled {
+    pub wasm: Vec<u8>,
+    pub policy: Option<String>,
+    /// `REGISTRY/REPOSITORY@sha256:…`: the reference pinned to what was
+    /// pulled.
+    pub pinned: String,
+    pub manifest_digest: String,
+    pub layer_digest: String,
+}
+
+/// Pulls `reference` (without its `oci://`).
+pub async fn pull(reference: &str) -> Result<Pulled, OciError> {
+    tokio::time::timeout(PULL_TIMEOUT, pull_unbounded(reference))
+        .await
+        .unwrap_or_else(|_| Err(OciError::Timeout(reference.to_string(), PULL_TIMEOUT)))
+}
+
+async fn pull_unbounded(text: &str) -> Result<Pulled, OciError> {
+    let reference: Reference = text.parse().map_err(|e: oci_client::ParseError| {
+        OciError::Reference(text.to_string(), e.to_string())
+    })?;
+    let registry = reference.resolve_registry().to_string();
+    let failed = |e: oci_client::errors::OciDistributionError| OciError::Registry {
+        reference: text.to_string(),
+        reason: e.to_string(),
+    };
+    let client = Client::new(ClientConfig {
+        protocol: protocol_for(&registry),
+        connect_timeout: Some(Duration::from_secs(30)),
+        read_timeout: Some(Duration::from_secs(60)),
+        ..ClientConfig::default()
+    });
+    let auth = credentials(&registry);
+    let (raw, _) = client
+        .pull_manifest_raw(&reference, &auth, MANIFEST_TYPES)
+        .await
+        .map_err(failed)?;
+    if raw.len() as u64 > MAX_SMALL_BYTES {
+        return Err(OciError::TooLarge {
+            reference: text.to_string(),
+            what: "the manifest",
+            limit: MAX_SMALL_BYTES,
+        });
+    }
+    let manifest_digest = format!("sha256:{}", digest(&raw));
+    if let Some(expected) = reference.digest()
+        && expected != manifest_digest
+    {
+        return Err(OciError::Tampered {
+            reference: text.to_string(),
+            what: "the manifest",
+            expected: expected.to_string(),
+            actual: manifest_digest,
+        });
+    }
+    let manifest: OciImageManifest =
+        serde_json::from_slice(&raw).map_err(|e| OciError::NotWasm {
+            reference: text.to_string(),
+            reason: format!("its manifest is not an image manifest: {e}"),
+        })?;
+    let (layer, policy_layer) = layers(text, &manifest)?;
+    let pinned = Reference::with_digest(
+        reference.registry().to_string(),
+        reference.repository().to_string(),
+        manifest_digest.clone(),
+    );
+    let wasm = blob(
+        &client,
+        &pinned,
+        layer,
+        MAX_COMPONENT_BYTES,
+        text,
+        "the component layer",
+    )
+    .await?;
+    let policy = match policy_layer {
+        None => None,
+        Some(layer) => {
+            let bytes = blob(
+                &client,
+                &pinned,
+                layer,
+                MAX_SMALL_BYTES,
+                text,
+                "the policy layer",
+            )
+            .await?;
+            Some(String::from_utf8(bytes).map_err(|_| OciError::NotWasm {
+                reference: text.to_string(),
+                reason: "its policy layer is not text".into(),
+            })?)
+        }
+    };
+    Ok(Pulled {
+        wasm,
+        policy,
+        pinned: pinned.whole(),
+        manifest_digest,
+        layer_digest: layer.digest.clone(),
+    })
+}
+
+/// The component layer and the policy layer of a Wasm artifact.
+fn layers<'m>(
+    reference: &str,
+    manifest: &'m OciImageManifest,
+) -> Result<(&'m OciDescriptor, Option<&'m OciDescriptor>), OciError> {
+    let not_wasm = |reason: String| OciError::NotWasm {
+        reference: reference.to_string(),
+        reason,
+    };
+    if !WASM_CONFIGS.contains(&manifest.config.media_type.as_str()) {
+        return Err(not_wasm(format!(
+            "its config is {}, not a Wasm config",
+            manifest.config.media_type
+        )));
+    }
+    let wasm: Vec<&OciDescriptor> = manifest
+        .layers
+        .iter()
+        .filter(|l| WASM_LAYERS.contains(&l.media_type.as_str()))
+        .collect();
+    let [layer] = wasm.as_slice() else {
+        return Err(not_wasm(format!(
+            "it has {} application/wasm layers; a component artifact has one",
+            wasm.len()
+        )));
+    };
+    let policy = manifest
+        .layers
+        .iter()
+        .find(|l| l.media_type.contains("policy") && l.media_type.contains("yaml"));
+    Ok((layer, policy))
+}
+
+/// One blob, at most `limit` bytes, its digest checked against the
+/// manifest's.
+async fn blob(
+    client: &Client,
+    reference: &Reference,
+    layer: &OciDescriptor,
+    limit: u64,
+    shown: &str,
+    what: &'static str,
+) -> Result<Vec<u8>, OciError> {
+    let too_large = || OciError::TooLarge {
+        reference: shown.to_string(),
+        what,
+        limit,
+    };
+    if u64::try_from(layer.size).map_or(true, |size| size > limit) {
+        return Err(too_large());
+    }
+    let failed = |reason: String| OciError::Registry {
+        reference: shown.to_string(),
+        reason: format!("downloading {what}: {reason}"),
+    };
+    let mut stream = client
+        .pull_blob_stream(reference, layer)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.stream.next().await {
+        // The client checks the digest as the stream ends, too.
+        let chunk = chunk.map_err(|e| match e.to_string() {
+            m if m.contains("digest") => {
+                failed(format!("it does not match its digest ({m}): refused"))
+            }
+            m => failed(m),
+        })?;
+        if (bytes.len() + chunk.len()) as u64 > limit {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let actual = format!("sha256:{}", digest(&bytes));
+    if actual != layer.digest {
+        return Err(OciError::Tampered {
+            reference: shown.to_string(),
+            what,
+            expected: layer.digest.clone(),
+            actual,
+        });
+    }
+    Ok(bytes)
+}
+
+/// HTTPS, except to a registry on this machine.
+fn protocol_for(registry: &str) -> ClientProtocol {
+    let host = registry.rsplit_once(':').map_or(registry, |(h, _)| h);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if loopback {
+        ClientProtocol::HttpsExcept(vec![registry.to_string()])
+    } else {
+        ClientProtocol::Https
+    }
+}
+
+/// The user's credentials for `registry` from the docker config
+/// (`$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`), or none.
+fn credentials(registry: &str) -> RegistryAuth {
+    use base64::Engine;
+    let dir = std::env::var_os("DOCKER_CONFIG")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".docker")));
+    let config = dir
+        .and_then(|d| std::fs::read_to_string(d.join("config.json")).ok())
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
+    let entry = config.as_ref().and_then(|c| {
+        let auths = c.get("auths")?.as_object()?;
+        auths
+            .iter()
+            .find(|(key, _)| {
+                let key = key
+                    .trim_start_matches("https://")
+                    .trim_start_matches("http://");
+                key.trim_end_matches('/') == registry
+            })
+            .map(|(_, v)| v)
+    });
+    let decoded = entry
+        .and_then(|e| e.get("auth")?.as_str())
+        .and_then(|auth| base64::engine::general_purpose::STANDARD.decode(auth).ok())
+        .and_then(|bytes| String::from_utf8(bytes).ok());
+    match decoded.as_deref().and_then(|d| d.split_once(':')) {
+        Some((user, password)) => RegistryAuth::Basic(user.to_string(), password.to_string()),
+        None => RegistryAuth::Anonymous,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_http_only_to_loopback() {
+        for loopback in ["localhost:5000", "127.0.0.1:5000", "[::1]:5000"] {
+            assert_eq!(
+                protocol_for(loopback),
+                ClientProtocol::HttpsExcept(vec![loopback.to_string()])
+            );
+        }
+        for remote in ["ghcr.io", "registry.example.com:5000", "10.0.0.1:5000"] {
+            assert_eq!(protocol_for(remote), ClientProtocol::Https);
+        }
+    }
+}
