@@ -384,3 +384,26 @@ fn another_policy_for_the_same_component_shows_the_change_and_asks_again() -> Te
     );
     Ok(())
 }
+
+#[test]
+fn an_import_carapace_does_not_provide_fails_the_install_naming_it() -> TestResult {
+    let user = User::new()?;
+    let component = Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("typed_unprovided.wasm");
+    let refused = user.add(&component, None)?;
+    assert_ne!(refused.status, Some(0), "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("imports what carapace does not provide"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("test:unprovided/vault@0.1.0"),
+        "{}",
+        refused.stderr
+    );
+    let list = user.run(&["plugin", "list", "--json"])?;
+    assert_eq!(list.stdout.trim(), "[]");
+    Ok(())
+}

@@ -58,6 +58,13 @@ pub(crate) fn read(
 ) -> Result<TypedExports, SandboxError> {
     let mut out = TypedExports::default();
     let ty = component.component_type();
+    // Another of carapace's own worlds (a hook, an MCP bridge) is not a
+    // tool whose functions the model may call.
+    if let Some((name, _)) = ty.exports(engine).find(|(n, _)| n.starts_with("carapace:")) {
+        return Err(SandboxError::Contract(format!(
+            "it does not export carapace:tool/tool-provider, so it is not a tool plugin (it exports {name}, of another carapace world)"
+        )));
+    }
     for (name, export) in ty.exports(engine) {
         match &export.ty {
             ComponentItem::ComponentFunc(func) => {
