@@ -196,3 +196,62 @@ mod raw_http {
         Ok(status)
     }
 }
+
+#[test]
+fn a_typed_component_is_served_with_its_derived_tools() -> TestResult {
+    if !client_available()? {
+        return Ok(());
+    }
+    let dir = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(dir.path())?.join("ws");
+    std::fs::create_dir(&ws)?;
+    std::fs::write(ws.join("notes.txt"), "a\nb\nc\n")?;
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "permissions:\n  storage:\n    allow:\n      - uri: \"fs://workspace/**\"\n        access: [\"read\"]\n",
+    )?;
+    let probe = Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("typed_probe.wasm");
+    let added = support::carapace()
+        .env("CARAPACE_CONFIG_DIR", ws.join(".config"))
+        .current_dir(&ws)
+        .args([
+            "plugin",
+            "add",
+            &probe.display().to_string(),
+            "--yes",
+            "--policy",
+        ])
+        .arg(&policy)
+        .output()?;
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let count = "test_typed-probe_files_0_1_0_count";
+    let report = drive(
+        &ws,
+        json!([
+            ["add", {"a": -5, "b": 200}],
+            [count, {"path": ws.join("notes.txt"), "what": {"tag": "lines"}}],
+            ["add", {"a": 1, "b": 256}],
+        ]),
+        &[],
+    )?;
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(
+        tools.contains(&"add") && tools.contains(&count),
+        "{tools:?}"
+    );
+    let results = report["results"].as_array().cloned().unwrap_or_default();
+    let result = |i: usize| results.get(i).cloned().unwrap_or(Value::Null);
+    assert_eq!(result(0)["text"], "195", "{}", result(0));
+    assert_eq!(result(1)["text"], r#"["lines",3]"#, "{}", result(1));
+    // Out of a u8's range: refused before the component runs.
+    assert_eq!(result(2)["is_error"], true, "{}", result(2));
+    Ok(())
+}
