@@ -61,6 +61,8 @@ mod search;
 mod sessions;
 #[path = "carapace/tools.rs"]
 mod tools;
+#[path = "carapace/typed.rs"]
+mod typed;
 
 fn main() -> BenchResult {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -132,6 +134,9 @@ fn main() -> BenchResult {
     }
     if wanted("interactive") {
         interactive::interactive_benches(&cache, work.path())?;
+    }
+    if wanted("typed") {
+        runtime.block_on(typed::typed_benches())?;
     }
     Ok(())
 }
