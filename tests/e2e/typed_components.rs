@@ -5,6 +5,8 @@
 //! rules deny refused, a path outside the ceiling unreachable, a changed
 //! ceiling asked about again.
 
+#[path = "../examples/build.rs"]
+mod builder;
 mod support;
 
 use scripted_server::{Block, Reply, ScriptedServer};
@@ -405,5 +407,113 @@ fn an_import_carapace_does_not_provide_fails_the_install_naming_it() -> TestResu
     );
     let list = user.run(&["plugin", "list", "--json"])?;
     assert_eq!(list.stdout.trim(), "[]");
+    Ok(())
+}
+
+/// A loopback HTTP server answering every request with `body`.
+fn http_server(body: &'static str) -> Result<u16, Box<dyn std::error::Error>> {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    Ok(port)
+}
+
+#[test]
+fn a_javascript_component_reaches_only_what_its_policy_allows_over_wasi_http() -> TestResult {
+    let wasm = builder::build("typed", "javascript", "typed-fetch-javascript.wasm")?;
+    let port = http_server("hello over wasi:http")?;
+    let other = http_server("not granted")?;
+    let user = User::new()?;
+    let policy = user.policy(&format!(
+        "permissions:\n  network:\n    allow:\n      - host: \"127.0.0.1:{port}\"\n"
+    ))?;
+    let added = user.add(&wasm, Some(&policy))?;
+    assert_eq!(added.status, Some(0), "{}", added.stderr);
+    assert!(
+        added
+            .stdout
+            .contains(&format!("network: HTTP to 127.0.0.1:{port}")),
+        "{}",
+        added.stdout
+    );
+    let url = format!("http://127.0.0.1:{port}/page");
+    let fetch = |url: &str| -> Result<Run, Box<dyn std::error::Error>> {
+        let input = json!({"url": url}).to_string();
+        user.run(&[
+            "tool",
+            "call",
+            "typed-fetch-javascript",
+            "fetch",
+            "--input",
+            &input,
+            "--yes",
+        ])
+    };
+    // Loopback is internal: refused by the gate, even though granted.
+    let refused = fetch(&url)?;
+    assert!(
+        refused.stdout.contains("destination-IP-prohibited"),
+        "{}\n{}",
+        refused.stdout,
+        refused.stderr
+    );
+    assert!(!refused.stdout.contains("hello over"), "{}", refused.stdout);
+
+    // The user's own settings let this one internal host through.
+    std::fs::write(
+        user.config.path().join("settings.json"),
+        json!({"sandbox": {"allowInternalAddresses": [format!("127.0.0.1:{port}")]}}).to_string(),
+    )?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![
+            Block::tool_use("toolu_page", "fetch", json!({"url": url})),
+            // A host outside the policy: refused however the URL is spelt.
+            Block::tool_use(
+                "toolu_other",
+                "fetch",
+                json!({"url": format!("http://127.0.0.1:{other}/page")}),
+            ),
+            Block::tool_use(
+                "toolu_alias",
+                "fetch",
+                json!({"url": format!("http://localhost:{port}/page")}),
+            ),
+        ]),
+        Reply::text("done"),
+    ])?;
+    // HTTP asks in the default mode; a rule allows the tool (its ceiling
+    // still bounds it).
+    let run = user.session(&server, &["--allowedTools", "fetch"])?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let results = results_of(&server)?;
+    let page = result(&results, "toolu_page")?;
+    assert_eq!(text_of(page), "hello over wasi:http", "{page}");
+    assert_ne!(page["is_error"], true);
+    for id in ["toolu_other", "toolu_alias"] {
+        let refused = result(&results, id)?;
+        assert_eq!(refused["is_error"], true, "{refused}");
+        assert!(
+            !text_of(refused).contains("not granted") && !text_of(refused).contains("hello over"),
+            "{refused}"
+        );
+    }
     Ok(())
 }

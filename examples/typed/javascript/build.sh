@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds the JavaScript fetch component: build.sh [OUT_DIR]
+# Writes OUT_DIR/typed-fetch-javascript.wasm and its policy beside it.
+# A component in the ecosystem's style: its own typed export, plain
+# wasi:http, no carapace contract or manifest. Needs Node.js and npm; uses
+# the componentize-js that examples/tools/javascript pins.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:-$here/../out}"
+mkdir -p "$out"
+if ! command -v npm >/dev/null; then
+  echo "npm is not installed (Node.js 20 or later is needed)" >&2
+  exit 3
+fi
+tools="$here/../../tools/javascript"
+if [ ! -d "$tools/node_modules/@bytecodealliance/componentize-js" ]; then
+  npm ci --prefix "$tools" --no-audit --no-fund --loglevel=error >&2
+fi
+# The world and the WASI packages it needs, from jco, inside this
+# directory (componentize-js reads WIT only below the working directory).
+wit="$here/.wit-build"
+rm -rf "$wit"
+trap 'rm -rf "$wit"' EXIT
+mkdir -p "$wit/deps"
+cp "$here/wit/world.wit" "$wit/"
+for package in io clocks http cli random filesystem sockets; do
+  cp -r "$tools/node_modules/@bytecodealliance/jco/lib/wit/builtin/0.2.12/wasi-$package" "$wit/deps/"
+done
+cd "$here"
+# fetch-event and the built-in fetch are off: the export calls
+# wasi:http/outgoing-handler itself, synchronously.
+"$tools/node_modules/.bin/componentize-js" fetch.js --wit .wit-build --world-name typed-fetch \
+  --disable fetch-event http -o "$out/typed-fetch-javascript.wasm" >&2
+cp "$here/policy.yaml" "$out/typed-fetch-javascript.policy.yaml"
