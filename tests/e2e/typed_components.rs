@@ -173,7 +173,7 @@ fn typed_exports_become_tools_with_schemas_from_their_types_and_docs() -> TestRe
     let inspected: Value = serde_json::from_str(&inspected.stdout)?;
     let tools = inspected["tools"].as_array().ok_or("no tools")?;
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["add", "next-char", READ_LINES, COUNT]);
+    assert_eq!(names, ["setting", "add", "next-char", READ_LINES, COUNT]);
     let tool = |name: &str| {
         tools
             .iter()
@@ -515,5 +515,42 @@ fn a_javascript_component_reaches_only_what_its_policy_allows_over_wasi_http() -
             "{refused}"
         );
     }
+    Ok(())
+}
+
+#[test]
+fn wasi_config_values_come_from_the_settings_for_that_plugin_only() -> TestResult {
+    let user = User::new()?;
+    assert_eq!(user.add(&probe(), None)?.status, Some(0));
+    std::fs::write(
+        user.config.path().join("settings.json"),
+        json!({"pluginConfig": {
+            "typed-probe": {"region": "eu-west"},
+            "another-plugin": {"token": "not for typed-probe"},
+        }})
+        .to_string(),
+    )?;
+    let get = |key: &str| -> Result<String, Box<dyn std::error::Error>> {
+        let input = json!({"key": key}).to_string();
+        let run = user.run(&[
+            "tool",
+            "call",
+            "typed-probe",
+            "setting",
+            "--input",
+            &input,
+            "--yes",
+        ])?;
+        let out: Value =
+            serde_json::from_str(&run.stdout).map_err(|e| format!("{e}: {}", run.stderr))?;
+        Ok(out["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string())
+    };
+    assert_eq!(get("region")?, "eu-west");
+    // Another plugin's values, and keys nobody set, are not there.
+    assert_eq!(get("token")?, "null");
+    assert_eq!(get("missing")?, "null");
     Ok(())
 }

@@ -207,6 +207,7 @@ impl PluginStore {
             tools: plugin.tools.iter().map(ToolDefinition::from).collect(),
             ceiling: plugin.manifest.ceiling(places)?,
             limits: plugin.manifest.limits(defaults),
+            config: Vec::new(),
         })
     }
 

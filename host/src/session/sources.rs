@@ -172,6 +172,10 @@ pub(super) fn load_installed(
             let added = store
                 .registration(&record, &places, &CallLimits::default())
                 .map_err(|e| e.to_string())
+                .map(|mut tools| {
+                    tools.config = plugin_config(settings, record.name());
+                    tools
+                })
                 .and_then(|tools| {
                     registry
                         .add_installed(sandbox, tools)
@@ -191,12 +195,23 @@ pub(super) fn load_installed(
     listed
 }
 
+/// What the settings' `pluginConfig` gives `plugin` to read through
+/// `wasi:config/store`.
+fn plugin_config(settings: &Settings, plugin: &str) -> Vec<(String, String)> {
+    settings
+        .plugin_config
+        .get(plugin)
+        .map(|values| values.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
+}
+
 /// A registry holding one plugin: a `.wasm` with its manifest, installed
 /// (user, then project scope), or first-party.
 pub(super) async fn one_plugin(
     sandbox: &Sandbox,
     paths: &SessionPaths,
     places: &Placeholders,
+    settings: &Settings,
     plugin: &str,
 ) -> Result<ToolRegistry, SessionError> {
     let mut registry = ToolRegistry::default();
@@ -222,9 +237,10 @@ pub(super) async fn one_plugin(
         PluginStore::new(&paths.cwd.join(".carapace"), Scope::Project),
     ] {
         if let Ok(record) = store.get(plugin) {
-            let tools = store
+            let mut tools = store
                 .registration(&record, places, &CallLimits::default())
                 .map_err(|e| SessionError::Invalid(e.to_string()))?;
+            tools.config = plugin_config(settings, record.name());
             registry.add_installed(sandbox, tools)?;
             return Ok(registry);
         }

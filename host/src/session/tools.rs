@@ -85,7 +85,7 @@ impl SessionBuilder {
         if let ToolSet::Plugin(plugin) = &self.tools {
             let places = Placeholders::current(&self.paths.cwd);
             let registry =
-                super::sources::one_plugin(sandbox, &self.paths, &places, plugin).await?;
+                super::sources::one_plugin(sandbox, &self.paths, &places, settings, plugin).await?;
             return Ok((registry, Vec::new()));
         }
         let mut registry = ToolRegistry::builtin(sandbox).await?;

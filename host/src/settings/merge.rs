@@ -187,7 +187,7 @@ impl Settings {
     fn merge_env(&mut self, source: &Source) {
         let (file, shown, from_project) = (&source.file, &source.shown, source.is_project());
         let env_admitted = !from_project
-            || file.env.is_empty()
+            || (file.env.is_empty() && file.plugin_config.is_empty())
             || self
                 .trust
                 .admits(ProjectItem::Env, shown, &mut self.warnings);
@@ -199,6 +199,14 @@ impl Settings {
                 continue;
             }
             self.env.entry(name.clone()).or_insert(value.clone());
+        }
+        if env_admitted {
+            for (plugin, values) in &file.plugin_config {
+                let merged = self.plugin_config.entry(plugin.clone()).or_default();
+                for (key, value) in values {
+                    merged.entry(key.clone()).or_insert(value.clone());
+                }
+            }
         }
     }
 

@@ -60,6 +60,9 @@ struct SettingsFile {
     permissions: PermissionsFile,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// Values a plugin reads through `wasi:config/store`, by plugin name.
+    #[serde(default)]
+    plugin_config: BTreeMap<String, BTreeMap<String, String>>,
     api_key_helper: Option<String>,
     hooks: Option<Value>,
     /// Agent types, as `--agents` takes them.
@@ -187,6 +190,10 @@ pub struct Settings {
     /// Environment for carapace itself (the model client), highest source
     /// first-wins; never given to plugins.
     pub env: BTreeMap<String, String>,
+    /// `pluginConfig`: what each plugin reads through `wasi:config/store`,
+    /// by plugin name, highest source first-wins per key (a project
+    /// file's only in a trusted workspace, as for `env`).
+    pub plugin_config: BTreeMap<String, BTreeMap<String, String>>,
     /// Hook configurations, with the source each came from (project ones
     /// only when the workspace is trusted).
     pub hooks: Vec<(Value, RuleSource)>,

@@ -27,6 +27,8 @@ pub(crate) struct ToolState {
     shells: Option<Arc<super::BackgroundShells>>,
     /// What the host may search for this call.
     searchable: super::grant::Searchable,
+    /// What the plugin reads through `wasi:config/store`.
+    config: Arc<wasmtime_wasi_config::WasiConfigVariables>,
 }
 
 wasi_view!(ToolState);
@@ -42,6 +44,10 @@ impl World for ToolState {
         v0_1::link(linker)?;
         v0_2::link(linker)?;
         v0_3::link(linker)?;
+        wasmtime_wasi_config::add_to_linker(linker, |state: &mut ToolState| {
+            wasmtime_wasi_config::WasiConfig::from(&*state.config)
+        })
+        .map_err(SandboxError::setup("linking wasi:config/store"))?;
         v0_3::link_search(linker)
     }
 
@@ -202,6 +208,7 @@ pub struct ToolComponent {
     pre: ContractPre,
     tools: Arc<[ToolDefinition]>,
     load_outcome: CacheOutcome,
+    config: Arc<wasmtime_wasi_config::WasiConfigVariables>,
 }
 
 impl std::fmt::Debug for ToolComponent {
@@ -393,6 +400,7 @@ impl ToolComponent {
                 sandbox: inner,
                 tools: Arc::from(Vec::new()),
                 load_outcome,
+                config: Default::default(),
             });
         };
         let instance_pre = instance_pre()?;
@@ -420,7 +428,14 @@ impl ToolComponent {
             pre,
             tools: Arc::from(Vec::new()),
             load_outcome,
+            config: Default::default(),
         })
+    }
+
+    /// The values the component reads through `wasi:config/store`.
+    pub fn with_config(mut self, values: &[(String, String)]) -> Self {
+        self.config = Arc::new(values.iter().cloned().collect());
+        self
     }
 
     /// Whether this is a typed component (its own functions, no
@@ -572,6 +587,7 @@ impl ToolComponent {
         let http = HttpParts::for_grant(grant);
         let commands = grant.commands().to_vec();
         let searchable = grant.searchable();
+        let config = self.config.clone();
         let (value, captured) = self
             .sandbox
             .engine
@@ -590,6 +606,7 @@ impl ToolComponent {
                     process,
                     shells,
                     searchable,
+                    config,
                 },
                 move |store| Box::pin(async move { pre.instantiate(store).await }),
                 f,

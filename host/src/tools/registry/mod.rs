@@ -69,6 +69,9 @@ pub struct InstalledTools {
     pub tools: Vec<ToolDefinition>,
     pub ceiling: Ceiling,
     pub limits: CallLimits,
+    /// What it reads through `wasi:config/store` (the settings'
+    /// `pluginConfig` for it).
+    pub config: Vec<(String, String)>,
 }
 
 /// One tool, ready to be offered and called.
@@ -227,6 +230,7 @@ enum Source {
         path: PathBuf,
         digest: String,
         contract: String,
+        config: Vec<(String, String)>,
     },
 }
 
@@ -284,6 +288,7 @@ impl LazyComponent {
                 path,
                 digest,
                 contract,
+                config,
             } => {
                 let wasm = std::fs::read(path).map_err(|e| {
                     format!(
@@ -308,6 +313,7 @@ impl LazyComponent {
                     Some(contract),
                     self.tools.clone(),
                 )
+                .map(|component| component.with_config(config))
                 .map_err(|e| format!("plugin `{}`: {}", self.name, e.describe()))
             }
         }
@@ -479,6 +485,7 @@ impl ToolRegistry {
             tools,
             ceiling,
             limits,
+            config,
         } = plugin;
         if !path.is_file() {
             return Err(RegistryError::Installed {
@@ -497,6 +504,7 @@ impl ToolRegistry {
                 path,
                 digest,
                 contract,
+                config,
             },
             loaded: tokio::sync::OnceCell::new(),
         }));

@@ -5,6 +5,7 @@
 wit_bindgen::generate!({
     world: "typed-probe",
     path: "wit",
+    generate_all,
 });
 
 use exports::test::typed_probe::files::{CaseMode, Guest as Files, Marks, Measure, Slice};
@@ -50,6 +51,10 @@ impl Files for Probe {
 }
 
 impl Guest for Probe {
+    fn setting(key: String) -> Option<String> {
+        wasi::config::store::get(&key).ok().flatten()
+    }
+
     fn add(a: i8, b: u8) -> i16 {
         i16::from(a) + i16::from(b)
     }

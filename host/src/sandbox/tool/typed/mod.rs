@@ -267,6 +267,9 @@ fn answer(value: Option<&Val>) -> ToolOutput {
         None => ("(done)".to_string(), false),
         Some(Val::Result(Ok(v))) => (text(v.as_deref()), false),
         Some(Val::Result(Err(v))) => (text(v.as_deref()), true),
+        // An option's value as itself; none as `null`.
+        Some(Val::Option(Some(v))) => (text(Some(v)), false),
+        Some(Val::Option(None)) => ("null".to_string(), false),
         Some(other) => (text(Some(other)), false),
     };
     ToolOutput {
