@@ -552,5 +552,24 @@ fn wasi_config_values_come_from_the_settings_for_that_plugin_only() -> TestResul
     // Another plugin's values, and keys nobody set, are not there.
     assert_eq!(get("token")?, "null");
     assert_eq!(get("missing")?, "null");
+
+    // The draft spelling Wassette's components import reads the same.
+    let draft = Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("typed_config_draft.wasm");
+    assert_eq!(user.add(&draft, None)?.status, Some(0));
+    std::fs::write(
+        user.config.path().join("settings.json"),
+        json!({"pluginConfig": {
+            "typed-config-draft": {"city": "Lyon", "units": "metric"},
+            "typed-probe": {"region": "eu-west"},
+        }})
+        .to_string(),
+    )?;
+    let run = user.run(&["tool", "call", "typed-config-draft", "settings", "--yes"])?;
+    let out: Value =
+        serde_json::from_str(&run.stdout).map_err(|e| format!("{e}: {}", run.stderr))?;
+    assert_eq!(
+        out["result"]["content"][0]["text"], "city=Lyon\nunits=metric",
+        "{out}"
+    );
     Ok(())
 }

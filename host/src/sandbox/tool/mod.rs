@@ -27,8 +27,10 @@ pub(crate) struct ToolState {
     shells: Option<Arc<super::BackgroundShells>>,
     /// What the host may search for this call.
     searchable: super::grant::Searchable,
-    /// What the plugin reads through `wasi:config/store`.
+    /// What the plugin reads through `wasi:config/store`, in the form
+    /// wasmtime's `@0.2.0-rc.1` takes and as pairs for `@0.2.0-draft`.
     config: Arc<wasmtime_wasi_config::WasiConfigVariables>,
+    config_pairs: Arc<[(String, String)]>,
 }
 
 wasi_view!(ToolState);
@@ -48,6 +50,7 @@ impl World for ToolState {
             wasmtime_wasi_config::WasiConfig::from(&*state.config)
         })
         .map_err(SandboxError::setup("linking wasi:config/store"))?;
+        config_draft::link(linker)?;
         v0_3::link_search(linker)
     }
 
@@ -185,6 +188,7 @@ macro_rules! version_glue {
     };
 }
 
+mod config_draft;
 pub mod typed;
 mod types;
 mod v0_1;
@@ -209,6 +213,7 @@ pub struct ToolComponent {
     tools: Arc<[ToolDefinition]>,
     load_outcome: CacheOutcome,
     config: Arc<wasmtime_wasi_config::WasiConfigVariables>,
+    config_pairs: Arc<[(String, String)]>,
 }
 
 impl std::fmt::Debug for ToolComponent {
@@ -401,6 +406,7 @@ impl ToolComponent {
                 tools: Arc::from(Vec::new()),
                 load_outcome,
                 config: Default::default(),
+                config_pairs: Arc::from(Vec::new()),
             });
         };
         let instance_pre = instance_pre()?;
@@ -429,12 +435,14 @@ impl ToolComponent {
             tools: Arc::from(Vec::new()),
             load_outcome,
             config: Default::default(),
+            config_pairs: Arc::from(Vec::new()),
         })
     }
 
     /// The values the component reads through `wasi:config/store`.
     pub fn with_config(mut self, values: &[(String, String)]) -> Self {
         self.config = Arc::new(values.iter().cloned().collect());
+        self.config_pairs = Arc::from(values.to_vec());
         self
     }
 
@@ -588,6 +596,7 @@ impl ToolComponent {
         let commands = grant.commands().to_vec();
         let searchable = grant.searchable();
         let config = self.config.clone();
+        let config_pairs = self.config_pairs.clone();
         let (value, captured) = self
             .sandbox
             .engine
@@ -607,6 +616,7 @@ impl ToolComponent {
                     shells,
                     searchable,
                     config,
+                    config_pairs,
                 },
                 move |store| Box::pin(async move { pre.instantiate(store).await }),
                 f,
