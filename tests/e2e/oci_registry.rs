@@ -4,59 +4,39 @@
 //! to; a moved tag shown and asked about again; a tampered layer and an
 //! artifact that is not a component refused with nothing installed.
 
+#[path = "plugin_user.rs"]
+mod plugin_user;
 mod support;
 
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
+use plugin_user::User;
 use serde_json::{Value, json};
 use sha2::Digest;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::path::Path;
 use support::{Run, TestResult};
 
 const COUNT: &str = "test_typed-probe_files_0_1_0_count";
 const POLICY: &str = "permissions:\n  storage:\n    allow:\n      - uri: \"fs://workspace/**\"\n        access: [\"read\"]\n";
 
-/// A registry on a free loopback port, its storage in a temporary folder.
-struct Registry {
-    child: Child,
-    port: u16,
-    storage: tempfile::TempDir,
+/// The loopback registry, and pushing Wasm artifacts to it.
+struct Registry(carapace_test_support::registry::Registry);
+
+impl std::ops::Deref for Registry {
+    type Target = carapace_test_support::registry::Registry;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl Registry {
     fn start() -> Result<Self, Box<dyn std::error::Error>> {
-        let storage = tempfile::tempdir()?;
-        let port = support::free_port()?;
-        let config = storage.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
-                storage.path().join("data").display()
-            ),
-        )?;
-        let binary = ["/usr/bin/docker-registry", "/usr/bin/registry"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())
-            .ok_or("no registry: install Debian's docker-registry (tests/setup.sh does)")?;
-        let mut child = Command::new(binary)
-            .arg("serve")
-            .arg(&config)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()?;
-        support::wait_for_port(&mut child, port)?;
-        Ok(Self {
-            child,
-            port,
-            storage,
-        })
-    }
-
-    fn reference(&self, repo_and_tag: &str) -> String {
-        format!("127.0.0.1:{}/{repo_and_tag}", self.port)
+        carapace_test_support::registry::Registry::start()?
+            .map(Self)
+            .ok_or_else(|| {
+                "no registry: install Debian's docker-registry (tests/setup.sh does)".into()
+            })
     }
 
     /// Pushes a Wasm artifact; returns the manifest's digest.
@@ -102,24 +82,6 @@ impl Registry {
             Ok(format!("sha256:{}", hex(&sha2::Sha256::digest(&raw))))
         })
     }
-
-    /// The file the registry keeps a blob in.
-    fn blob_file(&self, digest: &str) -> PathBuf {
-        let hex = digest.trim_start_matches("sha256:");
-        self.storage
-            .path()
-            .join("data/docker/registry/v2/blobs/sha256")
-            .join(&hex[..2])
-            .join(hex)
-            .join("data")
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -137,59 +99,19 @@ fn probe_v2() -> Result<Vec<u8>, std::io::Error> {
     Ok(wasm)
 }
 
-struct User {
-    config: tempfile::TempDir,
-    ws: tempfile::TempDir,
-}
-
-impl User {
-    fn new() -> Result<Self, Box<dyn std::error::Error>> {
-        let user = Self {
-            config: tempfile::tempdir()?,
-            ws: tempfile::tempdir()?,
-        };
-        std::fs::write(user.ws.path().join("notes.txt"), "one\ntwo\n")?;
-        Ok(user)
-    }
-
-    fn run(&self, args: &[&str]) -> Result<Run, Box<dyn std::error::Error>> {
-        let mut command = support::carapace();
-        command
-            .current_dir(self.ws.path())
-            .env("CARAPACE_CONFIG_DIR", self.config.path())
-            .args(args);
-        Run::from_output(command.output()?)
-    }
-
-    fn installed(&self) -> Result<Vec<Value>, Box<dyn std::error::Error>> {
-        Ok(serde_json::from_str(
-            &self.run(&["plugin", "list", "--json"])?.stdout,
-        )?)
-    }
-
-    /// The installed component's SHA-256.
-    fn installed_digest(&self) -> Result<Value, Box<dyn std::error::Error>> {
-        let inspected: Value = serde_json::from_str(
-            &self
-                .run(&["plugin", "inspect", "typed-probe", "--json"])?
-                .stdout,
-        )?;
-        Ok(inspected["sha256"].clone())
-    }
-
-    fn count_lines(&self) -> Result<Run, Box<dyn std::error::Error>> {
-        let notes = self.ws.path().join("notes.txt").display().to_string();
-        let input = json!({"path": notes, "what": {"tag": "lines"}}).to_string();
-        self.run(&[
-            "tool",
-            "call",
-            "typed-probe",
-            COUNT,
-            "--input",
-            &input,
-            "--yes",
-        ])
-    }
+/// Counts `notes.txt` with the installed component.
+fn count_lines(user: &User) -> Result<Run, Box<dyn std::error::Error>> {
+    let notes = user.file("notes.txt").display().to_string();
+    let input = json!({"path": notes, "what": {"tag": "lines"}}).to_string();
+    user.run(&[
+        "tool",
+        "call",
+        "typed-probe",
+        COUNT,
+        "--input",
+        &input,
+        "--yes",
+    ])
 }
 
 #[test]
@@ -222,9 +144,9 @@ fn a_component_installs_from_a_registry_pinned_to_what_its_tag_resolved_to() -> 
         "{}",
         added.stdout
     );
-    let count = user.count_lines()?;
+    let count = count_lines(&user)?;
     assert!(
-        count.stdout.contains(r#"[\"lines\",2]"#),
+        count.stdout.contains(r#"[\"lines\",3]"#),
         "{}\n{}",
         count.stdout,
         count.stderr
@@ -258,8 +180,8 @@ fn a_component_installs_from_a_registry_pinned_to_what_its_tag_resolved_to() -> 
         refused.stderr
     );
     let old_digest = hex(&sha2::Sha256::digest(probe()?));
-    assert_eq!(user.installed_digest()?, old_digest.as_str());
-    assert!(user.count_lines()?.stdout.contains(r#"[\"lines\",2]"#));
+    assert_eq!(user.installed_digest("typed-probe")?, old_digest.as_str());
+    assert!(count_lines(&user)?.stdout.contains(r#"[\"lines\",3]"#));
     let updated = user.run(&["plugin", "update", "typed-probe", "--yes"])?;
     assert_eq!(
         updated.status,
@@ -269,7 +191,7 @@ fn a_component_installs_from_a_registry_pinned_to_what_its_tag_resolved_to() -> 
         updated.stderr
     );
     assert_eq!(
-        user.installed_digest()?,
+        user.installed_digest("typed-probe")?,
         hex(&sha2::Sha256::digest(probe_v2()?)).as_str()
     );
     // Resolving again when nothing moved asks nothing.
@@ -285,7 +207,7 @@ fn a_component_installs_from_a_registry_pinned_to_what_its_tag_resolved_to() -> 
     );
     let added = other.run(&["plugin", "add", &by_digest, "--yes"])?;
     assert_eq!(added.status, Some(0), "{}\n{}", added.stdout, added.stderr);
-    assert_eq!(other.installed_digest()?, old_digest.as_str());
+    assert_eq!(other.installed_digest("typed-probe")?, old_digest.as_str());
     Ok(())
 }
 

@@ -7,8 +7,11 @@
 
 #[path = "../examples/build.rs"]
 mod builder;
+#[path = "plugin_user.rs"]
+mod plugin_user;
 mod support;
 
+use plugin_user::User;
 use scripted_server::{Block, Reply, ScriptedServer};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -19,80 +22,6 @@ const COUNT: &str = "test_typed-probe_files_0_1_0_count";
 
 fn probe() -> PathBuf {
     Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("typed_probe.wasm")
-}
-
-/// A user: a configuration directory and a workspace with two files.
-struct User {
-    config: tempfile::TempDir,
-    ws: tempfile::TempDir,
-}
-
-impl User {
-    fn new() -> Result<Self, Box<dyn std::error::Error>> {
-        let user = Self {
-            config: tempfile::tempdir()?,
-            ws: tempfile::tempdir()?,
-        };
-        std::fs::write(user.file("notes.txt"), "the cat\nthe hat\nthe end\n")?;
-        std::fs::write(user.file("secret.txt"), "hunter2\n")?;
-        Ok(user)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.ws.path().join(name)
-    }
-
-    fn command(&self, args: &[&str]) -> std::process::Command {
-        let mut command = support::carapace();
-        command
-            .current_dir(self.ws.path())
-            .env("CARAPACE_CONFIG_DIR", self.config.path())
-            .args(args);
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Result<Run, Box<dyn std::error::Error>> {
-        Run::from_output(self.command(args).output()?)
-    }
-
-    fn policy(&self, text: &str) -> Result<String, Box<dyn std::error::Error>> {
-        let path = self.config.path().join("policy.yaml");
-        std::fs::write(&path, text)?;
-        Ok(path.display().to_string())
-    }
-
-    fn add(
-        &self,
-        component: &Path,
-        policy: Option<&str>,
-    ) -> Result<Run, Box<dyn std::error::Error>> {
-        let component = component.display().to_string();
-        let mut args = vec!["plugin", "add", component.as_str(), "--yes"];
-        if let Some(policy) = policy {
-            args.extend(["--policy", policy]);
-        }
-        self.run(&args)
-    }
-
-    /// A print-mode session against `server`, with `extra` flags.
-    fn session(
-        &self,
-        server: &ScriptedServer,
-        extra: &[&str],
-    ) -> Result<Run, Box<dyn std::error::Error>> {
-        let output = self
-            .command(
-                &[
-                    &["-p", "go", "--output-format", "stream-json", "--verbose"],
-                    extra,
-                ]
-                .concat(),
-            )
-            .env("ANTHROPIC_BASE_URL", server.url())
-            .env("ANTHROPIC_API_KEY", "test-key")
-            .output()?;
-        Run::from_output(output)
-    }
 }
 
 const WORKSPACE_READ: &str = "permissions:\n  storage:\n    allow:\n      - uri: \"fs://workspace/**\"\n        access: [\"read\"]\n";

@@ -24,7 +24,7 @@ pub(super) async fn typed_benches() -> BenchResult {
 }
 
 async fn install_benches(ws: &Path, probe: &Path, wasm: &[u8]) -> BenchResult {
-    let Some(registry) = Registry::start()? else {
+    let Some(registry) = carapace_test_support::registry::Registry::start()? else {
         println!(
             "| typed_add_oci | — | — | — | — | no docker-registry: tests/setup.sh installs it |"
         );
@@ -170,59 +170,3 @@ fn called(result: Result<carapace::sandbox::Called, carapace::sandbox::CallError
 }
 
 use oci_client::Client;
-
-/// Debian's docker-registry on a free loopback port.
-struct Registry {
-    child: std::process::Child,
-    port: u16,
-    _storage: tempfile::TempDir,
-}
-
-impl Registry {
-    fn start() -> Result<Option<Self>, Box<dyn std::error::Error>> {
-        let Some(binary) = ["/usr/bin/docker-registry", "/usr/bin/registry"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())
-        else {
-            return Ok(None);
-        };
-        let storage = tempfile::tempdir()?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let config = storage.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
-                storage.path().join("data").display()
-            ),
-        )?;
-        let child = std::process::Command::new(binary)
-            .arg("serve")
-            .arg(&config)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()?;
-        let registry = Self {
-            child,
-            port,
-            _storage: storage,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > deadline {
-                return Err("the registry did not start".into());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(Some(registry))
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}

@@ -3,6 +3,7 @@
 //! once per target directory, not once per test), and sandboxes on it.
 
 pub mod pty;
+pub mod registry;
 
 use carapace::sandbox::{Sandbox, SandboxConfig, SandboxEngine, SandboxError};
 use std::path::PathBuf;
