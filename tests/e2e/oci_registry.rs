@@ -82,6 +82,52 @@ impl Registry {
             Ok(format!("sha256:{}", hex(&sha2::Sha256::digest(&raw))))
         })
     }
+
+    /// Signs `digest` of `repo` with `key` as cosign does: a payload naming
+    /// the manifest, its signature in the layer's annotation, under the tag
+    /// `sha256-HEX.sig`.
+    fn sign(
+        &self,
+        repo: &str,
+        digest: &str,
+        key: &p256::ecdsa::SigningKey,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        use base64::Engine;
+        use p256::ecdsa::signature::Signer;
+        let payload = carapace::plugin_store::signature::payload(&self.reference(repo), digest);
+        let signature: p256::ecdsa::Signature = key.sign(&payload);
+        let encoded =
+            base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
+        let annotations = std::collections::BTreeMap::from([(
+            "dev.cosignproject.cosign/signature".to_string(),
+            encoded,
+        )]);
+        let tag = carapace::plugin_store::signature::signature_tag(digest);
+        let reference: Reference = self.reference(&format!("{repo}:{tag}")).parse()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let client = Client::new(ClientConfig {
+                protocol: ClientProtocol::Http,
+                ..ClientConfig::default()
+            });
+            let layer = ImageLayer::new(
+                payload,
+                "application/vnd.dev.cosign.simplesigning.v1+json".into(),
+                Some(annotations),
+            );
+            let config = Config::new(
+                b"{}".to_vec(),
+                "application/vnd.oci.image.config.v1+json".into(),
+                None,
+            );
+            client
+                .push(&reference, &[layer], config, &RegistryAuth::Anonymous, None)
+                .await?;
+            Ok(())
+        })
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -261,5 +307,106 @@ fn a_tampered_layer_or_an_artifact_that_is_no_component_is_refused() -> TestResu
         refused.stderr
     );
     assert_eq!(user.installed()?, Vec::<Value>::new());
+    Ok(())
+}
+
+#[test]
+fn with_signatures_required_only_an_artifact_signed_by_a_trusted_key_installs() -> TestResult {
+    use p256::pkcs8::{EncodePublicKey, LineEnding};
+    const WASM_CONFIG: &str = "application/vnd.wasm.config.v0+json";
+    let registry = Registry::start()?;
+    let trusted = p256::ecdsa::SigningKey::from_slice(&[7u8; 32])?;
+    let stranger = p256::ecdsa::SigningKey::from_slice(&[9u8; 32])?;
+    let signed = registry.push(
+        "tools/typed-probe:signed",
+        &probe()?,
+        Some(POLICY),
+        WASM_CONFIG,
+    )?;
+    registry.sign("tools/typed-probe", &signed, &trusted)?;
+    registry.push(
+        "tools/typed-probe:unsigned",
+        &probe_v2()?,
+        Some(POLICY),
+        WASM_CONFIG,
+    )?;
+    let strange = registry.push("tools/strange:1", &probe()?, Some(POLICY), WASM_CONFIG)?;
+    registry.sign("tools/strange", &strange, &stranger)?;
+
+    let user = User::new()?;
+    let pem = trusted.verifying_key().to_public_key_pem(LineEnding::LF)?;
+    let settings = |required: bool| {
+        json!({"pluginSignatures": {"required": required, "keys": {"acme": pem}}}).to_string()
+    };
+    std::fs::write(user.config.path().join("settings.json"), settings(true))?;
+    let add = |tag: &str| {
+        user.run(&[
+            "plugin",
+            "add",
+            &format!("oci://{}", registry.reference(tag)),
+            "--yes",
+        ])
+    };
+
+    let added = add("tools/typed-probe:signed")?;
+    assert_eq!(added.status, Some(0), "{}\n{}", added.stdout, added.stderr);
+    assert!(
+        added.stdout.contains("signed    by `acme`"),
+        "{}",
+        added.stdout
+    );
+    for refused in ["tools/typed-probe:unsigned", "tools/strange:1"] {
+        let run = add(refused)?;
+        assert_ne!(run.status, Some(0), "{refused} installed: {}", run.stdout);
+        assert!(
+            run.stderr.contains("no valid signature"),
+            "{refused}: {}",
+            run.stderr
+        );
+    }
+    // Still the signed one.
+    assert_eq!(
+        user.installed_digest("typed-probe")?,
+        hex(&sha2::Sha256::digest(probe()?)).as_str()
+    );
+    // A project file can neither trust a key nor lift the requirement.
+    let strangers = stranger.verifying_key().to_public_key_pem(LineEnding::LF)?;
+    std::fs::create_dir_all(user.file(".carapace"))?;
+    std::fs::write(
+        user.file(".carapace/settings.json"),
+        json!({"pluginSignatures": {"required": false, "keys": {"mine": strangers}}}).to_string(),
+    )?;
+    let run = add("tools/strange:1")?;
+    assert_ne!(
+        run.status,
+        Some(0),
+        "a project file's key was trusted: {}",
+        run.stdout
+    );
+    assert!(run.stderr.contains("no valid signature"), "{}", run.stderr);
+    // The control: the same key in a user's own settings is trusted.
+    let third = User::new()?;
+    std::fs::write(
+        third.config.path().join("settings.json"),
+        json!({"pluginSignatures": {"required": true, "keys": {"stranger": strangers}}})
+            .to_string(),
+    )?;
+    let source = format!("oci://{}", registry.reference("tools/strange:1"));
+    let run = third.run(&["plugin", "add", &source, "--yes"])?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    assert!(
+        run.stdout.contains("signed    by `stranger`"),
+        "{}",
+        run.stdout
+    );
+
+    // Not required: an unsigned artifact installs, and says so.
+    std::fs::write(user.config.path().join("settings.json"), settings(false))?;
+    let other = User::new()?;
+    std::fs::write(other.config.path().join("settings.json"), settings(false))?;
+    let source = format!("oci://{}", registry.reference("tools/typed-probe:unsigned"));
+    let added = other.run(&["plugin", "add", &source, "--yes"])?;
+    assert_eq!(added.status, Some(0), "{}", added.stderr);
+    assert!(added.stdout.contains("signed    no"), "{}", added.stdout);
     Ok(())
 }

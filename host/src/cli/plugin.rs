@@ -3,6 +3,7 @@
 
 use crate::agent::ToolCall;
 use crate::plugin_store::install;
+use crate::plugin_store::signature::SignaturePolicy;
 use crate::plugin_store::{
     Candidate, InstallContext, InstalledPlugin, Manifest, PluginSource, PluginStore, Scope,
 };
@@ -145,6 +146,7 @@ pub async fn plugin(command: PluginCommand, paths: &SessionPaths) -> anyhow::Res
                 manifest,
                 policy,
                 keep_ceiling: None,
+                signatures: signature_policy(paths)?,
             };
             add(paths, &source, &inputs, scope, yes).await
         }
@@ -269,6 +271,7 @@ async fn update(
     let typed = record.contract == crate::sandbox::TYPED_CONTRACT;
     let inputs = install::InstallInputs {
         keep_ceiling: typed.then(|| record.manifest.ceiling.clone()),
+        signatures: signature_policy(paths)?,
         ..Default::default()
     };
     add(
@@ -279,6 +282,25 @@ async fn update(
         yes,
     )
     .await
+}
+
+/// The keys OCI installs are verified against, and whether a signature is
+/// required: the user's and the administrator's settings
+/// (`pluginSignatures`).
+fn signature_policy(paths: &SessionPaths) -> anyhow::Result<SignaturePolicy> {
+    let locations = crate::settings::Locations {
+        managed: crate::session::managed_settings_path().0,
+        cli: None,
+        cwd: paths.cwd.clone(),
+        home: paths.home.clone(),
+        config_dir: paths.config_dir.clone(),
+        sources: None,
+    };
+    let settings = crate::settings::Settings::load(&locations, false)?;
+    Ok(SignaturePolicy::from_settings(
+        &settings.signature_keys,
+        settings.signatures_required,
+    )?)
 }
 
 /// Asks on the terminal; anything but a terminal needs `--yes`.

@@ -217,6 +217,10 @@ impl Candidate {
         if let Some(oci) = &r.oci {
             lines.push(format!("pinned    {}", oci.pinned));
             lines.push(format!("layer     {}", oci.layer_digest));
+            lines.push(match &oci.signer {
+                Some(name) => format!("signed    by `{name}` (cosign, a key the settings trust)"),
+                None => "signed    no (no signature by a key the settings trust)".to_string(),
+            });
             if let Some(old) = self.replaces.as_ref().and_then(|o| o.oci.as_ref())
                 && old.manifest_digest != oci.manifest_digest
             {
@@ -303,6 +307,8 @@ pub struct InstallInputs {
     /// The ceiling to keep when neither `--policy` nor the artifact gives
     /// one (`plugin update` of a typed component).
     pub keep_ceiling: Option<super::manifest::CeilingSpec>,
+    /// Whose signatures an OCI install is checked against.
+    pub signatures: super::signature::SignaturePolicy,
 }
 
 /// Reads, checks and compiles a plugin; returns it for approval.
@@ -311,7 +317,7 @@ pub async fn prepare(
     source: &PluginSource,
     inputs: &InstallInputs,
 ) -> Result<Candidate, InstallError> {
-    let Fetched { wasm, policy, oci } = fetch(cx.http, source).await?;
+    let Fetched { wasm, policy, oci } = fetch(cx.http, source, &inputs.signatures).await?;
     let actual = digest(&wasm);
     if let Some(expected) = source.pin()
         && expected != actual
@@ -439,9 +445,13 @@ struct Fetched {
     oci: Option<super::store::OciPin>,
 }
 
-async fn fetch(http: &reqwest::Client, source: &PluginSource) -> Result<Fetched, InstallError> {
+async fn fetch(
+    http: &reqwest::Client,
+    source: &PluginSource,
+    signatures: &super::signature::SignaturePolicy,
+) -> Result<Fetched, InstallError> {
     if let PluginSource::Oci { reference } = source {
-        let pulled = super::oci::pull(reference).await?;
+        let pulled = super::oci::pull(reference, signatures).await?;
         return Ok(Fetched {
             wasm: pulled.wasm,
             policy: pulled.policy,
@@ -450,6 +460,7 @@ async fn fetch(http: &reqwest::Client, source: &PluginSource) -> Result<Fetched,
                 pinned: pulled.pinned,
                 manifest_digest: pulled.manifest_digest,
                 layer_digest: pulled.layer_digest,
+                signer: pulled.signer,
             }),
         });
     }

@@ -10,6 +10,7 @@ pub mod install;
 pub mod manifest;
 pub mod oci;
 pub mod policy;
+pub mod signature;
 pub mod store;
 
 pub use install::{Candidate, InstallContext, InstallError, InstallInputs, PluginSource};

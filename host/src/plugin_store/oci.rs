@@ -10,6 +10,7 @@
 //! user's docker config; plain HTTP only to a registry on loopback.
 
 use super::install::MAX_COMPONENT_BYTES;
+use super::signature::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION, SignaturePolicy, signature_tag};
 use super::store::digest;
 use futures::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol};
@@ -64,6 +65,10 @@ pub enum OciError {
     },
     #[error("{0}: the pull took longer than {1:?}")]
     Timeout(String, Duration),
+    #[error(
+        "{0} carries no valid signature by a key pluginSignatures trusts, and the settings require one: refused"
+    )]
+    Unsigned(String),
 }
 
 /// What a pull brought: the component, the policy layer if any, and the
@@ -77,16 +82,19 @@ pub struct Pulled {
     pub pinned: String,
     pub manifest_digest: String,
     pub layer_digest: String,
+    /// The trusted key whose cosign signature names this manifest.
+    pub signer: Option<String>,
 }
 
-/// Pulls `reference` (without its `oci://`).
-pub async fn pull(reference: &str) -> Result<Pulled, OciError> {
-    tokio::time::timeout(PULL_TIMEOUT, pull_unbounded(reference))
+/// Pulls `reference` (without its `oci://`), its signature checked as
+/// `signatures` says.
+pub async fn pull(reference: &str, signatures: &SignaturePolicy) -> Result<Pulled, OciError> {
+    tokio::time::timeout(PULL_TIMEOUT, pull_unbounded(reference, signatures))
         .await
         .unwrap_or_else(|_| Err(OciError::Timeout(reference.to_string(), PULL_TIMEOUT)))
 }
 
-async fn pull_unbounded(text: &str) -> Result<Pulled, OciError> {
+async fn pull_unbounded(text: &str, signatures: &SignaturePolicy) -> Result<Pulled, OciError> {
     let reference: Reference = text.parse().map_err(|e: oci_client::ParseError| {
         OciError::Reference(text.to_string(), e.to_string())
     })?;
@@ -135,6 +143,13 @@ async fn pull_unbounded(text: &str) -> Result<Pulled, OciError> {
         reference.repository().to_string(),
         manifest_digest.clone(),
     );
+    let signer = match signatures.wanted() {
+        true => signed_by(&client, &auth, &pinned, &manifest_digest, signatures, text).await?,
+        false => None,
+    };
+    if signatures.required && signer.is_none() {
+        return Err(OciError::Unsigned(text.to_string()));
+    }
     let wasm = blob(
         &client,
         &pinned,
@@ -168,7 +183,58 @@ async fn pull_unbounded(text: &str) -> Result<Pulled, OciError> {
         pinned: pinned.whole(),
         manifest_digest,
         layer_digest: layer.digest.clone(),
+        signer,
     })
+}
+
+/// The trusted key that signed `manifest_digest`, from cosign's signature
+/// artifact beside it; `None` when there is none or none verifies.
+async fn signed_by(
+    client: &Client,
+    auth: &RegistryAuth,
+    pinned: &Reference,
+    manifest_digest: &str,
+    signatures: &SignaturePolicy,
+    shown: &str,
+) -> Result<Option<String>, OciError> {
+    let tag = Reference::with_tag(
+        pinned.registry().to_string(),
+        pinned.repository().to_string(),
+        signature_tag(manifest_digest),
+    );
+    // No signature artifact is no signature, not an error.
+    let Ok((raw, _)) = client.pull_manifest_raw(&tag, auth, MANIFEST_TYPES).await else {
+        return Ok(None);
+    };
+    let Ok(manifest) = serde_json::from_slice::<OciImageManifest>(&raw) else {
+        return Ok(None);
+    };
+    for layer in manifest
+        .layers
+        .iter()
+        .filter(|l| l.media_type == PAYLOAD_MEDIA_TYPE)
+    {
+        let Some(signature) = layer
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SIGNATURE_ANNOTATION))
+        else {
+            continue;
+        };
+        let payload = blob(
+            client,
+            &tag,
+            layer,
+            MAX_SMALL_BYTES,
+            shown,
+            "a signature payload",
+        )
+        .await?;
+        if let Some(name) = signatures.signer(&payload, signature, manifest_digest) {
+            return Ok(Some(name.to_string()));
+        }
+    }
+    Ok(None)
 }
 
 /// The component layer and the policy layer of a Wasm artifact.

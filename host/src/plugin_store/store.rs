@@ -123,6 +123,9 @@ pub struct OciPin {
     pub pinned: String,
     pub manifest_digest: String,
     pub layer_digest: String,
+    /// The trusted key whose cosign signature named this manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
 }
 
 impl InstalledPlugin {

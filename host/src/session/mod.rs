@@ -33,6 +33,7 @@ mod sources;
 mod tools;
 
 pub use builder::{HistorySetup, McpSetup, Resume, SessionBuilder, SessionError, ToolSet};
+pub use policy::managed_settings_path;
 pub use run::{DEFAULT_MODEL, MainAgent, PromptChoice, RunSetup, agent_tools, system_prompt};
 
 use crate::agent::{

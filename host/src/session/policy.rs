@@ -189,7 +189,7 @@ fn egress_proxy(
 /// could have put it there — owned by root and writable by no one else.
 /// Otherwise whoever starts carapace could replace the administrator's
 /// settings with their own; the variable is then ignored, with a warning.
-pub(super) fn managed_settings_path() -> (PathBuf, Option<String>) {
+pub fn managed_settings_path() -> (PathBuf, Option<String>) {
     use std::os::unix::fs::MetadataExt;
     let standard = PathBuf::from("/etc/carapace/managed-settings.json");
     let Some(named) = std::env::var_os("CARAPACE_MANAGED_SETTINGS").map(PathBuf::from) else {

@@ -69,6 +69,7 @@ impl Settings {
         self.merge_rules(&source, locations)?;
         self.merge_dirs(&source, locations);
         self.merge_env(&source);
+        self.merge_signatures(&source);
         self.merge_definitions(&source);
         self.merge_sandbox(&source)
     }
@@ -179,6 +180,27 @@ impl Settings {
                 self.user_dirs.push(dir.clone());
             }
             self.additional_dirs.push(dir);
+        }
+    }
+
+    /// `pluginSignatures`: whose keys are trusted is the user's or the
+    /// administrator's to say, never a project's.
+    fn merge_signatures(&mut self, source: &Source) {
+        let (file, shown) = (&source.file.plugin_signatures, &source.shown);
+        if file.keys.is_empty() && !file.required {
+            return;
+        }
+        if source.is_project() {
+            self.warnings.push(format!(
+                "{shown}: pluginSignatures is honoured only in user or managed settings; ignored"
+            ));
+            return;
+        }
+        self.signatures_required |= file.required;
+        for (name, key) in &file.keys {
+            if !self.signature_keys.iter().any(|(n, _)| n == name) {
+                self.signature_keys.push((name.clone(), key.clone()));
+            }
         }
     }
 

@@ -63,6 +63,9 @@ struct SettingsFile {
     /// Values a plugin reads through `wasi:config/store`, by plugin name.
     #[serde(default)]
     plugin_config: BTreeMap<String, BTreeMap<String, String>>,
+    /// Whose signatures OCI installs are checked against.
+    #[serde(default)]
+    plugin_signatures: SignaturesFile,
     api_key_helper: Option<String>,
     hooks: Option<Value>,
     /// Agent types, as `--agents` takes them.
@@ -93,6 +96,18 @@ struct SandboxFile {
     /// configurations may expand with `${NAME}`.
     #[serde(default)]
     mcp_expandable_variables: Vec<String>,
+}
+
+/// `pluginSignatures`: trusted cosign public keys by name (PEM text, or
+/// the path of a PEM file), and whether every OCI install must carry a
+/// valid signature by one of them.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SignaturesFile {
+    #[serde(default)]
+    required: bool,
+    #[serde(default)]
+    keys: BTreeMap<String, String>,
 }
 
 /// `sandbox.network`, as Claude Code's sandbox names it.
@@ -194,6 +209,12 @@ pub struct Settings {
     /// by plugin name, highest source first-wins per key (a project
     /// file's only in a trusted workspace, as for `env`).
     pub plugin_config: BTreeMap<String, BTreeMap<String, String>>,
+    /// `pluginSignatures.keys` of the user's and managed settings: the
+    /// cosign keys OCI installs are verified against, by name.
+    pub signature_keys: Vec<(String, String)>,
+    /// `pluginSignatures.required` in any of those: an OCI install without
+    /// a valid signature by one of the keys is refused.
+    pub signatures_required: bool,
     /// Hook configurations, with the source each came from (project ones
     /// only when the workspace is trusted).
     pub hooks: Vec<(Value, RuleSource)>,
