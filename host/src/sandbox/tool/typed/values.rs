@@ -98,23 +98,7 @@ pub fn to_val(value: &Value, ty: &Type, at: &str) -> Result<Val, Mismatch> {
             }
             Val::FixedLengthList(values)
         }
-        Type::Map(map) => {
-            let entries = value
-                .as_array()
-                .ok_or_else(|| wrong("an array of {key, value}"))?;
-            let mut pairs = Vec::with_capacity(entries.len());
-            for (i, entry) in entries.iter().enumerate() {
-                let here = format!("{at}/{i}");
-                let (Some(k), Some(v)) = (entry.get("key"), entry.get("value")) else {
-                    return Err(mismatch(&here, "expected {key, value}"));
-                };
-                pairs.push((
-                    to_val(k, &map.key(), &here)?,
-                    to_val(v, &map.value(), &here)?,
-                ));
-            }
-            Val::Map(pairs)
-        }
+        Type::Map(map) => map_val(value, &map.key(), &map.value(), at)?,
         Type::Record(record) => {
             let object = value.as_object().ok_or_else(|| wrong("an object"))?;
             let names: Vec<(String, Type)> = record
@@ -128,49 +112,13 @@ pub fn to_val(value: &Value, ty: &Type, at: &str) -> Result<Val, Mismatch> {
             )?;
             Val::Record(names.into_iter().map(|(n, _)| n).zip(vals).collect())
         }
-        Type::Tuple(tuple) => {
-            let array = value.as_array().ok_or_else(|| wrong("an array"))?;
-            let types: Vec<Type> = tuple.types().collect();
-            if array.len() != types.len() {
-                return Err(mismatch(
-                    at,
-                    format!("expected {} items, got {}", types.len(), array.len()),
-                ));
-            }
-            let vals = array
-                .iter()
-                .zip(&types)
-                .enumerate()
-                .map(|(i, (v, t))| to_val(v, t, &format!("{at}/{i}")))
-                .collect::<Result<_, _>>()?;
-            Val::Tuple(vals)
-        }
-        Type::Variant(variant) => {
-            let tag = value
-                .get("tag")
-                .and_then(Value::as_str)
-                .ok_or_else(|| wrong("{tag, val}"))?;
-            let case = variant
-                .cases()
-                .find(|c| c.name == tag)
-                .ok_or_else(|| mismatch(at, format!("unknown case `{tag}`")))?;
-            let payload = match (&case.ty, value.get("val")) {
-                (Some(t), Some(v)) => Some(Box::new(to_val(v, t, &format!("{at}/val"))?)),
-                (Some(_), None) => return Err(mismatch(at, format!("case `{tag}` needs `val`"))),
-                (None, Some(_)) => {
-                    return Err(mismatch(at, format!("case `{tag}` takes no `val`")));
-                }
-                (None, None) => None,
-            };
-            Val::Variant(tag.to_string(), payload)
-        }
+        Type::Tuple(tuple) => tuple_val(value, tuple.types().collect(), at)?,
+        Type::Variant(variant) => variant_val(value, variant, at)?,
         Type::Enum(e) => {
             let name = value.as_str().ok_or_else(|| wrong("a string"))?;
             if !e.names().any(|n| n == name) {
-                return Err(mismatch(
-                    at,
-                    format!("`{name}` is not one of {:?}", e.names().collect::<Vec<_>>()),
-                ));
+                let names: Vec<&str> = e.names().collect();
+                return Err(mismatch(at, format!("`{name}` is not one of {names:?}")));
             }
             Val::Enum(name.to_string())
         }
@@ -178,39 +126,120 @@ pub fn to_val(value: &Value, ty: &Type, at: &str) -> Result<Val, Mismatch> {
             Value::Null => Val::Option(None),
             v => Val::Option(Some(Box::new(to_val(v, &option.ty(), at)?))),
         },
-        Type::Result(result) => {
-            let side = |t: Option<Type>, v: &Value, here: &str| match t {
-                Some(t) => to_val(v, &t, here).map(|v| Some(Box::new(v))),
-                None => Ok(None),
-            };
-            match (value.get("ok"), value.get("err")) {
-                (Some(v), None) => Val::Result(Ok(side(result.ok(), v, &format!("{at}/ok"))?)),
-                (None, Some(v)) => Val::Result(Err(side(result.err(), v, &format!("{at}/err"))?)),
-                _ => return Err(wrong("{ok} or {err}")),
-            }
-        }
-        Type::Flags(flags) => {
-            let object = value
-                .as_object()
-                .ok_or_else(|| wrong("an object of booleans"))?;
-            let mut set = Vec::new();
-            for (name, on) in object {
-                if !flags.names().any(|n| n == name) {
-                    return Err(mismatch(at, format!("unknown flag `{name}`")));
-                }
-                if on
-                    .as_bool()
-                    .ok_or_else(|| mismatch(at, format!("flag `{name}` must be a boolean")))?
-                {
-                    set.push(name.clone());
-                }
-            }
-            Val::Flags(set)
-        }
+        Type::Result(result) => result_val(value, result, at)?,
+        Type::Flags(flags) => flags_val(value, flags, at)?,
         Type::Own(_) | Type::Borrow(_) | Type::Future(_) | Type::Stream(_) | Type::ErrorContext => {
             return Err(mismatch(at, Unsupported("a handle").0));
         }
     })
+}
+
+fn map_val(value: &Value, key: &Type, val: &Type, at: &str) -> Result<Val, Mismatch> {
+    let entries = value.as_array().ok_or_else(|| {
+        mismatch(
+            at,
+            format!("expected an array of {{key, value}}, got {}", kind(value)),
+        )
+    })?;
+    let mut pairs = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let here = format!("{at}/{i}");
+        let (Some(k), Some(v)) = (entry.get("key"), entry.get("value")) else {
+            return Err(mismatch(&here, "expected {key, value}"));
+        };
+        pairs.push((to_val(k, key, &here)?, to_val(v, val, &here)?));
+    }
+    Ok(Val::Map(pairs))
+}
+
+fn tuple_val(value: &Value, types: Vec<Type>, at: &str) -> Result<Val, Mismatch> {
+    let array = value
+        .as_array()
+        .ok_or_else(|| mismatch(at, format!("expected an array, got {}", kind(value))))?;
+    if array.len() != types.len() {
+        return Err(mismatch(
+            at,
+            format!("expected {} items, got {}", types.len(), array.len()),
+        ));
+    }
+    let vals = array
+        .iter()
+        .zip(&types)
+        .enumerate()
+        .map(|(i, (v, t))| to_val(v, t, &format!("{at}/{i}")))
+        .collect::<Result<_, _>>()?;
+    Ok(Val::Tuple(vals))
+}
+
+fn variant_val(
+    value: &Value,
+    variant: &wasmtime::component::types::Variant,
+    at: &str,
+) -> Result<Val, Mismatch> {
+    let tag = value
+        .get("tag")
+        .and_then(Value::as_str)
+        .ok_or_else(|| mismatch(at, format!("expected {{tag, val}}, got {}", kind(value))))?;
+    let case = variant
+        .cases()
+        .find(|c| c.name == tag)
+        .ok_or_else(|| mismatch(at, format!("unknown case `{tag}`")))?;
+    let payload = match (&case.ty, value.get("val")) {
+        (Some(t), Some(v)) => Some(Box::new(to_val(v, t, &format!("{at}/val"))?)),
+        (Some(_), None) => return Err(mismatch(at, format!("case `{tag}` needs `val`"))),
+        (None, Some(_)) => return Err(mismatch(at, format!("case `{tag}` takes no `val`"))),
+        (None, None) => None,
+    };
+    Ok(Val::Variant(tag.to_string(), payload))
+}
+
+fn result_val(
+    value: &Value,
+    result: &wasmtime::component::types::ResultType,
+    at: &str,
+) -> Result<Val, Mismatch> {
+    let side = |t: Option<Type>, v: &Value, here: &str| match t {
+        Some(t) => to_val(v, &t, here).map(|v| Some(Box::new(v))),
+        None => Ok(None),
+    };
+    match (value.get("ok"), value.get("err")) {
+        (Some(v), None) => Ok(Val::Result(Ok(side(result.ok(), v, &format!("{at}/ok"))?))),
+        (None, Some(v)) => Ok(Val::Result(Err(side(
+            result.err(),
+            v,
+            &format!("{at}/err"),
+        )?))),
+        _ => Err(mismatch(
+            at,
+            format!("expected {{ok}} or {{err}}, got {}", kind(value)),
+        )),
+    }
+}
+
+fn flags_val(
+    value: &Value,
+    flags: &wasmtime::component::types::Flags,
+    at: &str,
+) -> Result<Val, Mismatch> {
+    let object = value.as_object().ok_or_else(|| {
+        mismatch(
+            at,
+            format!("expected an object of booleans, got {}", kind(value)),
+        )
+    })?;
+    let mut set = Vec::new();
+    for (name, on) in object {
+        if !flags.names().any(|n| n == name) {
+            return Err(mismatch(at, format!("unknown flag `{name}`")));
+        }
+        let on = on
+            .as_bool()
+            .ok_or_else(|| mismatch(at, format!("flag `{name}` must be a boolean")))?;
+        if on {
+            set.push(name.clone());
+        }
+    }
+    Ok(Val::Flags(set))
 }
 
 fn items(value: &Value, ty: &Type, at: &str) -> Result<Result<Vec<Val>, Mismatch>, ()> {
