@@ -369,6 +369,13 @@ fn with_signatures_required_only_an_artifact_signed_by_a_trusted_key_installs() 
         user.installed_digest("typed-probe")?,
         hex(&sha2::Sha256::digest(probe()?)).as_str()
     );
+    let inspected: Value = serde_json::from_str(
+        &user
+            .run(&["plugin", "inspect", "typed-probe", "--json"])?
+            .stdout,
+    )?;
+    assert_eq!(inspected["oci"]["signer"], "acme", "{inspected}");
+    assert_eq!(inspected["oci"]["manifest_digest"], signed.as_str());
     // A project file can neither trust a key nor lift the requirement.
     let strangers = stranger.verifying_key().to_public_key_pem(LineEnding::LF)?;
     std::fs::create_dir_all(user.file(".carapace"))?;

@@ -414,6 +414,7 @@ fn inspect_json(store: &PluginStore, record: &InstalledPlugin, status: &str) -> 
         "compile_ms": record.compile_ms,
         "installed_at": record.installed_at,
         "status": status,
+        "oci": record.oci,
         "ceiling": m.describe_ceiling(),
         "limits": {
             "timeout_secs": m.limits.timeout_secs,
@@ -443,6 +444,16 @@ fn print_inspect(store: &PluginStore, record: &InstalledPlugin, status: &str) {
     say!("compiled   in {} ms at install", record.compile_ms);
     say!("installed  {}", record.installed_at);
     say!("status     {status}");
+    if let Some(oci) = &record.oci {
+        say!("pinned     {}", oci.pinned);
+        say!("layer      {}", oci.layer_digest);
+        say!(
+            "signed     {}",
+            oci.signer
+                .as_deref()
+                .map_or("no".to_string(), |name| format!("by `{name}`"))
+        );
+    }
     say!("ceiling");
     for line in m.describe_ceiling() {
         say!("  - {line}");
