@@ -474,6 +474,64 @@ mod tests {
     }
 
     #[test]
+    fn plugin_values_and_signature_keys_are_the_users_to_give()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let f = fixture()?;
+        let project = serde_json::json!({
+            "pluginConfig": {"fetch": {"endpoint": "project", "extra": "x"}},
+            "pluginSignatures": {"required": false, "keys": {"mine": "PEM"}},
+        });
+        write(&f.locations.project(), project)?;
+        write(
+            &f.locations.user(),
+            serde_json::json!({
+                "pluginConfig": {"fetch": {"endpoint": "user"}},
+                "pluginSignatures": {"required": true, "keys": {"acme": "PEM"}},
+            }),
+        )?;
+        // Untrusted: the project's values and keys are ignored, with words.
+        let settings = Settings::load(&f.locations, false)?;
+        assert_eq!(
+            settings.plugin_config["fetch"]
+                .get("endpoint")
+                .map(String::as_str),
+            Some("user")
+        );
+        assert!(!settings.plugin_config["fetch"].contains_key("extra"));
+        assert_eq!(
+            settings.signature_keys,
+            [("acme".to_string(), "PEM".to_string())]
+        );
+        assert!(settings.signatures_required);
+        assert!(
+            settings
+                .warnings
+                .iter()
+                .any(|w| w.contains("pluginSignatures")),
+            "{:?}",
+            settings.warnings
+        );
+        // Trusted: the project's values count (the higher source wins per
+        // key); its keys and its `required: false` still do not.
+        let settings = Settings::load(&f.locations, true)?;
+        assert_eq!(
+            settings.plugin_config["fetch"]
+                .get("endpoint")
+                .map(String::as_str),
+            Some("project")
+        );
+        assert_eq!(
+            settings.plugin_config["fetch"]
+                .get("extra")
+                .map(String::as_str),
+            Some("x")
+        );
+        assert_eq!(settings.signature_keys.len(), 1);
+        assert!(settings.signatures_required);
+        Ok(())
+    }
+
+    #[test]
     fn a_project_cannot_point_commands_at_a_proxy_or_open_ports_untrusted()
     -> Result<(), Box<dyn std::error::Error>> {
         let f = fixture()?;
