@@ -47,40 +47,19 @@ impl Registry {
         policy: Option<&str>,
         config_type: &str,
     ) -> Result<String, Box<dyn std::error::Error>> {
-        let reference: Reference = self.reference(repo_and_tag).parse()?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        runtime.block_on(async {
-            let client = Client::new(ClientConfig {
-                protocol: ClientProtocol::Http,
-                ..ClientConfig::default()
-            });
-            let mut layers = vec![ImageLayer::new(
-                wasm.to_vec(),
-                "application/wasm".into(),
+        let mut layers = vec![ImageLayer::new(
+            wasm.to_vec(),
+            "application/wasm".into(),
+            None,
+        )];
+        if let Some(policy) = policy {
+            layers.push(ImageLayer::new(
+                policy.as_bytes().to_vec(),
+                "application/vnd.wasm.policy.v1+yaml".into(),
                 None,
-            )];
-            if let Some(policy) = policy {
-                layers.push(ImageLayer::new(
-                    policy.as_bytes().to_vec(),
-                    "application/vnd.wasm.policy.v1+yaml".into(),
-                    None,
-                ));
-            }
-            let config = Config::new(b"{}".to_vec(), config_type.into(), None);
-            client
-                .push(&reference, &layers, config, &RegistryAuth::Anonymous, None)
-                .await?;
-            let (raw, _) = client
-                .pull_manifest_raw(
-                    &reference,
-                    &RegistryAuth::Anonymous,
-                    &["application/vnd.oci.image.manifest.v1+json"],
-                )
-                .await?;
-            Ok(format!("sha256:{}", hex(&sha2::Sha256::digest(&raw))))
-        })
+            ));
+        }
+        self.push_layers(repo_and_tag, layers, config_type)
     }
 
     /// Signs `digest` of `repo` with `key` as cosign does: a payload naming
@@ -102,8 +81,29 @@ impl Registry {
             "dev.cosignproject.cosign/signature".to_string(),
             encoded,
         )]);
+        let layer = ImageLayer::new(
+            payload,
+            "application/vnd.dev.cosign.simplesigning.v1+json".into(),
+            Some(annotations),
+        );
         let tag = carapace::plugin_store::signature::signature_tag(digest);
-        let reference: Reference = self.reference(&format!("{repo}:{tag}")).parse()?;
+        self.push_layers(
+            &format!("{repo}:{tag}"),
+            vec![layer],
+            "application/vnd.oci.image.config.v1+json",
+        )?;
+        Ok(())
+    }
+
+    /// Pushes `layers` under `repo_and_tag` with an empty config of
+    /// `config_type`; returns the manifest's digest as the registry serves it.
+    fn push_layers(
+        &self,
+        repo_and_tag: &str,
+        layers: Vec<ImageLayer>,
+        config_type: &str,
+    ) -> Result<String, Box<dyn std::error::Error>> {
+        let reference: Reference = self.reference(repo_and_tag).parse()?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -112,20 +112,18 @@ impl Registry {
                 protocol: ClientProtocol::Http,
                 ..ClientConfig::default()
             });
-            let layer = ImageLayer::new(
-                payload,
-                "application/vnd.dev.cosign.simplesigning.v1+json".into(),
-                Some(annotations),
-            );
-            let config = Config::new(
-                b"{}".to_vec(),
-                "application/vnd.oci.image.config.v1+json".into(),
-                None,
-            );
+            let config = Config::new(b"{}".to_vec(), config_type.into(), None);
             client
-                .push(&reference, &[layer], config, &RegistryAuth::Anonymous, None)
+                .push(&reference, &layers, config, &RegistryAuth::Anonymous, None)
                 .await?;
-            Ok(())
+            let (raw, _) = client
+                .pull_manifest_raw(
+                    &reference,
+                    &RegistryAuth::Anonymous,
+                    &["application/vnd.oci.image.manifest.v1+json"],
+                )
+                .await?;
+            Ok(format!("sha256:{}", hex(&sha2::Sha256::digest(&raw))))
         })
     }
 }

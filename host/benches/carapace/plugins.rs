@@ -122,6 +122,43 @@ pub(super) async fn mcp_benches() -> BenchResult {
 /// and 20 installed plugins (offering their tools, then the first use of
 /// every one, compiled or from the cache); and per language, one call's
 /// time and the linear memory its instance holds.
+/// `runs` installs of `source`, each with an empty compile cache and an
+/// empty store (a first install), timed from reading the component to
+/// the record written.
+pub(super) async fn cold_installs(
+    source: &carapace::plugin_store::PluginSource,
+    ws: &Path,
+    builtin: &[String],
+    http: &reqwest::Client,
+    runs: usize,
+) -> Result<Vec<Duration>, Box<dyn std::error::Error>> {
+    use carapace::plugin_store::install::{self, InstallContext};
+    use carapace::plugin_store::{PluginStore, Scope};
+    let mut samples = Vec::new();
+    for _ in 0..runs {
+        let cache = tempfile::tempdir()?;
+        let config = tempfile::tempdir()?;
+        let sandbox = Sandbox::new(SandboxConfig {
+            cache_dir: cache.path().to_path_buf(),
+            guest_cwd: Some(ws.to_path_buf()),
+            ..SandboxConfig::default()
+        })?;
+        let store = PluginStore::new(config.path(), Scope::User);
+        let cx = InstallContext {
+            sandbox: &sandbox,
+            store: &store,
+            others: &[],
+            builtin_tools: builtin,
+            http,
+        };
+        let started = Instant::now();
+        let candidate = install::prepare(&cx, source, &Default::default()).await?;
+        install::commit(&store, &candidate)?;
+        samples.push(started.elapsed());
+    }
+    Ok(samples)
+}
+
 pub(super) async fn plugin_benches() -> BenchResult {
     use carapace::plugin_store::install::{self, InstallContext, PluginSource};
     use carapace::plugin_store::store::{RecordedTool, digest};
@@ -168,24 +205,7 @@ pub(super) async fn plugin_benches() -> BenchResult {
         } else {
             3
         };
-        let mut samples = Vec::new();
-        for _ in 0..runs {
-            let cache = tempfile::tempdir()?;
-            let config = tempfile::tempdir()?;
-            let sandbox = sandbox_at(cache.path())?;
-            let store = PluginStore::new(config.path(), Scope::User);
-            let cx = InstallContext {
-                sandbox: &sandbox,
-                store: &store,
-                others: &[],
-                builtin_tools: &builtin,
-                http: &http,
-            };
-            let started = Instant::now();
-            let candidate = install::prepare(&cx, &source, &Default::default()).await?;
-            install::commit(&store, &candidate)?;
-            samples.push(started.elapsed());
-        }
+        let samples = cold_installs(&source, &ws, &builtin, &http, runs).await?;
         report(
             &format!("plugin_add_{language}_cold"),
             &samples,

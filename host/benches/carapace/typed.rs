@@ -4,8 +4,7 @@
 //! count it).
 
 use super::*;
-use carapace::plugin_store::install::{self, InstallContext, PluginSource};
-use carapace::plugin_store::{PluginStore, Scope};
+use carapace::plugin_store::install::PluginSource;
 use carapace::sandbox::ToolComponent;
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::secrets::RegistryAuth;
@@ -67,28 +66,7 @@ async fn install_benches(ws: &Path, probe: &Path, wasm: &[u8]) -> BenchResult {
         ),
     ] {
         let source = PluginSource::parse(&source)?;
-        let mut samples = Vec::new();
-        for _ in 0..10 {
-            let cache = tempfile::tempdir()?;
-            let config = tempfile::tempdir()?;
-            let sandbox = Sandbox::new(SandboxConfig {
-                cache_dir: cache.path().to_path_buf(),
-                guest_cwd: Some(ws.to_path_buf()),
-                ..SandboxConfig::default()
-            })?;
-            let store = PluginStore::new(config.path(), Scope::User);
-            let cx = InstallContext {
-                sandbox: &sandbox,
-                store: &store,
-                others: &[],
-                builtin_tools: &builtin,
-                http: &http,
-            };
-            let started = Instant::now();
-            let candidate = install::prepare(&cx, &source, &Default::default()).await?;
-            install::commit(&store, &candidate)?;
-            samples.push(started.elapsed());
-        }
+        let samples = super::plugins::cold_installs(&source, ws, &builtin, &http, 10).await?;
         report(
             name,
             &samples,
@@ -138,11 +116,11 @@ async fn call_benches(ws: &Path, notes: &Path, wasm: &[u8]) -> BenchResult {
             }
         })
         .await?;
-        report(
-            &format!("typed_first_call_{kind}"),
-            &first,
-            "load from the compile cache, link, list tools, one call",
-        );
+        let note = match kind {
+            "typed" => "load from the compile cache, link, tools read from its types, one call",
+            _ => "load from the compile cache, link, ask it for its tools, one call",
+        };
+        report(&format!("typed_first_call_{kind}"), &first, note);
         let component = ToolComponent::load(&sandbox, kind, &bytes).await?;
         let later = time_async(200, |_| {
             let (component, grant, input, limits) = (&component, &grant, &input, &limits);
