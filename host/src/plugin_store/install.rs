@@ -336,20 +336,29 @@ pub async fn prepare(
             },
         ));
     }
+    // A manifest that is there but wrong fails before anything compiles;
+    // one that is missing may be a typed component's, which only its
+    // compiled type tells.
+    let found = match find_manifest(source, inputs.manifest.as_deref(), &wasm) {
+        Ok(_) if inputs.policy.is_some() => return Err(InstallError::PolicyWithManifest),
+        found @ (Ok(_) | Err(InstallError::NoManifest(_))) => found,
+        Err(e) => return Err(e),
+    };
     let started = Instant::now();
-    let component = ToolComponent::load(cx.sandbox, &source.stem(), &wasm)
+    let shown_name = match &found {
+        Ok((manifest, _)) => manifest.plugin.name.clone(),
+        Err(_) => source.stem(),
+    };
+    let component = ToolComponent::load(cx.sandbox, &shown_name, &wasm)
         .await
         .map_err(InstallError::Component)?;
     let compile = started.elapsed();
-    let (manifest, manifest_origin) = match find_manifest(source, inputs.manifest.as_deref(), &wasm)
-    {
-        Ok(_) if inputs.policy.is_some() => return Err(InstallError::PolicyWithManifest),
+    let (manifest, manifest_origin) = match found {
         Ok(found) => found,
-        Err(InstallError::NoManifest(_)) if component.is_typed() => {
-            let ceiling = typed_ceiling(inputs, policy)?;
-            typed_manifest(source, &component, ceiling)?
+        Err(_) if component.is_typed() => {
+            typed_manifest(source, &component, typed_ceiling(inputs, policy)?)?
         }
-        Err(e) => return Err(e),
+        Err(no_manifest) => return Err(no_manifest),
     };
     let name = manifest.plugin.name.clone();
 
