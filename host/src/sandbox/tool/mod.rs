@@ -27,10 +27,8 @@ pub(crate) struct ToolState {
     shells: Option<Arc<super::BackgroundShells>>,
     /// What the host may search for this call.
     searchable: super::grant::Searchable,
-    /// What the plugin reads through `wasi:config/store`, in the form
-    /// wasmtime's `@0.2.0-rc.1` takes and as pairs for `@0.2.0-draft`.
-    config: Arc<wasmtime_wasi_config::WasiConfigVariables>,
-    config_pairs: Arc<[(String, String)]>,
+    /// What the plugin reads through `wasi:config/store`.
+    config: Arc<[(String, String)]>,
 }
 
 wasi_view!(ToolState);
@@ -46,11 +44,7 @@ impl World for ToolState {
         v0_1::link(linker)?;
         v0_2::link(linker)?;
         v0_3::link(linker)?;
-        wasmtime_wasi_config::add_to_linker(linker, |state: &mut ToolState| {
-            wasmtime_wasi_config::WasiConfig::from(&*state.config)
-        })
-        .map_err(SandboxError::setup("linking wasi:config/store"))?;
-        config_draft::link(linker)?;
+        config_store::link(linker)?;
         v0_3::link_search(linker)
     }
 
@@ -188,7 +182,7 @@ macro_rules! version_glue {
     };
 }
 
-mod config_draft;
+mod config_store;
 pub mod typed;
 mod types;
 mod v0_1;
@@ -212,8 +206,8 @@ pub struct ToolComponent {
     pre: ContractPre,
     tools: Arc<[ToolDefinition]>,
     load_outcome: CacheOutcome,
-    config: Arc<wasmtime_wasi_config::WasiConfigVariables>,
-    config_pairs: Arc<[(String, String)]>,
+    /// What it reads through `wasi:config/store`.
+    config: Arc<[(String, String)]>,
 }
 
 impl std::fmt::Debug for ToolComponent {
@@ -282,6 +276,25 @@ fn exported_contract(
         .component_type()
         .exports(engine)
         .find_map(|(name, _)| name.strip_prefix(PROVIDER).map(str::to_string))
+}
+
+/// `instance_pre` bound to the bindings of `carapace:tool@version`.
+fn contract_pre(
+    version: &str,
+    instance_pre: wasmtime::component::InstancePre<ToolState>,
+) -> Result<ContractPre, SandboxError> {
+    let linked = |e: wasmtime::Error| SandboxError::link(format!("carapace:tool@{version}"))(e);
+    Ok(match version {
+        v0_1::VERSION => ContractPre::V0_1(v0_1::ToolPluginPre::new(instance_pre).map_err(linked)?),
+        v0_2::VERSION => ContractPre::V0_2(v0_2::ToolPluginPre::new(instance_pre).map_err(linked)?),
+        v0_3::VERSION => ContractPre::V0_3(v0_3::ToolPluginPre::new(instance_pre).map_err(linked)?),
+        other => {
+            return Err(SandboxError::Contract(format!(
+                "it targets carapace:tool@{other}, which this carapace does not support (it supports {})",
+                SUPPORTED_CONTRACTS.join(", ")
+            )));
+        }
+    })
 }
 
 /// Limits for the no-capability calls (`tools`, `plan`).
@@ -386,63 +399,35 @@ impl ToolComponent {
         (component, load_outcome): (wasmtime::component::Component, CacheOutcome),
         docs: Option<&serde_json::Value>,
     ) -> Result<Self, SandboxError> {
-        let inner = sandbox.inner().clone();
-        let instance_pre = || {
-            inner
-                .engine
-                .inner()
-                .instantiate_pre::<ToolState>(&component)
-        };
-        let Some(version) = exported_contract(sandbox.engine(), &component) else {
-            let exports = typed::read(sandbox.engine(), &component, docs)?;
-            let pre = instance_pre().map_err(|e| match e {
-                SandboxError::Link { source, .. } => SandboxError::Unprovided(source),
-                other => other,
-            })?;
-            return Ok(Self {
-                name: name.into(),
-                pre: ContractPre::Typed(pre, Arc::new(exports)),
-                sandbox: inner,
-                tools: Arc::from(Vec::new()),
-                load_outcome,
-                config: Default::default(),
-                config_pairs: Arc::from(Vec::new()),
-            });
-        };
-        let instance_pre = instance_pre()?;
-        let linked = |e: wasmtime::Error| SandboxError::link(format!("carapace:tool@{version}"))(e);
-        let pre = match version.as_str() {
-            v0_1::VERSION => {
-                ContractPre::V0_1(v0_1::ToolPluginPre::new(instance_pre).map_err(linked)?)
+        let instance_pre = sandbox
+            .inner()
+            .engine
+            .inner()
+            .instantiate_pre::<ToolState>(&component);
+        let pre = match exported_contract(sandbox.engine(), &component) {
+            None => {
+                let exports = typed::read(sandbox.engine(), &component, docs)?;
+                let pre = instance_pre.map_err(|e| match e {
+                    SandboxError::Link { source, .. } => SandboxError::Unprovided(source),
+                    other => other,
+                })?;
+                ContractPre::Typed(pre, Arc::new(exports))
             }
-            v0_2::VERSION => {
-                ContractPre::V0_2(v0_2::ToolPluginPre::new(instance_pre).map_err(linked)?)
-            }
-            v0_3::VERSION => {
-                ContractPre::V0_3(v0_3::ToolPluginPre::new(instance_pre).map_err(linked)?)
-            }
-            other => {
-                return Err(SandboxError::Contract(format!(
-                    "it targets carapace:tool@{other}, which this carapace does not support (it supports {})",
-                    SUPPORTED_CONTRACTS.join(", ")
-                )));
-            }
+            Some(version) => contract_pre(&version, instance_pre?)?,
         };
         Ok(Self {
             name: name.into(),
-            sandbox: inner,
+            sandbox: sandbox.inner().clone(),
             pre,
             tools: Arc::from(Vec::new()),
             load_outcome,
-            config: Default::default(),
-            config_pairs: Arc::from(Vec::new()),
+            config: Arc::from(Vec::new()),
         })
     }
 
     /// The values the component reads through `wasi:config/store`.
     pub fn with_config(mut self, values: &[(String, String)]) -> Self {
-        self.config = Arc::new(values.iter().cloned().collect());
-        self.config_pairs = Arc::from(values.to_vec());
+        self.config = Arc::from(values.to_vec());
         self
     }
 
@@ -596,7 +581,6 @@ impl ToolComponent {
         let commands = grant.commands().to_vec();
         let searchable = grant.searchable();
         let config = self.config.clone();
-        let config_pairs = self.config_pairs.clone();
         let (value, captured) = self
             .sandbox
             .engine
@@ -616,7 +600,6 @@ impl ToolComponent {
                     shells,
                     searchable,
                     config,
-                    config_pairs,
                 },
                 move |store| Box::pin(async move { pre.instantiate(store).await }),
                 f,
