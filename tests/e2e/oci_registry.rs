@@ -8,8 +8,9 @@
 mod plugin_user;
 mod support;
 
+use carapace_test_support::sigstore::{Signing, TestSigstore};
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
-use oci_client::secrets::RegistryAuth;
+use oci_client::manifest::OciImageManifest;
 use oci_client::{Client, Reference};
 use plugin_user::User;
 use serde_json::{Value, json};
@@ -73,14 +74,49 @@ impl Registry {
     ) -> Result<(), Box<dyn std::error::Error>> {
         use base64::Engine;
         use p256::ecdsa::signature::Signer;
+        self.sign_with(repo, digest, |payload| {
+            let signature: p256::ecdsa::Signature = key.sign(payload);
+            let encoded =
+                base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
+            Ok(std::collections::BTreeMap::from([(
+                "dev.cosignproject.cosign/signature".to_string(),
+                encoded,
+            )]))
+        })
+    }
+
+    /// Signs as cosign's keyless mode does, as `identity` of the tests' own
+    /// Sigstore (issuer [`ISSUER`]).
+    fn sign_keyless(
+        &self,
+        repo: &str,
+        digest: &str,
+        sigstore: &TestSigstore,
+        identity: &str,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let how = Signing {
+            identity,
+            issuer: ISSUER,
+            logged_after: std::time::Duration::from_secs(30),
+        };
+        self.sign_with(repo, digest, |payload| sigstore.sign(payload, &how))
+    }
+
+    /// The signature artifact for `digest`: cosign's payload, and the layer
+    /// annotations `annotate` makes of it.
+    fn sign_with(
+        &self,
+        repo: &str,
+        digest: &str,
+        annotate: impl FnOnce(
+            &[u8],
+        ) -> Result<
+            std::collections::BTreeMap<String, String>,
+            Box<dyn std::error::Error>,
+        >,
+    ) -> Result<(), Box<dyn std::error::Error>> {
         let payload = carapace::plugin_store::signature::payload(&self.reference(repo), digest);
-        let signature: p256::ecdsa::Signature = key.sign(&payload);
-        let encoded =
-            base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
-        let annotations = std::collections::BTreeMap::from([(
-            "dev.cosignproject.cosign/signature".to_string(),
-            encoded,
-        )]);
+        let annotations = annotate(&payload)?;
         let layer = ImageLayer::new(
             payload,
             "application/vnd.dev.cosign.simplesigning.v1+json".into(),
@@ -113,15 +149,21 @@ impl Registry {
                 ..ClientConfig::default()
             });
             let config = Config::new(b"{}".to_vec(), config_type.into(), None);
+            for (data, digest) in layers
+                .iter()
+                .map(|l| (&l.data, l.sha256_digest()))
+                .chain([(&config.data, config.sha256_digest())])
+            {
+                client.push_blob(&reference, data, &digest).await?;
+            }
+            // Serialized as cosign and other Go tools do: oci-client's own
+            // canonical form leaves a newline raw inside a string (a PEM
+            // annotation), which the registry refuses.
+            let manifest = OciImageManifest::build(&layers, &config, None);
+            let raw = serde_json::to_vec(&manifest)?;
+            let content_type = "application/vnd.oci.image.manifest.v1+json".parse()?;
             client
-                .push(&reference, &layers, config, &RegistryAuth::Anonymous, None)
-                .await?;
-            let (raw, _) = client
-                .pull_manifest_raw(
-                    &reference,
-                    &RegistryAuth::Anonymous,
-                    &["application/vnd.oci.image.manifest.v1+json"],
-                )
+                .push_manifest_raw(&reference, raw.clone(), content_type)
                 .await?;
             Ok(format!("sha256:{}", hex(&sha2::Sha256::digest(&raw))))
         })
@@ -413,5 +455,86 @@ fn with_signatures_required_only_an_artifact_signed_by_a_trusted_key_installs() 
     let added = other.run(&["plugin", "add", &source, "--yes"])?;
     assert_eq!(added.status, Some(0), "{}", added.stderr);
     assert!(added.stdout.contains("signed    no"), "{}", added.stdout);
+    Ok(())
+}
+
+const ISSUER: &str = "https://issuer.example";
+
+#[test]
+fn a_keyless_signature_counts_for_the_pinned_identity_under_the_trust_root_file() -> TestResult {
+    const WASM_CONFIG: &str = "application/vnd.wasm.config.v0+json";
+    let registry = Registry::start()?;
+    let sigstore = TestSigstore::new(1)?;
+    let release = registry.push("tools/typed-probe:1", &probe()?, Some(POLICY), WASM_CONFIG)?;
+    registry.sign_keyless(
+        "tools/typed-probe",
+        &release,
+        &sigstore,
+        "release@example.com",
+    )?;
+    let impostor = registry.push("tools/impostor:1", &probe()?, Some(POLICY), WASM_CONFIG)?;
+    registry.sign_keyless(
+        "tools/impostor",
+        &impostor,
+        &sigstore,
+        "mallory@example.com",
+    )?;
+
+    let trusting = |root: Option<&str>| -> Result<User, Box<dyn std::error::Error>> {
+        let user = User::new()?;
+        let mut signatures = json!({
+            "required": true,
+            "identities": {"release": {"identity": "release@example.com", "issuer": ISSUER}},
+        });
+        if let Some(root) = root {
+            std::fs::write(
+                user.config.path().join("sigstore.json"),
+                sigstore.trusted_root()?,
+            )?;
+            signatures["trustedRoot"] = json!(root);
+        }
+        let settings = json!({"pluginSignatures": signatures}).to_string();
+        std::fs::write(user.config.path().join("settings.json"), settings)?;
+        Ok(user)
+    };
+    let add = |user: &User, repo: &str| {
+        let source = format!("oci://{}", registry.reference(repo));
+        user.run(&["plugin", "add", &source, "--yes"])
+    };
+
+    let user = trusting(Some("sigstore.json"))?;
+    let added = add(&user, "tools/typed-probe:1")?;
+    assert_eq!(added.status, Some(0), "{}\n{}", added.stdout, added.stderr);
+    let shown = "signed    by `release (release@example.com via https://issuer.example)`";
+    assert!(added.stdout.contains(shown), "{}", added.stdout);
+    let inspected: Value = serde_json::from_str(
+        &user
+            .run(&["plugin", "inspect", "typed-probe", "--json"])?
+            .stdout,
+    )?;
+    assert_eq!(
+        inspected["oci"]["signer"], "release (release@example.com via https://issuer.example)",
+        "{inspected}"
+    );
+    // Another identity of the same trusted CA is nobody the user named.
+    let refused = add(&user, "tools/impostor:1")?;
+    assert_ne!(refused.status, Some(0), "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("no valid signature")
+            && refused.stderr.contains("identity mismatch"),
+        "{}",
+        refused.stderr
+    );
+    // Without the trust-root file, the built-in public-good root does not
+    // know the tests' CA: the same artifact is refused.
+    let untrusting = trusting(None)?;
+    let refused = add(&untrusting, "tools/typed-probe:1")?;
+    assert_ne!(refused.status, Some(0), "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("no valid signature"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(untrusting.installed()?, Vec::<Value>::new());
     Ok(())
 }

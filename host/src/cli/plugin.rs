@@ -3,7 +3,7 @@
 
 use crate::agent::ToolCall;
 use crate::plugin_store::install;
-use crate::plugin_store::signature::SignaturePolicy;
+use crate::plugin_store::signature::{SignaturePolicy, SignatureSettings, TrustedIdentity};
 use crate::plugin_store::{
     Candidate, InstallContext, InstalledPlugin, Manifest, PluginSource, PluginStore, Scope,
 };
@@ -297,10 +297,19 @@ fn signature_policy(paths: &SessionPaths) -> anyhow::Result<SignaturePolicy> {
         sources: None,
     };
     let settings = crate::settings::Settings::load(&locations, false)?;
-    Ok(SignaturePolicy::from_settings(
-        &settings.signature_keys,
-        settings.signatures_required,
-    )?)
+    let identities = settings.signature_identities.into_iter();
+    Ok(SignaturePolicy::from_settings(&SignatureSettings {
+        keys: settings.signature_keys,
+        identities: identities
+            .map(|i| TrustedIdentity {
+                name: i.name,
+                identity: i.identity,
+                issuer: i.issuer,
+            })
+            .collect(),
+        trusted_root: settings.signature_trusted_root,
+        required: settings.signatures_required,
+    })?)
 }
 
 /// Asks on the terminal; anything but a terminal needs `--yes`.

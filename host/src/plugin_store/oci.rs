@@ -66,9 +66,9 @@ pub enum OciError {
     #[error("{0}: the pull took longer than {1:?}")]
     Timeout(String, Duration),
     #[error(
-        "{0} carries no valid signature by a key pluginSignatures trusts, and the settings require one: refused"
+        "{reference} carries no valid signature by a key or signer pluginSignatures trusts ({why}), and the settings require one: refused"
     )]
-    Unsigned(String),
+    Unsigned { reference: String, why: String },
 }
 
 /// What a pull brought: the component, the policy layer if any, and the
@@ -143,13 +143,20 @@ async fn pull_unbounded(text: &str, signatures: &SignaturePolicy) -> Result<Pull
         reference.repository().to_string(),
         manifest_digest.clone(),
     );
-    let signer = match signatures.wanted() {
+    let signed = match signatures.wanted() {
         true => signed_by(&client, &auth, &pinned, &manifest_digest, signatures, text).await?,
-        false => None,
+        false => Err("not checked".to_string()),
     };
-    if signatures.required && signer.is_none() {
-        return Err(OciError::Unsigned(text.to_string()));
-    }
+    let signer = match (signed, signatures.required) {
+        (Ok(signer), _) => Some(signer),
+        (Err(why), true) => {
+            return Err(OciError::Unsigned {
+                reference: text.to_string(),
+                why,
+            });
+        }
+        (Err(_), false) => None,
+    };
     let wasm = blob(
         &client,
         &pinned,
@@ -187,8 +194,8 @@ async fn pull_unbounded(text: &str, signatures: &SignaturePolicy) -> Result<Pull
     })
 }
 
-/// The trusted key that signed `manifest_digest`, from cosign's signature
-/// artifact beside it; `None` when there is none or none verifies.
+/// Who signed `manifest_digest` (see [`SignaturePolicy::signer`]), from
+/// cosign's signature artifact beside it; otherwise why nobody did.
 async fn signed_by(
     client: &Client,
     auth: &RegistryAuth,
@@ -196,7 +203,7 @@ async fn signed_by(
     manifest_digest: &str,
     signatures: &SignaturePolicy,
     shown: &str,
-) -> Result<Option<String>, OciError> {
+) -> Result<Result<String, String>, OciError> {
     let tag = Reference::with_tag(
         pinned.registry().to_string(),
         pinned.repository().to_string(),
@@ -204,21 +211,19 @@ async fn signed_by(
     );
     // No signature artifact is no signature, not an error.
     let Ok((raw, _)) = client.pull_manifest_raw(&tag, auth, MANIFEST_TYPES).await else {
-        return Ok(None);
+        return Ok(Err(format!("no signature artifact at {tag}")));
     };
     let Ok(manifest) = serde_json::from_slice::<OciImageManifest>(&raw) else {
-        return Ok(None);
+        return Ok(Err(format!("{tag} is not an image manifest")));
     };
+    let mut why = Vec::new();
     for layer in manifest
         .layers
         .iter()
         .filter(|l| l.media_type == PAYLOAD_MEDIA_TYPE)
     {
-        let Some(signature) = layer
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(SIGNATURE_ANNOTATION))
-        else {
+        let annotations = layer.annotations.clone().unwrap_or_default();
+        let Some(signature) = annotations.get(SIGNATURE_ANNOTATION) else {
             continue;
         };
         let payload = blob(
@@ -230,11 +235,20 @@ async fn signed_by(
             "a signature payload",
         )
         .await?;
-        if let Some(name) = signatures.signer(&payload, signature, manifest_digest) {
-            return Ok(Some(name.to_string()));
+        match signatures.signer(&payload, signature, &annotations, manifest_digest) {
+            Ok(signer) => return Ok(Ok(signer)),
+            Err(reason) => why.push(format!("{}: {reason}", short(&layer.digest))),
         }
     }
-    Ok(None)
+    if why.is_empty() {
+        why.push(format!("{tag} holds no cosign signature"));
+    }
+    Ok(Err(why.join("; ")))
+}
+
+/// A digest short enough to read in a message.
+fn short(digest: &str) -> &str {
+    digest.get(..19).unwrap_or(digest)
 }
 
 /// The component layer and the policy layer of a Wasm artifact.

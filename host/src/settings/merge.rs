@@ -187,7 +187,11 @@ impl Settings {
     /// administrator's to say, never a project's.
     fn merge_signatures(&mut self, source: &Source) {
         let (file, shown) = (&source.file.plugin_signatures, &source.shown);
-        if file.keys.is_empty() && !file.required {
+        if file.keys.is_empty()
+            && file.identities.is_empty()
+            && file.trusted_root.is_none()
+            && !file.required
+        {
             return;
         }
         if source.is_project() {
@@ -201,6 +205,23 @@ impl Settings {
             if !self.signature_keys.iter().any(|(n, _)| n == name) {
                 self.signature_keys.push((name.clone(), key.clone()));
             }
+        }
+        for (name, signer) in &file.identities {
+            if !self.signature_identities.iter().any(|i| &i.name == name) {
+                self.signature_identities.push(super::SignerIdentity {
+                    name: name.clone(),
+                    identity: signer.identity.clone(),
+                    issuer: signer.issuer.clone(),
+                });
+            }
+        }
+        if let (None, Some(root)) = (&self.signature_trusted_root, &file.trusted_root) {
+            let folder = source.path.as_ref().and_then(|p| p.parent());
+            let root = match folder {
+                Some(folder) => folder.join(root),
+                None => PathBuf::from(root),
+            };
+            self.signature_trusted_root = Some(root.display().to_string());
         }
     }
 

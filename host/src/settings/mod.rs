@@ -99,8 +99,10 @@ struct SandboxFile {
 }
 
 /// `pluginSignatures`: trusted cosign public keys by name (PEM text, or
-/// the path of a PEM file), and whether every OCI install must carry a
-/// valid signature by one of them.
+/// the path of a PEM file), keyless signers by name (the certificate's
+/// identity and its OIDC issuer), the Sigstore trust root those are
+/// checked against, and whether every OCI install must carry a valid
+/// signature by one of them.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct SignaturesFile {
@@ -108,6 +110,25 @@ struct SignaturesFile {
     required: bool,
     #[serde(default)]
     keys: BTreeMap<String, String>,
+    #[serde(default)]
+    identities: BTreeMap<String, IdentityFile>,
+    trusted_root: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdentityFile {
+    identity: String,
+    issuer: String,
+}
+
+/// A keyless signer the user trusts: its name in the settings, the
+/// certificate's identity (an email or URI, exactly), the OIDC issuer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignerIdentity {
+    pub name: String,
+    pub identity: String,
+    pub issuer: String,
 }
 
 /// `sandbox.network`, as Claude Code's sandbox names it.
@@ -212,6 +233,11 @@ pub struct Settings {
     /// `pluginSignatures.keys` of the user's and managed settings: the
     /// cosign keys OCI installs are verified against, by name.
     pub signature_keys: Vec<(String, String)>,
+    /// `pluginSignatures.identities` of those sources: keyless signers.
+    pub signature_identities: Vec<SignerIdentity>,
+    /// `pluginSignatures.trustedRoot`, the highest of those sources that
+    /// sets it, made absolute against its settings file's folder.
+    pub signature_trusted_root: Option<String>,
     /// `pluginSignatures.required` in any of those: an OCI install without
     /// a valid signature by one of the keys is refused.
     pub signatures_required: bool,
@@ -479,14 +505,24 @@ mod tests {
         let f = fixture()?;
         let project = serde_json::json!({
             "pluginConfig": {"fetch": {"endpoint": "project", "extra": "x"}},
-            "pluginSignatures": {"required": false, "keys": {"mine": "PEM"}},
+            "pluginSignatures": {
+                "required": false,
+                "keys": {"mine": "PEM"},
+                "identities": {"me": {"identity": "me@example.com", "issuer": "https://i.example"}},
+                "trustedRoot": "/tmp/mine.json",
+            },
         });
         write(&f.locations.project(), project)?;
         write(
             &f.locations.user(),
             serde_json::json!({
                 "pluginConfig": {"fetch": {"endpoint": "user"}},
-                "pluginSignatures": {"required": true, "keys": {"acme": "PEM"}},
+                "pluginSignatures": {
+                    "required": true,
+                    "keys": {"acme": "PEM"},
+                    "identities": {"release": {"identity": "https://ci.example/release", "issuer": "https://token.example"}},
+                    "trustedRoot": "sigstore/root.json",
+                },
             }),
         )?;
         // Untrusted: the project's values and keys are ignored, with words.
@@ -503,6 +539,17 @@ mod tests {
             [("acme".to_string(), "PEM".to_string())]
         );
         assert!(settings.signatures_required);
+        let names: Vec<&str> = settings
+            .signature_identities
+            .iter()
+            .map(|i| i.name.as_str())
+            .collect();
+        assert_eq!(names, ["release"]);
+        let root = f.locations.user().with_file_name("sigstore/root.json");
+        assert_eq!(
+            settings.signature_trusted_root,
+            Some(root.display().to_string())
+        );
         assert!(
             settings
                 .warnings

@@ -4,6 +4,7 @@
 
 pub mod pty;
 pub mod registry;
+pub mod sigstore;
 
 use carapace::sandbox::{Sandbox, SandboxConfig, SandboxEngine, SandboxError};
 use std::path::PathBuf;
