@@ -387,6 +387,23 @@ pub enum Command {
         #[command(subcommand)]
         action: McpCommand,
     },
+    /// Serve editors over the Agent Client Protocol on stdin/stdout: many
+    /// sessions in one process, each with its own policy, history,
+    /// transcript, hooks and MCP servers. The session flags (`--model`,
+    /// `--permission-mode`, `--settings`, …) go before `acp`.
+    Acp {
+        /// Sessions alive at once; `session/new` beyond it is refused.
+        #[arg(long, default_value_t = 16)]
+        max_sessions: usize,
+        /// Turns running at once across all sessions; a prompt beyond it
+        /// is refused.
+        #[arg(long, default_value_t = 4)]
+        max_running: usize,
+        /// Seconds a permission question waits for the client before it
+        /// counts as refused.
+        #[arg(long, default_value_t = 300)]
+        permission_timeout: u64,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]

@@ -6,6 +6,7 @@
 //! This is the binary's edge: errors become a message on stderr and exit 1.
 //! It may import every folder; none imports it.
 
+mod acp;
 mod context;
 mod flags;
 mod interactive;
@@ -49,6 +50,18 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Plugin { action }) => plugin::plugin(action, &paths()?).await,
         Some(Command::Tool { action }) => plugin::tool_call(action.into(), paths()?).await,
         Some(Command::Mcp { action }) => mcp_serve(action, paths()?).await,
+        Some(Command::Acp {
+            max_sessions,
+            max_running,
+            permission_timeout,
+        }) => {
+            let limits = acp::Limits {
+                max_sessions,
+                max_running,
+                permission_timeout: std::time::Duration::from_secs(permission_timeout),
+            };
+            acp::serve(cli, limits).await
+        }
         None if interactive::wanted(&cli) => interactive::run(cli).await,
         None => print_mode(cli).await,
     }
@@ -215,6 +228,12 @@ fn read_prompt(cli: &Cli) -> anyhow::Result<Option<String>> {
 /// The session the flags describe; `sdk` when the Agent SDK connects on
 /// stdin.
 fn session_builder(cli: &Cli, sdk: bool) -> anyhow::Result<SessionBuilder> {
+    session_builder_at(cli, sdk, paths()?)
+}
+
+/// The same, for a session whose working directory is not the process's
+/// (an ACP client's `session/new`).
+fn session_builder_at(cli: &Cli, sdk: bool, paths: SessionPaths) -> anyhow::Result<SessionBuilder> {
     if cli.resume.as_deref() == Some("") {
         bail!(
             "--resume without a session id lists sessions to choose from on the interactive screen; here, name the session (--resume ID) or use --continue"
@@ -235,7 +254,7 @@ fn session_builder(cli: &Cli, sdk: bool) -> anyhow::Result<SessionBuilder> {
         .as_deref()
         .map(crate::tools::structured_output::parse_schema)
         .transpose()?;
-    Ok(SessionBuilder::new(paths()?)
+    Ok(SessionBuilder::new(paths)
         .agent_tool(!cli.bare || cli.agents.is_some())
         .web_search(true)
         .run(run_setup(cli, sdk)?)

@@ -8,7 +8,7 @@
 mod app;
 mod commands;
 mod history;
-mod mentions;
+pub(super) mod mentions;
 mod picker;
 mod prompter;
 

@@ -1,0 +1,189 @@
+//! The policy's questions as ACP `session/request_permission`: allow once,
+//! allow always (a session rule, named in the option, or acceptEdits for
+//! edits), reject. What the client answers goes back through the
+//! pipeline's one gate, so a deny rule, a ceiling or a protected path
+//! still refuses; nothing is granted while a question is open; a question
+//! the client cancels, fails or leaves unanswered past the timeout is a
+//! refusal.
+
+use super::updates::{kind, title};
+use crate::policy::{ModeChangeBy, PermissionMode, Rule, RuleKind, RuleSource, SourceKind};
+use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest, ToolPipeline};
+use crate::tui::approval::{AlwaysAllow, always_allow};
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What a refused call's result says, as Claude Code words it.
+const REFUSED: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.";
+
+const ONCE: &str = "allow_once";
+const ALWAYS: &str = "allow_always";
+const REJECT: &str = "reject_once";
+
+pub struct AcpAsker {
+    pub connection: ConnectionTo<Client>,
+    pub session_id: String,
+    pub pipeline: Arc<ToolPipeline>,
+    pub timeout: Duration,
+    /// The allow rules "allow always" added, for the session only.
+    added: Mutex<Vec<Rule>>,
+}
+
+/// The client's choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    Once,
+    Always,
+    Refused,
+}
+
+impl AcpAsker {
+    pub fn new(
+        connection: ConnectionTo<Client>,
+        session_id: String,
+        pipeline: Arc<ToolPipeline>,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            connection,
+            session_id,
+            pipeline,
+            timeout,
+            added: Mutex::default(),
+        }
+    }
+
+    /// Puts one question to the client and waits, at most the timeout.
+    async fn ask_client(&self, call: ToolCallUpdate, always: &AlwaysAllow) -> Choice {
+        let always = match always {
+            AlwaysAllow::Rule(rule) => format!("Always allow `{rule}` in this session"),
+            AlwaysAllow::AcceptEdits => "Always allow edits in this session".into(),
+        };
+        let options = vec![
+            PermissionOption::new(ONCE, "Allow once", PermissionOptionKind::AllowOnce),
+            PermissionOption::new(ALWAYS, always, PermissionOptionKind::AllowAlways),
+            PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),
+        ];
+        let request = RequestPermissionRequest::new(self.session_id.clone(), call, options);
+        let asked = self.connection.send_request(request).block_task();
+        let answer = match tokio::time::timeout(self.timeout, asked).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => {
+                tracing::warn!("a permission question failed: {e}");
+                return Choice::Refused;
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "a permission question went unanswered for {:?}",
+                    self.timeout
+                );
+                return Choice::Refused;
+            }
+        };
+        match answer.outcome {
+            RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {
+                ONCE => Choice::Once,
+                ALWAYS => Choice::Always,
+                _ => Choice::Refused,
+            },
+            _ => Choice::Refused,
+        }
+    }
+
+    /// "Allow always": the rule joins the session's policy, or edits are
+    /// accepted from now on (the client is told the mode changed).
+    fn remember(&self, always: AlwaysAllow) -> Result<(), String> {
+        match always {
+            AlwaysAllow::AcceptEdits => self
+                .pipeline
+                .policy()
+                .mode_cell()
+                .change(PermissionMode::AcceptEdits, ModeChangeBy::User)
+                .map_err(|e| e.to_string()),
+            AlwaysAllow::Rule(text) => {
+                let anchors = self.pipeline.policy().anchors();
+                let source = RuleSource {
+                    kind: SourceKind::Local,
+                    file: None,
+                };
+                let rule = Rule::parse(&text, RuleKind::Allow, source, &anchors)
+                    .map_err(|e| e.to_string())?;
+                let rules = {
+                    let mut added = self.added.lock().map_err(|_| "the rules are unusable")?;
+                    added.push(rule);
+                    added.clone()
+                };
+                self.pipeline.set_flag_rules(rules);
+                Ok(())
+            }
+        }
+    }
+
+    async fn decide(&self, call: ToolCallUpdate, always: AlwaysAllow) -> bool {
+        match self.ask_client(call, &always).await {
+            Choice::Once => true,
+            Choice::Always => {
+                if let Err(problem) = self.remember(always) {
+                    tracing::warn!("\"allow always\" was not kept: {problem}");
+                }
+                true
+            }
+            Choice::Refused => false,
+        }
+    }
+}
+
+fn pending_call(id: &str, name: &str, input: &Value, question: &str) -> ToolCallUpdate {
+    let fields = ToolCallUpdateFields::new()
+        .title(format!("{} — {question}", title(name, input)))
+        .kind(kind(name))
+        .status(ToolCallStatus::Pending)
+        .raw_input(input.clone());
+    ToolCallUpdate::new(id.to_string(), fields)
+}
+
+impl PermissionPrompter for AcpAsker {
+    fn ask<'a>(&'a self, request: PromptRequest<'a>) -> BoxFuture<'a, PromptAnswer> {
+        Box::pin(async move {
+            let call = request.call;
+            let update = pending_call(&call.id, &call.name, &call.input, request.question);
+            match self
+                .decide(update, always_allow(&call.name, &call.input))
+                .await
+            {
+                true => PromptAnswer::Allow {
+                    updated_input: None,
+                },
+                // The model hears the refusal and answers; the turn goes
+                // on (session/cancel is how a client stops it).
+                false => PromptAnswer::Deny {
+                    message: REFUSED.into(),
+                    interrupt: false,
+                },
+            }
+        })
+    }
+}
+
+/// A command's connection to a host no rule names, asked the same way;
+/// "allow always" adds the host's WebFetch domain rule.
+impl crate::sandbox::egress::EgressAsker for AcpAsker {
+    fn allow_host<'a>(&'a self, host: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let input = json!({"host": host});
+            let question = format!("a command wants to connect to {host}, which no rule names");
+            let id = format!("network-{}", uuid::Uuid::new_v4());
+            let update = pending_call(&id, crate::control::NETWORK_ACCESS, &input, &question);
+            let always = AlwaysAllow::Rule(format!("WebFetch(domain:{host})"));
+            self.decide(update, always).await
+        })
+    }
+}

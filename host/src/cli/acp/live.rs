@@ -1,0 +1,154 @@
+//! One ACP session while it lives: a built session whose turns run on a
+//! task of their own (print mode's loop over a stream of prompts), its
+//! events and questions wired to the client, and the one prompt that may
+//! wait for a turn's end at a time.
+
+use super::Limits;
+use super::asking::AcpAsker;
+use super::updates::{AcpOutput, TurnEnd, TurnWaiter};
+use crate::agent::QueuedInput;
+use crate::cli::print::{PrintSession, Prompts, SlashCommands, run_print};
+use crate::control::TurnSlot;
+use crate::policy::{ModeChangeBy, PermissionMode};
+use crate::session::{Session, SessionAsker, SessionOutput};
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{CurrentModeUpdate, SessionUpdate};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PromptError {
+    #[error("a prompt is already running in this session; cancel it or wait for its end")]
+    Busy,
+    #[error("the session has ended")]
+    Ended,
+}
+
+pub struct LiveSession {
+    pub id: String,
+    pub session: Arc<Session>,
+    turn: TurnSlot,
+    waiter: TurnWaiter,
+    busy: AtomicBool,
+    runner: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl LiveSession {
+    /// Wires `session` to the client and starts its turn runner.
+    pub fn start(
+        session: Session,
+        connection: ConnectionTo<Client>,
+        limits: &Limits,
+        slash_commands: bool,
+    ) -> Arc<Self> {
+        let session = Arc::new(session);
+        let waiter = TurnWaiter::default();
+        let output = AcpOutput::new(connection.clone(), session.id.clone(), waiter.clone());
+        let asker = Arc::new(AcpAsker::new(
+            connection,
+            session.id.clone(),
+            session.pipeline.clone(),
+            limits.permission_timeout,
+        ));
+        let told = output.clone();
+        session.start(SessionOutput {
+            events: Box::new(output.clone()),
+            mode_changes: Some(Box::new(move |mode: PermissionMode| {
+                told.send(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                    mode.as_str(),
+                )));
+            })),
+            asker: Some(SessionAsker {
+                calls: asker.clone(),
+                hosts: asker,
+            }),
+        });
+        let turn = TurnSlot::default();
+        let runner = tokio::spawn(run_turns(
+            session.clone(),
+            output,
+            turn.clone(),
+            slash_commands,
+        ));
+        Arc::new(Self {
+            id: session.id.clone(),
+            session,
+            turn,
+            waiter,
+            busy: AtomicBool::new(false),
+            runner: Mutex::new(Some(runner)),
+        })
+    }
+
+    /// Runs one turn on `text`; its end (or that the session ended first).
+    pub async fn prompt(&self, text: String) -> Result<TurnEnd, PromptError> {
+        if self.busy.swap(true, Ordering::SeqCst) {
+            return Err(PromptError::Busy);
+        }
+        let (tell, told) = oneshot::channel();
+        if let Ok(mut waiter) = self.waiter.lock() {
+            *waiter = Some(tell);
+        }
+        self.session.queue.push(QueuedInput {
+            uuid: uuid::Uuid::new_v4().to_string(),
+            text,
+        });
+        let end = told.await.map_err(|_| PromptError::Ended);
+        self.busy.store(false, Ordering::SeqCst);
+        end
+    }
+
+    /// `session/cancel`: the running turn ends `cancelled` (its calls are
+    /// paired with results, running tools stop as they do on an
+    /// interrupt). False when no turn runs.
+    pub fn cancel(&self) -> bool {
+        self.turn.interrupt()
+    }
+
+    pub fn set_mode(&self, mode: PermissionMode) -> Result<(), String> {
+        self.session
+            .set_permission_mode(mode, ModeChangeBy::ControlRequest)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Ends the session: no more turns, its MCP servers and background
+    /// commands stopped, its transcript synced by the runner's end.
+    pub async fn close(&self) {
+        self.turn.interrupt();
+        self.session.queue.close();
+        let runner = self.runner.lock().ok().and_then(|mut r| r.take());
+        if let Some(runner) = runner {
+            let _ = runner.await;
+        }
+        self.session.shutdown().await;
+    }
+}
+
+/// The session's turns, one per prompt, until its queue closes.
+async fn run_turns(session: Arc<Session>, output: AcpOutput, turn: TurnSlot, slash_commands: bool) {
+    let (Some(run), Some(deps)) = (&session.run, session.deps(true)) else {
+        tracing::error!("an ACP session was built without a model");
+        return;
+    };
+    let print_session = PrintSession {
+        hooks: Some(session.hooks.as_ref()),
+        history: session.history.clone(),
+        source: session.source,
+        transcript: session.transcript.as_deref(),
+        turn: Some(turn),
+        model: Some(run.model_name.clone()),
+        overrides: None,
+        meter: None,
+        checkpoints: session.checkpoints.clone(),
+        slash_commands,
+        commands: slash_commands.then_some(SlashCommands {
+            pipeline: &session.pipeline,
+        }),
+        notifications: None,
+    };
+    let prompts = Prompts::Stream(session.queue.clone());
+    run_print(&deps, &run.config, output, prompts, print_session).await;
+}

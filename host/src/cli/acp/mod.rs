@@ -1,0 +1,283 @@
+//! `carapace acp`: the Agent Client Protocol on stdin/stdout, for editors
+//! (Zed, JetBrains IDEs, Neovim and Emacs clients). One process serves
+//! many sessions: each is built like a session of `carapace -p` (its own
+//! policy, mode, history, transcript, hooks, MCP servers, background
+//! commands) and they share the process's sandbox engine and compiled
+//! components. A session's failure ends its turn only.
+//!
+//! The protocol itself is Zed's `agent-client-protocol` crate (v1): it
+//! answers malformed JSON-RPC, unknown methods and requests no handler
+//! takes with JSON-RPC errors.
+
+mod asking;
+mod content;
+mod live;
+mod updates;
+
+use super::Cli;
+use crate::policy::PermissionMode;
+use crate::sandbox::{SandboxConfig, SandboxEngine};
+use crate::session::{McpSetup, SessionPaths};
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, SessionMode, SessionModeState, SetSessionModeRequest, SetSessionModeResponse,
+    StopReason,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Error, Stdio};
+use anyhow::Context;
+use live::{LiveSession, PromptError};
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use updates::TurnEnd;
+
+/// How much one process takes on.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_sessions: usize,
+    pub max_running: usize,
+    pub permission_timeout: Duration,
+}
+
+/// What every session of the connection shares.
+struct Server {
+    /// The session flags given before `acp`.
+    cli: Cli,
+    limits: Limits,
+    engine: SandboxEngine,
+    sessions: Mutex<HashMap<String, Arc<LiveSession>>>,
+    /// Turns running now, across sessions.
+    running: Arc<Semaphore>,
+}
+
+pub async fn serve(mut cli: Cli, limits: Limits) -> anyhow::Result<ExitCode> {
+    super::check_flags(&cli)?;
+    // Every session is new, with an id of its own; prompts come from the
+    // client.
+    if cli.resume.is_some() || cli.continue_session || cli.session_id.is_some() {
+        anyhow::bail!(
+            "--resume, --continue and --session-id are for one session; an ACP client resumes with session/load"
+        );
+    }
+    cli.prompt = None;
+    let engine =
+        SandboxEngine::new(&SandboxConfig::default()).context("starting the sandbox engine")?;
+    let server = Arc::new(Server {
+        running: Arc::new(Semaphore::new(limits.max_running.max(1))),
+        cli,
+        limits,
+        engine,
+        sessions: Mutex::default(),
+    });
+    let served = connect(server.clone()).await;
+    // stdin closed (or the connection broke): every session ends cleanly,
+    // its transcript synced.
+    let sessions: Vec<_> = match server.sessions.lock() {
+        Ok(mut sessions) => sessions.drain().map(|(_, s)| s).collect(),
+        Err(_) => Vec::new(),
+    };
+    for session in sessions {
+        session.close().await;
+    }
+    served.context("serving ACP on stdin/stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn connect(server: Arc<Server>) -> Result<(), Error> {
+    let (new, prompt, mode, cancel) = (server.clone(), server.clone(), server.clone(), server);
+    Agent
+        .v1()
+        .name("carapace")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                responder.respond(initialize(request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest,
+                        responder: Responder<NewSessionResponse>,
+                        cx: ConnectionTo<Client>| {
+                let server = new.clone();
+                let connection = cx.clone();
+                cx.spawn(async move {
+                    responder.respond_with_result(server.new_session(request, connection).await)
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest,
+                        responder: Responder<PromptResponse>,
+                        cx: ConnectionTo<Client>| {
+                let server = prompt.clone();
+                cx.spawn(async move { responder.respond_with_result(server.prompt(request).await) })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest,
+                        responder: Responder<SetSessionModeResponse>,
+                        _cx| { responder.respond_with_result(mode.set_mode(request)) },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                cancel.cancel(&notification.session_id.0);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await
+}
+
+fn initialize(request: InitializeRequest) -> InitializeResponse {
+    let capabilities = AgentCapabilities::new()
+        .load_session(false)
+        .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+        .mcp_capabilities(McpCapabilities::new().http(true));
+    InitializeResponse::new(request.protocol_version)
+        .agent_capabilities(capabilities)
+        .agent_info(Implementation::new("carapace", env!("CARGO_PKG_VERSION")))
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::invalid_params().data(serde_json::json!(message.into()))
+}
+
+impl Server {
+    fn live(&self, id: &str) -> Result<Arc<LiveSession>, Error> {
+        self.sessions
+            .lock()
+            .ok()
+            .and_then(|sessions| sessions.get(id).cloned())
+            .ok_or_else(|| invalid(format!("no session `{id}` on this connection")))
+    }
+
+    async fn new_session(
+        &self,
+        request: NewSessionRequest,
+        connection: ConnectionTo<Client>,
+    ) -> Result<NewSessionResponse, Error> {
+        let alive = self.sessions.lock().map(|s| s.len()).unwrap_or(usize::MAX);
+        if alive >= self.limits.max_sessions {
+            return Err(invalid(format!(
+                "{alive} sessions are open, the most this process takes (--max-sessions); close one first"
+            )));
+        }
+        if !request.cwd.is_absolute() {
+            return Err(invalid("cwd must be an absolute path"));
+        }
+        let mut paths = SessionPaths::from_env().map_err(Error::into_internal_error)?;
+        paths.cwd = request.cwd.clone();
+        let mut configs = self.cli.mcp_config.clone();
+        configs.extend(content::mcp_config(&request.mcp_servers).map_err(invalid)?);
+        let built = super::session_builder_at(&self.cli, false, paths)
+            .map_err(|e| invalid(format!("{e:#}")))?
+            .mcp(McpSetup {
+                configs,
+                strict: self.cli.strict_mcp_config || self.cli.bare,
+            })
+            .engine(self.engine.clone())
+            .build()
+            .await
+            .map_err(|e| invalid(format!("the session could not start: {e}")))?;
+        for warning in &built.warnings {
+            tracing::warn!("session {}: {warning}", built.id);
+        }
+        let mode = built.mode();
+        let bypass = built.pipeline.policy().mode_cell().bypass_allowed();
+        let live = LiveSession::start(built, connection, &self.limits, true);
+        let id = live.id.clone();
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.insert(id.clone(), live);
+        }
+        Ok(NewSessionResponse::new(id).modes(modes(mode, bypass)))
+    }
+
+    async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, Error> {
+        let live = self.live(&request.session_id.0)?;
+        let text = content::prompt_text(&request.prompt).map_err(invalid)?;
+        let text = with_mentions(&live, text).await;
+        let Ok(_permit) = self.running.clone().try_acquire_owned() else {
+            return Err(invalid(format!(
+                "{} turns are running, the most this process runs at once (--max-running); try again when one ends",
+                self.limits.max_running
+            )));
+        };
+        match live.prompt(text).await {
+            Ok(end) => stop_reason(end).map(PromptResponse::new),
+            Err(PromptError::Busy) => Err(invalid(PromptError::Busy.to_string())),
+            Err(PromptError::Ended) => {
+                Err(Error::internal_error().data(serde_json::json!(PromptError::Ended.to_string())))
+            }
+        }
+    }
+
+    fn set_mode(&self, request: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
+        let live = self.live(&request.session_id.0)?;
+        let mode = PermissionMode::parse(&request.mode_id.0)
+            .ok_or_else(|| invalid(format!("no mode `{}`", request.mode_id.0)))?;
+        live.set_mode(mode).map_err(invalid)?;
+        Ok(SetSessionModeResponse::new())
+    }
+
+    fn cancel(&self, id: &str) {
+        match self.live(id) {
+            Ok(live) => {
+                live.cancel();
+            }
+            Err(_) => tracing::warn!("session/cancel for an unknown session `{id}`"),
+        }
+    }
+}
+
+/// Files the prompt mentions (`@path`, or a resource link) are read with
+/// the Read tool's grant first, as on the interactive screen.
+async fn with_mentions(live: &LiveSession, text: String) -> String {
+    let cwd = &live.session.paths.cwd;
+    let files = crate::cli::interactive::mentions::mentioned(&text, cwd);
+    if files.is_empty() {
+        return text;
+    }
+    let read =
+        crate::cli::interactive::mentions::read_mentions(&live.session.pipeline, cwd, &files).await;
+    format!("{read}\n{text}")
+}
+
+/// How a turn's end is told: a failure as a JSON-RPC error with its words.
+fn stop_reason(end: TurnEnd) -> Result<StopReason, Error> {
+    use crate::agent::Terminal;
+    match end.terminal {
+        Terminal::AbortedStreaming | Terminal::AbortedTools => Ok(StopReason::Cancelled),
+        Terminal::MaxTurns | Terminal::BudgetExhausted => Ok(StopReason::MaxTurnRequests),
+        _ => match end.error {
+            Some(error) => Err(Error::internal_error().data(serde_json::json!(error))),
+            None => Ok(StopReason::EndTurn),
+        },
+    }
+}
+
+/// The modes a client may switch among: Claude Code's, bypass only when
+/// the flags allow it.
+fn modes(current: PermissionMode, bypass: bool) -> SessionModeState {
+    let mut available = vec![
+        SessionMode::new("default", "Default")
+            .description("Ask before edits and commands".to_string()),
+        SessionMode::new("acceptEdits", "Accept edits")
+            .description("Edits in the working directories without asking".to_string()),
+        SessionMode::new("plan", "Plan").description("Read and plan; change nothing".to_string()),
+    ];
+    if bypass {
+        available.push(
+            SessionMode::new("bypassPermissions", "Bypass permissions")
+                .description("Everything the sandbox allows, without asking".to_string()),
+        );
+    }
+    SessionModeState::new(current.as_str(), available)
+}

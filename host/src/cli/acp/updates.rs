@@ -1,0 +1,268 @@
+//! A session's events as ACP `session/update` notifications: text and
+//! thinking as they stream, each tool call when the model has written it
+//! (kind, title, locations, raw input), then its outcome (an edit as a
+//! diff, anything else as text), TodoWrite's list as a plan. The end of
+//! each turn goes to the prompt that waits for it.
+
+use crate::agent::{AgentEvent, EventSink, QueryOutcome, Terminal};
+use crate::model::{ContentBlock as ModelBlock, StreamEvent};
+use crate::output::RunOutput;
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionNotification, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
+
+/// How a turn ended, for the prompt that started it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnEnd {
+    pub terminal: Terminal,
+    /// The failure's words, when the turn failed.
+    pub error: Option<String>,
+}
+
+/// Where the turn's end goes: the waiting prompt, once.
+pub type TurnWaiter = Arc<Mutex<Option<oneshot::Sender<TurnEnd>>>>;
+
+/// One session's events, sent to its client.
+#[derive(Clone)]
+pub struct AcpOutput {
+    pub connection: ConnectionTo<Client>,
+    pub session_id: String,
+    pub waiter: TurnWaiter,
+    /// The calls written so far (name and input), for their outcomes.
+    calls: Arc<Mutex<HashMap<String, (String, Value)>>>,
+}
+
+impl AcpOutput {
+    pub fn new(connection: ConnectionTo<Client>, session_id: String, waiter: TurnWaiter) -> Self {
+        Self {
+            connection,
+            session_id,
+            waiter,
+            calls: Arc::default(),
+        }
+    }
+
+    pub fn send(&self, update: SessionUpdate) {
+        let notification = SessionNotification::new(self.session_id.clone(), update);
+        if let Err(e) = self.connection.send_notification(notification) {
+            tracing::debug!("a session update was not sent: {e}");
+        }
+    }
+
+    fn text(&self, thought: bool, text: String) {
+        let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+        self.send(match thought {
+            true => SessionUpdate::AgentThoughtChunk(chunk),
+            false => SessionUpdate::AgentMessageChunk(chunk),
+        });
+    }
+
+    fn streamed(&self, event: &StreamEvent) {
+        let StreamEvent::ContentBlockDelta { delta, .. } = event else {
+            return;
+        };
+        match delta["type"].as_str() {
+            Some("text_delta") => self.text(false, string(&delta["text"])),
+            Some("thinking_delta") => self.text(true, string(&delta["thinking"])),
+            _ => {}
+        }
+    }
+
+    fn written(&self, id: &str, name: &str, input: &Value) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.insert(id.to_string(), (name.to_string(), input.clone()));
+        }
+        let call = ToolCall::new(id.to_string(), title(name, input))
+            .kind(kind(name))
+            .status(ToolCallStatus::Pending)
+            .locations(locations(input))
+            .raw_input(input.clone());
+        self.send(SessionUpdate::ToolCall(call));
+        if name == "TodoWrite" {
+            self.send(SessionUpdate::Plan(Plan::new(plan(input))));
+        }
+    }
+
+    fn finished(&self, id: &str, failed: bool, text: String, structured: Option<Value>) {
+        let call = self.calls.lock().ok().and_then(|mut c| c.remove(id));
+        let diffs = match (&call, failed) {
+            (Some((name, input)), false) => diffs(name, input),
+            _ => Vec::new(),
+        };
+        let content = match diffs.is_empty() {
+            true => vec![ToolCallContent::from(ContentBlock::Text(TextContent::new(
+                text,
+            )))],
+            false => diffs,
+        };
+        let fields = ToolCallUpdateFields::new()
+            .status(match failed {
+                true => ToolCallStatus::Failed,
+                false => ToolCallStatus::Completed,
+            })
+            .content(content)
+            .raw_output(structured);
+        self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            id.to_string(),
+            fields,
+        )));
+    }
+}
+
+impl EventSink for AcpOutput {
+    fn emit(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Partial(event) => self.streamed(&event),
+            AgentEvent::AssistantBlock {
+                block: ModelBlock::ToolUse { id, name, input },
+                ..
+            } => self.written(&id, &name, &input),
+            AgentEvent::ToolResult(result) => self.finished(
+                &result.tool_use_id,
+                result.is_error,
+                result.content.text(),
+                result.structured,
+            ),
+            AgentEvent::Tombstone { tool_use_ids, .. } => {
+                for id in tool_use_ids {
+                    self.finished(
+                        &id,
+                        true,
+                        "The call was void: the response broke off.".into(),
+                        None,
+                    );
+                }
+            }
+            AgentEvent::LocalAnswer { text } => self.text(false, text),
+            AgentEvent::Informational { content, .. } => self.text(false, content),
+            _ => {}
+        }
+    }
+}
+
+impl RunOutput for AcpOutput {
+    fn start(&self) {}
+
+    fn finish(&self, outcome: &QueryOutcome) {
+        let error = outcome.is_error().then(|| {
+            outcome
+                .error
+                .as_ref()
+                .map(|e| e.message.clone())
+                .unwrap_or_else(|| outcome.result.clone())
+        });
+        let waiting = self.waiter.lock().ok().and_then(|mut w| w.take());
+        if let Some(waiting) = waiting {
+            let _ = waiting.send(TurnEnd {
+                terminal: outcome.terminal,
+                error,
+            });
+        }
+    }
+}
+
+fn string(value: &Value) -> String {
+    value.as_str().unwrap_or_default().to_string()
+}
+
+fn field<'a>(input: &'a Value, name: &str) -> Option<&'a str> {
+    input.get(name).and_then(Value::as_str)
+}
+
+/// What kind of call it is, for the client's icon and grouping.
+pub(super) fn kind(name: &str) -> ToolKind {
+    match name {
+        "Read" | "NotebookRead" => ToolKind::Read,
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => ToolKind::Edit,
+        "Bash" | "BashOutput" | "KillShell" => ToolKind::Execute,
+        "Grep" | "Glob" => ToolKind::Search,
+        "WebFetch" | "WebSearch" => ToolKind::Fetch,
+        "TodoWrite" | "Agent" | "Task" => ToolKind::Think,
+        "ExitPlanMode" => ToolKind::SwitchMode,
+        _ => ToolKind::Other,
+    }
+}
+
+/// A call's one-line title, as a person would say it.
+pub(super) fn title(name: &str, input: &Value) -> String {
+    let path = field(input, "file_path").or_else(|| field(input, "notebook_path"));
+    match (name, path) {
+        (_, Some(path)) => format!("{name} {path}"),
+        ("Bash", _) => field(input, "description")
+            .or_else(|| field(input, "command"))
+            .map(|d| format!("Bash: {d}"))
+            .unwrap_or_else(|| name.into()),
+        ("Grep" | "Glob", _) => field(input, "pattern")
+            .map(|p| format!("{name} `{p}`"))
+            .unwrap_or_else(|| name.into()),
+        ("WebFetch", _) => field(input, "url")
+            .map(|u| format!("Fetch {u}"))
+            .unwrap_or_else(|| name.into()),
+        ("WebSearch", _) => field(input, "query")
+            .map(|q| format!("Search the web: {q}"))
+            .unwrap_or_else(|| name.into()),
+        ("TodoWrite", _) => "Update the plan".into(),
+        _ => name.into(),
+    }
+}
+
+fn locations(input: &Value) -> Vec<ToolCallLocation> {
+    ["file_path", "notebook_path", "path"]
+        .iter()
+        .filter_map(|f| field(input, f))
+        .take(1)
+        .map(ToolCallLocation::new)
+        .collect()
+}
+
+/// An edit's outcome as diffs of what it replaced.
+fn diffs(name: &str, input: &Value) -> Vec<ToolCallContent> {
+    let Some(path) = field(input, "file_path") else {
+        return Vec::new();
+    };
+    let diff = |old: Option<&str>, new: &str| {
+        ToolCallContent::from(Diff::new(path, new).old_text(old.map(str::to_string)))
+    };
+    match name {
+        "Write" => field(input, "content")
+            .map(|c| vec![diff(None, c)])
+            .unwrap_or_default(),
+        "Edit" => match (field(input, "old_string"), field(input, "new_string")) {
+            (Some(old), Some(new)) => vec![diff(Some(old), new)],
+            _ => Vec::new(),
+        },
+        "MultiEdit" => input["edits"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| Some(diff(Some(field(e, "old_string")?), field(e, "new_string")?)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// TodoWrite's list as plan entries.
+fn plan(input: &Value) -> Vec<PlanEntry> {
+    input["todos"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|todo| {
+            let status = match field(todo, "status")? {
+                "completed" => PlanEntryStatus::Completed,
+                "in_progress" => PlanEntryStatus::InProgress,
+                _ => PlanEntryStatus::Pending,
+            };
+            let content = field(todo, "content")?;
+            Some(PlanEntry::new(content, PlanEntryPriority::Medium, status))
+        })
+        .collect()
+}

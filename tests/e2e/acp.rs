@@ -1,0 +1,289 @@
+//! `carapace acp` as an editor meets it: JSON-RPC lines on stdin/stdout,
+//! played here by a small client of the test's own against the scripted
+//! Messages API.
+
+mod support;
+
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+use support::TestResult;
+
+type Error = Box<dyn std::error::Error>;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// What the client says to a permission question.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    Option(&'static str),
+    Never,
+}
+
+struct Editor {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+    next_id: u64,
+    /// Every notification and request the agent sent, in order.
+    seen: Vec<Value>,
+    answer: Answer,
+}
+
+impl Editor {
+    /// `carapace FLAGS acp ACP_FLAGS`.
+    fn start(
+        server: &ScriptedServer,
+        cwd: &std::path::Path,
+        flags: &[&str],
+        acp_flags: &[&str],
+    ) -> Result<Self, Error> {
+        let mut child = support::against(server, cwd)
+            .args(flags)
+            .arg("acp")
+            .args(acp_flags)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (send, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                match serde_json::from_str::<Value>(&line) {
+                    Ok(value) => {
+                        if send.send(value).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => eprintln!("not JSON from the agent: {line}"),
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Ok(Self {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+            seen: Vec::new(),
+            answer: Answer::Option("allow_once"),
+        })
+    }
+
+    fn write(&mut self, line: &str) -> Result<(), Error> {
+        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
+        writeln!(stdin, "{line}")?;
+        stdin.flush()?;
+        Ok(())
+    }
+
+    fn send(&mut self, method: &str, params: Value) -> Result<u64, Error> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.write(&line.to_string())?;
+        Ok(id)
+    }
+
+    fn notify(&mut self, method: &str, params: Value) -> Result<(), Error> {
+        self.write(&json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string())
+    }
+
+    /// Reads until the response to `id`, answering the agent's questions
+    /// on the way.
+    fn response(&mut self, id: u64) -> Result<Value, Error> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = match self.lines.recv_timeout(left) {
+                Ok(line) => line,
+                Err(RecvTimeoutError::Timeout) => return Err(format!("no answer to {id}").into()),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err("the agent's stdout closed".into());
+                }
+            };
+            if line["id"] == id && line.get("method").is_none() {
+                return Ok(line);
+            }
+            self.seen.push(line.clone());
+            if line["method"] == "session/request_permission" {
+                if let Answer::Option(option) = self.answer {
+                    let answer = json!({"jsonrpc": "2.0", "id": line["id"], "result": {"outcome": {"outcome": "selected", "optionId": option}}});
+                    self.write(&answer.to_string())?;
+                }
+            }
+        }
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Result<Value, Error> {
+        let id = self.send(method, params)?;
+        self.response(id)
+    }
+
+    fn initialize(&mut self) -> Result<Value, Error> {
+        self.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}}}),
+        )
+    }
+
+    fn new_session(&mut self, cwd: &std::path::Path) -> Result<String, Error> {
+        let answer = self.call("session/new", json!({"cwd": cwd, "mcpServers": []}))?;
+        answer["result"]["sessionId"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("no session: {answer}").into())
+    }
+
+    fn prompt(&mut self, session: &str, text: &str) -> Result<Value, Error> {
+        self.call(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+    }
+
+    /// The `session/update`s seen so far of one kind.
+    fn updates(&self, kind: &str) -> Vec<Value> {
+        self.seen
+            .iter()
+            .filter(|l| l["method"] == "session/update")
+            .map(|l| l["params"]["update"].clone())
+            .filter(|u| u["sessionUpdate"] == kind)
+            .collect()
+    }
+
+    /// Closes stdin and waits for the process to end.
+    fn close(mut self) -> Result<Option<i32>, Error> {
+        self.stdin = None;
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status.code());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.child.kill()?;
+        Err("the agent did not end when stdin closed".into())
+    }
+}
+
+fn message_text(editor: &Editor) -> String {
+    editor
+        .updates("agent_message_chunk")
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn an_editor_prompts_sees_the_turn_and_is_asked_before_a_write() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let cwd = workspace.path().canonicalize()?;
+    let target = cwd.join("notes.txt");
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_write",
+            "Write",
+            json!({"file_path": target, "content": "hello from the editor\n"}),
+        )]),
+        Reply::text("Written."),
+    ])?;
+    let mut editor = Editor::start(&server, &cwd, &[], &[])?;
+    let init = editor.initialize()?;
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    assert_eq!(init["result"]["agentInfo"]["name"], "carapace", "{init}");
+    assert_eq!(
+        init["result"]["agentCapabilities"]["promptCapabilities"]["embeddedContext"],
+        true
+    );
+    let answer = editor.call("session/new", json!({"cwd": cwd, "mcpServers": []}))?;
+    let session = answer["result"]["sessionId"]
+        .as_str()
+        .ok_or("no id")?
+        .to_string();
+    let modes: Vec<&str> = answer["result"]["modes"]["availableModes"]
+        .as_array()
+        .ok_or("no modes")?
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert_eq!(modes, ["default", "acceptEdits", "plan"], "{answer}");
+    assert_eq!(answer["result"]["modes"]["currentModeId"], "default");
+
+    let done = editor.prompt(&session, "write the notes")?;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(std::fs::read_to_string(&target)?, "hello from the editor\n");
+    let asked: Vec<&Value> = editor
+        .seen
+        .iter()
+        .filter(|l| l["method"] == "session/request_permission")
+        .collect();
+    assert_eq!(asked.len(), 1, "{:?}", editor.seen);
+    let options: Vec<&str> = asked[0]["params"]["options"]
+        .as_array()
+        .ok_or("no options")?
+        .iter()
+        .filter_map(|o| o["kind"].as_str())
+        .collect();
+    assert_eq!(options, ["allow_once", "allow_always", "reject_once"]);
+    assert_eq!(asked[0]["params"]["toolCall"]["toolCallId"], "toolu_write");
+    let call = &editor.updates("tool_call")[0];
+    assert_eq!(call["toolCallId"], "toolu_write");
+    assert_eq!(call["kind"], "edit");
+    assert_eq!(call["title"], format!("Write {}", target.display()));
+    assert_eq!(call["locations"][0]["path"], json!(target));
+    assert_eq!(call["rawInput"]["content"], "hello from the editor\n");
+    let outcome = &editor.updates("tool_call_update")[0];
+    assert_eq!(outcome["status"], "completed", "{outcome}");
+    assert_eq!(outcome["content"][0]["type"], "diff");
+    assert_eq!(outcome["content"][0]["newText"], "hello from the editor\n");
+    assert_eq!(message_text(&editor), "Written.");
+    // What the model was sent: the prompt, then the write's result.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(editor.close()?, Some(0));
+    Ok(())
+}
+
+#[test]
+fn a_rejected_call_is_refused_and_an_unanswered_one_too() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let cwd = workspace.path().canonicalize()?;
+    let write = |id: &str, name: &str| {
+        Reply::tool_uses(vec![Block::tool_use(
+            id,
+            "Write",
+            json!({"file_path": cwd.join(name), "content": "x"}),
+        )])
+    };
+    let server = ScriptedServer::start(vec![
+        write("toolu_a", "a.txt"),
+        Reply::text("Understood."),
+        write("toolu_b", "b.txt"),
+        Reply::text("Nobody answered."),
+    ])?;
+    let mut editor = Editor::start(&server, &cwd, &[], &["--permission-timeout", "1"])?;
+    editor.initialize()?;
+    let session = editor.new_session(&cwd)?;
+    editor.answer = Answer::Option("reject_once");
+    let done = editor.prompt(&session, "write a")?;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert!(!cwd.join("a.txt").exists(), "a refused write happened");
+    let failed = &editor.updates("tool_call_update")[0];
+    assert_eq!(failed["status"], "failed", "{failed}");
+    editor.answer = Answer::Never;
+    let started = Instant::now();
+    let done = editor.prompt(&session, "write b")?;
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(!cwd.join("b.txt").exists(), "an unanswered write happened");
+    assert!(
+        done.get("result").is_some() || done.get("error").is_some(),
+        "{done}"
+    );
+    assert_eq!(editor.close()?, Some(0));
+    Ok(())
+}
