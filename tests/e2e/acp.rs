@@ -287,3 +287,181 @@ fn a_rejected_call_is_refused_and_an_unanswered_one_too() -> TestResult {
     assert_eq!(editor.close()?, Some(0));
     Ok(())
 }
+
+/// A reply whose stream stops for `pause` after its first text block.
+fn slow_text(text: &str, pause: Duration) -> Reply {
+    Reply::text(text).after_block(0, scripted_server::Step::Pause(pause))
+}
+
+/// Reads until an update of `kind` arrives.
+fn wait_for_update(editor: &mut Editor, kind: &str) -> Result<(), Error> {
+    let deadline = Instant::now() + WAIT;
+    while editor.updates(kind).is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = editor.lines.recv_timeout(left)?;
+        editor.seen.push(line);
+    }
+    Ok(())
+}
+
+#[test]
+fn cancel_ends_the_turn_cancelled_and_a_second_prompt_meanwhile_is_refused() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let cwd = workspace.path().canonicalize()?;
+    let server = ScriptedServer::start(vec![
+        slow_text("Thinking it over", Duration::from_secs(30)),
+        Reply::text("Back again."),
+    ])?;
+    let mut editor = Editor::start(&server, &cwd, &[], &[])?;
+    editor.initialize()?;
+    let session = editor.new_session(&cwd)?;
+    let running = editor.send(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+    )?;
+    wait_for_update(&mut editor, "agent_message_chunk")?;
+    let refused = editor.prompt(&session, "and this too")?;
+    assert!(
+        refused["error"]["data"]
+            .as_str()
+            .is_some_and(|d| d.contains("already running")),
+        "{refused}"
+    );
+    let started = Instant::now();
+    editor.notify("session/cancel", json!({"sessionId": session}))?;
+    let ended = editor.response(running)?;
+    assert_eq!(ended["result"]["stopReason"], "cancelled", "{ended}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the cancel waited for the stream"
+    );
+    // The session goes on.
+    let next = editor.prompt(&session, "again")?;
+    assert_eq!(next["result"]["stopReason"], "end_turn", "{next}");
+    assert!(message_text(&editor).ends_with("Back again."));
+    assert_eq!(editor.close()?, Some(0));
+    Ok(())
+}
+
+#[test]
+fn sessions_keep_their_own_mode_and_the_caps_refuse_with_words() -> TestResult {
+    let one = tempfile::tempdir()?;
+    let two = tempfile::tempdir()?;
+    let (one, two) = (one.path().canonicalize()?, two.path().canonicalize()?);
+    let write = |dir: &std::path::Path| {
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_w",
+            "Write",
+            json!({"file_path": dir.join("f.txt"), "content": "x"}),
+        )])
+    };
+    let server = ScriptedServer::start(vec![
+        write(&one),
+        Reply::text("one done"),
+        write(&two),
+        Reply::text("two done"),
+    ])?;
+    let mut editor = Editor::start(&server, &one, &[], &["--max-sessions", "2"])?;
+    editor.initialize()?;
+    let first = editor.new_session(&one)?;
+    let second = editor.new_session(&two)?;
+    assert_ne!(first, second);
+    let third = editor.call("session/new", json!({"cwd": one, "mcpServers": []}))?;
+    assert!(
+        third["error"]["data"]
+            .as_str()
+            .is_some_and(|d| d.contains("--max-sessions")),
+        "{third}"
+    );
+    let changed = editor.call(
+        "session/set_mode",
+        json!({"sessionId": first, "modeId": "acceptEdits"}),
+    )?;
+    assert!(changed.get("result").is_some(), "{changed}");
+    assert_eq!(
+        editor.updates("current_mode_update")[0]["currentModeId"],
+        "acceptEdits"
+    );
+    // acceptEdits in the first: its write is not asked about.
+    editor.prompt(&first, "write")?;
+    let asked = |editor: &Editor| {
+        editor
+            .seen
+            .iter()
+            .filter(|l| l["method"] == "session/request_permission")
+            .count()
+    };
+    assert_eq!(asked(&editor), 0);
+    assert!(one.join("f.txt").exists());
+    // The second is still in the default mode: asked.
+    editor.prompt(&second, "write")?;
+    assert_eq!(asked(&editor), 1);
+    assert!(two.join("f.txt").exists());
+    assert_eq!(editor.close()?, Some(0));
+    Ok(())
+}
+
+#[test]
+fn bad_input_gets_json_rpc_errors_and_closing_stdin_mid_turn_ends_cleanly() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let cwd = workspace.path().canonicalize()?;
+    let server = ScriptedServer::start(vec![slow_text("Working", Duration::from_secs(30))])?;
+    let mut editor = Editor::start(&server, &cwd, &[], &[])?;
+    editor.initialize()?;
+    editor.write("{this is not json")?;
+    let parse_error = editor.lines.recv_timeout(WAIT)?;
+    assert_eq!(parse_error["error"]["code"], -32700, "{parse_error}");
+    let unknown = editor.call("session/fly", json!({}))?;
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    let nobody = editor.prompt("no-such-session", "hello")?;
+    assert!(
+        nobody["error"]["data"]
+            .as_str()
+            .is_some_and(|d| d.contains("no session")),
+        "{nobody}"
+    );
+    let empty = editor.call(
+        "session/new",
+        json!({"cwd": "relative/path", "mcpServers": []}),
+    )?;
+    assert!(empty.get("error").is_some(), "{empty}");
+    let session = editor.new_session(&cwd)?;
+    editor.send(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+    )?;
+    wait_for_update(&mut editor, "agent_message_chunk")?;
+    let started = Instant::now();
+    assert_eq!(editor.close()?, Some(0));
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the end waited for the stream"
+    );
+    // The prompt reached the transcript before the end.
+    let transcripts = support::carapace_home().join(".carapace/projects");
+    let found = walk(&transcripts)
+        .into_iter()
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n == format!("{session}.jsonl").as_str())
+        })
+        .ok_or("no transcript")?;
+    let text = std::fs::read_to_string(found)?;
+    assert!(text.contains("\"go\""), "{text}");
+    for line in text.lines() {
+        serde_json::from_str::<Value>(line)?;
+    }
+    Ok(())
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        match path.is_dir() {
+            true => found.extend(walk(&path)),
+            false => found.push(path),
+        }
+    }
+    found
+}

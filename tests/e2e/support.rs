@@ -29,6 +29,11 @@ pub fn carapace() -> Command {
     command
 }
 
+/// The HOME every `carapace` of [`carapace`] runs with.
+pub fn carapace_home() -> PathBuf {
+    cache_root().join("home")
+}
+
 fn cache_root() -> PathBuf {
     carapace_test_support::cache_root()
 }
