@@ -465,3 +465,63 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+#[test]
+fn a_loaded_session_replays_its_history_and_goes_on_from_it() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let cwd = workspace.path().canonicalize()?;
+    std::fs::write(cwd.join("hello.txt"), "hi there\n")?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_read",
+            "Read",
+            json!({"file_path": cwd.join("hello.txt")}),
+        )]),
+        Reply::text("It says hi."),
+        Reply::text("Still here."),
+    ])?;
+    let mut first = Editor::start(&server, &cwd, &[], &[])?;
+    let init = first.initialize()?;
+    assert_eq!(init["result"]["agentCapabilities"]["loadSession"], true);
+    let session = first.new_session(&cwd)?;
+    first.prompt(&session, "read hello.txt")?;
+    assert_eq!(first.close()?, Some(0));
+
+    let mut second = Editor::start(&server, &cwd, &[], &[])?;
+    second.initialize()?;
+    let loaded = second.call(
+        "session/load",
+        json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+    )?;
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let said: Vec<String> = second
+        .updates("user_message_chunk")
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(said, ["read hello.txt"]);
+    assert_eq!(second.updates("tool_call")[0]["toolCallId"], "toolu_read");
+    let result = &second.updates("tool_call_update")[0];
+    assert_eq!(result["status"], "completed");
+    assert!(
+        result["content"][0]["content"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("hi there")),
+        "{result}"
+    );
+    assert_eq!(message_text(&second), "It says hi.");
+    // Loading it twice on one connection is refused.
+    let again = second.call(
+        "session/load",
+        json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+    )?;
+    assert!(again.get("error").is_some(), "{again}");
+    // The next prompt goes on from the history.
+    let next = second.prompt(&session, "anything else?")?;
+    assert_eq!(next["result"]["stopReason"], "end_turn", "{next}");
+    let sent = server.requests().last().ok_or("no request")?.body.clone();
+    let messages = sent["messages"].as_array().ok_or("no messages")?;
+    assert_eq!(messages.len(), 5, "{sent}");
+    assert_eq!(second.close()?, Some(0));
+    Ok(())
+}

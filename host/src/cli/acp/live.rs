@@ -37,16 +37,20 @@ pub struct LiveSession {
 }
 
 impl LiveSession {
-    /// Wires `session` to the client and starts its turn runner.
+    /// Wires `session` to the client and starts its turn runner; with
+    /// `replay`, its history is told to the client first.
     pub fn start(
         session: Session,
         connection: ConnectionTo<Client>,
         limits: &Limits,
-        slash_commands: bool,
+        replay: bool,
     ) -> Arc<Self> {
         let session = Arc::new(session);
         let waiter = TurnWaiter::default();
         let output = AcpOutput::new(connection.clone(), session.id.clone(), waiter.clone());
+        if replay {
+            output.replay(&session.history);
+        }
         let asker = Arc::new(AcpAsker::new(
             connection,
             session.id.clone(),
@@ -67,12 +71,7 @@ impl LiveSession {
             }),
         });
         let turn = TurnSlot::default();
-        let runner = tokio::spawn(run_turns(
-            session.clone(),
-            output,
-            turn.clone(),
-            slash_commands,
-        ));
+        let runner = tokio::spawn(run_turns(session.clone(), output, turn.clone()));
         Arc::new(Self {
             id: session.id.clone(),
             session,
@@ -128,7 +127,7 @@ impl LiveSession {
 }
 
 /// The session's turns, one per prompt, until its queue closes.
-async fn run_turns(session: Arc<Session>, output: AcpOutput, turn: TurnSlot, slash_commands: bool) {
+async fn run_turns(session: Arc<Session>, output: AcpOutput, turn: TurnSlot) {
     let (Some(run), Some(deps)) = (&session.run, session.deps(true)) else {
         tracing::error!("an ACP session was built without a model");
         return;
@@ -143,8 +142,8 @@ async fn run_turns(session: Arc<Session>, output: AcpOutput, turn: TurnSlot, sla
         overrides: None,
         meter: None,
         checkpoints: session.checkpoints.clone(),
-        slash_commands,
-        commands: slash_commands.then_some(SlashCommands {
+        slash_commands: true,
+        commands: Some(SlashCommands {
             pipeline: &session.pipeline,
         }),
         notifications: None,

@@ -17,12 +17,12 @@ mod updates;
 use super::Cli;
 use crate::policy::PermissionMode;
 use crate::sandbox::{SandboxConfig, SandboxEngine};
-use crate::session::{McpSetup, SessionPaths};
+use crate::session::{HistorySetup, McpSetup, Resume, SessionPaths};
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionMode, SessionModeState, SetSessionModeRequest, SetSessionModeResponse,
-    StopReason,
+    LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionMode,
+    SessionModeState, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Stdio};
@@ -41,6 +41,15 @@ pub struct Limits {
     pub max_sessions: usize,
     pub max_running: usize,
     pub permission_timeout: Duration,
+}
+
+/// What a `session/new` or `session/load` asks for.
+struct Opening {
+    cwd: std::path::PathBuf,
+    dirs: Vec<std::path::PathBuf>,
+    mcp_servers: Vec<agent_client_protocol::v1::schema::McpServer>,
+    /// The transcript to resume.
+    resume: Option<String>,
 }
 
 /// What every session of the connection shares.
@@ -88,7 +97,8 @@ pub async fn serve(mut cli: Cli, limits: Limits) -> anyhow::Result<ExitCode> {
 }
 
 async fn connect(server: Arc<Server>) -> Result<(), Error> {
-    let (new, prompt, mode, cancel) = (server.clone(), server.clone(), server.clone(), server);
+    let (new, load, prompt) = (server.clone(), server.clone(), server.clone());
+    let (mode, cancel) = (server.clone(), server);
     Agent
         .v1()
         .name("carapace")
@@ -106,6 +116,18 @@ async fn connect(server: Arc<Server>) -> Result<(), Error> {
                 let connection = cx.clone();
                 cx.spawn(async move {
                     responder.respond_with_result(server.new_session(request, connection).await)
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest,
+                        responder: Responder<LoadSessionResponse>,
+                        cx: ConnectionTo<Client>| {
+                let server = load.clone();
+                let connection = cx.clone();
+                cx.spawn(async move {
+                    responder.respond_with_result(server.load_session(request, connection).await)
                 })
             },
             agent_client_protocol::on_receive_request!(),
@@ -138,7 +160,7 @@ async fn connect(server: Arc<Server>) -> Result<(), Error> {
 
 fn initialize(request: InitializeRequest) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
-        .load_session(false)
+        .load_session(true)
         .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
         .mcp_capabilities(McpCapabilities::new().http(true));
     InitializeResponse::new(request.protocol_version)
@@ -164,24 +186,75 @@ impl Server {
         request: NewSessionRequest,
         connection: ConnectionTo<Client>,
     ) -> Result<NewSessionResponse, Error> {
+        let opening = Opening {
+            cwd: request.cwd,
+            dirs: request.additional_directories,
+            mcp_servers: request.mcp_servers,
+            resume: None,
+        };
+        let (id, modes) = self.open(opening, connection).await?;
+        Ok(NewSessionResponse::new(id).modes(modes))
+    }
+
+    /// `session/load`: the transcript resumed under its id, its history
+    /// told as updates before the answer.
+    async fn load_session(
+        &self,
+        request: LoadSessionRequest,
+        connection: ConnectionTo<Client>,
+    ) -> Result<LoadSessionResponse, Error> {
+        let id = request.session_id.0.to_string();
+        if self.live(&id).is_ok() {
+            return Err(invalid(format!(
+                "session `{id}` is already open on this connection"
+            )));
+        }
+        let opening = Opening {
+            cwd: request.cwd,
+            dirs: request.additional_directories,
+            mcp_servers: request.mcp_servers,
+            resume: Some(id),
+        };
+        let (_, modes) = self.open(opening, connection).await?;
+        Ok(LoadSessionResponse::new().modes(modes))
+    }
+
+    /// Builds a session on the shared engine and makes it live.
+    async fn open(
+        &self,
+        opening: Opening,
+        connection: ConnectionTo<Client>,
+    ) -> Result<(String, SessionModeState), Error> {
         let alive = self.sessions.lock().map(|s| s.len()).unwrap_or(usize::MAX);
         if alive >= self.limits.max_sessions {
             return Err(invalid(format!(
                 "{alive} sessions are open, the most this process takes (--max-sessions); close one first"
             )));
         }
-        if !request.cwd.is_absolute() {
-            return Err(invalid("cwd must be an absolute path"));
+        if !opening.cwd.is_absolute() || opening.dirs.iter().any(|d| !d.is_absolute()) {
+            return Err(invalid(
+                "cwd and additionalDirectories must be absolute paths",
+            ));
         }
         let mut paths = SessionPaths::from_env().map_err(Error::into_internal_error)?;
-        paths.cwd = request.cwd.clone();
+        paths.cwd = opening.cwd;
         let mut configs = self.cli.mcp_config.clone();
-        configs.extend(content::mcp_config(&request.mcp_servers).map_err(invalid)?);
+        configs.extend(content::mcp_config(&opening.mcp_servers).map_err(invalid)?);
+        let mut dirs = self.cli.add_dir.clone();
+        dirs.extend(opening.dirs);
+        let replay = opening.resume.is_some();
         let built = super::session_builder_at(&self.cli, false, paths)
             .map_err(|e| invalid(format!("{e:#}")))?
             .mcp(McpSetup {
                 configs,
                 strict: self.cli.strict_mcp_config || self.cli.bare,
+            })
+            .add_dirs(dirs)
+            .history(HistorySetup {
+                resume: opening.resume.map(Resume::Id),
+                fork: false,
+                persist: !self.cli.no_session_persistence,
+                name: None,
             })
             .engine(self.engine.clone())
             .build()
@@ -190,14 +263,16 @@ impl Server {
         for warning in &built.warnings {
             tracing::warn!("session {}: {warning}", built.id);
         }
-        let mode = built.mode();
-        let bypass = built.pipeline.policy().mode_cell().bypass_allowed();
-        let live = LiveSession::start(built, connection, &self.limits, true);
+        let modes = modes(
+            built.mode(),
+            built.pipeline.policy().mode_cell().bypass_allowed(),
+        );
+        let live = LiveSession::start(built, connection, &self.limits, replay);
         let id = live.id.clone();
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.insert(id.clone(), live);
         }
-        Ok(NewSessionResponse::new(id).modes(modes(mode, bypass)))
+        Ok((id, modes))
     }
 
     async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, Error> {

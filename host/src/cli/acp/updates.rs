@@ -5,7 +5,7 @@
 //! each turn goes to the prompt that waits for it.
 
 use crate::agent::{AgentEvent, EventSink, QueryOutcome, Terminal};
-use crate::model::{ContentBlock as ModelBlock, StreamEvent};
+use crate::model::{ContentBlock as ModelBlock, Message, Role, StreamEvent};
 use crate::output::RunOutput;
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
@@ -114,6 +114,41 @@ impl AcpOutput {
             id.to_string(),
             fields,
         )));
+    }
+}
+
+impl AcpOutput {
+    /// A resumed session's history, told as updates (`session/load`):
+    /// what the user and the model said, each tool call and its outcome.
+    /// The context reminders carapace adds are not the user's words.
+    pub fn replay(&self, history: &[Message]) {
+        for message in history {
+            for block in &message.content {
+                match (message.role, block) {
+                    (Role::User, ModelBlock::Text { text })
+                        if !text.starts_with("<system-reminder>") =>
+                    {
+                        let chunk =
+                            ContentChunk::new(ContentBlock::Text(TextContent::new(text.clone())));
+                        self.send(SessionUpdate::UserMessageChunk(chunk));
+                    }
+                    (Role::Assistant, ModelBlock::Text { text }) => self.text(false, text.clone()),
+                    (Role::Assistant, ModelBlock::Thinking { thinking, .. }) => {
+                        self.text(true, thinking.clone())
+                    }
+                    (_, ModelBlock::ToolUse { id, name, input }) => self.written(id, name, input),
+                    (
+                        _,
+                        ModelBlock::ToolResult {
+                            tool_use_id,
+                            content,
+                            is_error,
+                        },
+                    ) => self.finished(tool_use_id, *is_error, content.text(), None),
+                    _ => {}
+                }
+            }
+        }
     }
 }
 
