@@ -213,6 +213,9 @@ fn an_editor_prompts_sees_the_turn_and_is_asked_before_a_write() -> TestResult {
         .collect();
     assert_eq!(modes, ["default", "acceptEdits", "plan"], "{answer}");
     assert_eq!(answer["result"]["modes"]["currentModeId"], "default");
+    wait_for_update(&mut editor, "available_commands_update")?;
+    let commands = &editor.updates("available_commands_update")[0]["availableCommands"];
+    assert_eq!(commands[0]["name"], "compact", "{commands}");
 
     let done = editor.prompt(&session, "write the notes")?;
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
@@ -312,9 +315,10 @@ fn cancel_ends_the_turn_cancelled_and_a_second_prompt_meanwhile_is_refused() -> 
         slow_text("Thinking it over", Duration::from_secs(30)),
         Reply::text("Back again."),
     ])?;
-    let mut editor = Editor::start(&server, &cwd, &[], &[])?;
+    let mut editor = Editor::start(&server, &cwd, &[], &["--max-running", "1"])?;
     editor.initialize()?;
     let session = editor.new_session(&cwd)?;
+    let other = editor.new_session(&cwd)?;
     let running = editor.send(
         "session/prompt",
         json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
@@ -326,6 +330,14 @@ fn cancel_ends_the_turn_cancelled_and_a_second_prompt_meanwhile_is_refused() -> 
             .as_str()
             .is_some_and(|d| d.contains("already running")),
         "{refused}"
+    );
+    // One turn at a time in this process: another session is refused.
+    let capped = editor.prompt(&other, "me too")?;
+    assert!(
+        capped["error"]["data"]
+            .as_str()
+            .is_some_and(|d| d.contains("--max-running")),
+        "{capped}"
     );
     let started = Instant::now();
     editor.notify("session/cancel", json!({"sessionId": session}))?;
@@ -523,5 +535,38 @@ fn a_loaded_session_replays_its_history_and_goes_on_from_it() -> TestResult {
     let messages = sent["messages"].as_array().ok_or("no messages")?;
     assert_eq!(messages.len(), 5, "{sent}");
     assert_eq!(second.close()?, Some(0));
+    Ok(())
+}
+
+#[test]
+fn a_model_error_ends_that_turn_only() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let cwd = workspace.path().canonicalize()?;
+    let server = ScriptedServer::start(vec![
+        Reply::status(
+            400,
+            "invalid_request_error",
+            "the scripted request was refused",
+        ),
+        Reply::text("The other one is fine."),
+        Reply::text("And this one recovered."),
+    ])?;
+    let mut editor = Editor::start(&server, &cwd, &[], &[])?;
+    editor.initialize()?;
+    let failing = editor.new_session(&cwd)?;
+    let other = editor.new_session(&cwd)?;
+    let failed = editor.prompt(&failing, "hello")?;
+    assert!(
+        failed["error"]["data"]
+            .as_str()
+            .is_some_and(|d| d.contains("the scripted request was refused")),
+        "{failed}"
+    );
+    let fine = editor.prompt(&other, "hello")?;
+    assert_eq!(fine["result"]["stopReason"], "end_turn", "{fine}");
+    let again = editor.prompt(&failing, "hello again")?;
+    assert_eq!(again["result"]["stopReason"], "end_turn", "{again}");
+    assert!(message_text(&editor).ends_with("And this one recovered."));
+    assert_eq!(editor.close()?, Some(0));
     Ok(())
 }

@@ -13,7 +13,10 @@ use crate::policy::{ModeChangeBy, PermissionMode};
 use crate::session::{Session, SessionAsker, SessionOutput};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::schema::{CurrentModeUpdate, SessionUpdate};
+use agent_client_protocol::v1::schema::{
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, CurrentModeUpdate,
+    SessionUpdate, UnstructuredCommandInput,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
@@ -30,6 +33,7 @@ pub enum PromptError {
 pub struct LiveSession {
     pub id: String,
     pub session: Arc<Session>,
+    output: AcpOutput,
     turn: TurnSlot,
     waiter: TurnWaiter,
     busy: AtomicBool,
@@ -71,15 +75,43 @@ impl LiveSession {
             }),
         });
         let turn = TurnSlot::default();
-        let runner = tokio::spawn(run_turns(session.clone(), output, turn.clone()));
+        let runner = tokio::spawn(run_turns(session.clone(), output.clone(), turn.clone()));
         Arc::new(Self {
             id: session.id.clone(),
             session,
+            output,
             turn,
             waiter,
             busy: AtomicBool::new(false),
             runner: Mutex::new(Some(runner)),
         })
+    }
+
+    /// `available_commands_update`: `/compact`, and the session's custom
+    /// commands and skills a person may type.
+    pub fn announce_commands(&self) {
+        let mut commands = vec![
+            AvailableCommand::new(
+                "compact",
+                "Summarize the conversation so far to free context",
+            )
+            .input(AvailableCommandInput::Unstructured(
+                UnstructuredCommandInput::new("what the summary should keep"),
+            )),
+        ];
+        for described in self.session.commands.described(false) {
+            let text = |field: &str| described[field].as_str().unwrap_or_default().to_string();
+            let mut command = AvailableCommand::new(text("name"), text("description"));
+            if !text("argumentHint").is_empty() {
+                command = command.input(AvailableCommandInput::Unstructured(
+                    UnstructuredCommandInput::new(text("argumentHint")),
+                ));
+            }
+            commands.push(command);
+        }
+        self.output.send(SessionUpdate::AvailableCommandsUpdate(
+            AvailableCommandsUpdate::new(commands),
+        ));
     }
 
     /// Runs one turn on `text`; its end (or that the session ended first).
@@ -98,6 +130,11 @@ impl LiveSession {
         let end = told.await.map_err(|_| PromptError::Ended);
         self.busy.store(false, Ordering::SeqCst);
         end
+    }
+
+    /// Whether a turn runs (or a prompt waits for one).
+    pub fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::SeqCst)
     }
 
     /// `session/cancel`: the running turn ends `cancelled` (its calls are

@@ -115,7 +115,13 @@ async fn connect(server: Arc<Server>) -> Result<(), Error> {
                 let server = new.clone();
                 let connection = cx.clone();
                 cx.spawn(async move {
-                    responder.respond_with_result(server.new_session(request, connection).await)
+                    let opened = server.new_session(request, connection).await;
+                    let live = opened.as_ref().ok().map(|(_, live)| live.clone());
+                    responder.respond_with_result(opened.map(|(answer, _)| answer))?;
+                    if let Some(live) = live {
+                        live.announce_commands();
+                    }
+                    Ok(())
                 })
             },
             agent_client_protocol::on_receive_request!(),
@@ -127,7 +133,13 @@ async fn connect(server: Arc<Server>) -> Result<(), Error> {
                 let server = load.clone();
                 let connection = cx.clone();
                 cx.spawn(async move {
-                    responder.respond_with_result(server.load_session(request, connection).await)
+                    let opened = server.load_session(request, connection).await;
+                    let live = opened.as_ref().ok().map(|(_, live)| live.clone());
+                    responder.respond_with_result(opened.map(|(answer, _)| answer))?;
+                    if let Some(live) = live {
+                        live.announce_commands();
+                    }
+                    Ok(())
                 })
             },
             agent_client_protocol::on_receive_request!(),
@@ -185,15 +197,15 @@ impl Server {
         &self,
         request: NewSessionRequest,
         connection: ConnectionTo<Client>,
-    ) -> Result<NewSessionResponse, Error> {
+    ) -> Result<(NewSessionResponse, Arc<LiveSession>), Error> {
         let opening = Opening {
             cwd: request.cwd,
             dirs: request.additional_directories,
             mcp_servers: request.mcp_servers,
             resume: None,
         };
-        let (id, modes) = self.open(opening, connection).await?;
-        Ok(NewSessionResponse::new(id).modes(modes))
+        let (live, modes) = self.open(opening, connection).await?;
+        Ok((NewSessionResponse::new(live.id.clone()).modes(modes), live))
     }
 
     /// `session/load`: the transcript resumed under its id, its history
@@ -202,7 +214,7 @@ impl Server {
         &self,
         request: LoadSessionRequest,
         connection: ConnectionTo<Client>,
-    ) -> Result<LoadSessionResponse, Error> {
+    ) -> Result<(LoadSessionResponse, Arc<LiveSession>), Error> {
         let id = request.session_id.0.to_string();
         if self.live(&id).is_ok() {
             return Err(invalid(format!(
@@ -215,8 +227,8 @@ impl Server {
             mcp_servers: request.mcp_servers,
             resume: Some(id),
         };
-        let (_, modes) = self.open(opening, connection).await?;
-        Ok(LoadSessionResponse::new().modes(modes))
+        let (live, modes) = self.open(opening, connection).await?;
+        Ok((LoadSessionResponse::new().modes(modes), live))
     }
 
     /// Builds a session on the shared engine and makes it live.
@@ -224,7 +236,7 @@ impl Server {
         &self,
         opening: Opening,
         connection: ConnectionTo<Client>,
-    ) -> Result<(String, SessionModeState), Error> {
+    ) -> Result<(Arc<LiveSession>, SessionModeState), Error> {
         let alive = self.sessions.lock().map(|s| s.len()).unwrap_or(usize::MAX);
         if alive >= self.limits.max_sessions {
             return Err(invalid(format!(
@@ -268,17 +280,20 @@ impl Server {
             built.pipeline.policy().mode_cell().bypass_allowed(),
         );
         let live = LiveSession::start(built, connection, &self.limits, replay);
-        let id = live.id.clone();
         if let Ok(mut sessions) = self.sessions.lock() {
-            sessions.insert(id.clone(), live);
+            sessions.insert(live.id.clone(), live.clone());
         }
-        Ok((id, modes))
+        Ok((live, modes))
     }
 
     async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, Error> {
         let live = self.live(&request.session_id.0)?;
         let text = content::prompt_text(&request.prompt).map_err(invalid)?;
         let text = with_mentions(&live, text).await;
+        // Told apart from the process's cap (the prompt itself re-checks).
+        if live.is_busy() {
+            return Err(invalid(PromptError::Busy.to_string()));
+        }
         let Ok(_permit) = self.running.clone().try_acquire_owned() else {
             return Err(invalid(format!(
                 "{} turns are running, the most this process runs at once (--max-running); try again when one ends",
