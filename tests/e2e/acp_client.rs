@@ -1,0 +1,325 @@
+//! `carapace acp` driven by the ACP crate's own client side, as an
+//! editor built on it would: a Read turn and its updates, a Write asked
+//! and rejected then allowed, a cancel while `sleep 30` runs.
+
+mod support;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ContentBlock, InitializeRequest, NewSessionRequest, PermissionOptionKind,
+    PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, TextContent,
+    ToolCallStatus, ToolKind,
+};
+use agent_client_protocol::{Agent, ByteStreams, Client};
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::json;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::TestResult;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+type Error = Box<dyn std::error::Error>;
+
+/// What the editor saw and how it answers.
+#[derive(Default)]
+struct Seen {
+    updates: Vec<SessionUpdate>,
+    questions: Vec<RequestPermissionRequest>,
+    /// The option kinds to choose, one per question.
+    answers: VecDeque<PermissionOptionKind>,
+}
+
+type Shared = Arc<Mutex<Seen>>;
+
+fn answer(seen: &Shared, request: &RequestPermissionRequest) -> RequestPermissionResponse {
+    let kind = match seen.lock() {
+        Ok(mut seen) => {
+            seen.questions.push(request.clone());
+            seen.answers.pop_front()
+        }
+        Err(_) => None,
+    };
+    let chosen = kind.and_then(|kind| request.options.iter().find(|o| o.kind == kind));
+    match chosen {
+        Some(option) => RequestPermissionResponse::new(RequestPermissionOutcome::Selected(
+            SelectedPermissionOutcome::new(option.option_id.clone()),
+        )),
+        None => RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled),
+    }
+}
+
+/// Starts `carapace acp` in `cwd` and runs `body` against it as a client.
+async fn with_agent(
+    server: &ScriptedServer,
+    cwd: &Path,
+    seen: Shared,
+    body: impl AsyncFnOnce(ConnectionTo<Agent>) -> Result<(), agent_client_protocol::Error>,
+) -> TestResult {
+    let mut command = tokio::process::Command::from(support::against(server, cwd));
+    command
+        .arg("acp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn()?;
+    let stdin = child.stdin.take().ok_or("no stdin")?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
+    let (notes, asks) = (seen.clone(), seen);
+    Client
+        .v1()
+        .on_receive_notification(
+            async move |notification: SessionNotification, _cx| {
+                if let Ok(mut seen) = notes.lock() {
+                    seen.updates.push(notification.update);
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: RequestPermissionRequest, responder, _cx| {
+                responder.respond(answer(&asks, &request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, body)
+        .await
+        .map_err(|e| format!("the client: {e}"))?;
+    drop(child);
+    Ok(())
+}
+
+async fn open(
+    connection: &ConnectionTo<Agent>,
+    cwd: PathBuf,
+) -> Result<String, agent_client_protocol::Error> {
+    connection
+        .send_request(InitializeRequest::new(ProtocolVersion::V1))
+        .block_task()
+        .await?;
+    let session = connection
+        .send_request(NewSessionRequest::new(cwd))
+        .block_task()
+        .await?;
+    Ok(session.session_id.0.to_string())
+}
+
+async fn prompt(
+    connection: &ConnectionTo<Agent>,
+    session: &str,
+    text: &str,
+) -> Result<StopReason, agent_client_protocol::Error> {
+    let request = PromptRequest::new(
+        session.to_string(),
+        vec![ContentBlock::Text(TextContent::new(text))],
+    );
+    Ok(connection
+        .send_request(request)
+        .block_task()
+        .await?
+        .stop_reason)
+}
+
+fn workspace() -> Result<(tempfile::TempDir, PathBuf), Error> {
+    let dir = tempfile::tempdir()?;
+    let cwd = dir.path().canonicalize()?;
+    Ok((dir, cwd))
+}
+
+fn tool_calls(seen: &Shared) -> Vec<agent_client_protocol::v1::schema::ToolCall> {
+    seen.lock()
+        .map(|s| {
+            s.updates
+                .iter()
+                .filter_map(|u| match u {
+                    SessionUpdate::ToolCall(call) => Some(call.clone()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn outcomes(seen: &Shared) -> Vec<agent_client_protocol::v1::schema::ToolCallUpdate> {
+    seen.lock()
+        .map(|s| {
+            s.updates
+                .iter()
+                .filter_map(|u| match u {
+                    SessionUpdate::ToolCallUpdate(update) => Some(update.clone()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_turn_comes_with_its_updates() -> TestResult {
+    let (_dir, cwd) = workspace()?;
+    std::fs::write(cwd.join("notes.md"), "the notes say hello\n")?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_read",
+            "Read",
+            json!({"file_path": cwd.join("notes.md")}),
+        )]),
+        Reply::text("They say hello."),
+    ])?;
+    let seen = Shared::default();
+    let stop = Arc::new(Mutex::new(None));
+    let (root, stopped) = (cwd.clone(), stop.clone());
+    with_agent(&server, &cwd, seen.clone(), async move |connection| {
+        let session = open(&connection, root).await?;
+        let reason = prompt(&connection, &session, "what do the notes say?").await?;
+        if let Ok(mut stop) = stopped.lock() {
+            *stop = Some(reason);
+        }
+        Ok(())
+    })
+    .await?;
+    assert_eq!(
+        *stop.lock().map_err(|_| "poisoned")?,
+        Some(StopReason::EndTurn)
+    );
+    let calls = tool_calls(&seen);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].kind, ToolKind::Read);
+    assert_eq!(
+        calls[0].title,
+        format!("Read {}", cwd.join("notes.md").display())
+    );
+    assert_eq!(calls[0].locations[0].path, cwd.join("notes.md"));
+    let done = &outcomes(&seen)[0];
+    assert_eq!(done.fields.status, Some(ToolCallStatus::Completed));
+    let shown = serde_json::to_string(&done.fields.content)?;
+    assert!(shown.contains("the notes say hello"), "{shown}");
+    assert!(seen.lock().map_err(|_| "poisoned")?.questions.is_empty());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_is_asked_rejected_then_allowed() -> TestResult {
+    let (_dir, cwd) = workspace()?;
+    let target = cwd.join("out.txt");
+    let write = Reply::tool_uses(vec![Block::tool_use(
+        "toolu_write",
+        "Write",
+        json!({"file_path": target, "content": "saved\n"}),
+    )]);
+    let server = ScriptedServer::start(vec![
+        write.clone(),
+        Reply::text("Not written."),
+        write,
+        Reply::text("Written."),
+    ])?;
+    let seen = Shared::default();
+    if let Ok(mut seen) = seen.lock() {
+        seen.answers = VecDeque::from([
+            PermissionOptionKind::RejectOnce,
+            PermissionOptionKind::AllowOnce,
+        ]);
+    }
+    let (root, path, seen_inside) = (cwd.clone(), target.clone(), seen.clone());
+    with_agent(&server, &cwd, seen.clone(), async move |connection| {
+        let session = open(&connection, root).await?;
+        prompt(&connection, &session, "write it").await?;
+        let written_after_reject = path.exists();
+        let after = outcomes(&seen_inside);
+        prompt(&connection, &session, "write it, please").await?;
+        assert!(!written_after_reject, "a rejected write happened");
+        assert_eq!(after[0].fields.status, Some(ToolCallStatus::Failed));
+        Ok(())
+    })
+    .await?;
+    assert_eq!(std::fs::read_to_string(&target)?, "saved\n");
+    let questions = seen.lock().map_err(|_| "poisoned")?.questions.clone();
+    assert_eq!(questions.len(), 2);
+    let kinds: Vec<PermissionOptionKind> = questions[0].options.iter().map(|o| o.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            PermissionOptionKind::AllowOnce,
+            PermissionOptionKind::AllowAlways,
+            PermissionOptionKind::RejectOnce
+        ]
+    );
+    let last = outcomes(&seen).pop().ok_or("no outcome")?;
+    assert_eq!(last.fields.status, Some(ToolCallStatus::Completed));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_a_sleep_and_the_turn_ends_cancelled() -> TestResult {
+    let (_dir, cwd) = workspace()?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_sleep",
+            "Bash",
+            json!({"command": "sleep 30", "description": "Wait a while"}),
+        )]),
+        Reply::text("unused"),
+    ])?;
+    let seen = Shared::default();
+    if let Ok(mut seen) = seen.lock() {
+        seen.answers = VecDeque::from([PermissionOptionKind::AllowOnce]);
+    }
+    let (root, watch) = (cwd.clone(), seen.clone());
+    let took = Arc::new(Mutex::new(None));
+    let timing = took.clone();
+    with_agent(&server, &cwd, seen.clone(), async move |connection| {
+        let session = open(&connection, root).await?;
+        let request = PromptRequest::new(
+            session.clone(),
+            vec![ContentBlock::Text(TextContent::new("wait"))],
+        );
+        let running = connection.send_request(request).block_task();
+        let canceller = connection.clone();
+        let cancel = async move {
+            // Once the command was allowed, give it a moment to start.
+            while watch
+                .lock()
+                .map(|s| s.questions.is_empty())
+                .unwrap_or(false)
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let started = Instant::now();
+            canceller.send_notification(CancelNotification::new(session))?;
+            Ok::<_, agent_client_protocol::Error>(started)
+        };
+        let (ended, started) = tokio::join!(running, cancel);
+        let stop = ended?.stop_reason;
+        if let Ok(mut took) = timing.lock() {
+            *took = Some((stop, started?.elapsed()));
+        }
+        Ok(())
+    })
+    .await?;
+    let (stop, elapsed) = took
+        .lock()
+        .map_err(|_| "poisoned")?
+        .take()
+        .ok_or("no end")?;
+    assert_eq!(stop, StopReason::Cancelled);
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "the cancel took {elapsed:?}"
+    );
+    let call = tool_calls(&seen).pop().ok_or("no call")?;
+    assert_eq!(call.kind, ToolKind::Execute);
+    assert_eq!(call.title, "Bash: Wait a while");
+    // The call is paired with a result, as every call is.
+    let outcome = outcomes(&seen).pop().ok_or("no outcome")?;
+    assert_eq!(outcome.tool_call_id.0.as_ref(), "toolu_sleep");
+    // The model was asked once: the cancel ended the turn.
+    assert_eq!(server.requests().len(), 1);
+    Ok(())
+}
