@@ -409,6 +409,12 @@ fn sessions_keep_their_own_mode_and_the_caps_refuse_with_words() -> TestResult {
     editor.prompt(&second, "write")?;
     assert_eq!(asked(&editor), 1);
     assert!(two.join("f.txt").exists());
+    // Closing one frees its place under the cap; it is gone.
+    let closed = editor.call("session/close", json!({"sessionId": second}))?;
+    assert!(closed.get("result").is_some(), "{closed}");
+    let gone = editor.prompt(&second, "hello?")?;
+    assert!(gone.get("error").is_some(), "{gone}");
+    editor.new_session(&two)?;
     assert_eq!(editor.close()?, Some(0));
     Ok(())
 }

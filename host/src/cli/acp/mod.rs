@@ -19,10 +19,11 @@ use crate::policy::PermissionMode;
 use crate::sandbox::{SandboxConfig, SandboxEngine};
 use crate::session::{HistorySetup, McpSetup, Resume, SessionPaths};
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionMode,
-    SessionModeState, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
+    Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, SessionCapabilities, SessionCloseCapabilities, SessionMode, SessionModeState,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Stdio};
@@ -98,7 +99,7 @@ pub async fn serve(mut cli: Cli, limits: Limits) -> anyhow::Result<ExitCode> {
 
 async fn connect(server: Arc<Server>) -> Result<(), Error> {
     let (new, load, prompt) = (server.clone(), server.clone(), server.clone());
-    let (mode, cancel) = (server.clone(), server);
+    let (mode, cancel, close) = (server.clone(), server.clone(), server);
     Agent
         .v1()
         .name("carapace")
@@ -159,6 +160,15 @@ async fn connect(server: Arc<Server>) -> Result<(), Error> {
                         _cx| { responder.respond_with_result(mode.set_mode(request)) },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |request: CloseSessionRequest,
+                        responder: Responder<CloseSessionResponse>,
+                        cx: ConnectionTo<Client>| {
+                let server = close.clone();
+                cx.spawn(async move { responder.respond_with_result(server.close(request).await) })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_notification(
             async move |notification: CancelNotification, _cx| {
                 cancel.cancel(&notification.session_id.0);
@@ -173,6 +183,7 @@ async fn connect(server: Arc<Server>) -> Result<(), Error> {
 fn initialize(request: InitializeRequest) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
+        .session_capabilities(SessionCapabilities::new().close(SessionCloseCapabilities::new()))
         .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
         .mcp_capabilities(McpCapabilities::new().http(true));
     InitializeResponse::new(request.protocol_version)
@@ -315,6 +326,20 @@ impl Server {
             .ok_or_else(|| invalid(format!("no mode `{}`", request.mode_id.0)))?;
         live.set_mode(mode).map_err(invalid)?;
         Ok(SetSessionModeResponse::new())
+    }
+
+    /// `session/close`: its turn cancelled, then everything it holds let
+    /// go (its slot under --max-sessions too).
+    async fn close(&self, request: CloseSessionRequest) -> Result<CloseSessionResponse, Error> {
+        let id = request.session_id.0.to_string();
+        let live = self
+            .sessions
+            .lock()
+            .ok()
+            .and_then(|mut sessions| sessions.remove(&id))
+            .ok_or_else(|| invalid(format!("no session `{id}` on this connection")))?;
+        live.close().await;
+        Ok(CloseSessionResponse::new())
     }
 
     fn cancel(&self, id: &str) {

@@ -1,0 +1,112 @@
+//! `carapace acp` driven by the official TypeScript ACP client
+//! (`@agentclientprotocol/sdk`, pinned in `tests/acp/ts/package.json`,
+//! installed here with `npm ci`) through `tests/acp/ts/driver.mjs`: what a
+//! client written against the reference SDK sees, on the wire as it parses
+//! it.
+
+mod support;
+
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::TestResult;
+
+type Failure = Box<dyn std::error::Error>;
+
+fn driver_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp/ts")
+}
+
+/// `npm ci` once (tests run in parallel: a file lock orders them).
+fn installed() -> Result<(), Failure> {
+    let dir = driver_dir();
+    let lock = std::fs::File::create(std::env::temp_dir().join("carapace-acp-ts-npm.lock"))?;
+    lock.lock()?;
+    if dir
+        .join("node_modules/@agentclientprotocol/sdk/package.json")
+        .exists()
+    {
+        return Ok(());
+    }
+    let out = Command::new("npm")
+        .args([
+            "ci",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+        ])
+        .arg(&dir)
+        .output()
+        .map_err(|e| format!("npm is required (the README's test command installs it): {e}"))?;
+    if !out.status.success() {
+        return Err(format!("npm ci failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    Ok(())
+}
+
+#[test]
+fn the_typescript_client_runs_a_turn_with_a_question_and_its_updates() -> TestResult {
+    installed()?;
+    let workspace = tempfile::tempdir()?;
+    let cwd = workspace.path().canonicalize()?;
+    let target = cwd.join("from-ts.txt");
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_ts",
+            "Write",
+            json!({"file_path": target, "content": "written for the TypeScript client\n"}),
+        )]),
+        Reply::text("Done from TypeScript."),
+    ])?;
+    // carapace's environment (a private HOME, the scripted API) is what
+    // node passes on to it.
+    let carapace = support::against(&server, &cwd);
+    let mut node = Command::new("node");
+    node.env_clear().current_dir(&cwd);
+    for (name, value) in carapace.get_envs() {
+        if let Some(value) = value {
+            node.env(name, value);
+        }
+    }
+    node.arg(driver_dir().join("driver.mjs"))
+        .arg(env!("CARGO_BIN_EXE_carapace"))
+        .arg(&cwd)
+        .arg("write the file");
+    let out = node.output()?;
+    let stdout = String::from_utf8(out.stdout)?;
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim())?;
+    assert_eq!(seen["init"]["agentInfo"]["name"], "carapace", "{seen}");
+    assert_eq!(seen["answer"]["stopReason"], "end_turn", "{seen}");
+    assert_eq!(seen["exit"], 0, "{seen}");
+    assert_eq!(
+        seen["questions"].as_array().map(Vec::len),
+        Some(1),
+        "{seen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&target)?,
+        "written for the TypeScript client\n"
+    );
+    let kinds: Vec<&str> = seen["updates"]
+        .as_array()
+        .ok_or("no updates")?
+        .iter()
+        .filter_map(|u| u["sessionUpdate"].as_str())
+        .collect();
+    for kind in [
+        "available_commands_update",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+    ] {
+        assert!(kinds.contains(&kind), "no {kind} in {kinds:?}");
+    }
+    Ok(())
+}
