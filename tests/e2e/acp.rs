@@ -110,11 +110,11 @@ impl Editor {
                 return Ok(line);
             }
             self.seen.push(line.clone());
-            if line["method"] == "session/request_permission" {
-                if let Answer::Option(option) = self.answer {
-                    let answer = json!({"jsonrpc": "2.0", "id": line["id"], "result": {"outcome": {"outcome": "selected", "optionId": option}}});
-                    self.write(&answer.to_string())?;
-                }
+            if line["method"] == "session/request_permission"
+                && let Answer::Option(option) = self.answer
+            {
+                let answer = json!({"jsonrpc": "2.0", "id": line["id"], "result": {"outcome": {"outcome": "selected", "optionId": option}}});
+                self.write(&answer.to_string())?;
             }
         }
     }
