@@ -35,6 +35,8 @@ use tools::tool_benches;
 
 type BenchResult = Result<(), Box<dyn std::error::Error>>;
 
+#[path = "carapace/acp.rs"]
+mod acp;
 #[path = "carapace/context.rs"]
 mod context;
 #[path = "carapace/egress.rs"]
@@ -137,6 +139,9 @@ fn main() -> BenchResult {
     }
     if wanted("typed") {
         runtime.block_on(typed::typed_benches())?;
+    }
+    if wanted("acp") {
+        acp::acp_benches(&cache, work.path())?;
     }
     Ok(())
 }

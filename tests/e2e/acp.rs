@@ -34,7 +34,7 @@ struct Editor {
 }
 
 impl Editor {
-    /// `carapace FLAGS acp ACP_FLAGS`.
+    /// `carapace acp ACP_FLAGS -- FLAGS`.
     fn start(
         server: &ScriptedServer,
         cwd: &std::path::Path,
@@ -42,9 +42,10 @@ impl Editor {
         acp_flags: &[&str],
     ) -> Result<Self, Error> {
         let mut child = support::against(server, cwd)
-            .args(flags)
             .arg("acp")
             .args(acp_flags)
+            .arg("--")
+            .args(flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -574,5 +575,33 @@ fn a_model_error_ends_that_turn_only() -> TestResult {
     assert_eq!(again["result"]["stopReason"], "end_turn", "{again}");
     assert!(message_text(&editor).ends_with("And this one recovered."));
     assert_eq!(editor.close()?, Some(0));
+    Ok(())
+}
+
+#[test]
+fn session_flags_after_the_double_dash_shape_every_session() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let cwd = workspace.path().canonicalize()?;
+    let server = ScriptedServer::start(vec![])?;
+    let mut editor = Editor::start(&server, &cwd, &["--permission-mode", "acceptEdits"], &[])?;
+    editor.initialize()?;
+    let answer = editor.call("session/new", json!({"cwd": cwd, "mcpServers": []}))?;
+    assert_eq!(
+        answer["result"]["modes"]["currentModeId"], "acceptEdits",
+        "{answer}"
+    );
+    assert_eq!(editor.close()?, Some(0));
+    // Before `acp`, a flag would make `acp` a prompt: refused with words.
+    let refused = support::run(&server, &cwd, &["--model", "x", "acp"])?;
+    assert_ne!(refused.status, Some(0));
+    assert!(refused.stderr.contains("acp --"), "{}", refused.stderr);
+    assert!(server.requests().is_empty(), "`acp` was taken as a prompt");
+    let refused = support::run(&server, &cwd, &["acp", "--", "a prompt"])?;
+    assert_ne!(refused.status, Some(0));
+    assert!(
+        refused.stderr.contains("session flags only"),
+        "{}",
+        refused.stderr
+    );
     Ok(())
 }

@@ -390,7 +390,8 @@ pub enum Command {
     /// Serve editors over the Agent Client Protocol on stdin/stdout: many
     /// sessions in one process, each with its own policy, history,
     /// transcript, hooks and MCP servers. The session flags (`--model`,
-    /// `--permission-mode`, `--settings`, …) go before `acp`.
+    /// `--permission-mode`, `--settings`, …) go after `--`:
+    /// `carapace acp -- --model claude-sonnet-4-5`.
     Acp {
         /// Sessions alive at once; `session/new` beyond it is refused.
         #[arg(long, default_value_t = 16)]
@@ -403,6 +404,9 @@ pub enum Command {
         /// counts as refused.
         #[arg(long, default_value_t = 300)]
         permission_timeout: u64,
+        /// The flags every session is built with, as for `carapace -p`.
+        #[arg(last = true, allow_hyphen_values = true)]
+        session_flags: Vec<String>,
     },
 }
 

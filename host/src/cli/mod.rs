@@ -54,17 +54,38 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             max_sessions,
             max_running,
             permission_timeout,
+            session_flags,
         }) => {
             let limits = acp::Limits {
                 max_sessions,
                 max_running,
                 permission_timeout: std::time::Duration::from_secs(permission_timeout),
             };
-            acp::serve(cli, limits).await
+            acp::serve(acp_session_flags(&cli, session_flags)?, limits).await
+        }
+        // `carapace --model X acp`: clap takes `acp` after a flag as the
+        // prompt, not the subcommand.
+        None if cli.prompt.as_deref() == Some("acp") => {
+            bail!("session flags go after `acp --`: carapace acp -- --model NAME")
         }
         None if interactive::wanted(&cli) => interactive::run(cli).await,
         None => print_mode(cli).await,
     }
+}
+
+/// The session flags of `carapace acp … -- FLAGS`, parsed as the main
+/// command's; none may come before `acp` (clap takes a flag there as the
+/// start of a prompt, not of a subcommand).
+fn acp_session_flags(cli: &Cli, flags: Vec<String>) -> anyhow::Result<Cli> {
+    use clap::Parser;
+    if cli.prompt.is_some() || cli.model.is_some() {
+        bail!("session flags go after `acp --`: carapace acp -- --model NAME");
+    }
+    let session = Cli::try_parse_from(std::iter::once("carapace".to_string()).chain(flags))?;
+    if session.command.is_some() || session.prompt.is_some() {
+        bail!("after `acp --` come session flags only, no prompt or subcommand");
+    }
+    Ok(session)
 }
 
 /// `carapace -p`: one prompt, or the SDK's stream of messages.

@@ -35,6 +35,10 @@ pub struct RecordedRequest {
 /// A condition a stream waits for before going on.
 pub type Gate = Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// Makes a reply from a request's body, once the scripted replies run out:
+/// for many sessions at once, whose requests arrive in no fixed order.
+pub type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
+
 /// One step of a scripted stream.
 #[derive(Clone)]
 pub enum Step {
@@ -322,6 +326,7 @@ fn split_json(json: &str) -> Vec<Value> {
 #[derive(Default)]
 struct Shared {
     replies: VecDeque<Reply>,
+    responder: Option<Responder>,
     requests: Vec<RecordedRequest>,
     messages_requests: usize,
     /// Gates passed (`true`) or timed out (`false`), by label.
@@ -383,6 +388,16 @@ impl ScriptedServer {
             shared,
             _shutdown: shutdown_tx,
         })
+    }
+
+    /// Starts a server that answers each Messages request with what
+    /// `responder` makes of it.
+    pub fn start_responding(responder: Responder) -> std::io::Result<Self> {
+        let server = Self::start(Vec::new())?;
+        if let Ok(mut state) = server.shared.lock() {
+            state.responder = Some(responder);
+        }
+        Ok(server)
     }
 
     pub fn counter(&self) -> RequestCounter {
@@ -530,7 +545,11 @@ async fn handle(
             ));
         }
         state.messages_requests += 1;
-        (state.messages_requests, state.replies.pop_front())
+        let reply = state.replies.pop_front().or_else(|| {
+            let responder = state.responder.clone()?;
+            Some(responder(&state.requests.last()?.body))
+        });
+        (state.messages_requests, reply)
     };
     let Some(reply) = reply else {
         return Ok(error_response(
