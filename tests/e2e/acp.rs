@@ -212,7 +212,11 @@ fn an_editor_prompts_sees_the_turn_and_is_asked_before_a_write() -> TestResult {
         .iter()
         .filter_map(|m| m["id"].as_str())
         .collect();
-    assert_eq!(modes, ["default", "acceptEdits", "plan"], "{answer}");
+    assert_eq!(
+        modes,
+        ["default", "acceptEdits", "plan", "dontAsk"],
+        "{answer}"
+    );
     assert_eq!(answer["result"]["modes"]["currentModeId"], "default");
     wait_for_update(&mut editor, "available_commands_update")?;
     let commands = &editor.updates("available_commands_update")[0]["availableCommands"];
@@ -603,5 +607,141 @@ fn session_flags_after_the_double_dash_shape_every_session() -> TestResult {
         "{}",
         refused.stderr
     );
+    Ok(())
+}
+
+#[test]
+fn the_model_and_the_mode_are_config_options_a_client_changes() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let cwd = workspace.path().canonicalize()?;
+    let server = ScriptedServer::start(vec![Reply::text("first"), Reply::text("second")])?;
+    let flags = [
+        "--model",
+        "claude-sonnet-4-5",
+        "--fallback-model",
+        "claude-test-fallback",
+    ];
+    let mut editor = Editor::start(&server, &cwd, &flags, &[])?;
+    editor.initialize()?;
+    let answer = editor.call("session/new", json!({"cwd": cwd, "mcpServers": []}))?;
+    let session = answer["result"]["sessionId"]
+        .as_str()
+        .ok_or("no id")?
+        .to_string();
+    let options = &answer["result"]["configOptions"];
+    assert_eq!(options[0]["id"], "mode", "{options}");
+    assert_eq!(options[0]["category"], "mode");
+    assert_eq!(options[0]["currentValue"], "default");
+    assert_eq!(options[1]["id"], "model");
+    assert_eq!(options[1]["category"], "model");
+    assert_eq!(options[1]["type"], "select");
+    assert_eq!(options[1]["currentValue"], "claude-sonnet-4-5");
+    let offered: Vec<&str> = options[1]["options"]
+        .as_array()
+        .ok_or("no models")?
+        .iter()
+        .filter_map(|o| o["value"].as_str())
+        .collect();
+    assert!(offered.contains(&"claude-test-fallback"), "{offered:?}");
+    assert!(offered.contains(&"claude-haiku-4-5"), "{offered:?}");
+
+    editor.prompt(&session, "one")?;
+    let set = |value: &str| json!({"sessionId": session, "configId": "model", "value": value});
+    let changed = editor.call("session/set_config_option", set("claude-haiku-4-5"))?;
+    assert_eq!(
+        changed["result"]["configOptions"][1]["currentValue"], "claude-haiku-4-5",
+        "{changed}"
+    );
+    editor.prompt(&session, "two")?;
+    let models: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].clone())
+        .collect();
+    assert_eq!(
+        models,
+        [json!("claude-sonnet-4-5"), json!("claude-haiku-4-5")]
+    );
+
+    // What is not offered is refused, and nothing changes.
+    for refused in [
+        set("gpt-5"),
+        json!({"sessionId": session, "configId": "model", "type": "boolean", "value": true}),
+        json!({"sessionId": session, "configId": "temperature", "value": "hot"}),
+        json!({"sessionId": session, "configId": "mode", "value": "yolo"}),
+        json!({"sessionId": session, "configId": "mode", "value": "bypassPermissions"}),
+    ] {
+        let answer = editor.call("session/set_config_option", refused.clone())?;
+        assert_eq!(answer["error"]["code"], -32602, "{refused} → {answer}");
+    }
+    let changed = editor.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "mode", "value": "plan"}),
+    )?;
+    assert_eq!(
+        changed["result"]["configOptions"][0]["currentValue"], "plan",
+        "{changed}"
+    );
+    assert_eq!(
+        changed["result"]["configOptions"][1]["currentValue"],
+        "claude-haiku-4-5"
+    );
+    wait_for_update(&mut editor, "config_option_update")?;
+    let told = &editor.updates("config_option_update")[0]["configOptions"];
+    assert_eq!(told[0]["currentValue"], "plan", "{told}");
+    assert_eq!(
+        editor.updates("current_mode_update")[0]["currentModeId"],
+        "plan"
+    );
+    assert_eq!(editor.close()?, Some(0));
+    Ok(())
+}
+
+#[test]
+fn an_image_in_a_prompt_goes_to_the_model_before_the_text() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let cwd = workspace.path().canonicalize()?;
+    let server = ScriptedServer::start(vec![Reply::text("A red pixel.")])?;
+    let mut editor = Editor::start(&server, &cwd, &[], &[])?;
+    let init = editor.initialize()?;
+    let prompts = &init["result"]["agentCapabilities"]["promptCapabilities"];
+    assert_eq!(prompts["image"], true, "{init}");
+    assert_ne!(prompts["audio"], true, "{init}");
+    let session = editor.new_session(&cwd)?;
+    // A 1×1 PNG.
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+    let image = json!({"type": "image", "mimeType": "image/png", "data": png});
+    let text = json!({"type": "text", "text": "what is this?"});
+    let prompt = |blocks: Value| json!({"sessionId": session, "prompt": blocks});
+    let done = editor.call("session/prompt", prompt(json!([image, text])))?;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let sent = &server.requests()[0].body["messages"];
+    let content = sent[sent.as_array().ok_or("no messages")?.len() - 1]["content"].clone();
+    let image_at = content
+        .as_array()
+        .ok_or("no blocks")?
+        .iter()
+        .position(|b| b["type"] == "image");
+    let text_at = content
+        .as_array()
+        .ok_or("no blocks")?
+        .iter()
+        .position(|b| b["text"] == "what is this?");
+    assert!(image_at.is_some() && image_at < text_at, "{content}");
+    let image_at = image_at.ok_or("no image")?;
+    assert_eq!(content[image_at]["source"]["media_type"], "image/png");
+    assert_eq!(content[image_at]["source"]["data"], png);
+
+    // What the model cannot read is refused before any request.
+    for bad in [
+        json!([{"type": "image", "mimeType": "image/tiff", "data": png}, text]),
+        json!([{"type": "image", "mimeType": "image/png", "data": "%%%"}]),
+        json!([{"type": "audio", "mimeType": "audio/wav", "data": "UklGRg=="}]),
+    ] {
+        let answer = editor.call("session/prompt", prompt(bad.clone()))?;
+        assert_eq!(answer["error"]["code"], -32602, "{bad} → {answer}");
+    }
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(editor.close()?, Some(0));
     Ok(())
 }

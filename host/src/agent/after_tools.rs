@@ -171,6 +171,12 @@ impl Run<'_, '_> {
                     input.text
                 ),
             });
+            results_message.extend(
+                input
+                    .images
+                    .into_iter()
+                    .map(|source| ContentBlock::Image { source }),
+            );
             self.totals.user_messages += 1;
             self.totals.consumed_inputs.push(input.uuid);
         }

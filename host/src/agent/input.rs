@@ -3,6 +3,7 @@
 //! before the next request; nothing queued is ever dropped — what no turn
 //! consumed is reported as discarded when the session ends.
 
+use crate::model::ImageSource;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use tokio::sync::Notify;
@@ -13,6 +14,19 @@ pub struct QueuedInput {
     /// The command's id, for its lifecycle lines.
     pub uuid: String,
     pub text: String,
+    /// Images sent with the text; they go before it in the user message.
+    pub images: Vec<ImageSource>,
+}
+
+impl QueuedInput {
+    /// A message of text only.
+    pub fn text(uuid: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            uuid: uuid.into(),
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -107,10 +121,7 @@ mod tests {
     use std::sync::Arc;
 
     fn input(n: u32) -> QueuedInput {
-        QueuedInput {
-            uuid: format!("u{n}"),
-            text: format!("m{n}"),
-        }
+        QueuedInput::text(format!("u{n}"), format!("m{n}"))
     }
 
     #[tokio::test]

@@ -8,7 +8,7 @@ use crate::agent::{
 use crate::control::{Controller, TurnSlot};
 use crate::hooks::HookRuntime;
 use crate::hooks::{HookEvent, HookEventKind};
-use crate::model::{ContentBlock, Message, Role, cost_usd};
+use crate::model::{ContentBlock, ImageSource, Message, Role, cost_usd};
 use crate::output::{RunOutput, SharedPrinter};
 use crate::session::StartSource;
 use crate::transcript::Transcript;
@@ -121,8 +121,9 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
     ) -> QueryOutcome {
         let (deps, config) = (self.deps, self.config);
         let mut sink = self.printer.clone();
+        let input = QueuedInput::text(String::new(), prompt);
         let outcome = self
-            .turn(deps, config, history, prompt, session_context, &mut sink)
+            .turn(deps, config, history, input, session_context, &mut sink)
             .await;
         self.flush();
         self.printer.finish(&outcome);
@@ -216,9 +217,9 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
             self.session.overrides.as_deref(),
         );
         let config = changed.as_ref().unwrap_or(self.config);
-        let text = input.text.clone();
+        let uuid = input.uuid.clone();
         let outcome = self
-            .turn(deps, config, messages, text, session_context, &mut sink)
+            .turn(deps, config, messages, input, session_context, &mut sink)
             .await;
         self.flush();
         if let Some(slot) = &self.session.turn {
@@ -232,7 +233,7 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
             }
             _ => CommandState::Completed,
         };
-        for uuid in std::iter::once(input.uuid).chain(outcome.consumed_inputs.iter().cloned()) {
+        for uuid in std::iter::once(uuid).chain(outcome.consumed_inputs.iter().cloned()) {
             sink.emit(AgentEvent::CommandLifecycle { uuid, state: fate });
         }
         self.printer.finish(&outcome);
@@ -241,16 +242,17 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
 
     /// What one user prompt becomes: `/compact`, a command answered here,
     /// or the loop on the expanded prompt (its UserPromptSubmit hooks
-    /// first).
+    /// first), the prompt's images with it.
     async fn turn(
         &self,
         deps: &QueryDeps<'_>,
         config: &QueryConfig,
         mut messages: Vec<Message>,
-        text: String,
+        input: QueuedInput,
         session_context: &mut Vec<String>,
         sink: &mut O,
     ) -> QueryOutcome {
+        let QueuedInput { text, images, .. } = input;
         if let Some(instructions) = compact_command(&text).filter(|_| self.session.slash_commands) {
             return compact_now(deps, config, messages, instructions, sink).await;
         }
@@ -267,7 +269,7 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
                 }
                 Ok(context) => {
                     let session_context = std::mem::take(session_context);
-                    messages.push(user_message(session_context, texts, context));
+                    messages.push(user_message(session_context, images, texts, context));
                     let config = with_model(config, model);
                     query(deps, &config, messages, sink).await
                 }
@@ -525,17 +527,25 @@ fn answer_locally(text: String, history: Vec<Message>, sink: &mut dyn EventSink)
     QueryOutcome::without_turn(Terminal::Completed, text, history)
 }
 
-/// The user's message: hook context first, then the prompt's texts.
+/// The user's message: hook context first, then the prompt's images and
+/// texts.
 fn user_message(
     session_context: Vec<String>,
+    images: Vec<ImageSource>,
     prompt: Vec<String>,
     context: Vec<String>,
 ) -> Message {
+    let text = |text| ContentBlock::Text { text };
     let blocks: Vec<ContentBlock> = session_context
         .into_iter()
         .chain(context)
-        .chain(prompt)
-        .map(|text| ContentBlock::Text { text })
+        .map(text)
+        .chain(
+            images
+                .into_iter()
+                .map(|source| ContentBlock::Image { source }),
+        )
+        .chain(prompt.into_iter().map(text))
         .collect();
     Message {
         role: Role::User,
@@ -560,13 +570,20 @@ fn user_line(value: &serde_json::Value) -> Result<Option<QueuedInput>, String> {
     let content = value
         .pointer("/message/content")
         .ok_or("a user line without message.content")?;
-    let text = match content {
-        serde_json::Value::String(text) => text.clone(),
-        serde_json::Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(|t| t.as_str()))
-            .collect::<Vec<_>>()
-            .join("\n"),
+    let (text, images) = match content {
+        serde_json::Value::String(text) => (text.clone(), Vec::new()),
+        serde_json::Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(|t| t.as_str()))
+                .collect();
+            let images = blocks
+                .iter()
+                .filter(|b| b["type"] == "image")
+                .map(|b| input_image(&b["source"]))
+                .collect::<Result<Vec<_>, _>>()?;
+            (texts.join("\n"), images)
+        }
         _ => return Err("message.content is neither a string nor a list of blocks".into()),
     };
     let uuid = value
@@ -574,7 +591,21 @@ fn user_line(value: &serde_json::Value) -> Result<Option<QueuedInput>, String> {
         .and_then(|u| u.as_str())
         .map(str::to_string)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    Ok(Some(QueuedInput { uuid, text }))
+    Ok(Some(QueuedInput { uuid, text, images }))
+}
+
+/// An image block's source as the Messages API takes it inline: base64
+/// data of a type it reads.
+fn input_image(source: &serde_json::Value) -> Result<ImageSource, String> {
+    if source["type"] != "base64" {
+        return Err(format!(
+            "an image's source must be base64 data (not {})",
+            source["type"]
+        ));
+    }
+    let media_type = source["media_type"].as_str().unwrap_or_default();
+    ImageSource::base64(media_type, source["data"].as_str().unwrap_or_default())
+        .map_err(|e| e.to_string())
 }
 
 /// Reads stream-json lines from `reader` until EOF: user messages into
@@ -641,10 +672,7 @@ mod tests {
         let line = r#"{"type":"user","message":{"role":"user","content":"hi"},"uuid":"u-1"}"#;
         assert_eq!(
             parse_input_line(line),
-            Ok(Some(QueuedInput {
-                uuid: "u-1".into(),
-                text: "hi".into()
-            }))
+            Ok(Some(QueuedInput::text("u-1", "hi")))
         );
         let blocks = r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}"#;
         assert_eq!(
@@ -652,6 +680,30 @@ mod tests {
             Some("a\nb".to_string())
         );
         assert_eq!(parse_input_line(r#"{"type":"control_request"}"#), Ok(None));
+        let image = r#"{"type":"user","message":{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},{"type":"text","text":"what is this?"}]}}"#;
+        let input = parse_input_line(image).ok().flatten();
+        assert_eq!(
+            input.as_ref().map(|i| i.text.as_str()),
+            Some("what is this?")
+        );
+        assert_eq!(
+            input.map(|i| i.images),
+            Some(vec![ImageSource {
+                kind: "base64".into(),
+                media_type: "image/png".into(),
+                data: "iVBORw0KGgo=".into()
+            }])
+        );
+        for refused in [
+            r#"{"type":"base64","media_type":"image/tiff","data":"iVBORw0KGgo="}"#,
+            r#"{"type":"base64","media_type":"image/png","data":"not base64!"}"#,
+            r#"{"type":"url","url":"https://example.com/a.png"}"#,
+        ] {
+            let line = format!(
+                r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"image","source":{refused}}}]}}}}"#
+            );
+            assert!(parse_input_line(&line).is_err(), "{line}");
+        }
         assert!(parse_input_line("{oops").is_err());
         assert!(parse_input_line(r#"{"type":"user","message":{}}"#).is_err());
     }

@@ -108,12 +108,44 @@ pub enum ToolResultBlock {
     Image { source: ImageSource },
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageSource {
     #[serde(rename = "type")]
     pub kind: String,
     pub media_type: String,
     pub data: String,
+}
+
+/// Why an image cannot go to the model.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ImageError {
+    #[error(
+        "an image of type `{0}` cannot be sent; the model reads image/png, image/jpeg, image/gif and image/webp"
+    )]
+    Type(String),
+    #[error("an image's data ({0}) is not base64")]
+    NotBase64(String),
+}
+
+impl ImageSource {
+    /// Inline image data, checked before it goes to the model: a type the
+    /// Messages API reads, data that decodes.
+    pub fn base64(media_type: &str, data: &str) -> Result<Self, ImageError> {
+        use base64::Engine;
+        const TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+        if !TYPES.contains(&media_type) {
+            return Err(ImageError::Type(media_type.into()));
+        }
+        let decoded = base64::engine::general_purpose::STANDARD.decode(data);
+        if decoded.map_or(true, |bytes| bytes.is_empty()) {
+            return Err(ImageError::NotBase64(media_type.into()));
+        }
+        Ok(Self {
+            kind: "base64".into(),
+            media_type: media_type.into(),
+            data: data.into(),
+        })
+    }
 }
 
 /// Token usage of one response (or a sum of several).

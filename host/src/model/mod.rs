@@ -20,8 +20,8 @@ mod thinking;
 pub use anthropic::AnthropicModel;
 pub use effort::{EFFORT_BETA, Effort};
 pub use messages::{
-    ContentBlock, ImageSource, Message, MessagesRequest, Role, ToolResultBlock, ToolResultContent,
-    ToolSpec, Usage, tool_use_ids,
+    ContentBlock, ImageError, ImageSource, Message, MessagesRequest, Role, ToolResultBlock,
+    ToolResultContent, ToolSpec, Usage, tool_use_ids,
 };
 pub use pricing::{Price, cost_usd, price};
 pub use replay::ReplayModel;

@@ -235,12 +235,12 @@ impl SubagentRunner {
                 summary: format!("Agent \"{description}\" {status}"),
                 tool_use_id: tool_use_id.clone(),
             });
-            runner.notifications.push(QueuedInput {
-                uuid: task.clone(),
-                text: format!(
+            runner.notifications.push(QueuedInput::text(
+                task.clone(),
+                format!(
                     "<task-notification>\n<task-id>{task}</task-id>\n<status>{status}</status>\n<summary>Agent \"{description}\" {status}</summary>\n<result>{text}</result>\n</task-notification>"
                 ),
-            });
+            ));
             drop(hold);
         });
         Ok(ToolOutput {

@@ -167,10 +167,7 @@ async fn each_request_shares_a_byte_identical_prefix_with_the_previous_one() -> 
 async fn input_that_arrives_while_tools_run_joins_the_next_request() -> TestResult {
     let (_dir, ws) = workspace()?;
     let queue = support::queue();
-    queue.push(carapace::agent::QueuedInput {
-        uuid: "cmd-1".into(),
-        text: "FIRST_MESSAGE".into(),
-    });
+    queue.push(carapace::agent::QueuedInput::text("cmd-1", "FIRST_MESSAGE"));
     let ws_s = ws.to_string_lossy().into_owned();
     let started = ws.join("slow-started");
     let later = queue.clone();
@@ -190,19 +187,16 @@ async fn input_that_arrives_while_tools_run_joins_the_next_request() -> TestResu
     let feeder = tokio::spawn(async move {
         // While the tool runs: once it has started, not after a guess.
         wait_for_file(&seen).await;
-        later.push(carapace::agent::QueuedInput {
-            uuid: "cmd-2".into(),
-            text: "QUEUED_MESSAGE".into(),
-        });
+        later.push(carapace::agent::QueuedInput::text(
+            "cmd-2",
+            "QUEUED_MESSAGE",
+        ));
         // Once the second request (the tool results and the queued
         // message) is at the server: a message pushed now cannot join it.
         if let Some(counter) = counter.get_or_wait().await {
             counter.wait_for(2).await;
         }
-        later.push(carapace::agent::QueuedInput {
-            uuid: "cmd-3".into(),
-            text: "THIRD_MESSAGE".into(),
-        });
+        later.push(carapace::agent::QueuedInput::text("cmd-3", "THIRD_MESSAGE"));
         later.close();
     });
     let run = run_fut.await?;
@@ -247,10 +241,7 @@ async fn input_that_arrives_while_tools_run_joins_the_next_request() -> TestResu
 async fn an_aborted_turn_cancels_what_it_consumed_and_discards_what_waited() -> TestResult {
     let (_dir, ws) = workspace()?;
     let queue = support::queue();
-    queue.push(carapace::agent::QueuedInput {
-        uuid: "cmd-1".into(),
-        text: "FIRST".into(),
-    });
+    queue.push(carapace::agent::QueuedInput::text("cmd-1", "FIRST"));
     let ws_s = ws.to_string_lossy().into_owned();
     let started = ws.join("slow-started");
     let setup = Setup::new(vec![
@@ -270,10 +261,7 @@ async fn an_aborted_turn_cancels_what_it_consumed_and_discards_what_waited() -> 
         tokio::spawn(async move {
             // Queued and aborted while the tool runs (it has started).
             wait_for_file(&started).await;
-            queue.push(carapace::agent::QueuedInput {
-                uuid: "cmd-2".into(),
-                text: "WAITING".into(),
-            });
+            queue.push(carapace::agent::QueuedInput::text("cmd-2", "WAITING"));
             abort.cancel();
         })
     };

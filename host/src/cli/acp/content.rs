@@ -2,17 +2,19 @@
 //! content blocks as the user message's text, the client's MCP servers as
 //! an `.mcp.json`-shaped configuration.
 
+use crate::model::ImageSource;
 use agent_client_protocol::v1::schema::{ContentBlock, EmbeddedResourceResource, McpServer};
 use serde_json::{Map, Value, json};
 
 /// A prompt's blocks as one user message: text as written; a resource
 /// link as an `@` mention of its file (read with the Read tool's grant,
 /// like a mention typed on the screen) or, for another scheme, its URI;
-/// an embedded text resource as a context block. What carapace does not
-/// take (images, audio, binary resources) is refused by name — the
-/// capabilities it announced say so.
-pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, String> {
+/// an embedded text resource as a context block; images as image blocks
+/// before the text. What carapace does not take (audio, binary
+/// resources) is refused by name — the capabilities it announced say so.
+pub fn prompt(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageSource>), String> {
     let mut parts = Vec::new();
+    let mut images = Vec::new();
     for block in blocks {
         match block {
             ContentBlock::Text(text) => parts.push(text.text.clone()),
@@ -29,15 +31,17 @@ pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, String> {
                 )),
                 _ => return Err("binary embedded resources are not taken".into()),
             },
-            ContentBlock::Image(_) => return Err("images are not taken in prompts yet".into()),
+            ContentBlock::Image(image) => images.push(
+                ImageSource::base64(&image.mime_type, &image.data).map_err(|e| e.to_string())?,
+            ),
             ContentBlock::Audio(_) => return Err("audio is not taken in prompts".into()),
             _ => return Err("a content block of a kind carapace does not know".into()),
         }
     }
     let text = parts.join("\n");
-    match text.trim().is_empty() {
+    match text.trim().is_empty() && images.is_empty() {
         true => Err("the prompt is empty".into()),
-        false => Ok(text),
+        false => Ok((text, images)),
     }
 }
 

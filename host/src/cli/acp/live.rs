@@ -9,13 +9,14 @@ use super::updates::{AcpOutput, TurnEnd, TurnWaiter};
 use crate::agent::QueuedInput;
 use crate::cli::print::{PrintSession, Prompts, SlashCommands, run_print};
 use crate::control::TurnSlot;
+use crate::model::ImageSource;
 use crate::policy::{ModeChangeBy, PermissionMode};
 use crate::session::{Session, SessionAsker, SessionOutput};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, CurrentModeUpdate,
-    SessionUpdate, UnstructuredCommandInput,
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ConfigOptionUpdate,
+    CurrentModeUpdate, SessionUpdate, UnstructuredCommandInput,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -62,12 +63,19 @@ impl LiveSession {
             limits.permission_timeout,
         ));
         let told = output.clone();
+        // Weak: the session keeps this callback.
+        let changed = Arc::downgrade(&session);
         session.start(SessionOutput {
             events: Box::new(output.clone()),
             mode_changes: Some(Box::new(move |mode: PermissionMode| {
                 told.send(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
                     mode.as_str(),
                 )));
+                if let Some(session) = changed.upgrade() {
+                    told.send(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
+                        super::options::options(&session),
+                    )));
+                }
             })),
             asker: Some(SessionAsker {
                 calls: asker.clone(),
@@ -115,7 +123,11 @@ impl LiveSession {
     }
 
     /// Runs one turn on `text`; its end (or that the session ended first).
-    pub async fn prompt(&self, text: String) -> Result<TurnEnd, PromptError> {
+    pub async fn prompt(
+        &self,
+        text: String,
+        images: Vec<ImageSource>,
+    ) -> Result<TurnEnd, PromptError> {
         if self.busy.swap(true, Ordering::SeqCst) {
             return Err(PromptError::Busy);
         }
@@ -126,6 +138,7 @@ impl LiveSession {
         self.session.queue.push(QueuedInput {
             uuid: uuid::Uuid::new_v4().to_string(),
             text,
+            images,
         });
         let end = told.await.map_err(|_| PromptError::Ended);
         self.busy.store(false, Ordering::SeqCst);

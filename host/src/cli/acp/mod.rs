@@ -12,6 +12,7 @@
 mod asking;
 mod content;
 mod live;
+mod options;
 mod updates;
 
 use super::Cli;
@@ -22,8 +23,8 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
     Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionCapabilities, SessionCloseCapabilities, SessionMode, SessionModeState,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    PromptResponse, SessionCapabilities, SessionCloseCapabilities, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Stdio};
@@ -99,7 +100,8 @@ pub async fn serve(mut cli: Cli, limits: Limits) -> anyhow::Result<ExitCode> {
 
 async fn connect(server: Arc<Server>) -> Result<(), Error> {
     let (new, load, prompt) = (server.clone(), server.clone(), server.clone());
-    let (mode, cancel, close) = (server.clone(), server.clone(), server);
+    let (mode, option) = (server.clone(), server.clone());
+    let (cancel, close) = (server.clone(), server);
     Agent
         .v1()
         .name("carapace")
@@ -161,6 +163,14 @@ async fn connect(server: Arc<Server>) -> Result<(), Error> {
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest,
+                        responder: Responder<SetSessionConfigOptionResponse>,
+                        _cx| {
+                responder.respond_with_result(option.set_option(request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
             async move |request: CloseSessionRequest,
                         responder: Responder<CloseSessionResponse>,
                         cx: ConnectionTo<Client>| {
@@ -184,7 +194,7 @@ fn initialize(request: InitializeRequest) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
         .session_capabilities(SessionCapabilities::new().close(SessionCloseCapabilities::new()))
-        .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+        .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
         .mcp_capabilities(McpCapabilities::new().http(true));
     InitializeResponse::new(request.protocol_version)
         .agent_capabilities(capabilities)
@@ -215,8 +225,11 @@ impl Server {
             mcp_servers: request.mcp_servers,
             resume: None,
         };
-        let (live, modes) = self.open(opening, connection).await?;
-        Ok((NewSessionResponse::new(live.id.clone()).modes(modes), live))
+        let live = self.open(opening, connection).await?;
+        let answer = NewSessionResponse::new(live.id.clone())
+            .modes(options::modes(&live.session))
+            .config_options(options::options(&live.session));
+        Ok((answer, live))
     }
 
     /// `session/load`: the transcript resumed under its id, its history
@@ -238,8 +251,11 @@ impl Server {
             mcp_servers: request.mcp_servers,
             resume: Some(id),
         };
-        let (live, modes) = self.open(opening, connection).await?;
-        Ok((LoadSessionResponse::new().modes(modes), live))
+        let live = self.open(opening, connection).await?;
+        let answer = LoadSessionResponse::new()
+            .modes(options::modes(&live.session))
+            .config_options(options::options(&live.session));
+        Ok((answer, live))
     }
 
     /// Builds a session on the shared engine and makes it live.
@@ -247,7 +263,7 @@ impl Server {
         &self,
         opening: Opening,
         connection: ConnectionTo<Client>,
-    ) -> Result<(Arc<LiveSession>, SessionModeState), Error> {
+    ) -> Result<Arc<LiveSession>, Error> {
         let alive = self.sessions.lock().map(|s| s.len()).unwrap_or(usize::MAX);
         if alive >= self.limits.max_sessions {
             return Err(invalid(format!(
@@ -286,20 +302,16 @@ impl Server {
         for warning in &built.warnings {
             tracing::warn!("session {}: {warning}", built.id);
         }
-        let modes = modes(
-            built.mode(),
-            built.pipeline.policy().mode_cell().bypass_allowed(),
-        );
         let live = LiveSession::start(built, connection, &self.limits, replay);
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.insert(live.id.clone(), live.clone());
         }
-        Ok((live, modes))
+        Ok(live)
     }
 
     async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, Error> {
         let live = self.live(&request.session_id.0)?;
-        let text = content::prompt_text(&request.prompt).map_err(invalid)?;
+        let (text, images) = content::prompt(&request.prompt).map_err(invalid)?;
         let text = with_mentions(&live, text).await;
         // Told apart from the process's cap (the prompt itself re-checks).
         if live.is_busy() {
@@ -311,7 +323,7 @@ impl Server {
                 self.limits.max_running
             )));
         };
-        match live.prompt(text).await {
+        match live.prompt(text, images).await {
             Ok(end) => stop_reason(end).map(PromptResponse::new),
             Err(PromptError::Busy) => Err(invalid(PromptError::Busy.to_string())),
             Err(PromptError::Ended) => {
@@ -326,6 +338,17 @@ impl Server {
             .ok_or_else(|| invalid(format!("no mode `{}`", request.mode_id.0)))?;
         live.set_mode(mode).map_err(invalid)?;
         Ok(SetSessionModeResponse::new())
+    }
+
+    fn set_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, Error> {
+        let live = self.live(&request.session_id.0)?;
+        options::set(&live.session, &request.config_id.0, &request.value).map_err(invalid)?;
+        Ok(SetSessionConfigOptionResponse::new(options::options(
+            &live.session,
+        )))
     }
 
     /// `session/close`: its turn cancelled, then everything it holds let
@@ -376,23 +399,4 @@ fn stop_reason(end: TurnEnd) -> Result<StopReason, Error> {
             None => Ok(StopReason::EndTurn),
         },
     }
-}
-
-/// The modes a client may switch among: Claude Code's, bypass only when
-/// the flags allow it.
-fn modes(current: PermissionMode, bypass: bool) -> SessionModeState {
-    let mut available = vec![
-        SessionMode::new("default", "Default")
-            .description("Ask before edits and commands".to_string()),
-        SessionMode::new("acceptEdits", "Accept edits")
-            .description("Edits in the working directories without asking".to_string()),
-        SessionMode::new("plan", "Plan").description("Read and plan; change nothing".to_string()),
-    ];
-    if bypass {
-        available.push(
-            SessionMode::new("bypassPermissions", "Bypass permissions")
-                .description("Everything the sandbox allows, without asking".to_string()),
-        );
-    }
-    SessionModeState::new(current.as_str(), available)
 }

@@ -245,7 +245,7 @@ fn send(session: &Session, app: &mut App, history: &commands::PromptHistory, tex
     let uuid = uuid::Uuid::new_v4().to_string();
     let files = mentions::mentioned(&text, &session.paths.cwd);
     if files.is_empty() {
-        session.queue.push(QueuedInput { uuid, text });
+        session.queue.push(QueuedInput::text(uuid, text));
         return;
     }
     // Held open until the reads end, so the session does not finish first.
@@ -257,10 +257,7 @@ fn send(session: &Session, app: &mut App, history: &commands::PromptHistory, tex
     );
     tokio::spawn(async move {
         let read = mentions::read_mentions(&pipeline, &cwd, &files).await;
-        queue.push(QueuedInput {
-            uuid,
-            text: format!("{read}\n{text}"),
-        });
+        queue.push(QueuedInput::text(uuid, format!("{read}\n{text}")));
         drop(hold);
     });
 }
