@@ -26,6 +26,7 @@ pub use messages::{
 pub use pricing::{Price, cost_usd, price};
 pub use replay::ReplayModel;
 pub use retry::{FailureKind, RetryPolicy};
+pub use sse::{SseDecoder, SseError, SseEvent};
 pub use stream::{Assembled, CompletedBlock, InvalidToolInput, ResponseAssembler, StreamEvent};
 pub use thinking::{THINKING_BETAS, Thinking, ThinkingChoice, ThinkingSupport, default_max_tokens};
 

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Writes the starting corpus of every fuzz target (fuzz/corpus/TARGET/),
+from carapace's examples and recordings and from the shapes its tests
+use. Entries are named by the SHA-1 of their bytes, as cargo-fuzz names
+what it finds; running this again adds nothing that is already there.
+The fuzzer grows the corpora; `cargo fuzz cmin` keeps them small."""
+
+import hashlib
+import json
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "fuzz" / "corpus"
+
+
+def put(target, data):
+    if isinstance(data, str):
+        data = data.encode()
+    folder = CORPUS / target
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / hashlib.sha1(data).hexdigest()).write_bytes(data)
+
+
+def sse(events):
+    out = []
+    for event in events:
+        out.append(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n")
+    return "".join(out)
+
+
+def message(blocks, stop="end_turn"):
+    events = [{"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [], "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}]
+    for i, (start, deltas) in enumerate(blocks):
+        events.append({"type": "content_block_start", "index": i, "content_block": start})
+        for delta in deltas:
+            events.append({"type": "content_block_delta", "index": i, "delta": delta})
+        events.append({"type": "content_block_stop", "index": i})
+    events.append({"type": "message_delta", "delta": {"stop_reason": stop},
+                   "usage": {"output_tokens": 5}})
+    events.append({"type": "message_stop"})
+    return events
+
+
+TEXT = ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "Hello"},
+                                       {"type": "text_delta", "text": ", world"}])
+TOOL = ({"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}},
+        [{"type": "input_json_delta", "partial_json": '{"file_pa'},
+         {"type": "input_json_delta", "partial_json": 'th": "/w/p/notes.txt"}'}])
+THINK = ({"type": "thinking", "thinking": ""}, [{"type": "thinking_delta", "thinking": "Let me see"},
+                                                {"type": "signature_delta", "signature": "c2ln"}])
+
+
+def seed_sse():
+    for cut, events in [
+        (1, message([TEXT])),
+        (7, message([THINK, TEXT, TOOL], "tool_use")),
+        (3, [{"type": "ping"}] + message([TOOL], "tool_use")),
+        (5, [{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}]),
+        (9, message([TEXT])[:3] + [{"type": "future_event", "x": 1}]),
+    ]:
+        body = sse(events)
+        put("sse", bytes([cut]) + body.encode())
+        put("sse", bytes([cut]) + body.replace("\n", "\r\n").encode())
+    put("sse", b"\x02: comment\r\nevent: ping\rdata: {\"type\":\"ping\"}\r\r")
+
+
+def seed_stream_json():
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+    for line in [
+        {"type": "user", "message": {"role": "user", "content": "hi"}, "uuid": "u-1"},
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}},
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+            {"type": "text", "text": "what is this?"}]}},
+        {"type": "user", "message": {"role": "user", "content": "/compact keep the names"}},
+        {"type": "control_request", "request_id": "r1", "request": {"subtype": "interrupt"}},
+    ]:
+        put("stream_json", json.dumps(line))
+
+
+def seed_control():
+    requests = [
+        {"subtype": "initialize", "hooks": {}},
+        {"subtype": "set_permission_mode", "mode": "acceptEdits"},
+        {"subtype": "set_permission_mode", "mode": "bypassPermissions"},
+        {"subtype": "set_model", "model": "claude-haiku-4-5"},
+        {"subtype": "interrupt"},
+        {"subtype": "mcp_status"},
+        {"subtype": "get_context_usage"},
+        {"subtype": "mcp_message", "server_name": "s", "message": {"jsonrpc": "2.0", "id": 1, "method": "ping"}},
+        {"subtype": "apply_flag_settings", "settings": {"permissions": {"deny": ["Bash(rm:*)"]}}},
+        {"subtype": "no_such_request"},
+    ]
+    lines = [json.dumps({"type": "control_request", "request_id": f"req_{i}", "request": r})
+             for i, r in enumerate(requests)]
+    for line in lines:
+        put("control", line)
+    put("control", "\n".join(lines))
+    put("control", "\n".join([
+        json.dumps({"type": "control_response", "response": {"subtype": "success", "request_id": "x", "response": {}}}),
+        json.dumps({"type": "control_cancel_request", "request_id": "x"}),
+        json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}),
+        json.dumps({"type": "control_request", "request": {"subtype": "interrupt"}}),
+    ]))
+
+
+def seed_hook_output():
+    outputs = [
+        {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                "permissionDecisionReason": "no"}},
+        {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                                "updatedInput": {"command": "ls"}}},
+        {"decision": "block", "reason": "tests fail"},
+        {"continue": False, "stopReason": "enough", "systemMessage": "stopping"},
+        {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "ctx"}},
+        {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedMCPToolOutput": {"x": 1}}},
+    ]
+    for kind, out in enumerate(outputs):
+        put("hook_output", bytes([kind]) + json.dumps(out).encode() + b"\0" + b"stderr words")
+    put("hook_output", b"\x06plain text context\x00")
+    put("hook_output", b"\x00\x00denied on stderr")
+
+
+def seed_rules():
+    for spec, path in [
+        ("*.env", "/w/p/a.env"), ("./src/**", "src/x.rs"), ("//etc/passwd", "/etc/passwd"),
+        ("~/.ssh/**", "/h/.ssh/id_ed25519"), ("/secrets/**", "/w/p/secrets/k"),
+        ("**/.git/**", "/w/p/.git/config"), ("src/*.rs", "/w/p/src/main.rs"), ("", "/x"),
+        ("domain:example.com", "/x"),
+    ]:
+        put("rules", f"{spec}\0{path}")
+
+
+def seed_bash():
+    for line in ["ls -la", "rm -rf / && echo hi", "echo $(curl -s x | sh)", "a | b; c && d || e",
+                 "cat <<EOF\nx\nEOF", "(" * 40 + "true" + ")" * 40, "FOO=1 git push --force origin main",
+                 "find . -name '*.rs' -exec grep -l unsafe {} +", "echo 'unterminated", "x=$((1+2)); echo ${x:-y}"]:
+        put("bash", line)
+
+
+def seed_settings():
+    for settings in [
+        {"permissions": {"allow": ["Bash(cargo test:*)"], "deny": ["Read(*.env)"], "ask": ["WebFetch"],
+                         "defaultMode": "acceptEdits", "additionalDirectories": ["../other"]}},
+        {"env": {"ANTHROPIC_BASE_URL": "http://evil", "CARAPACE_CACHE_DIR": "/tmp", "OK": "1", "HOME": "/"}},
+        {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x.wasm"}]}]}},
+        {"pluginSignatures": {"keys": {"k": "-----BEGIN PUBLIC KEY-----"}, "required": True,
+                              "identities": {"ci": {"identity": "a@b", "issuer": "https://i"}}, "trustedRoot": "r.json"}},
+        {"sandbox": {"network": {"allowedDomains": ["example.com"], "deniedDomains": ["*.evil"],
+                                 "httpProxyPort": 8080}, "allowInternalAddresses": ["127.0.0.1"],
+                     "mcpExpandableVariables": ["TOKEN"], "required": True}},
+        {"agent": "reviewer", "agents": {"reviewer": {"description": "d", "prompt": "p"}}, "model": "m"},
+        {"trustedWorkspaces": ["/"], "plugins": {"p": {"config": {"k": "v"}}}},
+    ]:
+        put("settings", json.dumps(settings))
+    put("settings", "{not json")
+
+
+def seed_replay():
+    put("replay", (ROOT / "examples/demo/replay.json").read_text())
+
+
+def seed_transcript():
+    header = {"type": "header", "format": 1, "sessionId": "s", "cwd": "/w"}
+    user = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}
+    assistant = {"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]}}
+    lines = "\n".join(json.dumps(l) for l in [header, user, assistant]) + "\n"
+    put("transcript", b"\x00" + lines.encode())
+    put("transcript", b"\x00" + lines.encode()[:-9])
+    put("transcript", b"\x01" + bytes(range(1, 64)))
+    put("transcript", b"\x01" + b"\x02\x00\x05hello\x01\x03abc\x03sig\x00\x00\x00\x07")
+
+
+def seed_signature():
+    digest = "sha256:4f6d3b8a2b1c0e9d8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e"
+    payload = json.dumps({"critical": {"identity": {"docker-reference": "r/p"}, "image": {
+        "docker-manifest-digest": digest}, "type": "cosign container image signature"}, "optional": None})
+    put("signature", payload + "\0MEUCIQD" + "A" * 90 + "\0{}")
+    put("signature", payload + "\0\0" + json.dumps({"dev.sigstore.cosign/certificate": "-----BEGIN CERTIFICATE-----"}))
+    put("signature", "{}\0\0{}")
+
+
+def seed_plugin_inputs():
+    for manifest in (ROOT / "examples/tools").glob("*/carapace-plugin.toml"):
+        put("plugin_inputs", b"\x00" + manifest.read_bytes())
+    for policy in ROOT.glob("examples/typed/*/policy.yaml"):
+        put("plugin_inputs", b"\x01" + policy.read_bytes())
+    for source in ["./tool.wasm", "https://x/t.wasm#sha256=" + "a" * 64, "https://x/t.wasm",
+                   "oci://ghcr.io/o/r:1", "oci://r/p@sha256:" + "b" * 64, "ftp://x", "p#sha256=zz"]:
+        put("plugin_inputs", b"\x02" + source.encode())
+
+
+if __name__ == "__main__":
+    for seed in [seed_sse, seed_stream_json, seed_control, seed_hook_output, seed_rules, seed_bash,
+                 seed_settings, seed_replay, seed_transcript, seed_signature, seed_plugin_inputs]:
+        seed()
+    for folder in sorted(CORPUS.iterdir()):
+        print(f"{folder.name}: {len(list(folder.iterdir()))} entries")

@@ -1,0 +1,39 @@
+//! Bash command analysis (what `Bash(…)` rules are matched against).
+//! Checks: analysis is bounded (it always answers); it does not depend
+//! on trailing blanks (outside here-documents, whose end line is exact);
+//! a line refused as too long or deep is refused again when doubled.
+
+use carapace::policy::{Analysis, analyse};
+
+pub fn run(data: &[u8]) {
+    let Some(line) = crate::text(data) else {
+        return;
+    };
+    let analysis = analyse(line);
+    let padded = analyse(&format!("{line}  \n"));
+    // A here-document's end is a line of its own, blanks included.
+    if !line.ends_with('\\') && !line.contains("<<") && !matches!(analysis, Analysis::Exceeds(_)) {
+        assert_eq!(
+            describe(&analysis),
+            describe(&padded),
+            "trailing blanks changed the analysis of {line:?}"
+        );
+    }
+    if let Analysis::Exceeds(_) = analysis {
+        let longer = format!("{line}{line}");
+        assert!(
+            matches!(analyse(&longer), Analysis::Exceeds(_)),
+            "a line over the bounds was analysed when made longer"
+        );
+    }
+}
+
+/// The commands, or only which kind of answer (an error's position may
+/// move with the blanks).
+fn describe(analysis: &Analysis) -> String {
+    match analysis {
+        Analysis::Commands(commands) => format!("{commands:?}"),
+        Analysis::Opaque { .. } => "opaque".into(),
+        Analysis::Exceeds(_) => "exceeds".into(),
+    }
+}
