@@ -194,9 +194,44 @@ def seed_plugin_inputs():
         put("plugin_inputs", b"\x02" + source.encode())
 
 
+def seed_mcp_serve():
+    place = "/tmp/carapace-fuzz-served"
+    calls = [
+        ("Read", {"file_path": f"{place}/served/notes.txt"}),
+        ("Read", {"file_path": f"{place}/secret.txt"}),
+        ("Read", {"file_path": f"{place}/served/../secret.txt"}),
+        ("Read", {"file_path": f"{place}/served/link.txt"}),
+        ("Read", {"file_path": f"{place}/served/.env"}),
+        ("Read", {"file_path": f"{place}/served/env-copy.txt"}),
+        ("Read", {"file_path": f"{place}/served//./.env", "offset": 1, "limit": 2}),
+        ("Read", {"file_path": "notes.txt"}),
+        ("Grep", {"pattern": "CANARY", "path": f"{place}/served", "output_mode": "content"}),
+        ("Grep", {"pattern": "TOKEN", "path": f"{place}", "-n": True}),
+        ("Glob", {"pattern": "**/*", "path": f"{place}/served"}),
+        ("Glob", {"pattern": "../*", "path": f"{place}/served"}),
+        ("Write", {"file_path": f"{place}/served/new.txt", "content": "x"}),
+        ("Bash", {"command": f"cat {place}/secret.txt"}),
+        ("Read", {"file_path": 7}),
+        ("NoSuchTool", {}),
+    ]
+    for i, (name, arguments) in enumerate(calls):
+        put("mcp_serve", json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                     "params": {"name": name, "arguments": arguments}}))
+    for message in [
+        {"jsonrpc": "2.0", "id": "a", "method": "initialize", "params": {"protocolVersion": "2025-06-18"}},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": None, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 2, "method": "resources/list"},
+    ]:
+        put("mcp_serve", json.dumps(message))
+    put("mcp_serve", "{not json")
+
+
 if __name__ == "__main__":
     for seed in [seed_sse, seed_stream_json, seed_control, seed_hook_output, seed_rules, seed_bash,
-                 seed_settings, seed_replay, seed_transcript, seed_signature, seed_plugin_inputs]:
+                 seed_settings, seed_replay, seed_transcript, seed_signature, seed_plugin_inputs,
+                 seed_mcp_serve]:
         seed()
     for folder in sorted(CORPUS.iterdir()):
         print(f"{folder.name}: {len(list(folder.iterdir()))} entries")
