@@ -228,10 +228,35 @@ def seed_mcp_serve():
     put("mcp_serve", "{not json")
 
 
+def seed_mcp_bridge():
+    # carapace asks for the 2026 revision's server/discover first (id 1),
+    # then falls back to initialize (id 2).
+    discover = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}}
+    init = {"jsonrpc": "2.0", "id": 2, "result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                                                 "serverInfo": {"name": "s", "version": "1"}}}
+    tools = {"jsonrpc": "2.0", "id": 3, "result": {"tools": [
+        {"name": "t", "description": "d", "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}}},
+         "annotations": {"readOnlyHint": True}}], "nextCursor": "c"}}
+    page2 = {"jsonrpc": "2.0", "id": 4, "result": {"tools": []}}
+    call = {"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "ok"},
+                                                             {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}],
+                                                 "structuredContent": {"a": 1}, "isError": False}}
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}
+    ping = {"jsonrpc": "2.0", "id": "srv-1", "method": "ping"}
+    lines = [json.dumps(m) for m in [discover, init, tools, page2, call]]
+    put("mcp_bridge", "\n".join(lines))
+    put("mcp_bridge", "\n".join([lines[0], json.dumps(note), lines[1], json.dumps(ping), lines[2], lines[3],
+                                  json.dumps({"jsonrpc": "2.0", "id": 99, "result": {}}), lines[4]]))
+    put("mcp_bridge", "\n".join(lines[:2] + [json.dumps({"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "no"}})]))
+    put("mcp_bridge", "\n".join(lines[:2] + [json.dumps({"jsonrpc": "2.0", "id": 3, "result": {"tools": [
+        {"name": "bad", "inputSchema": "not an object"}]}})]))
+    put("mcp_bridge", "not json\n" + lines[0])
+
+
 if __name__ == "__main__":
     for seed in [seed_sse, seed_stream_json, seed_control, seed_hook_output, seed_rules, seed_bash,
                  seed_settings, seed_replay, seed_transcript, seed_signature, seed_plugin_inputs,
-                 seed_mcp_serve]:
+                 seed_mcp_serve, seed_mcp_bridge]:
         seed()
     for folder in sorted(CORPUS.iterdir()):
         print(f"{folder.name}: {len(list(folder.iterdir()))} entries")

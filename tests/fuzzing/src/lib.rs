@@ -11,6 +11,7 @@
 pub mod bash;
 pub mod control;
 pub mod hook_output;
+pub mod mcp_bridge;
 pub mod mcp_serve;
 pub mod plugin_inputs;
 pub mod replay;
@@ -29,6 +30,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("bash", bash::run),
     ("control", control::run),
     ("hook_output", hook_output::run),
+    ("mcp_bridge", mcp_bridge::run),
     ("mcp_serve", mcp_serve::run),
     ("plugin_inputs", plugin_inputs::run),
     ("replay", replay::run),
