@@ -1,5 +1,6 @@
 //! The binary's own behaviour: signals, stream-json input, flags, exit codes.
 
+mod faults;
 mod guarantees;
 mod print_parity;
 mod readme;

@@ -167,8 +167,10 @@ impl AnthropicModel {
     }
 }
 
-/// The events of a response body: decoded as they arrive, each chunk
-/// awaited for at most `idle`.
+/// The events of a response body, decoded as they arrive. The watchdog is
+/// per event, not per chunk: a server that trickles bytes without ever
+/// completing an event (a slowloris) is cut off `idle` after its last
+/// event, however often it sends something.
 fn events<B>(body: B, idle: Duration) -> impl Stream<Item = Result<StreamEvent, ModelError>> + Send
 where
     B: Stream<Item = reqwest::Result<bytes::Bytes>> + Send + Unpin + 'static,
@@ -179,6 +181,8 @@ where
         ready: VecDeque<Result<StreamEvent, ModelError>>,
         received: bool,
         ended: bool,
+        /// When the watchdog fires unless an event completes first.
+        deadline: tokio::time::Instant,
     }
     let state = State {
         body,
@@ -186,6 +190,7 @@ where
         ready: VecDeque::new(),
         received: false,
         ended: false,
+        deadline: tokio::time::Instant::now() + idle,
     };
     futures::stream::unfold(state, move |mut state| async move {
         loop {
@@ -199,7 +204,7 @@ where
                 state.ended = true;
                 state.ready.push_back(Err(error));
             };
-            match tokio::time::timeout(idle, state.body.next()).await {
+            match tokio::time::timeout_at(state.deadline, state.body.next()).await {
                 Err(_) => {
                     let which = if state.received {
                         "partial response received"
@@ -220,6 +225,9 @@ where
                             fail(&mut state, ModelError::Garbage(e.to_string()));
                         }
                         Ok(decoded) => {
+                            if !decoded.is_empty() {
+                                state.deadline = tokio::time::Instant::now() + idle;
+                            }
                             for event in decoded {
                                 if let Some(item) =
                                     StreamEvent::parse(&event.event, &event.data).transpose()

@@ -134,6 +134,8 @@ enum PartialBlock {
         id: String,
         name: String,
         json: String,
+        /// Bytes of input past [`MAX_TOOL_INPUT_BYTES`], not kept.
+        dropped: usize,
     },
     /// A server tool's call: its input streams like a tool_use's.
     ServerToolUse {
@@ -149,6 +151,16 @@ enum PartialBlock {
     /// A block type this version does not know; dropped at its stop.
     Unknown(String),
 }
+
+/// The most input one tool call may stream. A real response is bounded by
+/// its max_tokens (well under 1 MiB); more is a broken or hostile server,
+/// and keeping it would put it in every later request (the API takes 32 MB
+/// a request). Past it the input is dropped as it arrives, and the call
+/// fails as one whose input does not parse.
+pub const MAX_TOOL_INPUT_BYTES: usize = 8 << 20;
+
+/// How much of an input too large to keep is shown in its error.
+const SHOWN_OF_DROPPED_INPUT: usize = 1024;
 
 /// Builds the assistant message from the stream's events.
 #[derive(Debug, Default)]
@@ -240,6 +252,7 @@ impl ResponseAssembler {
                     id,
                     name,
                     json: String::new(),
+                    dropped: 0,
                 }
             }
             "server_tool_use" => PartialBlock::ServerToolUse {
@@ -278,10 +291,16 @@ impl ResponseAssembler {
             (PartialBlock::Thinking { signature, .. }, "signature_delta") => {
                 signature.push_str(field("signature"))
             }
-            (
-                PartialBlock::ToolUse { json, .. } | PartialBlock::ServerToolUse { json, .. },
-                "input_json_delta",
-            ) => json.push_str(field("partial_json")),
+            (PartialBlock::ToolUse { json, dropped, .. }, "input_json_delta") => {
+                let fragment = field("partial_json");
+                match *dropped == 0 && json.len() + fragment.len() <= MAX_TOOL_INPUT_BYTES {
+                    true => json.push_str(fragment),
+                    false => *dropped += fragment.len(),
+                }
+            }
+            (PartialBlock::ServerToolUse { json, .. }, "input_json_delta") => {
+                json.push_str(field("partial_json"))
+            }
             // Citations and deltas of unknown blocks carry nothing we keep.
             (_, "citations_delta") | (PartialBlock::Unknown(_), _) => {}
             (_, other) => {
@@ -312,7 +331,29 @@ impl ResponseAssembler {
                 signature,
             },
             PartialBlock::RedactedThinking(data) => ContentBlock::RedactedThinking { data },
-            PartialBlock::ToolUse { id, name, json } => {
+            PartialBlock::ToolUse {
+                id,
+                name,
+                mut json,
+                dropped,
+            } if dropped > 0 => {
+                let total = json.len() + dropped;
+                json.truncate(floor_char_boundary(&json, SHOWN_OF_DROPPED_INPUT));
+                json.push('…');
+                invalid_tool_input = Some(InvalidToolInput {
+                    raw: json,
+                    error: format!(
+                        "the input streamed for this call is {total} bytes, more than carapace takes ({} MiB); it was not read",
+                        MAX_TOOL_INPUT_BYTES >> 20
+                    ),
+                });
+                ContentBlock::ToolUse {
+                    id,
+                    name,
+                    input: Value::Object(Default::default()),
+                }
+            }
+            PartialBlock::ToolUse { id, name, json, .. } => {
                 let input = if json.trim().is_empty() {
                     Value::Object(Default::default())
                 } else {
@@ -414,6 +455,14 @@ impl ResponseAssembler {
     }
 }
 
+/// The largest char boundary of `text` at or below `at`.
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    (0..=at.min(text.len()))
+        .rev()
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,6 +474,58 @@ mod tests {
             Ok(Some(event)) => event,
             other => panic!("not an event: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_tool_input_past_the_cap_is_dropped_as_it_streams_and_fails_the_call()
+    -> Result<(), ModelError> {
+        let mut a = ResponseAssembler::new();
+        a.push(event(
+            json!({"type":"message_start","message":{"id":"msg_1","model":"m","usage":{}}}),
+        ))?;
+        a.push(event(json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_big","name":"Write","input":{}}})))?;
+        a.push(event(json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"content\":\"é"}})))?;
+        let chunk = "x".repeat(1 << 20);
+        for _ in 0..(MAX_TOOL_INPUT_BYTES >> 20) + 2 {
+            a.push(event(json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":chunk}})))?;
+        }
+        a.push(event(json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"\"}"}})))?;
+        let Assembled::BlockCompleted(done) =
+            a.push(event(json!({"type":"content_block_stop","index":0})))?
+        else {
+            panic!("the block did not complete");
+        };
+        assert_eq!(
+            done.block,
+            ContentBlock::ToolUse {
+                id: "toolu_big".into(),
+                name: "Write".into(),
+                input: json!({})
+            }
+        );
+        let invalid = done
+            .invalid_tool_input
+            .unwrap_or_else(|| panic!("not refused"));
+        assert!(
+            invalid.error.contains("more than carapace takes"),
+            "{}",
+            invalid.error
+        );
+        assert!(invalid.raw.len() <= SHOWN_OF_DROPPED_INPUT + '…'.len_utf8());
+        // Under the cap, the same stream is read.
+        let mut a = ResponseAssembler::new();
+        a.push(event(
+            json!({"type":"message_start","message":{"id":"msg_2","model":"m","usage":{}}}),
+        ))?;
+        a.push(event(json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"Write","input":{}}})))?;
+        a.push(event(json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":format!("{{\"content\":\"{chunk}\"}}")}})))?;
+        let Assembled::BlockCompleted(done) =
+            a.push(event(json!({"type":"content_block_stop","index":0})))?
+        else {
+            panic!("the block did not complete");
+        };
+        assert_eq!(done.invalid_tool_input, None);
+        Ok(())
     }
 
     #[test]

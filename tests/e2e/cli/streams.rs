@@ -98,6 +98,59 @@ fn a_stalled_stream_hits_the_idle_timeout_and_is_retried() -> TestResult {
 }
 
 #[test]
+fn a_slowloris_that_trickles_bytes_but_no_event_is_cut_off_and_retried() -> TestResult {
+    let ws = tempfile::tempdir()?;
+    // A byte every 20 ms, never a whole event: under a per-chunk timeout of
+    // 400 ms this would hold the turn for the 6 hours the megabyte takes.
+    let trickle = || {
+        partial_then(Step::Raw {
+            bytes: endless_line(1 << 20),
+            chunk: 1,
+            pause: Duration::from_millis(20),
+        })
+    };
+    let server = ScriptedServer::start(vec![trickle(), Reply::text("after the slowloris")])?;
+    let mut child = support::against(&server, ws.path())
+        .env("CLAUDE_STREAM_IDLE_TIMEOUT_MS", "400")
+        .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait()?.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if child.try_wait()?.is_none() {
+        child.kill()?;
+        return Err("the slowloris held the run for a minute".into());
+    }
+    let output = child.wait_with_output()?;
+    let stdout = String::from_utf8(output.stdout)?;
+    assert!(output.status.success(), "{stdout}");
+    assert_eq!(server.requests().len(), 2);
+    assert!(
+        stdout.contains("Stream idle timeout - partial response received"),
+        "{stdout}"
+    );
+    assert_eq!(last_line(&stdout)?["result"], "after the slowloris");
+    // The control: events that keep coming (pings, as the API sends) keep
+    // a slow stream alive past the same timeout.
+    let mut reply = Reply::message(vec![Block::text("slow but alive")], "end_turn");
+    for _ in 0..8 {
+        reply = reply
+            .after_block(0, Step::Event(json!({"type": "ping"})))
+            .after_block(0, Step::Pause(Duration::from_millis(150)));
+    }
+    let server = ScriptedServer::start(vec![reply])?;
+    let output = support::against(&server, ws.path())
+        .env("CLAUDE_STREAM_IDLE_TIMEOUT_MS", "400")
+        .args(["-p", "hello"])
+        .output()?;
+    assert_eq!(String::from_utf8(output.stdout)?.trim(), "slow but alive");
+    assert_eq!(server.requests().len(), 1, "no retry while events come");
+    Ok(())
+}
+
+#[test]
 fn sigterm_ends_a_run_whose_stream_trickles() -> TestResult {
     let ws = tempfile::tempdir()?;
     // One byte every millisecond or so, never a whole event: the stream is
