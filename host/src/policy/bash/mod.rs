@@ -264,7 +264,7 @@ pub fn analyse(line: &str) -> Analysis {
         Err(exceeded) => return Analysis::Exceeds(exceeded),
         // Shallow (nearly every line): at most ~16 KiB of stack per level,
         // well within any thread's; no thread of its own needed.
-        Ok(openers) if openers <= bounds::SHALLOW_OPENERS => return analyse_within_bounds(line),
+        Ok(openers) if openers <= bounds::SHALLOW_OPENERS => return analyse_caught(line),
         Ok(_) => {}
     }
     let parsed = std::thread::scope(|scope| {
@@ -284,6 +284,15 @@ pub fn analyse(line: &str) -> Analysis {
             reason: format!("the analysis could not start: {e}"),
         },
     }
+}
+
+/// The analysis on this thread, a panic of the parser (a third-party
+/// crate: `99999999999>f` overflowed its file-descriptor number, found by
+/// fuzzing) caught and told as a line it could not analyse.
+fn analyse_caught(line: &str) -> Analysis {
+    std::panic::catch_unwind(|| analyse_within_bounds(line)).unwrap_or_else(|_| Analysis::Opaque {
+        reason: "the parser failed on this line".into(),
+    })
 }
 
 fn analyse_within_bounds(line: &str) -> Analysis {

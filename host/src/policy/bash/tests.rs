@@ -333,3 +333,17 @@ fn a_shallow_line_parses_on_a_small_stack() {
         .map(|t| t.join().is_ok());
     assert!(matches!(parsed, Ok(true)));
 }
+
+/// Found by fuzzing: the parser unwraps an fd number that overflows. The
+/// line is one the analysis cannot read, on either thread, not a crash.
+#[test]
+fn a_parser_panic_is_a_line_not_analysed() {
+    for line in [
+        "echo hi 555555555555555555>|f".to_string(),
+        format!("{}echo hi 555555555555555555>f", "{ ".repeat(40)),
+    ] {
+        assert!(matches!(analyse(&line), Analysis::Opaque { .. }), "{line}");
+    }
+    // The control: an fd number that fits is read.
+    assert!(matches!(analyse("echo hi 2>f"), Analysis::Commands(_)));
+}
