@@ -42,6 +42,21 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("transcript", transcript::run),
 ];
 
+/// How the fuzzer runs a target: a panic that reaches the top fails the
+/// input (the process aborts, as libFuzzer expects), while one that
+/// carapace catches on the way — as it catches its Bash parser's — is
+/// carapace's to handle, not a finding. (libFuzzer's own hook would abort
+/// on every panic, caught or not.)
+pub fn fuzz(target: Target, data: &[u8]) {
+    static DEFAULT_HOOK: std::sync::Once = std::sync::Once::new();
+    DEFAULT_HOOK.call_once(|| {
+        let _ = std::panic::take_hook();
+    });
+    if std::panic::catch_unwind(|| target(data)).is_err() {
+        std::process::abort();
+    }
+}
+
 /// The bytes as text, when they are.
 pub(crate) fn text(data: &[u8]) -> Option<&str> {
     std::str::from_utf8(data).ok()
