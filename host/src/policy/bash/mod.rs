@@ -260,6 +260,17 @@ impl Analysis {
 /// whose stack the bounds were measured against, so that no line can
 /// overflow the stack of the thread that asked.
 pub fn analyse(line: &str) -> Analysis {
+    // Found by fuzzing: a form feed or a carriage return after `<<` sends
+    // the parser's tokenizer into a loop that allocates until the process
+    // dies (`x <<\f($(`, 9 bytes). No command a person means holds them.
+    if let Some(c) = line
+        .chars()
+        .find(|c| c.is_control() && !matches!(c, '\t' | '\n'))
+    {
+        return Analysis::Opaque {
+            reason: format!("the line holds the control character {c:?}, which is not analysed"),
+        };
+    }
     match bounds::check(line) {
         Err(exceeded) => return Analysis::Exceeds(exceeded),
         // Shallow (nearly every line): at most ~16 KiB of stack per level,

@@ -352,3 +352,20 @@ fn a_parser_panic_is_a_line_not_analysed() {
     // The control: an fd number that fits is read.
     assert!(matches!(analyse("echo hi 2>f"), Analysis::Commands(_)));
 }
+
+/// Found by fuzzing: `<<` then a form feed or carriage return made the
+/// parser allocate without end. Such lines are not parsed.
+#[test]
+fn control_characters_are_not_parsed() {
+    for line in [
+        "x <<\u{c}($(",
+        "x <<\r($(",
+        "no(*<<\u{c}(((($x=$((",
+        "ls\u{0}",
+        "a\u{b}b",
+    ] {
+        assert!(matches!(analyse(line), Analysis::Opaque { .. }), "{line:?}");
+    }
+    // The control: tabs and newlines are ordinary.
+    assert!(matches!(analyse("ls\t-la\necho hi"), Analysis::Commands(_)));
+}
