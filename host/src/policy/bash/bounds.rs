@@ -56,7 +56,7 @@ impl std::fmt::Display for Exceeded {
             ),
             Exceeded::Parens { depth } => write!(
                 f,
-                "the command line nests parentheses {depth} deep (quoted ones count); at most {MAX_PAREN_DEPTH} are checked"
+                "the command line nests parentheses {depth} deep (in double quotes and here-documents too); at most {MAX_PAREN_DEPTH} are checked"
             ),
         }
     }
@@ -85,14 +85,15 @@ pub fn check(line: &str) -> Result<usize, Exceeded> {
 }
 
 /// How deep the line nests `(`, counted so that no spelling counts less
-/// than the parser sees: every `(` counts, quoted or not (a quoted `$(` is
-/// code); a `)` closes one only where it surely closes — not quoted,
-/// escaped or in a comment, and never after a here-document or a `case`
-/// begins (their bodies and patterns hold `)` that close nothing).
+/// than the parser sees. Single quotes hold no code: skipped. Double
+/// quotes and here-document bodies may (`"$(…)"`): their `(` count, and
+/// their `)` close only what opened inside them. Outside them a `)` closes
+/// one unless escaped or in a comment; after a `case`, whose patterns end
+/// in `)`, none does.
 fn paren_depth(bytes: &[u8]) -> usize {
-    let mut open = 0usize;
-    let mut deepest = 0usize;
+    let (mut open, mut deepest) = (0usize, 0usize);
     let mut closes = true;
+    let mut heredocs: Vec<(Vec<u8>, bool)> = Vec::new();
     let mut i = 0;
     let mut word_start = true;
     while i < bytes.len() {
@@ -101,24 +102,31 @@ fn paren_depth(bytes: &[u8]) -> usize {
             b'(' => open += 1,
             b')' if closes => open = open.saturating_sub(1),
             b'\\' => i += 1,
-            b'\'' | b'"' => {
-                // `\` escapes inside double quotes and `$'…'`, not `'…'`.
-                let escapes = b == b'"' || (i > 0 && bytes[i - 1] == b'$');
-                let len = quoted_len(&bytes[i + 1..], b, escapes);
-                open += bytes[i + 1..i + 1 + len]
-                    .iter()
-                    .filter(|c| **c == b'(')
-                    .count();
+            b'\'' => i += quoted_len(&bytes[i + 1..], b'\'', i > 0 && bytes[i - 1] == b'$') + 1,
+            b'"' => {
+                let len = quoted_len(&bytes[i + 1..], b'"', true);
+                let (inner, inner_deepest) = quoted_depth(&bytes[i + 1..i + 1 + len], open);
+                (open, deepest) = (inner, deepest.max(inner_deepest));
                 i += len + 1;
             }
             b'#' if word_start => {
-                let comment = bytes[i..].iter().take_while(|c| **c != b'\n');
-                open += comment.filter(|c| **c == b'(').count();
-                deepest = deepest.max(open);
                 i += bytes[i..].iter().take_while(|c| **c != b'\n').count();
                 continue;
             }
-            b'<' if bytes.get(i + 1) == Some(&b'<') => closes = false,
+            b'<' if bytes[i..].starts_with(b"<<") && !bytes[i..].starts_with(b"<<<") => {
+                let (delimiter, strip_tabs, len) = heredoc_delimiter(&bytes[i + 2..]);
+                heredocs.push((delimiter, strip_tabs));
+                i += 2 + len;
+                continue;
+            }
+            b'\n' if !heredocs.is_empty() => {
+                for (delimiter, strip_tabs) in std::mem::take(&mut heredocs) {
+                    let (body, len) = heredoc_body(&bytes[i + 1..], &delimiter, strip_tabs);
+                    let (inner, inner_deepest) = quoted_depth(body, open);
+                    (open, deepest) = (inner, deepest.max(inner_deepest));
+                    i += len;
+                }
+            }
             b'c' if word_start && bytes[i..].starts_with(b"case") => closes = false,
             _ => {}
         }
@@ -127,6 +135,70 @@ fn paren_depth(bytes: &[u8]) -> usize {
         i += 1;
     }
     deepest.max(open)
+}
+
+/// After `<<`: the delimiter (its quotes and escapes removed), whether
+/// tabs are stripped (`<<-`), and how many bytes the operator's rest took.
+fn heredoc_delimiter(rest: &[u8]) -> (Vec<u8>, bool, usize) {
+    let strip_tabs = rest.first() == Some(&b'-');
+    let mut i = usize::from(strip_tabs);
+    while matches!(rest.get(i), Some(b' ' | b'\t')) {
+        i += 1;
+    }
+    let start = i;
+    while let Some(c) = rest.get(i) {
+        if c.is_ascii_whitespace() || b";&|<>()".contains(c) {
+            break;
+        }
+        i += 1;
+    }
+    let word = rest[start..i]
+        .iter()
+        .filter(|c| !matches!(c, b'\'' | b'"' | b'\\'))
+        .copied()
+        .collect();
+    (word, strip_tabs, i)
+}
+
+/// A here-document's body from the line after its operator: the body,
+/// and the bytes it takes with its closing line (all of `rest` when the
+/// delimiter never comes).
+fn heredoc_body<'a>(rest: &'a [u8], delimiter: &[u8], strip_tabs: bool) -> (&'a [u8], usize) {
+    let mut at = 0;
+    while at < rest.len() {
+        let end = rest[at..]
+            .iter()
+            .position(|c| *c == b'\n')
+            .map_or(rest.len(), |e| at + e);
+        let line = &rest[at..end];
+        let line = match strip_tabs {
+            true => &line[line.iter().take_while(|c| **c == b'\t').count()..],
+            false => line,
+        };
+        if line == delimiter {
+            return (&rest[..at], end);
+        }
+        at = end + 1;
+    }
+    (rest, rest.len())
+}
+
+/// Inside double quotes opened at depth `open`: the depth after them (what
+/// they leave open stays open) and the deepest reached.
+fn quoted_depth(quoted: &[u8], open: usize) -> (usize, usize) {
+    let (mut depth, mut deepest) = (open, open);
+    let mut i = 0;
+    while i < quoted.len() {
+        match quoted[i] {
+            b'\\' => i += 1,
+            b'(' => depth += 1,
+            b')' if depth > open => depth -= 1,
+            _ => {}
+        }
+        deepest = deepest.max(depth);
+        i += 1;
+    }
+    (depth, deepest)
 }
 
 /// How many bytes of `rest` a quote ending in `quote` holds (all of it
@@ -251,6 +323,8 @@ mod tests {
             ("here-document closers", format!("{open} cat <<E\n{closers}\nE\n")),
             ("case patterns", format!("{open} case x in {} esac", "a) ;; ".repeat(13))),
             ("quoted substitution", format!("echo \"${open}\"")),
+            ("here-document quote", format!("cat <<E\nit's\nE\n{open}true")),
+            ("quoted closers first", format!("\"{closers}\"{open}true")),
             ("escaped quote", format!("{open} \"\\\" {closers} \"")),
             ("ansi-c quote", format!("{open} $'\\' {closers} '")),
         ] {
@@ -267,6 +341,13 @@ mod tests {
             format!("{open}true"),
             "echo $((1 + (2 * 3))) $(date) <(ls) \"(a)\"".to_string(),
             format!("case x in {} esac", "a) ;; ".repeat(20)),
+            format!("python3 -c \"{}\"", "print(len(x)); ".repeat(40)),
+            format!("python3 -c '{}'", "f(((a)));".repeat(40)),
+            format!(
+                "python3 - <<'EOF'\n{}\nEOF\necho done",
+                "print(len(str(x)))\n".repeat(20)
+            ),
+            format!("cat <<-E > f\n\t{}\n\tE\n(true)", "(a) ".repeat(30)),
         ] {
             assert!(check(&line).is_ok(), "{line}");
         }
