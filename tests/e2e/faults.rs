@@ -4,7 +4,7 @@
 
 use super::support;
 use scripted_server::{Block, Reply, ScriptedServer, Step};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 use support::{TestResult, last_line};
@@ -21,15 +21,6 @@ fn finish(mut child: Child, limit: Duration) -> Result<support::Run, Box<dyn std
         std::thread::sleep(Duration::from_millis(50));
     }
     support::Run::from_output(child.wait_with_output()?)
-}
-
-/// The tool results the second request carried.
-fn second_results(server: &ScriptedServer) -> Result<Vec<Value>, String> {
-    let requests = server.requests();
-    let second = requests.get(1).ok_or("no second request")?;
-    let messages = second.body["messages"].as_array().ok_or("no messages")?;
-    let last = messages.last().ok_or("no message")?;
-    Ok(last["content"].as_array().cloned().unwrap_or_default())
 }
 
 #[test]
@@ -56,7 +47,7 @@ fn ten_thousand_tool_calls_in_one_response_are_each_answered_once() -> TestResul
     assert_eq!(last_line(&run.stdout)?["result"], "all read");
     // Results come as the calls finish (as Claude Code gives them: a
     // refusal is ready before a read); each call has exactly one.
-    let results = second_results(&server)?;
+    let results = support::second_request_results(&server)?;
     assert_eq!(results.len(), CALLS, "every call answered, once");
     let mut answered = vec![false; CALLS];
     for result in &results {
@@ -128,7 +119,7 @@ fn a_tool_input_of_100_mb_fails_its_call_and_is_not_kept() -> TestResult {
     assert_eq!(run.status, Some(0), "{}", run.stderr);
     assert_eq!(last_line(&run.stdout)?["result"], "understood");
     assert!(!target.exists(), "the call ran");
-    let results = second_results(&server)?;
+    let results = support::second_request_results(&server)?;
     assert_eq!(results.len(), 1);
     assert_eq!(results[0]["is_error"], true);
     assert!(

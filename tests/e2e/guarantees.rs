@@ -8,15 +8,6 @@ use scripted_server::{Block, Reply, ScriptedServer};
 use serde_json::{Value, json};
 use support::{TestResult, last_line, text_of};
 
-/// The tool results the second request carried, by call id.
-fn results(server: &ScriptedServer) -> Result<Vec<Value>, String> {
-    let requests = server.requests();
-    let second = requests.get(1).ok_or("no second request")?;
-    let messages = second.body["messages"].as_array().ok_or("no messages")?;
-    let last = messages.last().ok_or("no message")?;
-    Ok(last["content"].as_array().cloned().unwrap_or_default())
-}
-
 /// `carapace -p go` in `ws`, stream-json, in permission mode `mode`, with
 /// further arguments or variables added by the caller.
 fn print_run(server: &ScriptedServer, ws: &std::path::Path, mode: &str) -> std::process::Command {
@@ -72,7 +63,7 @@ fn a_bash_line_nested_thousands_deep_is_an_error_result_not_a_crash() -> TestRes
         assert_eq!(out.status, Some(0), "depth {depth}: {}", out.stderr);
         let result = last_line(&out.stdout)?;
         assert_eq!(result["subtype"], "success");
-        let results = results(&server)?;
+        let results = support::second_request_results(&server)?;
         assert_eq!(results.len(), 3, "every call paired");
         for (i, block) in results.iter().enumerate() {
             let text = text_of(block);
@@ -123,7 +114,7 @@ fn no_tool_is_granted_process_information() -> TestResult {
     let server = ScriptedServer::start(vec![Reply::tool_uses(calls), Reply::text("done")])?;
     let out = bypass_run(&server, ws.path())?;
     assert_eq!(out.status, Some(0), "{}", out.stderr);
-    let results = results(&server)?;
+    let results = support::second_request_results(&server)?;
     assert_eq!(results.len(), 5);
     for block in &results[..4] {
         let text = text_of(block);
@@ -206,7 +197,7 @@ fn writing_tools_protect_what_makes_programs_run_by_meaning() -> TestResult {
             .output()?,
     )?;
     assert_eq!(out.status, Some(0), "{}", out.stderr);
-    let results = results(&server)?;
+    let results = support::second_request_results(&server)?;
     assert_eq!(results.len(), targets.len() + 1);
     for (path, block) in targets.iter().zip(&results) {
         assert_eq!(
@@ -262,7 +253,7 @@ fn commands_reach_the_domains_the_user_allows_and_nothing_else() -> TestResult {
                     .output()?,
             )?;
             assert_eq!(out.status, Some(0), "{}", out.stderr);
-            Ok(results(&server)?
+            Ok(support::second_request_results(&server)?
                 .iter()
                 .map(|b| json!(text_of(b)))
                 .collect())

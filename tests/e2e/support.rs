@@ -168,3 +168,13 @@ pub fn system_text(system: &Value) -> String {
         _ => String::new(),
     }
 }
+
+/// The tool results the second request carried (its last message's
+/// blocks), in the order they were sent.
+pub fn second_request_results(server: &ScriptedServer) -> Result<Vec<Value>, String> {
+    let requests = server.requests();
+    let second = requests.get(1).ok_or("no second request")?;
+    let messages = second.body["messages"].as_array().ok_or("no messages")?;
+    let last = messages.last().ok_or("no message")?;
+    Ok(last["content"].as_array().cloned().unwrap_or_default())
+}
