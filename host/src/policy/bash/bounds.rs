@@ -137,6 +137,20 @@ fn paren_depth(bytes: &[u8]) -> usize {
     deepest.max(open)
 }
 
+/// Whether a `<<` (not `<<<`) has no delimiter word after it: bash
+/// refuses such a line, and the parser's tokenizer loops on it, allocating
+/// until the process dies (`x[x=$($ $(<<-    >&&F`, found by fuzzing).
+/// Counted in quotes too, so no spelling hides one.
+pub fn heredoc_without_delimiter(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    (0..bytes.len()).any(|i| {
+        bytes[i..].starts_with(b"<<")
+            && !bytes[i..].starts_with(b"<<<")
+            && (i == 0 || bytes[i - 1] != b'<')
+            && heredoc_delimiter(&bytes[i + 2..]).0.is_empty()
+    })
+}
+
 /// After `<<`: the delimiter (its quotes and escapes removed), whether
 /// tabs are stripped (`<<-`), and how many bytes the operator's rest took.
 fn heredoc_delimiter(rest: &[u8]) -> (Vec<u8>, bool, usize) {

@@ -271,6 +271,11 @@ pub fn analyse(line: &str) -> Analysis {
             reason: format!("the line holds the control character {c:?}, which is not analysed"),
         };
     }
+    if bounds::heredoc_without_delimiter(line) {
+        return Analysis::Opaque {
+            reason: "a here-document without a delimiter is not analysed".into(),
+        };
+    }
     match bounds::check(line) {
         Err(exceeded) => return Analysis::Exceeds(exceeded),
         // Shallow (nearly every line): at most ~16 KiB of stack per level,

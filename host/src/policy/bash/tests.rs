@@ -369,3 +369,25 @@ fn control_characters_are_not_parsed() {
     // The control: tabs and newlines are ordinary.
     assert!(matches!(analyse("ls\t-la\necho hi"), Analysis::Commands(_)));
 }
+
+/// Found by fuzzing: `<<` with no delimiter word made the parser allocate
+/// without end. Such lines are not parsed; a delimiter after blanks or a
+/// dash is read as ever.
+#[test]
+fn a_here_document_without_a_delimiter_is_not_parsed() {
+    for line in [
+        "x[x=$($ $(<<-    >&&F",
+        "cat <<",
+        "cat << >f",
+        "cat <<-\t|x",
+        "echo \"<<\"",
+    ] {
+        assert!(matches!(analyse(line), Analysis::Opaque { .. }), "{line:?}");
+    }
+    for line in ["cat <<EOF\nx\nEOF", "cat <<- 'E'\n\tx\n\tE"] {
+        assert!(!bounds::heredoc_without_delimiter(line), "{line:?}");
+    }
+    for line in ["cat <<<word", "echo $((1 << 2))"] {
+        assert!(matches!(analyse(line), Analysis::Commands(_)), "{line:?}");
+    }
+}
