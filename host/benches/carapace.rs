@@ -169,8 +169,9 @@ fn wait_sampling_peak(mut child: std::process::Child) -> std::io::Result<(bool, 
     }
 }
 
-/// `carapace` against `server`, with its config (and transcripts) in `cwd`.
-fn session_command(cache: &Path, cwd: &Path, server: &ScriptedServer) -> std::process::Command {
+/// `carapace` against `server`, in `cwd` (its HOME too), with the
+/// bench's component cache and nothing else of the environment.
+fn carapace_command(cache: &Path, cwd: &Path, server: &ScriptedServer) -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_carapace"));
     command
         .current_dir(cwd)
@@ -178,8 +179,14 @@ fn session_command(cache: &Path, cwd: &Path, server: &ScriptedServer) -> std::pr
         .env("HOME", cwd)
         .env("CARAPACE_CACHE_DIR", cache)
         .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "bench")
-        .args(["--permission-mode", "bypassPermissions"]);
+        .env("ANTHROPIC_API_KEY", "bench");
+    command
+}
+
+/// `carapace` against `server`, with its config (and transcripts) in `cwd`.
+fn session_command(cache: &Path, cwd: &Path, server: &ScriptedServer) -> std::process::Command {
+    let mut command = carapace_command(cache, cwd, server);
+    command.args(["--permission-mode", "bypassPermissions"]);
     command
 }
 

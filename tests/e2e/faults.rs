@@ -5,23 +5,9 @@
 use super::support;
 use scripted_server::{Block, Reply, ScriptedServer, Step};
 use serde_json::json;
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 use support::{TestResult, last_line};
-
-/// Waits for `child`, killing it (and failing) past `limit`: the bound
-/// tells a hang from a slow machine, it is not a speed requirement.
-fn finish(mut child: Child, limit: Duration) -> Result<support::Run, Box<dyn std::error::Error>> {
-    let deadline = Instant::now() + limit;
-    while child.try_wait()?.is_none() {
-        if Instant::now() > deadline {
-            child.kill()?;
-            return Err(format!("the run did not end within {limit:?}").into());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    support::Run::from_output(child.wait_with_output()?)
-}
 
 #[test]
 fn ten_thousand_tool_calls_in_one_response_are_each_answered_once() -> TestResult {
@@ -42,7 +28,7 @@ fn ten_thousand_tool_calls_in_one_response_are_each_answered_once() -> TestResul
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let run = finish(child, Duration::from_secs(600))?;
+    let run = support::finish_within(child, Duration::from_secs(600))?;
     assert_eq!(run.status, Some(0), "{}", run.stderr);
     assert_eq!(last_line(&run.stdout)?["result"], "all read");
     // Results come as the calls finish (as Claude Code gives them: a
@@ -115,7 +101,7 @@ fn a_tool_input_of_100_mb_fails_its_call_and_is_not_kept() -> TestResult {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let run = finish(child, Duration::from_secs(300))?;
+    let run = support::finish_within(child, Duration::from_secs(300))?;
     assert_eq!(run.status, Some(0), "{}", run.stderr);
     assert_eq!(last_line(&run.stdout)?["result"], "understood");
     assert!(!target.exists(), "the call ran");

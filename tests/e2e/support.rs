@@ -178,3 +178,20 @@ pub fn second_request_results(server: &ScriptedServer) -> Result<Vec<Value>, Str
     let last = messages.last().ok_or("no message")?;
     Ok(last["content"].as_array().cloned().unwrap_or_default())
 }
+
+/// Waits for `child`, killing it (and failing) past `limit`: the bound
+/// tells a hang from a slow machine, it is not a speed requirement.
+pub fn finish_within(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+) -> Result<Run, Box<dyn std::error::Error>> {
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait()?.is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill()?;
+            return Err(format!("the run did not end within {limit:?}").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Run::from_output(child.wait_with_output()?)
+}

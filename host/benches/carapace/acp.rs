@@ -124,13 +124,7 @@ fn run(
     n: usize,
 ) -> Result<Run, Box<dyn std::error::Error>> {
     let cap = n.to_string();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_carapace"))
-        .current_dir(cwd)
-        .env_clear()
-        .env("HOME", cwd)
-        .env("CARAPACE_CACHE_DIR", cache)
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "bench")
+    let mut child = super::carapace_command(cache, cwd, server)
         .args(["acp", "--max-sessions", &cap, "--max-running", &cap])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -165,13 +165,7 @@ pub(super) fn cold_start(cache: &Path, cwd: &Path) -> BenchResult {
     for i in 0..RUNS + 2 {
         let server = ScriptedServer::start(vec![Reply::text("ok")])?;
         let started = Instant::now();
-        let status = std::process::Command::new(env!("CARGO_BIN_EXE_carapace"))
-            .current_dir(cwd)
-            .env_clear()
-            .env("HOME", cwd)
-            .env("CARAPACE_CACHE_DIR", cache)
-            .env("ANTHROPIC_BASE_URL", server.url())
-            .env("ANTHROPIC_API_KEY", "bench")
+        let status = super::carapace_command(cache, cwd, &server)
             .args(["-p", "hello", "--output-format", "json"])
             .stdout(std::process::Stdio::null())
             .status()?;

@@ -110,22 +110,14 @@ fn a_slowloris_that_trickles_bytes_but_no_event_is_cut_off_and_retried() -> Test
         })
     };
     let server = ScriptedServer::start(vec![trickle(), Reply::text("after the slowloris")])?;
-    let mut child = support::against(&server, ws.path())
+    let child = support::against(&server, ws.path())
         .env("CLAUDE_STREAM_IDLE_TIMEOUT_MS", "400")
         .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
         .stdout(Stdio::piped())
         .spawn()?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait()?.is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    if child.try_wait()?.is_none() {
-        child.kill()?;
-        return Err("the slowloris held the run for a minute".into());
-    }
-    let output = child.wait_with_output()?;
-    let stdout = String::from_utf8(output.stdout)?;
-    assert!(output.status.success(), "{stdout}");
+    let run = support::finish_within(child, Duration::from_secs(60))?;
+    let stdout = run.stdout;
+    assert_eq!(run.status, Some(0), "{stdout}");
     assert_eq!(server.requests().len(), 2);
     assert!(
         stdout.contains("Stream idle timeout - partial response received"),

@@ -10,7 +10,7 @@ use crate::agent::QueuedInput;
 use crate::cli::print::{PrintSession, Prompts, SlashCommands, run_print};
 use crate::control::TurnSlot;
 use crate::model::ImageSource;
-use crate::policy::{ModeChangeBy, PermissionMode};
+use crate::policy::PermissionMode;
 use crate::session::{Session, SessionAsker, SessionOutput};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
@@ -155,12 +155,6 @@ impl LiveSession {
     /// interrupt). False when no turn runs.
     pub fn cancel(&self) -> bool {
         self.turn.interrupt()
-    }
-
-    pub fn set_mode(&self, mode: PermissionMode) -> Result<(), String> {
-        self.session
-            .set_permission_mode(mode, ModeChangeBy::ControlRequest)
-            .map_err(|e| e.to_string())
     }
 
     /// Ends the session: no more turns, its MCP servers and background

@@ -16,7 +16,6 @@ mod options;
 mod updates;
 
 use super::Cli;
-use crate::policy::PermissionMode;
 use crate::sandbox::{SandboxConfig, SandboxEngine};
 use crate::session::{HistorySetup, McpSetup, Resume, SessionPaths};
 use agent_client_protocol::v1::schema::{
@@ -334,9 +333,7 @@ impl Server {
 
     fn set_mode(&self, request: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
         let live = self.live(&request.session_id.0)?;
-        let mode = PermissionMode::parse(&request.mode_id.0)
-            .ok_or_else(|| invalid(format!("no mode `{}`", request.mode_id.0)))?;
-        live.set_mode(mode).map_err(invalid)?;
+        options::set_mode(&live.session, &request.mode_id.0).map_err(invalid)?;
         Ok(SetSessionModeResponse::new())
     }
 

@@ -110,6 +110,14 @@ pub fn options(session: &Session) -> Vec<SessionConfigOption> {
     options
 }
 
+/// The mode named `id`, as `session/set_mode` and the `mode` option set it.
+pub fn set_mode(session: &Session, id: &str) -> Result<(), String> {
+    let mode = PermissionMode::parse(id).ok_or_else(|| format!("no mode `{id}`"))?;
+    session
+        .set_permission_mode(mode, ModeChangeBy::ControlRequest)
+        .map_err(|e| e.to_string())
+}
+
 /// `session/set_config_option`: the value checked against what the
 /// option offers, then applied (a model for the next request, a mode as
 /// `session/set_mode` sets it).
@@ -125,12 +133,7 @@ pub fn set(
     };
     let value = value.0.as_ref();
     match config_id {
-        MODE => {
-            let mode = PermissionMode::parse(value).ok_or_else(|| format!("no mode `{value}`"))?;
-            session
-                .set_permission_mode(mode, ModeChangeBy::ControlRequest)
-                .map_err(|e| e.to_string())
-        }
+        MODE => set_mode(session, value),
         MODEL => {
             if !models(session).iter().any(|(id, _)| id == value) {
                 return Err(format!("this session cannot use the model `{value}`"));
