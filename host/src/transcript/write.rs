@@ -24,6 +24,9 @@ struct Written {
     failed: bool,
     /// How many times a failure was said to the user (at most once).
     failures_said: usize,
+    /// How long the file is: where a line that fails half-written is cut
+    /// back to, so the file always ends on a whole line.
+    len: u64,
     parent: Option<String>,
 }
 
@@ -115,7 +118,13 @@ impl Transcript {
                     .map_err(io(&path))?;
                 let transcript = Self {
                     session_id: session_id.to_string(),
-                    file: Mutex::new((Some(file), Written::default())),
+                    file: Mutex::new((
+                        Some(file),
+                        Written {
+                            len: loaded.intact_len,
+                            ..Written::default()
+                        },
+                    )),
                     path,
                 };
                 {
@@ -179,10 +188,10 @@ impl Transcript {
 
     fn write_lines(&self, lines: Vec<Value>) -> Result<(), TranscriptError> {
         let mut guard = self.lock();
-        let (file, _) = &mut *guard;
+        let (file, written) = &mut *guard;
         let Some(file) = file else { return Ok(()) };
         for line in lines {
-            file.write_all(&encode(&line)).map_err(io(&self.path))?;
+            write_line(file, &mut written.len, &encode(&line)).map_err(io(&self.path))?;
         }
         Ok(())
     }
@@ -305,22 +314,47 @@ fn message_line(
 }
 
 /// Appends `lines`, each in one write. A failure (a full disk) is said
-/// once; the run goes on without its transcript rather than stopping.
+/// once; the run goes on without its transcript rather than stopping, and
+/// the file keeps every line before the one that failed, whole.
 fn append(file: &mut Option<File>, written: &mut Written, path: &Path, lines: Vec<Value>) {
     let Some(handle) = file else { return };
     if written.failed {
         return;
     }
     for line in lines {
-        if let Err(e) = handle.write_all(&encode(&line)) {
+        if let Err(e) = write_line(handle, &mut written.len, &encode(&line)) {
             written.failed = true;
             written.failures_said += 1;
             eprintln!(
                 "carapace: warning: writing the transcript {} failed ({e}); the rest of this session is not saved",
                 path.display()
             );
+            // What was written whole is kept: synced now, as at a turn's
+            // end, since no later flush will see this file.
+            if let Err(e) = handle.sync_data() {
+                tracing::warn!(path = %path.display(), "syncing the transcript failed: {e}");
+            }
             *file = None;
             return;
+        }
+    }
+}
+
+/// Writes one whole line at the end of the file (`len` long). When the
+/// write fails part-way — a disk that fills mid-line writes what fits —
+/// the part is cut off again: a reader then finds the file ending on the
+/// last line that was written whole, not on a torn one.
+fn write_line(file: &mut File, len: &mut u64, bytes: &[u8]) -> std::io::Result<()> {
+    match file.write_all(bytes) {
+        Ok(()) => {
+            *len += bytes.len() as u64;
+            Ok(())
+        }
+        Err(e) => {
+            if let Err(cut) = file.set_len(*len) {
+                tracing::warn!("cutting a half-written transcript line off failed: {cut}");
+            }
+            Err(e)
         }
     }
 }
