@@ -253,10 +253,46 @@ def seed_mcp_bridge():
     put("mcp_bridge", "not json\n" + lines[0])
 
 
+def seed_wit_values():
+    # The first byte picks the function (in the WIT's order), the rest is
+    # the tool input.
+    point = {"x": 1, "y": -2, "label": "a"}
+    inputs = [
+        {"a": 255, "b": -128, "c": 65535, "d": -32768, "e": 4294967295, "f": -1, "g": 18446744073709551615,
+         "h": -9223372036854775808},
+        {"x": 0.5, "y": 1e300, "c": "é", "on": True},
+        {"p": point, "n": {"at": {"x": 0, "y": 0}, "tags": ["t"], "depth": 3}, "maybe": None},
+        {"c": "green", "m": {"read": True, "exec": False}, "s": {"tag": "dot", "val": point},
+         "many": [{"tag": "none"}, {"tag": "named", "val": "n"}, {"tag": "line", "val": [point, point]}]},
+        {"r": {"ok": 7}, "bare": {"err": None}, "left": {"ok": None}, "right": {"err": None}},
+        {"t": [1, -5, "s"], "grid": [[1, 2], []], "letters": ["a", "b"]},
+    ]
+    for i, value in enumerate(inputs):
+        put("wit_values", bytes([i]) + json.dumps(value).encode())
+    put("wit_values", b"\x01" + json.dumps({"x": 1e39, "y": 0, "c": "ab", "on": 1}).encode())
+    put("wit_values", b"\x04" + json.dumps({"r": {"ok": 1, "err": "x"}, "bare": {"ok": 5}}).encode())
+
+
+def seed_oci_manifest():
+    put("oci_manifest", b"\x00localhost:5000/tools/grep:1.0")
+    put("oci_manifest", b"\x00ghcr.io/org/repo@sha256:" + b"a" * 64)
+    put("oci_manifest", b"\x00docker.io/library/x:latest@sha256:" + b"0" * 64)
+    put("oci_manifest", b"\x00Not A Reference")
+    config = {"mediaType": "application/vnd.wasm.config.v0+json", "digest": "sha256:" + "1" * 64, "size": 2}
+    layer = {"mediaType": "application/wasm", "digest": "sha256:" + "2" * 64, "size": 1024}
+    policy = {"mediaType": "application/vnd.wasm.policy.v1+yaml", "digest": "sha256:" + "3" * 64, "size": 10}
+    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "config": config, "layers": [layer, policy]}
+    put("oci_manifest", b"\x01" + json.dumps(manifest).encode())
+    put("oci_manifest", b"\x01" + json.dumps(dict(manifest, layers=[layer, layer])).encode())
+    put("oci_manifest", b"\x01" + json.dumps(dict(manifest, layers=[dict(layer, size=-1)])).encode())
+    put("oci_manifest", b"\x01" + json.dumps(dict(manifest, config=dict(config, mediaType="application/json"))).encode())
+
+
 if __name__ == "__main__":
     for seed in [seed_sse, seed_stream_json, seed_control, seed_hook_output, seed_rules, seed_bash,
                  seed_settings, seed_replay, seed_transcript, seed_signature, seed_plugin_inputs,
-                 seed_mcp_serve, seed_mcp_bridge]:
+                 seed_mcp_serve, seed_mcp_bridge, seed_wit_values, seed_oci_manifest]:
         seed()
     for folder in sorted(CORPUS.iterdir()):
         print(f"{folder.name}: {len(list(folder.iterdir()))} entries")

@@ -1,7 +1,8 @@
 //! Faults in the middle of a turn, through the binary (issue 27): the
 //! model's connection dropped at each event of a tool-using response, the
 //! disk filling while the transcript is appended, and `kill -9` at each
-//! stage of a turn followed by `--resume`. Each must end with every call
+//! stage of a turn followed by `--resume`, and hooks and MCP servers that
+//! hang, crash, stop mid-line or flood. Each must end with every call
 //! paired, no tool run twice, and nothing lost that the run claimed kept.
 
 mod support;
@@ -10,6 +11,8 @@ mod support;
 mod disk_full;
 #[path = "turn_faults/kills.rs"]
 mod kills;
+#[path = "turn_faults/peers.rs"]
+mod peers;
 
 use scripted_server::{Block, Reply, ScriptedServer, Step};
 use serde_json::{Value, json};

@@ -85,7 +85,9 @@ impl McpChannel {
             .stderr
             .take()
             .ok_or("the server's stderr is not piped")?;
-        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        // One message waits while the next is read: a server that floods
+        // holds at most two messages at the cap, not a queue of them.
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
         tokio::spawn(read_lines(stdout, tx));
         let tail = Arc::new(std::sync::Mutex::new(VecDeque::new()));
         tokio::spawn(keep_tail(stderr, tail.clone()));
@@ -189,6 +191,8 @@ async fn read_lines(
     let mut line = Vec::new();
     loop {
         line.clear();
+        // A flood's buffer is not kept for the ordinary messages after it.
+        line.shrink_to(64 << 10);
         // Bounded: a server cannot make the host buffer without limit.
         let read = (&mut reader)
             .take(MAX_MESSAGE_BYTES as u64 + 1)

@@ -107,11 +107,16 @@ pub struct McpLauncher {
 }
 
 impl McpLauncher {
-    pub fn new(sandbox: Sandbox, process: ProcessConfig, startup: Duration) -> Self {
+    pub fn new(
+        sandbox: Sandbox,
+        process: ProcessConfig,
+        limits: CallLimits,
+        startup: Duration,
+    ) -> Self {
         Self {
             sandbox,
             process,
-            limits: CallLimits::default(),
+            limits,
             startup,
         }
     }

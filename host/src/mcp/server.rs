@@ -177,6 +177,12 @@ impl McpServer {
         Ok(true)
     }
 
+    /// What each of its calls runs under (`MCP_TOOL_TIMEOUT` sets the
+    /// deadline).
+    pub fn limits(&self) -> CallLimits {
+        self.limits
+    }
+
     /// `tools/call`.
     pub async fn call(
         &self,

@@ -95,9 +95,7 @@ pub async fn pull(reference: &str, signatures: &SignaturePolicy) -> Result<Pulle
 }
 
 async fn pull_unbounded(text: &str, signatures: &SignaturePolicy) -> Result<Pulled, OciError> {
-    let reference: Reference = text.parse().map_err(|e: oci_client::ParseError| {
-        OciError::Reference(text.to_string(), e.to_string())
-    })?;
+    let reference = parse_reference(text)?;
     let registry = reference.resolve_registry().to_string();
     let failed = |e: oci_client::errors::OciDistributionError| OciError::Registry {
         reference: text.to_string(),
@@ -114,29 +112,10 @@ async fn pull_unbounded(text: &str, signatures: &SignaturePolicy) -> Result<Pull
         .pull_manifest_raw(&reference, &auth, MANIFEST_TYPES)
         .await
         .map_err(failed)?;
-    if raw.len() as u64 > MAX_SMALL_BYTES {
-        return Err(OciError::TooLarge {
-            reference: text.to_string(),
-            what: "the manifest",
-            limit: MAX_SMALL_BYTES,
-        });
-    }
-    let manifest_digest = format!("sha256:{}", digest(&raw));
-    if let Some(expected) = reference.digest()
-        && expected != manifest_digest
-    {
-        return Err(OciError::Tampered {
-            reference: text.to_string(),
-            what: "the manifest",
-            expected: expected.to_string(),
-            actual: manifest_digest,
-        });
-    }
-    let manifest: OciImageManifest =
-        serde_json::from_slice(&raw).map_err(|e| OciError::NotWasm {
-            reference: text.to_string(),
-            reason: format!("its manifest is not an image manifest: {e}"),
-        })?;
+    let ArtifactManifest {
+        digest: manifest_digest,
+        manifest,
+    } = read_manifest(text, reference.digest(), &raw)?;
     let (layer, policy_layer) = layers(text, &manifest)?;
     let pinned = Reference::with_digest(
         reference.registry().to_string(),
@@ -191,6 +170,57 @@ async fn pull_unbounded(text: &str, signatures: &SignaturePolicy) -> Result<Pull
         manifest_digest,
         layer_digest: layer.digest.clone(),
         signer,
+    })
+}
+
+/// `REGISTRY/REPOSITORY:TAG` or `…@sha256:DIGEST` (without `oci://`).
+pub fn parse_reference(text: &str) -> Result<Reference, OciError> {
+    text.parse()
+        .map_err(|e: oci_client::ParseError| OciError::Reference(text.to_string(), e.to_string()))
+}
+
+/// A registry's manifest, read: its digest computed from its bytes.
+#[derive(Debug, Clone)]
+pub struct ArtifactManifest {
+    /// `sha256:…` of the bytes received.
+    pub digest: String,
+    pub manifest: OciImageManifest,
+}
+
+/// Reads the manifest bytes a registry sent for `shown`: bounded in size,
+/// equal to `pinned` (the reference's digest) when there is one, and an
+/// image manifest. Nothing the registry says about itself is taken.
+pub fn read_manifest(
+    shown: &str,
+    pinned: Option<&str>,
+    raw: &[u8],
+) -> Result<ArtifactManifest, OciError> {
+    if raw.len() as u64 > MAX_SMALL_BYTES {
+        return Err(OciError::TooLarge {
+            reference: shown.to_string(),
+            what: "the manifest",
+            limit: MAX_SMALL_BYTES,
+        });
+    }
+    let manifest_digest = format!("sha256:{}", digest(raw));
+    if let Some(expected) = pinned
+        && expected != manifest_digest
+    {
+        return Err(OciError::Tampered {
+            reference: shown.to_string(),
+            what: "the manifest",
+            expected: expected.to_string(),
+            actual: manifest_digest,
+        });
+    }
+    let manifest: OciImageManifest =
+        serde_json::from_slice(raw).map_err(|e| OciError::NotWasm {
+            reference: shown.to_string(),
+            reason: format!("its manifest is not an image manifest: {e}"),
+        })?;
+    Ok(ArtifactManifest {
+        digest: manifest_digest,
+        manifest,
     })
 }
 
@@ -251,8 +281,9 @@ fn short(digest: &str) -> &str {
     digest.get(..19).unwrap_or(digest)
 }
 
-/// The component layer and the policy layer of a Wasm artifact.
-fn layers<'m>(
+/// The component layer and the policy layer of a Wasm artifact: a Wasm
+/// config and exactly one Wasm layer, or it is not one.
+pub fn layers<'m>(
     reference: &str,
     manifest: &'m OciImageManifest,
 ) -> Result<(&'m OciDescriptor, Option<&'m OciDescriptor>), OciError> {
@@ -299,7 +330,7 @@ async fn blob(
         what,
         limit,
     };
-    if u64::try_from(layer.size).map_or(true, |size| size > limit) {
+    if !fits(layer, limit) {
         return Err(too_large());
     }
     let failed = |reason: String| OciError::Registry {
@@ -334,6 +365,12 @@ async fn blob(
         });
     }
     Ok(bytes)
+}
+
+/// Whether a layer's declared size is one to download at all (a negative
+/// size is none).
+pub fn fits(layer: &OciDescriptor, limit: u64) -> bool {
+    u64::try_from(layer.size).is_ok_and(|size| size <= limit)
 }
 
 /// HTTPS, except to a registry on this machine.

@@ -423,6 +423,16 @@ impl EngineInner {
                 limit_bytes: limits.memory_bytes,
             }),
             Ok(Err((true, e))) => Err(SandboxError::Instantiate(e)),
+            // A guest that dies writing once stdout is full (Rust's
+            // `print!` panics) died of the cap: say that, not the panic.
+            Ok(Err((false, e)))
+                if captured.stdout.len() >= STDOUT_CAPTURE_BYTES
+                    && e.downcast_ref::<wasmtime_wasi::I32Exit>().is_none() =>
+            {
+                Err(SandboxError::StdoutFull {
+                    limit: STDOUT_CAPTURE_BYTES,
+                })
+            }
             Ok(Err((false, e))) => Err(SandboxError::Trap {
                 exit_code: e
                     .downcast_ref::<wasmtime_wasi::I32Exit>()

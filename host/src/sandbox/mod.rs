@@ -42,6 +42,7 @@ pub use procfs::refused_path as refused_process_info;
 pub use staging::STAGING_PREFIX;
 pub use tool::typed::CONTRACT as TYPED_CONTRACT;
 pub use tool::typed::tool_name as typed_tool_name;
+pub use tool::typed::{schema as typed_schema, values as typed_values};
 pub use tool::{
     CallContext, CallError, CallPlan, Called, Capability, FileStamp, InterruptBehavior, PlanError,
     ReadLedger, SUPPORTED_CONTRACTS, ToolAnnotations, ToolComponent, ToolContent, ToolDefinition,
@@ -120,6 +121,10 @@ pub enum SandboxError {
     MemoryLimit { limit_bytes: usize },
     #[error("the component returned {size} bytes, more than its {limit}-byte output cap")]
     OutputTooLarge { size: usize, limit: usize },
+    #[error(
+        "the component wrote more than {limit} bytes to stdout, the most kept, and was stopped"
+    )]
+    StdoutFull { limit: usize },
     #[error("component cache")]
     Cache(#[source] wasmtime::Error),
     /// What the call wrote could not be saved.

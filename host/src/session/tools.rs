@@ -112,11 +112,18 @@ impl SessionBuilder {
         warnings: &mut Vec<String>,
     ) -> Result<SessionMcp, SessionError> {
         let env = |name: &str| super::run::settings_env(settings, name);
-        let startup = match env("MCP_TIMEOUT") {
-            Some(ms) => Duration::from_millis(ms.trim().parse().map_err(|_| {
-                SessionError::Invalid(format!("MCP_TIMEOUT must be milliseconds, got `{ms}`"))
-            })?),
-            None => crate::mcp::DEFAULT_STARTUP,
+        let millis = |name: &str, default: Duration| match env(name) {
+            Some(ms) => ms.trim().parse().map(Duration::from_millis).map_err(|_| {
+                SessionError::Invalid(format!("{name} must be milliseconds, got `{ms}`"))
+            }),
+            None => Ok(default),
+        };
+        let startup = millis("MCP_TIMEOUT", crate::mcp::DEFAULT_STARTUP)?;
+        // A call's deadline ends a server that never answers; what it had
+        // sent by then is dropped with the call.
+        let limits = CallLimits {
+            deadline: millis("MCP_TOOL_TIMEOUT", CallLimits::default().deadline)?,
+            ..CallLimits::default()
         };
         let configs = match &self.mcp {
             None => Vec::new(),
@@ -129,14 +136,8 @@ impl SessionBuilder {
             .filter(|c| c.transport == crate::mcp::Transport::Sdk)
             .map(|c| c.name.clone())
             .collect();
-        let statuses = crate::mcp::start_all(
-            sandbox,
-            &configs,
-            &policy.process,
-            CallLimits::default(),
-            startup,
-        )
-        .await?;
+        let statuses =
+            crate::mcp::start_all(sandbox, &configs, &policy.process, limits, startup).await?;
         for status in &statuses {
             match &status.outcome {
                 Ok(server) => warnings.extend(registry.add_mcp(server)),
@@ -145,7 +146,7 @@ impl SessionBuilder {
                 }
             }
         }
-        let launcher = McpLauncher::new(sandbox.clone(), policy.process.clone(), startup);
+        let launcher = McpLauncher::new(sandbox.clone(), policy.process.clone(), limits, startup);
         Ok(SessionMcp {
             statuses,
             configs,

@@ -13,6 +13,7 @@ pub mod control;
 pub mod hook_output;
 pub mod mcp_bridge;
 pub mod mcp_serve;
+pub mod oci_manifest;
 pub mod plugin_inputs;
 pub mod replay;
 pub mod rules;
@@ -21,6 +22,7 @@ pub mod signature;
 pub mod sse;
 pub mod stream_json;
 pub mod transcript;
+pub mod wit_values;
 
 /// A target: the fuzzer's bytes in, a panic when a check fails.
 pub type Target = fn(&[u8]);
@@ -32,6 +34,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("hook_output", hook_output::run),
     ("mcp_bridge", mcp_bridge::run),
     ("mcp_serve", mcp_serve::run),
+    ("oci_manifest", oci_manifest::run),
     ("plugin_inputs", plugin_inputs::run),
     ("replay", replay::run),
     ("rules", rules::run),
@@ -40,6 +43,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("sse", sse::run),
     ("stream_json", stream_json::run),
     ("transcript", transcript::run),
+    ("wit_values", wit_values::run),
 ];
 
 /// How the fuzzer runs a target: a panic that reaches the top fails the

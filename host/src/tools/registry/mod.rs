@@ -554,7 +554,7 @@ impl ToolRegistry {
                 provider,
                 ceiling.clone(),
                 asks,
-                None,
+                Some(server.limits()),
             );
             if let Err(e) = added {
                 warnings.push(format!(

@@ -11,7 +11,7 @@
 //! `"where": true` does the same with where it was started: the initial
 //! working directory WASI reports, `PWD`, the libc's current directory, and
 //! whether `hook-script.json` opens by that relative name once it changes
-//! to the initial directory.
+//! to the initial directory. `"flood": N` prints N bytes to stdout.
 
 use serde_json::Value;
 use std::io::{Read, Write};
@@ -66,6 +66,15 @@ fn main() {
         );
         let _ = std::io::stderr().flush();
         wasip2::cli::exit::exit_with_code(1);
+    }
+    if let Some(bytes) = step["flood"].as_u64() {
+        // As a careless hook floods: `print!`, which panics once the
+        // host stops taking what it writes.
+        let chunk = "x".repeat(64 << 10);
+        for _ in 0..bytes.div_ceil(64 << 10) {
+            print!("{chunk}");
+        }
+        return;
     }
     if let Some(ms) = step["sleep_ms"].as_u64() {
         std::thread::sleep(std::time::Duration::from_millis(ms));

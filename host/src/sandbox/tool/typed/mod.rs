@@ -14,8 +14,8 @@
 //! own name. Names past 64 characters (the Messages API's limit) drop the
 //! interface's version.
 
-pub(crate) mod schema;
-pub(crate) mod values;
+pub mod schema;
+pub mod values;
 
 use super::{ToolContent, ToolDefinition, ToolFailure, ToolOutput};
 use crate::sandbox::SandboxError;

@@ -72,7 +72,7 @@ pub fn to_val(value: &Value, ty: &Type, at: &str) -> Result<Val, Mismatch> {
         Type::U32 => Val::U32(int(value, at)?),
         Type::S64 => Val::S64(int(value, at)?),
         Type::U64 => Val::U64(int(value, at)?),
-        Type::Float32 => Val::Float32(value.as_f64().ok_or_else(|| wrong("a number"))? as f32),
+        Type::Float32 => Val::Float32(float32(value, at)?),
         Type::Float64 => Val::Float64(value.as_f64().ok_or_else(|| wrong("a number"))?),
         Type::Char => {
             let text = value.as_str().ok_or_else(|| wrong("one character"))?;
@@ -198,9 +198,11 @@ fn result_val(
     result: &wasmtime::component::types::ResultType,
     at: &str,
 ) -> Result<Val, Mismatch> {
+    // A side without a payload takes `null`, as its schema says.
     let side = |t: Option<Type>, v: &Value, here: &str| match t {
         Some(t) => to_val(v, &t, here).map(|v| Some(Box::new(v))),
-        None => Ok(None),
+        None if v.is_null() => Ok(None),
+        None => Err(mismatch(here, format!("expected null, got {}", kind(v)))),
     };
     match (value.get("ok"), value.get("err")) {
         (Some(v), None) => Ok(Val::Result(Ok(side(result.ok(), v, &format!("{at}/ok"))?))),
@@ -273,6 +275,19 @@ fn int<T: TryFrom<i64> + TryFrom<u64>>(value: &Value, at: &str) -> Result<T, Mis
             format!("expected an integer, got {}", kind(other)),
         )),
     }
+}
+
+/// A number an `f32` holds: one past its range would become an infinity
+/// the guest was never sent.
+fn float32(value: &Value, at: &str) -> Result<f32, Mismatch> {
+    let f = value
+        .as_f64()
+        .ok_or_else(|| mismatch(at, format!("expected a number, got {}", kind(value))))?;
+    let narrowed = f as f32;
+    if narrowed.is_infinite() {
+        return Err(mismatch(at, format!("{value} is out of range for f32")));
+    }
+    Ok(narrowed)
 }
 
 fn kind(value: &Value) -> &'static str {
