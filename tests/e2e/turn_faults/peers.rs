@@ -1,7 +1,8 @@
 //! Peers that misbehave in one turn: command hooks that flood stdout,
-//! stop mid-line and hang, and MCP servers that hang, stop mid-answer,
-//! send a gigabyte on one line and a gigabyte of lines that are not
-//! JSON-RPC. The turn ends in bounded time and memory, each failure is
+//! stop mid-line and hang; MCP servers that hang, stop mid-answer, send a
+//! gigabyte on one line and a gigabyte of lines that are not JSON-RPC; an
+//! installed plugin that spins, panics, builds a gigabyte and returns too
+//! much. The turn ends in bounded time and memory, each failure is
 //! said where it happened, every call is answered, and nothing a torn
 //! answer held reaches the model.
 
@@ -269,5 +270,86 @@ fn check_results(server: &ScriptedServer) -> TestResult {
         "{}",
         said("toolu_spam").len()
     );
+    Ok(())
+}
+
+/// An installed tool plugin that spins, panics, builds a gigabyte and
+/// returns 32 MiB, each call one of the turn's: each is that call's error,
+/// named by the limit that stopped it, and the turn goes on.
+#[test]
+fn a_plugin_that_misbehaves_is_stopped_by_its_limits_and_the_turn_goes_on() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().canonicalize()?;
+    let (config, ws, shelf) = (root.join("config"), root.join("ws"), root.join("shelf"));
+    for folder in [&config, &ws, &shelf] {
+        std::fs::create_dir(folder)?;
+    }
+    let probe = shelf.join("escape-probe.wasm");
+    std::fs::copy(
+        Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("escape_probe.wasm"),
+        &probe,
+    )?;
+    std::fs::write(
+        probe.with_extension("toml"),
+        "[plugin]\nname = \"escape-probe\"\nversion = \"0.1.0\"\ntools = [\"Probe\", \"Approver\"]\n\n\
+         [limits]\ntimeout_secs = 2\nmemory_mib = 128\n",
+    )?;
+    let added = support::carapace()
+        .current_dir(&ws)
+        .env("CARAPACE_CONFIG_DIR", &config)
+        .args(["plugin", "add"])
+        .arg(&probe)
+        .arg("--yes")
+        .output()?;
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let attempt =
+        |id: &str, attempt: Value| Block::tool_use(id, "Probe", json!({"attempts": [attempt]}));
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![
+            attempt("toolu_spin", json!({"op": "spin"})),
+            attempt("toolu_panic", json!({"op": "panic"})),
+            attempt("toolu_bomb", json!({"op": "output", "bytes": 1u64 << 30})),
+            attempt("toolu_big", json!({"op": "output", "bytes": 20u64 << 20})),
+            attempt("toolu_small", json!({"op": "output", "bytes": 1000})),
+        ]),
+        Reply::text("done"),
+    ])?;
+    let mut command = support::against(&server, &ws);
+    command
+        .env("CARAPACE_CONFIG_DIR", &config)
+        .args(["-p", "go", "--output-format", "stream-json", "--verbose"])
+        .args(["--allowedTools", "Probe"]);
+    let run = run_sampled(command, &root, Duration::from_secs(120))?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let result = run.stdout.last().ok_or("no result line")?;
+    assert_eq!(result["result"], "done", "{result}");
+    assert!(
+        run.peak_kib < PEAK_LIMIT_KIB,
+        "peak RSS {} MiB",
+        run.peak_kib >> 10
+    );
+    let results = support::second_request_results(&server)?;
+    let said = |id: &str| -> (bool, String) {
+        let found = results.iter().find(|r| r["tool_use_id"] == id);
+        let result = found.cloned().unwrap_or(Value::Null);
+        (result["is_error"] == true, support::text_of(&result))
+    };
+    for (id, why) in [
+        ("toolu_spin", "2s deadline"),
+        ("toolu_panic", "crashed"),
+        ("toolu_bomb", "memory cap"),
+        ("toolu_big", "output cap"),
+    ] {
+        let (is_error, text) = said(id);
+        assert!(is_error && text.contains(why), "{id}: {text}");
+        assert!(text.len() < 64 << 10, "{id}: {} bytes", text.len());
+    }
+    // The control: the same plugin, within its limits, answers.
+    let (is_error, text) = said("toolu_small");
+    assert!(!is_error && text.contains(&"x".repeat(1000)), "{text}");
     Ok(())
 }
