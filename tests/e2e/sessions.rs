@@ -1,12 +1,14 @@
 //! Sessions that last, through the binary: transcripts on disk, resume,
 //! continue and fork (what the next request carries), a `kill -9` mid-turn,
-//! damaged and foreign transcripts, and compaction seen from outside.
+//! damaged and foreign transcripts, compaction seen from outside, and
+//! the worker mode's jobs.
 
 mod commands;
 mod memory;
 mod skills;
 mod styles;
 mod support;
+mod worker;
 
 use scripted_server::{Block, Reply, ScriptedServer};
 use serde_json::{Value, json};

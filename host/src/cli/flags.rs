@@ -408,6 +408,17 @@ pub enum Command {
         #[arg(last = true, allow_hyphen_values = true)]
         session_flags: Vec<String>,
     },
+    /// Run one job described by a JSON file (`-` for stdin) and exit: the
+    /// unit an orchestrator schedules (a Kubernetes Job or sandbox pod).
+    /// It never asks a question; stdout carries stream-json lines, each
+    /// with the session id; the result line also goes where the job says.
+    /// Exit codes: 0 the run succeeded, 1 it ended in error (SIGTERM
+    /// included: the turn ends, every call paired, the transcript synced),
+    /// 2 the job was invalid and nothing ran.
+    Worker {
+        /// The job file, or `-` for stdin.
+        job: String,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]

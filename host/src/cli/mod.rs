@@ -13,6 +13,7 @@ mod interactive;
 mod plugin;
 pub mod print;
 mod sdk;
+mod worker;
 
 pub use flags::{Cli, Command, InputFormat, McpCommand, Unsupported};
 
@@ -69,7 +70,8 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             bail!("session flags go after `acp --`: carapace acp -- --model NAME")
         }
         None if interactive::wanted(&cli) => interactive::run(cli).await,
-        None => print_mode(cli).await,
+        Some(Command::Worker { job }) => worker::run(&job).await,
+        None => print_mode(cli, None).await,
     }
 }
 
@@ -88,13 +90,21 @@ fn acp_session_flags(cli: &Cli, flags: Vec<String>) -> anyhow::Result<Cli> {
     Ok(session)
 }
 
-/// `carapace -p`: one prompt, or the SDK's stream of messages.
-async fn print_mode(cli: Cli) -> anyhow::Result<ExitCode> {
+/// `carapace -p`: one prompt, or the SDK's stream of messages; a worker's
+/// `report` is told when the session is ready and what the result was.
+async fn print_mode(cli: Cli, report: Option<&worker::WorkerReport>) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     check_flags(&cli)?;
     let prompt = read_prompt(&cli)?;
     let session = session_builder(&cli, prompt.is_none())?.build().await?;
-    print_warnings(&session);
+    match report {
+        // A worker's stderr is JSON lines, each with the session id.
+        Some(_) => session
+            .warnings
+            .iter()
+            .for_each(|w| worker::log("warn", Some(&session.id), w)),
+        None => print_warnings(&session),
+    }
     let Some(run) = &session.run else {
         bail!("the session was built without a model");
     };
@@ -104,6 +114,9 @@ async fn print_mode(cli: Cli) -> anyhow::Result<ExitCode> {
         "startup timing"
     );
     let printer = printer(&cli, &session, run, started);
+    if let Some(report) = report {
+        report.ready(&session.id);
+    }
     // stream-json input: the SDK's control protocol rides along, and with
     // `--permission-prompt-tool stdio` it answers the policy's questions.
     let channel = prompt
@@ -184,8 +197,14 @@ async fn print_mode(cli: Cli) -> anyhow::Result<ExitCode> {
         }),
         notifications: Some(session.queue.clone()),
     };
+    let result_printer = printer.clone();
     let outcome = run_print(&deps, &config, printer, prompts, print_session).await;
     session.shutdown().await;
+    if let Some(report) = report
+        && let Some(line) = result_printer.printed_result()
+    {
+        report.finished(&line)?;
+    }
     Ok(match outcome {
         Some(outcome) if !outcome.is_error() => ExitCode::SUCCESS,
         Some(_) => ExitCode::FAILURE,

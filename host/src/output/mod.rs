@@ -68,6 +68,8 @@ pub struct Printer<W: Write + Send> {
     partial_messages: bool,
     /// `--replay-user-messages`: print user messages taken from stdin.
     replay_user_messages: bool,
+    /// The result line `finish` printed.
+    printed_result: Option<Value>,
 }
 
 impl<W: Write + Send> Printer<W> {
@@ -83,6 +85,7 @@ impl<W: Write + Send> Printer<W> {
             include_hook_events: false,
             partial_messages: false,
             replay_user_messages: false,
+            printed_result: None,
         }
     }
 
@@ -135,6 +138,7 @@ impl<W: Write + Send> Printer<W> {
     /// Prints the final result in the chosen format.
     pub fn finish(&mut self, outcome: &QueryOutcome) {
         let result = self.result_line(outcome);
+        self.printed_result = Some(result.clone());
         match self.format {
             OutputFormat::StreamJson => self.line(result),
             OutputFormat::Json => {
@@ -375,6 +379,11 @@ impl<W: Write + Send> SharedPrinter<W> {
         if let Ok(mut printer) = self.0.lock() {
             printer.finish(outcome);
         }
+    }
+
+    /// The `result` line `finish` printed, once it has.
+    pub fn printed_result(&self) -> Option<Value> {
+        self.0.lock().ok().and_then(|p| p.printed_result.clone())
     }
 }
 

@@ -1,0 +1,340 @@
+//! `carapace worker JOB`: one job, fully described by a JSON file, run as
+//! print mode runs a prompt — the unit an orchestrator schedules. Nothing
+//! is ever asked (the mode is `dontAsk` unless the job says otherwise, and
+//! no mode that asks a person is accepted); stdout carries the stream-json
+//! lines, each with the session id; the result line also goes to the
+//! job's `result` file, written whole or not at all; a probe address, when
+//! given, answers `/healthz` (alive) and `/readyz` (the session is built).
+
+use super::{Cli, print_mode};
+use anyhow::Context;
+use clap::Parser;
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::{Response, StatusCode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+/// Exit code of a job that was invalid: nothing ran.
+const INVALID_JOB: u8 = 2;
+
+/// What a job file holds (camelCase, as the SDK's options are spelled).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Job {
+    prompt: String,
+    /// The working copy the session runs in (absolute).
+    workspace: Option<PathBuf>,
+    model: Option<String>,
+    #[serde(default)]
+    fallback_model: Vec<String>,
+    permission_mode: Option<String>,
+    #[serde(default)]
+    allowed_tools: Vec<String>,
+    #[serde(default)]
+    disallowed_tools: Vec<String>,
+    tools: Option<Vec<String>>,
+    max_turns: Option<u32>,
+    max_budget_usd: Option<f64>,
+    /// Settings as `--settings` takes them (an object).
+    settings: Option<Value>,
+    /// MCP servers, Claude Code's `mcpServers` shape; only these are used.
+    mcp_servers: Option<Value>,
+    session_id: Option<String>,
+    /// A session to resume (from the transcripts this worker can reach).
+    resume: Option<String>,
+    system_prompt: Option<String>,
+    append_system_prompt: Option<String>,
+    /// Where the result line goes besides stdout.
+    result: Option<PathBuf>,
+    /// `HOST:PORT` for the liveness and readiness probes.
+    health: Option<SocketAddr>,
+    #[serde(default)]
+    include_hook_events: bool,
+}
+
+/// Modes in which a call could wait for a person who is not there.
+const ASKING_MODES: [&str; 1] = ["default"];
+
+impl Job {
+    fn read(source: &str) -> anyhow::Result<Self> {
+        let text = match source {
+            "-" => {
+                std::io::read_to_string(std::io::stdin()).context("reading the job from stdin")?
+            }
+            path => std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?,
+        };
+        let job: Job = serde_json::from_str(&text).context("the job is not a valid job")?;
+        if job.prompt.trim().is_empty() {
+            anyhow::bail!("the job has an empty prompt");
+        }
+        if let Some(mode) = job.permission_mode.as_deref()
+            && ASKING_MODES.contains(&mode)
+        {
+            anyhow::bail!(
+                "permissionMode `{mode}` would ask a person; a worker never asks (dontAsk denies what no rule allows)"
+            );
+        }
+        if let Some(workspace) = &job.workspace
+            && !workspace.is_absolute()
+        {
+            anyhow::bail!("workspace must be an absolute path");
+        }
+        Ok(job)
+    }
+
+    /// The session flags, as `carapace -p` takes them.
+    fn flags(&self) -> Vec<String> {
+        let mut flags: Vec<String> = [
+            "carapace",
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ]
+        .map(String::from)
+        .into();
+        let mut add = |flag: &str, value: Option<String>| {
+            if let Some(value) = value {
+                flags.extend([flag.to_string(), value]);
+            }
+        };
+        add("--model", self.model.clone());
+        add(
+            "--permission-mode",
+            Some(
+                self.permission_mode
+                    .clone()
+                    .unwrap_or_else(|| "dontAsk".into()),
+            ),
+        );
+        add("--max-turns", self.max_turns.map(|n| n.to_string()));
+        add(
+            "--max-budget-usd",
+            self.max_budget_usd.map(|n| n.to_string()),
+        );
+        add("--settings", self.settings.as_ref().map(Value::to_string));
+        add(
+            "--mcp-config",
+            self.mcp_servers
+                .as_ref()
+                .map(|servers| json!({"mcpServers": servers}).to_string()),
+        );
+        add("--session-id", self.session_id.clone());
+        add("--resume", self.resume.clone());
+        add("--system-prompt", self.system_prompt.clone());
+        add("--append-system-prompt", self.append_system_prompt.clone());
+        add("--tools", self.tools.as_ref().map(|t| t.join(",")));
+        for (flag, list) in [
+            ("--fallback-model", &self.fallback_model),
+            ("--allowedTools", &self.allowed_tools),
+            ("--disallowedTools", &self.disallowed_tools),
+        ] {
+            if !list.is_empty() {
+                flags.extend([flag.to_string(), list.join(",")]);
+            }
+        }
+        if self.mcp_servers.is_some() {
+            flags.push("--strict-mcp-config".into());
+        }
+        if self.include_hook_events {
+            flags.push("--include-hook-events".into());
+        }
+        flags
+    }
+}
+
+/// One JSON log line on stderr.
+pub(super) fn log(level: &str, session_id: Option<&str>, message: &str) {
+    eprintln!(
+        "{}",
+        json!({"level": level, "session_id": session_id, "message": message})
+    );
+}
+
+pub async fn run(source: &str) -> anyhow::Result<ExitCode> {
+    let (job, cli) = match prepare(source) {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            log("error", None, &format!("{e:#}"));
+            return Ok(ExitCode::from(INVALID_JOB));
+        }
+    };
+    let report = WorkerReport {
+        health: Arc::new(Mutex::new(Health::Starting)),
+        result: job.result.clone(),
+    };
+    if let Some(addr) = job.health {
+        serve_probes(addr, report.health.clone()).await?;
+    }
+    let code = print_mode(cli, Some(&report)).await;
+    if let Ok(mut health) = report.health.lock() {
+        *health = Health::Finished;
+    }
+    code
+}
+
+fn prepare(source: &str) -> anyhow::Result<(Job, Cli)> {
+    let job = Job::read(source)?;
+    let mut cli = Cli::try_parse_from(job.flags()).context("the job's settings")?;
+    cli.prompt = Some(job.prompt.clone());
+    if let Some(workspace) = &job.workspace {
+        std::env::set_current_dir(workspace)
+            .with_context(|| format!("entering the workspace {}", workspace.display()))?;
+    }
+    Ok((job, cli))
+}
+
+/// What the probes say.
+#[derive(Debug, Clone)]
+enum Health {
+    Starting,
+    Running { session_id: String },
+    Finished,
+}
+
+/// What print mode tells a worker.
+pub struct WorkerReport {
+    health: Arc<Mutex<Health>>,
+    result: Option<PathBuf>,
+}
+
+impl WorkerReport {
+    /// The session is built: ready.
+    pub(super) fn ready(&self, session_id: &str) {
+        if let Ok(mut health) = self.health.lock() {
+            *health = Health::Running {
+                session_id: session_id.to_string(),
+            };
+        }
+        log("info", Some(session_id), "the session is ready");
+    }
+
+    /// The run's result line, written to the job's `result` file whole:
+    /// to a temporary file beside it, synced, then renamed over it.
+    pub(super) fn finished(&self, line: &Value) -> anyhow::Result<()> {
+        let Some(path) = &self.result else {
+            return Ok(());
+        };
+        write_whole(path, format!("{line}\n").as_bytes())
+            .with_context(|| format!("writing the result to {}", path.display()))
+    }
+}
+
+fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let temp = path.with_file_name(format!(".{}.tmp", name.unwrap_or_default()));
+    let mut file = std::fs::File::create(&temp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temp, path)
+}
+
+/// Answers `GET /healthz` (200 while the process lives) and `GET /readyz`
+/// (200 once the session is built, 503 before and after), each with the
+/// state as JSON.
+async fn serve_probes(addr: SocketAddr, health: Arc<Mutex<Health>>) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the probe address {addr}"))?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let health = health.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let state = health.lock().map(|h| h.clone()).unwrap_or(Health::Finished);
+                    async move { Ok::<_, std::convert::Infallible>(probe(request.uri().path(), &state)) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(())
+}
+
+fn probe(path: &str, state: &Health) -> Response<Full<Bytes>> {
+    let (name, session_id) = match state {
+        Health::Starting => ("starting", None),
+        Health::Running { session_id } => ("running", Some(session_id.as_str())),
+        Health::Finished => ("finished", None),
+    };
+    let status = match path {
+        "/healthz" => StatusCode::OK,
+        "/readyz" if session_id.is_some() => StatusCode::OK,
+        "/readyz" => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::NOT_FOUND,
+    };
+    let body = json!({"status": name, "session_id": session_id}).to_string();
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(text: &str) -> anyhow::Result<Job> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("job.json");
+        std::fs::write(&path, text)?;
+        Job::read(&path.display().to_string())
+    }
+
+    #[test]
+    fn a_job_becomes_print_mode_flags_that_never_ask() -> anyhow::Result<()> {
+        let job = job(
+            r#"{"prompt": "go", "model": "m", "allowedTools": ["Read", "Bash(ls:*)"],
+                "mcpServers": {"s": {"command": "x"}}, "maxTurns": 3}"#,
+        )?;
+        let cli = Cli::try_parse_from(job.flags())?;
+        assert!(cli.print && cli.verbose && cli.strict_mcp_config);
+        assert_eq!(cli.model.as_deref(), Some("m"));
+        assert_eq!(cli.permission_mode.map(|m| m.as_str()), Some("dontAsk"));
+        assert_eq!(cli.allowed_tools, ["Read,Bash(ls:*)"]);
+        assert_eq!(cli.max_turns, Some(3));
+        Ok(())
+    }
+
+    #[test]
+    fn an_invalid_job_is_refused_with_why() {
+        for (text, why) in [
+            (r#"{"prompt": "go", "surprise": 1}"#, "unknown field"),
+            (r#"{"prompt": "  "}"#, "empty prompt"),
+            (
+                r#"{"prompt": "go", "permissionMode": "default"}"#,
+                "never asks",
+            ),
+            (r#"{"prompt": "go", "workspace": "rel/dir"}"#, "absolute"),
+            ("not json", "not a valid job"),
+        ] {
+            let error = job(text)
+                .err()
+                .map(|e| format!("{e:#}"))
+                .unwrap_or_default();
+            assert!(error.contains(why), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn readiness_follows_the_session() {
+        let running = Health::Running {
+            session_id: "s".into(),
+        };
+        assert_eq!(probe("/readyz", &Health::Starting).status(), 503);
+        assert_eq!(probe("/readyz", &running).status(), 200);
+        assert_eq!(probe("/readyz", &Health::Finished).status(), 503);
+        assert_eq!(probe("/healthz", &Health::Starting).status(), 200);
+        assert_eq!(probe("/other", &running).status(), 404);
+    }
+}
