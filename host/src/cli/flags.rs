@@ -133,6 +133,12 @@ pub struct Cli {
     #[arg(long)]
     pub no_session_persistence: bool,
 
+    /// Where transcripts are kept: `files` (the default, under the config
+    /// directory) or a shared `postgres://USER@HOST/DB` that workers on
+    /// other machines resume from.
+    #[arg(long, env = "CARAPACE_TRANSCRIPT_STORE", value_name = "URL")]
+    pub transcript_store: Option<String>,
+
     /// Replace carapace's system prompt ("" for none, as the Agent SDK
     /// passes by default).
     #[arg(long, conflicts_with = "system_prompt_file")]

@@ -328,9 +328,30 @@ fn session_builder_at(cli: &Cli, sdk: bool, paths: SessionPaths) -> anyhow::Resu
             fork: cli.fork_session,
             persist: !cli.no_session_persistence,
             name: cli.name.clone(),
+            store: transcript_store(cli)?,
         })
         // Verbose JSON output prints each result's `tool_use_result`.
         .structured_results(cli.verbose && cli.output_format != OutputFormat::Text))
+}
+
+/// The transcript store `--transcript-store` names: one connection per
+/// URL for the whole process (the ACP server builds many sessions).
+fn transcript_store(cli: &Cli) -> anyhow::Result<crate::transcript::TranscriptStore> {
+    use crate::transcript::TranscriptStore;
+    use std::collections::HashMap;
+    static STORES: std::sync::Mutex<Option<HashMap<String, TranscriptStore>>> =
+        std::sync::Mutex::new(None);
+    let url = cli.transcript_store.as_deref().unwrap_or("files");
+    let mut stores = STORES
+        .lock()
+        .map_err(|_| anyhow::anyhow!("the transcript stores' lock is poisoned"))?;
+    let stores = stores.get_or_insert_with(HashMap::new);
+    if let Some(store) = stores.get(url) {
+        return Ok(store.clone());
+    }
+    let store = TranscriptStore::from_url(url)?;
+    stores.insert(url.to_string(), store.clone());
+    Ok(store)
 }
 
 /// The model and the loop, as the flags choose them.

@@ -200,7 +200,7 @@ impl SessionBuilder {
         let common = HookCommon {
             session_id: identity.id.clone(),
             transcript_path: if self.history.persist {
-                identity.transcript_file.display().to_string()
+                identity.transcript.label().display().to_string()
             } else {
                 String::new()
             },
@@ -310,8 +310,8 @@ impl SessionBuilder {
                 name,
             },
         };
-        let file = identity.transcript_file.clone();
-        let transcript = Transcript::open(file, &identity.id, &self.paths.cwd, opening)?;
+        let place = identity.transcript.clone();
+        let transcript = Transcript::open(place, &identity.id, &self.paths.cwd, opening)?;
         Ok(Some(Arc::new(transcript)))
     }
 }

@@ -52,6 +52,8 @@ pub struct HistorySetup {
     pub persist: bool,
     /// A display name (`-n`), kept in the transcript's header.
     pub name: Option<String>,
+    /// Where transcripts are kept (`--transcript-store`).
+    pub store: crate::transcript::TranscriptStore,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

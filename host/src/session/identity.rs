@@ -5,10 +5,8 @@
 use super::builder::{Resume, SessionBuilder, SessionError};
 use crate::policy::PermissionMode;
 use crate::settings::Settings;
-use crate::transcript::{
-    Loaded, TranscriptError, is_session_id, latest, load, project_dir, transcript_path,
-};
-use std::path::{Path, PathBuf};
+use crate::transcript::{Loaded, TranscriptError, TranscriptPlace, is_session_id};
+use std::path::PathBuf;
 
 /// Who the session is: its id and mode, where its files go, the history
 /// it resumes.
@@ -17,7 +15,8 @@ pub(super) struct Identity {
     pub mode: PermissionMode,
     /// `~/.carapace/sessions/<id>`: the audit log, spilled results.
     pub dir: PathBuf,
-    pub transcript_file: PathBuf,
+    /// Where its transcript is (or would be, without persistence).
+    pub transcript: TranscriptPlace,
     pub resumed: Option<Loaded>,
 }
 
@@ -48,8 +47,7 @@ impl SessionBuilder {
                 config_dir.display()
             ));
         }
-        let projects = project_dir(config_dir, &self.paths.cwd);
-        let resumed = self.resumed(&projects)?;
+        let resumed = self.resumed()?;
         let id = match (&resumed, self.history.fork) {
             (Some(loaded), false) => {
                 if self
@@ -69,10 +67,10 @@ impl SessionBuilder {
                 .clone()
                 .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
         };
-        let transcript_file = transcript_path(&projects, &id);
+        let transcript = self.history.store.place(config_dir, &self.paths.cwd, &id);
         if self.history.persist
             && (resumed.is_none() || self.history.fork)
-            && transcript_file.exists()
+            && transcript.exists()?
         {
             return Err(TranscriptError::AlreadyExists(id).into());
         }
@@ -80,16 +78,18 @@ impl SessionBuilder {
             dir: config_dir.join("sessions").join(&id),
             id,
             mode,
-            transcript_file,
+            transcript,
             resumed,
         })
     }
 
     /// The transcript `--resume` / `--continue` names, read.
-    fn resumed(&self, projects: &Path) -> Result<Option<Loaded>, SessionError> {
+    fn resumed(&self) -> Result<Option<Loaded>, SessionError> {
         let Some(resume) = &self.history.resume else {
             return Ok(None);
         };
+        let (config_dir, cwd) = (&self.paths.config_dir, &self.paths.cwd);
+        let store = &self.history.store;
         let id = match resume {
             // An id names a file in this workspace's folder, never a path.
             Resume::Id(id) if !is_session_id(id) => {
@@ -98,17 +98,21 @@ impl SessionBuilder {
                 )));
             }
             Resume::Id(id) => id.clone(),
-            Resume::Latest => latest(projects)?,
+            Resume::Latest => store.latest(config_dir, cwd)?,
         };
-        let path = transcript_path(projects, &id);
-        if !path.is_file() {
+        let place = store.place(config_dir, cwd, &id);
+        if !place.exists()? {
             return Err(TranscriptError::NotFound {
                 id,
-                dir: projects.to_path_buf(),
+                dir: place
+                    .label()
+                    .parent()
+                    .map(PathBuf::from)
+                    .unwrap_or_default(),
             }
             .into());
         }
-        let loaded = load(&path)?;
+        let loaded = place.load()?;
         tracing::debug!(mark = "transcript_loaded", "session timing");
         Ok(Some(loaded))
     }

@@ -354,12 +354,7 @@ fn subagent_runner(
         tasks_dir: identity.dir.join("tasks"),
         agents: std::sync::RwLock::new(parts.agents.to_vec()),
         // Children's transcripts go beside the parent's.
-        transcripts: persist.then(|| {
-            identity
-                .transcript_file
-                .with_extension("")
-                .join("subagents")
-        }),
+        transcripts: persist.then(|| identity.transcript.clone()),
         running: Default::default(),
     }
 }

@@ -99,9 +99,10 @@ pub struct SubagentRunner {
     pub tasks_dir: PathBuf,
     /// The session's agent types (the SDK may add some at `initialize`).
     pub agents: std::sync::RwLock<Vec<AgentDefinition>>,
-    /// Where children's transcripts go (beside the parent's: the session's
-    /// folder, `subagents/agent-<id>.jsonl`); `None` without persistence.
-    pub transcripts: Option<PathBuf>,
+    /// The parent's transcript: children's go beside it (the session's
+    /// folder, `subagents/agent-<id>.jsonl`, or the same store); `None`
+    /// without persistence.
+    pub transcripts: Option<crate::transcript::TranscriptPlace>,
     /// Background children still running, by task id (`stop_task`).
     pub running: Mutex<std::collections::HashMap<String, CancellationToken>>,
 }
@@ -419,16 +420,15 @@ impl SubagentRunner {
         agent_id: &str,
         agent_type: &str,
     ) -> Option<crate::transcript::Transcript> {
-        self.transcripts.as_ref().and_then(|dir| {
-            let id = agent_id;
+        self.transcripts.as_ref().and_then(|parent| {
             let opening = crate::transcript::Opening::New {
                 forked_from: None,
                 history: &[],
                 name: Some(agent_type),
             };
             crate::transcript::Transcript::open(
-                dir.join(format!("{id}.jsonl")),
-                id,
+                parent.child(agent_id),
+                agent_id,
                 &self.cwd,
                 opening,
             )

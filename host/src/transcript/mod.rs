@@ -20,13 +20,21 @@
 //! - `compact_boundary` — a compaction: the messages after it replace all
 //!   before (which stay in the file, for the record).
 //!
+//! Where the lines go is the store's choice (`store.rs`): files, or a
+//! PostgreSQL database many workers share (`postgres.rs`), with the same
+//! guarantees.
+//!
 //! Imports: `agent`, `files`, `model` — folders below it; nothing that
 //! imports it.
 
+mod postgres;
 mod read;
+mod store;
 mod write;
 
+pub use postgres::PgStore;
 pub use read::{Loaded, load};
+pub use store::{TranscriptPlace, TranscriptStore};
 pub use write::{Opening, Transcript};
 
 use std::path::{Path, PathBuf};
@@ -58,6 +66,12 @@ pub enum TranscriptError {
         line: usize,
         reason: String,
     },
+    #[error("the transcript store: {0}")]
+    Store(String),
+    #[error(
+        "session `{0}` is being written by another worker (its lease is held); wait for it to end, or resume another"
+    )]
+    InUse(String),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

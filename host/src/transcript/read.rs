@@ -24,6 +24,9 @@ pub struct Loaded {
     pub(super) intact_len: u64,
     /// What loading added that the file does not say (interrupted results).
     pub(super) repair: Repair,
+    /// How many whole lines the intact part has (where a store's next
+    /// line goes).
+    pub(super) lines: i64,
 }
 
 /// Results given on load to calls that had none.
@@ -42,6 +45,17 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
     File::open(path)
         .and_then(|mut f| f.read_to_end(&mut bytes))
         .map_err(io(path))?;
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    load_bytes(path, stem, &bytes)
+}
+
+/// Reads a transcript's bytes (`path` names it in messages); its header
+/// must name session `expected_id`.
+pub(super) fn load_bytes(
+    path: &Path,
+    expected_id: &str,
+    bytes: &[u8],
+) -> Result<Loaded, TranscriptError> {
     let damaged = |line: usize, reason: String| TranscriptError::Damaged {
         path: path.to_path_buf(),
         line,
@@ -61,6 +75,7 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
             tail.len()
         ));
     }
+    let line_count = lines.len() as i64;
     let header = lines
         .first()
         .ok_or_else(|| damaged(1, "the file is empty".into()))?;
@@ -85,13 +100,11 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
         .ok_or_else(|| damaged(1, "the header has no session id".into()))?;
     // The id names the files the session goes on writing: it must be the
     // file's own name, never a path a crafted header chose.
-    let stem = path.file_stem().and_then(|s| s.to_str());
-    if !is_session_id(&session_id) || stem != Some(session_id.as_str()) {
+    if !is_session_id(&session_id) || expected_id != session_id {
         return Err(damaged(
             1,
             format!(
-                "the header's session id {session_id:?} is not this file's name ({})",
-                stem.unwrap_or("?")
+                "the header's session id {session_id:?} is not this file's name ({expected_id})"
             ),
         ));
     }
@@ -133,6 +146,7 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
         warnings,
         intact_len,
         repair,
+        lines: line_count,
     })
 }
 

@@ -27,7 +27,7 @@ fn result(id: &str) -> ContentBlock {
 
 fn open_new(dir: &Path) -> Result<Transcript, TranscriptError> {
     Transcript::open(
-        transcript_path(dir, "s1"),
+        TranscriptPlace::File(transcript_path(dir, "s1")),
         "s1",
         dir,
         Opening::New {
@@ -90,7 +90,12 @@ fn a_torn_last_line_is_ignored_and_a_call_without_result_is_paired() -> TestResu
     ));
     assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
     // Resuming cuts the torn tail off and writes the paired result.
-    let resumed = Transcript::open(path.clone(), "s1", dir.path(), Opening::Resume(&loaded))?;
+    let resumed = Transcript::open(
+        TranscriptPlace::File(path.clone()),
+        "s1",
+        dir.path(),
+        Opening::Resume(&loaded),
+    )?;
     let mut history = loaded.messages.clone();
     history.push(Message::user_text("again"));
     resumed.sync(&history);

@@ -2,16 +2,16 @@
 //! and the opening of a new or a resumed session's file.
 
 use super::read::{Loaded, Repair};
+use super::store::{FileTarget, LineTarget, TranscriptPlace};
 use super::{TRANSCRIPT_FORMAT, TranscriptError, io};
 use crate::agent::{CompactTrigger, HistoryLog};
 use crate::model::{ContentBlock, Message, Role};
 use serde_json::{Value, json};
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// What the writer knows of what is already on disk.
+/// What the writer knows of what is already written.
 #[derive(Default)]
 struct Written {
     /// Messages of the current history that are in the file.
@@ -24,17 +24,17 @@ struct Written {
     failed: bool,
     /// How many times a failure was said to the user (at most once).
     failures_said: usize,
-    /// How long the file is: where a line that fails half-written is cut
-    /// back to, so the file always ends on a whole line.
-    len: u64,
     parent: Option<String>,
 }
 
+type Target = Option<Box<dyn LineTarget>>;
+
 /// The transcript being written.
 pub struct Transcript {
-    path: PathBuf,
+    /// Where it is, as the user and hooks are told.
+    label: PathBuf,
     session_id: String,
-    file: Mutex<(Option<File>, Written)>,
+    file: Mutex<(Target, Written)>,
 }
 
 /// How a transcript is opened.
@@ -52,135 +52,131 @@ pub enum Opening<'a> {
 }
 
 impl Transcript {
-    /// Opens the transcript of session `id` at `path`.
+    /// Opens the transcript of session `id` at `place`: a new one is
+    /// created (refused if it exists), a resumed one appended to. In a
+    /// shared store the session is leased for as long as this lives.
     pub fn open(
-        path: PathBuf,
+        place: TranscriptPlace,
         session_id: &str,
         cwd: &Path,
         opening: Opening<'_>,
     ) -> Result<Self, TranscriptError> {
-        if let Some(dir) = path.parent() {
-            crate::files::create_dir_all(dir).map_err(io(dir))?;
-        }
-        let transcript = match opening {
+        let label = place.label();
+        let target = match (&place, &opening) {
+            (TranscriptPlace::File(path), Opening::New { .. }) => new_file(path, session_id)?,
+            (TranscriptPlace::File(path), Opening::Resume(loaded)) => resumed_file(path, loaded)?,
+            (TranscriptPlace::Postgres { store, project, id }, opening) => {
+                let lines = match opening {
+                    Opening::New { .. } if place.exists()? => {
+                        return Err(TranscriptError::AlreadyExists(id.clone()));
+                    }
+                    Opening::New { .. } => 0,
+                    Opening::Resume(loaded) => loaded.lines,
+                };
+                Box::new(store.lease(project, id, lines)?) as Box<dyn LineTarget>
+            }
+        };
+        let transcript = Self {
+            label,
+            session_id: session_id.to_string(),
+            file: Mutex::new((Some(target), Written::default())),
+        };
+        match opening {
             Opening::New {
                 forked_from,
                 history,
                 name,
-            } => {
-                let file = crate::files::create_new(&path).map_err(|e| match e.kind() {
-                    std::io::ErrorKind::AlreadyExists => {
-                        TranscriptError::AlreadyExists(session_id.to_string())
-                    }
-                    _ => io(&path)(e),
-                })?;
-                let transcript = Self {
-                    session_id: session_id.to_string(),
-                    file: Mutex::new((Some(file), Written::default())),
-                    path,
-                };
-                let mut header = json!({
-                    "type": "header",
-                    "format": TRANSCRIPT_FORMAT,
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "sessionId": session_id,
-                    "cwd": cwd.display().to_string(),
-                    "timestamp": now(),
-                });
-                if let Some(from) = forked_from {
-                    header["forkedFrom"] = json!(from);
-                }
-                if let Some(name) = name {
-                    header["name"] = json!(name);
-                }
-                transcript.write_lines(vec![header])?;
-                if !history.is_empty() {
-                    let mut guard = transcript.lock();
-                    let (file, written) = &mut *guard;
-                    let lines = message_lines(&transcript.session_id, written, history, 0);
-                    append(file, written, &transcript.path, lines);
-                    written.messages = history.len();
-                    written.last_blocks = history.last().map_or(0, |m| m.content.len());
-                }
-                transcript
-            }
-            Opening::Resume(loaded) => {
-                let file = OpenOptions::new()
-                    .write(true)
-                    .open(&path)
-                    .map_err(io(&path))?;
-                // A torn tail would glue itself to the next line.
-                file.set_len(loaded.intact_len).map_err(io(&path))?;
-                drop(file);
-                let file = OpenOptions::new()
-                    .append(true)
-                    .open(&path)
-                    .map_err(io(&path))?;
-                let transcript = Self {
-                    session_id: session_id.to_string(),
-                    file: Mutex::new((
-                        Some(file),
-                        Written {
-                            len: loaded.intact_len,
-                            ..Written::default()
-                        },
-                    )),
-                    path,
-                };
-                {
-                    let mut guard = transcript.lock();
-                    let (file, written) = &mut *guard;
-                    // Results paired on load are not in the file: written
-                    // now, the file says what the next request carried.
-                    let lines = match loaded.repair {
-                        Repair::None => Vec::new(),
-                        Repair::Appended => message_lines(
-                            &transcript.session_id,
-                            written,
-                            &loaded.messages,
-                            loaded.messages.len() - 1,
-                        ),
-                        Repair::Inside => {
-                            let mut lines = vec![json!({
-                                "type": "compact_boundary",
-                                "trigger": "resume",
-                                "timestamp": now(),
-                            })];
-                            lines.extend(message_lines(
-                                &transcript.session_id,
-                                written,
-                                &loaded.messages,
-                                0,
-                            ));
-                            lines
-                        }
-                    };
-                    append(file, written, &transcript.path, lines);
-                    written.messages = loaded.messages.len();
-                    written.last_blocks = loaded.messages.last().map_or(0, |m| m.content.len());
-                }
-                transcript
-            }
-        };
+            } => transcript.start(cwd, forked_from, history, name)?,
+            Opening::Resume(loaded) => transcript.repair(loaded),
+        }
         Ok(transcript)
     }
 
+    /// A new transcript's header, and the history it starts with.
+    fn start(
+        &self,
+        cwd: &Path,
+        forked_from: Option<&str>,
+        history: &[Message],
+        name: Option<&str>,
+    ) -> Result<(), TranscriptError> {
+        let mut header = json!({
+            "type": "header",
+            "format": TRANSCRIPT_FORMAT,
+            "version": env!("CARGO_PKG_VERSION"),
+            "sessionId": self.session_id,
+            "cwd": cwd.display().to_string(),
+            "timestamp": now(),
+        });
+        if let Some(from) = forked_from {
+            header["forkedFrom"] = json!(from);
+        }
+        if let Some(name) = name {
+            header["name"] = json!(name);
+        }
+        self.write_lines(vec![header])?;
+        if !history.is_empty() {
+            let mut guard = self.lock();
+            let (file, written) = &mut *guard;
+            let lines = message_lines(&self.session_id, written, history, 0);
+            append(file, written, &self.label, lines);
+            written.messages = history.len();
+            written.last_blocks = history.last().map_or(0, |m| m.content.len());
+        }
+        Ok(())
+    }
+
+    /// Results paired on load are not in the transcript: written now, it
+    /// says what the next request carried.
+    fn repair(&self, loaded: &Loaded) {
+        let mut guard = self.lock();
+        let (file, written) = &mut *guard;
+        let lines = match loaded.repair {
+            Repair::None => Vec::new(),
+            Repair::Appended => message_lines(
+                &self.session_id,
+                written,
+                &loaded.messages,
+                loaded.messages.len() - 1,
+            ),
+            Repair::Inside => {
+                let mut lines = vec![json!({
+                    "type": "compact_boundary",
+                    "trigger": "resume",
+                    "timestamp": now(),
+                })];
+                lines.extend(message_lines(
+                    &self.session_id,
+                    written,
+                    &loaded.messages,
+                    0,
+                ));
+                lines
+            }
+        };
+        append(file, written, &self.label, lines);
+        written.messages = loaded.messages.len();
+        written.last_blocks = loaded.messages.last().map_or(0, |m| m.content.len());
+    }
+
+    /// Where the transcript is (a file's path, or the store's URL and the
+    /// session id).
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.label
     }
 
     /// Makes what was written durable (at the end of a turn).
     pub fn flush(&self) {
-        let guard = self.lock();
-        if let (Some(file), written) = &*guard
+        let mut guard = self.lock();
+        if let (Some(target), written) = &mut *guard
             && !written.failed
-            && let Err(e) = file.sync_data()
+            && let Err(e) = target.sync()
         {
-            tracing::warn!(path = %self.path.display(), "syncing the transcript failed: {e}");
+            tracing::warn!(path = %self.label.display(), "syncing the transcript failed: {e}");
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, (Option<File>, Written)> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Target, Written)> {
         self.file
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -188,13 +184,40 @@ impl Transcript {
 
     fn write_lines(&self, lines: Vec<Value>) -> Result<(), TranscriptError> {
         let mut guard = self.lock();
-        let (file, written) = &mut *guard;
-        let Some(file) = file else { return Ok(()) };
-        for line in lines {
-            write_line(file, &mut written.len, &encode(&line)).map_err(io(&self.path))?;
-        }
-        Ok(())
+        let (target, _) = &mut *guard;
+        let Some(target) = target else { return Ok(()) };
+        let lines: Vec<Vec<u8>> = lines.iter().map(encode).collect();
+        target.append(&lines).map_err(io(&self.label))
     }
+}
+
+fn new_file(path: &Path, session_id: &str) -> Result<Box<dyn LineTarget>, TranscriptError> {
+    if let Some(dir) = path.parent() {
+        crate::files::create_dir_all(dir).map_err(io(dir))?;
+    }
+    let file = crate::files::create_new(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => TranscriptError::AlreadyExists(session_id.to_string()),
+        _ => io(path)(e),
+    })?;
+    Ok(Box::new(FileTarget { file, len: 0 }))
+}
+
+fn resumed_file(path: &Path, loaded: &Loaded) -> Result<Box<dyn LineTarget>, TranscriptError> {
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io(path))?;
+    // A torn tail would glue itself to the next line.
+    file.set_len(loaded.intact_len).map_err(io(path))?;
+    drop(file);
+    let file = OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(io(path))?;
+    Ok(Box::new(FileTarget {
+        file,
+        len: loaded.intact_len,
+    }))
 }
 
 impl HistoryLog for Transcript {
@@ -239,7 +262,7 @@ impl HistoryLog for Transcript {
         lines.extend(message_lines(&self.session_id, written, messages, from));
         written.messages = messages.len();
         written.last_blocks = messages.last().map_or(0, |m| m.content.len());
-        append(file, written, &self.path, lines);
+        append(file, written, &self.label, lines);
     }
 
     fn response(&self, content: &[ContentBlock]) {
@@ -250,14 +273,14 @@ impl HistoryLog for Transcript {
         }
         let line = message_line(&self.session_id, written, Role::Assistant, content, false);
         written.ahead = true;
-        append(file, written, &self.path, vec![line]);
+        append(file, written, &self.label, vec![line]);
     }
 
     fn cleared(&self, tool_use_ids: &[String]) {
         let mut guard = self.lock();
         let (file, written) = &mut *guard;
         let line = json!({"type": "microcompact", "cleared": tool_use_ids, "timestamp": now()});
-        append(file, written, &self.path, vec![line]);
+        append(file, written, &self.label, vec![line]);
     }
 
     fn compacted(&self, trigger: CompactTrigger, pre_tokens: u64, messages: &[Message]) {
@@ -273,7 +296,7 @@ impl HistoryLog for Transcript {
         lines.extend(message_lines(&self.session_id, written, messages, 0));
         written.messages = messages.len();
         written.last_blocks = messages.last().map_or(0, |m| m.content.len());
-        append(file, written, &self.path, lines);
+        append(file, written, &self.label, lines);
     }
 }
 
@@ -313,49 +336,29 @@ fn message_line(
     line
 }
 
-/// Appends `lines`, each in one write. A failure (a full disk) is said
-/// once; the run goes on without its transcript rather than stopping, and
-/// the file keeps every line before the one that failed, whole.
-fn append(file: &mut Option<File>, written: &mut Written, path: &Path, lines: Vec<Value>) {
-    let Some(handle) = file else { return };
-    if written.failed {
+/// Appends `lines`, in order. A failure (a full disk, a store that went
+/// away) is said once; the run goes on without its transcript rather than
+/// stopping, and what was written before the line that failed is kept
+/// whole.
+fn append(target: &mut Target, written: &mut Written, label: &Path, lines: Vec<Value>) {
+    let Some(handle) = target else { return };
+    if written.failed || lines.is_empty() {
         return;
     }
-    for line in lines {
-        if let Err(e) = write_line(handle, &mut written.len, &encode(&line)) {
-            written.failed = true;
-            written.failures_said += 1;
-            eprintln!(
-                "carapace: warning: writing the transcript {} failed ({e}); the rest of this session is not saved",
-                path.display()
-            );
-            // What was written whole is kept: synced now, as at a turn's
-            // end, since no later flush will see this file.
-            if let Err(e) = handle.sync_data() {
-                tracing::warn!(path = %path.display(), "syncing the transcript failed: {e}");
-            }
-            *file = None;
-            return;
+    let lines: Vec<Vec<u8>> = lines.iter().map(encode).collect();
+    if let Err(e) = handle.append(&lines) {
+        written.failed = true;
+        written.failures_said += 1;
+        eprintln!(
+            "carapace: warning: writing the transcript {} failed ({e}); the rest of this session is not saved",
+            label.display()
+        );
+        // What was written whole is kept: synced now, as at a turn's
+        // end, since no later flush will see this target.
+        if let Err(e) = handle.sync() {
+            tracing::warn!(path = %label.display(), "syncing the transcript failed: {e}");
         }
-    }
-}
-
-/// Writes one whole line at the end of the file (`len` long). When the
-/// write fails part-way — a disk that fills mid-line writes what fits —
-/// the part is cut off again: a reader then finds the file ending on the
-/// last line that was written whole, not on a torn one.
-fn write_line(file: &mut File, len: &mut u64, bytes: &[u8]) -> std::io::Result<()> {
-    match file.write_all(bytes) {
-        Ok(()) => {
-            *len += bytes.len() as u64;
-            Ok(())
-        }
-        Err(e) => {
-            if let Err(cut) = file.set_len(*len) {
-                tracing::warn!("cutting a half-written transcript line off failed: {cut}");
-            }
-            Err(e)
-        }
+        *target = None;
     }
 }
 
@@ -387,10 +390,11 @@ mod tests {
     #[test]
     fn a_full_disk_is_said_once_and_the_run_goes_on() -> Result<(), Box<dyn std::error::Error>> {
         let full = OpenOptions::new().append(true).open("/dev/full")?;
+        let target: Box<dyn LineTarget> = Box::new(FileTarget { file: full, len: 0 });
         let transcript = Transcript {
-            path: PathBuf::from("/dev/full"),
+            label: PathBuf::from("/dev/full"),
             session_id: "s".into(),
-            file: Mutex::new((Some(full), Written::default())),
+            file: Mutex::new((Some(target), Written::default())),
         };
         transcript.sync(&[Message::user_text("hi")]);
         {

@@ -7,7 +7,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 use carapace::agent::HistoryLog;
 use carapace::model::{ContentBlock, Message, Role};
-use carapace::transcript::{Opening, Transcript, load};
+use carapace::transcript::{Opening, Transcript, TranscriptPlace, load};
 
 #[derive(Debug, Arbitrary)]
 enum Step {
@@ -44,7 +44,7 @@ pub fn run(data: &[u8]) {
     };
     let cut_at = input.arbitrary::<u32>().unwrap_or(0);
     let Ok(transcript) = Transcript::open(
-        path.clone(),
+        TranscriptPlace::File(path.clone()),
         "fuzz",
         dir.path(),
         Opening::New {

@@ -293,6 +293,7 @@ impl Server {
                 fork: false,
                 persist: !self.cli.no_session_persistence,
                 name: None,
+                store: super::transcript_store(&self.cli).map_err(|e| invalid(format!("{e:#}")))?,
             })
             .engine(self.engine.clone())
             .build()

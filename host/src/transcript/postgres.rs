@@ -1,0 +1,376 @@
+//! Transcripts in PostgreSQL: one row per line, keyed by session id and
+//! line number, each batch of lines in one transaction (so a line is in
+//! the table whole or not at all, and a batch never half). A session being
+//! written is leased — a session-level advisory lock on the writer's
+//! connection — so a second worker resuming it is refused, never
+//! interleaved; the lease ends with the writer, however it ends, since
+//! the server drops a dead connection's locks.
+//!
+//! The transcript writer is synchronous (the loop appends before it acts),
+//! so the client lives on a thread of its own with its own runtime, and
+//! each operation is a request answered over a channel.
+
+use super::TranscriptError;
+use super::store::LineTarget;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use tokio_postgres::{Client, NoTls};
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS carapace_transcript_lines (
+    session_id text NOT NULL,
+    seq bigint NOT NULL,
+    project text NOT NULL,
+    line text NOT NULL,
+    written_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (session_id, seq)
+)";
+
+type Reply<T> = Sender<Result<T, String>>;
+
+enum Request {
+    Exists(String, Reply<bool>),
+    Read(String, Reply<Vec<u8>>),
+    Latest(String, Reply<Option<String>>),
+    /// Takes the session's lease; answers how many lines it has.
+    Lease(String, Reply<Option<i64>>),
+    Release(String),
+    Append {
+        project: String,
+        id: String,
+        first: i64,
+        lines: Vec<String>,
+        reply: Reply<()>,
+    },
+}
+
+/// A connection to the store, shared by the session and its subagents.
+pub struct PgStore {
+    shown: String,
+    requests: Mutex<Sender<Request>>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").field("url", &self.shown).finish()
+    }
+}
+
+fn store_error(what: &str) -> impl FnOnce(String) -> TranscriptError + '_ {
+    move |e| TranscriptError::Store(format!("{what}: {e}"))
+}
+
+impl PgStore {
+    /// Connects to `url` and makes the table if it is not there.
+    pub fn connect(url: &str) -> Result<Self, TranscriptError> {
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| store_error("the store's URL")(e.to_string()))?;
+        let shown = shown_url(url);
+        let (requests, inbox) = channel();
+        let (ready, started) = channel();
+        std::thread::Builder::new()
+            .name("carapace-transcript-store".into())
+            .spawn(move || serve(config, inbox, ready))
+            .map_err(|e| store_error("starting the store's thread")(e.to_string()))?;
+        started
+            .recv()
+            .map_err(|e| e.to_string())
+            .and_then(|r| r)
+            .map_err(store_error(&format!("connecting to {shown}")))?;
+        Ok(Self {
+            shown,
+            requests: Mutex::new(requests),
+        })
+    }
+
+    /// The URL without its password, for messages.
+    pub fn display_url(&self) -> &str {
+        &self.shown
+    }
+
+    fn ask<T>(&self, request: impl FnOnce(Reply<T>) -> Request) -> Result<T, String> {
+        let (reply, answer) = channel();
+        let sent = self
+            .requests
+            .lock()
+            .map_err(|_| "the store's channel is poisoned".to_string())?
+            .send(request(reply));
+        sent.map_err(|_| "the store's connection has ended".to_string())?;
+        answer
+            .recv()
+            .map_err(|_| "the store's connection has ended".to_string())?
+    }
+
+    pub fn exists(&self, id: &str) -> Result<bool, TranscriptError> {
+        self.ask(|r| Request::Exists(id.into(), r))
+            .map_err(store_error("looking up a session"))
+    }
+
+    /// The session's lines, as a file would hold them.
+    pub fn read(&self, id: &str) -> Result<Vec<u8>, TranscriptError> {
+        self.ask(|r| Request::Read(id.into(), r))
+            .map_err(store_error("reading a transcript"))
+    }
+
+    pub fn latest(&self, project: &str) -> Result<Option<String>, TranscriptError> {
+        self.ask(|r| Request::Latest(project.into(), r))
+            .map_err(store_error("finding the latest session"))
+    }
+
+    /// Leases session `id` for writing, expecting `lines` lines in it (what
+    /// was read to resume it; 0 for a new session).
+    pub(super) fn lease(
+        self: &Arc<Self>,
+        project: &str,
+        id: &str,
+        lines: i64,
+    ) -> Result<PgTarget, TranscriptError> {
+        let held = self
+            .ask(|r| Request::Lease(id.into(), r))
+            .map_err(store_error("leasing the session"))?;
+        let Some(found) = held else {
+            return Err(TranscriptError::InUse(id.to_string()));
+        };
+        let target = PgTarget {
+            store: self.clone(),
+            project: project.into(),
+            id: id.into(),
+            next: found,
+        };
+        if found != lines {
+            // Written since it was read: resuming it would lose that.
+            return Err(TranscriptError::Store(format!(
+                "session `{id}` changed while it was being resumed ({found} lines, {lines} read); resume it again"
+            )));
+        }
+        Ok(target)
+    }
+}
+
+/// One session's rows, leased for as long as this lives.
+pub(super) struct PgTarget {
+    store: Arc<PgStore>,
+    project: String,
+    id: String,
+    next: i64,
+}
+
+impl LineTarget for PgTarget {
+    fn append(&mut self, lines: &[Vec<u8>]) -> std::io::Result<()> {
+        let text: Vec<String> = lines
+            .iter()
+            .map(|l| String::from_utf8_lossy(l.strip_suffix(b"\n").unwrap_or(l)).into_owned())
+            .collect();
+        let count = text.len() as i64;
+        self.store
+            .ask(|reply| Request::Append {
+                project: self.project.clone(),
+                id: self.id.clone(),
+                first: self.next,
+                lines: text,
+                reply,
+            })
+            .map_err(std::io::Error::other)?;
+        self.next += count;
+        Ok(())
+    }
+
+    /// A committed transaction is already durable.
+    fn sync(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for PgTarget {
+    fn drop(&mut self) {
+        if let Ok(requests) = self.store.requests.lock() {
+            let _ = requests.send(Request::Release(self.id.clone()));
+        }
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user@host/db`.
+fn shown_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let user = &url[scheme + 3..at];
+            let user = user.split(':').next().unwrap_or("");
+            format!("{}{user}{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// The store's thread: connects, then answers requests until the store is
+/// dropped.
+fn serve(
+    config: tokio_postgres::Config,
+    inbox: Receiver<Request>,
+    ready: Sender<Result<(), String>>,
+) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let _ = ready.send(Err(e.to_string()));
+            return;
+        }
+    };
+    let client = match runtime.block_on(start(&config)) {
+        Ok(client) => client,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    while let Ok(request) = inbox.recv() {
+        runtime.block_on(answer(&client, request));
+    }
+}
+
+async fn start(config: &tokio_postgres::Config) -> Result<Client, String> {
+    let (client, connection) = config.connect(NoTls).await.map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!("the transcript store's connection ended: {e}");
+        }
+    });
+    // Two workers starting at once may both try to make the table.
+    if let Err(e) = client.batch_execute(SCHEMA).await
+        && client.batch_execute(SCHEMA).await.is_err()
+    {
+        return Err(e.to_string());
+    }
+    Ok(client)
+}
+
+async fn answer(client: &Client, request: Request) {
+    let text = |e: tokio_postgres::Error| e.to_string();
+    match request {
+        Request::Exists(id, reply) => {
+            let row = client
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM carapace_transcript_lines WHERE session_id = $1)",
+                    &[&id],
+                )
+                .await;
+            let _ = reply.send(row.map(|r| r.get(0)).map_err(text));
+        }
+        Request::Read(id, reply) => {
+            let _ = reply.send(read(client, &id).await);
+        }
+        Request::Latest(project, reply) => {
+            let row = client
+                .query_opt(
+                    "SELECT session_id FROM carapace_transcript_lines WHERE project = $1 \
+                     GROUP BY session_id ORDER BY max(written_at) DESC LIMIT 1",
+                    &[&project],
+                )
+                .await;
+            let _ = reply.send(row.map(|r| r.map(|r| r.get(0))).map_err(text));
+        }
+        Request::Lease(id, reply) => {
+            let _ = reply.send(lease(client, &id).await.map_err(text));
+        }
+        Request::Release(id) => {
+            let released = client
+                .execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", &[&id])
+                .await;
+            if let Err(e) = released {
+                tracing::warn!("releasing session {id}'s lease failed: {e}");
+            }
+        }
+        Request::Append {
+            project,
+            id,
+            first,
+            lines,
+            reply,
+        } => {
+            let _ = reply.send(
+                append(client, &project, &id, first, &lines)
+                    .await
+                    .map_err(text),
+            );
+        }
+    }
+}
+
+async fn read(client: &Client, id: &str) -> Result<Vec<u8>, String> {
+    let rows = client
+        .query(
+            "SELECT line FROM carapace_transcript_lines WHERE session_id = $1 ORDER BY seq",
+            &[&id],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    if rows.is_empty() {
+        return Err(format!("no session `{id}` in the store"));
+    }
+    let mut bytes = Vec::new();
+    for row in rows {
+        let line: &str = row.get(0);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+    }
+    Ok(bytes)
+}
+
+/// The lease, and how many lines the session has once it is held.
+async fn lease(client: &Client, id: &str) -> Result<Option<i64>, tokio_postgres::Error> {
+    let held: bool = client
+        .query_one(
+            "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
+            &[&id],
+        )
+        .await?
+        .get(0);
+    if !held {
+        return Ok(None);
+    }
+    let count: i64 = client
+        .query_one(
+            "SELECT count(*) FROM carapace_transcript_lines WHERE session_id = $1",
+            &[&id],
+        )
+        .await?
+        .get(0);
+    Ok(Some(count))
+}
+
+async fn append(
+    client: &Client,
+    project: &str,
+    id: &str,
+    first: i64,
+    lines: &[String],
+) -> Result<(), tokio_postgres::Error> {
+    // A client is shared through `&`: the transaction is spelled out.
+    client.batch_execute("BEGIN").await?;
+    let inserted = async {
+        let insert = client
+            .prepare(
+                "INSERT INTO carapace_transcript_lines (session_id, seq, project, line) \
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .await?;
+        for (n, line) in lines.iter().enumerate() {
+            let seq = first + n as i64;
+            client
+                .execute(&insert, &[&id, &seq, &project, line])
+                .await?;
+        }
+        Ok::<(), tokio_postgres::Error>(())
+    }
+    .await;
+    match inserted {
+        Ok(()) => client.batch_execute("COMMIT").await,
+        Err(e) => {
+            let _ = client.batch_execute("ROLLBACK").await;
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Where transcripts are kept: files under the config directory (the
+//! default), or a PostgreSQL database that workers on many machines share
+//! (`--transcript-store postgres://…`). Both keep the same lines, written
+//! the same way — each before the loop acts on it, in order, whole or not
+//! at all — and read back through the same parser, so a session resumed
+//! from either carries the same history.
+
+use super::postgres::PgStore;
+use super::read::{Loaded, load_bytes};
+use super::{TranscriptError, io, latest, project_dir, transcript_path};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The transcript store of a session.
+#[derive(Clone, Debug, Default)]
+pub enum TranscriptStore {
+    /// `<config>/projects/<workspace>/<id>.jsonl`.
+    #[default]
+    Files,
+    Postgres(Arc<PgStore>),
+}
+
+/// Where one transcript is: a file, or a session's rows in the database.
+#[derive(Clone, Debug)]
+pub enum TranscriptPlace {
+    File(PathBuf),
+    Postgres {
+        store: Arc<PgStore>,
+        /// The workspace's project name (what `--continue` looks among).
+        project: String,
+        id: String,
+    },
+}
+
+impl TranscriptStore {
+    /// A store from `--transcript-store` / `CARAPACE_TRANSCRIPT_STORE`:
+    /// `files`, or a `postgres://` URL (connected now, its table made).
+    pub fn from_url(url: &str) -> Result<Self, TranscriptError> {
+        match url {
+            "" | "files" => Ok(Self::Files),
+            url if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Ok(Self::Postgres(Arc::new(PgStore::connect(url)?)))
+            }
+            other => Err(TranscriptError::Store(format!(
+                "`{other}` is not a transcript store (files, or postgres://USER@HOST/DB)"
+            ))),
+        }
+    }
+
+    /// The place of session `id` of the workspace `cwd`.
+    pub fn place(&self, config_dir: &Path, cwd: &Path, id: &str) -> TranscriptPlace {
+        let projects = project_dir(config_dir, cwd);
+        match self {
+            Self::Files => TranscriptPlace::File(transcript_path(&projects, id)),
+            Self::Postgres(store) => TranscriptPlace::Postgres {
+                store: store.clone(),
+                project: project_name(&projects),
+                id: id.to_string(),
+            },
+        }
+    }
+
+    /// The workspace's most recently written session (`--continue`).
+    pub fn latest(&self, config_dir: &Path, cwd: &Path) -> Result<String, TranscriptError> {
+        let projects = project_dir(config_dir, cwd);
+        match self {
+            Self::Files => latest(&projects),
+            Self::Postgres(store) => store
+                .latest(&project_name(&projects))?
+                .ok_or(TranscriptError::NoneToContinue(projects)),
+        }
+    }
+}
+
+fn project_name(projects: &Path) -> String {
+    projects
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+impl TranscriptPlace {
+    /// How the place is named to the user and to hooks
+    /// (`transcript_path`).
+    pub fn label(&self) -> PathBuf {
+        match self {
+            Self::File(path) => path.clone(),
+            Self::Postgres { store, id, .. } => {
+                PathBuf::from(format!("{}#{id}", store.display_url()))
+            }
+        }
+    }
+
+    pub fn exists(&self) -> Result<bool, TranscriptError> {
+        match self {
+            Self::File(path) => Ok(path.exists()),
+            Self::Postgres { store, id, .. } => store.exists(id),
+        }
+    }
+
+    /// Reads the transcript; `NotFound` when there is none.
+    pub fn load(&self) -> Result<Loaded, TranscriptError> {
+        match self {
+            Self::File(path) => {
+                let bytes = std::fs::read(path).map_err(io(path))?;
+                let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+                load_bytes(path, stem, &bytes)
+            }
+            Self::Postgres { store, id, .. } => {
+                let bytes = store.read(id)?;
+                load_bytes(&self.label(), id, &bytes)
+            }
+        }
+    }
+
+    /// Where a subagent's transcript goes: beside this one (a file in the
+    /// session's `subagents/` folder, or the agent's own rows).
+    pub fn child(&self, agent_id: &str) -> Self {
+        match self {
+            Self::File(path) => Self::File(
+                path.with_extension("")
+                    .join("subagents")
+                    .join(format!("{agent_id}.jsonl")),
+            ),
+            Self::Postgres { store, project, .. } => Self::Postgres {
+                store: store.clone(),
+                project: project.clone(),
+                id: agent_id.to_string(),
+            },
+        }
+    }
+}
+
+/// Where a transcript's lines go.
+pub(super) trait LineTarget: Send {
+    /// Appends whole lines (each ending in `\n`), in order. On an error,
+    /// the lines before the one that failed are kept whole and nothing of
+    /// the rest is.
+    fn append(&mut self, lines: &[Vec<u8>]) -> std::io::Result<()>;
+
+    /// Makes what was appended durable.
+    fn sync(&mut self) -> std::io::Result<()>;
+}
+
+/// A transcript file, appended to in one write per line.
+pub(super) struct FileTarget {
+    pub(super) file: File,
+    /// How long the file is: where a line that fails half-written is cut
+    /// back to, so the file always ends on a whole line.
+    pub(super) len: u64,
+}
+
+impl LineTarget for FileTarget {
+    fn append(&mut self, lines: &[Vec<u8>]) -> std::io::Result<()> {
+        lines.iter().try_for_each(|line| self.write_line(line))
+    }
+
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+impl FileTarget {
+    /// Writes one whole line at the end of the file. When the write fails
+    /// part-way — a disk that fills mid-line writes what fits — the part
+    /// is cut off again: a reader then finds the file ending on the last
+    /// line that was written whole, not on a torn one.
+    fn write_line(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self.file.write_all(bytes) {
+            Ok(()) => {
+                self.len += bytes.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                if let Err(cut) = self.file.set_len(self.len) {
+                    tracing::warn!("cutting a half-written transcript line off failed: {cut}");
+                }
+                Err(e)
+            }
+        }
+    }
+}
