@@ -2,8 +2,9 @@
 # What the test suite needs besides cargo, installed once: the wasm target,
 # the Python packages (the SDK, MCP, the Python examples' componentizer),
 # Node with npm (the JavaScript examples and the npm MCP server),
-# ripgrep (what Grep and Glob are compared with), and an OCI registry
-# (Debian's docker-registry: components are installed from it). Every
+# ripgrep (what Grep and Glob are compared with), an OCI registry
+# (Debian's docker-registry: components are installed from it) and a
+# PostgreSQL server (the shared transcript store's tests start their own). Every
 # test that needs one of these fails without it, so nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,4 +21,9 @@ fi
 # tests start their own on loopback, never the packaged service.
 if ! command -v docker-registry >/dev/null; then
     apt-get update && apt-get install -y docker-registry
+fi
+# The shared transcript store (host/src/transcript, tests/e2e/transcript_store.rs);
+# the tests start a cluster of their own on loopback, never the packaged one.
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+    apt-get update && apt-get install -y postgresql
 fi

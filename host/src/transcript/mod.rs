@@ -69,9 +69,11 @@ pub enum TranscriptError {
     #[error("the transcript store: {0}")]
     Store(String),
     #[error(
-        "session `{0}` is being written by another worker (its lease is held); wait for it to end, or resume another"
+        "session `{0}` is being written by another session or worker (its lease is held); wait for it to end, or resume another"
     )]
     InUse(String),
+    #[error("session `{id}` was written to while it was being resumed; resume it again")]
+    Changed { id: String },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

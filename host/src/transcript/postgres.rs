@@ -1,36 +1,48 @@
 //! Transcripts in PostgreSQL: one row per line, keyed by session id and
-//! line number, each batch of lines in one transaction (so a line is in
-//! the table whole or not at all, and a batch never half). A session being
-//! written is leased — a session-level advisory lock on the writer's
-//! connection — so a second worker resuming it is refused, never
-//! interleaved; the lease ends with the writer, however it ends, since
-//! the server drops a dead connection's locks.
+//! line number. A batch of lines is one `INSERT` — one statement, so one
+//! transaction: a line is in the table whole or not at all, and a batch
+//! never half. A session being written is leased: a session-level
+//! advisory lock on the writer's connection, so a second worker resuming
+//! it is refused, never interleaved. The lease ends with the writer however
+//! it ends — the server drops a closed connection's locks, and TCP
+//! keepalives close a connection whose peer vanished — and the primary
+//! key refuses a line number written twice even if two writers ever met.
 //!
 //! The transcript writer is synchronous (the loop appends before it acts),
 //! so the client lives on a thread of its own with its own runtime, and
-//! each operation is a request answered over a channel.
+//! each operation is a request answered over a channel. One store (one
+//! connection) serves every session of a process.
 
 use super::TranscriptError;
 use super::store::LineTarget;
+use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
-use tokio_postgres::{Client, NoTls};
+use std::time::Duration;
+use tokio_postgres::{Client, NoTls, Statement};
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS carapace_transcript_lines (
     session_id text NOT NULL,
     seq bigint NOT NULL,
     project text NOT NULL,
     line text NOT NULL,
-    written_at timestamptz NOT NULL DEFAULT now(),
+    written_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (session_id, seq)
-)";
+);
+CREATE INDEX IF NOT EXISTS carapace_transcript_lines_by_project
+    ON carapace_transcript_lines (project, written_at)";
+
+/// A batch's lines, numbered from `$2`, in one statement.
+const APPEND: &str = "INSERT INTO carapace_transcript_lines (session_id, seq, project, line) \
+     SELECT $1, $2 + n - 1, $3, line FROM unnest($4::text[]) WITH ORDINALITY AS batch(line, n)";
 
 type Reply<T> = Sender<Result<T, String>>;
 
 enum Request {
     Exists(String, Reply<bool>),
     Read(String, Reply<Vec<u8>>),
-    Latest(String, Reply<Option<String>>),
+    /// A project's sessions, newest first, with when each was last written.
+    Sessions(String, Reply<Vec<(std::time::SystemTime, String)>>),
     /// Takes the session's lease; answers how many lines it has.
     Lease(String, Reply<Option<i64>>),
     Release(String),
@@ -43,10 +55,13 @@ enum Request {
     },
 }
 
-/// A connection to the store, shared by the session and its subagents.
+/// A connection to the store, shared by every session of the process.
 pub struct PgStore {
     shown: String,
-    requests: Mutex<Sender<Request>>,
+    requests: Sender<Request>,
+    /// Sessions this process holds the lease of: an advisory lock is
+    /// re-entrant on its connection, so the process keeps its own count.
+    leased: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -62,9 +77,14 @@ fn store_error(what: &str) -> impl FnOnce(String) -> TranscriptError + '_ {
 impl PgStore {
     /// Connects to `url` and makes the table if it is not there.
     pub fn connect(url: &str) -> Result<Self, TranscriptError> {
-        let config: tokio_postgres::Config = url
+        let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e: tokio_postgres::Error| store_error("the store's URL")(e.to_string()))?;
+        config
+            .connect_timeout(Duration::from_secs(10))
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(30))
+            .application_name("carapace");
         let shown = shown_url(url);
         let (requests, inbox) = channel();
         let (ready, started) = channel();
@@ -79,7 +99,8 @@ impl PgStore {
             .map_err(store_error(&format!("connecting to {shown}")))?;
         Ok(Self {
             shown,
-            requests: Mutex::new(requests),
+            requests,
+            leased: Mutex::default(),
         })
     }
 
@@ -89,16 +110,10 @@ impl PgStore {
     }
 
     fn ask<T>(&self, request: impl FnOnce(Reply<T>) -> Request) -> Result<T, String> {
+        let ended = || "the store's connection has ended".to_string();
         let (reply, answer) = channel();
-        let sent = self
-            .requests
-            .lock()
-            .map_err(|_| "the store's channel is poisoned".to_string())?
-            .send(request(reply));
-        sent.map_err(|_| "the store's connection has ended".to_string())?;
-        answer
-            .recv()
-            .map_err(|_| "the store's connection has ended".to_string())?
+        self.requests.send(request(reply)).map_err(|_| ended())?;
+        answer.recv().map_err(|_| ended())?
     }
 
     pub fn exists(&self, id: &str) -> Result<bool, TranscriptError> {
@@ -112,9 +127,13 @@ impl PgStore {
             .map_err(store_error("reading a transcript"))
     }
 
-    pub fn latest(&self, project: &str) -> Result<Option<String>, TranscriptError> {
-        self.ask(|r| Request::Latest(project.into(), r))
-            .map_err(store_error("finding the latest session"))
+    /// The project's sessions, newest first.
+    pub fn sessions(
+        &self,
+        project: &str,
+    ) -> Result<Vec<(std::time::SystemTime, String)>, TranscriptError> {
+        self.ask(|r| Request::Sessions(project.into(), r))
+            .map_err(store_error("listing the sessions"))
     }
 
     /// Leases session `id` for writing, expecting `lines` lines in it (what
@@ -125,23 +144,31 @@ impl PgStore {
         id: &str,
         lines: i64,
     ) -> Result<PgTarget, TranscriptError> {
-        let held = self
-            .ask(|r| Request::Lease(id.into(), r))
-            .map_err(store_error("leasing the session"))?;
-        let Some(found) = held else {
+        let first_here = self
+            .leased
+            .lock()
+            .map_err(|_| TranscriptError::Store("the lease table is poisoned".into()))?
+            .insert(id.to_string());
+        if !first_here {
             return Err(TranscriptError::InUse(id.to_string()));
-        };
-        let target = PgTarget {
+        }
+        let mut target = PgTarget {
             store: self.clone(),
             project: project.into(),
             id: id.into(),
-            next: found,
+            next: lines,
+            held: false,
         };
+        let found = self
+            .ask(|r| Request::Lease(id.into(), r))
+            .map_err(store_error("leasing the session"))?;
+        let Some(found) = found else {
+            return Err(TranscriptError::InUse(id.to_string()));
+        };
+        target.held = true;
         if found != lines {
             // Written since it was read: resuming it would lose that.
-            return Err(TranscriptError::Store(format!(
-                "session `{id}` changed while it was being resumed ({found} lines, {lines} read); resume it again"
-            )));
+            return Err(TranscriptError::Changed { id: id.to_string() });
         }
         Ok(target)
     }
@@ -153,14 +180,18 @@ pub(super) struct PgTarget {
     project: String,
     id: String,
     next: i64,
+    /// Whether the advisory lock was taken (else only this process's
+    /// claim is given back).
+    held: bool,
 }
 
 impl LineTarget for PgTarget {
     fn append(&mut self, lines: &[Vec<u8>]) -> std::io::Result<()> {
-        let text: Vec<String> = lines
+        let text = lines
             .iter()
-            .map(|l| String::from_utf8_lossy(l.strip_suffix(b"\n").unwrap_or(l)).into_owned())
-            .collect();
+            .map(|l| String::from_utf8(l.strip_suffix(b"\n").unwrap_or(l).to_vec()))
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(std::io::Error::other)?;
         let count = text.len() as i64;
         self.store
             .ask(|reply| Request::Append {
@@ -175,7 +206,7 @@ impl LineTarget for PgTarget {
         Ok(())
     }
 
-    /// A committed transaction is already durable.
+    /// A committed statement is already durable.
     fn sync(&mut self) -> std::io::Result<()> {
         Ok(())
     }
@@ -183,8 +214,11 @@ impl LineTarget for PgTarget {
 
 impl Drop for PgTarget {
     fn drop(&mut self) {
-        if let Ok(requests) = self.store.requests.lock() {
-            let _ = requests.send(Request::Release(self.id.clone()));
+        if self.held {
+            let _ = self.store.requests.send(Request::Release(self.id.clone()));
+        }
+        if let Ok(mut leased) = self.store.leased.lock() {
+            leased.remove(&self.id);
         }
     }
 }
@@ -218,8 +252,8 @@ fn serve(
             return;
         }
     };
-    let client = match runtime.block_on(start(&config)) {
-        Ok(client) => client,
+    let (client, append) = match runtime.block_on(start(&config)) {
+        Ok(started) => started,
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
@@ -227,27 +261,30 @@ fn serve(
     };
     let _ = ready.send(Ok(()));
     while let Ok(request) = inbox.recv() {
-        runtime.block_on(answer(&client, request));
+        runtime.block_on(answer(&client, &append, request));
     }
 }
 
-async fn start(config: &tokio_postgres::Config) -> Result<Client, String> {
+async fn start(config: &tokio_postgres::Config) -> Result<(Client, Statement), String> {
     let (client, connection) = config.connect(NoTls).await.map_err(|e| e.to_string())?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::warn!("the transcript store's connection ended: {e}");
         }
     });
-    // Two workers starting at once may both try to make the table.
+    // Two workers starting at once may both try to make the table: one
+    // of them fails on the catalog's unique index, and its second try
+    // finds the table made.
     if let Err(e) = client.batch_execute(SCHEMA).await
         && client.batch_execute(SCHEMA).await.is_err()
     {
         return Err(e.to_string());
     }
-    Ok(client)
+    let append = client.prepare(APPEND).await.map_err(|e| e.to_string())?;
+    Ok((client, append))
 }
 
-async fn answer(client: &Client, request: Request) {
+async fn answer(client: &Client, append: &Statement, request: Request) {
     let text = |e: tokio_postgres::Error| e.to_string();
     match request {
         Request::Exists(id, reply) => {
@@ -262,15 +299,8 @@ async fn answer(client: &Client, request: Request) {
         Request::Read(id, reply) => {
             let _ = reply.send(read(client, &id).await);
         }
-        Request::Latest(project, reply) => {
-            let row = client
-                .query_opt(
-                    "SELECT session_id FROM carapace_transcript_lines WHERE project = $1 \
-                     GROUP BY session_id ORDER BY max(written_at) DESC LIMIT 1",
-                    &[&project],
-                )
-                .await;
-            let _ = reply.send(row.map(|r| r.map(|r| r.get(0))).map_err(text));
+        Request::Sessions(project, reply) => {
+            let _ = reply.send(sessions(client, &project).await.map_err(text));
         }
         Request::Lease(id, reply) => {
             let _ = reply.send(lease(client, &id).await.map_err(text));
@@ -290,11 +320,10 @@ async fn answer(client: &Client, request: Request) {
             lines,
             reply,
         } => {
-            let _ = reply.send(
-                append(client, &project, &id, first, &lines)
-                    .await
-                    .map_err(text),
-            );
+            let inserted = client
+                .execute(append, &[&id, &first, &project, &lines])
+                .await;
+            let _ = reply.send(inserted.map(drop).map_err(text));
         }
     }
 }
@@ -319,6 +348,20 @@ async fn read(client: &Client, id: &str) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+async fn sessions(
+    client: &Client,
+    project: &str,
+) -> Result<Vec<(std::time::SystemTime, String)>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT session_id, max(written_at) AS last FROM carapace_transcript_lines \
+             WHERE project = $1 GROUP BY session_id ORDER BY last DESC, session_id DESC",
+            &[&project],
+        )
+        .await?;
+    Ok(rows.iter().map(|row| (row.get(1), row.get(0))).collect())
+}
+
 /// The lease, and how many lines the session has once it is held.
 async fn lease(client: &Client, id: &str) -> Result<Option<i64>, tokio_postgres::Error> {
     let held: bool = client
@@ -339,38 +382,4 @@ async fn lease(client: &Client, id: &str) -> Result<Option<i64>, tokio_postgres:
         .await?
         .get(0);
     Ok(Some(count))
-}
-
-async fn append(
-    client: &Client,
-    project: &str,
-    id: &str,
-    first: i64,
-    lines: &[String],
-) -> Result<(), tokio_postgres::Error> {
-    // A client is shared through `&`: the transaction is spelled out.
-    client.batch_execute("BEGIN").await?;
-    let inserted = async {
-        let insert = client
-            .prepare(
-                "INSERT INTO carapace_transcript_lines (session_id, seq, project, line) \
-                 VALUES ($1, $2, $3, $4)",
-            )
-            .await?;
-        for (n, line) in lines.iter().enumerate() {
-            let seq = first + n as i64;
-            client
-                .execute(&insert, &[&id, &seq, &project, line])
-                .await?;
-        }
-        Ok::<(), tokio_postgres::Error>(())
-    }
-    .await;
-    match inserted {
-        Ok(()) => client.batch_execute("COMMIT").await,
-        Err(e) => {
-            let _ = client.batch_execute("ROLLBACK").await;
-            Err(e)
-        }
-    }
 }

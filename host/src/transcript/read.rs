@@ -27,6 +27,9 @@ pub struct Loaded {
     /// How many whole lines the intact part has (where a store's next
     /// line goes).
     pub(super) lines: i64,
+    /// How many bytes were read: a writer resuming it finds the same, or
+    /// someone wrote in between.
+    pub(super) read_len: u64,
 }
 
 /// Results given on load to calls that had none.
@@ -147,6 +150,7 @@ pub(super) fn load_bytes(
         intact_len,
         repair,
         lines: line_count,
+        read_len: bytes.len() as u64,
     })
 }
 

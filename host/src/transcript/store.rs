@@ -7,11 +7,14 @@
 
 use super::postgres::PgStore;
 use super::read::{Loaded, load_bytes};
-use super::{TranscriptError, io, latest, project_dir, transcript_path};
+use super::{TranscriptError, io, latest, project_dir, sessions, transcript_path};
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 /// The transcript store of a session.
 #[derive(Clone, Debug, Default)]
@@ -30,6 +33,8 @@ pub enum TranscriptPlace {
         store: Arc<PgStore>,
         /// The workspace's project name (what `--continue` looks among).
         project: String,
+        /// The rows' key: the session's id, or `PARENT/subagents/AGENT`
+        /// for a subagent's.
         id: String,
     },
 }
@@ -68,8 +73,25 @@ impl TranscriptStore {
         match self {
             Self::Files => latest(&projects),
             Self::Postgres(store) => store
-                .latest(&project_name(&projects))?
+                .sessions(&project_name(&projects))?
+                .into_iter()
+                .next()
+                .map(|(_, id)| id)
                 .ok_or(TranscriptError::NoneToContinue(projects)),
+        }
+    }
+
+    /// The workspace's sessions, newest first, with when each was last
+    /// written (`--resume` without an id lists them).
+    pub fn sessions(
+        &self,
+        config_dir: &Path,
+        cwd: &Path,
+    ) -> Result<Vec<(SystemTime, String)>, TranscriptError> {
+        let projects = project_dir(config_dir, cwd);
+        match self {
+            Self::Files => Ok(sessions(&projects)),
+            Self::Postgres(store) => store.sessions(&project_name(&projects)),
         }
     }
 }
@@ -110,13 +132,34 @@ impl TranscriptPlace {
             }
             Self::Postgres { store, id, .. } => {
                 let bytes = store.read(id)?;
-                load_bytes(&self.label(), id, &bytes)
+                let session = id.rsplit('/').next().unwrap_or(id);
+                load_bytes(&self.label(), session, &bytes)
             }
         }
     }
 
+    /// The first `max` bytes of the transcript (fewer when it is shorter;
+    /// none when it cannot be read): enough to show how it began.
+    pub fn head(&self, max: usize) -> Vec<u8> {
+        use std::io::Read;
+        let mut head = Vec::new();
+        match self {
+            Self::File(path) => {
+                if let Ok(file) = File::open(path) {
+                    let _ = file.take(max as u64).read_to_end(&mut head);
+                }
+            }
+            Self::Postgres { store, id, .. } => {
+                head = store.read(id).unwrap_or_default();
+                head.truncate(max);
+            }
+        }
+        head
+    }
+
     /// Where a subagent's transcript goes: beside this one (a file in the
-    /// session's `subagents/` folder, or the agent's own rows).
+    /// session's `subagents/` folder, or rows under the session's key, in
+    /// a project of their own so `--continue` never finds them).
     pub fn child(&self, agent_id: &str) -> Self {
         match self {
             Self::File(path) => Self::File(
@@ -124,10 +167,10 @@ impl TranscriptPlace {
                     .join("subagents")
                     .join(format!("{agent_id}.jsonl")),
             ),
-            Self::Postgres { store, project, .. } => Self::Postgres {
+            Self::Postgres { store, project, id } => Self::Postgres {
                 store: store.clone(),
-                project: project.clone(),
-                id: agent_id.to_string(),
+                project: format!("{project}/{id}/subagents"),
+                id: format!("{id}/subagents/{agent_id}"),
             },
         }
     }
@@ -144,9 +187,11 @@ pub(super) trait LineTarget: Send {
     fn sync(&mut self) -> std::io::Result<()>;
 }
 
-/// A transcript file, appended to in one write per line.
+/// A transcript file, appended to in one write per line, and locked
+/// (`flock`, exclusive) for as long as it is written: a second writer —
+/// another process, or another session of this one — is refused.
 pub(super) struct FileTarget {
-    pub(super) file: File,
+    pub(super) file: Flock<File>,
     /// How long the file is: where a line that fails half-written is cut
     /// back to, so the file always ends on a whole line.
     pub(super) len: u64,
@@ -163,6 +208,15 @@ impl LineTarget for FileTarget {
 }
 
 impl FileTarget {
+    /// Locks `file` for this writer; `InUse` when another holds it.
+    pub(super) fn lease(file: File, path: &Path, id: &str) -> Result<Self, TranscriptError> {
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(file) => Ok(Self { file, len: 0 }),
+            Err((_, Errno::EWOULDBLOCK)) => Err(TranscriptError::InUse(id.to_string())),
+            Err((_, errno)) => Err(io(path)(errno.into())),
+        }
+    }
+
     /// Writes one whole line at the end of the file. When the write fails
     /// part-way — a disk that fills mid-line writes what fits — the part
     /// is cut off again: a reader then finds the file ending on the last

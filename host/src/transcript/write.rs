@@ -64,7 +64,9 @@ impl Transcript {
         let label = place.label();
         let target = match (&place, &opening) {
             (TranscriptPlace::File(path), Opening::New { .. }) => new_file(path, session_id)?,
-            (TranscriptPlace::File(path), Opening::Resume(loaded)) => resumed_file(path, loaded)?,
+            (TranscriptPlace::File(path), Opening::Resume(loaded)) => {
+                resumed_file(path, session_id, loaded)?
+            }
             (TranscriptPlace::Postgres { store, project, id }, opening) => {
                 let lines = match opening {
                     Opening::New { .. } if place.exists()? => {
@@ -199,25 +201,30 @@ fn new_file(path: &Path, session_id: &str) -> Result<Box<dyn LineTarget>, Transc
         std::io::ErrorKind::AlreadyExists => TranscriptError::AlreadyExists(session_id.to_string()),
         _ => io(path)(e),
     })?;
-    Ok(Box::new(FileTarget { file, len: 0 }))
+    Ok(Box::new(FileTarget::lease(file, path, session_id)?))
 }
 
-fn resumed_file(path: &Path, loaded: &Loaded) -> Result<Box<dyn LineTarget>, TranscriptError> {
-    let file = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(io(path))?;
-    // A torn tail would glue itself to the next line.
-    file.set_len(loaded.intact_len).map_err(io(path))?;
-    drop(file);
+fn resumed_file(
+    path: &Path,
+    session_id: &str,
+    loaded: &Loaded,
+) -> Result<Box<dyn LineTarget>, TranscriptError> {
     let file = OpenOptions::new()
         .append(true)
         .open(path)
         .map_err(io(path))?;
-    Ok(Box::new(FileTarget {
-        file,
-        len: loaded.intact_len,
-    }))
+    let mut target = FileTarget::lease(file, path, session_id)?;
+    let len = target.file.metadata().map_err(io(path))?.len();
+    if len != loaded.read_len {
+        // Written since it was read: resuming it would lose that.
+        return Err(TranscriptError::Changed {
+            id: session_id.to_string(),
+        });
+    }
+    // A torn tail would glue itself to the next line.
+    target.file.set_len(loaded.intact_len).map_err(io(path))?;
+    target.len = loaded.intact_len;
+    Ok(Box::new(target))
 }
 
 impl HistoryLog for Transcript {
@@ -390,7 +397,8 @@ mod tests {
     #[test]
     fn a_full_disk_is_said_once_and_the_run_goes_on() -> Result<(), Box<dyn std::error::Error>> {
         let full = OpenOptions::new().append(true).open("/dev/full")?;
-        let target: Box<dyn LineTarget> = Box::new(FileTarget { file: full, len: 0 });
+        let target: Box<dyn LineTarget> =
+            Box::new(FileTarget::lease(full, Path::new("/dev/full"), "s")?);
         let transcript = Transcript {
             label: PathBuf::from("/dev/full"),
             session_id: "s".into(),

@@ -2,6 +2,7 @@
 //! compiled-component cache they all use (so each component is compiled
 //! once per target directory, not once per test), and sandboxes on it.
 
+pub mod postgres;
 pub mod pty;
 pub mod registry;
 pub mod sigstore;

@@ -102,7 +102,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 cli.prompt = None;
             }
             Ending::Clear => {}
-            Ending::Pick => match choose_session()? {
+            Ending::Pick => match choose_session(&cli)? {
                 Some(id) => resume(&mut cli, id),
                 None if last_id.is_none() => return Ok(ExitCode::SUCCESS),
                 None => break,
@@ -127,9 +127,9 @@ fn resume(cli: &mut Cli, id: String) {
 }
 
 /// The picker over this project's sessions; `None` when the person leaves.
-fn choose_session() -> anyhow::Result<Option<String>> {
+fn choose_session(cli: &Cli) -> anyhow::Result<Option<String>> {
     let paths = super::paths()?;
-    let sessions = picker::listings(&paths);
+    let sessions = picker::listings(&paths, &super::transcript_store(cli)?)?;
     if sessions.is_empty() {
         bail!("there is no session to resume in {}", paths.cwd.display());
     }

@@ -3,6 +3,7 @@
 //! Enter choose, Esc leaves.
 
 use crate::session::SessionPaths;
+use crate::transcript::{TranscriptPlace, TranscriptStore};
 use crate::tui::screen::Screen;
 use crate::tui::terminal::TerminalGuard;
 use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -21,26 +22,23 @@ pub struct Listing {
 }
 
 /// This project's sessions, newest first.
-pub fn listings(paths: &SessionPaths) -> Vec<Listing> {
-    let dir = crate::transcript::project_dir(&paths.config_dir, &paths.cwd);
-    crate::transcript::sessions(&dir)
+pub fn listings(paths: &SessionPaths, store: &TranscriptStore) -> anyhow::Result<Vec<Listing>> {
+    let sessions = store.sessions(&paths.config_dir, &paths.cwd)?;
+    Ok(sessions
         .into_iter()
         .map(|(modified, id)| Listing {
-            first_prompt: first_prompt(&crate::transcript::transcript_path(&dir, &id)),
+            first_prompt: first_prompt(&store.place(&paths.config_dir, &paths.cwd, &id)),
             id,
             modified,
         })
-        .collect()
+        .collect())
 }
 
 /// The first user text of a transcript (read from its first 256 KiB).
-fn first_prompt(path: &std::path::Path) -> String {
-    use std::io::Read;
-    let mut head = String::new();
-    if let Ok(file) = std::fs::File::open(path) {
-        let _ = file.take(256 << 10).read_to_string(&mut head);
-    }
-    head.lines()
+fn first_prompt(place: &TranscriptPlace) -> String {
+    let head = place.head(256 << 10);
+    String::from_utf8_lossy(&head)
+        .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .filter(|entry| entry["type"] == "user")
         .find_map(|entry| {
