@@ -1,6 +1,8 @@
 //! Subagents and sessions: a child loop's cost, transcripts appended and resumed, memory read at start.
 
 use super::*;
+use carapace::transcript::{Opening, Transcript, TranscriptPlace, TranscriptStore};
+use carapace_test_support::postgres::Postgres;
 
 /// Child loops in the binary: one response starting N foreground agents at
 /// once (each answers with one scripted request), whole-run time and peak
@@ -89,103 +91,148 @@ fn tool_round(n: usize, bytes: usize) -> [Message; 2] {
     ]
 }
 
-/// Transcripts: the cost of appending, of loading a long one back, and the
-/// memory of a long session in the binary.
+/// The stores a transcript bench runs against: files, and a PostgreSQL
+/// server started on loopback (fsync on, as a real one).
+fn stores(
+    postgres: &Postgres,
+) -> Result<Vec<(&'static str, TranscriptStore)>, Box<dyn std::error::Error>> {
+    let store = TranscriptStore::from_url(&postgres.url())?;
+    Ok(vec![("files", TranscriptStore::Files), ("postgres", store)])
+}
+
+fn new_transcript(
+    store: &TranscriptStore,
+    dir: &Path,
+    id: &str,
+) -> Result<(Transcript, TranscriptPlace), Box<dyn std::error::Error>> {
+    let place = store.place(dir, dir, id);
+    let transcript = Transcript::open(
+        place.clone(),
+        id,
+        dir,
+        Opening::New {
+            forked_from: None,
+            history: &[],
+            name: None,
+        },
+    )?;
+    Ok((transcript, place))
+}
+
+/// Appending 2,000 tool rounds as the loop does, per message; the sync
+/// at a turn's end.
+fn append_bench(name: &str, store: &TranscriptStore, dir: &Path) -> BenchResult {
+    use carapace::agent::HistoryLog;
+    let (transcript, _) = new_transcript(store, dir, &format!("append-{name}"))?;
+    let mut history = vec![Message::user_text("go")];
+    transcript.sync(&history);
+    let mut per_message = Vec::with_capacity(2_000);
+    for n in 0..2_000 {
+        let [call, result] = tool_round(n, 1_024);
+        let started = Instant::now();
+        // As the loop does: the response ahead of its tools, then the
+        // history before the next request.
+        transcript.response(&call.content);
+        history.push(call);
+        history.push(result);
+        transcript.sync(&history);
+        per_message.push(started.elapsed() / 2);
+    }
+    let how = match store {
+        TranscriptStore::Files => "one write(2) per line, no fsync",
+        TranscriptStore::Postgres(_) => "one INSERT per batch on loopback, committed (fsync on)",
+    };
+    report(
+        &format!("session_append ({name}): transcript, per message (1 KiB tool result)"),
+        &per_message,
+        how,
+    );
+    let mut flushes = Vec::with_capacity(50);
+    for _ in 0..50 {
+        let started = Instant::now();
+        transcript.flush();
+        flushes.push(started.elapsed());
+    }
+    report(
+        &format!("session_append ({name}): sync at the end of a turn"),
+        &flushes,
+        "",
+    );
+    Ok(())
+}
+
+/// 10,000 messages: 4,999 tool rounds of ~500 B results, a prompt and an
+/// answer.
+fn long_history() -> Vec<Message> {
+    let mut history = vec![Message::user_text("go")];
+    for n in 0..4_999 {
+        history.extend(tool_round(n, 512));
+    }
+    history.push(Message {
+        role: carapace::model::Role::Assistant,
+        content: vec![carapace::model::ContentBlock::Text {
+            text: "done".into(),
+        }],
+    });
+    history
+}
+
+/// Loading the long history back from `store`, 20 times.
+fn resume_bench(name: &str, store: &TranscriptStore, dir: &Path) -> BenchResult {
+    use carapace::agent::HistoryLog;
+    let (transcript, place) = new_transcript(store, dir, &format!("resume-{name}"))?;
+    transcript.sync(&long_history());
+    drop(transcript);
+    let size = place.head(usize::MAX).len();
+    let mut loads = Vec::with_capacity(20);
+    for _ in 0..20 {
+        let started = Instant::now();
+        let loaded = place.load()?;
+        loads.push(started.elapsed());
+        if loaded.messages.len() != 10_000 {
+            return Err(format!("loaded {} messages", loaded.messages.len()).into());
+        }
+    }
+    report(
+        &format!("session_resume ({name}): load a 10,000-message transcript"),
+        &loads,
+        &format!(
+            "{:.1} MiB of lines; {} threads",
+            size as f64 / 1048576.0,
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        ),
+    );
+    Ok(())
+}
+
+/// Transcripts: the cost of appending, of loading a long one back (from
+/// files and from PostgreSQL), and the memory of a long session in the
+/// binary.
 pub(super) fn session_benches(
     cache: &Path,
     cwd: &Path,
     wanted: &dyn Fn(&str) -> bool,
 ) -> BenchResult {
     use carapace::agent::HistoryLog;
-    use carapace::transcript::{Opening, Transcript, load, transcript_path};
+    use carapace::transcript::{load, transcript_path};
     let dir = tempfile::tempdir()?;
-    if wanted("session_append") {
-        let transcript = Transcript::open(
-            transcript_path(dir.path(), "append"),
-            "append",
-            dir.path(),
-            Opening::New {
-                forked_from: None,
-                history: &[],
-                name: None,
-            },
-        )?;
-        let mut history = vec![Message::user_text("go")];
-        transcript.sync(&history);
-        let mut per_message = Vec::with_capacity(2_000);
-        for n in 0..2_000 {
-            let [call, result] = tool_round(n, 1_024);
-            let started = Instant::now();
-            // As the loop does: the response ahead of its tools, then the
-            // history before the next request.
-            transcript.response(&call.content);
-            history.push(call);
-            history.push(result);
-            transcript.sync(&history);
-            per_message.push(started.elapsed() / 2);
-        }
-        report(
-            "session_append: transcript, per message (1 KiB tool result)",
-            &per_message,
-            "one write(2) per line, no fsync",
-        );
-        let mut flushes = Vec::with_capacity(50);
-        for _ in 0..50 {
-            let started = Instant::now();
-            transcript.flush();
-            flushes.push(started.elapsed());
-        }
-        report(
-            "session_append: fdatasync at the end of a turn",
-            &flushes,
-            "",
-        );
-    }
-    if wanted("session_resume") {
-        // 10,000 messages: 4,999 tool rounds of ~500 B results, a prompt
-        // and an answer.
-        let mut history = vec![Message::user_text("go")];
-        for n in 0..4_999 {
-            history.extend(tool_round(n, 512));
-        }
-        history.push(Message {
-            role: carapace::model::Role::Assistant,
-            content: vec![carapace::model::ContentBlock::Text {
-                text: "done".into(),
-            }],
-        });
-        let path = transcript_path(dir.path(), "resume");
-        let transcript = Transcript::open(
-            path.clone(),
-            "resume",
-            dir.path(),
-            Opening::New {
-                forked_from: None,
-                history: &[],
-                name: None,
-            },
-        )?;
-        transcript.sync(&history);
-        drop(transcript);
-        let size = std::fs::metadata(&path)?.len();
-        let mut loads = Vec::with_capacity(20);
-        for _ in 0..20 {
-            let started = Instant::now();
-            let loaded = load(&path)?;
-            loads.push(started.elapsed());
-            if loaded.messages.len() != 10_000 {
-                return Err(format!("loaded {} messages", loaded.messages.len()).into());
+    if wanted("session_append") || wanted("session_resume") {
+        let postgres = Postgres::start()?;
+        for (name, store) in &stores(&postgres)? {
+            if wanted("session_append") {
+                append_bench(name, store, dir.path())?;
+            }
+            if wanted("session_resume") {
+                resume_bench(name, store, dir.path())?;
             }
         }
-        report(
-            "session_resume: load a 10,000-message transcript",
-            &loads,
-            &format!(
-                "{:.1} MiB file; {} threads",
-                size as f64 / 1048576.0,
-                std::thread::available_parallelism().map_or(1, |n| n.get())
-            ),
-        );
+    }
+    if wanted("session_resume") {
+        let history = long_history();
+        let path = transcript_path(dir.path(), "resume");
+        let (transcript, _) = new_transcript(&TranscriptStore::Files, dir.path(), "resume")?;
+        transcript.sync(&history);
+        drop(transcript);
         // What the first request after a resume adds: the size estimate and
         // the request body.
         let loaded = load(&path)?;

@@ -8,22 +8,44 @@
 //! remembered as such: a rewind over it refuses rather than restore part of
 //! the work.
 //!
+//! What is kept is also recorded, before the write it precedes, through a
+//! `CheckpointLog` (the session's transcript): a session resumed anywhere
+//! the transcript is — another process, another machine sharing the
+//! transcript store — rewinds past where it was resumed.
+//!
 //! Imports: `files` — folders below it; nothing that imports it.
 
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Largest file kept in a checkpoint.
 const MAX_KEPT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A file as it was before a turn wrote it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Before {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Before {
     Missing,
-    Content(Vec<u8>),
+    Content(#[serde(with = "base64_bytes")] Vec<u8>),
     /// Too large (or unreadable) to keep: why.
     NotKept(String),
+}
+
+/// One thing a checkpoint log records: a turn began, or a file was kept
+/// in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointRecord {
+    pub turn: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<(PathBuf, Before)>,
+}
+
+/// Where checkpoints are recorded durably. `record` returns once the
+/// record is kept (or its failure said): the write it precedes follows.
+pub trait CheckpointLog: Send + Sync {
+    fn record(&self, record: &CheckpointRecord);
 }
 
 #[derive(Default)]
@@ -32,6 +54,10 @@ struct Turns {
     /// Each user message's turn, in order, with the files first written in
     /// it as they were before.
     turns: Vec<(String, BTreeMap<PathBuf, Before>)>,
+    /// Opened after the tools that keep files (the transcript is opened
+    /// last, so a session that fails to assemble leaves none); no turn
+    /// runs before it is given.
+    log: Option<Arc<dyn CheckpointLog>>,
 }
 
 #[derive(Default)]
@@ -64,13 +90,40 @@ impl Rewind {
 }
 
 impl FileCheckpoints {
+    /// Checkpoints carried over from what a resumed session recorded, in
+    /// the order recorded.
+    pub fn restored(records: impl IntoIterator<Item = CheckpointRecord>) -> Self {
+        let mut turns = Turns::default();
+        for record in records {
+            turns.begin(&record.turn);
+            if let (Some((path, before)), Some((_, files))) = (record.file, turns.turns.last_mut())
+            {
+                files.entry(path).or_insert(before);
+            }
+        }
+        turns.current = None;
+        Self {
+            turns: Mutex::new(turns),
+        }
+    }
+
+    /// From now on, what is kept is also recorded in `log`.
+    pub fn record_to(&self, log: Arc<dyn CheckpointLog>) {
+        if let Ok(mut turns) = self.turns.lock() {
+            turns.log = Some(log);
+        }
+    }
+
     /// The turn of user message `id` starts: writes from now on are its.
     pub fn begin_turn(&self, id: &str) {
-        if let Ok(mut turns) = self.turns.lock() {
-            turns.current = Some(id.to_string());
-            if !turns.turns.iter().any(|(t, _)| t == id) {
-                turns.turns.push((id.to_string(), BTreeMap::new()));
-            }
+        if let Ok(mut turns) = self.turns.lock()
+            && turns.begin(id)
+            && let Some(log) = &turns.log
+        {
+            log.record(&CheckpointRecord {
+                turn: id.to_string(),
+                file: None,
+            });
         }
     }
 
@@ -80,15 +133,28 @@ impl FileCheckpoints {
         let Ok(mut turns) = self.turns.lock() else {
             return;
         };
-        let Some(current) = turns.current.clone() else {
+        let Turns {
+            current: Some(current),
+            turns: all,
+            log,
+        } = &mut *turns
+        else {
             return;
         };
-        let Some((_, files)) = turns.turns.iter_mut().find(|(t, _)| *t == current) else {
+        let Some((_, files)) = all.iter_mut().find(|(t, _)| t == current) else {
             return;
         };
-        files
-            .entry(path.to_path_buf())
-            .or_insert_with(|| read_before(path));
+        if files.contains_key(path) {
+            return;
+        }
+        let before = read_before(path);
+        if let Some(log) = log {
+            log.record(&CheckpointRecord {
+                turn: current.clone(),
+                file: Some((path.to_path_buf(), before.clone())),
+            });
+        }
+        files.insert(path.to_path_buf(), before);
     }
 
     /// Puts every file written since message `id` back as it was before
@@ -158,6 +224,34 @@ impl FileCheckpoints {
     }
 }
 
+impl Turns {
+    /// Makes `id` the current turn; whether it is a new one.
+    fn begin(&mut self, id: &str) -> bool {
+        self.current = Some(id.to_string());
+        let new = !self.turns.iter().any(|(t, _)| t == id);
+        if new {
+            self.turns.push((id.to_string(), BTreeMap::new()));
+        }
+        new
+    }
+}
+
+/// A file's bytes as base64 in a record (a transcript line).
+mod base64_bytes {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
+}
+
 fn read_before(path: &Path) -> Before {
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Before::Missing,
@@ -216,6 +310,65 @@ mod tests {
         assert!(!made.exists());
         assert_eq!((back.insertions, back.deletions), (2, 2));
         assert!(!checkpoints.rewind("nosuch", false).can_rewind);
+        Ok(())
+    }
+
+    /// A log that keeps what it is told.
+    #[derive(Default)]
+    struct Kept(Mutex<Vec<CheckpointRecord>>);
+
+    impl CheckpointLog for Kept {
+        fn record(&self, record: &CheckpointRecord) {
+            if let Ok(mut records) = self.0.lock() {
+                records.push(record.clone());
+            }
+        }
+    }
+
+    #[test]
+    fn what_one_process_records_another_rewinds() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let (kept, made) = (dir.path().join("kept.txt"), dir.path().join("made.txt"));
+        std::fs::write(&kept, "one\n")?;
+        let log = Arc::new(Kept::default());
+        let first = FileCheckpoints::default();
+        first.record_to(log.clone());
+        first.begin_turn("u1");
+        first.before_write(&kept);
+        std::fs::write(&kept, "two\n")?;
+        first.begin_turn("u2");
+        first.begin_turn("u3");
+        first.before_write(&made);
+        first.before_write(&made);
+        std::fs::write(&made, "new\n")?;
+        let records = log.0.lock().map_err(|_| "poisoned")?.clone();
+        // Turns once each, a file once per turn, in order.
+        let shape: Vec<(&str, bool)> = records
+            .iter()
+            .map(|r| (r.turn.as_str(), r.file.is_some()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                ("u1", false),
+                ("u1", true),
+                ("u2", false),
+                ("u3", false),
+                ("u3", true)
+            ]
+        );
+        // Through JSON (a transcript line) and into another process.
+        let text = serde_json::to_string(&records)?;
+        let second =
+            FileCheckpoints::restored(serde_json::from_str::<Vec<CheckpointRecord>>(&text)?);
+        assert!(
+            second.rewind("u2", true).can_rewind,
+            "a turn that wrote nothing"
+        );
+        let back = second.rewind("u1", false);
+        assert!(back.can_rewind, "{back:?}");
+        assert_eq!(std::fs::read_to_string(&kept)?, "one\n");
+        assert!(!made.exists());
         Ok(())
     }
 }

@@ -47,6 +47,9 @@ struct Job {
     session_id: Option<String>,
     /// A session to resume (from the transcripts this worker can reach).
     resume: Option<String>,
+    /// Where transcripts are kept: `files`, or a shared `postgres://…`
+    /// (so any worker can resume what another began).
+    transcript_store: Option<String>,
     system_prompt: Option<String>,
     append_system_prompt: Option<String>,
     /// Where the result line goes besides stdout.
@@ -126,6 +129,7 @@ impl Job {
         );
         add("--session-id", self.session_id.clone());
         add("--resume", self.resume.clone());
+        add("--transcript-store", self.transcript_store.clone());
         add("--system-prompt", self.system_prompt.clone());
         add("--append-system-prompt", self.append_system_prompt.clone());
         add("--tools", self.tools.as_ref().map(|t| t.join(",")));

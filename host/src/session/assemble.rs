@@ -11,12 +11,13 @@ use super::run::{MainAgent, RunModel, build_model};
 use super::tools::{PipelineParts, RunnerParts};
 use super::{Session, SessionRun, StartSource};
 use crate::agent::{EventRelay, InputQueue};
+use crate::checkpoints::FileCheckpoints;
 use crate::hooks::{HookCommon, HookRuntime};
 use crate::policy::Policy;
 use crate::sandbox::{Sandbox, SandboxEngine};
 use crate::settings::{Locations, Settings};
 use crate::transcript::{Opening, Transcript};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
@@ -84,6 +85,9 @@ impl SessionBuilder {
                 agents: &agents,
                 identity: &identity,
             });
+        let checkpoints = self
+            .checkpoints
+            .then(|| Arc::new(self.restored_checkpoints(&identity)));
         let main_tools = run.as_ref().and_then(|r| r.main.tools());
         let deferred = run.as_ref().is_some_and(|r| r.main.deferred.is_some());
         let parts = PipelineParts {
@@ -96,6 +100,7 @@ impl SessionBuilder {
             mcp: &mcp,
             id: &identity.id,
             dir: &identity.dir,
+            checkpoints: checkpoints.clone(),
         };
         let tools = self.pipeline(registry, parts, runner, main_tools, deferred)?;
         if let Some(run) = &mut run {
@@ -103,6 +108,9 @@ impl SessionBuilder {
         }
         // Opened last: a session that fails to assemble leaves no file.
         let transcript = self.transcript(&identity, &mut warnings)?;
+        if let (Some(checkpoints), Some(transcript)) = (&checkpoints, &transcript) {
+            checkpoints.record_to(transcript.clone());
+        }
         let source = match identity.resumed {
             Some(_) => StartSource::Resume,
             None => StartSource::Startup,
@@ -131,7 +139,7 @@ impl SessionBuilder {
             skills_listed,
             output_style,
             memory_files: memory.files,
-            checkpoints: self.checkpoints.clone(),
+            checkpoints,
             queue,
             abort,
             output,
@@ -280,6 +288,39 @@ impl SessionBuilder {
             environment,
             environment_elsewhere: setup.environment_elsewhere,
             main,
+        }))
+    }
+
+    /// The file checkpoints a resumed session recorded (none for a new
+    /// or forked one). Only files inside the workspace's folders are
+    /// restored: a rewind writes them outside any sandbox, so a record a
+    /// tampered transcript adds must not name `~/.bashrc`.
+    fn restored_checkpoints(&self, identity: &Identity) -> FileCheckpoints {
+        let records = match (&identity.resumed, self.history.fork) {
+            (Some(loaded), false) => loaded.checkpoints.clone(),
+            _ => Vec::new(),
+        };
+        // Both spellings of each root: kept paths are the grants' (resolved).
+        let roots: Vec<PathBuf> = std::iter::once(&self.paths.cwd)
+            .chain(&self.add_dirs)
+            .flat_map(|root| {
+                [
+                    root.clone(),
+                    std::fs::canonicalize(root).unwrap_or_default(),
+                ]
+            })
+            .filter(|root| root.is_absolute())
+            .collect();
+        let inside = |path: &Path| {
+            path.is_absolute()
+                && !path
+                    .components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir))
+                && roots.iter().any(|root| path.starts_with(root))
+        };
+        FileCheckpoints::restored(records.into_iter().filter(|record| match &record.file {
+            Some((path, _)) => inside(path),
+            None => true,
         }))
     }
 

@@ -5,7 +5,6 @@ use crate::policy::{PermissionMode, SourceKind};
 use crate::sandbox::{SandboxConfig, SandboxEngine};
 use crate::settings::SettingsError;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use super::SessionPaths;
 pub use super::run::RunSetup;
@@ -106,7 +105,8 @@ pub struct SessionBuilder {
     /// `--disable-slash-commands`).
     pub(super) skills: bool,
     /// Files kept before writes, for the SDK's rewind (off unless asked).
-    pub(super) checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
+    /// Whether files are kept for `rewind_files`.
+    pub(super) checkpoints: bool,
     /// `--plugin-dir`: folders in Claude Code's plugin layout.
     pub(super) plugin_dirs: Vec<PathBuf>,
     pub(super) prompt_tool: Option<String>,
@@ -151,7 +151,7 @@ impl SessionBuilder {
             hooks: true,
             memory: true,
             skills: true,
-            checkpoints: None,
+            checkpoints: false,
             plugin_dirs: Vec::new(),
             prompt_tool: None,
             sandbox: None,
@@ -307,7 +307,7 @@ impl SessionBuilder {
     /// Keeps every file a call may write before each turn's first write
     /// (the SDK's `enableFileCheckpointing`).
     pub fn file_checkpoints(mut self, on: bool) -> Self {
-        self.checkpoints = on.then(Default::default);
+        self.checkpoints = on;
         self
     }
 

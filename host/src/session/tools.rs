@@ -7,6 +7,7 @@ use super::SessionRun;
 use super::builder::{SessionBuilder, SessionError, ToolSet};
 use super::policy::SessionPolicy;
 use crate::agent::{EventRelay, InputQueue, ToolRuntime, ToolSubset};
+use crate::checkpoints::FileCheckpoints;
 use crate::commands::CustomCommands;
 use crate::hooks::HookRuntime;
 use crate::mcp::{McpLauncher, ServerConfig, ServerStatus};
@@ -50,6 +51,7 @@ pub(super) struct PipelineParts<'a> {
     pub mcp: &'a SessionMcp,
     pub id: &'a str,
     pub dir: &'a Path,
+    pub checkpoints: Option<Arc<FileCheckpoints>>,
 }
 
 /// The tools as the loop and the front ends reach them.
@@ -296,8 +298,8 @@ impl SessionBuilder {
             .with_result_spill(parts.dir.join("tool-results"), MAX_RESULT_CHARS)
             .with_structured_results(self.structured_results)
             .with_read_denials(parts.read_denials);
-        if let Some(checkpoints) = &self.checkpoints {
-            pipeline = pipeline.with_checkpoints(checkpoints.clone());
+        if let Some(checkpoints) = parts.checkpoints {
+            pipeline = pipeline.with_checkpoints(checkpoints);
         }
         Ok(Arc::new(pipeline))
     }

@@ -5,6 +5,7 @@
 
 use super::{INTERRUPTED_RESULT, TRANSCRIPT_FORMAT, TranscriptError, io, is_session_id};
 use crate::agent::clear_results;
+use crate::checkpoints::CheckpointRecord;
 use crate::model::{ContentBlock, Message, Role, ToolResultContent};
 use serde_json::Value;
 use std::fs::File;
@@ -30,6 +31,8 @@ pub struct Loaded {
     /// How many bytes were read: a writer resuming it finds the same, or
     /// someone wrote in between.
     pub(super) read_len: u64,
+    /// The file checkpoints recorded, in order (compactions keep them).
+    pub checkpoints: Vec<CheckpointRecord>,
 }
 
 /// Results given on load to calls that had none.
@@ -113,6 +116,7 @@ pub(super) fn load_bytes(
     }
     let entries = parse_lines(&lines[1..]).map_err(|(index, reason)| damaged(index + 2, reason))?;
     let mut messages: Vec<Message> = Vec::new();
+    let mut checkpoints = Vec::new();
     for (index, entry) in entries.into_iter().enumerate() {
         let number = index + 2;
         match entry {
@@ -135,6 +139,7 @@ pub(super) fn load_bytes(
             }
             Entry::Microcompact { cleared } => clear_results(&mut messages, &cleared),
             Entry::CompactBoundary => messages.clear(),
+            Entry::Checkpoint(record) => checkpoints.push(record),
         }
     }
     let (paired, repair) = pair_cut_calls(&mut messages);
@@ -151,6 +156,7 @@ pub(super) fn load_bytes(
         repair,
         lines: line_count,
         read_len: bytes.len() as u64,
+        checkpoints,
     })
 }
 
@@ -159,6 +165,7 @@ enum Entry {
     Message { message: Message, continues: bool },
     Microcompact { cleared: Vec<String> },
     CompactBoundary,
+    Checkpoint(CheckpointRecord),
 }
 
 /// A line as written: only what loading needs is read, the rest (ids,
@@ -173,6 +180,10 @@ struct Line {
     continues: bool,
     #[serde(default)]
     cleared: Option<Vec<String>>,
+    #[serde(default)]
+    turn: Option<String>,
+    #[serde(default)]
+    file: Option<(std::path::PathBuf, crate::checkpoints::Before)>,
 }
 
 #[derive(serde::Deserialize)]
@@ -182,6 +193,7 @@ enum LineKind {
     Assistant,
     Microcompact,
     CompactBoundary,
+    FileCheckpoint,
     Header,
 }
 
@@ -235,7 +247,8 @@ fn parse_line(line: &[u8]) -> Result<Entry, String> {
             Err(e) => format!("not a JSON line ({e})"),
             Ok(value) => match value["type"].as_str() {
                 Some(
-                    kind @ ("user" | "assistant" | "microcompact" | "compact_boundary" | "header"),
+                    kind @ ("user" | "assistant" | "microcompact" | "compact_boundary"
+                    | "file_checkpoint" | "header"),
                 ) => {
                     format!("a bad `{kind}` line ({e})")
                 }
@@ -258,6 +271,10 @@ fn parse_line(line: &[u8]) -> Result<Entry, String> {
                 .ok_or("a microcompact line without `cleared`")?,
         }),
         LineKind::CompactBoundary => Ok(Entry::CompactBoundary),
+        LineKind::FileCheckpoint => Ok(Entry::Checkpoint(CheckpointRecord {
+            turn: line.turn.ok_or("a file_checkpoint line without its turn")?,
+            file: line.file,
+        })),
         LineKind::Header => Err("a second header".into()),
     }
 }

@@ -5,6 +5,7 @@ use super::read::{Loaded, Repair};
 use super::store::{FileTarget, LineTarget, TranscriptPlace};
 use super::{TRANSCRIPT_FORMAT, TranscriptError, io};
 use crate::agent::{CompactTrigger, HistoryLog};
+use crate::checkpoints::{CheckpointLog, CheckpointRecord};
 use crate::model::{ContentBlock, Message, Role};
 use serde_json::{Value, json};
 use std::fs::OpenOptions;
@@ -304,6 +305,28 @@ impl HistoryLog for Transcript {
         written.messages = messages.len();
         written.last_blocks = messages.last().map_or(0, |m| m.content.len());
         append(file, written, &self.label, lines);
+    }
+}
+
+/// A kept file's record goes into the transcript before the write it
+/// precedes, so a resumed session can rewind past where it resumed.
+impl CheckpointLog for Transcript {
+    fn record(&self, record: &CheckpointRecord) {
+        let mut guard = self.lock();
+        let (file, written) = &mut *guard;
+        let mut line = serde_json::Map::new();
+        line.insert("type".into(), json!("file_checkpoint"));
+        line.insert("timestamp".into(), json!(now()));
+        match serde_json::to_value(record) {
+            Ok(Value::Object(fields)) => line.extend(fields),
+            // A path that is not UTF-8 has no JSON spelling: this process
+            // keeps it, a resumed one cannot.
+            _ => {
+                tracing::warn!(turn = %record.turn, "a file checkpoint could not be recorded");
+                return;
+            }
+        }
+        append(file, written, &self.label, vec![Value::Object(line)]);
     }
 }
 

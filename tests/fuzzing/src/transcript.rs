@@ -1,11 +1,13 @@
 //! Transcripts on disk. Checks: a history written step by step (messages
-//! appended, the last one growing as its blocks stream) reads back equal;
+//! appended, the last one growing as its blocks stream, file checkpoints
+//! recorded between them) reads back equal, checkpoints included;
 //! the same file cut at any byte reads back as a prefix of it, its torn
 //! tail said, never an error or a panic; any bytes at all load or fail
 //! with a clear error.
 
 use arbitrary::{Arbitrary, Unstructured};
 use carapace::agent::HistoryLog;
+use carapace::checkpoints::{Before, CheckpointLog, CheckpointRecord};
 use carapace::model::{ContentBlock, Message, Role};
 use carapace::transcript::{Opening, Transcript, TranscriptPlace, load};
 
@@ -15,6 +17,15 @@ enum Step {
     Message(Vec<Text>),
     /// More blocks on the last message (as a response streams).
     Grow(Vec<Text>),
+    /// A turn begins, or a file is kept in it.
+    Checkpoint(String, Option<(String, FileBefore)>),
+}
+
+#[derive(Debug, Arbitrary)]
+enum FileBefore {
+    Missing,
+    Content(Vec<u8>),
+    Unkept(String),
 }
 
 #[derive(Debug, Arbitrary)]
@@ -55,11 +66,17 @@ pub fn run(data: &[u8]) {
     ) else {
         return;
     };
-    let history = write(&transcript, steps);
+    let (history, checkpoints) = write(&transcript, steps);
     transcript.flush();
     drop(transcript);
     match load(&path) {
-        Ok(loaded) => assert_eq!(loaded.messages, history, "the history read back otherwise"),
+        Ok(loaded) => {
+            assert_eq!(loaded.messages, history, "the history read back otherwise");
+            assert_eq!(
+                loaded.checkpoints, checkpoints,
+                "the checkpoints read back otherwise"
+            );
+        }
         Err(e) => panic!("a transcript carapace wrote does not load: {e}"),
     }
     let Ok(bytes) = std::fs::read(&path) else {
@@ -83,9 +100,11 @@ pub fn run(data: &[u8]) {
     }
 }
 
-/// Applies `steps` as the loop would, syncing after each; the history.
-fn write(transcript: &Transcript, steps: Vec<Step>) -> Vec<Message> {
+/// Applies `steps` as the loop would, syncing after each; the history
+/// and the checkpoints recorded.
+fn write(transcript: &Transcript, steps: Vec<Step>) -> (Vec<Message>, Vec<CheckpointRecord>) {
     let mut history: Vec<Message> = Vec::new();
+    let mut checkpoints = Vec::new();
     for step in steps {
         match step {
             Step::Message(texts) => {
@@ -102,10 +121,26 @@ fn write(transcript: &Transcript, steps: Vec<Step>) -> Vec<Message> {
                 Some(last) => last.content.extend(blocks(texts)),
                 None => continue,
             },
+            Step::Checkpoint(turn, file) => {
+                let record = CheckpointRecord {
+                    turn,
+                    file: file.map(|(path, kept)| {
+                        let before = match kept {
+                            FileBefore::Missing => Before::Missing,
+                            FileBefore::Content(bytes) => Before::Content(bytes),
+                            FileBefore::Unkept(why) => Before::NotKept(why),
+                        };
+                        (path.into(), before)
+                    }),
+                };
+                transcript.record(&record);
+                checkpoints.push(record);
+                continue;
+            }
         }
         transcript.sync(&history);
     }
-    history
+    (history, checkpoints)
 }
 
 fn blocks(texts: Vec<Text>) -> Vec<ContentBlock> {

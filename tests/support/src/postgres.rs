@@ -19,7 +19,36 @@ pub struct Postgres {
     _dir: tempfile::TempDir,
 }
 
-type Error = Box<dyn std::error::Error + Send + Sync>;
+/// Why the server could not be started or asked; converts into any boxed
+/// error a test returns.
+#[derive(Debug)]
+pub struct Error(String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Self(e.to_string())
+    }
+}
+
+impl From<String> for Error {
+    fn from(e: String) -> Self {
+        Self(e)
+    }
+}
+
+impl From<&str> for Error {
+    fn from(e: &str) -> Self {
+        Self(e.to_string())
+    }
+}
 
 /// The newest installed server's `bin` folder.
 fn binaries() -> Option<PathBuf> {
@@ -178,7 +207,7 @@ impl Postgres {
         if !output.status.success() {
             return Err(format!("psql: {}", String::from_utf8_lossy(&output.stderr)).into());
         }
-        Ok(String::from_utf8(output.stdout)?)
+        String::from_utf8(output.stdout).map_err(|e| Error(e.to_string()))
     }
 }
 
