@@ -466,3 +466,67 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     found
 }
+
+#[test]
+fn a_worker_stopped_mid_turn_is_resumed_by_a_worker_on_another_machine() -> TestResult {
+    let postgres = Postgres::start()?;
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().join("checkout");
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Read",
+            json!({"file_path": ws.join("notes.txt")}),
+        )])
+        .after_block(0, Step::Pause(Duration::from_secs(60))),
+        Reply::text("resumed elsewhere"),
+    ])?;
+    let job = |machine: &Machine, extra: Value| -> Result<Child, Box<dyn std::error::Error>> {
+        let mut job = json!({"prompt": "read the notes", "workspace": machine.ws,
+            "allowedTools": ["Read"], "transcriptStore": postgres.url(),
+            "result": machine.config.with_file_name("result.json")});
+        job.as_object_mut()
+            .ok_or("not an object")?
+            .extend(extra.as_object().cloned().unwrap_or_default());
+        let path = machine.config.with_file_name("job.json");
+        std::fs::write(&path, job.to_string())?;
+        Ok(support::against(&server, dir.path())
+            .env("CARAPACE_CONFIG_DIR", &machine.config)
+            .arg("worker")
+            .arg(&path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?)
+    };
+    let first = Machine::new(&ws)?;
+    let stopped = job(&first, json!({}))?;
+    wait_for("the first request", || server.requests().len() == 1)?;
+    std::thread::sleep(Duration::from_millis(300));
+    Command::new("kill")
+        .args(["-TERM", &stopped.id().to_string()])
+        .status()?;
+    let run = finish(stopped)?;
+    assert_eq!(run.status, Some(1), "{}", run.stderr);
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(
+        first.config.with_file_name("result.json"),
+    )?)?;
+    let id = result["session_id"]
+        .as_str()
+        .ok_or("no session id")?
+        .to_string();
+    // The pod is gone: a fresh machine, the same store.
+    drop(first);
+    std::fs::remove_dir_all(&ws)?;
+    let second = Machine::new(&ws)?;
+    let run = finish(job(&second, json!({"prompt": "go on", "resume": id}))?)?;
+    ok(&run)?;
+    let sent = server.requests()[1].body["messages"].to_string();
+    assert!(
+        sent.contains("read the notes") && sent.contains("go on"),
+        "{sent}"
+    );
+    let uses = sent.matches("\"tool_use\"").count();
+    let answered = sent.matches("\"tool_use_id\":\"toolu_1\"").count();
+    assert_eq!((uses, answered), (1, 1), "{sent}");
+    Ok(())
+}

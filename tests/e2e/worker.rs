@@ -50,11 +50,22 @@ fn wait(mut child: std::process::Child) -> Result<Option<i32>, Box<dyn std::erro
 
 /// `GET path` on the probe address: the status code and the body.
 fn probe(port: u16, path: &str) -> Result<(u16, Value), Box<dyn std::error::Error>> {
+    request(port, "GET", path, "")
+}
+
+/// One HTTP/1.1 request to the worker: the status code and the JSON body.
+fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> Result<(u16, Value), Box<dyn std::error::Error>> {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: probe\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
     )?;
     let mut response = String::new();
     stream.read_to_string(&mut response)?;
@@ -212,5 +223,62 @@ fn sigterm_mid_turn_pairs_the_call_and_a_second_worker_resumes_the_session() -> 
     let uses = text.matches("\"tool_use\"").count();
     let answered = text.matches("\"tool_use_id\":\"toolu_1\"").count();
     assert_eq!((uses, answered), (1, 1), "{text}");
+    Ok(())
+}
+
+#[test]
+fn a_listening_worker_is_ready_while_it_waits_takes_one_job_and_keeps_its_result() -> TestResult {
+    let home = Home::new()?;
+    let port = support::free_port()?;
+    let server = ScriptedServer::start(vec![
+        Reply::text("done").after_block(0, Step::Pause(Duration::from_millis(800))),
+    ])?;
+    let dir = home.ws.parent().ok_or("no parent")?;
+    let mut child = support::against(&server, dir)
+        .env("CARAPACE_CONFIG_DIR", &home.config)
+        .args(["worker", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(std::fs::File::create(dir.join("stdout"))?)
+        .stderr(std::fs::File::create(dir.join("stderr"))?)
+        .spawn()?;
+    support::wait_for_port(&mut child, port)?;
+    // A warm pod: ready to be claimed before it has a job.
+    let (code, waiting) = probe(port, "/readyz")?;
+    assert_eq!((code, waiting["status"].as_str()), (200, Some("waiting")));
+    assert_eq!(request(port, "GET", "/result", "")?.0, 202);
+    // A bad job is refused and nothing is taken.
+    for bad in [
+        json!({"prompt": "go", "permissionMode": "default"}).to_string(),
+        json!({"prompt": "go", "health": "127.0.0.1:1"}).to_string(),
+        "not json".to_string(),
+    ] {
+        let (code, answer) = request(port, "POST", "/job", &bad)?;
+        assert_eq!(code, 400, "{bad}: {answer}");
+        assert!(answer["error"].is_string(), "{answer}");
+    }
+    let job = json!({"prompt": "go", "workspace": home.ws, "allowedTools": ["Read"]}).to_string();
+    assert_eq!(request(port, "POST", "/job", &job)?.0, 202);
+    assert_eq!(
+        request(port, "POST", "/job", &job)?.0,
+        409,
+        "one job a worker"
+    );
+    wait_for("the result", || {
+        request(port, "GET", "/result", "").is_ok_and(|(code, _)| code == 200)
+    })?;
+    let (_, result) = request(port, "GET", "/result", "")?;
+    assert_eq!(
+        (result["type"].as_str(), result["result"].as_str()),
+        (Some("result"), Some("done"))
+    );
+    let (code, finished) = probe(port, "/readyz")?;
+    assert_eq!((code, finished["status"].as_str()), (503, Some("finished")));
+    assert_eq!(server.requests().len(), 1, "one job, one request");
+    // Still there for the result until it is told to stop.
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()?;
+    assert_eq!(wait(child)?, Some(0), "{}", output(&home, "stderr"));
+    let stdout = lines(&output(&home, "stdout"))?;
+    assert_eq!(stdout.last(), Some(&result));
     Ok(())
 }

@@ -423,7 +423,13 @@ pub enum Command {
     /// 2 the job was invalid and nothing ran.
     Worker {
         /// The job file, or `-` for stdin.
-        job: String,
+        #[arg(required_unless_present = "listen", conflicts_with = "listen")]
+        job: Option<String>,
+        /// Wait for the job instead: serve the probes on this address and
+        /// take one job from `POST /job` (a warm pod in a sandbox pool);
+        /// its result line is then at `GET /result`, until SIGTERM.
+        #[arg(long, value_name = "HOST:PORT")]
+        listen: Option<std::net::SocketAddr>,
     },
 }
 

@@ -80,6 +80,11 @@ pub enum PluginCommand {
         #[arg(long, value_enum)]
         scope: Option<Scope>,
     },
+    /// Compile the first-party components (the tools and the MCP bridge)
+    /// into the component cache, so no first call compiles one — what a
+    /// container image runs while it is built. `CARAPACE_CACHE_DIR` says
+    /// where.
+    Warm,
     /// Embed a manifest in a component, so it installs from one file.
     Pack {
         component: PathBuf,
@@ -125,6 +130,28 @@ fn stores(paths: &SessionPaths) -> [PluginStore; 2] {
     ]
 }
 
+/// Compiles every first-party component into the cache, saying which
+/// were compiled now and which were there already.
+fn warm(paths: &SessionPaths) -> anyhow::Result<ExitCode> {
+    let sandbox = plain_sandbox(paths)?;
+    let components = crate::tools::BUILTIN_PLUGINS
+        .iter()
+        .map(|p| (p.name, p.wasm))
+        .chain([("mcp-bridge", crate::mcp::BRIDGE_WASM)]);
+    for (name, wasm) in components {
+        let (_, outcome) = sandbox
+            .load_component(wasm)
+            .with_context(|| format!("compiling {name}"))?;
+        let how = match outcome {
+            crate::sandbox::CacheOutcome::Hit => "cached already",
+            crate::sandbox::CacheOutcome::Compiled => "compiled",
+        };
+        say!("{name:<12} {how}");
+    }
+    say!("cache: {}", sandbox.cache().dir().display());
+    Ok(ExitCode::SUCCESS)
+}
+
 fn plain_sandbox(paths: &SessionPaths) -> anyhow::Result<Sandbox> {
     Ok(Sandbox::new(SandboxConfig {
         guest_cwd: Some(paths.cwd.clone()),
@@ -155,6 +182,7 @@ pub async fn plugin(command: PluginCommand, paths: &SessionPaths) -> anyhow::Res
             list(paths, json);
             Ok(ExitCode::SUCCESS)
         }
+        PluginCommand::Warm => warm(paths),
         PluginCommand::Inspect { name, scope, json } => {
             let (store, record) = find(paths, &name, scope)?;
             let status = status(&store, &record);

@@ -14,7 +14,8 @@ pub use config::{McpConfigError, ServerConfig, Transport};
 pub use server::McpServer;
 
 use crate::sandbox::{CallLimits, ProcessConfig, Sandbox, SandboxError};
-use bridge::{BRIDGE_WASM, McpBridge};
+pub use bridge::BRIDGE_WASM;
+use bridge::McpBridge;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -5,13 +5,18 @@
 //! lines, each with the session id; the result line also goes to the
 //! job's `result` file, written whole or not at all; a probe address, when
 //! given, answers `/healthz` (alive) and `/readyz` (the session is built).
+//!
+//! `--listen ADDR` is the same worker started before its job is known (a
+//! warm pod of a sandbox pool): it is ready while it waits, takes one job
+//! from `POST /job`, and keeps its result line at `GET /result` until it
+//! is told to stop (`http.rs`).
+
+mod http;
 
 use super::{Cli, print_mode};
 use anyhow::Context;
 use clap::Parser;
-use http_body_util::Full;
-use hyper::body::Bytes;
-use hyper::{Response, StatusCode};
+use http::{Health, Shared};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -71,7 +76,13 @@ impl Job {
             }
             path => std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?,
         };
-        let job: Job = serde_json::from_str(&text).context("the job is not a valid job")?;
+        Self::parse(&text)
+    }
+
+    /// A job from its JSON, checked: everything that can be known wrong
+    /// before anything runs is refused here.
+    fn parse(text: &str) -> anyhow::Result<Self> {
+        let job: Job = serde_json::from_str(text).context("the job is not a valid job")?;
         if job.prompt.trim().is_empty() {
             anyhow::bail!("the job has an empty prompt");
         }
@@ -87,6 +98,7 @@ impl Job {
         {
             anyhow::bail!("workspace must be an absolute path");
         }
+        Cli::try_parse_from(job.flags()).context("the job's settings")?;
         Ok(job)
     }
 
@@ -160,58 +172,75 @@ pub(super) fn log(level: &str, session_id: Option<&str>, message: &str) {
     );
 }
 
-pub async fn run(source: &str) -> anyhow::Result<ExitCode> {
-    let (job, cli) = match prepare(source) {
-        Ok(prepared) => prepared,
-        Err(e) => {
-            log("error", None, &format!("{e:#}"));
-            return Ok(ExitCode::from(INVALID_JOB));
-        }
+/// Runs the job in `source`, or, with `listen`, the one job posted there.
+pub async fn run(source: Option<&str>, listen: Option<SocketAddr>) -> anyhow::Result<ExitCode> {
+    let shared = Arc::new(Mutex::new(Shared::new(listen.is_some())));
+    let job = match (source, listen) {
+        (Some(source), _) => match Job::read(source) {
+            Ok(job) => job,
+            Err(e) => return Ok(invalid(&e)),
+        },
+        (None, Some(addr)) => match http::wait_for_job(addr, shared.clone()).await? {
+            Some(job) => job,
+            // Stopped before any job came: nothing ran.
+            None => return Ok(ExitCode::SUCCESS),
+        },
+        (None, None) => anyhow::bail!("a worker needs a job file, or --listen"),
     };
+    let cli = match prepare(&job) {
+        Ok(cli) => cli,
+        Err(e) => return Ok(invalid(&e)),
+    };
+    if let (Some(addr), None) = (job.health, listen) {
+        http::serve(addr, shared.clone(), None).await?;
+    }
     let report = WorkerReport {
-        health: Arc::new(Mutex::new(Health::Starting)),
+        shared: shared.clone(),
         result: job.result.clone(),
     };
-    if let Some(addr) = job.health {
-        serve_probes(addr, report.health.clone()).await?;
+    let code = match print_mode(cli, Some(&report)).await {
+        Ok(code) => code,
+        Err(e) => {
+            log("error", None, &format!("{e:#}"));
+            ExitCode::FAILURE
+        }
+    };
+    if let Ok(mut shared) = shared.lock() {
+        shared.health = Health::Finished;
     }
-    let code = print_mode(cli, Some(&report)).await;
-    if let Ok(mut health) = report.health.lock() {
-        *health = Health::Finished;
+    if listen.is_some() {
+        // The result stays to be fetched until the pod is stopped.
+        http::until_stopped().await;
     }
-    code
+    Ok(code)
 }
 
-fn prepare(source: &str) -> anyhow::Result<(Job, Cli)> {
-    let job = Job::read(source)?;
+fn invalid(e: &anyhow::Error) -> ExitCode {
+    log("error", None, &format!("{e:#}"));
+    ExitCode::from(INVALID_JOB)
+}
+
+fn prepare(job: &Job) -> anyhow::Result<Cli> {
     let mut cli = Cli::try_parse_from(job.flags()).context("the job's settings")?;
     cli.prompt = Some(job.prompt.clone());
     if let Some(workspace) = &job.workspace {
         std::env::set_current_dir(workspace)
             .with_context(|| format!("entering the workspace {}", workspace.display()))?;
     }
-    Ok((job, cli))
-}
-
-/// What the probes say.
-#[derive(Debug, Clone)]
-enum Health {
-    Starting,
-    Running { session_id: String },
-    Finished,
+    Ok(cli)
 }
 
 /// What print mode tells a worker.
 pub struct WorkerReport {
-    health: Arc<Mutex<Health>>,
+    shared: Arc<Mutex<Shared>>,
     result: Option<PathBuf>,
 }
 
 impl WorkerReport {
     /// The session is built: ready.
     pub(super) fn ready(&self, session_id: &str) {
-        if let Ok(mut health) = self.health.lock() {
-            *health = Health::Running {
+        if let Ok(mut shared) = self.shared.lock() {
+            shared.health = Health::Running {
                 session_id: session_id.to_string(),
             };
         }
@@ -219,8 +248,12 @@ impl WorkerReport {
     }
 
     /// The run's result line, written to the job's `result` file whole:
-    /// to a temporary file beside it, synced, then renamed over it.
+    /// to a temporary file beside it, synced, then renamed over it; and
+    /// kept for `GET /result`.
     pub(super) fn finished(&self, line: &Value) -> anyhow::Result<()> {
+        if let Ok(mut shared) = self.shared.lock() {
+            shared.result = Some(line.clone());
+        }
         let Some(path) = &self.result else {
             return Ok(());
         };
@@ -237,51 +270,6 @@ fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.write_all(bytes)?;
     file.sync_all()?;
     std::fs::rename(&temp, path)
-}
-
-/// Answers `GET /healthz` (200 while the process lives) and `GET /readyz`
-/// (200 once the session is built, 503 before and after), each with the
-/// state as JSON.
-async fn serve_probes(addr: SocketAddr, health: Arc<Mutex<Health>>) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding the probe address {addr}"))?;
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
-            let health = health.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |request| {
-                    let state = health.lock().map(|h| h.clone()).unwrap_or(Health::Finished);
-                    async move { Ok::<_, std::convert::Infallible>(probe(request.uri().path(), &state)) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    Ok(())
-}
-
-fn probe(path: &str, state: &Health) -> Response<Full<Bytes>> {
-    let (name, session_id) = match state {
-        Health::Starting => ("starting", None),
-        Health::Running { session_id } => ("running", Some(session_id.as_str())),
-        Health::Finished => ("finished", None),
-    };
-    let status = match path {
-        "/healthz" => StatusCode::OK,
-        "/readyz" if session_id.is_some() => StatusCode::OK,
-        "/readyz" => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::NOT_FOUND,
-    };
-    let body = json!({"status": name, "session_id": session_id}).to_string();
-    let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response
 }
 
 #[cfg(test)]
@@ -328,17 +316,5 @@ mod tests {
                 .unwrap_or_default();
             assert!(error.contains(why), "{text}: {error}");
         }
-    }
-
-    #[test]
-    fn readiness_follows_the_session() {
-        let running = Health::Running {
-            session_id: "s".into(),
-        };
-        assert_eq!(probe("/readyz", &Health::Starting).status(), 503);
-        assert_eq!(probe("/readyz", &running).status(), 200);
-        assert_eq!(probe("/readyz", &Health::Finished).status(), 503);
-        assert_eq!(probe("/healthz", &Health::Starting).status(), 200);
-        assert_eq!(probe("/other", &running).status(), 404);
     }
 }
