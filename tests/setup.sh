@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What the test suite needs besides cargo, installed once: the wasm target,
-# the Python packages (the SDK, MCP, the Python examples' componentizer),
+# the Python packages (the SDK, MCP, the Python examples' componentizer,
+# the Kubernetes schemas deploy/ is checked against),
 # Node with npm (the JavaScript examples and the npm MCP server),
 # ripgrep (what Grep and Glob are compared with), an OCI registry
 # (Debian's docker-registry: components are installed from it) and a
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target add wasm32-wasip2
-pip install -r examples/hooks/requirements.txt -r tests/mcp/requirements.txt -r tests/sdk/requirements.txt
+pip install -r examples/hooks/requirements.txt -r tests/mcp/requirements.txt -r tests/sdk/requirements.txt -r tests/deploy/requirements.txt
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     apt-get update && apt-get install -y nodejs npm
 fi

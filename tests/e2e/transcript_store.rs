@@ -468,7 +468,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-fn a_worker_stopped_mid_turn_is_resumed_by_a_worker_on_another_machine() -> TestResult {
+fn a_job_retried_on_another_machine_after_sigterm_goes_on_with_its_session() -> TestResult {
     let postgres = Postgres::start()?;
     let dir = tempfile::tempdir()?;
     let ws = dir.path().join("checkout");
@@ -481,17 +481,18 @@ fn a_worker_stopped_mid_turn_is_resumed_by_a_worker_on_another_machine() -> Test
         .after_block(0, Step::Pause(Duration::from_secs(60))),
         Reply::text("resumed elsewhere"),
     ])?;
-    let job = |machine: &Machine, extra: Value| -> Result<Child, Box<dyn std::error::Error>> {
-        let mut job = json!({"prompt": "read the notes", "workspace": machine.ws,
-            "allowedTools": ["Read"], "transcriptStore": postgres.url(),
+    // The same job both times, as a Job controller retries a lost pod:
+    // a fixed session id, continued when the store has it.
+    let id = "0b6f2f55-52c5-4c4e-9a55-6d0a6c1f3a01";
+    let job = |machine: &Machine| -> Result<Child, Box<dyn std::error::Error>> {
+        let job = json!({"prompt": "read the notes", "workspace": machine.ws,
+            "allowedTools": ["Read"], "sessionId": id, "continueSession": true,
             "result": machine.config.with_file_name("result.json")});
-        job.as_object_mut()
-            .ok_or("not an object")?
-            .extend(extra.as_object().cloned().unwrap_or_default());
         let path = machine.config.with_file_name("job.json");
         std::fs::write(&path, job.to_string())?;
         Ok(support::against(&server, dir.path())
             .env("CARAPACE_CONFIG_DIR", &machine.config)
+            .env("CARAPACE_TRANSCRIPT_STORE", postgres.url())
             .arg("worker")
             .arg(&path)
             .stdout(Stdio::piped())
@@ -499,7 +500,7 @@ fn a_worker_stopped_mid_turn_is_resumed_by_a_worker_on_another_machine() -> Test
             .spawn()?)
     };
     let first = Machine::new(&ws)?;
-    let stopped = job(&first, json!({}))?;
+    let stopped = job(&first)?;
     wait_for("the first request", || server.requests().len() == 1)?;
     std::thread::sleep(Duration::from_millis(300));
     Command::new("kill")
@@ -507,24 +508,20 @@ fn a_worker_stopped_mid_turn_is_resumed_by_a_worker_on_another_machine() -> Test
         .status()?;
     let run = finish(stopped)?;
     assert_eq!(run.status, Some(1), "{}", run.stderr);
-    let result: Value = serde_json::from_str(&std::fs::read_to_string(
-        first.config.with_file_name("result.json"),
-    )?)?;
-    let id = result["session_id"]
-        .as_str()
-        .ok_or("no session id")?
-        .to_string();
-    // The pod is gone: a fresh machine, the same store.
+    // The pod is gone: a fresh machine, the same store, the same job.
     drop(first);
     std::fs::remove_dir_all(&ws)?;
     let second = Machine::new(&ws)?;
-    let run = finish(job(&second, json!({"prompt": "go on", "resume": id}))?)?;
+    let run = finish(job(&second)?)?;
     ok(&run)?;
+    assert!(run.stderr.contains("resuming it"), "{}", run.stderr);
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(
+        second.config.with_file_name("result.json"),
+    )?)?;
+    assert_eq!(result["session_id"], id);
+    assert_eq!(result["result"], "resumed elsewhere");
     let sent = server.requests()[1].body["messages"].to_string();
-    assert!(
-        sent.contains("read the notes") && sent.contains("go on"),
-        "{sent}"
-    );
+    assert_eq!(sent.matches("read the notes").count(), 2, "{sent}");
     let uses = sent.matches("\"tool_use\"").count();
     let answered = sent.matches("\"tool_use_id\":\"toolu_1\"").count();
     assert_eq!((uses, answered), (1, 1), "{sent}");

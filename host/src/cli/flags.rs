@@ -430,6 +430,10 @@ pub enum Command {
         /// its result line is then at `GET /result`, until SIGTERM.
         #[arg(long, value_name = "HOST:PORT")]
         listen: Option<std::net::SocketAddr>,
+        /// Only check the job file, run nothing: exit 0 when it is a valid
+        /// job, 2 (saying why) when not.
+        #[arg(long, conflicts_with = "listen")]
+        check: bool,
     },
 }
 

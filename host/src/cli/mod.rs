@@ -70,7 +70,9 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             bail!("session flags go after `acp --`: carapace acp -- --model NAME")
         }
         None if interactive::wanted(&cli) => interactive::run(cli).await,
-        Some(Command::Worker { job, listen }) => worker::run(job.as_deref(), listen).await,
+        Some(Command::Worker { job, listen, check }) => {
+            worker::run(job.as_deref(), listen, check).await
+        }
         None => print_mode(cli, None).await,
     }
 }

@@ -50,6 +50,11 @@ struct Job {
     /// MCP servers, Claude Code's `mcpServers` shape; only these are used.
     mcp_servers: Option<Value>,
     session_id: Option<String>,
+    /// With `sessionId`: resume that session when the store has it, start
+    /// it under that id when not — so a job retried after its pod was lost
+    /// goes on where the pod left off.
+    #[serde(default)]
+    continue_session: bool,
     /// A session to resume (from the transcripts this worker can reach).
     resume: Option<String>,
     /// Where transcripts are kept: `files`, or a shared `postgres://…`
@@ -97,6 +102,9 @@ impl Job {
             && !workspace.is_absolute()
         {
             anyhow::bail!("workspace must be an absolute path");
+        }
+        if job.continue_session && (job.session_id.is_none() || job.resume.is_some()) {
+            anyhow::bail!("continueSession needs a sessionId, and no resume");
         }
         Cli::try_parse_from(job.flags()).context("the job's settings")?;
         Ok(job)
@@ -172,11 +180,20 @@ pub(super) fn log(level: &str, session_id: Option<&str>, message: &str) {
     );
 }
 
-/// Runs the job in `source`, or, with `listen`, the one job posted there.
-pub async fn run(source: Option<&str>, listen: Option<SocketAddr>) -> anyhow::Result<ExitCode> {
+/// Runs the job in `source`, or, with `listen`, the one job posted there;
+/// with `check`, only says whether `source` is a valid job.
+pub async fn run(
+    source: Option<&str>,
+    listen: Option<SocketAddr>,
+    check: bool,
+) -> anyhow::Result<ExitCode> {
     let shared = Arc::new(Mutex::new(Shared::new(listen.is_some())));
     let job = match (source, listen) {
         (Some(source), _) => match Job::read(source) {
+            Ok(_) if check => {
+                log("info", None, "the job is valid");
+                return Ok(ExitCode::SUCCESS);
+            }
             Ok(job) => job,
             Err(e) => return Ok(invalid(&e)),
         },
@@ -226,6 +243,15 @@ fn prepare(job: &Job) -> anyhow::Result<Cli> {
     if let Some(workspace) = &job.workspace {
         std::env::set_current_dir(workspace)
             .with_context(|| format!("entering the workspace {}", workspace.display()))?;
+    }
+    if let (true, Some(id)) = (job.continue_session, &job.session_id) {
+        let paths = super::paths()?;
+        let store = super::transcript_store(&cli)?;
+        if store.place(&paths.config_dir, &paths.cwd, id).exists()? {
+            log("info", Some(id), "the session exists: resuming it");
+            cli.resume = Some(id.clone());
+            cli.session_id = None;
+        }
     }
     Ok(cli)
 }
@@ -308,6 +334,10 @@ mod tests {
                 "never asks",
             ),
             (r#"{"prompt": "go", "workspace": "rel/dir"}"#, "absolute"),
+            (
+                r#"{"prompt": "go", "continueSession": true}"#,
+                "needs a sessionId",
+            ),
             ("not json", "not a valid job"),
         ] {
             let error = job(text)
