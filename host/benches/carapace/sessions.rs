@@ -229,10 +229,12 @@ pub(super) fn session_benches(
     }
     if wanted("session_resume") {
         let history = long_history();
-        let path = transcript_path(dir.path(), "resume");
-        let (transcript, _) = new_transcript(&TranscriptStore::Files, dir.path(), "resume")?;
+        let (transcript, place) = new_transcript(&TranscriptStore::Files, dir.path(), "resume")?;
         transcript.sync(&history);
         drop(transcript);
+        let TranscriptPlace::File(path) = place else {
+            return Err("a file store gave no file".into());
+        };
         // What the first request after a resume adds: the size estimate and
         // the request body.
         let loaded = load(&path)?;
