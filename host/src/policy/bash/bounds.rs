@@ -21,10 +21,9 @@ pub const MAX_OPENERS: usize = 1024;
 /// used: only what the parse touches is backed by memory.
 pub const PARSE_STACK_BYTES: usize = 64 << 20;
 
-/// Up to this many openers a line is parsed on the caller's thread: at the
-/// measured ~16 KiB of stack per level (unoptimised), 32 levels take half
-/// a MiB, a quarter of the smallest stack carapace runs on (a tokio
-/// worker's 2 MiB).
+/// Up to this many openers a line is parsed on a thread with a 2 MiB
+/// stack: at the measured ~16 KiB of stack per level (unoptimised), 32
+/// levels take half a MiB of it.
 pub const SHALLOW_OPENERS: usize = 32;
 
 /// The deepest a line may nest parentheses. Where a line does not parse,
@@ -46,10 +45,24 @@ pub const MAX_SUBSCRIPT_DEPTH: usize = 3;
 /// Why a line is not analysed at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Exceeded {
-    Length { bytes: usize },
-    Nesting { openers: usize },
-    Parens { depth: usize },
-    Subscripts { depth: usize },
+    Length {
+        bytes: usize,
+    },
+    Nesting {
+        openers: usize,
+    },
+    Parens {
+        depth: usize,
+    },
+    Subscripts {
+        depth: usize,
+    },
+    /// Its parse overran the deadline.
+    Time {
+        limit: std::time::Duration,
+    },
+    /// An earlier line's parse overran its deadline and is still running.
+    Busy,
 }
 
 impl std::fmt::Display for Exceeded {
@@ -66,6 +79,15 @@ impl std::fmt::Display for Exceeded {
             Exceeded::Parens { depth } => write!(
                 f,
                 "the command line nests parentheses {depth} deep (in double quotes and here-documents too); at most {MAX_PAREN_DEPTH} are checked"
+            ),
+            Exceeded::Time { limit } => write!(
+                f,
+                "the command line took more than {} ms to analyse",
+                limit.as_millis()
+            ),
+            Exceeded::Busy => write!(
+                f,
+                "an earlier command line's analysis overran its deadline and is still running; no line is analysed until it ends"
             ),
             Exceeded::Subscripts { depth } => write!(
                 f,

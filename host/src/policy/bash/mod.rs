@@ -19,10 +19,12 @@
 //! arbitrary code (`git -c …`, `--exec-path`, `find -exec`, `rg --pre`…).
 
 mod bounds;
+mod run;
 
 pub use bounds::{Exceeded, MAX_LINE_BYTES, MAX_OPENERS};
 use brush_parser::ast;
 use brush_parser::word::{WordPiece, WordPieceWithSource};
+pub use run::{ANALYSIS_DEADLINE, analyse};
 
 /// More simple commands than this in one line make it opaque.
 const MAX_COMMANDS: usize = 256;
@@ -254,61 +256,6 @@ impl Analysis {
             Analysis::Exceeds(exceeded) => format!("not analysed: {exceeded}"),
         }
     }
-}
-
-/// Analyses a command line: within the bounds, on a thread of its own
-/// whose stack the bounds were measured against, so that no line can
-/// overflow the stack of the thread that asked.
-pub fn analyse(line: &str) -> Analysis {
-    // Found by fuzzing: a form feed or a carriage return after `<<` sends
-    // the parser's tokenizer into a loop that allocates until the process
-    // dies (`x <<\f($(`, 9 bytes). No command a person means holds them.
-    if let Some(c) = line
-        .chars()
-        .find(|c| c.is_control() && !matches!(c, '\t' | '\n'))
-    {
-        return Analysis::Opaque {
-            reason: format!("the line holds the control character {c:?}, which is not analysed"),
-        };
-    }
-    if bounds::heredoc_without_delimiter(line) {
-        return Analysis::Opaque {
-            reason: "a here-document without a delimiter is not analysed".into(),
-        };
-    }
-    match bounds::check(line) {
-        Err(exceeded) => return Analysis::Exceeds(exceeded),
-        // Shallow (nearly every line): at most ~16 KiB of stack per level,
-        // well within any thread's; no thread of its own needed.
-        Ok(openers) if openers <= bounds::SHALLOW_OPENERS => return analyse_caught(line),
-        Ok(_) => {}
-    }
-    let parsed = std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("bash-analysis".into())
-            .stack_size(bounds::PARSE_STACK_BYTES)
-            .spawn_scoped(scope, || analyse_within_bounds(line))
-            .map(|thread| thread.join())
-    });
-    match parsed {
-        Ok(Ok(analysis)) => analysis,
-        Ok(Err(_)) => Analysis::Opaque {
-            reason: "the analysis failed".into(),
-        },
-        // No thread to spare: the line is not analysed here.
-        Err(e) => Analysis::Opaque {
-            reason: format!("the analysis could not start: {e}"),
-        },
-    }
-}
-
-/// The analysis on this thread, a panic of the parser (a third-party
-/// crate: `99999999999>f` overflowed its file-descriptor number, found by
-/// fuzzing) caught and told as a line it could not analyse.
-fn analyse_caught(line: &str) -> Analysis {
-    std::panic::catch_unwind(|| analyse_within_bounds(line)).unwrap_or_else(|_| Analysis::Opaque {
-        reason: "the parser failed on this line".into(),
-    })
 }
 
 fn analyse_within_bounds(line: &str) -> Analysis {

@@ -391,13 +391,3 @@ fn a_here_document_without_a_delimiter_is_not_parsed() {
         assert!(matches!(analyse(line), Analysis::Commands(_)), "{line:?}");
     }
 }
-
-#[test]
-fn zz_scratch_timing() {
-    for f in ["/tmp/cmd-time.txt", "/tmp/cmd-slow.txt"] {
-        let line = std::fs::read_to_string(f).unwrap_or_default();
-        let t = std::time::Instant::now();
-        let a = analyse(&line);
-        eprintln!("{f} {:?} {}", t.elapsed(), a.describe());
-    }
-}
