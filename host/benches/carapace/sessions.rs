@@ -161,6 +161,59 @@ fn append_bench(name: &str, store: &TranscriptStore, dir: &Path) -> BenchResult 
     Ok(())
 }
 
+/// Sessions written at once, each by its own worker (for PostgreSQL, a
+/// connection of its own): messages per second for all of them, with a
+/// sync at the end of each turn of two messages.
+fn concurrent_append_bench(
+    name: &str,
+    connect: &dyn Fn() -> Result<TranscriptStore, Box<dyn std::error::Error>>,
+    dir: &Path,
+) -> BenchResult {
+    use carapace::agent::HistoryLog;
+    for writers in [8usize, 64] {
+        let stores = (0..writers)
+            .map(|_| connect())
+            .collect::<Result<Vec<_>, _>>()?;
+        let rounds = 4_000 / writers;
+        let started = Instant::now();
+        std::thread::scope(|scope| -> BenchResult {
+            let handles: Vec<_> = stores
+                .iter()
+                .enumerate()
+                .map(|(n, store)| {
+                    scope.spawn(move || -> Result<(), String> {
+                        let id = format!("concurrent-{name}-{writers}-{n}");
+                        let (transcript, _) =
+                            new_transcript(store, dir, &id).map_err(|e| e.to_string())?;
+                        let mut history = vec![Message::user_text("go")];
+                        for round in 0..rounds {
+                            let [call, result] = tool_round(round, 1_024);
+                            transcript.response(&call.content);
+                            history.push(call);
+                            history.push(result);
+                            transcript.sync(&history);
+                            transcript.flush();
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            for handle in handles {
+                handle.join().map_err(|_| "a writer panicked")??;
+            }
+            Ok(())
+        })?;
+        let took = started.elapsed();
+        let messages = (writers * rounds * 2) as f64;
+        println!(
+            "| session_append ({name}): {writers} sessions written at once | {} | | | | {:.0} messages/s in all, a sync every 2 |",
+            writers * rounds * 2,
+            messages / took.as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
 /// 10,000 messages: 4,999 tool rounds of ~500 B results, a prompt and an
 /// answer.
 fn long_history() -> Vec<Message> {
@@ -213,14 +266,19 @@ pub(super) fn session_benches(
     cwd: &Path,
     wanted: &dyn Fn(&str) -> bool,
 ) -> BenchResult {
-    use carapace::agent::HistoryLog;
-    use carapace::transcript::{load, transcript_path};
     let dir = tempfile::tempdir()?;
     if wanted("session_append") || wanted("session_resume") {
         let postgres = Postgres::start()?;
         for (name, store) in &stores(&postgres)? {
             if wanted("session_append") {
                 append_bench(name, store, dir.path())?;
+                let connect = || -> Result<TranscriptStore, Box<dyn std::error::Error>> {
+                    Ok(match store {
+                        TranscriptStore::Files => TranscriptStore::Files,
+                        TranscriptStore::Postgres(_) => TranscriptStore::from_url(&postgres.url())?,
+                    })
+                };
+                concurrent_append_bench(name, &connect, dir.path())?;
             }
             if wanted("session_resume") {
                 resume_bench(name, store, dir.path())?;
@@ -228,122 +286,137 @@ pub(super) fn session_benches(
         }
     }
     if wanted("session_resume") {
-        let history = long_history();
-        let (transcript, place) = new_transcript(&TranscriptStore::Files, dir.path(), "resume")?;
-        transcript.sync(&history);
-        drop(transcript);
-        let TranscriptPlace::File(path) = place else {
-            return Err("a file store gave no file".into());
-        };
-        // What the first request after a resume adds: the size estimate and
-        // the request body.
-        let loaded = load(&path)?;
-        let mut bodies = Vec::with_capacity(20);
-        for _ in 0..20 {
-            let started = Instant::now();
-            let estimate = carapace::agent::estimate_tokens(&loaded.messages);
-            // As the client sends it: the history cloned into the request,
-            // the JSON body with its cache breakpoints, as text.
-            let body = MessagesRequest {
-                model: "m".into(),
-                max_tokens: 1000,
-                system: "s".into(),
-                messages: loaded.messages.clone(),
-                tools: Vec::new(),
-                server_tools: Vec::new(),
-                effort: None,
-                thinking: None,
-                task_budget: None,
-            }
-            .body_text();
-            bodies.push(started.elapsed());
-            if estimate == 0 || body.is_empty() {
-                return Err("no estimate or body".into());
-            }
-        }
-        report(
-            "session_resume: estimate + request body of the loaded history",
-            &bodies,
-            "",
-        );
-        // The binary: spawn → the resumed session's first request.
-        let projects = carapace::transcript::project_dir(&cwd.join(".carapace"), cwd);
-        std::fs::create_dir_all(&projects)?;
-        std::fs::copy(&path, transcript_path(&projects, "resume"))?;
-        let mut to_request = Vec::with_capacity(10);
-        for i in 0..12 {
-            let server = ScriptedServer::start(vec![Reply::text("resumed")])?;
-            let started = Instant::now();
-            let status = session_command(cache, cwd, &server)
-                .args([
-                    "-p",
-                    "again",
-                    "--resume",
-                    "resume",
-                    "--no-session-persistence",
-                ])
-                .stdout(std::process::Stdio::null())
-                .status()?;
-            if !status.success() {
-                return Err("the resumed run failed".into());
-            }
-            let requests = server.requests();
-            let sent = requests.first().ok_or("no request")?;
-            if sent.body["messages"].as_array().map(Vec::len) != Some(10_001) {
-                return Err("the resumed request does not carry the history".into());
-            }
-            if i >= 2 {
-                to_request.push(sent.received_at.duration_since(started));
-            }
-        }
-        report(
-            "session_resume: carapace --resume (10,000 messages), spawn → first request",
-            &to_request,
-            "start-up, load, request; and the scripted server reading the 5 MiB body",
-        );
+        resume_from_binary(cache, cwd, dir.path())?;
     }
     if wanted("session_memory") {
-        let file = cwd.join("memory-fixture.txt");
-        std::fs::write(&file, "let x = 1; // some source\n".repeat(20))?;
-        for turns in [10usize, 1_000] {
-            let mut replies: Vec<Reply> = (0..turns)
-                .map(|n| {
-                    Reply::tool_uses(vec![scripted_server::Block::tool_use(
-                        format!("toolu_{n}"),
-                        "Read",
-                        json!({"file_path": file}),
-                    )])
-                })
-                .collect();
-            replies.push(Reply::text("done"));
-            let server = ScriptedServer::start(replies)?;
-            let started = Instant::now();
-            let child = session_command(cache, cwd, &server)
-                .args([
-                    "-p",
-                    "go",
-                    "--tools",
-                    "Read",
-                    "--output-format",
-                    "stream-json",
-                    "--verbose",
-                ])
-                .stdout(std::process::Stdio::null())
-                .spawn()?;
-            let (succeeded, peak_kib) = wait_sampling_peak(child)?;
-            let took = started.elapsed();
-            if !succeeded || server.requests().len() != turns + 1 {
-                return Err(format!("the {turns}-turn session failed").into());
-            }
-            report(
-                &format!("session_memory: a {turns}-turn session (one Read a turn), whole run"),
-                &[took],
-                &format!(
-                    "peak RSS {:.1} MiB (VmHWM, sampled); transcript written",
-                    peak_kib as f64 / 1024.0
-                ),
-            );
+        memory_bench(cache, cwd)?;
+    }
+    Ok(())
+}
+
+/// What a resume adds to the first request, and the binary resuming a
+/// 10,000-message session: spawn → its first request.
+fn resume_from_binary(cache: &Path, cwd: &Path, dir: &Path) -> BenchResult {
+    use carapace::agent::HistoryLog;
+    use carapace::transcript::{load, transcript_path};
+    let history = long_history();
+    let (transcript, place) = new_transcript(&TranscriptStore::Files, dir, "resume")?;
+    transcript.sync(&history);
+    drop(transcript);
+    let TranscriptPlace::File(path) = place else {
+        return Err("a file store gave no file".into());
+    };
+    // What the first request after a resume adds: the size estimate and
+    // the request body.
+    let loaded = load(&path)?;
+    let mut bodies = Vec::with_capacity(20);
+    for _ in 0..20 {
+        let started = Instant::now();
+        let estimate = carapace::agent::estimate_tokens(&loaded.messages);
+        // As the client sends it: the history cloned into the request,
+        // the JSON body with its cache breakpoints, as text.
+        let body = MessagesRequest {
+            model: "m".into(),
+            max_tokens: 1000,
+            system: "s".into(),
+            messages: loaded.messages.clone(),
+            tools: Vec::new(),
+            server_tools: Vec::new(),
+            effort: None,
+            thinking: None,
+            task_budget: None,
         }
+        .body_text();
+        bodies.push(started.elapsed());
+        if estimate == 0 || body.is_empty() {
+            return Err("no estimate or body".into());
+        }
+    }
+    report(
+        "session_resume: estimate + request body of the loaded history",
+        &bodies,
+        "",
+    );
+    // The binary: spawn → the resumed session's first request.
+    let projects = carapace::transcript::project_dir(&cwd.join(".carapace"), cwd);
+    std::fs::create_dir_all(&projects)?;
+    std::fs::copy(&path, transcript_path(&projects, "resume"))?;
+    let mut to_request = Vec::with_capacity(10);
+    for i in 0..12 {
+        let server = ScriptedServer::start(vec![Reply::text("resumed")])?;
+        let started = Instant::now();
+        let status = session_command(cache, cwd, &server)
+            .args([
+                "-p",
+                "again",
+                "--resume",
+                "resume",
+                "--no-session-persistence",
+            ])
+            .stdout(std::process::Stdio::null())
+            .status()?;
+        if !status.success() {
+            return Err("the resumed run failed".into());
+        }
+        let requests = server.requests();
+        let sent = requests.first().ok_or("no request")?;
+        if sent.body["messages"].as_array().map(Vec::len) != Some(10_001) {
+            return Err("the resumed request does not carry the history".into());
+        }
+        if i >= 2 {
+            to_request.push(sent.received_at.duration_since(started));
+        }
+    }
+    report(
+        "session_resume: carapace --resume (10,000 messages), spawn → first request",
+        &to_request,
+        "start-up, load, request; and the scripted server reading the 5 MiB body",
+    );
+    Ok(())
+}
+
+/// A 10- and a 1,000-turn session in the binary: whole run, peak memory.
+fn memory_bench(cache: &Path, cwd: &Path) -> BenchResult {
+    let file = cwd.join("memory-fixture.txt");
+    std::fs::write(&file, "let x = 1; // some source\n".repeat(20))?;
+    for turns in [10usize, 1_000] {
+        let mut replies: Vec<Reply> = (0..turns)
+            .map(|n| {
+                Reply::tool_uses(vec![scripted_server::Block::tool_use(
+                    format!("toolu_{n}"),
+                    "Read",
+                    json!({"file_path": file}),
+                )])
+            })
+            .collect();
+        replies.push(Reply::text("done"));
+        let server = ScriptedServer::start(replies)?;
+        let started = Instant::now();
+        let child = session_command(cache, cwd, &server)
+            .args([
+                "-p",
+                "go",
+                "--tools",
+                "Read",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()?;
+        let (succeeded, peak_kib) = wait_sampling_peak(child)?;
+        let took = started.elapsed();
+        if !succeeded || server.requests().len() != turns + 1 {
+            return Err(format!("the {turns}-turn session failed").into());
+        }
+        report(
+            &format!("session_memory: a {turns}-turn session (one Read a turn), whole run"),
+            &[took],
+            &format!(
+                "peak RSS {:.1} MiB (VmHWM, sampled); transcript written",
+                peak_kib as f64 / 1024.0
+            ),
+        );
     }
     Ok(())
 }
