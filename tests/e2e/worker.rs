@@ -282,3 +282,28 @@ fn a_listening_worker_is_ready_while_it_waits_takes_one_job_and_keeps_its_result
     assert_eq!(stdout.last(), Some(&result));
     Ok(())
 }
+
+#[test]
+fn a_job_whose_run_fails_exits_1_with_its_error_in_the_result() -> TestResult {
+    let home = Home::new()?;
+    let result = home.ws.join("result.json");
+    // Not retried: the request itself is refused.
+    let server = ScriptedServer::start(vec![Reply::status(
+        400,
+        "invalid_request_error",
+        "prompt is malformed",
+    )])?;
+    let job = json!({"prompt": "go", "workspace": home.ws, "result": result});
+    let code = wait(start_worker(&home, &server, &job)?)?;
+    assert_eq!(code, Some(1), "{}", output(&home, "stderr"));
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&result)?)?;
+    assert_eq!(written["type"], "result");
+    assert_eq!(written["is_error"], true, "{written}");
+    assert!(
+        written.to_string().contains("prompt is malformed"),
+        "{written}"
+    );
+    let stdout = lines(&output(&home, "stdout"))?;
+    assert_eq!(stdout.last(), Some(&written), "the same line on stdout");
+    Ok(())
+}
