@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use support::{Run, TestResult, last_line, lines, text_of};
+use support::{Run, TestResult, last_line, lines, text_of, without_cache_marks};
 
 /// A workspace and a config dir of its own (where transcripts go).
 struct Home {
@@ -94,19 +94,6 @@ fn messages(server: &ScriptedServer, n: usize) -> Vec<Value> {
         .as_array()
         .cloned()
         .unwrap_or_default()
-}
-
-fn without_cache_marks(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| *k != "cache_control")
-                .map(|(k, v)| (k.clone(), without_cache_marks(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(without_cache_marks).collect()),
-        other => other.clone(),
-    }
 }
 
 fn ok(run: &Run) -> Result<(), String> {

@@ -195,3 +195,30 @@ pub fn finish_within(
     }
     Run::from_output(child.wait_with_output()?)
 }
+
+/// `value` without its `cache_control` marks: where the cache breakpoint
+/// sits moves from request to request, and it is not content.
+pub fn without_cache_marks(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| *k != "cache_control")
+                .map(|(k, v)| (k.clone(), without_cache_marks(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_cache_marks).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Waits up to a minute for `done`, or fails naming `what`.
+pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) -> TestResult {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        if std::time::Instant::now() > deadline {
+            return Err(format!("{what} never happened").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(())
+}

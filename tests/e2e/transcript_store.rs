@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-use support::{Run, TestResult, lines};
+use std::time::Duration;
+use support::{Run, TestResult, lines, wait_for, without_cache_marks};
 
 /// A machine: a workspace and a config folder of its own.
 struct Machine {
@@ -73,19 +73,6 @@ fn session_id(run: &Run) -> Result<String, Box<dyn std::error::Error>> {
         .as_str()
         .ok_or_else(|| format!("no session id: {}", run.stdout))?
         .to_string())
-}
-
-fn without_cache_marks(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| *k != "cache_control")
-                .map(|(k, v)| (k.clone(), without_cache_marks(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(without_cache_marks).collect()),
-        other => other.clone(),
-    }
 }
 
 /// A turn that reads the notes, then answers.
@@ -148,18 +135,6 @@ fn a_session_resumed_on_another_machine_sends_what_a_resume_from_files_sends() -
     // own session files: the transcript is in the store.
     let rows = postgres.psql("SELECT count(DISTINCT session_id) FROM carapace_transcript_lines")?;
     assert_eq!(rows.trim(), "1");
-    Ok(())
-}
-
-/// Waits for `done`, or fails naming `what`.
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) -> TestResult {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        if Instant::now() > deadline {
-            return Err(format!("{what} never happened").into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
     Ok(())
 }
 

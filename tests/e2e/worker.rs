@@ -4,7 +4,7 @@
 //! same session resumed by a second worker from what the first left.
 
 use super::Home;
-use super::support::{self, TestResult, lines};
+use super::support::{self, TestResult, lines, wait_for};
 use scripted_server::{Block, Reply, ScriptedServer, Step};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -76,17 +76,6 @@ fn request(
         .ok_or("no status")?;
     let body = response.split("\r\n\r\n").nth(1).unwrap_or("null");
     Ok((code, serde_json::from_str(body)?))
-}
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) -> TestResult {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done() {
-        if Instant::now() > deadline {
-            return Err(format!("{what} never happened").into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(())
 }
 
 #[test]
