@@ -140,7 +140,9 @@ fn append_bench(name: &str, store: &TranscriptStore, dir: &Path) -> BenchResult 
     }
     let how = match store {
         TranscriptStore::Files => "one write(2) per line, no fsync",
-        TranscriptStore::Postgres(_) => "one INSERT per batch on loopback, committed; durable at the turn's sync",
+        TranscriptStore::Postgres(_) => {
+            "one INSERT per batch on loopback, committed; durable at the turn's sync"
+        }
     };
     report(
         &format!("session_append ({name}): transcript, per message (1 KiB tool result)"),

@@ -82,12 +82,29 @@ fn store_error(what: &str) -> impl FnOnce(String) -> TranscriptError + '_ {
     move |e| TranscriptError::Store(format!("{what}: {e}"))
 }
 
+/// A client error with its causes (`error connecting to server:
+/// Connection refused`): the crate's own message names none.
+fn text(e: tokio_postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
 impl PgStore {
     /// Connects to `url` and makes the table if it is not there.
     pub fn connect(url: &str) -> Result<Self, TranscriptError> {
         let mut config: tokio_postgres::Config = url
             .parse()
-            .map_err(|e: tokio_postgres::Error| store_error("the store's URL")(e.to_string()))?;
+            .map_err(|e: tokio_postgres::Error| store_error("the store's URL")(text(e)))?;
+        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+            return Err(TranscriptError::Store(
+                "TLS to the transcript store is not supported yet (sslmode=require): reach the server over a private network".into(),
+            ));
+        }
         config
             .connect_timeout(Duration::from_secs(10))
             .keepalives(true)
@@ -273,7 +290,7 @@ fn serve(
 }
 
 async fn start(config: &tokio_postgres::Config) -> Result<(Client, Statement), String> {
-    let (client, connection) = config.connect(NoTls).await.map_err(|e| e.to_string())?;
+    let (client, connection) = config.connect(NoTls).await.map_err(text)?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::warn!("the transcript store's connection ended: {e}");
@@ -285,18 +302,17 @@ async fn start(config: &tokio_postgres::Config) -> Result<(Client, Statement), S
     if let Err(e) = client.batch_execute(SCHEMA).await
         && client.batch_execute(SCHEMA).await.is_err()
     {
-        return Err(e.to_string());
+        return Err(text(e));
     }
     client
         .batch_execute("SET synchronous_commit = off")
         .await
-        .map_err(|e| e.to_string())?;
-    let append = client.prepare(APPEND).await.map_err(|e| e.to_string())?;
+        .map_err(text)?;
+    let append = client.prepare(APPEND).await.map_err(text)?;
     Ok((client, append))
 }
 
 async fn answer(client: &Client, append: &Statement, request: Request) {
-    let text = |e: tokio_postgres::Error| e.to_string();
     match request {
         Request::Exists(id, reply) => {
             let row = client
@@ -356,7 +372,7 @@ async fn read(client: &Client, id: &str) -> Result<Vec<u8>, String> {
             &[&id],
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(text)?;
     if rows.is_empty() {
         return Err(format!("no session `{id}` in the store"));
     }

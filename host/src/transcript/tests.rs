@@ -481,3 +481,23 @@ fn workspace_folders_are_named_as_claude_code_names_them() {
         PathBuf::from("/c/projects/-work-my-repo-v2")
     );
 }
+
+#[test]
+fn a_store_that_cannot_be_used_says_why() {
+    for (url, why) in [
+        ("mysql://db/x", "is not a transcript store"),
+        ("postgres://u@127.0.0.1:1/db?sslmode=require", "TLS"),
+        ("postgres://u@127.0.0.1:1/db", "Connection refused"),
+        ("postgres://u@[::1/db", "the store's URL"),
+    ] {
+        let said = TranscriptStore::from_url(url)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(said.contains(why), "{url}: {said}");
+    }
+    assert!(matches!(
+        TranscriptStore::from_url("files"),
+        Ok(TranscriptStore::Files)
+    ));
+}
