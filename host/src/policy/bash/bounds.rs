@@ -310,6 +310,27 @@ pub fn heredoc_without_delimiter(line: &str) -> bool {
     })
 }
 
+/// Whether a `<<` (not `<<<`) that follows a command substitution's
+/// `$(` has no line after it for its body: the parser's tokenizer loops
+/// on such a line, allocating half a gigabyte a second
+/// (`$(<<  l))#`, 10 bytes, found by fuzzing). Counted in quotes too, and
+/// after any `$(` on the line, so no spelling hides one; bash itself
+/// reads such a body to the end of the input and warns.
+pub fn heredoc_without_body(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    let substitution = (0..bytes.len())
+        .find(|&i| bytes[i..].starts_with(b"$(") && !bytes[i..].starts_with(b"$(("));
+    let Some(substitution) = substitution else {
+        return false;
+    };
+    (substitution..bytes.len()).any(|i| {
+        bytes[i..].starts_with(b"<<")
+            && !bytes[i..].starts_with(b"<<<")
+            && bytes[i - 1] != b'<'
+            && !bytes[i..].contains(&b'\n')
+    })
+}
+
 /// After `<<`: the delimiter (its quotes and escapes removed), whether
 /// tabs are stripped (`<<-`), and how many bytes the operator's rest took.
 fn heredoc_delimiter(rest: &[u8]) -> (Vec<u8>, bool, usize) {
@@ -559,6 +580,30 @@ mod tests {
             "echo ${x:-${y:-${z:-${w:-default}}}}".to_string(),
         ] {
             assert!(check(&line).is_ok(), "{line}: {:?}", check(&line));
+        }
+    }
+
+    #[test]
+    fn a_here_document_in_a_substitution_without_a_body_is_found() {
+        for line in [
+            "$(<<  l))#",
+            "echo \"$(cat <<EOF)\"",
+            "x=$(a) && cat << E",
+            "$(echo $((1<<2)))",
+        ] {
+            assert!(heredoc_without_body(line), "{line}");
+        }
+        // The control: a body on the lines after, shifts, herestrings, and
+        // here-documents outside a substitution.
+        for line in [
+            "git commit -m \"$(cat <<'EOF'\nmessage\nEOF\n)\"",
+            "echo $((1 << 3))",
+            "$(cat <<< word)",
+            "cat <<E\nbody\nE\necho $(date)",
+            "python3 -c 'print(1<<3)'",
+            "$(<<  l))#  \n",
+        ] {
+            assert!(!heredoc_without_body(line), "{line}");
         }
     }
 }

@@ -55,6 +55,11 @@ fn analyse_counted(line: &str, deadline: Duration, overrunning: &'static AtomicU
             reason: "a here-document without a delimiter is not analysed".into(),
         };
     }
+    if bounds::heredoc_without_body(line) {
+        return Analysis::Opaque {
+            reason: "a here-document in a command substitution with no line for its body is not analysed".into(),
+        };
+    }
     let openers = match bounds::check(line) {
         Err(exceeded) => return Analysis::Exceeds(exceeded),
         Ok(openers) => openers,
