@@ -39,6 +39,12 @@ pub fn analyse(line: &str) -> Analysis {
 
 /// `analyse`, its overrunning parses counted in `overrunning`.
 fn analyse_counted(line: &str, deadline: Duration, overrunning: &'static AtomicUsize) -> Analysis {
+    // The bounds first: a line past one is refused in every mode, and
+    // stays so whatever else it holds.
+    let openers = match bounds::check(line) {
+        Err(exceeded) => return Analysis::Exceeds(exceeded),
+        Ok(openers) => openers,
+    };
     // Found by fuzzing: a form feed or a carriage return after `<<` sends
     // the parser's tokenizer into a loop that allocates until the process
     // dies (`x <<\f($(`, 9 bytes). No command a person means holds them.
@@ -60,10 +66,6 @@ fn analyse_counted(line: &str, deadline: Duration, overrunning: &'static AtomicU
             reason: "a here-document in a command substitution with no line for its body is not analysed".into(),
         };
     }
-    let openers = match bounds::check(line) {
-        Err(exceeded) => return Analysis::Exceeds(exceeded),
-        Ok(openers) => openers,
-    };
     if overrunning.load(Ordering::Acquire) >= MAX_OVERRUNNING {
         return Analysis::Exceeds(Exceeded::Busy);
     }
@@ -169,5 +171,20 @@ mod tests {
         assert!(matches!(next, Analysis::Commands(_)), "{next:?}");
         let whole = analyse_counted(slow, Duration::from_secs(600), &COUNTED);
         assert!(!matches!(whole, Analysis::Exceeds(_)), "{whole:?}");
+    }
+
+    #[test]
+    fn a_line_past_a_bound_is_refused_whatever_else_it_holds() {
+        // Fuzzing found a line over the nesting bound that, doubled, was
+        // only opaque (a later copy's here-document): opaque lines run in
+        // bypassPermissions, lines past a bound never do.
+        let deep = "{ ".repeat(bounds::MAX_OPENERS + 1);
+        for tail in ["$(<<  l))#", "x <<", "\u{c}", ""] {
+            let line = format!("{deep}{tail}");
+            assert!(
+                matches!(analyse(&line), Analysis::Exceeds(Exceeded::Nesting { .. })),
+                "{tail:?}"
+            );
+        }
     }
 }
