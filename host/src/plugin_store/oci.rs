@@ -174,9 +174,23 @@ async fn pull_unbounded(text: &str, signatures: &SignaturePolicy) -> Result<Pull
 }
 
 /// `REGISTRY/REPOSITORY:TAG` or `…@sha256:DIGEST` (without `oci://`).
+/// Only a reference whose full form reads back as itself: the parser
+/// takes some spellings it cannot read again (found by fuzzing:
+/// `localhostUu000/to0` became `docker.io/localhostUu000/to0:latest`,
+/// which it refuses), and a plugin would be pinned under a name nothing
+/// could pull again.
 pub fn parse_reference(text: &str) -> Result<Reference, OciError> {
-    text.parse()
-        .map_err(|e: oci_client::ParseError| OciError::Reference(text.to_string(), e.to_string()))
+    let refused = |why: String| OciError::Reference(text.to_string(), why);
+    let parsed: Reference = text
+        .parse()
+        .map_err(|e: oci_client::ParseError| refused(e.to_string()))?;
+    let whole = parsed.whole();
+    match whole.parse::<Reference>() {
+        Ok(again) if again.whole() == whole => Ok(parsed),
+        _ => Err(refused(format!(
+            "it reads as `{whole}`, which does not read back as itself"
+        ))),
+    }
 }
 
 /// A registry's manifest, read: its digest computed from its bytes.
@@ -435,5 +449,22 @@ mod tests {
         for remote in ["ghcr.io", "registry.example.com:5000", "10.0.0.1:5000"] {
             assert_eq!(protocol_for(remote), ClientProtocol::Https);
         }
+    }
+
+    #[test]
+    fn a_reference_is_taken_only_when_it_reads_back_as_itself() {
+        for taken in [
+            "127.0.0.1:5000/tools/grep:1.0",
+            "ghcr.io/acme/tool@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+            "localhost:5000/t",
+        ] {
+            assert!(parse_reference(taken).is_ok(), "{taken}");
+        }
+        // Found by fuzzing: read as a Docker Hub path it cannot read back.
+        let said = parse_reference("localhostUu000/to0")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(said.contains("does not read back"), "{said}");
     }
 }

@@ -171,11 +171,24 @@ fn tuple_val(value: &Value, types: Vec<Type>, at: &str) -> Result<Val, Mismatch>
     Ok(Val::Tuple(vals))
 }
 
+/// Refuses an object holding a key its schema does not list (the schema
+/// the model is shown says `additionalProperties: false`).
+fn only_keys(value: &Value, allowed: &[&str], at: &str) -> Result<(), Mismatch> {
+    match value
+        .as_object()
+        .and_then(|object| object.keys().find(|k| !allowed.contains(&k.as_str())))
+    {
+        Some(unknown) => Err(mismatch(at, format!("unknown key `{unknown}`"))),
+        None => Ok(()),
+    }
+}
+
 fn variant_val(
     value: &Value,
     variant: &wasmtime::component::types::Variant,
     at: &str,
 ) -> Result<Val, Mismatch> {
+    only_keys(value, &["tag", "val"], at)?;
     let tag = value
         .get("tag")
         .and_then(Value::as_str)
@@ -198,6 +211,7 @@ fn result_val(
     result: &wasmtime::component::types::ResultType,
     at: &str,
 ) -> Result<Val, Mismatch> {
+    only_keys(value, &["ok", "err"], at)?;
     // A side without a payload takes `null`, as its schema says.
     let side = |t: Option<Type>, v: &Value, here: &str| match t {
         Some(t) => to_val(v, &t, here).map(|v| Some(Box::new(v))),
