@@ -337,7 +337,8 @@ fn session_builder_at(cli: &Cli, sdk: bool, paths: SessionPaths) -> anyhow::Resu
 }
 
 /// The transcript store `--transcript-store` names: one connection per
-/// URL for the whole process (the ACP server builds many sessions).
+/// URL for the whole process (the ACP server builds many sessions), made
+/// again when it has ended.
 fn transcript_store(cli: &Cli) -> anyhow::Result<crate::transcript::TranscriptStore> {
     use crate::transcript::TranscriptStore;
     use std::collections::HashMap;
@@ -348,7 +349,7 @@ fn transcript_store(cli: &Cli) -> anyhow::Result<crate::transcript::TranscriptSt
         .lock()
         .map_err(|_| anyhow::anyhow!("the transcript stores' lock is poisoned"))?;
     let stores = stores.get_or_insert_with(HashMap::new);
-    if let Some(store) = stores.get(url) {
+    if let Some(store) = stores.get(url).filter(|store| store.is_usable()) {
         return Ok(store.clone());
     }
     let store = TranscriptStore::from_url(url)?;

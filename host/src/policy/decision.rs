@@ -439,6 +439,38 @@ mod tests {
         Ok(())
     }
 
+    /// `/dev/fd/N` is a link into carapace's own open files; resolving it
+    /// lands on an ordinary name (here the file carapace holds open), so it
+    /// must be refused as written, even in bypassPermissions mode.
+    #[test]
+    fn a_descriptor_link_is_refused_even_when_it_names_an_ordinary_file()
+    -> Result<(), Box<dyn std::error::Error>> {
+        use std::os::fd::AsRawFd;
+        let cwd = tempfile::tempdir()?;
+        let file = std::fs::canonicalize(cwd.path())?.join("open.txt");
+        std::fs::write(&file, "x")?;
+        let held = std::fs::File::open(&file)?;
+        let policy = Policy::new(PermissionMode::BypassPermissions, cwd.path());
+        let ceiling = read_anywhere();
+        for spelling in [
+            format!("/dev/fd/{}", held.as_raw_fd()),
+            format!("/proc/self/fd/{}", held.as_raw_fd()),
+            format!("{}/../../dev/fd/{}", cwd.path().display(), held.as_raw_fd()),
+        ] {
+            let needs = [Capability::ReadFile(spelling.clone())];
+            let verdict = policy.decide(&CallRequest::new("Read", &needs, &ceiling));
+            let Outcome::Deny(message) = &verdict.outcome else {
+                return Err(format!("{spelling} was not refused: {verdict:?}").into());
+            };
+            assert!(message.contains("process information"), "{message}");
+        }
+        // Control: the same file by its own name is granted.
+        let needs = [Capability::ReadFile(file.to_string_lossy().into())];
+        let verdict = policy.decide(&CallRequest::new("Read", &needs, &ceiling));
+        assert!(is_allow(&verdict), "{verdict:?}");
+        Ok(())
+    }
+
     #[test]
     fn reads_outside_the_working_directory_ask_unless_bypassed()
     -> Result<(), Box<dyn std::error::Error>> {

@@ -12,7 +12,9 @@ use super::paths::{TreeTooLarge, lexical_absolute, multiply_linked, resolve_syml
 use super::protected::{protected_entries, protected_reason};
 use super::rules::{self, Rule, RuleKind, Subject};
 use super::verdict::{Basis, BasisKind, Need, one_line};
-use crate::sandbox::{Capability, FileAccess, FileFacts, FileId, HostPattern, file_facts};
+use crate::sandbox::{
+    Capability, FileAccess, FileFacts, FileId, HostPattern, file_facts, refused_process_info,
+};
 use std::path::PathBuf;
 
 impl Policy {
@@ -290,6 +292,11 @@ impl Policy {
         Ok(match need {
             Capability::ReadFile(p) | Capability::WriteFile(p) => {
                 let requested = path(p)?;
+                // Resolving first would follow `/dev/fd/N` (a link into
+                // carapace's own open files) to an ordinary-looking name.
+                if let Some(reason) = refused_process_info(&requested, false) {
+                    return Err(format!("{tool}: {reason}"));
+                }
                 let resolved = resolve_symlinks(&requested);
                 // The file the decision is about, opened without following
                 // a link: what gets staged must be this one.
@@ -304,7 +311,11 @@ impl Policy {
                 }
             }
             Capability::ReadTree(p) | Capability::WriteTree(p) => {
-                let dir = resolve_symlinks(&path(p)?);
+                let requested = path(p)?;
+                if let Some(reason) = refused_process_info(&requested, false) {
+                    return Err(format!("{tool}: {reason}"));
+                }
+                let dir = resolve_symlinks(&requested);
                 // Another name for a denied file inside the tree would
                 // expose it: list the tree's hard links when rules limit
                 // paths at all.

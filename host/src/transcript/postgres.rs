@@ -54,6 +54,8 @@ enum Request {
     Release(String),
     /// Waits until every commit so far is durable.
     Sync(Reply<()>),
+    /// Whether the connection has ended.
+    Closed(Reply<bool>),
     Append {
         project: String,
         id: String,
@@ -139,6 +141,12 @@ impl PgStore {
         let (reply, answer) = channel();
         self.requests.send(request(reply)).map_err(|_| ended())?;
         answer.recv().map_err(|_| ended())?
+    }
+
+    /// Whether the connection has ended (a server restarted, a network
+    /// cut): nothing more can be written through this store.
+    pub fn is_closed(&self) -> bool {
+        self.ask(Request::Closed).unwrap_or(true)
     }
 
     pub fn exists(&self, id: &str) -> Result<bool, TranscriptError> {
@@ -339,6 +347,9 @@ async fn answer(client: &Client, append: &Statement, request: Request) {
             if let Err(e) = released {
                 tracing::warn!("releasing session {id}'s lease failed: {e}");
             }
+        }
+        Request::Closed(reply) => {
+            let _ = reply.send(Ok(client.is_closed()));
         }
         Request::Sync(reply) => {
             // A transaction that takes an id writes a commit record; with

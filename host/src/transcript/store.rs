@@ -54,6 +54,15 @@ impl TranscriptStore {
         }
     }
 
+    /// Whether it can still be written to (a database's connection may
+    /// have ended; files always can be tried).
+    pub fn is_usable(&self) -> bool {
+        match self {
+            Self::Files => true,
+            Self::Postgres(store) => !store.is_closed(),
+        }
+    }
+
     /// The place of session `id` of the workspace `cwd`.
     pub fn place(&self, config_dir: &Path, cwd: &Path, id: &str) -> TranscriptPlace {
         let projects = project_dir(config_dir, cwd);

@@ -424,6 +424,9 @@ fn a_store_that_goes_away_is_said_once_and_the_run_goes_on() -> TestResult {
         server.psql("SELECT count(*) FROM carapace_transcript_lines WHERE session_id = 'gone'")?;
     assert_eq!(rows.trim(), "2");
     assert!(matches!(place.exists(), Err(TranscriptError::Store(_))));
+    // The process makes a new connection for the sessions after it.
+    assert!(!store.is_usable());
+    assert!(TranscriptStore::from_url(&server.url())?.is_usable());
     Ok(())
 }
 
