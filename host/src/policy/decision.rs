@@ -451,14 +451,26 @@ mod tests {
         std::fs::write(&file, "x")?;
         let held = std::fs::File::open(&file)?;
         let policy = Policy::new(PermissionMode::BypassPermissions, cwd.path());
-        let ceiling = read_anywhere();
-        for spelling in [
-            format!("/dev/fd/{}", held.as_raw_fd()),
-            format!("/proc/self/fd/{}", held.as_raw_fd()),
-            format!("{}/../../dev/fd/{}", cwd.path().display(), held.as_raw_fd()),
+        let ceiling = Ceiling::none().with_files("/", FileAccess::Write);
+        // Through a link of the workspace's own, too.
+        let link = cwd.path().join("link");
+        std::os::unix::fs::symlink(format!("/dev/fd/{}", held.as_raw_fd()), &link)?;
+        let fd = held.as_raw_fd();
+        for (tool, need) in [
+            ("Read", Capability::ReadFile(format!("/dev/fd/{fd}"))),
+            ("Read", Capability::ReadFile(format!("/proc/self/fd/{fd}"))),
+            (
+                "Read",
+                Capability::ReadFile(format!("{}/../../dev/fd/{fd}", cwd.path().display())),
+            ),
+            ("Read", Capability::ReadFile(link.to_string_lossy().into())),
+            ("Write", Capability::WriteFile(format!("/dev/fd/{fd}"))),
+            ("Glob", Capability::ReadTree("/dev/fd".into())),
+            ("Glob", Capability::ReadTree("/dev/fd/".into())),
         ] {
-            let needs = [Capability::ReadFile(spelling.clone())];
-            let verdict = policy.decide(&CallRequest::new("Read", &needs, &ceiling));
+            let spelling = format!("{tool} {need:?}");
+            let needs = [need];
+            let verdict = policy.decide(&CallRequest::new(tool, &needs, &ceiling));
             let Outcome::Deny(message) = &verdict.outcome else {
                 return Err(format!("{spelling} was not refused: {verdict:?}").into());
             };
