@@ -46,7 +46,9 @@ type Reply<T> = Sender<Result<T, String>>;
 
 enum Request {
     Exists(String, Reply<bool>),
-    Read(String, Reply<Vec<u8>>),
+    /// The session's lines; with a limit, only those that begin within
+    /// that many bytes.
+    Read(String, Option<i64>, Reply<Vec<u8>>),
     /// A project's sessions, newest first, with when each was last written.
     Sessions(String, Reply<Vec<(std::time::SystemTime, String)>>),
     /// Takes the session's lease; answers how many lines it has.
@@ -156,7 +158,15 @@ impl PgStore {
 
     /// The session's lines, as a file would hold them.
     pub fn read(&self, id: &str) -> Result<Vec<u8>, TranscriptError> {
-        self.ask(|r| Request::Read(id.into(), r))
+        self.ask(|r| Request::Read(id.into(), None, r))
+            .map_err(store_error("reading a transcript"))
+    }
+
+    /// The lines that begin within the first `max` bytes: the server sends
+    /// only those, not a long session whole.
+    pub fn read_head(&self, id: &str, max: usize) -> Result<Vec<u8>, TranscriptError> {
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        self.ask(|r| Request::Read(id.into(), Some(max), r))
             .map_err(store_error("reading a transcript"))
     }
 
@@ -331,8 +341,8 @@ async fn answer(client: &Client, append: &Statement, request: Request) {
                 .await;
             let _ = reply.send(row.map(|r| r.get(0)).map_err(text));
         }
-        Request::Read(id, reply) => {
-            let _ = reply.send(read(client, &id).await);
+        Request::Read(id, max, reply) => {
+            let _ = reply.send(read(client, &id, max).await);
         }
         Request::Sessions(project, reply) => {
             let _ = reply.send(sessions(client, &project).await.map_err(text));
@@ -376,13 +386,29 @@ async fn answer(client: &Client, append: &Statement, request: Request) {
     }
 }
 
-async fn read(client: &Client, id: &str) -> Result<Vec<u8>, String> {
-    let rows = client
-        .query(
-            "SELECT line FROM carapace_transcript_lines WHERE session_id = $1 ORDER BY seq",
-            &[&id],
-        )
-        .await
+async fn read(client: &Client, id: &str, max: Option<i64>) -> Result<Vec<u8>, String> {
+    let rows =
+        match max {
+            None => client
+                .query(
+                    "SELECT line FROM carapace_transcript_lines WHERE session_id = $1 ORDER BY seq",
+                    &[&id],
+                )
+                .await,
+            // Each line's offset is the bytes of the lines (and newlines)
+            // before it.
+            Some(max) => {
+                client
+                    .query(
+                        "SELECT line FROM (SELECT seq, line, sum(octet_length(line) + 1) \
+                     OVER (ORDER BY seq) - octet_length(line) - 1 AS offset_at \
+                     FROM carapace_transcript_lines WHERE session_id = $1) AS lines \
+                     WHERE offset_at < $2 ORDER BY seq",
+                        &[&id, &max],
+                    )
+                    .await
+            }
+        }
         .map_err(text)?;
     if rows.is_empty() {
         return Err(format!("no session `{id}` in the store"));

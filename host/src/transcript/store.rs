@@ -6,7 +6,7 @@
 //! from either carries the same history.
 
 use super::postgres::PgStore;
-use super::read::{Loaded, load_bytes};
+use super::read::{Loaded, load, load_bytes};
 use super::{TranscriptError, io, latest, project_dir, sessions, transcript_path};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
@@ -134,11 +134,7 @@ impl TranscriptPlace {
     /// Reads the transcript; `NotFound` when there is none.
     pub fn load(&self) -> Result<Loaded, TranscriptError> {
         match self {
-            Self::File(path) => {
-                let bytes = std::fs::read(path).map_err(io(path))?;
-                let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-                load_bytes(path, stem, &bytes)
-            }
+            Self::File(path) => load(path),
             Self::Postgres { store, id, .. } => {
                 let bytes = store.read(id)?;
                 let session = id.rsplit('/').next().unwrap_or(id);
@@ -159,7 +155,7 @@ impl TranscriptPlace {
                 }
             }
             Self::Postgres { store, id, .. } => {
-                head = store.read(id).unwrap_or_default();
+                head = store.read_head(id, max).unwrap_or_default();
                 head.truncate(max);
             }
         }

@@ -201,6 +201,40 @@ fn a_resumed_session_reads_back_byte_for_byte_and_goes_on_after_it() -> TestResu
     })
 }
 
+/// What the session picker shows a session by: its first bytes, whichever
+/// store holds it (a store sends only the lines that begin within them).
+#[test]
+fn the_head_of_a_transcript_is_its_first_bytes() -> TestResult {
+    each_store(|store| {
+        let id = session_id();
+        let transcript = store.open(&id, new_opening())?;
+        let history: Vec<Message> = (0..20)
+            .map(|n| Message::user_text("x".repeat(n * 10)))
+            .collect();
+        transcript.sync(&history);
+        drop(transcript);
+        let whole = store.bytes(&id);
+        let first_line = whole
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(0, |at| at + 1);
+        for max in [
+            0,
+            1,
+            first_line - 1,
+            first_line,
+            first_line + 1,
+            whole.len() / 2,
+            whole.len(),
+        ] {
+            let head = store.place(&id).head(max);
+            assert_eq!(head, whole[..max], "the first {max} bytes");
+        }
+        assert_eq!(store.place(&id).head(whole.len() + 1), whole);
+        Ok(())
+    })
+}
+
 #[test]
 fn a_call_cut_off_is_paired_on_load_and_the_pairing_written_on_resume() -> TestResult {
     each_store(|store| {
