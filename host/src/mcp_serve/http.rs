@@ -43,8 +43,14 @@ pub async fn bind(
         .map_err(|e| ServeError::Bind(addr, e))?;
     let serve = async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                // Out of descriptors, say: retried after a pause, not in a
+                // loop that spins a core.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
             };
             let pipeline = pipeline.clone();
             tokio::spawn(async move {

@@ -61,8 +61,14 @@ pub(super) async fn serve(
         .with_context(|| format!("binding {addr}"))?;
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                // Out of descriptors, say: retried after a pause, not in a
+                // loop that spins a core.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
             };
             let (shared, jobs) = (shared.clone(), jobs.clone());
             tokio::spawn(async move {
