@@ -1,30 +1,100 @@
 #!/usr/bin/env bash
-# What the test suite needs besides cargo, installed once: the wasm target,
-# the Python packages (the SDK, MCP, the Python examples' componentizer,
-# the Kubernetes schemas deploy/ is checked against),
-# Node with npm (the JavaScript examples and the npm MCP server),
-# ripgrep (what Grep and Glob are compared with), an OCI registry
-# (Debian's docker-registry: components are installed from it) and a
-# PostgreSQL server (the shared transcript store's tests start their own). Every
-# test that needs one of these fails without it, so nothing is skipped.
+# What the test suite needs besides cargo, installed once, so that no test
+# reaches a registry itself:
+# - the wasm target;
+# - Debian's packages: Python with venv, Node with npm, ripgrep (what Grep
+#   and Glob are compared with), an OCI registry (docker-registry: the tests
+#   start their own on loopback), PostgreSQL (the transcript store's tests
+#   start a cluster of their own), and the tools tests run (curl, ps, kill,
+#   setpriv, git);
+# - into <target>/test-deps (beside the build, never the source tree or the
+#   system's Python): a virtual environment with the Python packages (the
+#   MCP SDK, the Agent SDK, the examples' componentizer and Zig, the
+#   Kubernetes schemas deploy/ is checked against), and `npm ci` of each
+#   lock file the tests pin (tests/support/src/deps.rs finds them).
+# The examples' JavaScript toolchain (componentize-js) is installed beside
+# each example, as its build.sh would.
+# Every test that needs one of these fails without it: nothing is skipped.
+# Runs as root (apt-get) or as a user for whom every Debian package below is
+# installed already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root="$PWD"
+
 rustup target add wasm32-wasip2
-pip install -r examples/hooks/requirements.txt -r tests/mcp/requirements.txt -r tests/sdk/requirements.txt -r tests/deploy/requirements.txt
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    apt-get update && apt-get install -y nodejs npm
+
+# Debian packages, by the command (or file) each brings.
+missing=()
+need() { # need PACKAGE PROBE...: PACKAGE when no PROBE is found
+    local package="$1"
+    shift
+    for probe in "$@"; do
+        case "$probe" in
+        /*) compgen -G "$probe" >/dev/null && return 0 ;;
+        *) command -v "$probe" >/dev/null && return 0 ;;
+        esac
+    done
+    missing+=("$package")
+}
+need python3 python3
+need nodejs node
+need npm npm
+need ripgrep rg
+need docker-registry docker-registry
+need postgresql '/usr/lib/postgresql/*/bin/postgres'
+need curl curl
+need procps ps
+need util-linux setpriv
+need git git
+# Debian's Python makes virtual environments only with python3-venv.
+if command -v python3 >/dev/null && ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    missing+=(python3-venv)
 fi
-# Grep and Glob are compared with ripgrep itself (tests/tools/search.rs).
-if ! command -v rg >/dev/null; then
-    apt-get update && apt-get install -y ripgrep
+if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "tests/setup.sh: these Debian packages are missing and only root can install them: ${missing[*]}" >&2
+        exit 1
+    fi
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 fi
-# Components installed from a registry (tests/e2e/oci_registry.rs); the
-# tests start their own on loopback, never the packaged service.
-if ! command -v docker-registry >/dev/null; then
-    apt-get update && apt-get install -y docker-registry
+
+target="${CARGO_TARGET_DIR:-target}"
+case "$target" in /*) ;; *) target="$root/$target" ;; esac
+deps="$target/test-deps"
+mkdir -p "$deps/node"
+
+# Python: a virtual environment of the tests' own, reinstalled when a
+# requirements file changes.
+requirements=(examples/hooks/requirements.txt tests/mcp/requirements.txt tests/sdk/requirements.txt tests/deploy/requirements.txt)
+stamp="$(cat "${requirements[@]}" | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$deps/venv/.requirements" 2>/dev/null)" != "$stamp" ]; then
+    rm -rf "$deps/venv"
+    python3 -m venv "$deps/venv"
+    args=()
+    for file in "${requirements[@]}"; do args+=(-r "$file"); done
+    "$deps/venv/bin/pip" install --disable-pip-version-check --quiet "${args[@]}"
+    echo "$stamp" >"$deps/venv/.requirements"
 fi
-# The shared transcript store (host/src/transcript, tests/e2e/transcript_store.rs);
-# the tests start a cluster of their own on loopback, never the packaged one.
-if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
-    apt-get update && apt-get install -y postgresql
-fi
+
+# Node: each pinned lock file installed under its own name, again when the
+# lock changes. The SDK's own copy of Claude Code is an optional
+# dependency the tests do not use.
+node_install() { # node_install NAME SOURCE-DIR [NPM-ARGS...]
+    local name="$1" source="$2" dir="$deps/node/$1"
+    shift 2
+    if ! cmp -s "$source/package-lock.json" "$dir/package-lock.json" || [ ! -d "$dir/node_modules" ]; then
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        cp "$source/package.json" "$source/package-lock.json" "$dir/"
+        npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error "$@"
+    fi
+}
+node_install acp-ts tests/acp/ts
+node_install sdk-ts tests/sdk/ts --omit=optional
+node_install mcp-servers tests/mcp/servers
+for example in examples/hooks/javascript examples/tools/javascript; do
+    if [ ! -d "$example/node_modules/@bytecodealliance/componentize-js" ]; then
+        npm ci --prefix "$example" --no-audit --no-fund --loglevel=error
+    fi
+done

@@ -14,7 +14,7 @@ else
   set -- "Summarise the demo notes" --model replay:examples/demo/replay.json
 fi
 if [ -t 0 ] && [ -t 1 ]; then
-  exec ./target/debug/carapace "$@"
+  exec "${CARGO_TARGET_DIR:-target}/debug/carapace" "$@"
 else
-  exec ./target/debug/carapace -p "$@" --verbose
+  exec "${CARGO_TARGET_DIR:-target}/debug/carapace" -p "$@" --verbose
 fi

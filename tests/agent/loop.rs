@@ -30,6 +30,28 @@ fn probe(id: &str, attempts: Value, needs: Value, safe: bool) -> Block {
     )
 }
 
+/// The control a "was the stopped tool's effect ever written?" check
+/// waits on, instead of a sleep past the moment: the same kind of Probe
+/// call, in a turn nobody stops, started after the stopped one and waiting
+/// `ms` before it writes `name` in `ws`. Once it has written (which also
+/// shows such a write succeeds unstopped), the stopped call, which began
+/// earlier and waited no longer, would have written too.
+async fn unstopped_control(ws: &std::path::Path, name: &str, ms: u64) -> TestResult {
+    let written = ws.join(name);
+    let setup = Setup::new(vec![
+        Reply::tool_uses(vec![probe(
+            "toolu_control",
+            json!([{"op": "sleep", "ms": ms}, {"op": "create", "path": written.to_string_lossy()}]),
+            json!([{"kind": "write-tree", "target": ws.to_string_lossy()}]),
+            false,
+        )]),
+        Reply::text("the control is done"),
+    ]);
+    run(setup, ws, one("control")).await?;
+    assert!(written.exists(), "the unstopped control wrote its file");
+    Ok(())
+}
+
 /// The report of the Probe call `id`, from the tool_result in `run`'s
 /// request `n`.
 fn probe_report(run: &Run, n: usize, id: &str) -> Vec<Value> {

@@ -283,15 +283,26 @@ fn a_rejected_call_is_refused_and_an_unanswered_one_too() -> TestResult {
     assert!(!cwd.join("a.txt").exists(), "a refused write happened");
     let failed = &editor.updates("tool_call_update")[0];
     assert_eq!(failed["status"], "failed", "{failed}");
+    // Unanswered past --permission-timeout: refused, and the turn goes on
+    // to the model's next answer (a turn waiting on the question forever
+    // would leave `prompt` without a response).
     editor.answer = Answer::Never;
-    let started = Instant::now();
     let done = editor.prompt(&session, "write b")?;
-    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     assert!(!cwd.join("b.txt").exists(), "an unanswered write happened");
-    assert!(
-        done.get("result").is_some() || done.get("error").is_some(),
-        "{done}"
-    );
+    let updates = editor.updates("tool_call_update");
+    let last = updates.last().ok_or("no update")?;
+    assert_eq!(last["status"], "failed", "{last}");
+    // The model was told the call was refused.
+    let sent = &server.requests()[3].body["messages"];
+    let result = sent
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == "toolu_b")
+        .ok_or_else(|| format!("no result for toolu_b: {sent}"))?;
+    assert_eq!(result["is_error"], true, "{result}");
     assert_eq!(editor.close()?, Some(0));
     Ok(())
 }
@@ -344,12 +355,12 @@ fn cancel_ends_the_turn_cancelled_and_a_second_prompt_meanwhile_is_refused() -> 
             .is_some_and(|d| d.contains("--max-running")),
         "{capped}"
     );
-    let started = Instant::now();
     editor.notify("session/cancel", json!({"sessionId": session}))?;
     let ended = editor.response(running)?;
     assert_eq!(ended["result"]["stopReason"], "cancelled", "{ended}");
+    // Ended while the model's stream was still paused, not after it.
     assert!(
-        started.elapsed() < Duration::from_secs(20),
+        !server.finished_streams().contains(&1),
         "the cancel waited for the stream"
     );
     // The session goes on.
@@ -454,10 +465,9 @@ fn bad_input_gets_json_rpc_errors_and_closing_stdin_mid_turn_ends_cleanly() -> T
         json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
     )?;
     wait_for_update(&mut editor, "agent_message_chunk")?;
-    let started = Instant::now();
     assert_eq!(editor.close()?, Some(0));
     assert!(
-        started.elapsed() < Duration::from_secs(20),
+        !server.finished_streams().contains(&1),
         "the end waited for the stream"
     );
     // The prompt reached the transcript before the end.

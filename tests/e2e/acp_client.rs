@@ -262,7 +262,8 @@ async fn cancel_stops_a_sleep_and_the_turn_ends_cancelled() -> TestResult {
         Reply::tool_uses(vec![Block::tool_use(
             "toolu_sleep",
             "Bash",
-            json!({"command": "sleep 30", "description": "Wait a while"}),
+            // `started` once it runs; `finished` only if nothing stops it.
+            json!({"command": "touch started; sleep 30; touch finished", "description": "Wait a while"}),
         )]),
         Reply::text("unused"),
     ])?;
@@ -270,9 +271,10 @@ async fn cancel_stops_a_sleep_and_the_turn_ends_cancelled() -> TestResult {
     if let Ok(mut seen) = seen.lock() {
         seen.answers = VecDeque::from([PermissionOptionKind::AllowOnce]);
     }
-    let (root, watch) = (cwd.clone(), seen.clone());
+    let root = cwd.clone();
+    let started = cwd.join("started");
     let took = Arc::new(Mutex::new(None));
-    let timing = took.clone();
+    let stopped = took.clone();
     with_agent(&server, &cwd, seen.clone(), async move |connection| {
         let session = open(&connection, root).await?;
         let request = PromptRequest::new(
@@ -282,36 +284,32 @@ async fn cancel_stops_a_sleep_and_the_turn_ends_cancelled() -> TestResult {
         let running = connection.send_request(request).block_task();
         let canceller = connection.clone();
         let cancel = async move {
-            // Once the command was allowed, give it a moment to start.
-            while watch
-                .lock()
-                .map(|s| s.questions.is_empty())
-                .unwrap_or(false)
-            {
+            // Once the command (asked for and allowed) runs.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !started.exists() && Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            let started = Instant::now();
-            canceller.send_notification(CancelNotification::new(session))?;
-            Ok::<_, agent_client_protocol::Error>(started)
+            canceller.send_notification(CancelNotification::new(session))
         };
-        let (ended, started) = tokio::join!(running, cancel);
-        let stop = ended?.stop_reason;
-        if let Ok(mut took) = timing.lock() {
-            *took = Some((stop, started?.elapsed()));
+        let (ended, cancelled) = tokio::join!(running, cancel);
+        cancelled?;
+        if let Ok(mut took) = stopped.lock() {
+            *took = Some(ended?.stop_reason);
         }
         Ok(())
     })
     .await?;
-    let (stop, elapsed) = took
+    let stop = took
         .lock()
         .map_err(|_| "poisoned")?
         .take()
         .ok_or("no end")?;
     assert_eq!(stop, StopReason::Cancelled);
+    assert!(cwd.join("started").exists(), "the command ran");
+    // The turn ended before the command did: stopped, not waited for.
     assert!(
-        elapsed < Duration::from_secs(10),
-        "the cancel took {elapsed:?}"
+        !cwd.join("finished").exists(),
+        "the turn waited for the command"
     );
     let call = tool_calls(&seen).pop().ok_or("no call")?;
     assert_eq!(call.kind, ToolKind::Execute);

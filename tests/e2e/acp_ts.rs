@@ -1,6 +1,6 @@
 //! `carapace acp` driven by the official TypeScript ACP client
 //! (`@agentclientprotocol/sdk`, pinned in `tests/acp/ts/package.json`,
-//! installed here with `npm ci`) through `tests/acp/ts/driver.mjs`: what a
+//! installed by `tests/setup.sh`) through `tests/acp/ts/driver.mjs`: what a
 //! client written against the reference SDK sees, on the wire as it parses
 //! it.
 
@@ -14,41 +14,22 @@ use support::TestResult;
 
 type Failure = Box<dyn std::error::Error>;
 
-fn driver_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp/ts")
-}
-
-/// `npm ci` once (tests run in parallel: a file lock orders them).
-fn installed() -> Result<(), Failure> {
-    let dir = driver_dir();
-    let lock = std::fs::File::create(std::env::temp_dir().join("carapace-acp-ts-npm.lock"))?;
-    lock.lock()?;
-    if dir
-        .join("node_modules/@agentclientprotocol/sdk/package.json")
-        .exists()
-    {
-        return Ok(());
-    }
-    let out = Command::new("npm")
-        .args([
-            "ci",
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-            "--prefix",
-        ])
-        .arg(&dir)
-        .output()
-        .map_err(|e| format!("npm is required (the README's test command installs it): {e}"))?;
-    if !out.status.success() {
-        return Err(format!("npm ci failed: {}", String::from_utf8_lossy(&out.stderr)).into());
-    }
-    Ok(())
+/// The driver, beside the SDK `tests/setup.sh` installed from
+/// `tests/acp/ts/package-lock.json`.
+fn driver() -> Result<PathBuf, Failure> {
+    let installed = carapace_test_support::deps::node_package(
+        "acp-ts",
+        "@agentclientprotocol/sdk/package.json",
+    )?;
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp/ts/driver.mjs");
+    Ok(carapace_test_support::deps::node_driver(
+        &installed, &source,
+    )?)
 }
 
 #[test]
 fn the_typescript_client_runs_a_turn_with_a_question_and_its_updates() -> TestResult {
-    installed()?;
+    let driver = driver()?;
     let workspace = tempfile::tempdir()?;
     let cwd = workspace.path().canonicalize()?;
     let target = cwd.join("from-ts.txt");
@@ -70,7 +51,7 @@ fn the_typescript_client_runs_a_turn_with_a_question_and_its_updates() -> TestRe
             node.env(name, value);
         }
     }
-    node.arg(driver_dir().join("driver.mjs"))
+    node.arg(&driver)
         .arg(env!("CARGO_BIN_EXE_carapace"))
         .arg(&cwd)
         .arg("write the file");

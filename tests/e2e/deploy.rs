@@ -16,7 +16,7 @@ fn repo() -> PathBuf {
 
 /// `tests/deploy/validate.py` over `deploy`: its exit and what it said.
 fn validate(deploy: &Path, job_out: &Path) -> Result<(bool, String), Box<dyn std::error::Error>> {
-    let output = Command::new("python3")
+    let output = Command::new(carapace_test_support::deps::python())
         .arg(repo().join("tests/deploy/validate.py"))
         .arg(deploy)
         .arg(job_out)
@@ -183,7 +183,8 @@ fn the_images_warm_cache_serves_a_non_root_user_without_a_write() -> TestResult 
             let mut command = Command::new("setpriv");
             command
                 .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-                .arg(env!("CARGO_BIN_EXE_carapace"))
+                // A copy: the build's own may be in a folder only root enters.
+                .arg(support::binary_for_other_accounts(&dir.path().join("run"))?)
                 .env("HOME", dir.path());
             command
         }

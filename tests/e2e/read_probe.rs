@@ -458,7 +458,17 @@ fn probe_with_cache(
         )]),
         Reply::text("TOOL_EXECUTION_OK"),
     ])?;
-    let mut command = support::against(&server, &base.join("ws"));
+    // Another account cannot reach the build's binary when the clone is
+    // in a private folder: it runs a copy under `base`.
+    let as_other = confined && runs_as_root();
+    let mut command = match as_other {
+        true => support::against_at(
+            &support::binary_for_other_accounts(&base.join("run"))?,
+            &server,
+            &base.join("ws"),
+        ),
+        false => support::against(&server, &base.join("ws")),
+    };
     command
         .env(
             "HOME",
@@ -471,7 +481,7 @@ fn probe_with_cache(
             "bypassPermissions",
             "--no-session-persistence",
         ]);
-    if confined && runs_as_root() {
+    if as_other {
         command.uid(65534).gid(65534);
     }
     let run = Run::from_output(command.output()?)?;

@@ -57,7 +57,7 @@ fn quoted_after(text: &str, marker: &str) -> Vec<String> {
 }
 
 #[test]
-fn the_readme_names_every_init_field_system_line_and_variable() -> TestResult {
+fn the_readme_names_every_init_field_and_system_line() -> TestResult {
     let readme = readme()?;
     let stream = paragraph(&readme, "stream-json prints Claude Code's lines:")?;
     // Every field of the init line the binary prints.
@@ -99,31 +99,160 @@ fn the_readme_names_every_init_field_system_line_and_variable() -> TestResult {
             "README's system lines lack {kind}"
         );
     }
-    // Every variable carapace reads for itself.
-    let environment = paragraph(&readme, "\nEnvironment:")?;
-    let prefixes = ["\"CARAPACE_", "\"ANTHROPIC_", "\"MAX_"];
-    let mut variables: Vec<String> = prefixes
-        .iter()
-        .flat_map(|p| {
-            quoted_after(&sources, p)
-                .into_iter()
-                .map(move |v| format!("{}{v}", &p[1..]))
-        })
-        // Names only (not messages that start with one), and not the
-        // build-time digest prefix, which no one sets.
-        .filter(|v| {
-            v.chars()
+    Ok(())
+}
+
+/// Names shaped like environment variables that carapace's code holds but
+/// does not read from its environment: each with why it is no setting.
+const NOT_READ: &[(&str, &str)] = &[
+    ("HTTP_PROXY", "set for commands, to the egress proxy"),
+    ("HTTPS_PROXY", "set for commands, to the egress proxy"),
+    ("ALL_PROXY", "set for commands, to the egress proxy"),
+    ("NO_PROXY", "set (empty) for commands"),
+    (
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "withheld from plugins, never read",
+    ),
+    ("SHA2_256", "a digest's name in a signature"),
+];
+
+/// The host's code: its sources without comment lines and test modules
+/// (`#[cfg(test)] mod …` and all after it in a file, as the host writes
+/// them: last).
+fn host_sources_without_tests() -> std::io::Result<String> {
+    let mut text = String::new();
+    let mut stack = vec![std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src"
+    ))];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if path.is_dir() {
+                stack.push(path);
+            } else if name.ends_with(".rs") && name != "tests.rs" && !name.ends_with("_tests.rs") {
+                let source = std::fs::read_to_string(&path)?;
+                // Code only: not comments (their examples), not tests.
+                let code = source.split("#[cfg(test)]\nmod ").next().unwrap_or("");
+                for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+        }
+    }
+    Ok(text)
+}
+
+/// Every string literal in `source` shaped as an environment variable
+/// with an underscore (`MCP_TIMEOUT`): the names the code can read.
+fn variable_names(source: &str) -> Vec<String> {
+    let mut names: Vec<String> = source
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| w.contains('_') && !w.starts_with('_') && !w.ends_with('_'))
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_uppercase()))
+        .filter(|w| {
+            w.chars()
                 .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
         })
-        .filter(|v| !v.ends_with('_'))
+        .map(str::to_string)
         .collect();
-    variables.sort();
-    assert!(variables.len() >= 12, "{variables:?}");
-    for variable in variables {
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Every variable the code names is in the README's Environment paragraph
+/// and in `carapace --help`, or is one it only sets or withholds.
+#[test]
+fn the_readme_and_the_help_list_every_variable_carapace_reads() -> TestResult {
+    let readme = readme()?;
+    let environment = paragraph(&readme, "\nEnvironment:")?;
+    let help = support::carapace().arg("--help").output()?;
+    let help = String::from_utf8(help.stdout)?;
+    let help = help
+        .split("Environment:")
+        .nth(1)
+        .ok_or_else(|| format!("--help has no Environment: {help}"))?;
+    let sources = host_sources_without_tests()?;
+    let read: Vec<String> = variable_names(&sources)
+        .into_iter()
+        // Build-time variables (`env!`) are cargo's and the build script's.
+        .filter(|v| !v.starts_with("CARGO_") && !v.starts_with("CARAPACE_DIGEST_"))
+        .filter(|v| v != "OUT_DIR")
+        .filter(|v| !NOT_READ.iter().any(|(n, _)| n == v))
+        .collect();
+    assert!(read.len() >= 20, "{read:?}");
+    for variable in &read {
         assert!(
             environment.contains(&format!("`{variable}`")),
             "README's Environment lacks {variable}"
         );
+        assert!(
+            help.contains(variable.as_str()),
+            "--help's Environment lacks {variable}"
+        );
+    }
+    // And the check can fail: a name the code reads that the README did
+    // not list would be found (this one is in the code).
+    assert!(variable_names("std::env::var_os(\"MCP_TOOL_TIMEOUT\")") == ["MCP_TOOL_TIMEOUT"]);
+    Ok(())
+}
+
+/// The folders the README's Layout block names: each line's first word
+/// ending in `/`, and every `NAME/` inside the lines' descriptions.
+fn layout_block(readme: &str) -> Result<&str, String> {
+    readme
+        .split("## Layout\n\n```\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .ok_or_else(|| "README has no Layout block".to_string())
+}
+
+/// The folders a layout must name: the repository's own top-level folders
+/// (tracked ones: not `target/`, nor hidden ones) and every folder under
+/// `host/src` but insta's `snapshots/`, as `NAME/`.
+fn folders_to_name(root: &std::path::Path) -> std::io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(root)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type()?.is_dir() && !name.starts_with('.') && name != "target" {
+            names.push(format!("{name}/"));
+        }
+    }
+    let mut stack = vec![root.join("host/src")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type()?.is_dir() && name != "snapshots" {
+                names.push(format!("{name}/"));
+                stack.push(entry.path());
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+#[test]
+fn the_readme_layout_names_every_folder() -> TestResult {
+    let readme = readme()?;
+    let layout = layout_block(&readme)?;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let folders = folders_to_name(&root)?;
+    assert!(folders.len() >= 40, "{folders:?}");
+    for folder in &folders {
+        // As a word of its own: `process/` is not named by `subprocess/`.
+        let named = layout.match_indices(folder.as_str()).any(|(at, _)| {
+            at == 0 || !layout[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+        });
+        assert!(named, "README's Layout does not name {folder}");
     }
     Ok(())
 }

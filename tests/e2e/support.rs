@@ -15,18 +15,50 @@ pub struct Run {
     pub stderr: String,
 }
 
-/// The binary with an empty environment but for PATH, a private HOME and
-/// the shared component cache (so components compile once per test run).
+/// The binary with an empty environment but for PATH (with the tests'
+/// Python first: `tests/support/src/deps.rs`), a private HOME and the
+/// shared component cache (so components compile once per test run).
 pub fn carapace() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_carapace"));
+    carapace_at(Path::new(env!("CARGO_BIN_EXE_carapace")))
+}
+
+/// [`carapace`], with the binary at `program` (a copy another account can
+/// run: [`binary_for_other_accounts`]).
+pub fn carapace_at(program: &Path) -> Command {
+    let mut command = Command::new(program);
     command.env_clear();
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
     command
+        .env("PATH", carapace_test_support::deps::path_with_deps())
         .env("HOME", cache_root().join("home"))
         .env("CARAPACE_CACHE_DIR", cache_root());
     command
+}
+
+/// Copies of `carapace` and its sandbox helper in `dir/bin`, for a test
+/// that runs them as another account: the build's own binaries sit in the
+/// clone, which may be in a folder only its owner can enter (a `0700`
+/// home, a `mktemp -d` folder). `dir` and `dir/bin` are made enterable by
+/// anyone; the copies are `0755`.
+pub fn binary_for_other_accounts(dir: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin)?;
+    for folder in [dir, bin.as_path()] {
+        std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o755))?;
+    }
+    let programs = [
+        env!("CARGO_BIN_EXE_carapace"),
+        env!("CARGO_BIN_EXE_carapace-sandbox"),
+    ];
+    for program in programs {
+        let program = Path::new(program);
+        let name = program
+            .file_name()
+            .ok_or_else(|| std::io::Error::other("a binary has a file name"))?;
+        std::fs::copy(program, bin.join(name))?;
+        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(bin.join("carapace"))
 }
 
 /// The HOME every `carapace` of [`carapace`] runs with.
@@ -41,7 +73,12 @@ fn cache_root() -> PathBuf {
 /// The binary in `cwd` with the scripted server as the API (arguments and
 /// further variables are the caller's).
 pub fn against(server: &ScriptedServer, cwd: &Path) -> Command {
-    let mut command = carapace();
+    against_at(Path::new(env!("CARGO_BIN_EXE_carapace")), server, cwd)
+}
+
+/// [`against`], with the binary at `program`.
+pub fn against_at(program: &Path, server: &ScriptedServer, cwd: &Path) -> Command {
+    let mut command = carapace_at(program);
     command
         .current_dir(cwd)
         .env("ANTHROPIC_BASE_URL", server.url())

@@ -53,6 +53,8 @@ fn build_now(kind: &str, language: &str, artifact: &str) -> Result<PathBuf, BoxE
         .arg(&script)
         .arg(&out)
         .env("CARGO_TARGET_DIR", build_dir())
+        // The toolchains tests/setup.sh installed (componentize-py, Zig).
+        .env("PATH", carapace_test_support::deps::path_with_deps())
         // The nested cargo (Rust examples, the C componentizer) must not
         // inherit the test build's flags.
         .env_remove("RUSTFLAGS")

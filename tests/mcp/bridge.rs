@@ -31,54 +31,30 @@ fn missing(what: &str) -> BoxError {
     format!("{what} is required; the README's test command installs it").into()
 }
 
-/// The npm server, installed from the lock file once per test run.
+/// The npm server, as `tests/setup.sh` installed it from
+/// `tests/mcp/servers/package-lock.json`.
 fn everything() -> Result<Value, BoxError> {
-    let dir = servers_dir();
-    let lock = std::fs::File::create(std::env::temp_dir().join("carapace-mcp-npm.lock"))?;
-    lock.lock()?;
-    let entry = dir
-        .join("node_modules")
-        .join("@modelcontextprotocol")
-        .join("server-everything")
-        .join("dist")
-        .join("index.js");
-    if !entry.exists() {
-        let npm = Command::new("npm")
-            .args([
-                "ci",
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                "--prefix",
-            ])
-            .arg(&dir)
-            .output();
-        match npm {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => {
-                return Err(
-                    format!("npm ci failed: {}", String::from_utf8_lossy(&out.stderr)).into(),
-                );
-            }
-            Err(_) => return Err(missing("npm")),
-        }
-    }
+    let entry = "@modelcontextprotocol/server-everything/dist/index.js";
+    let installed = carapace_test_support::deps::node_package("mcp-servers", entry)?;
+    let entry = installed.join("node_modules").join(entry);
     Ok(json!({"command": "node", "args": [entry, "stdio"]}))
 }
 
 /// The Python server (the `mcp` package must be importable).
 fn notes() -> Result<Value, BoxError> {
-    let found = Command::new("python3")
+    let found = Command::new(carapace_test_support::deps::python())
         .args(["-c", "import mcp.server.mcpserver"])
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !found {
         return Err(missing(
-            "the `mcp` Python package (pip install -r tests/mcp/requirements.txt)",
+            "the `mcp` Python package (tests/setup.sh installs it)",
         ));
     }
-    Ok(json!({"command": "python3", "args": [servers_dir().join("notes_server.py")]}))
+    Ok(
+        json!({"command": carapace_test_support::deps::python(), "args": [servers_dir().join("notes_server.py")]}),
+    )
 }
 
 struct Session {
@@ -460,7 +436,7 @@ fn a_streamable_http_server_is_reached_by_the_bridge_over_wasi_http() -> TestRes
     // A free port, then the Python server on it.
     let port = free_port()?;
     let script = notes["args"][0].as_str().ok_or("no script")?.to_string();
-    let mut server = Command::new("python3")
+    let mut server = Command::new(carapace_test_support::deps::python())
         .arg(script)
         .args(["--http", &port.to_string()])
         .stdout(std::process::Stdio::null())
@@ -498,7 +474,7 @@ fn a_streamable_http_server_is_reached_by_the_bridge_over_wasi_http() -> TestRes
 
 #[test]
 fn a_paged_tool_list_is_followed_to_its_end() -> TestResult {
-    let server = json!({"command": "python3", "args": [servers_dir().join("paged_server.py")]});
+    let server = json!({"command": carapace_test_support::deps::python(), "args": [servers_dir().join("paged_server.py")]});
     let s = session(
         json!({"paged": server}),
         vec![

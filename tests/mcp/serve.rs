@@ -11,7 +11,7 @@ use std::process::Command;
 use support::TestResult;
 
 fn client_available() -> Result<bool, Box<dyn std::error::Error>> {
-    let found = Command::new("python3")
+    let found = Command::new(carapace_test_support::deps::python())
         .args(["-c", "import mcp.client.stdio"])
         .output()
         .map(|o| o.status.success())
@@ -19,7 +19,7 @@ fn client_available() -> Result<bool, Box<dyn std::error::Error>> {
     if found {
         return Ok(true);
     }
-    Err("the `mcp` Python package is required: pip install -r tests/mcp/requirements.txt (the README's test command does)".into())
+    Err("the `mcp` Python package is required: tests/setup.sh installs it in its virtual environment (the README's test command runs it)".into())
 }
 
 /// Runs the client against `carapace mcp serve ARGS` in `ws`.
@@ -42,10 +42,13 @@ fn drive_at(
         .join("call_carapace.py");
     let output = support::carapace()
         .get_envs()
-        .fold(&mut Command::new("python3"), |c, (k, v)| match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        })
+        .fold(
+            &mut Command::new(carapace_test_support::deps::python()),
+            |c, (k, v)| match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            },
+        )
         .env("CARAPACE_CONFIG_DIR", ws.join(".config"))
         .env("CARAPACE_MCP_URL", url.unwrap_or(""))
         .current_dir(ws)

@@ -121,6 +121,15 @@ async def partial_messages():
         emit(describe(message))
 
 
+async def wait_for_file(path, patience=30.0):
+    """Polls for a file a command creates; fails after `patience` seconds."""
+    deadline = asyncio.get_running_loop().time() + patience
+    while not os.path.exists(path):
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"{path} never appeared")
+        await asyncio.sleep(0.02)
+
+
 async def interrupt():
     opts = options(permission_mode="bypassPermissions")
     async with ClaudeSDKClient(options=opts) as client:
@@ -130,8 +139,9 @@ async def interrupt():
             if isinstance(message, AssistantMessage) and any(
                 getattr(block, "name", None) == "Bash" for block in message.content
             ):
-                # The command has started (or is about to): stop the turn.
-                await asyncio.sleep(0.5)
+                # Once the command has started (it says so with a file):
+                # stop the turn.
+                await wait_for_file(os.path.join(os.environ["WS"], "started"))
                 emit({"kind": "note", "interrupting": True})
                 await client.interrupt()
             if isinstance(message, ResultMessage):

@@ -17,12 +17,12 @@ use support::{TestResult, text_of};
 
 /// Whether the SDK can be imported; an error when CI requires it.
 fn sdk_installed() -> Result<bool, String> {
-    let found = Command::new("python3")
+    let found = Command::new(carapace_test_support::deps::python())
         .args(["-c", "import claude_agent_sdk"])
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        return Err("the `claude-agent-sdk` Python package is required: pip install -r tests/sdk/requirements.txt (the README's test command does)".into());
+        return Err("the `claude-agent-sdk` Python package is required: tests/setup.sh installs it in its virtual environment (the README's test command runs it)".into());
     }
     Ok(found)
 }
@@ -80,7 +80,7 @@ fn drive(
     std::fs::write(ws.join("notes.txt"), "the port is 8080\n")?;
     let server = ScriptedServer::start(replies(&ws))?;
     let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/sdk/driver.py");
-    let mut command = Command::new("python3");
+    let mut command = Command::new(carapace_test_support::deps::python());
     command.arg(driver).arg(scenario);
     let (lines, stderr) = run_driver(command, &ws, &home, &server)?;
     Ok(Drive {
@@ -102,10 +102,8 @@ fn run_driver(
     server: &ScriptedServer,
 ) -> Result<(Vec<Value>, String), Box<dyn std::error::Error>> {
     command.env_clear();
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
     let output = command
+        .env("PATH", carapace_test_support::deps::path_with_deps())
         .env("CARAPACE_BIN", env!("CARGO_BIN_EXE_carapace"))
         .env("WS", ws)
         .env("HOME", home)
@@ -288,7 +286,8 @@ fn an_interrupt_ends_the_turn_and_the_session_goes_on() -> TestResult {
             Reply::tool_uses(vec![Block::tool_use(
                 "toolu_long",
                 "Bash",
-                json!({"command": "sleep 30"}),
+                // `started` tells the driver the command runs.
+                json!({"command": "touch started && sleep 30"}),
             )]),
             Reply::text("still here"),
         ]

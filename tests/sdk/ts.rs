@@ -1,6 +1,6 @@
 //! carapace as the TypeScript Agent SDK's `pathToClaudeCodeExecutable`:
 //! `@anthropic-ai/claude-agent-sdk` (pinned in `tests/sdk/ts/package.json`,
-//! installed here with `npm ci`) drives the binary through
+//! installed by `tests/setup.sh`) drives the binary through
 //! `tests/sdk/ts/driver.mjs`. That SDK passes in `initialize` what the
 //! Python one passes as flags — the system prompt (`[""]` for none), the
 //! appended text, its in-process MCP servers, its agents — and sends the
@@ -14,38 +14,18 @@ use std::process::Command;
 
 type Failure = Box<dyn std::error::Error>;
 
-fn driver_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/sdk/ts")
-}
-
-/// `npm ci` once (tests run in parallel: a file lock orders them).
-fn installed() -> Result<(), Failure> {
-    let dir = driver_dir();
-    let lock = std::fs::File::create(std::env::temp_dir().join("carapace-ts-sdk-npm.lock"))?;
-    lock.lock()?;
-    if dir
-        .join("node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs")
-        .exists()
-    {
-        return Ok(());
-    }
-    // The SDK's own copy of Claude Code is an optional dependency: left out.
-    let out = Command::new("npm")
-        .args([
-            "ci",
-            "--no-audit",
-            "--no-fund",
-            "--omit=optional",
-            "--loglevel=error",
-            "--prefix",
-        ])
-        .arg(&dir)
-        .output()
-        .map_err(|e| format!("npm is required (the README's test command installs it): {e}"))?;
-    if !out.status.success() {
-        return Err(format!("npm ci failed: {}", String::from_utf8_lossy(&out.stderr)).into());
-    }
-    Ok(())
+/// The driver, beside the SDK `tests/setup.sh` installed from
+/// `tests/sdk/ts/package-lock.json` (without the SDK's own copy of
+/// Claude Code, an optional dependency).
+fn driver() -> Result<PathBuf, Failure> {
+    let installed = carapace_test_support::deps::node_package(
+        "sdk-ts",
+        "@anthropic-ai/claude-agent-sdk/sdk.mjs",
+    )?;
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/sdk/ts/driver.mjs");
+    Ok(carapace_test_support::deps::node_driver(
+        &installed, &source,
+    )?)
 }
 
 struct Drive {
@@ -78,7 +58,7 @@ fn drive(scenario: &str, replies: Vec<Reply>) -> Result<Drive, Failure> {
 
 /// [`drive`], the replies written knowing the working directory.
 fn drive_in(scenario: &str, replies: impl FnOnce(&Path) -> Vec<Reply>) -> Result<Drive, Failure> {
-    installed()?;
+    let driver = driver()?;
     let dir = tempfile::tempdir()?;
     let ws = std::fs::canonicalize(dir.path())?.join("ws");
     let home = dir.path().join("home");
@@ -87,8 +67,8 @@ fn drive_in(scenario: &str, replies: impl FnOnce(&Path) -> Vec<Reply>) -> Result
     let server = ScriptedServer::start(replies(&ws))?;
     let mut command = Command::new("node");
     command
-        .current_dir(driver_dir())
-        .arg("driver.mjs")
+        .current_dir(driver.parent().ok_or("the driver has a folder")?)
+        .arg(&driver)
         .arg(scenario);
     let (lines, stderr) = super::run_driver(command, &ws, &home, &server)?;
     if let Some(error) = lines.iter().find(|l| l["kind"] == "error") {
@@ -356,7 +336,7 @@ fn mcp_toggle_stops_offering_a_servers_tools() -> Result<(), Failure> {
 /// How to start the bridge tests' notes server from anywhere: the
 /// interpreter itself, not a shim that needs the user's HOME.
 fn notes_server() -> Result<Value, Failure> {
-    let python = Command::new("python3")
+    let python = Command::new(carapace_test_support::deps::python())
         .args(["-c", "import sys; print(sys.executable)"])
         .output()?;
     let python = String::from_utf8(python.stdout)?.trim().to_string();

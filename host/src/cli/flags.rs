@@ -26,8 +26,12 @@ pub enum InputFormat {
     after_help = "With no API key, try the replay demo: carapace 'Summarise the demo notes' --model replay:examples/demo/replay.json\n\n\
 Environment: ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, ANTHROPIC_MODEL, \
 CARAPACE_MAX_RETRIES (10), CARAPACE_RETRY_BASE_DELAY_MS (500), CARAPACE_MAX_OUTPUT_TOKENS (32000), \
-CARAPACE_STOP_HOOK_BLOCK_CAP (8), CARAPACE_AUTOCOMPACT_PCT_OVERRIDE (1-100: compact at that share \
-of the context window), CARAPACE_DISABLE_AUTO_COMPACT, CARAPACE_CACHE_DIR, CARAPACE_CONFIG_DIR, CARAPACE_LOG."
+CARAPACE_STOP_HOOK_BLOCK_CAP (8), MAX_STRUCTURED_OUTPUT_RETRIES (5), MAX_THINKING_TOKENS, \
+CARAPACE_AUTOCOMPACT_PCT_OVERRIDE (1-100: compact at that share of the context window), \
+CARAPACE_DISABLE_AUTO_COMPACT, CARAPACE_CACHE_DIR, CARAPACE_CONFIG_DIR (~/.carapace), CARAPACE_LOG, \
+CARAPACE_MANAGED_SETTINGS, CARAPACE_TRANSCRIPT_STORE (--transcript-store), \
+CLAUDE_STREAM_IDLE_TIMEOUT_MS (300000), MCP_TIMEOUT (30000), MCP_TOOL_TIMEOUT (120000), \
+CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING, DOCKER_CONFIG, NO_COLOR."
 )]
 pub struct Cli {
     /// Print the version.
@@ -336,7 +340,7 @@ impl Unsupported {
             (
                 self.background,
                 "--background",
-                "carapace has no background agents yet",
+                "carapace does not detach a session to run on its own; start it with your shell's job control or as a `carapace worker` job (agents it starts may run in the background: the Agent tool's run_in_background)",
             ),
             (
                 self.brief,

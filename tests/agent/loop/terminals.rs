@@ -171,8 +171,8 @@ async fn an_abort_while_tools_run_cancels_them_and_pairs_every_call() -> TestRes
         results[1]["isSynthetic"], true,
         "the interruption is marked"
     );
-    // Checked after the tool would have finished, had it not been stopped.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Checked once a tool started later and unstopped has finished.
+    unstopped_control(&ws, "control-done", 1500).await?;
     assert!(!marker.exists(), "the cancellable tool was stopped");
     assert_eq!(run.result()["terminal_reason"], "aborted_tools");
     Ok(())

@@ -622,8 +622,8 @@ async fn a_stream_cut_voids_the_partial_response_and_its_running_tools() -> Test
         vec![("the tool began".to_string(), true)],
         "the tool was running when the stream broke"
     );
-    // Checked after the tool would have written it, had it not been stopped.
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    // Checked once a tool started later and unstopped has written its own.
+    unstopped_control(&ws, "control-late", 1500).await?;
     assert!(
         !late.exists(),
         "the voided response's tool was stopped before its effect"

@@ -80,7 +80,11 @@ fn sigterm_during_a_command_ends_its_whole_tree() -> TestResult {
     let ws = tempfile::tempdir()?;
     let wsp = std::fs::canonicalize(ws.path())?;
     // A command that leaves a detached process behind, then runs on.
-    let command = "setsid sh -c 'echo > detached; sleep 1; echo late > late' > /dev/null 2>&1 < /dev/null & echo > started; sleep 60";
+    let late = wsp.join("late");
+    let command = format!(
+        "setsid sh -c 'echo > detached; sleep 1; echo late > {}' > /dev/null 2>&1 < /dev/null & echo > started; sleep 60",
+        late.display()
+    );
     let server = ScriptedServer::start(vec![
         Reply::tool_uses(vec![Block::tool_use(
             "toolu_1",
@@ -99,12 +103,11 @@ fn sigterm_during_a_command_ends_its_whole_tree() -> TestResult {
     signal(&child, "TERM")?;
     let output = child.wait_with_output()?;
     assert!(!output.status.success());
-    // Past the moment the detached process would have written.
-    std::thread::sleep(Duration::from_millis(2000));
-    assert!(
-        !wsp.join("late").exists(),
-        "a process of the command outlived carapace"
-    );
+    // Once nothing that could write it runs, it was never written.
+    let needle = late.to_string_lossy();
+    carapace_test_support::processes::wait_until_none_mention(&needle, Duration::from_secs(30))
+        .map_err(|left| format!("a process of the command outlived carapace: {left}"))?;
+    assert!(!late.exists(), "a process of the command outlived carapace");
     Ok(())
 }
 
@@ -112,8 +115,9 @@ fn sigterm_during_a_command_ends_its_whole_tree() -> TestResult {
 fn a_background_shell_dies_with_a_sigkilled_carapace() -> TestResult {
     let ws = tempfile::tempdir()?;
     let wsp = std::fs::canonicalize(ws.path())?;
-    // Touches `alive` every 100 ms for a minute.
-    let command = "while true; do touch alive; sleep 0.1; done";
+    // Touches `alive` every 100 ms, for ever.
+    let alive = wsp.join("alive");
+    let command = format!("while true; do touch {}; sleep 0.1; done", alive.display());
     let server = ScriptedServer::start(vec![
         Reply::tool_uses(vec![Block::tool_use(
             "toolu_bg",
@@ -125,18 +129,14 @@ fn a_background_shell_dies_with_a_sigkilled_carapace() -> TestResult {
     ])?;
     let mut child = spawn(&server, &wsp, &["-p", "hello", "--allowedTools", "Bash"])?;
     wait_for_requests(&server, 2)?;
-    let alive = wsp.join("alive");
     wait_until(|| alive.exists(), "the background shell never started")?;
     // SIGKILL: none of carapace's own clean-up runs. The call's init sees
     // its output pipe break and takes the namespace down with it.
     child.kill()?;
     child.wait()?;
-    std::thread::sleep(Duration::from_millis(1000));
-    std::fs::remove_file(&alive)?;
-    std::thread::sleep(Duration::from_millis(1000));
-    assert!(
-        !alive.exists(),
-        "the background shell outlived a SIGKILLed carapace"
-    );
+    // The loop never ends by itself: gone means taken down with carapace.
+    let needle = alive.to_string_lossy();
+    carapace_test_support::processes::wait_until_none_mention(&needle, Duration::from_secs(30))
+        .map_err(|left| format!("the background shell outlived a SIGKILLed carapace: {left}"))?;
     Ok(())
 }

@@ -63,10 +63,18 @@ fn a_huge_line_is_refused_in_linear_time_and_not_retried() -> TestResult {
 #[test]
 fn a_stalled_stream_hits_the_idle_timeout_and_is_retried() -> TestResult {
     let ws = tempfile::tempdir()?;
-    let server = ScriptedServer::start(vec![
-        partial_then(Step::Pause(Duration::from_secs(60))),
-        Reply::text("after the retry"),
-    ])?;
+    let stalled = || {
+        ScriptedServer::start(vec![
+            partial_then(Step::Pause(Duration::from_secs(60))),
+            Reply::text("after the retry"),
+        ])
+    };
+    // The control, started first: with the default (five minutes) the
+    // same stall is waited on.
+    let waiting_server = stalled()?;
+    let mut waiting = spawn(&waiting_server, ws.path(), &["-p", "hello"])?;
+    wait_for_requests(&waiting_server, 1)?;
+    let server = stalled()?;
     let output = support::against(&server, ws.path())
         .env("CLAUDE_STREAM_IDLE_TIMEOUT_MS", "300")
         .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
@@ -81,19 +89,12 @@ fn a_stalled_stream_hits_the_idle_timeout_and_is_retried() -> TestResult {
         "the stalled attempt was retried: {stdout}"
     );
     assert_eq!(last_line(&stdout)?["result"], "after the retry");
-    // The control: with the default (five minutes) the same stall is still
-    // waited on.
-    let server = ScriptedServer::start(vec![
-        partial_then(Step::Pause(Duration::from_secs(60))),
-        Reply::text("after the retry"),
-    ])?;
-    let mut child = spawn(&server, ws.path(), &["-p", "hello"])?;
-    wait_for_requests(&server, 1)?;
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(child.try_wait()?.is_none(), "still waiting on the stall");
-    assert_eq!(server.requests().len(), 1);
-    child.kill()?;
-    child.wait()?;
+    // The control has been stalled at least as long as the run above
+    // waited before its retry, and is still waiting.
+    assert!(waiting.try_wait()?.is_none(), "still waiting on the stall");
+    assert_eq!(waiting_server.requests().len(), 1);
+    waiting.kill()?;
+    waiting.wait()?;
     Ok(())
 }
 
@@ -160,14 +161,15 @@ fn sigterm_ends_a_run_whose_stream_trickles() -> TestResult {
     let printed = Printed::watch(&mut child)?;
     // The trickle has begun: the block before it was printed.
     printed.wait_for(assistant_block("text"), "the first block never printed")?;
-    let asked = Instant::now();
     signal(&child, "TERM")?;
     let output = child.wait_with_output()?;
-    let took = asked.elapsed();
     assert_eq!(output.status.code(), Some(1));
-    // The requirement is a second; the bound only tells a hang from a slow
-    // machine.
-    assert!(took < Duration::from_secs(5), "SIGTERM took {took:?}");
+    // Ended while the trickle (some seventeen minutes of it) went on: not
+    // waited out. How long SIGTERM takes is measured by a bench.
+    assert!(
+        !server.finished_streams().contains(&1),
+        "the run waited for the stream"
+    );
     assert_eq!(
         last_line(&printed.all())?["terminal_reason"],
         "aborted_streaming"

@@ -333,6 +333,9 @@ struct Shared {
     gates: Vec<(String, bool)>,
     /// Static files served on `GET /files/NAME` (plugin downloads).
     files: BTreeMap<String, Vec<u8>>,
+    /// Messages requests (numbered from 1) whose scripted stream ran to
+    /// its last step: every pause waited out, every event sent.
+    finished: Vec<usize>,
 }
 
 /// How many Messages requests a server has received, readable while the
@@ -439,6 +442,17 @@ impl ScriptedServer {
             state.files.insert(name.to_string(), bytes);
         }
         format!("{}/files/{name}", self.url())
+    }
+
+    /// The Messages requests (numbered from 1) whose response stream ran
+    /// to its end. A client that stopped waiting ended the stream early: a
+    /// pause it did not wait out leaves its request off this list — how a
+    /// test tells "ended while the stream still paused" without a clock.
+    pub fn finished_streams(&self) -> Vec<usize> {
+        self.shared
+            .lock()
+            .map(|s| s.finished.clone())
+            .unwrap_or_default()
     }
 
     /// Replies not yet used.
@@ -627,6 +641,9 @@ async fn handle(
                     return;
                 }
             }
+        }
+        if let Ok(mut state) = shared.lock() {
+            state.finished.push(n);
         }
     });
     let stream = futures_stream(rx);

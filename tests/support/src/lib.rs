@@ -2,7 +2,9 @@
 //! compiled-component cache they all use (so each component is compiled
 //! once per target directory, not once per test), and sandboxes on it.
 
+pub mod deps;
 pub mod postgres;
+pub mod processes;
 pub mod pty;
 pub mod registry;
 pub mod sigstore;
@@ -15,16 +17,7 @@ use std::path::PathBuf;
 /// `CARGO_TARGET_TMPDIR`), found from the running test binary
 /// (`<target>/<profile>/deps/<name>`).
 pub fn cache_root() -> PathBuf {
-    let target = std::env::current_exe().ok().and_then(|exe| {
-        exe.parent()?
-            .parent()?
-            .parent()
-            .map(std::path::Path::to_path_buf)
-    });
-    target
-        .map(|t| t.join("tmp"))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("carapace-cache")
+    deps::target_dir().join("tmp").join("carapace-cache")
 }
 
 /// The tests' compiled-component cache (what a `carapace` started with

@@ -141,7 +141,12 @@ async fn a_background_shell_starts_only_the_granted_line_and_ends_when_killed() 
     assert!(refused.contains("not granted"), "{report}");
     let shells = b.sandbox.shells().ok_or("no shells")?;
     assert_eq!(shells.list().len(), 1, "only the granted line started");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Refused before anything ran: no process was started for it.
+    let needle = smuggled_file.to_string_lossy();
+    assert_eq!(
+        carapace_test_support::processes::mentioning(&needle),
+        Vec::<u32>::new()
+    );
     assert!(!smuggled_file.exists());
     assert_eq!(shells.read_status("bash_1")?, ShellStatus::Running);
     shells.kill_all().await;

@@ -7,7 +7,11 @@ async fn glob_lists_oldest_first_relative_and_caps() -> TestResult {
     let b = bench(PermissionMode::Default, &[]).await?;
     std::fs::create_dir_all(b.ws.join("src/nested"))?;
     std::fs::write(b.ws.join("src/old.rs"), "")?;
-    std::thread::sleep(Duration::from_millis(20));
+    // Older by its time, not by a pause: a clock tick may be coarse.
+    std::fs::File::options()
+        .write(true)
+        .open(b.ws.join("src/old.rs"))?
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(60))?;
     std::fs::write(b.ws.join("src/nested/new.rs"), "")?;
     std::fs::write(b.ws.join("src/readme.md"), "")?;
     // As Claude Code 2.1.197: relative to the working directory, the

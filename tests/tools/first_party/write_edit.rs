@@ -136,9 +136,13 @@ async fn edit_replaces_exactly_and_needs_a_fresh_read() -> TestResult {
         "port = 9090\nhost = \"b\"\nport_alt = 9090\n"
     );
 
-    // Changed on disk since the last read: stale, read again.
-    std::thread::sleep(Duration::from_millis(20));
+    // Changed on disk since the last read: stale, read again. (Its time
+    // moved on explicitly: a write within the clock's tick keeps it.)
     std::fs::write(&file, "port = 1\n")?;
+    std::fs::File::options()
+        .write(true)
+        .open(&file)?
+        .set_modified(std::time::SystemTime::now() + Duration::from_secs(2))?;
     let stale = b
         .call(
             "Edit",

@@ -147,13 +147,10 @@ mod tests {
         static COUNTED: AtomicUsize = AtomicUsize::new(0);
         assert!(bounds::check(slow).is_ok(), "within the bounds");
         let short = Duration::from_millis(1);
-        let started = std::time::Instant::now();
         let refused = analyse_counted(slow, short, &COUNTED);
         assert_eq!(refused, Analysis::Exceeds(Exceeded::Time { limit: short }));
-        assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "the caller waited"
-        );
+        // The caller was answered while the parse still runs: not waited for.
+        assert!(COUNTED.load(Ordering::Acquire) > 0, "the caller waited");
         // While it runs on, the next line is refused unparsed.
         let next = analyse_counted("ls", ANALYSIS_DEADLINE, &COUNTED);
         assert_eq!(next, Analysis::Exceeds(Exceeded::Busy));
