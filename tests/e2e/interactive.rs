@@ -65,10 +65,26 @@ impl Screen {
         self.0.wait_for(text, WAIT)
     }
 
-    /// Types a prompt and sends it.
+    /// Waits until the screen shows `text` at least `n` times.
+    fn wait_for_count(&self, text: &str, n: usize) -> Result<(), String> {
+        let deadline = std::time::Instant::now() + WAIT;
+        while self.contents().matches(text).count() < n {
+            if std::time::Instant::now() > deadline {
+                return Err(format!(
+                    "the screen never showed {text:?} {n} times:\n{}",
+                    self.contents()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// Types a prompt and, once the prompt line shows it, sends it (keys
+    /// that came in one burst with the Enter would be taken as a paste).
     fn send(&self, text: &str) -> TestResult {
         self.keys(text)?;
-        std::thread::sleep(Duration::from_millis(100));
+        self.wait_for(&typed(text))?;
         self.keys("\r")
     }
 
@@ -83,6 +99,34 @@ impl Screen {
         assert!(status.success(), "{status:?}\n{}", self.contents());
         Ok(())
     }
+}
+
+/// Every transcript under `projects` a minute older: sessions listed by
+/// time are ordered without waiting for the clock.
+fn age_transcripts(projects: &Path) -> std::io::Result<()> {
+    let minute_ago = std::time::SystemTime::now() - Duration::from_secs(60);
+    for project in std::fs::read_dir(projects)? {
+        for file in std::fs::read_dir(project?.path())? {
+            let path = file?.path();
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                let modified = std::fs::metadata(&path)?.modified()?;
+                std::fs::File::options()
+                    .write(true)
+                    .open(&path)?
+                    .set_modified(modified.min(minute_ago))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What the prompt line shows once `text` is typed (after whatever the
+/// line held already): its last thirty characters at most, which stay on
+/// one row.
+fn typed(text: &str) -> String {
+    let last_line = text.lines().last().unwrap_or(text);
+    let chars: Vec<char> = last_line.chars().collect();
+    chars[chars.len().saturating_sub(30)..].iter().collect()
 }
 
 fn workspace() -> Result<tempfile::TempDir, Box<dyn std::error::Error>> {
@@ -290,7 +334,8 @@ fn sigterm_gives_the_terminal_back() -> TestResult {
 
 #[test]
 fn a_resized_terminal_is_drawn_to_its_new_width() -> TestResult {
-    let server = ScriptedServer::start(vec![Reply::text("word ".repeat(40))])?;
+    // Six-character words: carapace wraps between them.
+    let server = ScriptedServer::start(vec![Reply::text("words ".repeat(40))])?;
     let dir = workspace()?;
     let mut screen = Screen::open(&server, dir.path(), &[])?;
     screen.wait_for("> ")?;
@@ -305,21 +350,49 @@ fn a_resized_terminal_is_drawn_to_its_new_width() -> TestResult {
         .map_err(|e| e.to_string())?;
     if let Ok(mut parser) = screen.parser.lock() {
         parser.screen_mut().set_size(ROWS, 40);
+        parser.process(b"\x1b[2J\x1b[H");
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // Drawn again at the new width: a rule of 40, not one of 100 that the
+    // terminal wrapped (40, 40 and 20).
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let shown = screen.contents();
+        let rules: Vec<usize> = shown
+            .lines()
+            .map(str::trim_end)
+            .filter(|l| !l.is_empty() && l.chars().all(|c| c == '─'))
+            .map(|l| l.chars().count())
+            .collect();
+        if rules.contains(&40) && !rules.contains(&20) {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("never drawn at 40 columns:\n{shown}").into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     screen.send("talk")?;
-    screen.wait_for("word word")?;
-    let widest = screen
-        .contents()
+    screen.wait_for("words words")?;
+    let shown = screen.contents();
+    let answer: Vec<&str> = shown.lines().filter(|l| l.contains("words")).collect();
+    assert!(answer.len() >= 6, "the answer spans lines:\n{shown}");
+    let split: Vec<&str> = answer
+        .iter()
+        .flat_map(|l| l.split_whitespace())
+        .filter(|w| *w != "words" && *w != "⏺")
+        .collect();
+    assert!(
+        split.is_empty(),
+        "words cut by the terminal's own wrapping ({split:?}):\n{shown}"
+    );
+    // The emulator joins the rows it wrapped itself into one line: none
+    // is wider than the terminal when carapace wrapped them all.
+    let widest = shown
         .lines()
         .map(|l| l.trim_end().chars().count())
         .max()
         .unwrap_or(0);
-    assert!(
-        widest <= 40,
-        "a row is {widest} wide:\n{}",
-        screen.contents()
-    );
+    assert!(widest <= 40, "a row is {widest} wide:\n{shown}");
     screen.exit()
 }
 
@@ -330,7 +403,8 @@ fn a_message_typed_during_a_turn_is_taken_between_tool_batches() -> TestResult {
         Reply::tool_uses(vec![Block::tool_use(
             "toolu_1",
             "Bash",
-            json!({"command": "sleep 2"}),
+            // Runs until the test says the message is queued.
+            json!({"command": "while [ ! -e go ]; do sleep 0.01; done"}),
         )]),
         Reply::text("saw both"),
     ])?;
@@ -339,6 +413,8 @@ fn a_message_typed_during_a_turn_is_taken_between_tool_batches() -> TestResult {
     screen.send("first")?;
     screen.wait_for("running…")?;
     screen.send("and also this")?;
+    screen.wait_for("(queued; type more or wait)")?;
+    std::fs::write(dir.path().join("go"), "")?;
     screen.wait_for("saw both")?;
     let requests = server.requests();
     assert_eq!(
@@ -452,8 +528,9 @@ fn resume_without_an_id_lists_the_projects_sessions_to_choose_from() -> TestResu
             "{}",
             String::from_utf8_lossy(&run.stderr)
         );
-        // Distinct modification times order the list.
-        std::thread::sleep(Duration::from_millis(20));
+        // Distinct modification times order the list: the earlier
+        // sessions' made older than any clock tick would.
+        age_transcripts(&dir.path().join(".config-home/projects"))?;
     }
     let mut screen = Screen::open(&server, dir.path(), &["--resume"])?;
     screen.wait_for("Resume a session")?;
@@ -481,19 +558,20 @@ fn a_bang_command_runs_in_the_sandbox_and_joins_the_next_message() -> TestResult
     let server = ScriptedServer::start(vec![Reply::text("I see the listing")])?;
     let mut screen = Screen::open(&server, dir.path(), &["--allowedTools", "Bash"])?;
     screen.wait_for("> ")?;
-    screen.send("!cat notes.txt; echo from-the-sandbox")?;
-    screen.wait_for("from-the-sandbox")?;
+    // What it prints is not what was typed: the wait is on its output.
+    screen.send("!cat notes.txt; echo from-the-sandbox | tr a-z A-Z")?;
+    screen.wait_for("FROM-THE-SANDBOX")?;
     assert!(server.requests().is_empty(), "a command is not a message");
     screen.send("what did it print?")?;
     screen.wait_for("I see the listing")?;
     let requests = server.requests();
     let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
     assert!(
-        sent.contains("<bash-input>cat notes.txt; echo from-the-sandbox</bash-input>"),
+        sent.contains("<bash-input>cat notes.txt; echo from-the-sandbox | tr a-z A-Z</bash-input>"),
         "{sent}"
     );
     assert!(
-        sent.contains("from-the-sandbox") && sent.contains("what did it print?"),
+        sent.contains("FROM-THE-SANDBOX") && sent.contains("what did it print?"),
         "{sent}"
     );
     screen.exit()
@@ -529,7 +607,6 @@ fn clear_starts_a_new_session_and_resume_goes_back_to_the_old_one() -> TestResul
     screen.wait_for("first answer")?;
     let first_id = server.requests()[0].body["metadata"]["user_id"].to_string();
     screen.send("/clear")?;
-    std::thread::sleep(Duration::from_millis(500));
     screen.send("second question")?;
     screen.wait_for("fresh answer")?;
     let requests = server.requests();
@@ -564,8 +641,8 @@ fn clear_starts_a_new_session_and_resume_goes_back_to_the_old_one() -> TestResul
         return Err(format!("sessions with the first question: {ids:?} ({first_id})").into());
     };
     screen.send(&format!("/resume {old}"))?;
-    screen.wait_for("first answer")?;
-    std::thread::sleep(Duration::from_millis(500));
+    // Shown again, under the first time it was.
+    screen.wait_for_count("first answer", 2)?;
     screen.send("and again")?;
     screen.wait_for("old one again")?;
     let requests = server.requests();

@@ -475,9 +475,28 @@ fn a_job_retried_on_another_machine_after_sigterm_goes_on_with_its_session() -> 
             .spawn()?)
     };
     let first = Machine::new(&ws)?;
-    let stopped = job(&first)?;
-    wait_for("the first request", || server.requests().len() == 1)?;
-    std::thread::sleep(Duration::from_millis(300));
+    let mut stopped = job(&first)?;
+    // Stopped once the worker has printed the call the response began
+    // with (its stream-json, a line per block as it completes).
+    let (seen, lines) = std::sync::mpsc::channel();
+    let stdout = stopped.stdout.take().ok_or("no stdout")?;
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if seen.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        let line = lines.recv_timeout(Duration::from_secs(30))?;
+        if line.contains("\"tool_use\"") && line.contains("toolu_1") {
+            break;
+        }
+    }
     Command::new("kill")
         .args(["-TERM", &stopped.id().to_string()])
         .status()?;
