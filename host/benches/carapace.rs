@@ -37,6 +37,8 @@ type BenchResult = Result<(), Box<dyn std::error::Error>>;
 
 #[path = "carapace/acp.rs"]
 mod acp;
+#[path = "carapace/commands.rs"]
+mod commands;
 #[path = "carapace/context.rs"]
 mod context;
 #[path = "carapace/egress.rs"]
@@ -142,6 +144,12 @@ fn main() -> BenchResult {
     }
     if wanted("acp") {
         acp::acp_benches(&cache, work.path())?;
+    }
+    if wanted("commands") {
+        runtime.block_on(commands::helper_benches(&cache))?;
+    }
+    if wanted("signals") {
+        commands::sigterm_benches(&cache, work.path())?;
     }
     Ok(())
 }

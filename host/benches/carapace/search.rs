@@ -140,6 +140,101 @@ fn compare(tree: &Path, name: &str, home: &Path, cache: &Path) -> BenchResult {
     Ok(())
 }
 
+/// Resident memory by kind, from `/proc/PID/smaps`, in KiB: the binary's
+/// and libraries' code (file-backed, executable), their read-only data
+/// (file-backed, read-only) and anonymous memory (heap, stacks, the rest).
+#[derive(Clone, Copy, Default)]
+struct Resident {
+    code: u64,
+    read_only: u64,
+    anonymous: u64,
+}
+
+fn resident(pid: u32) -> Option<Resident> {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+    let mut found = Resident::default();
+    let mut kind: Option<fn(&mut Resident) -> &mut u64> = None;
+    for line in smaps.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        // A mapping's header: address range, permissions, offset, device,
+        // inode, then its path when it has one.
+        if words.len() >= 5 && words[0].contains('-') && words[1].len() == 4 {
+            let file_backed = words.get(5).is_some_and(|p| p.starts_with('/'));
+            kind = match (file_backed, words[1]) {
+                (true, perms) if perms.contains('x') => Some(|r| &mut r.code),
+                (true, perms) if !perms.contains('w') => Some(|r| &mut r.read_only),
+                (false, _) => Some(|r| &mut r.anonymous),
+                _ => None,
+            };
+        } else if let (Some(kind), Some(kib)) = (kind, line.strip_prefix("Rss:")) {
+            *kind(&mut found) += kib
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()?;
+        }
+    }
+    Some(found)
+}
+
+/// Where a process's peak lies: its smaps read every 2 ms until it exits
+/// (an untimed run: reading smaps slows what it reads), the reading with
+/// the most resident kept.
+fn resident_at_peak(
+    mut child: std::process::Child,
+) -> Result<Resident, Box<dyn std::error::Error>> {
+    let mut peak = Resident::default();
+    let total = |r: &Resident| r.code + r.read_only + r.anonymous;
+    while child.try_wait()?.is_none() {
+        if let Some(now) = resident(child.id())
+            && total(&now) > total(&peak)
+        {
+            peak = now;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(peak)
+}
+
+/// The breakdown of carapace's and ripgrep's peaks for Grep's first case.
+fn breakdown(tree: &Path, home: &Path, cache: &Path) -> BenchResult {
+    let Some(case) = cases().into_iter().next() else {
+        return Ok(());
+    };
+    let ours = resident_at_peak(
+        std::process::Command::new(carapace_binary())
+            .current_dir(tree)
+            .env_clear()
+            .env("HOME", home)
+            .env("CARAPACE_CACHE_DIR", cache)
+            .args(["tool", "call", "grep", case.tool])
+            .arg("--input")
+            .arg(case.input.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()?,
+    )?;
+    let theirs = resident_at_peak(
+        std::process::Command::new("rg")
+            .current_dir(tree)
+            .args(&case.rg)
+            .stdout(std::process::Stdio::null())
+            .spawn()?,
+    )?;
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    for (who, r) in [("carapace tool call", ours), ("rg", theirs)] {
+        println!(
+            "| search: {} on the generated tree — {who}, resident at its peak (smaps) | 1 | | | | code {:.1} MiB, read-only data {:.1} MiB, anonymous {:.1} MiB |",
+            case.label,
+            mib(r.code),
+            mib(r.read_only),
+            mib(r.anonymous)
+        );
+    }
+    Ok(())
+}
+
 pub fn search_benches(work: &Path, cache: &Path) -> BenchResult {
     if std::process::Command::new("rg")
         .arg("--version")
@@ -155,6 +250,7 @@ pub fn search_benches(work: &Path, cache: &Path) -> BenchResult {
         work,
         cache,
     )?;
+    breakdown(&tree, work, cache)?;
     let registry = std::env::var_os("HOME")
         .map(|home| Path::new(&home).join(".cargo/registry/src"))
         .and_then(|src| {

@@ -216,6 +216,36 @@ fn concurrent_append_bench(
     Ok(())
 }
 
+/// What `pgbench` gets from the same server doing what the store does
+/// for a turn of two messages, with no carapace around it: the two lines
+/// in one `INSERT … unnest` (the store's statement; `ON CONFLICT DO
+/// NOTHING` because pgbench picks the line numbers at random), committed
+/// without waiting for the WAL, then the turn's commit that waits for it
+/// — as many turns and connections as the bench above, in the same run.
+fn pgbench_reference(postgres: &Postgres) -> BenchResult {
+    let script = "\\set seq random(1, 2000000000)
+INSERT INTO carapace_transcript_lines (session_id, seq, project, line) \
+SELECT 'pgbench-' || :client_id, :seq + n - 1, 'bench', line \
+FROM unnest(ARRAY[repeat('c', 1100), repeat('r', 1100)]) WITH ORDINALITY AS batch(line, n) \
+ON CONFLICT DO NOTHING;
+BEGIN;
+SET LOCAL synchronous_commit = on;
+SELECT txid_current();
+COMMIT;
+";
+    for writers in [8usize, 64] {
+        let turns = 4_000 / writers;
+        let run = postgres.pgbench(script, writers, turns, "-c synchronous_commit=off")?;
+        println!(
+            "| session_append (pgbench): {writers} connections, the same statements | {} | | | | {:.0} rows/s in all ({:.0} turns/s), a commit that waits every 2 |",
+            run.transactions * 2,
+            run.tps * 2.0,
+            run.tps
+        );
+    }
+    Ok(())
+}
+
 /// 10,000 messages: 4,999 tool rounds of ~500 B results, a prompt and an
 /// answer.
 fn long_history() -> Vec<Message> {
@@ -281,6 +311,9 @@ pub(super) fn session_benches(
                     })
                 };
                 concurrent_append_bench(name, &connect, dir.path())?;
+                if matches!(store, TranscriptStore::Postgres(_)) {
+                    pgbench_reference(&postgres)?;
+                }
             }
             if wanted("session_resume") {
                 resume_bench(name, store, dir.path())?;

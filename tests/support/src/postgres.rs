@@ -211,6 +211,68 @@ impl Postgres {
     }
 }
 
+/// What one `pgbench` run did: its transactions, in how long.
+pub struct PgbenchRun {
+    pub transactions: u64,
+    pub tps: f64,
+}
+
+impl Postgres {
+    /// Runs `pgbench` against this server with `script` (its own
+    /// statements, no TPC-B tables): `clients` connections on two threads,
+    /// `per_client` transactions each, `options` as each connection's
+    /// settings (`-c synchronous_commit=off`). The reference a bench of
+    /// what carapace does with the same statements is put beside.
+    pub fn pgbench(
+        &self,
+        script: &str,
+        clients: usize,
+        per_client: usize,
+        options: &str,
+    ) -> Result<PgbenchRun, Error> {
+        let bin = binaries().ok_or("no PostgreSQL binaries")?;
+        let file = tempfile::Builder::new().suffix(".sql").tempfile()?;
+        std::fs::write(file.path(), script)?;
+        let output = Command::new(bin.join("pgbench"))
+            .args(["-n", "-M", "prepared", "-j", "2"])
+            .arg(format!("-c{clients}"))
+            .arg(format!("-t{per_client}"))
+            .arg("-f")
+            .arg(file.path())
+            .arg(self.url())
+            .env("PGOPTIONS", options)
+            .output()?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            return Err(format!(
+                "pgbench failed: {stdout}{}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+            .into());
+        }
+        let field = |prefix: &str| -> Option<f64> {
+            stdout
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(prefix))
+                .and_then(|rest| {
+                    rest.split_whitespace()
+                        .next()?
+                        .split('/')
+                        .next()?
+                        .parse()
+                        .ok()
+                })
+        };
+        let transactions = field("number of transactions actually processed:")
+            .ok_or_else(|| format!("no transaction count in: {stdout}"))?;
+        let tps = field("tps = ").ok_or_else(|| format!("no tps in: {stdout}"))?;
+        Ok(PgbenchRun {
+            transactions: transactions as u64,
+            tps,
+        })
+    }
+}
+
 impl Drop for Postgres {
     fn drop(&mut self) {
         drop(self.stdin.take());
