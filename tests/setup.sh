@@ -11,9 +11,8 @@
 #   system's Python): a virtual environment with the Python packages (the
 #   MCP SDK, the Agent SDK, the examples' componentizer and Zig, the
 #   Kubernetes schemas deploy/ is checked against), and `npm ci` of each
-#   lock file the tests pin (tests/support/src/deps.rs finds them).
-# The examples' JavaScript toolchain (componentize-js) is installed beside
-# each example, as its build.sh would.
+#   lock file the tests pin, the examples' componentizer's too
+#   (tests/support/src/deps.rs finds them).
 # Every test that needs one of these fails without it: nothing is skipped.
 # Runs as root (apt-get) or as a user for whom every Debian package below is
 # installed already.
@@ -93,8 +92,6 @@ node_install() { # node_install NAME SOURCE-DIR [NPM-ARGS...]
 node_install acp-ts tests/acp/ts
 node_install sdk-ts tests/sdk/ts --omit=optional
 node_install mcp-servers tests/mcp/servers
-for example in examples/hooks/javascript examples/tools/javascript; do
-    if [ ! -d "$example/node_modules/@bytecodealliance/componentize-js" ]; then
-        npm ci --prefix "$example" --no-audit --no-fund --loglevel=error
-    fi
-done
+# The JavaScript examples' componentizer (the hook's and the tool's pin
+# the same versions; their build.sh finds it in COMPONENTIZE_JS_PREFIX).
+node_install componentize-js examples/tools/javascript

@@ -53,8 +53,14 @@ fn build_now(kind: &str, language: &str, artifact: &str) -> Result<PathBuf, BoxE
         .arg(&script)
         .arg(&out)
         .env("CARGO_TARGET_DIR", build_dir())
-        // The toolchains tests/setup.sh installed (componentize-py, Zig).
+        // The toolchains tests/setup.sh installed (componentize-py, Zig,
+        // componentize-js), none of them in the source tree, which a build
+        // only reads.
         .env("PATH", carapace_test_support::deps::path_with_deps())
+        .env(
+            "COMPONENTIZE_JS_PREFIX",
+            carapace_test_support::deps::deps_dir().join("node/componentize-js"),
+        )
         // The nested cargo (Rust examples, the C componentizer) must not
         // inherit the test build's flags.
         .env_remove("RUSTFLAGS")

@@ -7,24 +7,35 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-$here/../out}"
 mkdir -p "$out"
+out="$(cd "$out" && pwd)"
 if ! command -v npm >/dev/null; then
   echo "npm is not installed (Node.js 20 or later is needed)" >&2
   exit 3
 fi
-if [ ! -d "$here/node_modules/@bytecodealliance/componentize-js" ]; then
-  npm ci --prefix "$here" --no-audit --no-fund --loglevel=error >&2
+# componentize-js and jco: installed beside the example that pins them, or
+# in COMPONENTIZE_JS_PREFIX (a folder holding their node_modules, as the
+# test suite's setup installs them outside the source tree).
+prefix="${COMPONENTIZE_JS_PREFIX:-$here}"
+if [ ! -d "$prefix/node_modules/@bytecodealliance/componentize-js" ]; then
+  if [ -n "${COMPONENTIZE_JS_PREFIX:-}" ]; then
+    echo "componentize-js is not installed in $COMPONENTIZE_JS_PREFIX" >&2
+    exit 3
+  fi
+  npm ci --prefix "$prefix" --no-audit --no-fund --loglevel=error >&2
 fi
 # The world's packages: carapace:hook from this repository, WASI from jco.
-# (Inside this directory: jco's tools see only the working directory.)
-wit="$here/.wit-build"
-rm -rf "$wit"
-trap 'rm -rf "$wit"' EXIT
+# Built in a folder of its own (componentize-js reads WIT only below its
+# working directory), so the source tree is only read.
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+wit="$work/.wit-build"
 mkdir -p "$wit/deps/carapace-hook"
 cp "$here/wit/world.wit" "$wit/"
 cp "$here/../../../wit/hook/v0.1.0/hook.wit" "$wit/deps/carapace-hook/"
 for package in io clocks filesystem; do
-  cp -r "$here/node_modules/@bytecodealliance/jco/lib/wit/builtin/0.2.12/wasi-$package" "$wit/deps/"
+  cp -r "$prefix/node_modules/@bytecodealliance/jco/lib/wit/builtin/0.2.12/wasi-$package" "$wit/deps/"
 done
-cd "$here"
-./node_modules/.bin/componentize-js hook.js --wit .wit-build --world-name audit-policy \
+cp "$here/hook.js" "$work/"
+cd "$work"
+"$prefix/node_modules/.bin/componentize-js" hook.js --wit .wit-build --world-name audit-policy \
   --disable http fetch-event random -o "$out/audit-policy-javascript.wasm" >&2

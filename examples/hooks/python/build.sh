@@ -9,5 +9,10 @@ if ! command -v componentize-py >/dev/null; then
   echo "componentize-py is not installed: pip install componentize-py==0.25.1" >&2
   exit 3
 fi
+# Built from a copy: the componentizer's Python leaves bytecode beside
+# what it imports, and the source tree is only read.
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cp "$here"/*.py "$work/"
 componentize-py -d "$here/../../../wit/hook/v0.1.0" -w hook-plugin \
-  componentize -p "$here" app -o "$out/audit-policy-python.wasm"
+  componentize -p "$work" app -o "$out/audit-policy-python.wasm"

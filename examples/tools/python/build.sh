@@ -10,6 +10,11 @@ if ! command -v componentize-py >/dev/null; then
   echo "componentize-py is not installed: pip install componentize-py==0.25.1" >&2
   exit 3
 fi
+# Built from a copy: the componentizer's Python leaves bytecode beside
+# what it imports, and the source tree is only read.
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cp "$here"/*.py "$work/"
 componentize-py -d "$here/../../../wit/tool/v0.2.0" -w tool-plugin \
-  componentize -p "$here" app -o "$out/word-count-python.wasm" >&2
+  componentize -p "$work" app -o "$out/word-count-python.wasm" >&2
 cp "$here/carapace-plugin.toml" "$out/word-count-python.toml"
