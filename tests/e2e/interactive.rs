@@ -433,6 +433,7 @@ fn compact_summarises_the_conversation() -> TestResult {
     let server = ScriptedServer::start(vec![
         Reply::text("the first answer"),
         Reply::text("<summary>we talked</summary>"),
+        Reply::text("after the summary"),
     ])?;
     let mut screen = Screen::open(&server, dir.path(), &[])?;
     screen.wait_for("> ")?;
@@ -440,7 +441,20 @@ fn compact_summarises_the_conversation() -> TestResult {
     screen.wait_for("the first answer")?;
     screen.send("/compact")?;
     screen.wait_for("compacted")?;
-    assert_eq!(server.requests().len(), 2);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    // The conversation went to be summarised...
+    let summarised = requests[1].body["messages"].to_string();
+    assert!(
+        summarised.contains("hello") && summarised.contains("the first answer"),
+        "{summarised}"
+    );
+    // ...and the summary stands for it from then on.
+    screen.send("go on")?;
+    screen.wait_for("after the summary")?;
+    let next = server.requests()[2].body["messages"].to_string();
+    assert!(next.contains("we talked"), "{next}");
+    assert!(!next.contains("the first answer"), "{next}");
     screen.exit()
 }
 
