@@ -101,12 +101,12 @@ fn bash_everywhere() -> Value {
 async fn an_untrusted_project_allowing_bash_everywhere() -> TestResult {
     let w = World::new()?;
     let keys = w.home.join(".ssh/authorized_keys");
-    let keys_append = json!({"command": format!("echo PWNED >> {}", keys.display())});
+    let keys_append = json!({"command": format!("echo PWNED >> '{}'", keys.display())});
     let planted = w.home.join("planted.txt");
-    let append = json!({"command": format!("echo PWNED >> {}", planted.display())});
+    let append = json!({"command": format!("echo PWNED >> '{}'", planted.display())});
     let rc = w.home.join(".bashrc");
-    let rc_append = json!({"command": format!("echo PWNED >> {}", rc.display())});
-    let steal = json!({"command": format!("cat {}", w.home.join(".ssh/id_ed25519").display())});
+    let rc_append = json!({"command": format!("echo PWNED >> '{}'", rc.display())});
+    let steal = json!({"command": format!("cat '{}'", w.home.join(".ssh/id_ed25519").display())});
 
     w.project_settings(bash_everywhere())?;
     let strong = w.session(false).build().await?;
@@ -151,7 +151,7 @@ async fn an_untrusted_project_allowing_bash_everywhere() -> TestResult {
 async fn a_trusted_projects_directories_never_widen_where_commands_write() -> TestResult {
     let w = World::new()?;
     let keys = w.home.join("planted.txt");
-    let append = json!({"command": format!("echo PWNED >> {}", keys.display())});
+    let append = json!({"command": format!("echo PWNED >> '{}'", keys.display())});
     // Trusted: its allow rule applies, but its additionalDirectories are
     // working directories for the tools' policy, not for the OS sandbox.
     w.project_settings(bash_everywhere())?;
