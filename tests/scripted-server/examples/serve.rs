@@ -51,7 +51,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             last_change = Instant::now();
         }
         if wanted.is_some_and(|w| n >= w) || last_change.elapsed() > idle {
-            std::thread::sleep(Duration::from_millis(500));
+            // The last answer streamed to its end (or the client left it).
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while server.finished_streams().len() < n && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
             break;
         }
     }

@@ -445,7 +445,8 @@ impl ScriptedServer {
     }
 
     /// The Messages requests (numbered from 1) whose response stream ran
-    /// to its end. A client that stopped waiting ended the stream early: a
+    /// to its end (an error status is over at once). A client that stopped
+    /// waiting ended the stream early: a
     /// pause it did not wait out leaves its request off this list — how a
     /// test tells "ended while the stream still paused" without a clock.
     pub fn finished_streams(&self) -> Vec<usize> {
@@ -580,6 +581,10 @@ async fn handle(
         headers,
     } = &reply
     {
+        // An error answers at once: its stream, such as it is, is over.
+        if let Ok(mut state) = shared.lock() {
+            state.finished.push(n);
+        }
         return Ok(error_response(*status, error_type, message, headers));
     }
 
