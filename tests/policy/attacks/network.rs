@@ -169,10 +169,61 @@ async fn a_raw_socket() -> TestResult {
 /// A URL the model chose, granted in bypass mode, naming an internal
 /// address in any spelling: loopback, the unspecified address (which Linux
 /// routes to this machine), an IPv4-mapped IPv6 literal, the cloud metadata
-/// address, and this machine's own interface address. None may be reached
-/// unless the user's own settings list it.
+/// address, and a non-loopback address of the machine's own. None may be
+/// reached unless the user's own settings list it.
+///
+/// Run in a network namespace of the test's own (no route out), where the
+/// metadata address and a private one are addresses of its loopback device
+/// and the listener answers on them: a gate that let one through reaches
+/// this test's listener, never a host elsewhere.
 #[tokio::test]
 async fn http_to_internal_addresses_the_model_chose() -> TestResult {
+    const INSIDE: &str = "CARAPACE_TEST_OWN_NETWORK";
+    if std::env::var_os(INSIDE).is_none() {
+        let name = "network::http_to_internal_addresses_the_model_chose";
+        let child = std::process::Command::new("unshare")
+            .args(["--user", "--map-root-user", "--net", "--"])
+            .arg(std::env::current_exe()?)
+            .args([name, "--exact", "--test-threads=1", "--nocapture"])
+            .env(INSIDE, "1")
+            .output()?;
+        let said = String::from_utf8_lossy(&child.stdout);
+        assert!(
+            child.status.success() && said.contains("1 passed"),
+            "{said}\n{}",
+            String::from_utf8_lossy(&child.stderr)
+        );
+        return Ok(());
+    }
+    // Never the machine's own network: only a namespace of this test's,
+    // new, whose one device is its loopback.
+    let devices: Vec<String> = std::fs::read_to_string("/proc/self/net/dev")?
+        .lines()
+        .skip(2)
+        .filter_map(|l| Some(l.split(':').next()?.trim().to_string()))
+        .collect();
+    if devices != ["lo"] {
+        return Err(format!(
+            "not in a network namespace of the test's own ({devices:?}): nothing is changed"
+        )
+        .into());
+    }
+    const METADATA: &str = "169.254.169.254";
+    const OWN: &str = "10.200.0.1";
+    for setup in [
+        vec!["link", "set", "lo", "up"],
+        vec!["addr", "add", "169.254.169.254/32", "dev", "lo"],
+        vec!["addr", "add", "10.200.0.1/32", "dev", "lo"],
+    ] {
+        let done = std::process::Command::new("ip").args(&setup).status()?;
+        if !done.success() {
+            return Err(format!("ip {} failed in the test's namespace", setup.join(" ")).into());
+        }
+    }
+    internal_addresses_refused_unless_listed(METADATA, OWN).await
+}
+
+async fn internal_addresses_refused_unless_listed(metadata: &str, own: &str) -> TestResult {
     let w = world()?;
     let listener = std::net::TcpListener::bind("0.0.0.0:0")?;
     let port = listener.local_addr()?.port();
@@ -190,58 +241,43 @@ async fn http_to_internal_addresses_the_model_chose() -> TestResult {
             );
         }
     });
-    let mut hosts = vec![
+    let hosts = [
         format!("127.0.0.1:{port}"),
         format!("127.1.2.3:{port}"),
         format!("0.0.0.0:{port}"),
         format!("[::ffff:127.0.0.1]:{port}"),
-        "169.254.169.254:80".to_string(),
+        format!("{metadata}:{port}"),
+        format!("{own}:{port}"),
     ];
-    // This machine's own (non-loopback) address, where the listener on
-    // 0.0.0.0 also answers.
-    let own = own_address().ok_or("this machine has no non-loopback IPv4 address")?;
-    hosts.push(format!("{own}:{port}"));
-    for host in &hosts {
-        let url = format!("http://{host}/");
-        let input = probe(
+    let fetch = |host: &str| {
+        probe(
             json!([need("http", host)]),
-            json!([{"op": "http", "url": url}]),
-        );
+            json!([{"op": "http", "url": format!("http://{host}/")}]),
+        )
+    };
+    for host in &hosts {
         let strong = Run::new(w.policy(PermissionMode::BypassPermissions, &[])?)
             .ceiling(Ceiling::none().with_host(HostPattern::parse(host)?))
-            .call("Probe", input.clone())
+            .call("Probe", fetch(host))
             .await?;
-        assert!(!worked(&strong, 0), "{host} was reached: {strong:?}");
+        // Refused by the gate as an internal address, not failed otherwise.
+        assert_eq!(
+            report(&strong).first().map(|r| r["detail"].clone()),
+            Some(json!("failed: ErrorCode::DestinationIpProhibited")),
+            "{host}: {strong:?}"
+        );
         assert_eq!(hits.load(Ordering::SeqCst), 0, "{host} reached the server");
     }
-    // Weakened: the user lists this machine's address; now it answers.
-    let host = format!("{own}:{port}");
-    let weak = Run::new(w.policy_reaching(PermissionMode::BypassPermissions, &[], &[&host])?)
-        .ceiling(Ceiling::none().with_host(HostPattern::parse(&host)?))
-        .call(
-            "Probe",
-            probe(
-                json!([need("http", &host)]),
-                json!([{"op": "http", "url": format!("http://{host}/")}]),
-            ),
-        )
-        .await?;
-    assert!(
-        worked(&weak, 0) && text(&weak).contains("SECRET_PAGE"),
-        "{weak:?}"
-    );
+    // Weakened: the user lists the address; now each answers.
+    for host in [format!("{own}:{port}"), format!("{metadata}:{port}")] {
+        let weak = Run::new(w.policy_reaching(PermissionMode::BypassPermissions, &[], &[&host])?)
+            .ceiling(Ceiling::none().with_host(HostPattern::parse(&host)?))
+            .call("Probe", fetch(&host))
+            .await?;
+        assert!(
+            worked(&weak, 0) && text(&weak).contains("SECRET_PAGE"),
+            "{host}: {weak:?}"
+        );
+    }
     Ok(())
-}
-
-/// A non-loopback IPv4 address of this machine (from the kernel's table of
-/// local routes).
-fn own_address() -> Option<std::net::Ipv4Addr> {
-    let output = std::process::Command::new("hostname")
-        .arg("-I")
-        .output()
-        .ok()?;
-    String::from_utf8_lossy(&output.stdout)
-        .split_whitespace()
-        .filter_map(|a| a.parse::<std::net::Ipv4Addr>().ok())
-        .find(|a| !a.is_loopback())
 }
