@@ -6,7 +6,7 @@
 #   and Glob are compared with), an OCI registry (docker-registry: the tests
 #   start their own on loopback), PostgreSQL (the transcript store's tests
 #   start a cluster of their own), and the tools tests run (curl, ps, kill,
-#   setpriv, git);
+#   setpriv, unshare, ip, git);
 # - into <target>/test-deps (beside the build, never the source tree or the
 #   system's Python): a virtual environment with the Python packages (the
 #   MCP SDK, the Agent SDK, the examples' componentizer and Zig, the
@@ -44,6 +44,8 @@ need postgresql '/usr/lib/postgresql/*/bin/postgres'
 need curl curl
 need procps ps
 need util-linux setpriv
+need util-linux unshare
+need iproute2 ip
 need git git
 # Debian's Python makes virtual environments only with python3-venv.
 if command -v python3 >/dev/null && ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
