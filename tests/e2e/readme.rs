@@ -21,9 +21,9 @@ fn paragraph<'a>(readme: &'a str, start: &str) -> Result<&'a str, String> {
         .ok_or_else(|| format!("README has no paragraph starting `{start}`"))
 }
 
-/// Every Rust source file of the host, concatenated.
-fn host_sources() -> std::io::Result<String> {
-    let mut text = String::new();
+/// Every Rust source file of the host.
+fn host_source_files() -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut files = Vec::new();
     let mut stack = vec![std::path::PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/src"
@@ -34,9 +34,18 @@ fn host_sources() -> std::io::Result<String> {
             if path.is_dir() {
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
-                text.push_str(&std::fs::read_to_string(&path)?);
+                files.push(path);
             }
         }
+    }
+    Ok(files)
+}
+
+/// Every Rust source file of the host, concatenated.
+fn host_sources() -> std::io::Result<String> {
+    let mut text = String::new();
+    for path in host_source_files()? {
+        text.push_str(&std::fs::read_to_string(&path)?);
     }
     Ok(text)
 }
@@ -121,25 +130,17 @@ const NOT_READ: &[(&str, &str)] = &[
 /// them: last).
 fn host_sources_without_tests() -> std::io::Result<String> {
     let mut text = String::new();
-    let mut stack = vec![std::path::PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/src"
-    ))];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let path = entry?.path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if path.is_dir() {
-                stack.push(path);
-            } else if name.ends_with(".rs") && name != "tests.rs" && !name.ends_with("_tests.rs") {
-                let source = std::fs::read_to_string(&path)?;
-                // Code only: not comments (their examples), not tests.
-                let code = source.split("#[cfg(test)]\nmod ").next().unwrap_or("");
-                for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-                    text.push_str(line);
-                    text.push('\n');
-                }
-            }
+    for path in host_source_files()? {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path)?;
+        // Code only: not comments (their examples), not tests.
+        let code = source.split("#[cfg(test)]\nmod ").next().unwrap_or("");
+        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            text.push_str(line);
+            text.push('\n');
         }
     }
     Ok(text)

@@ -49,13 +49,24 @@ async fn bash_pipeline(
     ws: &Path,
     helper: &str,
 ) -> Result<Arc<ToolPipeline>, Box<dyn std::error::Error>> {
+    let process = carapace::sandbox::ProcessConfig {
+        helper: Some(PathBuf::from(helper)),
+        ..carapace::sandbox::ProcessConfig::new(ws)
+    };
+    pipeline_with(cache, ws, process).await
+}
+
+/// The first-party tools in `ws` in bypassPermissions, commands run as
+/// `process` says.
+pub(super) async fn pipeline_with(
+    cache: &Path,
+    ws: &Path,
+    process: carapace::sandbox::ProcessConfig,
+) -> Result<Arc<ToolPipeline>, Box<dyn std::error::Error>> {
     let sandbox = Sandbox::new(SandboxConfig {
         cache_dir: cache.to_path_buf(),
         guest_cwd: Some(ws.to_path_buf()),
-        process: Some(carapace::sandbox::ProcessConfig {
-            helper: Some(PathBuf::from(helper)),
-            ..carapace::sandbox::ProcessConfig::new(ws)
-        }),
+        process: Some(process),
         ..SandboxConfig::default()
     })?;
     let registry = ToolRegistry::builtin(&sandbox).await?;

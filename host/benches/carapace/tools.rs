@@ -18,19 +18,12 @@ async fn bash_in_a_large_workspace(cache: &Path) -> BenchResult {
             std::fs::write(sub.join(format!("f{f}.rs")), "")?;
         }
     }
-    let sandbox = Sandbox::new(SandboxConfig {
-        cache_dir: cache.to_path_buf(),
-        guest_cwd: Some(ws.clone()),
-        process: Some(ProcessConfig {
-            helper: Some(PathBuf::from(env!("CARGO_BIN_EXE_carapace-sandbox"))),
-            protected_names: carapace::policy::command_protected_names(),
-            ..ProcessConfig::new(&ws)
-        }),
-        ..SandboxConfig::default()
-    })?;
-    let registry = ToolRegistry::builtin(&sandbox).await?;
-    let policy = Policy::new(PermissionMode::BypassPermissions, &ws);
-    let pipeline = Arc::new(ToolPipeline::new(registry, policy, CallLimits::default()));
+    let process = ProcessConfig {
+        helper: Some(PathBuf::from(env!("CARGO_BIN_EXE_carapace-sandbox"))),
+        protected_names: carapace::policy::command_protected_names(),
+        ..ProcessConfig::new(&ws)
+    };
+    let pipeline = super::commands::pipeline_with(cache, &ws, process).await?;
     let samples = time_async(100, |_| {
         let pipeline = pipeline.clone();
         async move {

@@ -4,7 +4,13 @@ use super::*;
 
 /// A loopback HTTP server answering every request with SECRET_PAGE.
 fn local_server() -> Result<(u16, Arc<AtomicUsize>), BoxError> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    server_on("127.0.0.1:0")
+}
+
+/// An HTTP server on `address` answering every request with SECRET_PAGE;
+/// its port, and how many connections it took.
+fn server_on(address: &str) -> Result<(u16, Arc<AtomicUsize>), BoxError> {
+    let listener = std::net::TcpListener::bind(address)?;
     let port = listener.local_addr()?.port();
     let hits = Arc::new(AtomicUsize::new(0));
     let counter = hits.clone();
@@ -225,22 +231,8 @@ async fn http_to_internal_addresses_the_model_chose() -> TestResult {
 
 async fn internal_addresses_refused_unless_listed(metadata: &str, own: &str) -> TestResult {
     let w = world()?;
-    let listener = std::net::TcpListener::bind("0.0.0.0:0")?;
-    let port = listener.local_addr()?.port();
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = hits.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            counter.fetch_add(1, Ordering::SeqCst);
-            let mut buf = [0u8; 4096];
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-            let _ = stream.read(&mut buf);
-            let _ = stream.write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\nconnection: close\r\n\r\nSECRET_PAGE",
-            );
-        }
-    });
+    // On every address of the namespace: its loopback's three.
+    let (port, hits) = server_on("0.0.0.0:0")?;
     let hosts = [
         format!("127.0.0.1:{port}"),
         format!("127.1.2.3:{port}"),
