@@ -353,18 +353,11 @@ fn a_hundred_sessions_in_a_row_and_at_once_share_one_engine_and_leave_nothing_be
             .build()?;
         return runtime.block_on(many_sessions());
     }
-    let name = "a_hundred_sessions_in_a_row_and_at_once_share_one_engine_and_leave_nothing_behind";
-    let child = std::process::Command::new(std::env::current_exe()?)
-        .args([name, "--exact", "--test-threads=1", "--nocapture"])
-        .env(ALONE, "1")
-        .output()?;
-    let said = String::from_utf8_lossy(&child.stdout);
-    assert!(
-        child.status.success() && said.contains("1 passed"),
-        "{said}\n{}",
-        String::from_utf8_lossy(&child.stderr)
-    );
-    Ok(())
+    carapace_test_support::run_test_again(
+        "a_hundred_sessions_in_a_row_and_at_once_share_one_engine_and_leave_nothing_behind",
+        ALONE,
+        &[],
+    )
 }
 
 async fn many_sessions() -> TestResult {

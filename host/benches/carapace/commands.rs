@@ -11,25 +11,8 @@ pub(super) async fn helper_benches(cache: &Path) -> BenchResult {
     let ws = std::fs::canonicalize(dir.path())?;
     let separate = bash_pipeline(cache, &ws, env!("CARGO_BIN_EXE_carapace-sandbox")).await?;
     let own = bash_pipeline(cache, &ws, env!("CARGO_BIN_EXE_carapace")).await?;
-    let echo = |pipeline: &Arc<ToolPipeline>| {
-        let pipeline = pipeline.clone();
-        async move {
-            let result = pipeline
-                .call(ToolCall {
-                    id: "toolu_bench".into(),
-                    name: "Bash".into(),
-                    input: json!({"command": "echo hi"}),
-                    invalid_input: None,
-                })
-                .await;
-            match result.is_error {
-                true => Err(format!("Bash failed: {}", result.content.text()).into()),
-                false => Ok(()),
-            }
-        }
-    };
     let (with_helper, with_own) =
-        time_interleaved(100, |_| echo(&separate), |_| echo(&own)).await?;
+        time_interleaved(100, |_| echo_hi(&separate), |_| echo_hi(&own)).await?;
     report(
         "commands: Bash `echo hi`, helper `carapace-sandbox`",
         &with_helper,
@@ -41,6 +24,23 @@ pub(super) async fn helper_benches(cache: &Path) -> BenchResult {
         "no carapace-sandbox beside it; same run, interleaved",
     );
     Ok(())
+}
+
+/// Bash `echo hi` through `pipeline`; an error unless it ran.
+pub(super) async fn echo_hi(pipeline: &Arc<ToolPipeline>) -> BenchResult {
+    let result = pipeline
+        .clone()
+        .call(ToolCall {
+            id: "toolu_bench".into(),
+            name: "Bash".into(),
+            input: json!({"command": "echo hi"}),
+            invalid_input: None,
+        })
+        .await;
+    match result.is_error {
+        true => Err(format!("Bash failed: {}", result.content.text()).into()),
+        false => Ok(()),
+    }
 }
 
 /// The first-party tools in `ws`, commands confined by `helper`.

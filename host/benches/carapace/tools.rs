@@ -24,24 +24,7 @@ async fn bash_in_a_large_workspace(cache: &Path) -> BenchResult {
         ..ProcessConfig::new(&ws)
     };
     let pipeline = super::commands::pipeline_with(cache, &ws, process).await?;
-    let samples = time_async(100, |_| {
-        let pipeline = pipeline.clone();
-        async move {
-            let result = pipeline
-                .call(ToolCall {
-                    id: "toolu_bench".into(),
-                    name: "Bash".into(),
-                    input: json!({"command": "echo hi"}),
-                    invalid_input: None,
-                })
-                .await;
-            if result.is_error {
-                return Err(format!("Bash failed: {}", result.content.text()).into());
-            }
-            Ok(())
-        }
-    })
-    .await?;
+    let samples = time_async(100, |_| super::commands::echo_hi(&pipeline)).await?;
     report(
         "tools: Bash `echo hi` in a 20,000-entry workspace",
         &samples,

@@ -186,20 +186,11 @@ async fn a_raw_socket() -> TestResult {
 async fn http_to_internal_addresses_the_model_chose() -> TestResult {
     const INSIDE: &str = "CARAPACE_TEST_OWN_NETWORK";
     if std::env::var_os(INSIDE).is_none() {
-        let name = "network::http_to_internal_addresses_the_model_chose";
-        let child = std::process::Command::new("unshare")
-            .args(["--user", "--map-root-user", "--net", "--"])
-            .arg(std::env::current_exe()?)
-            .args([name, "--exact", "--test-threads=1", "--nocapture"])
-            .env(INSIDE, "1")
-            .output()?;
-        let said = String::from_utf8_lossy(&child.stdout);
-        assert!(
-            child.status.success() && said.contains("1 passed"),
-            "{said}\n{}",
-            String::from_utf8_lossy(&child.stderr)
+        return carapace_test_support::run_test_again(
+            "network::http_to_internal_addresses_the_model_chose",
+            INSIDE,
+            &["unshare", "--user", "--map-root-user", "--net", "--"],
         );
-        return Ok(());
     }
     // Never the machine's own network: only a namespace of this test's,
     // new, whose one device is its loopback.

@@ -43,3 +43,32 @@ pub fn sandbox() -> Result<Sandbox, SandboxError> {
 pub fn engine() -> Result<SandboxEngine, SandboxError> {
     SandboxEngine::new(&sandbox_config())
 }
+
+/// Runs one test of the running test binary again in a process of its own
+/// — alone, or inside `wrapper` (`unshare …`) — with `marker` set in its
+/// environment, which the test reads to know it is the run inside; fails
+/// with what the run printed unless it passed.
+pub fn run_test_again(
+    name: &str,
+    marker: &str,
+    wrapper: &[&str],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let exe = std::env::current_exe()?;
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut command = std::process::Command::new(program);
+            command.args(args).arg(&exe);
+            command
+        }
+        None => std::process::Command::new(&exe),
+    };
+    let child = command
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env(marker, "1")
+        .output()?;
+    let said = String::from_utf8_lossy(&child.stdout);
+    if child.status.success() && said.contains("1 passed") {
+        return Ok(());
+    }
+    Err(format!("{said}\n{}", String::from_utf8_lossy(&child.stderr)).into())
+}
