@@ -308,10 +308,17 @@ async fn no_capabilities_no_device_nodes() -> TestResult {
     }
     assert!(held.contains("NoNewPrivs:\t1"), "{held}");
     assert!(!held.contains("MADE"), "{held}");
-    assert!(
-        !escaped.contains("CapEff:\t0000000000000000"),
-        "the control keeps capabilities: {escaped}"
-    );
+    // The control shows what the layer takes away only from a user who has
+    // capabilities to lose: root. An ordinary user's command has none
+    // either way, and the strong half above still holds.
+    if carapace_test_support::runs_as_root() {
+        assert!(
+            !escaped.contains("CapEff:\t0000000000000000") && escaped.contains("MADE"),
+            "the control keeps capabilities: {escaped}"
+        );
+    } else {
+        eprintln!("no_capabilities_no_device_nodes: the control needs root (this run is not)");
+    }
     Ok(())
 }
 

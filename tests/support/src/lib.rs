@@ -72,3 +72,17 @@ pub fn run_test_again(
     }
     Err(format!("{said}\n{}", String::from_utf8_lossy(&child.stderr)).into())
 }
+
+/// Whether this process runs as root (its effective uid is 0): a control
+/// that shows what a privilege would do can only run then.
+pub fn runs_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|uids| uids.split_whitespace().nth(1).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
