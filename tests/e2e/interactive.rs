@@ -339,6 +339,12 @@ fn a_resized_terminal_is_drawn_to_its_new_width() -> TestResult {
     let dir = workspace()?;
     let mut screen = Screen::open(&server, dir.path(), &[])?;
     screen.wait_for("> ")?;
+    // The emulator first, emptied: all it shows from here on is drawn
+    // after the resize.
+    if let Ok(mut parser) = screen.parser.lock() {
+        parser.screen_mut().set_size(ROWS, 40);
+        parser.process(b"\x1b[2J\x1b[H");
+    }
     screen
         .master
         .resize(PtySize {
@@ -348,10 +354,6 @@ fn a_resized_terminal_is_drawn_to_its_new_width() -> TestResult {
             pixel_height: 0,
         })
         .map_err(|e| e.to_string())?;
-    if let Ok(mut parser) = screen.parser.lock() {
-        parser.screen_mut().set_size(ROWS, 40);
-        parser.process(b"\x1b[2J\x1b[H");
-    }
     // Drawn again at the new width: a rule of 40, not one of 100 that the
     // terminal wrapped (40, 40 and 20).
     let deadline = std::time::Instant::now() + WAIT;
@@ -655,9 +657,11 @@ fn clear_starts_a_new_session_and_resume_goes_back_to_the_old_one() -> TestResul
         return Err(format!("sessions with the first question: {ids:?} ({first_id})").into());
     };
     screen.send(&format!("/resume {old}"))?;
-    // Shown again, under the first time it was.
-    screen.wait_for_count("first answer", 2)?;
+    // Typed at once, while the resumed session is being built: the keys
+    // wait for its screen, which shows them, and Enter sends them (in line
+    // mode the terminal would echo them itself and make Enter a newline).
     screen.send("and again")?;
+    screen.wait_for_count("first answer", 2)?;
     screen.wait_for("old one again")?;
     let requests = server.requests();
     let sent = requests[2].body["messages"].to_string();

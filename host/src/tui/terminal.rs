@@ -68,3 +68,47 @@ fn install_panic_hook() {
         }));
     });
 }
+
+/// Keeps what a person types between two screens (while `/clear`,
+/// `/resume` or the session picker's choice builds the next session) for
+/// the next one. Without it the terminal is back in line mode for that
+/// moment: its driver echoes the keys over the screen, turns Enter into a
+/// newline (which the next screen reads as Ctrl-J, a new line in the
+/// prompt, not a send) and holds them as one line. Here input is taken key
+/// by key, unechoed and untranslated, as the screens read it; output is
+/// left as it is, so a warning printed meanwhile still starts its lines at
+/// the left. Restores what it found when dropped. Nothing to hold when
+/// stdin is no terminal.
+pub struct KeysHeld {
+    found: Option<nix::sys::termios::Termios>,
+}
+
+impl KeysHeld {
+    pub fn hold() -> Self {
+        use nix::sys::termios::{InputFlags, LocalFlags, SetArg, tcgetattr, tcsetattr};
+        let stdin = std::io::stdin();
+        let Ok(found) = tcgetattr(&stdin) else {
+            return Self { found: None };
+        };
+        let mut held = found.clone();
+        held.local_flags
+            .remove(LocalFlags::ICANON | LocalFlags::ECHO);
+        held.input_flags.remove(InputFlags::ICRNL);
+        match tcsetattr(&stdin, SetArg::TCSANOW, &held) {
+            Ok(()) => Self { found: Some(found) },
+            Err(_) => Self { found: None },
+        }
+    }
+}
+
+impl Drop for KeysHeld {
+    fn drop(&mut self) {
+        if let Some(found) = &self.found {
+            let _ = nix::sys::termios::tcsetattr(
+                std::io::stdin(),
+                nix::sys::termios::SetArg::TCSANOW,
+                found,
+            );
+        }
+    }
+}

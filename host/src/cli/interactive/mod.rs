@@ -92,6 +92,9 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         _ => Ending::Clear,
     };
     let mut last_id = None;
+    // From here to the end, keys typed while no screen reads them (a
+    // session being built) wait, as typed, for the next one.
+    let _held = crate::tui::terminal::KeysHeld::hold();
     loop {
         match ending {
             Ending::Leave => break,
