@@ -18,9 +18,19 @@ use std::sync::{Arc, OnceLock};
 const OUTSIDE: &str = "CANARY-OUTSIDE-7f3a";
 const DENIED: &str = "CANARY-DENIED-91c2";
 
-/// Where the served tree is: a fixed place, so the corpus can name its
-/// files (one fuzzing process of this target at a time).
+/// Where the corpus says the served tree is: a fixed name, so its inputs
+/// can name the tree's files (one fuzzing process of this target at a
+/// time). Each user's tree is in a place of its own ([`place`]), which an
+/// input's mention of this one is read as: a tree another user left in
+/// /tmp can neither be removed nor reused.
 pub const PLACE: &str = "/tmp/carapace-fuzz-served";
+
+/// This user's served tree: [`PLACE`] and the user's id.
+fn place() -> String {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+    format!("{PLACE}-{uid}")
+}
 
 struct Served {
     pipeline: Arc<ToolPipeline>,
@@ -35,7 +45,8 @@ fn served() -> &'static Served {
 }
 
 async fn serve() -> Result<Served, Box<dyn std::error::Error>> {
-    let dir = Path::new(PLACE);
+    let place = place();
+    let dir = Path::new(&place);
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }
@@ -75,9 +86,10 @@ pub fn run(data: &[u8]) {
     let Some(text) = crate::text(data) else {
         return;
     };
+    let text = text.replace(PLACE, &place());
     let served = served();
-    let answer = crate::runtime().block_on(carapace::mcp_serve::answer(&served.pipeline, text));
-    let asked: Option<Value> = serde_json::from_str(text).ok();
+    let answer = crate::runtime().block_on(carapace::mcp_serve::answer(&served.pipeline, &text));
+    let asked: Option<Value> = serde_json::from_str(&text).ok();
     let id = asked.as_ref().and_then(|a| a.get("id"));
     match (answer, id) {
         (None, Some(id)) => panic!("request {id} went unanswered"),
