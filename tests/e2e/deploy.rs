@@ -129,16 +129,6 @@ fn the_containerfile_builds_what_the_manifests_run() -> TestResult {
     Ok(())
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|uids| uids.split_whitespace().nth(1))
-            == Some("0")
-    })
-}
-
 fn files_in(dir: &Path) -> Vec<(PathBuf, u64)> {
     let mut found: Vec<(PathBuf, u64)> = std::fs::read_dir(dir)
         .into_iter()
@@ -178,7 +168,7 @@ fn the_images_warm_cache_serves_a_non_root_user_without_a_write() -> TestResult 
         .status()?;
     let before = files_in(&cache);
     // As the pod runs: another, unprivileged user.
-    let mut as_user = match is_root() {
+    let mut as_user = match carapace_test_support::runs_as_root() {
         true => {
             let mut command = Command::new("setpriv");
             command

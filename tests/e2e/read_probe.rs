@@ -460,7 +460,7 @@ fn probe_with_cache(
     ])?;
     // Another account cannot reach the build's binary when the clone is
     // in a private folder: it runs a copy under `base`.
-    let as_other = confined && runs_as_root();
+    let as_other = confined && carapace_test_support::runs_as_root();
     let mut command = match as_other {
         true => support::against_at(
             &support::binary_for_other_accounts(&base.join("run"))?,
@@ -491,11 +491,6 @@ fn probe_with_cache(
     Ok(run)
 }
 
-/// Whether this test process runs as root (owns its /proc entry as 0).
-fn runs_as_root() -> bool {
-    std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
-}
-
 /// A layout the probe's user may use: `ws` (the fixture) and `home`, owned
 /// by `nobody` when the test runs as root, under a folder anyone may enter.
 fn probe_layout() -> Result<(tempfile::TempDir, std::path::PathBuf), Box<dyn std::error::Error>> {
@@ -506,7 +501,7 @@ fn probe_layout() -> Result<(tempfile::TempDir, std::path::PathBuf), Box<dyn std
     std::fs::create_dir(base.join("builder-home"))?;
     for sub in ["ws", "home"] {
         std::fs::create_dir(base.join(sub))?;
-        if runs_as_root() {
+        if carapace_test_support::runs_as_root() {
             std::os::unix::fs::chown(base.join(sub), Some(65534), Some(65534))?;
         }
     }

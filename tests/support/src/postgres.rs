@@ -65,21 +65,9 @@ fn binaries() -> Option<PathBuf> {
     found.pop().map(|(_, bin)| bin)
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|uids| uids.split_whitespace().nth(1).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
-}
-
 /// `program` as the user the server must run as.
 fn as_server_user(program: &Path) -> Command {
-    if is_root() {
+    if crate::runs_as_root() {
         let mut command = Command::new("setpriv");
         command.args([
             "--reuid=postgres",
@@ -104,7 +92,7 @@ impl Postgres {
         let dir = tempfile::tempdir()?;
         let data = dir.path().join("data");
         std::fs::create_dir(&data)?;
-        if is_root() {
+        if crate::runs_as_root() {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
             let owned = Command::new("chown")
