@@ -17,13 +17,11 @@ type Failure = Box<dyn std::error::Error>;
 /// The driver, beside the SDK `tests/setup.sh` installed from
 /// `tests/acp/ts/package-lock.json`.
 fn driver() -> Result<PathBuf, Failure> {
-    let installed = carapace_test_support::deps::node_package(
-        "acp-ts",
-        "@agentclientprotocol/sdk/package.json",
-    )?;
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp/ts/driver.mjs");
     Ok(carapace_test_support::deps::node_driver(
-        &installed, &source,
+        "acp-ts",
+        "@agentclientprotocol/sdk/package.json",
+        &source,
     )?)
 }
 

@@ -18,13 +18,11 @@ type Failure = Box<dyn std::error::Error>;
 /// `tests/sdk/ts/package-lock.json` (without the SDK's own copy of
 /// Claude Code, an optional dependency).
 fn driver() -> Result<PathBuf, Failure> {
-    let installed = carapace_test_support::deps::node_package(
-        "sdk-ts",
-        "@anthropic-ai/claude-agent-sdk/sdk.mjs",
-    )?;
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/sdk/ts/driver.mjs");
     Ok(carapace_test_support::deps::node_driver(
-        &installed, &source,
+        "sdk-ts",
+        "@anthropic-ai/claude-agent-sdk/sdk.mjs",
+        &source,
     )?)
 }
 

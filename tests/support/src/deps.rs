@@ -75,17 +75,21 @@ pub fn node_package(name: &str, probe: &str) -> Result<PathBuf, String> {
     }
 }
 
-/// A driver script copied beside the packages it imports (Node resolves
-/// an ES module's imports from the module's own folder). Written to a
-/// temporary name and renamed, so tests running at once never read half a
-/// copy.
-pub fn node_driver(package: &Path, source: &Path) -> std::io::Result<PathBuf> {
-    let name = source
-        .file_name()
-        .ok_or_else(|| std::io::Error::other("a driver has a file name"))?;
-    let target = package.join(name);
-    let staged = tempfile::NamedTempFile::new_in(package)?;
-    std::fs::copy(source, staged.path())?;
-    staged.persist(&target).map_err(|e| e.error)?;
-    Ok(target)
+/// A driver script copied beside the packages `tests/setup.sh` installed
+/// for `name` (see [`node_package`]): Node resolves an ES module's imports
+/// from the module's own folder. Written to a temporary name and renamed,
+/// so tests running at once never read half a copy.
+pub fn node_driver(name: &str, probe: &str, source: &Path) -> Result<PathBuf, String> {
+    let package = node_package(name, probe)?;
+    let copied = || -> std::io::Result<PathBuf> {
+        let file = source
+            .file_name()
+            .ok_or_else(|| std::io::Error::other("a driver has a file name"))?;
+        let target = package.join(file);
+        let staged = tempfile::NamedTempFile::new_in(&package)?;
+        std::fs::copy(source, staged.path())?;
+        staged.persist(&target).map_err(|e| e.error)?;
+        Ok(target)
+    };
+    copied().map_err(|e| format!("copying {} beside its packages: {e}", source.display()))
 }
