@@ -21,6 +21,8 @@ use std::time::Duration;
 mod guard;
 #[path = "commands/listen.rs"]
 mod listen;
+#[path = "commands/reach.rs"]
+mod reach;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 type BoxError = Box<dyn std::error::Error>;
@@ -400,13 +402,21 @@ async fn nothing_outlives_the_call() -> TestResult {
         let escape = escape.replace("{ws}", &ws);
         let abandon = stalled
             .replace("{ws}", &ws)
-            .replace("late-too", "late-three");
+            .replace("late-too", "late-three")
+            .replace("& sleep 30", "& touch abandoned-started; sleep 30");
         let returned = b.bash(&escape);
         let timed_out =
             b.bash_with(json!({"command": stalled.replace("{ws}", &ws), "timeout": 300}));
-        // And a call abandoned mid-way (the session is cancelled).
-        let abandoned = tokio::time::timeout(Duration::from_millis(300), b.bash(&abandon));
-        let (returned, timed_out, _) = tokio::join!(returned, timed_out, abandoned);
+        // And a call abandoned mid-way (the session is cancelled) once its
+        // command has started what would outlive it.
+        let started = b.ws.join("abandoned-started");
+        let abandoned = async {
+            tokio::select! {
+                _ = b.bash(&abandon) => {}
+                _ = guard::wait_for(&started) => {}
+            }
+        };
+        let (returned, timed_out, ()) = tokio::join!(returned, timed_out, abandoned);
         assert!(text(&returned).contains("started"), "{}", text(&returned));
         assert!(
             text(&timed_out).contains("timed out"),

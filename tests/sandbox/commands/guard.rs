@@ -174,7 +174,7 @@ async fn a_background_shell_cannot_make_one_either() -> TestResult {
     Ok(())
 }
 
-async fn wait_for(path: &Path) -> Result<(), BoxError> {
+pub(super) async fn wait_for(path: &Path) -> Result<(), BoxError> {
     for _ in 0..3000 {
         if path.exists() {
             return Ok(());

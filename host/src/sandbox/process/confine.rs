@@ -42,6 +42,31 @@ pub(super) fn restrict(plan: &Plan, namespaced: bool) -> Result<i32, String> {
     Ok(abi)
 }
 
+/// Puts the command in a Landlock domain of its own, nested in the one it
+/// shares with its guard (the same rules: nothing more or less is
+/// allowed). Landlock lets a process trace or signal only processes in
+/// its own domain or one nested in it, so the guard — which must read the
+/// command's memory — stays out of the command's reach.
+#[cfg(target_os = "linux")]
+pub(super) fn nest(plan: &Plan, abi: i32) -> Result<i32, String> {
+    if abi == 0 || !plan.uses(SandboxLayer::GuardIsolation) {
+        return Ok(abi);
+    }
+    landlock(plan, true)
+}
+
+/// The guard's own filter, once it holds its listener: what the command
+/// may not call, the guard may not either (the keyring; new UNIX sockets
+/// where Landlock cannot govern them), so a guard somehow driven by the
+/// command gains nothing the command lacks.
+#[cfg(target_os = "linux")]
+pub(super) fn guard_filter(plan: &Plan, abi: i32) -> Result<(), String> {
+    if !plan.uses(SandboxLayer::Seccomp) || !plan.uses(SandboxLayer::GuardIsolation) {
+        return Ok(());
+    }
+    seccomp(abi < UNIX_SOCKETS_ABI)
+}
+
 /// The command's own layers, after [`restrict`]: its limits and seccomp
 /// filter, and the checks that the kernel's Landlock is enough.
 #[cfg(target_os = "linux")]

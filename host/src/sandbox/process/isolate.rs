@@ -150,6 +150,17 @@ fn status_code(status: nix::Result<WaitStatus>) -> i32 {
 /// PID 1 of the call's namespace.
 fn init(plan: &Plan, lifeline: OwnedFd, go: OwnedFd, limited_by_group: bool) -> i32 {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    // Not dumpable: without `CAP_SYS_PTRACE` (which no command has) nothing
+    // may trace this process or open its memory, whatever its user. The
+    // bridge and the guard are forked from it and keep that; the command
+    // gets it back when it execs.
+    if plan.uses(SandboxLayer::GuardIsolation)
+        && let Err(e) = nix::sys::prctl::set_dumpable(false)
+    {
+        return refuse(&format!(
+            "cannot keep the sandbox's own processes from being traced ({e}); the command was not run"
+        ));
+    }
     // Wait until the helper has placed us in the cgroup (EOF: it died).
     let mut byte = [0u8; 1];
     if !matches!(nix::unistd::read(&go, &mut byte), Ok(1)) {

@@ -71,6 +71,12 @@ pub enum SandboxLayer {
     ProtectedPaths,
     /// The creation guard: protected names cannot be made at all.
     CreationGuard,
+    /// What keeps the sandbox's own processes (the call's init, the
+    /// creation guard, the network bridge) out of the command's reach:
+    /// they cannot be traced, have their memory read or written, or be
+    /// signalled by it, and a command process may trace only its own
+    /// descendants.
+    GuardIsolation,
 }
 
 impl SandboxLayer {
@@ -83,6 +89,7 @@ impl SandboxLayer {
             SandboxLayer::Limits => "limits",
             SandboxLayer::ProtectedPaths => "protected-paths",
             SandboxLayer::CreationGuard => "creation-guard",
+            SandboxLayer::GuardIsolation => "guard-isolation",
         }
     }
 
@@ -95,6 +102,7 @@ impl SandboxLayer {
             SandboxLayer::Limits,
             SandboxLayer::ProtectedPaths,
             SandboxLayer::CreationGuard,
+            SandboxLayer::GuardIsolation,
         ]
         .into_iter()
         .find(|l| l.as_str() == name)

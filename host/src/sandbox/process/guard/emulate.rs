@@ -1,8 +1,9 @@
 //! The trapped calls, judged and then made by the guard itself, from the
 //! copies of their arguments it read once: what the task changes in its
-//! memory after the check is never what gets used. The guard runs in the
-//! command's Landlock domain, with its user and no capabilities, so a call
-//! it makes is allowed exactly when the command's own would be.
+//! memory after the check is never what gets used. The guard runs under
+//! the command's Landlock rules (the command's domain is nested in the
+//! guard's, with the same rules), with its user and no capabilities, so a
+//! call it makes is allowed exactly when the command's own would be.
 
 use super::Rules;
 use super::target::{Entry, Located, entry_below, locate, open_task_entry, read_string, umask};

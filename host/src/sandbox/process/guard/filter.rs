@@ -37,6 +37,14 @@ const TRAPPED_WHEN_CREATING: &[(i64, u32)] = &[(libc::SYS_openat, 2), (libc::SYS
 #[cfg(not(target_arch = "x86_64"))]
 const TRAPPED_WHEN_CREATING: &[(i64, u32)] = &[(libc::SYS_openat, 2)];
 
+/// Calls that reach into another process's memory by its id: trapped so
+/// the guard can refuse any target that is not the caller's descendant.
+const TRAPPED_TRACING: &[i64] = &[libc::SYS_process_vm_readv, libc::SYS_process_vm_writev];
+
+/// `ptrace` requests that take hold of a process by its id (a child that
+/// asks its parent to trace it, `PTRACE_TRACEME`, is the parent's own).
+const TRACE_REQUESTS: &[u32] = &[libc::PTRACE_ATTACH, libc::PTRACE_SEIZE];
+
 /// Calls that would go around the filter (their paths are in a structure
 /// or a ring the filter cannot see): "not implemented", so programs fall
 /// back to the calls above.
@@ -95,12 +103,34 @@ fn program() -> Vec<libc::sock_filter> {
         (REFUSED, not_implemented),
         (TRAPPED, notify),
         (TRAPPED_LEGACY, notify),
+        (TRAPPED_TRACING, notify),
     ] {
         for &nr in calls {
             program.push(jump(BPF_JMP | BPF_JEQ | BPF_K, nr as u32, 0, 1));
             program.push(ret(action));
         }
     }
+    // ptrace: past the request checks when it is another call; the
+    // request is its first argument.
+    let requests = TRACE_REQUESTS.len() as u8;
+    program.push(jump(
+        BPF_JMP | BPF_JEQ | BPF_K,
+        libc::SYS_ptrace as u32,
+        0,
+        requests + 3,
+    ));
+    program.push(load(arg_low(0)));
+    for (at, &request) in TRACE_REQUESTS.iter().enumerate() {
+        // To the notify after the allow that ends the checks.
+        program.push(jump(
+            BPF_JMP | BPF_JEQ | BPF_K,
+            request,
+            requests - at as u8,
+            0,
+        ));
+    }
+    program.push(ret(libc::SECCOMP_RET_ALLOW));
+    program.push(ret(notify));
     for &(nr, flags) in TRAPPED_WHEN_CREATING {
         // Not this call: past the four that judge it.
         program.push(jump(BPF_JMP | BPF_JEQ | BPF_K, nr as u32, 0, 4));
@@ -184,6 +214,27 @@ pub(super) fn respond(listener: &OwnedFd, id: u64, value: i32) {
         val: if value < 0 { 0 } else { i64::from(value) },
         error: value.min(0),
         flags: 0,
+    };
+    // SAFETY: the ioctl reads one `seccomp_notif_resp`.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &response as *const libc::seccomp_notif_resp,
+        );
+    }
+}
+
+/// Lets the call `id` go on as the task made it. Sound only for calls
+/// whose arguments are all in registers (a process id, a request), which
+/// the task cannot change after the guard read them.
+pub(super) fn let_through(listener: &OwnedFd, id: u64) {
+    let response = libc::seccomp_notif_resp {
+        id,
+        val: 0,
+        error: 0,
+        flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
     };
     // SAFETY: the ioctl reads one `seccomp_notif_resp`.
     #[allow(unsafe_code)]

@@ -8,7 +8,9 @@
 //! name (`open` with `O_CREAT`, `mkdir`, `mknod`, `symlink`, `link`,
 //! `rename`, in every form) are trapped by a seccomp user-notification
 //! filter and answered by the guard: a process between the call's init and
-//! the command, in the same Landlock domain, with no capabilities. The
+//! the command, with no capabilities, not dumpable, in the Landlock domain
+//! the command's own is nested in — so the command can neither trace nor
+//! signal it, while the guard reads the command's memory. The
 //! guard copies the call's arguments once, judges the name and makes the
 //! call itself (handing an opened file over with `SECCOMP_IOCTL_NOTIF_ADDFD`),
 //! so a second thread rewriting the path after the check changes nothing —
@@ -23,6 +25,7 @@
 mod emulate;
 mod filter;
 mod target;
+mod trace;
 
 pub(super) use filter::install;
 
@@ -45,6 +48,8 @@ pub(super) struct Rules {
     exempt: Vec<PathBuf>,
     /// Paths already said to the command (once each).
     said: std::cell::RefCell<std::collections::HashSet<PathBuf>>,
+    /// A command process may trace only its own descendants.
+    isolate: bool,
 }
 
 impl Rules {
@@ -62,6 +67,7 @@ impl Rules {
             paths: plan.guard_paths.clone(),
             exempt,
             said: Default::default(),
+            isolate: plan.uses(super::SandboxLayer::GuardIsolation),
         }
     }
 
@@ -214,6 +220,13 @@ fn serve_one(listener: &OwnedFd, rules: &Rules) {
         args: request.data.args,
     };
     let still_waiting = || filter::is_waiting(listener, id);
+    if trace::is_tracing(call.nr) {
+        match trace::judge(&call, rules.isolate, &still_waiting) {
+            Ok(()) => filter::let_through(listener, id),
+            Err(errno) => filter::respond(listener, id, -(errno as i32)),
+        }
+        return;
+    }
     match emulate::answer(&call, rules, &still_waiting) {
         Reply::Done => filter::respond(listener, id, 0),
         Reply::Failed(errno) => filter::respond(listener, id, -(errno as i32)),
@@ -237,6 +250,7 @@ pub(super) fn start(plan: &Plan, limited_by_group: bool) -> i32 {
     // read (a process may read the memory of its descendants).
     let _ = nix::sys::prctl::set_child_subreaper(true);
     let restricted = confine::restrict(plan, true);
+    let abi = restricted.as_ref().copied().unwrap_or(0);
     let rules = Rules::for_plan(plan);
     let mut children = nix::sys::signal::SigSet::empty();
     children.add(nix::sys::signal::Signal::SIGCHLD);
@@ -264,6 +278,7 @@ pub(super) fn start(plan: &Plan, limited_by_group: bool) -> i32 {
             drop(signals);
             let _ = children.thread_unblock();
             let confined = restricted
+                .and_then(|abi| confine::nest(plan, abi))
                 .and_then(|abi| confine::finish(plan, true, limited_by_group, abi))
                 .and_then(|()| install_and_send(&theirs));
             drop(theirs);
@@ -271,6 +286,9 @@ pub(super) fn start(plan: &Plan, limited_by_group: bool) -> i32 {
         }
         Ok(nix::unistd::ForkResult::Parent { child }) => {
             drop(theirs);
+            if let Some(code) = harden(plan, abi, child) {
+                return code;
+            }
             match receive_listener(&ours) {
                 Some(listener) => serve(listener, &rules, child, &signals),
                 None => loop {
@@ -291,6 +309,23 @@ pub(super) fn start(plan: &Plan, limited_by_group: bool) -> i32 {
             }
         }
     }
+}
+
+/// The guard's own filter; `Some(exit code)` when it cannot be applied
+/// and the sandbox is required (the command is ended before it runs).
+fn harden(plan: &Plan, abi: i32, command: Pid) -> Option<i32> {
+    let reason = super::confine::guard_filter(plan, abi).err()?;
+    if !plan.required {
+        super::plan::warn(&format!(
+            "the creation guard runs without its filter ({reason})"
+        ));
+        return None;
+    }
+    let _ = nix::sys::signal::kill(command, nix::sys::signal::Signal::SIGKILL);
+    let _ = nix::sys::wait::waitpid(command, None);
+    Some(super::plan::refuse(&format!(
+        "the OS sandbox is required but the creation guard cannot be confined ({reason}); the command was not run"
+    )))
 }
 
 /// In the command: installs the filter and gives its listener to the
