@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+#[path = "commands/git.rs"]
+mod git;
 #[path = "commands/guard.rs"]
 mod guard;
 #[path = "commands/listen.rs"]

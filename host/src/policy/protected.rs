@@ -94,8 +94,8 @@ pub fn command_protected_names() -> Vec<String> {
 }
 
 /// Inside a git directory, what makes git run programs or read another
-/// configuration.
-pub const GIT_CONTROL: &[&str] = &["config", "config.worktree", "hooks", "commondir"];
+/// configuration: the command sandbox's list, one for both.
+pub use crate::sandbox::process::GIT_CONTROL;
 
 /// Paths under the home directory that make programs run, with why (a
 /// folder protects everything inside it).

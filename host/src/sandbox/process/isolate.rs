@@ -284,6 +284,11 @@ fn prepare_mounts(plan: &Plan) -> Result<(), String> {
         .map_err(|e| format!("cannot give {} its size limit: {e}", dir.display()))?;
     }
     if plan.uses(SandboxLayer::ProtectedPaths) {
+        // A mount point cannot be renamed or removed: the folder stays, and
+        // the read-only binds below go inside it.
+        for path in &plan.pinned {
+            bind_in_place(path).map_err(|e| format!("cannot pin {}: {e}", path.display()))?;
+        }
         for path in &plan.readonly {
             bind_read_only(path, path)
                 .map_err(|e| format!("cannot make {} read-only: {e}", path.display()))?;
@@ -293,6 +298,18 @@ fn prepare_mounts(plan: &Plan) -> Result<(), String> {
         hide(path).map_err(|e| format!("cannot hide {}: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// Mounts `path` on itself, writable as it was.
+fn bind_in_place(path: &Path) -> nix::Result<()> {
+    let none: Option<&str> = None;
+    mount(
+        Some(path),
+        path,
+        none,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        none,
+    )
 }
 
 /// Mounts `source` on `target`, read-only, keeping the flags the kernel

@@ -29,7 +29,7 @@ mod protect;
 pub use background::{BackgroundShells, ShellReport, ShellStatus};
 pub use helper::helper_main;
 pub use plan::HELPER_ARG;
-pub use protect::{WalkCache, is_git_dir};
+pub use protect::{GIT_CONTROL, WalkCache, is_git_dir};
 
 use plan::{MESSAGE_PREFIX, Plan, REFUSED_EXIT};
 use std::path::{Path, PathBuf};
@@ -231,9 +231,11 @@ impl ProcessConfig {
             None => Vec::new(),
         };
         let guarded = !self.without.contains(&SandboxLayer::ProtectedPaths);
+        let (pinned, readonly) = protect::keep(existing);
         let plan = Plan {
             writes,
-            readonly: existing,
+            pinned,
+            readonly,
             hide,
             guard_names: if guarded {
                 self.protected_names.clone()

@@ -18,6 +18,10 @@ pub(super) const MESSAGE_PREFIX: &str = "carapace sandbox:";
 pub(super) struct Plan {
     /// Where the command may write.
     pub writes: Vec<PathBuf>,
+    /// Existing folders that stay where they are — they cannot be renamed
+    /// or removed — though what is inside may change (a git directory,
+    /// whose control files are in `readonly`).
+    pub pinned: Vec<PathBuf>,
     /// Existing paths under the write roots that stay read-only.
     pub readonly: Vec<PathBuf>,
     /// Existing paths the command must not read.
@@ -64,6 +68,7 @@ impl Plan {
             };
             match arg.as_str() {
                 "--write" => plan.writes.push(PathBuf::from(value("--write")?)),
+                "--pin" => plan.pinned.push(PathBuf::from(value("--pin")?)),
                 "--readonly" => plan.readonly.push(PathBuf::from(value("--readonly")?)),
                 "--hide" => plan.hide.push(PathBuf::from(value("--hide")?)),
                 "--guard-name" => plan.guard_names.push(value("--guard-name")?),
@@ -130,6 +135,7 @@ impl Plan {
         let mut args: Vec<std::ffi::OsString> = vec![HELPER_ARG.into()];
         for (flag, paths) in [
             ("--write", &self.writes),
+            ("--pin", &self.pinned),
             ("--readonly", &self.readonly),
             ("--hide", &self.hide),
             ("--guard-path", &self.guard_paths),
@@ -196,7 +202,8 @@ mod tests {
     fn a_plan_survives_its_arguments() -> Result<(), String> {
         let plan = Plan {
             writes: vec!["/w".into()],
-            readonly: vec!["/w/.git".into()],
+            pinned: vec!["/w/.git".into()],
+            readonly: vec!["/w/.git/config".into()],
             hide: vec!["/h/.ssh".into()],
             guard_names: vec![".git".into(), ".cargo/config.toml".into()],
             guard_paths: vec!["/h/.bashrc".into()],

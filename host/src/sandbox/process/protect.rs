@@ -142,6 +142,99 @@ fn read_listing(
     Some(listed)
 }
 
+/// Inside a git directory, what makes git run programs or read another
+/// configuration.
+pub const GIT_CONTROL: &[&str] = &["config", "config.worktree", "hooks", "commondir"];
+
+/// The most entries read below one `.git`'s `worktrees/` and `modules/`.
+const GIT_WALK_LIMIT: usize = 2_000;
+
+/// How the protected paths that exist are kept: a `.git` folder stays
+/// writable for git's own data (objects, index, refs, logs, `HEAD`), so
+/// commits, stashes, checkouts and rebases work, but is pinned in place
+/// with its control files read-only — and those of its worktrees' and
+/// submodules' git directories; anything else is read-only whole.
+/// Returns (pinned, read-only).
+pub(super) fn keep(existing: Vec<PathBuf>) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut pinned = Vec::new();
+    let mut readonly = Vec::new();
+    for path in existing {
+        let is_dot_git = path
+            .file_name()
+            .is_some_and(|n| n.eq_ignore_ascii_case(".git"));
+        let is_folder = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        if is_dot_git && is_folder {
+            let mut budget = GIT_WALK_LIMIT;
+            control_entries(&path, &mut readonly, &mut budget);
+            pinned.push(path);
+        } else {
+            readonly.push(path);
+        }
+    }
+    (pinned, readonly)
+}
+
+/// The control files of the git directory `dir` that exist, and of the
+/// git directories inside it (`worktrees/*`, and every git directory
+/// below `modules/`: a submodule's name may hold slashes).
+fn control_entries(dir: &Path, out: &mut Vec<PathBuf>, budget: &mut usize) {
+    out.extend(
+        GIT_CONTROL
+            .iter()
+            .map(|name| dir.join(name))
+            .filter(|p| p.symlink_metadata().is_ok()),
+    );
+    let subdirs = |folder: &Path, budget: &mut usize| -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(folder) else {
+            return Vec::new();
+        };
+        let mut dirs = Vec::new();
+        for entry in entries.flatten() {
+            if *budget == 0 {
+                break;
+            }
+            *budget -= 1;
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(entry.path());
+            }
+        }
+        dirs
+    };
+    for worktree in subdirs(&dir.join("worktrees"), budget) {
+        out.extend(
+            GIT_CONTROL
+                .iter()
+                .map(|name| worktree.join(name))
+                .filter(|p| p.symlink_metadata().is_ok()),
+        );
+    }
+    let mut stack = subdirs(&dir.join("modules"), budget);
+    while let Some(folder) = stack.pop() {
+        if is_git_dir(&folder) {
+            control_entries(&folder, out, budget);
+        } else {
+            stack.extend(subdirs(&folder, budget));
+        }
+    }
+}
+
+/// Whether `folder` (lower-cased components) is where a git directory
+/// keeps what makes git run programs: a `.git` itself, one of its
+/// worktrees' folders, or anywhere below its `modules/` (a submodule's
+/// name may hold slashes, so no depth there is only data) — not its
+/// `refs/`, `logs/` or `objects/`, where a branch may be called `config`.
+pub(super) fn is_git_control_folder(folder: &[String]) -> bool {
+    let Some(at) = folder.iter().position(|c| c == ".git") else {
+        return false;
+    };
+    match &folder[at + 1..] {
+        [] => true,
+        [first, ..] if first == "modules" => true,
+        [first, _] => first == "worktrees",
+        _ => false,
+    }
+}
+
 /// git takes a folder holding `HEAD`, `objects/` and `refs/` as a git
 /// directory, whatever its name (a bare repository, a
 /// `--separate-git-dir`, a `commondir` target).
@@ -188,6 +281,72 @@ mod tests {
         }
         assert!(!found.contains(&ws.join("target/debug/.git")));
         Ok(())
+    }
+
+    #[test]
+    fn a_git_folder_is_pinned_with_its_control_files_read_only() -> std::io::Result<()> {
+        let root = tempfile::tempdir()?;
+        let git = root.path().join(".git");
+        for dir in [
+            "hooks",
+            "objects",
+            "refs",
+            "worktrees/wt",
+            "modules/lib/deep/objects",
+            "modules/lib/deep/refs",
+        ] {
+            std::fs::create_dir_all(git.join(dir))?;
+        }
+        for file in [
+            "config",
+            "HEAD",
+            "worktrees/wt/commondir",
+            "modules/lib/deep/HEAD",
+            "modules/lib/deep/config",
+        ] {
+            std::fs::write(git.join(file), "")?;
+        }
+        let bare = root.path().join("vendor");
+        std::fs::create_dir(&bare)?;
+        let (pinned, readonly) = keep(vec![git.clone(), bare.clone()]);
+        assert_eq!(pinned, vec![git.clone()]);
+        let mut expected: Vec<PathBuf> = [
+            "config",
+            "hooks",
+            "worktrees/wt/commondir",
+            "modules/lib/deep/config",
+        ]
+        .iter()
+        .map(|p| git.join(p))
+        .chain([bare])
+        .collect();
+        let mut readonly = readonly;
+        readonly.sort();
+        expected.sort();
+        assert_eq!(readonly, expected);
+        Ok(())
+    }
+
+    #[test]
+    fn git_control_folders_are_the_git_directories_not_their_data() {
+        let folder = |p: &str| -> Vec<String> { p.split('/').map(str::to_string).collect() };
+        for yes in [
+            ".git",
+            "w/.git",
+            "w/.git/worktrees/x",
+            "w/.git/modules/a/refs",
+        ] {
+            assert!(is_git_control_folder(&folder(yes)), "{yes}");
+        }
+        for no in [
+            "w",
+            "w/.git/refs/heads",
+            "w/.git/logs",
+            "w/.git/worktrees",
+            "w/.git/info",
+        ] {
+            assert!(!is_git_control_folder(&folder(no)), "{no}");
+        }
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub(super) struct Rules {
     said: std::cell::RefCell<std::collections::HashSet<PathBuf>>,
     /// A command process may trace only its own descendants.
     isolate: bool,
+    /// Git's control files may not be made inside a git directory (`.git`
+    /// is protected: its data is writable, its control is not).
+    git: bool,
 }
 
 impl Rules {
@@ -68,6 +71,10 @@ impl Rules {
             exempt,
             said: Default::default(),
             isolate: plan.uses(super::SandboxLayer::GuardIsolation),
+            git: plan
+                .guard_names
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(".git")),
         }
     }
 
@@ -97,7 +104,8 @@ impl Rules {
     /// no look at their folder.
     fn may_refuse(&self, name: &str) -> bool {
         let name = name.to_lowercase();
-        self.names.iter().any(|c| c.last() == Some(&name))
+        (self.git && super::protect::GIT_CONTROL.contains(&name.as_str()))
+            || self.names.iter().any(|c| c.last() == Some(&name))
             || self.paths.iter().any(|p| {
                 p.file_name()
                     .is_some_and(|n| n.to_string_lossy().to_lowercase() == name)
@@ -114,6 +122,15 @@ impl Rules {
         let lowered = |p: &Path| p.to_string_lossy().to_lowercase();
         if self.paths.iter().any(|p| lowered(p) == lowered(&path)) {
             return true;
+        }
+        if self.git && super::protect::GIT_CONTROL.contains(&name.as_str()) {
+            let components: Vec<String> = folder
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().to_lowercase())
+                .collect();
+            if super::protect::is_git_control_folder(&components) {
+                return true;
+            }
         }
         let installed = folder.components().any(|c| {
             super::protect::NOT_ENTERED
@@ -396,6 +413,12 @@ mod tests {
             ("/w/sub/.CARGO", "config.toml"),
             ("/h", ".bashrc"),
             ("/w/node_modules/pkg", ".git"),
+            ("/w/.git", "commondir"),
+            ("/w/.GIT", "config.worktree"),
+            ("/w/lib/.git", "hooks"),
+            ("/w/.git/worktrees/wt", "commondir"),
+            ("/w/.git/modules/a", "config"),
+            ("/w/.git/modules/a/refs", "config"),
         ] {
             assert!(r.refuses(Path::new(folder), name), "{folder}/{name}");
         }
@@ -408,6 +431,11 @@ mod tests {
             ("/dev/shm", ".git"),
             ("/w/node_modules/pkg", ".vscode"),
             ("/w/.git", "."),
+            ("/w/.git", "index.lock"),
+            ("/w/.git/refs/heads", "config"),
+            ("/w/.git/logs/refs/heads", "hooks"),
+            ("/w/.git/worktrees", "config"),
+            ("/w/src", "config"),
         ] {
             assert!(!r.refuses(Path::new(folder), name), "{folder}/{name}");
         }
