@@ -485,6 +485,10 @@ fn claude_codes_flags_are_honoured_or_refused_by_name() -> TestResult {
             "--disable-slash-commands",
             "--betas",
             "b-one,b-two",
+            // A model without an effort setting: only the betas asked for
+            // and thinking's.
+            "--model",
+            "claude-sonnet-4-5",
         ])
         .args([
             "-n",
@@ -652,3 +656,6 @@ mod streams;
 
 #[path = "cli/signals.rs"]
 mod signals;
+
+#[path = "cli/claude_setup.rs"]
+mod claude_setup;

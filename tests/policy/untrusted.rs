@@ -51,6 +51,7 @@ impl World {
     fn locations(&self) -> Locations {
         Locations {
             managed: self.home.join("no-managed-settings.json"),
+            claude_managed: std::path::PathBuf::from("/nonexistent/claude-managed-settings.json"),
             cli: None,
             cwd: self.ws.clone(),
             home: self.home.clone(),

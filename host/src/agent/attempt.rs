@@ -117,7 +117,7 @@ impl Run<'_, '_> {
                 to: next.clone(),
             });
             self.totals.transitions.push(Transition::ModelFallback);
-            self.model = next.clone();
+            self.model = crate::model::resolve_model(next);
             attempt = 0;
             overloads = 0;
         }

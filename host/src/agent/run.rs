@@ -246,7 +246,9 @@ impl<'r, 'a> Run<'r, 'a> {
                 started: Instant::now(),
                 depth: 0,
             },
-            model: config.model.clone(),
+            // Whoever built the configuration, a name like `sonnet` goes
+            // out as the id Claude Code would send.
+            model: crate::model::resolve_model(&config.model),
             fallbacks: config.fallback_models.iter(),
             tool_specs: Vec::new(),
         }

@@ -318,6 +318,7 @@ async fn update(
 fn signature_policy(paths: &SessionPaths) -> anyhow::Result<SignaturePolicy> {
     let locations = crate::settings::Locations {
         managed: crate::session::managed_settings_path().0,
+        claude_managed: crate::settings::CLAUDE_MANAGED_SETTINGS.into(),
         cli: None,
         cwd: paths.cwd.clone(),
         home: paths.home.clone(),

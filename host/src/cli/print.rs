@@ -449,7 +449,7 @@ enum Expansion {
 
 /// The turn's configuration with a command's model, if it names one.
 fn with_model(config: &QueryConfig, model: Option<String>) -> std::borrow::Cow<'_, QueryConfig> {
-    match model {
+    match model.map(|m| crate::model::resolve_model(&m)) {
         Some(model) if model != config.model => {
             let mut changed = config.clone();
             changed.model = model;

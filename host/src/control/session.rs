@@ -186,7 +186,9 @@ impl SessionControl {
             Some("set_model") => {
                 let model = match &request["model"] {
                     Value::Null => self.default_model.clone(),
-                    Value::String(model) if !model.trim().is_empty() => model.trim().to_string(),
+                    Value::String(model) if !model.trim().is_empty() => {
+                        crate::model::resolve_model(model)
+                    }
                     other => return Err(format!("set_model: not a model name: {other}")),
                 };
                 self.set_model(model);

@@ -7,6 +7,7 @@
 //!
 //! Imports nothing of carapace's: a leaf every folder above may use.
 
+mod alias;
 mod anthropic;
 mod effort;
 mod messages;
@@ -17,6 +18,7 @@ mod sse;
 mod stream;
 mod thinking;
 
+pub use alias::{DEFAULT_MODEL, caveat, resolve_model};
 pub use anthropic::AnthropicModel;
 pub use effort::{EFFORT_BETA, Effort};
 pub use messages::{

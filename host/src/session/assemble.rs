@@ -47,7 +47,7 @@ impl SessionBuilder {
         let mut warnings = settings.warnings.clone();
         warnings.extend(managed_refused);
         let identity = self.identity(&settings, &mut warnings)?;
-        let policy = self.policy(&settings, &identity)?;
+        let policy = self.policy(&settings, &identity, &mut warnings)?;
         let sandbox = self.sandbox(&policy)?;
         timing.mark("sandbox_ready");
         let (mut registry, mut plugins) = self.registry(&sandbox, &settings, &mut warnings).await?;
@@ -155,6 +155,7 @@ impl SessionBuilder {
         let paths = &self.paths;
         let locations = Locations {
             managed,
+            claude_managed: crate::settings::CLAUDE_MANAGED_SETTINGS.into(),
             cli: self.settings.clone(),
             cwd: paths.cwd.clone(),
             home: paths.home.clone(),
@@ -256,6 +257,18 @@ impl SessionBuilder {
         };
         let main = MainAgent::find(setup, settings, agents)?;
         let structured = self.output_schema.is_some();
+        let named = [
+            &setup.model,
+            &settings.model,
+            &main.agent.as_ref().and_then(|a| a.model.clone()),
+        ];
+        if let Some(caveat) = named
+            .into_iter()
+            .flatten()
+            .find_map(|m| crate::model::caveat(m))
+        {
+            eprintln!("carapace: {caveat}");
+        }
         let RunModel {
             model,
             api_key_source,

@@ -33,19 +33,29 @@ impl SessionBuilder {
         &self,
         settings: &Settings,
         identity: &Identity,
+        warnings: &mut Vec<String>,
     ) -> Result<SessionPolicy, SessionError> {
         let super::SessionPaths {
             cwd,
             home,
             config_dir,
         } = &self.paths;
-        let rules = session_rules(
-            settings.rules.clone(),
-            &self.allowed,
-            &self.disallowed,
-            cwd,
-            home,
-        )?;
+        if settings.bypass_disabled
+            && identity.mode == crate::policy::PermissionMode::BypassPermissions
+        {
+            return Err(SessionError::Invalid(
+                "bypassPermissions is disabled by the settings (permissions.disableBypassPermissionsMode)".into(),
+            ));
+        }
+        let allowed: &[String] = if settings.managed_rules_only && !self.allowed.is_empty() {
+            warnings.push(
+                "--allowedTools ignored: the managed settings allow their own permission rules only".into(),
+            );
+            &[]
+        } else {
+            &self.allowed
+        };
+        let rules = session_rules(settings.rules.clone(), allowed, &self.disallowed, cwd, home)?;
         // Tool results too large for the model's context are saved here,
         // where Read may page through them.
         let spill_dir = identity.dir.join("tool-results");
@@ -71,7 +81,7 @@ impl SessionBuilder {
         additional_dirs.push(spill_dir);
         let policy = Policy::from_config(PolicyConfig {
             mode: identity.mode,
-            bypass_allowed: self.bypass_allowed,
+            bypass_allowed: self.bypass_allowed && !settings.bypass_disabled,
             rules: RuleSet::new(rules),
             cwd: cwd.clone(),
             additional_dirs,
@@ -92,7 +102,10 @@ impl SessionBuilder {
                 .helper
                 .clone()
                 .or_else(crate::sandbox::process::default_helper),
-            protected: command_protected(home, config_dir, cwd),
+            protected: command_protected(home, config_dir, cwd)
+                .into_iter()
+                .chain(settings.command_write_denied.iter().cloned())
+                .collect(),
             protected_names: crate::policy::command_protected_names(),
             write_roots,
             read_denied,

@@ -9,6 +9,7 @@ use super::SessionError;
 use crate::agent::{
     ContextConfig, DEFAULT_STRUCTURED_OUTPUT_ATTEMPTS, QueryConfig, StructuredOutputConfig,
 };
+use crate::model::resolve_model;
 use crate::model::{AnthropicModel, Model, ReplayModel, RetryPolicy, price};
 use crate::settings::Settings;
 use crate::subagents::AgentDefinition;
@@ -16,8 +17,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The model when nothing names one.
-pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+/// The model when nothing names one, as Claude Code's.
+pub use crate::model::DEFAULT_MODEL;
 /// Consecutive Stop hook blocks allowed when `CARAPACE_STOP_HOOK_BLOCK_CAP`
 /// does not say.
 const DEFAULT_STOP_HOOK_BLOCK_CAP: u32 = 8;
@@ -161,7 +162,7 @@ pub(super) fn build_model(
         })
         .or(settings.model.clone())
         .or_else(|| env("ANTHROPIC_MODEL"))
-        .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        .map_or_else(|| DEFAULT_MODEL.to_string(), |m| resolve_model(&m));
     check_budget(setup.max_budget_usd, &model_name)?;
     let (model, api_key_source): (Arc<dyn Model>, &'static str) =
         match model_name.strip_prefix("replay:") {
@@ -266,7 +267,11 @@ fn loop_config(
     .map_err(SessionError::Invalid)?;
     Ok(QueryConfig {
         model,
-        fallback_models: setup.fallback_models.clone(),
+        fallback_models: setup
+            .fallback_models
+            .iter()
+            .map(|m| resolve_model(m))
+            .collect(),
         system_prompt: String::new(),
         max_tokens,
         max_turns: setup.max_turns,

@@ -3,7 +3,9 @@
 //! and wins; a project file (`.carapace/settings*.json`) may tighten, and
 //! widens only in a trusted workspace.
 
-use super::{ProjectItem, Settings, SettingsError, SettingsFile, is_forbidden_project_env};
+use super::{
+    Dialect, ProjectItem, Settings, SettingsError, SettingsFile, is_forbidden_project_env,
+};
 use crate::policy::{Anchors, HostPattern, PermissionMode, Rule, RuleKind, RuleSource, SourceKind};
 use std::path::{Path, PathBuf};
 
@@ -12,12 +14,21 @@ pub(super) struct Source {
     pub kind: SourceKind,
     pub path: Option<PathBuf>,
     pub file: SettingsFile,
+    dialect: Dialect,
+    /// What reading it found to say (keys carapace does not read).
+    notes: Vec<String>,
     /// The file's name in messages (`--settings` for inline JSON).
     shown: String,
 }
 
 impl Source {
-    pub(super) fn new(kind: SourceKind, path: Option<PathBuf>, file: SettingsFile) -> Self {
+    pub(super) fn new(
+        kind: SourceKind,
+        path: Option<PathBuf>,
+        file: SettingsFile,
+        dialect: Dialect,
+        notes: Vec<String>,
+    ) -> Self {
         let shown = path
             .as_ref()
             .map(|p| p.display().to_string())
@@ -26,8 +37,14 @@ impl Source {
             kind,
             path,
             file,
+            dialect,
+            notes,
             shown,
         }
+    }
+
+    pub(super) fn shown(&self) -> &str {
+        &self.shown
     }
 
     /// A project file (shared or local): it widens nothing unless the
@@ -59,19 +76,23 @@ impl Settings {
     /// Merges `source` below what the files before it set.
     pub(super) fn merge(
         &mut self,
-        source: Source,
+        mut source: Source,
         locations: &super::Locations,
     ) -> Result<(), SettingsError> {
         if let Some(path) = &source.path {
             self.files.push(path.clone());
         }
+        self.warnings.extend(source.notes.iter().cloned());
         self.merge_scalars(&source)?;
         self.merge_rules(&source, locations)?;
         self.merge_dirs(&source, locations);
         self.merge_env(&source);
         self.merge_signatures(&source);
         self.merge_definitions(&source);
-        self.merge_sandbox(&source)
+        self.merge_sandbox(&source)?;
+        let anchors = source.anchors(locations);
+        let filesystem = std::mem::take(&mut source.file.sandbox.filesystem);
+        filesystem.apply(&source, &anchors, self)
     }
 
     /// The model, the thinking, the style, the agent, the mode.
@@ -88,6 +109,9 @@ impl Settings {
         }
         if self.agent.is_none() && (!from_project || self.trust.is_trusted()) {
             self.agent = file.agent.clone();
+        }
+        if file.permissions.disable_bypass_permissions_mode.as_deref() == Some("disable") {
+            self.bypass_disabled = true;
         }
         if self.default_mode.is_none()
             && let Some(mode) = &file.permissions.default_mode
@@ -139,15 +163,31 @@ impl Settings {
         ] {
             for text in list {
                 // Parsed even when not admitted: a broken file is an
-                // error whatever the trust.
-                let rule =
-                    Rule::parse(text, kind_of, rule_source.clone(), &anchors).map_err(|e| {
-                        SettingsError::Rule {
+                // error whatever the trust (a Claude Code file's entry
+                // carapace cannot read is a warning, on the safe side).
+                let rule = match Rule::parse(text, kind_of, rule_source.clone(), &anchors) {
+                    Ok(rule) => Some(rule),
+                    Err(e) if source.dialect == Dialect::ClaudeCode => {
+                        super::claude::fallback_rule(
+                            text,
+                            kind_of,
+                            &rule_source,
+                            &anchors,
+                            &e,
+                            shown,
+                            &mut self.warnings,
+                        )
+                    }
+                    Err(e) => {
+                        return Err(SettingsError::Rule {
                             path: shown.clone(),
                             source: e,
-                        }
-                    })?;
-                if kind_of != RuleKind::Allow || allow_admitted {
+                        });
+                    }
+                };
+                if let Some(rule) = rule
+                    && (kind_of != RuleKind::Allow || allow_admitted)
+                {
                     self.rules.push(rule);
                 }
             }
@@ -304,6 +344,16 @@ impl Settings {
             } else if self.sandbox_required.is_none() {
                 self.sandbox_required = Some(required);
             }
+        }
+        if file.sandbox.enabled == Some(false) {
+            self.warnings.push(format!(
+                "{shown}: `sandbox.enabled: false` is not honoured: carapace runs every command in its OS sandbox"
+            ));
+        }
+        if file.sandbox.allow_unsandboxed_commands == Some(true) {
+            self.warnings.push(format!(
+                "{shown}: `sandbox.allowUnsandboxedCommands` is not honoured: carapace never runs a command outside its OS sandbox"
+            ));
         }
         self.merge_network(&file.sandbox.network, kind, shown);
         if let Some(mb) = file.sandbox.temp_dir_max_mb {

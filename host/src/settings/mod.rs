@@ -1,8 +1,12 @@
-//! Settings: Claude Code's shape and precedence under carapace's names.
+//! Settings: Claude Code's shape and precedence, from carapace's files and
+//! Claude Code's own.
 //!
-//! managed (`/etc/carapace/managed-settings.json`) > `--settings FILE|JSON` >
-//! local (`.carapace/settings.local.json`) > project
-//! (`.carapace/settings.json`) > user (`~/.carapace/settings.json`).
+//! managed (`/etc/carapace/managed-settings.json`, then Claude Code's
+//! `/etc/claude-code/managed-settings.json`) > `--settings FILE|JSON` >
+//! local (`.carapace/settings.local.json`, `.claude/settings.local.json`) >
+//! project (`.carapace/settings.json`, `.claude/settings.json`) > user
+//! (`~/.carapace/settings.json`, `~/.claude/settings.json`): at each level
+//! carapace's own file comes first.
 //! Scalars take the value of the highest source that sets them; lists merge
 //! across all sources (and a deny anywhere beats an allow anywhere, by rule
 //! order). Project and local files — written by whoever wrote the
@@ -12,6 +16,8 @@
 //!
 //! Imports: `policy`, `sandbox` — folders below it; nothing that imports it.
 
+mod claude;
+mod keys;
 mod merge;
 mod trust;
 
@@ -68,6 +74,16 @@ struct SettingsFile {
     plugin_signatures: SignaturesFile,
     api_key_helper: Option<String>,
     hooks: Option<Value>,
+    /// Claude Code's: no hook runs (a managed file's: not even managed
+    /// ones).
+    disable_all_hooks: Option<bool>,
+    /// Claude Code's, managed only: only the managed file's hooks run.
+    #[serde(default)]
+    allow_managed_hooks_only: bool,
+    /// Claude Code's, managed only: only the managed file's allow rules
+    /// apply (deny and ask rules of every file still do).
+    #[serde(default)]
+    allow_managed_permission_rules_only: bool,
     /// Agent types, as `--agents` takes them.
     agents: Option<Value>,
     #[serde(default)]
@@ -81,6 +97,16 @@ struct SettingsFile {
 struct SandboxFile {
     /// Refuse to run commands when the OS sandbox is unavailable.
     required: Option<bool>,
+    /// Claude Code's switch: carapace's commands are always sandboxed, so
+    /// `false` is named in a warning and changes nothing.
+    enabled: Option<bool>,
+    /// Claude Code's escape hatch for commands; carapace has none, so only
+    /// `false` is honoured (it is what carapace does anyway).
+    allow_unsandboxed_commands: Option<bool>,
+    /// Claude Code's `sandbox.filesystem`: paths no command may read or
+    /// write.
+    #[serde(default)]
+    filesystem: claude::FilesystemFile,
     /// Give commands (Bash) network access.
     allow_network: Option<bool>,
     /// MiB a command may write into its private temp dir.
@@ -162,12 +188,16 @@ struct PermissionsFile {
     default_mode: Option<String>,
     #[serde(default)]
     additional_directories: Vec<PathBuf>,
+    /// Claude Code's: `"disable"` keeps bypassPermissions out of reach.
+    disable_bypass_permissions_mode: Option<String>,
 }
 
 /// Where the settings files are.
 #[derive(Debug, Clone)]
 pub struct Locations {
     pub managed: PathBuf,
+    /// Claude Code's managed settings ([`CLAUDE_MANAGED_SETTINGS`]).
+    pub claude_managed: PathBuf,
     /// `--settings`: a file path or inline JSON.
     pub cli: Option<String>,
     pub cwd: PathBuf,
@@ -191,7 +221,23 @@ impl Locations {
     pub fn user(&self) -> PathBuf {
         self.config_dir.join("settings.json")
     }
+
+    /// Claude Code's files at the local, project and user levels.
+    pub fn claude_local(&self) -> PathBuf {
+        self.cwd.join(".claude").join("settings.local.json")
+    }
+
+    pub fn claude_project(&self) -> PathBuf {
+        self.cwd.join(".claude").join("settings.json")
+    }
+
+    pub fn claude_user(&self) -> PathBuf {
+        self.home.join(".claude").join("settings.json")
+    }
 }
+
+/// Where Claude Code's administrators put its managed settings on Linux.
+pub const CLAUDE_MANAGED_SETTINGS: &str = "/etc/claude-code/managed-settings.json";
 
 /// Environment variables a project file may not set: they would redirect
 /// the model traffic, leak or swap the credentials, or move carapace's own
@@ -279,6 +325,15 @@ pub struct Settings {
     pub internal_addresses: Vec<HostPattern>,
     /// `sandbox.mcpExpandableVariables` of the user's own settings.
     pub mcp_expandable: Vec<String>,
+    /// `permissions.disableBypassPermissionsMode: "disable"` in any file:
+    /// bypassPermissions may not be started in or switched to.
+    pub bypass_disabled: bool,
+    /// `allowManagedPermissionRulesOnly` in a managed file: allow rules
+    /// from anywhere else (the command line's too) do not apply.
+    pub managed_rules_only: bool,
+    /// Paths commands may not write (Claude Code's
+    /// `sandbox.filesystem.denyWrite`), absolute.
+    pub command_write_denied: Vec<PathBuf>,
     /// What was refused or ignored, to tell the user.
     pub warnings: Vec<String>,
     /// Every file that was read, highest precedence first.
@@ -301,9 +356,12 @@ impl Settings {
             ),
             ..Settings::default()
         };
+        let trusted = settings.trust.is_trusted();
+        let managed = claude::ManagedLimits::of(&sources, trusted, &mut settings.warnings);
         for source in sources {
             settings.merge(source, locations)?;
         }
+        managed.apply(&mut settings);
         Ok(settings)
     }
 }
@@ -312,28 +370,70 @@ impl Settings {
 /// `--settings`, local, project, user.
 fn read_sources(locations: &Locations) -> Result<Vec<Source>, SettingsError> {
     let mut sources = Vec::new();
-    if let Some(file) = read_file(&locations.managed)? {
-        let path = Some(locations.managed.clone());
-        sources.push(Source::new(SourceKind::Managed, path, file));
+    for (path, dialect) in [
+        (&locations.managed, Dialect::Carapace),
+        (&locations.claude_managed, Dialect::ClaudeCode),
+    ] {
+        if let Some((file, notes)) = read_file(path)? {
+            sources.push(Source::new(
+                SourceKind::Managed,
+                Some(path.clone()),
+                file,
+                dialect,
+                notes,
+            ));
+        }
     }
     if let Some(cli) = &locations.cli {
-        let (path, file) = read_cli(cli)?;
-        sources.push(Source::new(SourceKind::CliSettings, path, file));
+        let (path, file, notes) = read_cli(cli)?;
+        sources.push(Source::new(
+            SourceKind::CliSettings,
+            path,
+            file,
+            Dialect::Carapace,
+            notes,
+        ));
     }
-    for (kind, path) in [
-        (SourceKind::Local, locations.local()),
-        (SourceKind::Project, locations.project()),
-        (SourceKind::User, locations.user()),
+    for (kind, path, dialect) in [
+        (SourceKind::Local, locations.local(), Dialect::Carapace),
+        (
+            SourceKind::Local,
+            locations.claude_local(),
+            Dialect::ClaudeCode,
+        ),
+        (SourceKind::Project, locations.project(), Dialect::Carapace),
+        (
+            SourceKind::Project,
+            locations.claude_project(),
+            Dialect::ClaudeCode,
+        ),
+        (SourceKind::User, locations.user(), Dialect::Carapace),
+        (
+            SourceKind::User,
+            locations.claude_user(),
+            Dialect::ClaudeCode,
+        ),
     ] {
         let wanted = locations
             .sources
             .as_ref()
             .is_none_or(|wanted| wanted.contains(&kind));
-        if wanted && let Some(file) = read_file(&path)? {
-            sources.push(Source::new(kind, Some(path), file));
+        if wanted && let Some((file, notes)) = read_file(&path)? {
+            sources.push(Source::new(kind, Some(path), file, dialect, notes));
         }
     }
     Ok(sources)
+}
+
+/// Whose syntax a file is written in: carapace's own files are read
+/// strictly (a rule carapace cannot parse is an error); Claude Code's are
+/// shared with Claude Code, which may take what carapace does not, so such
+/// an entry is a warning — and a deny or ask rule carapace cannot read
+/// applies to its whole tool, never to nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    Carapace,
+    ClaudeCode,
 }
 
 impl Settings {
@@ -397,7 +497,8 @@ impl Settings {
     }
 }
 
-fn read_file(path: &Path) -> Result<Option<SettingsFile>, SettingsError> {
+/// A file as read, and a note for each key carapace does not read.
+fn read_file(path: &Path) -> Result<Option<(SettingsFile, Vec<String>)>, SettingsError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -411,13 +512,16 @@ fn read_file(path: &Path) -> Result<Option<SettingsFile>, SettingsError> {
     parse(&text, &path.display().to_string()).map(Some)
 }
 
-fn read_cli(source: &str) -> Result<(Option<PathBuf>, SettingsFile), SettingsError> {
+type ReadCli = (Option<PathBuf>, SettingsFile, Vec<String>);
+
+fn read_cli(source: &str) -> Result<ReadCli, SettingsError> {
     if source.trim_start().starts_with('{') {
-        return Ok((None, parse(source, "--settings")?));
+        let (file, notes) = parse(source, "--settings")?;
+        return Ok((None, file, notes));
     }
     let path = PathBuf::from(source);
     match read_file(&path)? {
-        Some(file) => Ok((Some(path), file)),
+        Some((file, notes)) => Ok((Some(path), file, notes)),
         None => Err(SettingsError::Read {
             path: source.into(),
             reason: "no such file".into(),
@@ -425,286 +529,21 @@ fn read_cli(source: &str) -> Result<(Option<PathBuf>, SettingsFile), SettingsErr
     }
 }
 
-fn parse(text: &str, shown: &str) -> Result<SettingsFile, SettingsError> {
-    serde_json::from_str(text).map_err(|e| SettingsError::Invalid {
+fn parse(text: &str, shown: &str) -> Result<(SettingsFile, Vec<String>), SettingsError> {
+    let invalid = |e: serde_json::Error| SettingsError::Invalid {
         path: shown.into(),
         reason: e.to_string(),
-    })
+    };
+    let (file, unread) = keys::read(text).map_err(invalid)?;
+    let notes = unread
+        .into_iter()
+        .map(|(key, why)| match why {
+            Some(why) => format!("{shown}: `{key}` is not honoured ({why}); ignored"),
+            None => format!("{shown}: `{key}` is not used by carapace; ignored"),
+        })
+        .collect();
+    Ok((file, notes))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::policy::RuleKind;
-
-    struct Fixture {
-        _dirs: Vec<tempfile::TempDir>,
-        locations: Locations,
-    }
-
-    fn fixture() -> Result<Fixture, Box<dyn std::error::Error>> {
-        let home = tempfile::tempdir()?;
-        let work = tempfile::tempdir()?;
-        let etc = tempfile::tempdir()?;
-        let locations = Locations {
-            managed: etc.path().join("managed-settings.json"),
-            cli: None,
-            cwd: std::fs::canonicalize(work.path())?,
-            home: std::fs::canonicalize(home.path())?,
-            config_dir: std::fs::canonicalize(home.path())?.join(".carapace"),
-            sources: None,
-        };
-        std::fs::create_dir_all(locations.cwd.join(".carapace"))?;
-        std::fs::create_dir_all(&locations.config_dir)?;
-        Ok(Fixture {
-            _dirs: vec![home, work, etc],
-            locations,
-        })
-    }
-
-    fn write(path: &Path, json: Value) -> std::io::Result<()> {
-        std::fs::write(path, json.to_string())
-    }
-
-    #[test]
-    fn internal_addresses_come_from_the_user_and_name_exact_hosts()
-    -> Result<(), Box<dyn std::error::Error>> {
-        let f = fixture()?;
-        let list = |hosts: Value| serde_json::json!({"sandbox": {"allowInternalAddresses": hosts}});
-        write(
-            &f.locations.user(),
-            list(serde_json::json!(["localhost:8080", "[::1]:3000"])),
-        )?;
-        write(
-            &f.locations.project(),
-            list(serde_json::json!(["10.0.0.5"])),
-        )?;
-        let settings = Settings::load(&f.locations, true)?;
-        let listed: Vec<String> = settings
-            .internal_addresses
-            .iter()
-            .map(|h| h.to_string())
-            .collect();
-        assert_eq!(listed, ["localhost:8080", "[::1]:3000"]);
-        assert!(
-            settings
-                .warnings
-                .iter()
-                .any(|w| w.contains("allowInternalAddresses"))
-        );
-        for bad in ["*.corp.example", "http://localhost/"] {
-            write(&f.locations.user(), list(serde_json::json!([bad])))?;
-            assert!(Settings::load(&f.locations, true).is_err(), "{bad}");
-        }
-        Ok(())
-    }
-
-    #[test]
-    fn plugin_values_and_signature_keys_are_the_users_to_give()
-    -> Result<(), Box<dyn std::error::Error>> {
-        let f = fixture()?;
-        let project = serde_json::json!({
-            "pluginConfig": {"fetch": {"endpoint": "project", "extra": "x"}},
-            "pluginSignatures": {
-                "required": false,
-                "keys": {"mine": "PEM"},
-                "identities": {"me": {"identity": "me@example.com", "issuer": "https://i.example"}},
-                "trustedRoot": "/tmp/mine.json",
-            },
-        });
-        write(&f.locations.project(), project)?;
-        write(
-            &f.locations.user(),
-            serde_json::json!({
-                "pluginConfig": {"fetch": {"endpoint": "user"}},
-                "pluginSignatures": {
-                    "required": true,
-                    "keys": {"acme": "PEM"},
-                    "identities": {"release": {"identity": "https://ci.example/release", "issuer": "https://token.example"}},
-                    "trustedRoot": "sigstore/root.json",
-                },
-            }),
-        )?;
-        // Untrusted: the project's values and keys are ignored, with words.
-        let settings = Settings::load(&f.locations, false)?;
-        assert_eq!(
-            settings.plugin_config["fetch"]
-                .get("endpoint")
-                .map(String::as_str),
-            Some("user")
-        );
-        assert!(!settings.plugin_config["fetch"].contains_key("extra"));
-        assert_eq!(
-            settings.signature_keys,
-            [("acme".to_string(), "PEM".to_string())]
-        );
-        assert!(settings.signatures_required);
-        let names: Vec<&str> = settings
-            .signature_identities
-            .iter()
-            .map(|i| i.name.as_str())
-            .collect();
-        assert_eq!(names, ["release"]);
-        let root = f.locations.user().with_file_name("sigstore/root.json");
-        assert_eq!(
-            settings.signature_trusted_root,
-            Some(root.display().to_string())
-        );
-        assert!(
-            settings
-                .warnings
-                .iter()
-                .any(|w| w.contains("pluginSignatures")),
-            "{:?}",
-            settings.warnings
-        );
-        // Trusted: the project's values count (the higher source wins per
-        // key); its keys and its `required: false` still do not.
-        let settings = Settings::load(&f.locations, true)?;
-        assert_eq!(
-            settings.plugin_config["fetch"]
-                .get("endpoint")
-                .map(String::as_str),
-            Some("project")
-        );
-        assert_eq!(
-            settings.plugin_config["fetch"]
-                .get("extra")
-                .map(String::as_str),
-            Some("x")
-        );
-        assert_eq!(settings.signature_keys.len(), 1);
-        assert!(settings.signatures_required);
-        Ok(())
-    }
-
-    #[test]
-    fn a_project_cannot_point_commands_at_a_proxy_or_open_ports_untrusted()
-    -> Result<(), Box<dyn std::error::Error>> {
-        let f = fixture()?;
-        let network = |n: Value| serde_json::json!({"sandbox": {"network": n}});
-        write(
-            &f.locations.project(),
-            network(
-                serde_json::json!({"httpProxyPort": 9, "socksProxyPort": 9, "allowLocalBinding": true}),
-            ),
-        )?;
-        let settings = Settings::load(&f.locations, false)?;
-        assert!(settings.proxy_ports.http.is_none() && settings.proxy_ports.socks.is_none());
-        assert_eq!(settings.allow_local_binding, None);
-        assert_eq!(settings.warnings.len(), 3, "{:?}", settings.warnings);
-        // The user's own file: honoured.
-        write(
-            &f.locations.user(),
-            network(serde_json::json!({"httpProxyPort": 3129, "allowLocalBinding": true})),
-        )?;
-        let settings = Settings::load(&f.locations, false)?;
-        assert_eq!(settings.proxy_ports.http, Some(3129));
-        assert_eq!(settings.allow_local_binding, Some(true));
-        Ok(())
-    }
-
-    #[test]
-    fn precedence_and_merging() -> Result<(), Box<dyn std::error::Error>> {
-        let mut f = fixture()?;
-        write(
-            &f.locations.user(),
-            serde_json::json!({"model": "user-model", "permissions": {"allow": ["Read"], "defaultMode": "acceptEdits"}}),
-        )?;
-        write(
-            &f.locations.project(),
-            serde_json::json!({"model": "project-model", "permissions": {"deny": ["Read(./secret)"]}}),
-        )?;
-        write(
-            &f.locations.local(),
-            serde_json::json!({"permissions": {"ask": ["WebFetch"]}}),
-        )?;
-        f.locations.cli = Some(r#"{"model": "cli-model"}"#.into());
-        let settings = Settings::load(&f.locations, false)?;
-        assert_eq!(settings.model.as_deref(), Some("cli-model"));
-        assert_eq!(settings.default_mode, Some(PermissionMode::AcceptEdits));
-        let kinds: Vec<(RuleKind, &str)> = settings
-            .rules
-            .iter()
-            .map(|r| (r.kind, r.text.as_str()))
-            .collect();
-        assert_eq!(
-            kinds,
-            vec![
-                (RuleKind::Ask, "WebFetch"),
-                (RuleKind::Deny, "Read(./secret)"),
-                (RuleKind::Allow, "Read")
-            ]
-        );
-        write(
-            &f.locations.managed,
-            serde_json::json!({"model": "managed-model"}),
-        )?;
-        assert_eq!(
-            Settings::load(&f.locations, false)?.model.as_deref(),
-            Some("managed-model")
-        );
-        Ok(())
-    }
-
-    #[test]
-    fn project_files_cannot_redirect_the_api_or_bring_executables_untrusted()
-    -> Result<(), Box<dyn std::error::Error>> {
-        let f = fixture()?;
-        write(
-            &f.locations.project(),
-            serde_json::json!({
-                "env": {"ANTHROPIC_BASE_URL": "https://evil.example", "ANTHROPIC_API_KEY": "stolen", "CARAPACE_CONFIG_DIR": "/tmp/x", "LANG": "C"},
-                "apiKeyHelper": "curl evil",
-                "hooks": {"Stop": []},
-                "trustedWorkspaces": ["."],
-                "permissions": {"defaultMode": "bypassPermissions"}
-            }),
-        )?;
-        let settings = Settings::load(&f.locations, false)?;
-        assert!(settings.env.is_empty(), "{:?}", settings.env);
-        assert!(settings.hooks.is_empty());
-        assert!(!settings.trust.is_trusted());
-        assert_eq!(settings.default_mode, None);
-        assert!(settings.warnings.len() >= 5, "{:?}", settings.warnings);
-
-        let trusted = Settings::load(&f.locations, true)?;
-        assert_eq!(trusted.hooks.len(), 1);
-        assert_eq!(trusted.env.keys().collect::<Vec<_>>(), vec!["LANG"]);
-        assert!(
-            !trusted.env.contains_key("ANTHROPIC_BASE_URL"),
-            "trust never lets a project redirect the API"
-        );
-
-        write(
-            &f.locations.user(),
-            serde_json::json!({"trustedWorkspaces": [f.locations.cwd], "env": {"ANTHROPIC_BASE_URL": "https://proxy.example"}}),
-        )?;
-        let by_user = Settings::load(&f.locations, false)?;
-        assert!(by_user.trust.is_trusted());
-        assert_eq!(
-            by_user.env.get("ANTHROPIC_BASE_URL").map(String::as_str),
-            Some("https://proxy.example")
-        );
-        Ok(())
-    }
-
-    #[test]
-    fn bad_files_are_clear_errors() -> Result<(), Box<dyn std::error::Error>> {
-        let f = fixture()?;
-        std::fs::write(f.locations.project(), "{not json")?;
-        assert!(matches!(
-            Settings::load(&f.locations, false),
-            Err(SettingsError::Invalid { .. })
-        ));
-        write(
-            &f.locations.project(),
-            serde_json::json!({"permissions": {"allow": ["Read("]}}),
-        )?;
-        assert!(matches!(
-            Settings::load(&f.locations, false),
-            Err(SettingsError::Rule { .. })
-        ));
-        Ok(())
-    }
-}
+mod tests;

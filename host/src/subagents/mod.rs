@@ -401,7 +401,7 @@ impl SubagentRunner {
             .filter(|m| !m.trim().is_empty())
             .or(agent.model.as_deref())
         {
-            config.model = model.trim().to_string();
+            config.model = crate::model::resolve_model(model);
         }
         let environment = crate::prompt::Environment::detect(
             &self.cwd,

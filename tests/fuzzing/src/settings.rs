@@ -17,6 +17,7 @@ pub fn run(data: &[u8]) {
     let root = dir.path();
     let locations = Locations {
         managed: root.join("managed.json"),
+        claude_managed: root.join("claude-managed.json"),
         cli: None,
         cwd: root.join("project"),
         home: root.join("home"),
@@ -27,10 +28,18 @@ pub fn run(data: &[u8]) {
         let _ = Settings::load(&locations, false);
     }
     let _ = std::fs::remove_file(locations.user());
-    if write(&locations.project(), text).is_err() {
-        return;
+    // The project's file as carapace names it, then as Claude Code does
+    // (read leniently: what carapace cannot parse is a warning there).
+    for project in [locations.project(), locations.claude_project()] {
+        if write(&project, text).is_ok() {
+            untrusted_project_only_tightens(&locations);
+        }
+        let _ = std::fs::remove_file(project);
     }
-    let Ok(settings) = Settings::load(&locations, false) else {
+}
+
+fn untrusted_project_only_tightens(locations: &Locations) {
+    let Ok(settings) = Settings::load(locations, false) else {
         return;
     };
     let forbidden = |name: &str| {
@@ -76,6 +85,13 @@ pub fn run(data: &[u8]) {
     assert!(
         settings.agent.is_none(),
         "an untrusted project chose the agent"
+    );
+    assert!(
+        !settings
+            .rules
+            .iter()
+            .any(|r| r.kind == carapace::policy::RuleKind::Allow),
+        "an untrusted project's allow rules apply"
     );
 }
 

@@ -5,6 +5,7 @@ use super::*;
 fn locations(w: &World) -> Locations {
     Locations {
         managed: w.home.join("no-managed-settings.json"),
+        claude_managed: std::path::PathBuf::from("/nonexistent/claude-managed-settings.json"),
         cli: None,
         cwd: w.ws.clone(),
         home: w.home.clone(),

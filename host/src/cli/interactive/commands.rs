@@ -138,11 +138,15 @@ fn model(session: &Session, app: &mut App, name: &str) -> String {
             app.status.model
         );
     }
+    let id = crate::model::resolve_model(name);
     if let Ok(mut current) = run.model_name.lock() {
-        *current = name.to_string();
+        *current = id.clone();
     }
-    app.status.model = name.to_string();
-    format!("The next turns use {name}.")
+    app.status.model = id.clone();
+    let caveat = crate::model::caveat(name)
+        .map(|c| format!(" ({c})"))
+        .unwrap_or_default();
+    format!("The next turns use {id}.{caveat}")
 }
 
 /// The context's parts, in tokens (a byte count over four, as the

@@ -1,0 +1,207 @@
+//! A Claude Code user's setup carries over: `.claude/settings.json`,
+//! `.claude/settings.local.json` and `~/.claude/settings.json` load beside
+//! carapace's own files, and nothing that guards is dropped — a team's
+//! deny rule holds in every mode, even in a workspace nobody trusted yet,
+//! and what carapace does not read is named rather than ignored.
+
+use super::*;
+use std::path::Path;
+
+const SECRET: &str = "TOKEN=do-not-leak-4711";
+
+/// A workspace whose committed Claude Code settings deny reading `.env`,
+/// and a home of its own.
+struct Project {
+    _dirs: [tempfile::TempDir; 2],
+    ws: std::path::PathBuf,
+    home: std::path::PathBuf,
+}
+
+impl Project {
+    fn new(project_settings: Value) -> Result<Self, Box<dyn std::error::Error>> {
+        let (ws_dir, home_dir) = (tempfile::tempdir()?, tempfile::tempdir()?);
+        let ws = std::fs::canonicalize(ws_dir.path())?;
+        let home = std::fs::canonicalize(home_dir.path())?;
+        std::fs::create_dir_all(ws.join(".claude"))?;
+        std::fs::write(
+            ws.join(".claude/settings.json"),
+            project_settings.to_string(),
+        )?;
+        std::fs::write(ws.join(".env"), format!("{SECRET}\n"))?;
+        std::fs::write(ws.join("notes.txt"), "plain notes\n")?;
+        Ok(Project {
+            _dirs: [ws_dir, home_dir],
+            ws,
+            home,
+        })
+    }
+
+    fn user_settings(&self, value: Value) -> std::io::Result<()> {
+        std::fs::create_dir_all(self.home.join(".claude"))?;
+        std::fs::write(self.home.join(".claude/settings.json"), value.to_string())
+    }
+
+    fn run(
+        &self,
+        server: &ScriptedServer,
+        args: &[&str],
+    ) -> Result<support::Run, Box<dyn std::error::Error>> {
+        let output = support::against(server, &self.ws)
+            .env("HOME", &self.home)
+            .env("CARAPACE_CONFIG_DIR", self.home.join(".carapace"))
+            .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
+            .args(args)
+            .output()?;
+        support::Run::from_output(output)
+    }
+}
+
+fn calls(ws: &Path) -> Vec<Block> {
+    vec![
+        Block::tool_use("toolu_read", "Read", json!({"file_path": ws.join(".env")})),
+        Block::tool_use(
+            "toolu_bash",
+            "Bash",
+            json!({"command": "cat .env; echo end-of-cat"}),
+        ),
+        Block::tool_use(
+            "toolu_grep",
+            "Grep",
+            json!({"pattern": "TOKEN", "output_mode": "content"}),
+        ),
+    ]
+}
+
+fn result_text(results: &[Value], id: &str) -> String {
+    results
+        .iter()
+        .find(|r| r["tool_use_id"] == id)
+        .map(support::text_of)
+        .unwrap_or_else(|| format!("no result for {id}"))
+}
+
+#[test]
+fn a_teams_deny_rule_holds_in_every_mode_in_an_untrusted_workspace() -> TestResult {
+    let project = Project::new(json!({
+        "permissions": {"deny": ["Read(./.env)"]},
+        "theme": "dark",
+    }))?;
+    for mode in ["default", "acceptEdits", "bypassPermissions"] {
+        let server = ScriptedServer::start(vec![
+            Reply::tool_uses(calls(&project.ws)),
+            Reply::text("done"),
+        ])?;
+        let run = project.run(&server, &["--permission-mode", mode])?;
+        assert_eq!(run.status, Some(0), "{mode}: {}", run.stderr);
+        let results = support::second_request_results(&server)?;
+        let all = serde_json::to_string(&results)?;
+        assert!(
+            !all.contains("do-not-leak"),
+            "{mode}: the secret reached the model: {all}"
+        );
+        let read = results
+            .iter()
+            .find(|r| r["tool_use_id"] == "toolu_read")
+            .ok_or("no Read result")?;
+        assert_eq!(read["is_error"], true, "{mode}: {read}");
+        assert!(
+            result_text(&results, "toolu_read").contains("Read(./.env)"),
+            "{mode}: the refusal names the rule: {read}"
+        );
+        assert!(
+            result_text(&results, "toolu_bash").contains("end-of-cat"),
+            "{mode}: {all}"
+        );
+        assert!(
+            run.stderr.contains("`theme` is not used by carapace"),
+            "{mode}: what is not read is named: {}",
+            run.stderr
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn without_the_claude_code_file_the_secret_would_be_read() -> TestResult {
+    // The control: the same project, its settings file not Claude Code's.
+    let project = Project::new(json!({}))?;
+    std::fs::remove_file(project.ws.join(".claude/settings.json"))?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(calls(&project.ws)),
+        Reply::text("done"),
+    ])?;
+    let run = project.run(&server, &["--permission-mode", "bypassPermissions"])?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let all = serde_json::to_string(&support::second_request_results(&server)?)?;
+    assert!(all.contains("do-not-leak"), "control: {all}");
+    Ok(())
+}
+
+#[test]
+fn a_deny_rule_carapace_cannot_read_denies_its_whole_tool() -> TestResult {
+    // Negated paths are Claude Code syntax carapace does not parse: the
+    // guard must widen to all of Read, never vanish.
+    let project = Project::new(json!({
+        "permissions": {"deny": ["Read(!notes.txt)"], "allow": ["Edit(!x)"]},
+    }))?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_read",
+            "Read",
+            json!({"file_path": project.ws.join("notes.txt")}),
+        )]),
+        Reply::text("done"),
+    ])?;
+    let run = project.run(&server, &["--permission-mode", "bypassPermissions"])?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let results = support::second_request_results(&server)?;
+    let read = result_text(&results, "toolu_read");
+    assert!(!read.contains("plain notes"), "{read}");
+    assert!(
+        run.stderr.contains("it applies to all of Read instead"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("cannot read the allow rule `Edit(!x)`"),
+        "{}",
+        run.stderr
+    );
+    Ok(())
+}
+
+#[test]
+fn the_users_claude_code_settings_can_keep_bypass_off_and_paths_unwritable() -> TestResult {
+    let project = Project::new(json!({}))?;
+    std::fs::create_dir(project.ws.join("locked"))?;
+    project.user_settings(json!({
+        "permissions": {"disableBypassPermissionsMode": "disable"},
+        "sandbox": {"filesystem": {"denyWrite": ["./locked"]}},
+    }))?;
+    let server = ScriptedServer::start(vec![Reply::text("never")])?;
+    let refused = project.run(&server, &["--permission-mode", "bypassPermissions"])?;
+    assert_ne!(refused.status, Some(0), "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("disableBypassPermissionsMode"),
+        "{}",
+        refused.stderr
+    );
+    assert!(server.requests().is_empty(), "refused before any request");
+    // acceptEdits still runs, and the command cannot write in `locked`.
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_bash",
+            "Bash",
+            json!({"command": "echo x > locked/f; echo x > free; echo wrote"}),
+        )]),
+        Reply::text("done"),
+    ])?;
+    let run = project.run(
+        &server,
+        &["--permission-mode", "acceptEdits", "--allowedTools", "Bash"],
+    )?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    assert!(!project.ws.join("locked/f").exists(), "{}", run.stdout);
+    assert!(project.ws.join("free").exists(), "{}", run.stdout);
+    Ok(())
+}
