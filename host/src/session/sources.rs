@@ -28,10 +28,12 @@ impl SessionBuilder {
             return Ok(Vec::new());
         }
         let (cwd, config_dir) = (&self.paths.cwd, &self.paths.config_dir);
-        let mut groups = vec![crate::subagents::load_dir(
-            &config_dir.join("agents"),
-            warnings,
-        )];
+        // Later groups win a name: Claude Code's folder, then carapace's, at
+        // each level.
+        let mut groups = vec![
+            crate::subagents::load_dir(&self.paths.home.join(".claude").join("agents"), warnings),
+            crate::subagents::load_dir(&config_dir.join("agents"), warnings),
+        ];
         for plugin in plugins {
             let mut agents = crate::subagents::load_dir(&plugin.root.join("agents"), warnings);
             for agent in &mut agents {
@@ -48,15 +50,19 @@ impl SessionBuilder {
                 Err(e) => warnings.push(format!("agent definitions skipped: {e}")),
             }
         }
-        let project = cwd.join(".carapace").join("agents");
-        if project.is_dir()
-            && settings.trust.admits(
-                ProjectItem::Agents,
-                &project.display().to_string(),
-                warnings,
-            )
-        {
-            groups.push(crate::subagents::load_dir(&project, warnings));
+        for project in [
+            cwd.join(".claude").join("agents"),
+            cwd.join(".carapace").join("agents"),
+        ] {
+            if project.is_dir()
+                && settings.trust.admits(
+                    ProjectItem::Agents,
+                    &project.display().to_string(),
+                    warnings,
+                )
+            {
+                groups.push(crate::subagents::load_dir(&project, warnings));
+            }
         }
         if let Some(json) = &self.agents_flag {
             let value: serde_json::Value = serde_json::from_str(json)

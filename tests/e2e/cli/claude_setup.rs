@@ -205,3 +205,41 @@ fn the_users_claude_code_settings_can_keep_bypass_off_and_paths_unwritable() -> 
     assert!(project.ws.join("free").exists(), "{}", run.stdout);
     Ok(())
 }
+
+#[test]
+fn claude_code_agents_load_and_model_aliases_resolve_as_claude_code_sends_them() -> TestResult {
+    let project = Project::new(json!({}))?;
+    std::fs::create_dir_all(project.ws.join(".claude/agents"))?;
+    std::fs::write(
+        project.ws.join(".claude/agents/code-explorer.md"),
+        "---\nname: code-explorer\ndescription: Explores code\ntools: Read, Grep\nmodel: haiku\n---\nYou explore code.\n",
+    )?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_agent",
+            "Agent",
+            json!({"description": "explore", "prompt": "look around", "subagent_type": "code-explorer"}),
+        )]),
+        Reply::text("explored"),
+        Reply::text("done"),
+    ])?;
+    let run = project.run(&server, &["--model", "sonnet", "--trust-workspace"])?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let models: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        models,
+        ["claude-sonnet-5-5", "claude-haiku-5-5", "claude-sonnet-5-5"],
+        "{}",
+        run.stdout
+    );
+    let init = support::lines(&run.stdout)?
+        .into_iter()
+        .find(|l| l["subtype"] == "init")
+        .ok_or("no init line")?;
+    assert_eq!(init["model"], "claude-sonnet-5-5");
+    Ok(())
+}
