@@ -659,3 +659,6 @@ mod signals;
 
 #[path = "cli/claude_setup.rs"]
 mod claude_setup;
+
+#[path = "cli/claude_hooks.rs"]
+mod claude_hooks;

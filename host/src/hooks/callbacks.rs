@@ -57,6 +57,8 @@ impl HookRuntime {
                                 kind: crate::policy::SourceKind::CliFlag,
                                 file: None,
                             },
+                            command: None,
+                            plugin_root: None,
                         },
                         handler: Handler::Callback {
                             id: id.to_string(),

@@ -45,7 +45,23 @@ pub enum HandlerKind {
     /// A function in the Agent SDK's process, registered by `initialize`
     /// and called over the control protocol.
     Callback,
+    /// Claude Code's `command` hook: a shell line, run in the command
+    /// sandbox (see `hooks::shell`).
+    Shell,
 }
+
+/// What a `command` hook runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShellLine {
+    /// The line for `/bin/sh -c`.
+    Run(String),
+    /// Why it cannot run here (kept, to be refused when it would run: a
+    /// guard that cannot run must not look like one that passed).
+    Refused(String),
+}
+
+/// Claude Code's default timeout for a `command` hook.
+pub const SHELL_DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What a hook is allowed to reach. Nothing by default.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -113,6 +129,10 @@ pub struct HookSpec {
     pub fail_closed: bool,
     pub grants: HookGrants,
     pub source: RuleSource,
+    /// A `command` hook's line (`Shell` only).
+    pub command: Option<ShellLine>,
+    /// The plugin a hook comes from (`CLAUDE_PLUGIN_ROOT`).
+    pub plugin_root: Option<PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -136,9 +156,36 @@ struct Handler {
     grants: HookGrants,
 }
 
-/// Parses one settings file's `hooks` value. Handlers of a kind carapace
-/// does not run (Claude Code's shell `command` hooks) are skipped with a
-/// warning rather than failing the whole file.
+/// Claude Code's `command` handler, as its settings write it; `grants` and
+/// `failClosed` are carapace's.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ShellHandler {
+    #[serde(rename = "type")]
+    _kind: String,
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    /// Seconds.
+    timeout: Option<f64>,
+    #[serde(default)]
+    fail_closed: bool,
+    #[serde(default)]
+    grants: HookGrants,
+    shell: Option<String>,
+}
+
+/// Fields of a `command` hook that carapace reads but does not honour
+/// as Claude Code does, and what it does instead.
+const SHELL_FIELDS_NOT_HONOURED: &[(&str, &str)] = &[
+    ("async", "it runs to its end before the call goes on"),
+    ("asyncRewake", "it runs to its end before the call goes on"),
+    ("if", "it runs for every call its matcher matches"),
+    ("statusMessage", "no message is shown while it runs"),
+    ("once", "it runs every time"),
+];
+
+/// Parses one settings file's `hooks` value.
 pub fn parse(
     value: &Value,
     source: &RuleSource,
@@ -165,9 +212,9 @@ pub fn parse(
             let matcher = Matcher::parse(group.matcher.as_deref()).map_err(&invalid)?;
             for raw in group.hooks {
                 if raw.get("type").and_then(Value::as_str) == Some("command") {
-                    warnings.push(format!(
-                        "{shown}: {event_name} has a shell `command` hook; carapace runs hooks only as WebAssembly components (`wasm` or `wasm-command`), so it was skipped"
-                    ));
+                    let spec = shell_spec(raw, event, &matcher, source, &base, &mut warnings)
+                        .map_err(|e| invalid(format!("{event_name} command hook: {e}")))?;
+                    specs.push(spec);
                     continue;
                 }
                 let handler: Handler = serde_json::from_value(raw)
@@ -206,11 +253,70 @@ pub fn parse(
                     fail_closed: handler.fail_closed,
                     grants: handler.grants,
                     source: source.clone(),
+                    command: None,
+                    plugin_root: None,
                 });
             }
         }
     }
     Ok((specs, warnings))
+}
+
+/// A `command` hook's spec; what it sets that carapace does not honour is
+/// a warning, the hook still loads.
+fn shell_spec(
+    raw: Value,
+    event: HookEventKind,
+    matcher: &Matcher,
+    source: &RuleSource,
+    base: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<HookSpec, String> {
+    let shown = source.describe();
+    let mut unread = Vec::new();
+    let handler: ShellHandler =
+        serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
+            .map_err(|e| e.to_string())?;
+    for field in unread {
+        let why = SHELL_FIELDS_NOT_HONOURED
+            .iter()
+            .find(|(name, _)| *name == field)
+            .map_or("it is not used by carapace", |(_, why)| why);
+        warnings.push(format!(
+            "{shown}: {} command hook `{}`: `{field}` is not honoured ({why})",
+            event.name(),
+            handler.command
+        ));
+    }
+    let timeout = match handler.timeout {
+        None => SHELL_DEFAULT_TIMEOUT,
+        Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Duration::from_secs_f64(s),
+        Some(s) => {
+            return Err(format!(
+                "timeout {s} is not a number of seconds between 0 and 3600"
+            ));
+        }
+    };
+    let command = match handler.shell.as_deref() {
+        None | Some("bash") | Some("sh") => {
+            ShellLine::Run(super::shell::command_line(&handler.command, &handler.args))
+        }
+        Some(other) => ShellLine::Refused(format!(
+            "it asks for the `{other}` shell, which carapace does not run hooks with"
+        )),
+    };
+    Ok(HookSpec {
+        event,
+        matcher: matcher.clone(),
+        kind: HandlerKind::Shell,
+        path: base.join("hooks"),
+        timeout,
+        fail_closed: handler.fail_closed,
+        grants: handler.grants,
+        source: source.clone(),
+        command: Some(command),
+        plugin_root: None,
+    })
 }
 
 #[cfg(test)]
@@ -247,16 +353,25 @@ mod tests {
         let value = json!({
             "PreToolUse": [{"matcher": "Bash", "hooks": [
                 {"type": "wasm", "path": "hooks/p.wasm", "timeout": 5, "failClosed": true, "grants": {"write": ["/audit"]}},
-                {"type": "command", "command": "echo shell"}
+                {"type": "command", "command": "echo shell", "async": true, "timeout": 3}
             ]}],
             "Stop": [{"hooks": [{"type": "wasm-command", "path": "/abs/stop.wasm"}]}]
         });
         let (specs, warnings) = parse(&value, &source())?;
-        assert_eq!(specs.len(), 2);
+        assert_eq!(specs.len(), 3);
+        let shell = specs
+            .iter()
+            .find(|s| s.kind == HandlerKind::Shell)
+            .ok_or_else(|| HookConfigError::Invalid {
+                source_file: "test".into(),
+                reason: "no shell spec".into(),
+            })?;
+        assert_eq!(shell.command, Some(ShellLine::Run("echo shell".into())));
+        assert_eq!(shell.timeout, Duration::from_secs(3));
         assert_eq!(
             warnings.len(),
             1,
-            "the shell hook is skipped with a warning"
+            "what the shell hook sets and carapace does not honour is a warning"
         );
         let pre = specs
             .iter()

@@ -2,7 +2,8 @@
 //! SDK's callback), in parallel, under its timeout; what each produced,
 //! for the loop and for the `hook_response` line.
 
-use super::component::HookError;
+use super::component::{CommandRun, HookError};
+use super::shell::{RunEnd, ShellHook};
 use super::{
     Handler, HandlerResult, HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission,
     LoadedHook, from_command, from_json, from_outcome, input_json,
@@ -29,6 +30,9 @@ pub(super) struct Invocation {
     pub(super) stdout: String,
     pub(super) stderr: String,
     pub(super) exit_code: Option<i32>,
+    /// The handler could not run at all (not a wrong answer): a
+    /// PreToolUse hook's call is refused for it.
+    pub(super) cannot_run: bool,
 }
 
 impl Invocation {
@@ -37,6 +41,38 @@ impl Invocation {
             stderr: reason.clone(),
             failure: Some(reason),
             ..Self::default()
+        }
+    }
+
+    fn cannot_run(reason: String) -> Self {
+        Self {
+            cannot_run: true,
+            ..Self::failed(reason)
+        }
+    }
+
+    /// What a process that spoke Claude Code's hook protocol answered.
+    fn from_run(kind: HookEventKind, run: &CommandRun) -> Self {
+        let result = from_command(kind, run);
+        let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+        // Exit codes other than 0 and 2 are Claude Code's "non-blocking
+        // error": the hook did not do its job, so a hook that fails closed
+        // blocks.
+        let failure = (!matches!(run.exit_code, 0 | 2)).then(|| {
+            result
+                .error
+                .clone()
+                .unwrap_or_else(|| format!("exited with code {}", run.exit_code))
+        });
+        Self {
+            result,
+            output: cut(format!("{stdout}{stderr}")),
+            stdout: cut(stdout),
+            stderr: cut(stderr),
+            exit_code: Some(run.exit_code),
+            failure,
+            cannot_run: false,
         }
     }
 }
@@ -97,31 +133,11 @@ async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> In
         Handler::Command(command) => {
             let stdin = input_json(common, event).to_string().into_bytes();
             match command.run(stdin, &common.cwd, &hook.grant, &limits).await {
-                Ok(run) => {
-                    let result = from_command(kind, &run);
-                    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
-                    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
-                    // Exit codes other than 0 and 2 are Claude Code's
-                    // "non-blocking error": the hook did not do its job, so
-                    // a hook that fails closed blocks.
-                    let failure = (!matches!(run.exit_code, 0 | 2)).then(|| {
-                        result
-                            .error
-                            .clone()
-                            .unwrap_or_else(|| format!("exited with code {}", run.exit_code))
-                    });
-                    Invocation {
-                        result,
-                        output: cut(format!("{stdout}{stderr}")),
-                        stdout: cut(stdout),
-                        stderr: cut(stderr),
-                        exit_code: Some(run.exit_code),
-                        failure,
-                    }
-                }
+                Ok(run) => Invocation::from_run(kind, &run),
                 Err(e) => Invocation::failed(describe_failure(&e, hook)),
             }
         }
+        Handler::Shell(shell) => invoke_shell(shell, hook, common, event).await,
         Handler::Callback { id, callbacks } => {
             let input = input_json(common, event);
             let tool_use_id = input["tool_use_id"].as_str().map(str::to_string);
@@ -144,6 +160,29 @@ async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> In
     }
 }
 
+/// A `command` hook, run in the command sandbox.
+async fn invoke_shell(
+    shell: &ShellHook,
+    hook: &LoadedHook,
+    common: &HookCommon,
+    event: &HookEvent,
+) -> Invocation {
+    let confined = match shell {
+        ShellHook::Ready(confined) => confined,
+        ShellHook::CannotRun(why) => {
+            return Invocation::cannot_run(format!("it cannot run: {why}"));
+        }
+    };
+    let stdin = input_json(common, event).to_string().into_bytes();
+    match confined.run(stdin, hook.spec.timeout).await {
+        Ok(RunEnd::Exited(run)) => Invocation::from_run(event.kind(), &run),
+        Ok(RunEnd::TimedOut) => {
+            Invocation::failed(format!("timed out after {:?}", hook.spec.timeout))
+        }
+        Err(why) => Invocation::cannot_run(format!("it could not run: {why}")),
+    }
+}
+
 fn describe_failure(e: &SandboxError, hook: &LoadedHook) -> String {
     match e {
         SandboxError::Timeout(_) => format!("timed out after {:?}", hook.spec.timeout),
@@ -151,17 +190,28 @@ fn describe_failure(e: &SandboxError, hook: &LoadedHook) -> String {
     }
 }
 
-/// A handler that did not answer: an error, or — when it fails closed — the
-/// event's blocking answer.
-pub(super) fn failed(kind: HookEventKind, hook: &LoadedHook, failure: &str) -> HandlerResult {
+/// A handler that did not answer: an error, or — when it fails closed, or
+/// is a PreToolUse hook that could not run at all — the event's blocking
+/// answer.
+pub(super) fn failed(
+    kind: HookEventKind,
+    hook: &LoadedHook,
+    failure: &str,
+    cannot_run: bool,
+) -> HandlerResult {
     let message = format!("{} hook {} failed: {failure}", kind.name(), hook.label);
-    if !hook.spec.fail_closed {
+    let closed = hook.spec.fail_closed || (cannot_run && kind == HookEventKind::PreToolUse);
+    if !closed {
         return HandlerResult {
             error: Some(message),
             ..HandlerResult::default()
         };
     }
-    let reason = format!("{message}. It fails closed, so this is blocked.");
+    let reason = if cannot_run && !hook.spec.fail_closed {
+        format!("{message}. A guard that cannot run refuses what it guards.")
+    } else {
+        format!("{message}. It fails closed, so this is blocked.")
+    };
     match kind {
         HookEventKind::PreToolUse => HandlerResult {
             decision: Some(HookPermission::Deny),

@@ -2,6 +2,7 @@
 //! settings give it, never a protected location, the home directory or a
 //! dotfile, never carapace's own variables.
 
+use super::shell::{ShellHook, ShellSpec};
 use super::{CommandHook, Handler, HandlerKind, HookComponent, HookLoadError, HookSpec};
 use crate::policy::{protected_entries, protected_reason, resolve_symlinks};
 use crate::sandbox::{FileAccess, Grant, Sandbox};
@@ -15,17 +16,27 @@ pub(super) enum Loaded {
     NotForThisEvent(String),
 }
 
+/// Where a hook's grants are judged and its commands run.
+pub(super) struct Places<'a> {
+    pub home: &'a Path,
+    pub config_dir: &'a Path,
+    /// The project (a command hook's working directory).
+    pub project: &'a Path,
+}
+
 /// Loads one spec's component (once per file) and its grant.
 pub(super) async fn load_one(
     sandbox: &Sandbox,
     spec: &HookSpec,
     typed: &mut Vec<(std::path::PathBuf, HookComponent)>,
     commands: &mut Vec<(std::path::PathBuf, CommandHook)>,
-    home: &Path,
-    config_dir: &Path,
+    places: &Places<'_>,
 ) -> Result<Loaded, HookLoadError> {
+    if spec.kind == HandlerKind::Shell {
+        return Ok(load_shell(sandbox, spec, places));
+    }
     let path = spec.path.display().to_string();
-    let grant = grant_for(spec, home, config_dir)?;
+    let grant = grant_for(spec, places.home, places.config_dir)?;
     let label = spec
         .path
         .file_name()
@@ -85,8 +96,38 @@ pub(super) async fn load_one(
                 "hook {path}: SDK callbacks are registered by the SDK, not in settings"
             )));
         }
+        HandlerKind::Shell => return Ok(load_shell(sandbox, spec, places)),
     };
     Ok(Loaded::Ready(Box::new((grant, label, handler))))
+}
+
+/// A `command` hook. One that cannot run — a grant refused, a shell
+/// carapace does not have, no processes in this session — still loads,
+/// as a hook that says so each time it would run (a PreToolUse one
+/// refuses the call): a guard is never silently missing.
+fn load_shell(sandbox: &Sandbox, spec: &HookSpec, places: &Places<'_>) -> Loaded {
+    use super::config::ShellLine;
+    let line = spec
+        .command
+        .clone()
+        .unwrap_or(ShellLine::Refused("it has no command line".into()));
+    let label = match &line {
+        ShellLine::Run(line) | ShellLine::Refused(line) => line.chars().take(80).collect(),
+    };
+    let hook = match (&line, grant_for(spec, places.home, places.config_dir)) {
+        (ShellLine::Refused(why), _) => ShellHook::CannotRun(why.clone()),
+        (ShellLine::Run(_), Err(e)) => ShellHook::CannotRun(e.to_string()),
+        (ShellLine::Run(command), Ok(grant)) => {
+            let shell = ShellSpec {
+                command,
+                own_folder: &spec.path,
+                plugin_root: spec.plugin_root.as_deref(),
+            };
+            let hook = ShellHook::new(&shell, &grant, sandbox.process_config(), places.project);
+            return Loaded::Ready(Box::new((grant, label, Handler::Shell(hook))));
+        }
+    };
+    Loaded::Ready(Box::new((Grant::none(), label, Handler::Shell(hook))))
 }
 
 /// The capabilities a hook's settings grant; protected locations are never

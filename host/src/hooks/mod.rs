@@ -20,6 +20,7 @@ mod invoke;
 mod load;
 mod loop_hooks;
 mod protocol;
+mod shell;
 
 pub use answers::{PostToolUseAnswer, PreToolUseAnswer, StopAnswer};
 pub use component::{CommandHook, CommandRun, HookComponent, HookError};
@@ -45,6 +46,7 @@ use std::sync::{Arc, Mutex};
 enum Handler {
     Typed(HookComponent),
     Command(CommandHook),
+    Shell(shell::ShellHook),
     Callback {
         id: String,
         callbacks: Arc<dyn HookCallbacks>,
@@ -134,8 +136,12 @@ impl HookRuntime {
         let mut typed: Vec<(std::path::PathBuf, HookComponent)> = Vec::new();
         let mut commands: Vec<(std::path::PathBuf, CommandHook)> = Vec::new();
         for spec in specs {
-            let loaded =
-                load_one(sandbox, &spec, &mut typed, &mut commands, home, config_dir).await;
+            let places = load::Places {
+                home,
+                config_dir,
+                project: Path::new(&common.cwd),
+            };
+            let loaded = load_one(sandbox, &spec, &mut typed, &mut commands, &places).await;
             match loaded {
                 Ok(Loaded::Ready(ready)) => {
                     let (grant, label, handler) = *ready;
@@ -199,6 +205,7 @@ impl HookRuntime {
                     config::HandlerKind::Component => "component",
                     config::HandlerKind::Command => "command",
                     config::HandlerKind::Callback => "SDK callback",
+                    config::HandlerKind::Shell => "shell command",
                 };
                 format!(
                     "{} [{matcher}] {kind} {} ({})",
@@ -316,8 +323,18 @@ impl HookRuntime {
         for ((hook, hook_id), invocation) in started.into_iter().zip(invocations) {
             let result = match &invocation.failure {
                 None => invocation.result.clone(),
-                Some(failure) => failed(kind, &hook, failure),
+                Some(failure) => failed(kind, &hook, failure, invocation.cannot_run),
             };
+            if invocation.cannot_run && kind != HookEventKind::PreToolUse {
+                // Each time it misses, not once: nothing it should have
+                // done happened.
+                self.warn(format!(
+                    "{} hook {} did not run: {}",
+                    kind.name(),
+                    hook.label,
+                    invocation.failure.as_deref().unwrap_or("")
+                ));
+            }
             if let Some(error) = &result.error {
                 tracing::warn!(hook = %hook.label, event = kind.name(), "hook error: {error}");
             }

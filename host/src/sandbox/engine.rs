@@ -184,6 +184,11 @@ impl Sandbox {
         self.inner.engine.engine()
     }
 
+    /// How the session's commands run (`None`: no processes at all).
+    pub fn process_config(&self) -> Option<&ProcessConfig> {
+        self.inner.process.as_deref()
+    }
+
     /// The session's background shells (`None`: no processes run).
     pub fn shells(&self) -> Option<&Arc<super::BackgroundShells>> {
         self.inner.shells.as_ref()

@@ -269,6 +269,26 @@ impl Grant {
             .map(|f| f.host.as_path())
     }
 
+    /// The files and trees this grant reads (beside what it writes).
+    pub fn read_paths(&self) -> impl Iterator<Item = &Path> {
+        let files = self
+            .files
+            .iter()
+            .filter(|f| f.access == FileAccess::Read)
+            .map(|f| f.host.as_path());
+        let trees = self
+            .trees
+            .iter()
+            .filter(|t| t.access == FileAccess::Read)
+            .map(|t| t.path.as_path());
+        files.chain(trees)
+    }
+
+    /// The variables this grant hands over, by name.
+    pub fn env_vars(&self) -> &[(String, String)] {
+        &self.env
+    }
+
     /// The write trees of this grant (checked again after the call).
     pub fn write_trees(&self) -> impl Iterator<Item = &Path> {
         self.trees

@@ -169,7 +169,8 @@ pub(super) fn count_user_tasks() -> u64 {
     count
 }
 
-/// Reads anywhere; writes only under the write roots (and a few devices);
+/// Reads anywhere (or only under the plan's read roots); writes only under
+/// the write roots (and a few devices);
 /// signals and abstract UNIX sockets only within the sandbox; no TCP
 /// without a network grant. Returns the ABI the kernel enforced.
 #[cfg(target_os = "linux")]
@@ -202,6 +203,11 @@ fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, String> {
     } else {
         super::bridge::PORTS.to_vec()
     };
+    let readable: Vec<PathBuf> = if plan.reads.is_empty() {
+        vec!["/".into()]
+    } else {
+        plan.reads.clone()
+    };
     let mut writable: Vec<PathBuf> = plan.writes.clone();
     if namespaced {
         // A tmpfs of this call's own.
@@ -210,7 +216,7 @@ fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, String> {
     let status = ruleset
         .create()
         .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+        .add_rules(path_beneath_rules(readable, AccessFs::from_read(abi)))
         .map_err(|e| e.to_string())?
         .add_rules(path_beneath_rules(
             [

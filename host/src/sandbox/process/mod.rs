@@ -136,6 +136,10 @@ pub struct ProcessConfig {
     pub protected_names: Vec<String>,
     /// What commands may not read.
     pub read_denied: Option<Arc<dyn DeniedPaths>>,
+    /// Where commands may read at all (`None`: everywhere but what
+    /// `read_denied` hides). A hook's commands read only the workspace,
+    /// their own folder and the system's ([`system_read_roots`]).
+    pub read_roots: Option<Vec<PathBuf>>,
     pub allow_network: bool,
     /// `sandbox.network.allowLocalBinding`: commands may listen on ports of
     /// their own network namespace.
@@ -190,6 +194,7 @@ impl ProcessConfig {
                 .map(|n| n.to_string())
                 .collect(),
             read_denied: None,
+            read_roots: None,
             allow_network: false,
             allow_local_binding: false,
             require_os_sandbox: true,
@@ -232,8 +237,16 @@ impl ProcessConfig {
         };
         let guarded = !self.without.contains(&SandboxLayer::ProtectedPaths);
         let (pinned, readonly) = protect::keep(existing);
+        let reads = self
+            .read_roots
+            .iter()
+            .flatten()
+            .filter(|p| p.exists())
+            .cloned()
+            .collect();
         let plan = Plan {
             writes,
+            reads,
             pinned,
             readonly,
             hide,
@@ -266,6 +279,20 @@ pub struct CommandOutput {
     pub exit_code: Option<i32>,
     pub timed_out: bool,
     pub truncated: bool,
+}
+
+/// What every program needs to read to run: the system's programs,
+/// libraries and configuration, and the call's own `/proc` — never a home
+/// directory.
+pub fn system_read_roots() -> Vec<PathBuf> {
+    [
+        "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
+        "/sys", "/nix",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .filter(|p| p.exists())
+    .collect()
 }
 
 /// The environment every command starts with.
@@ -408,9 +435,32 @@ pub async fn run_command(
     command: &str,
     timeout: Duration,
 ) -> Result<CommandOutput, String> {
+    run_command_fed(config, command, &Feed::default(), timeout).await
+}
+
+/// What a command is given beyond its command line: bytes on its stdin
+/// (then closed) and variables beside the fresh environment's.
+#[derive(Debug, Clone, Default)]
+pub struct Feed {
+    pub stdin: Vec<u8>,
+    pub env: Vec<(String, String)>,
+}
+
+/// [`run_command`], fed `feed`.
+pub async fn run_command_fed(
+    config: &ProcessConfig,
+    command: &str,
+    feed: &Feed,
+    timeout: Duration,
+) -> Result<CommandOutput, String> {
     let temp_dir = private_temp_dir()?;
     let (mut process, plan, absent) = config.command(command, temp_dir.path())?;
-    process.stdin(Stdio::null());
+    process.stdin(if feed.stdin.is_empty() {
+        Stdio::null()
+    } else {
+        Stdio::piped()
+    });
+    process.envs(feed.env.iter().cloned());
     let abandoned_sweep = if plan.sweeps() {
         Sweep(absent.clone())
     } else {
@@ -426,6 +476,15 @@ pub async fn run_command(
     );
     let child = running.0.as_mut().ok_or("no command")?;
     let pid = child.id();
+    if let Some(mut stdin) = child.stdin.take() {
+        let bytes = feed.stdin.clone();
+        // A command that never reads its input must not hold up the call:
+        // written beside it, and a broken pipe is its own business.
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
     let mut stdout = child.stdout.take().ok_or("no stdout")?;
     let mut stderr = child.stderr.take().ok_or("no stderr")?;
     let cap = config.output_cap;

@@ -18,6 +18,8 @@ pub(super) const MESSAGE_PREFIX: &str = "carapace sandbox:";
 pub(super) struct Plan {
     /// Where the command may write.
     pub writes: Vec<PathBuf>,
+    /// Where it may read (and run programs from); empty: everywhere.
+    pub reads: Vec<PathBuf>,
     /// Existing folders that stay where they are — they cannot be renamed
     /// or removed — though what is inside may change (a git directory,
     /// whose control files are in `readonly`).
@@ -68,6 +70,7 @@ impl Plan {
             };
             match arg.as_str() {
                 "--write" => plan.writes.push(PathBuf::from(value("--write")?)),
+                "--read" => plan.reads.push(PathBuf::from(value("--read")?)),
                 "--pin" => plan.pinned.push(PathBuf::from(value("--pin")?)),
                 "--readonly" => plan.readonly.push(PathBuf::from(value("--readonly")?)),
                 "--hide" => plan.hide.push(PathBuf::from(value("--hide")?)),
@@ -135,6 +138,7 @@ impl Plan {
         let mut args: Vec<std::ffi::OsString> = vec![HELPER_ARG.into()];
         for (flag, paths) in [
             ("--write", &self.writes),
+            ("--read", &self.reads),
             ("--pin", &self.pinned),
             ("--readonly", &self.readonly),
             ("--hide", &self.hide),
@@ -202,6 +206,7 @@ mod tests {
     fn a_plan_survives_its_arguments() -> Result<(), String> {
         let plan = Plan {
             writes: vec!["/w".into()],
+            reads: vec!["/usr".into(), "/w".into()],
             pinned: vec!["/w/.git".into()],
             readonly: vec!["/w/.git/config".into()],
             hide: vec!["/h/.ssh".into()],

@@ -1,0 +1,199 @@
+//! Claude Code's `command` hooks run — sandboxed. A project's
+//! `.claude/settings.json` with a Python PreToolUse guard and a shell
+//! PostToolUse reminder works as in Claude Code; the same kind of hook
+//! trying to escape (read `~/.ssh`, write outside its grants, reach the
+//! network, find the API key) gets nowhere, where run as Claude Code runs
+//! it — unconfined, with the user's environment — every attempt succeeds.
+
+use super::*;
+use std::path::PathBuf;
+
+const GUARD: &str = include_str!("hooks/guard.py");
+const REMIND: &str = include_str!("hooks/remind.sh");
+const ESCAPE: &str = include_str!("hooks/escape.sh");
+
+struct Setup {
+    _dirs: [tempfile::TempDir; 3],
+    ws: PathBuf,
+    home: PathBuf,
+    outside: PathBuf,
+}
+
+impl Setup {
+    fn new(hooks: Value) -> Result<Self, Box<dyn std::error::Error>> {
+        let dirs = [
+            tempfile::tempdir()?,
+            tempfile::tempdir()?,
+            tempfile::tempdir()?,
+        ];
+        let [ws, home, outside] = [0, 1, 2].map(|i| std::fs::canonicalize(dirs[i].path()));
+        let (ws, home, outside) = (ws?, home?, outside?);
+        let hooks_dir = ws.join(".claude/hooks");
+        std::fs::create_dir_all(&hooks_dir)?;
+        for (name, text) in [
+            ("guard.py", GUARD),
+            ("remind.sh", REMIND),
+            ("escape.sh", ESCAPE),
+        ] {
+            std::fs::write(hooks_dir.join(name), text)?;
+        }
+        std::fs::write(
+            ws.join(".claude/settings.json"),
+            json!({"hooks": hooks}).to_string(),
+        )?;
+        std::fs::create_dir_all(home.join(".ssh"))?;
+        std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY of the user\n")?;
+        Ok(Setup {
+            _dirs: dirs,
+            ws,
+            home,
+            outside,
+        })
+    }
+
+    fn run(&self, server: &ScriptedServer) -> Result<support::Run, Box<dyn std::error::Error>> {
+        let output = support::against(server, &self.ws)
+            .env("HOME", &self.home)
+            .env("CARAPACE_CONFIG_DIR", self.home.join(".carapace"))
+            .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
+            .args([
+                "--permission-mode",
+                "bypassPermissions",
+                "--trust-workspace",
+            ])
+            .output()?;
+        support::Run::from_output(output)
+    }
+}
+
+fn bash(id: &str, command: &str) -> Block {
+    Block::tool_use(id, "Bash", json!({"command": command}))
+}
+
+fn request_text(server: &ScriptedServer, index: usize) -> String {
+    server
+        .requests()
+        .get(index)
+        .map(|r| r.body["messages"].to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_python_guard_blocks_and_a_shell_reminder_advises_as_in_claude_code() -> TestResult {
+    let setup = Setup::new(json!({
+        "PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "python3 \"$CLAUDE_PROJECT_DIR/.claude/hooks/guard.py\""}
+        ]}],
+        "PostToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "sh .claude/hooks/remind.sh"}
+        ]}],
+    }))?;
+    std::fs::create_dir(setup.ws.join("keep"))?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![bash("toolu_rm", "rm -rf keep")]),
+        Reply::tool_uses(vec![bash("toolu_echo", "echo hello")]),
+        Reply::text("done"),
+    ])?;
+    let run = setup.run(&server)?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    assert!(
+        setup.ws.join("keep").is_dir(),
+        "the guard held: {}",
+        run.stdout
+    );
+    let refused = request_text(&server, 1);
+    assert!(refused.contains("blocked by guard.py"), "{refused}");
+    let advised = request_text(&server, 2);
+    assert!(advised.contains("reminder from remind.sh"), "{advised}");
+    Ok(())
+}
+
+#[test]
+fn a_pre_tool_use_hook_that_cannot_run_refuses_the_call() -> TestResult {
+    // A shell carapace does not run hooks with: the guard is not there,
+    // so what it guards is refused, with the reason.
+    let setup = Setup::new(json!({
+        "PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "Write-Output hi", "shell": "powershell"}
+        ]}],
+    }))?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![bash("toolu_touch", "touch made")]),
+        Reply::text("done"),
+    ])?;
+    let run = setup.run(&server)?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    assert!(!setup.ws.join("made").exists(), "{}", run.stdout);
+    let refused = request_text(&server, 1);
+    assert!(refused.contains("powershell"), "{refused}");
+    assert!(refused.contains("cannot run"), "{refused}");
+    Ok(())
+}
+
+/// What the escape script reported, attempt by attempt.
+fn outcomes(report: &str) -> Vec<(String, String)> {
+    [
+        "read-ssh",
+        "write-outside",
+        "write-project",
+        "network",
+        "api-key",
+    ]
+    .iter()
+    .map(|attempt| {
+        let marker = format!("{attempt}: ");
+        let outcome = report
+            .split(&marker)
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_alphabetic()).next())
+            .unwrap_or("missing")
+            .to_string();
+        (attempt.to_string(), outcome)
+    })
+    .collect()
+}
+
+#[test]
+fn a_command_hook_cannot_escape_its_sandbox_though_it_could_unconfined() -> TestResult {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let setup = Setup::new(json!({}))?;
+    let line = format!(
+        "sh .claude/hooks/escape.sh '{}' '{}' {port}",
+        setup.home.display(),
+        setup.outside.display()
+    );
+    std::fs::write(
+        setup.ws.join(".claude/settings.json"),
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": line}]}]}})
+            .to_string(),
+    )?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![bash("toolu_1", "echo hi")]),
+        Reply::text("done"),
+    ])?;
+    let run = setup.run(&server)?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let report = request_text(&server, 1);
+    for (attempt, outcome) in outcomes(&report) {
+        assert_eq!(outcome, "held", "{attempt}: {report}");
+    }
+    assert!(!setup.outside.join("pwned").exists() && !setup.ws.join("pwned").exists());
+    // The control: the same line run as Claude Code runs a hook — by the
+    // user's shell, in the project, with the user's environment.
+    let control = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&line)
+        .current_dir(&setup.ws)
+        .env("HOME", &setup.home)
+        .env("CLAUDE_PROJECT_DIR", &setup.ws)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    let report = String::from_utf8_lossy(&control.stderr).into_owned();
+    for (attempt, outcome) in outcomes(&report) {
+        assert_eq!(outcome, "escaped", "control {attempt}: {report}");
+    }
+    drop(listener);
+    Ok(())
+}
