@@ -662,3 +662,6 @@ mod claude_setup;
 
 #[path = "cli/claude_hooks.rs"]
 mod claude_hooks;
+
+#[path = "cli/claude_plugin.rs"]
+mod claude_plugin;

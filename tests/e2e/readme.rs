@@ -123,6 +123,10 @@ const NOT_READ: &[(&str, &str)] = &[
         "withheld from plugins, never read",
     ),
     ("SHA2_256", "a digest's name in a signature"),
+    (
+        "CLAUDE_PLUGIN_ROOT",
+        "set for a plugin's hooks and expanded in its MCP configuration",
+    ),
 ];
 
 /// The host's code: its sources without comment lines and test modules

@@ -262,6 +262,24 @@ pub fn parse(
     Ok((specs, warnings))
 }
 
+/// A PreToolUse guard that stands for hooks carapace could not read: it
+/// matches every call and refuses it with `reason`, so that guards which
+/// could not be loaded are not mistaken for guards that allowed.
+pub fn unreadable_guard(reason: String, source: &RuleSource) -> HookSpec {
+    HookSpec {
+        event: HookEventKind::PreToolUse,
+        matcher: Matcher::All,
+        kind: HandlerKind::Shell,
+        path: PathBuf::new(),
+        timeout: SHELL_DEFAULT_TIMEOUT,
+        fail_closed: true,
+        grants: HookGrants::default(),
+        source: source.clone(),
+        command: Some(ShellLine::Refused(reason)),
+        plugin_root: None,
+    }
+}
+
 /// A `command` hook's spec; what it sets that carapace does not honour is
 /// a warning, the hook still loads.
 fn shell_spec(

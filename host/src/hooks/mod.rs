@@ -29,7 +29,8 @@ pub use load::is_carapace_variable;
 pub use loop_hooks::stop_decision;
 
 pub use config::{
-    DEFAULT_TIMEOUT, HandlerKind, HookConfigError, HookGrants, HookSpec, Matcher, parse,
+    DEFAULT_TIMEOUT, HandlerKind, HookConfigError, HookGrants, HookSpec, Matcher, ShellLine, parse,
+    unreadable_guard,
 };
 pub use protocol::{HandlerResult, aggregate, from_command, from_json, from_outcome, input_json};
 

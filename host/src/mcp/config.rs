@@ -1,7 +1,8 @@
-//! Claude Code's `.mcp.json` shape: `{"mcpServers": {NAME: SERVER}}`, where
-//! a stdio server has `command`, `args`, `env` and an HTTP server has
-//! `type: "http"`, `url`, `headers`; `${VAR}` and `${VAR:-default}` expand
-//! from the environment in all of them.
+//! Claude Code's `.mcp.json` shapes: `{"mcpServers": {NAME: SERVER}}`, or
+//! the bare `{NAME: SERVER}` plugins write, where a stdio server has
+//! `command`, `args`, `env` and an HTTP server has `type: "http"`, `url`,
+//! `headers`; `${VAR}` and `${VAR:-default}` expand from the environment in
+//! all of them.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -47,14 +48,6 @@ pub enum Transport {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct File {
-    #[serde(rename = "mcpServers", default)]
-    mcp_servers: BTreeMap<String, RawServer>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawServer {
     #[serde(rename = "type")]
     kind: Option<String>,
@@ -73,85 +66,145 @@ struct RawServer {
     name: Option<String>,
 }
 
-/// Parses one configuration (file contents or a JSON string). `${VAR}`
-/// expands from `env`, except carapace's own variables (its credentials and
-/// settings), which expand only when listed in `expandable` — the user's
-/// `sandbox.mcpExpandableVariables`.
+/// A configuration read leniently: the servers that can start, and each
+/// that cannot with why — one bad entry does not stop the others.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub servers: Vec<ServerConfig>,
+    pub skipped: Vec<McpConfigError>,
+}
+
+/// Parses one configuration strictly: any entry carapace cannot start is
+/// an error (for a configuration handed over by a program, the SDK's).
 pub fn parse(
     text: &str,
     source_name: &str,
     env: &dyn Fn(&str) -> Option<String>,
     expandable: &[String],
 ) -> Result<Vec<ServerConfig>, McpConfigError> {
-    let file: File = serde_json::from_str(text).map_err(|e| McpConfigError::Invalid {
+    let parsed = parse_all(text, source_name, env, expandable)?;
+    match parsed.skipped.into_iter().next() {
+        Some(error) => Err(error),
+        None => Ok(parsed.servers),
+    }
+}
+
+/// Parses one configuration (file contents or a JSON string), in either
+/// shape; only a file that is not a configuration at all is an error.
+/// `${VAR}` expands from `env`, except carapace's own variables (its
+/// credentials and settings), which expand only when listed in
+/// `expandable` — the user's `sandbox.mcpExpandableVariables`.
+pub fn parse_all(
+    text: &str,
+    source_name: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    expandable: &[String],
+) -> Result<Parsed, McpConfigError> {
+    let invalid = |reason: String| McpConfigError::Invalid {
         source_name: source_name.to_string(),
-        reason: e.to_string(),
-    })?;
-    let mut servers = Vec::new();
-    for (name, raw) in file.mcp_servers {
-        let fail = |reason: String| McpConfigError::Server {
-            source_name: source_name.to_string(),
-            server: name.clone(),
-            reason,
-        };
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return Err(fail(
-                "a server name may use only A-Z a-z 0-9 _ - (it becomes part of tool names)".into(),
+        reason,
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+    let entries = server_entries(value).map_err(invalid)?;
+    let mut parsed = Parsed::default();
+    for (name, raw) in entries {
+        match parse_server(&name, raw, source_name, env, expandable) {
+            Ok(server) => parsed.servers.push(server),
+            Err(reason) => parsed.skipped.push(McpConfigError::Server {
+                source_name: source_name.to_string(),
+                server: name,
+                reason,
+            }),
+        }
+    }
+    Ok(parsed)
+}
+
+/// The servers of either shape, by name.
+fn server_entries(
+    value: serde_json::Value,
+) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let serde_json::Value::Object(mut top) = value else {
+        return Err("expected an object of servers".into());
+    };
+    match top.remove("mcpServers") {
+        Some(serde_json::Value::Object(servers)) => {
+            if let Some(other) = top.keys().next() {
+                return Err(format!("unknown field `{other}`, expected `mcpServers`"));
+            }
+            Ok(servers)
+        }
+        Some(_) => Err("`mcpServers` is not an object".into()),
+        // The bare map plugins write: every entry a server.
+        None if top.values().all(serde_json::Value::is_object) => Ok(top),
+        None => Err("expected `mcpServers`, or an object whose every entry is a server".into()),
+    }
+}
+
+/// One server's entry.
+fn parse_server(
+    name: &str,
+    raw: serde_json::Value,
+    source_name: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    expandable: &[String],
+) -> Result<ServerConfig, String> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(
+            "a server name may use only A-Z a-z 0-9 _ - (it becomes part of tool names)".into(),
+        );
+    }
+    let mut unknown = Vec::new();
+    let raw: RawServer = serde_ignored::deserialize(raw, |path| unknown.push(path.to_string()))
+        .map_err(|e| e.to_string())?;
+    if let Some(field) = unknown.first() {
+        return Err(format!("unknown field `{field}`"));
+    }
+    let x = |value: &str| expand(value, env, expandable);
+    let pairs = |map: &BTreeMap<String, String>| -> Result<Vec<(String, String)>, String> {
+        map.iter().map(|(k, v)| Ok((k.clone(), x(v)?))).collect()
+    };
+    let transport = match raw.kind.as_deref() {
+        None | Some("stdio") => {
+            let command = raw
+                .command
+                .ok_or_else(|| "a stdio server needs a `command`".to_string())?;
+            if raw.url.is_some() {
+                return Err("a stdio server has no `url` (set \"type\": \"http\")".into());
+            }
+            Transport::Stdio {
+                command: x(&command)?,
+                args: raw.args.iter().map(|a| x(a)).collect::<Result<_, _>>()?,
+                env: pairs(&raw.env)?,
+                allow_network: raw.allow_network,
+            }
+        }
+        Some("http") => {
+            let url = raw
+                .url
+                .ok_or_else(|| "an http server needs a `url`".to_string())?;
+            Transport::Http {
+                url: x(&url)?,
+                headers: pairs(&raw.headers)?,
+            }
+        }
+        Some("sdk") => Transport::Sdk,
+        Some(other) => {
+            return Err(format!(
+                "unknown type `{other}` (carapace supports stdio and http)"
             ));
         }
-        let x = |value: &str| expand(value, env, expandable).map_err(&fail);
-        let transport = match raw.kind.as_deref() {
-            None | Some("stdio") => {
-                let command = raw
-                    .command
-                    .ok_or_else(|| fail("a stdio server needs a `command`".into()))?;
-                if raw.url.is_some() {
-                    return Err(fail(
-                        "a stdio server has no `url` (set \"type\": \"http\")".into(),
-                    ));
-                }
-                Transport::Stdio {
-                    command: x(&command)?,
-                    args: raw.args.iter().map(|a| x(a)).collect::<Result<_, _>>()?,
-                    env: raw
-                        .env
-                        .iter()
-                        .map(|(k, v)| Ok((k.clone(), x(v)?)))
-                        .collect::<Result<_, McpConfigError>>()?,
-                    allow_network: raw.allow_network,
-                }
-            }
-            Some("http") => {
-                let url = raw
-                    .url
-                    .ok_or_else(|| fail("an http server needs a `url`".into()))?;
-                Transport::Http {
-                    url: x(&url)?,
-                    headers: raw
-                        .headers
-                        .iter()
-                        .map(|(k, v)| Ok((k.clone(), x(v)?)))
-                        .collect::<Result<_, McpConfigError>>()?,
-                }
-            }
-            Some("sdk") => Transport::Sdk,
-            Some(other) => {
-                return Err(fail(format!(
-                    "unknown type `{other}` (carapace supports stdio and http)"
-                )));
-            }
-        };
-        servers.push(ServerConfig {
-            name,
-            transport,
-            source: source_name.to_string(),
-        });
-    }
-    Ok(servers)
+    };
+    Ok(ServerConfig {
+        name: name.to_string(),
+        transport,
+        source: source_name.to_string(),
+    })
 }
 
 /// `${VAR}` and `${VAR:-default}`; an unset variable without a default is
@@ -286,5 +339,25 @@ mod tests {
                 Ok(s) => panic!("{text}: accepted {s:?}"),
             }
         }
+    }
+
+    #[test]
+    fn plugins_bare_map_loads_and_one_bad_entry_skips_only_itself() -> Result<(), McpConfigError> {
+        let parsed = parse_all(
+            r#"{"good": {"command": "server"}, "odd": {"type": "sse", "url": "https://e.example"},
+                "other": {"type": "http", "url": "https://e.example/mcp"}}"#,
+            "plugin/.mcp.json",
+            &env,
+            &[],
+        )?;
+        let names: Vec<&str> = parsed.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["good", "other"]);
+        assert_eq!(parsed.skipped.len(), 1);
+        assert!(parsed.skipped[0].to_string().contains("server `odd`"));
+        assert!(
+            parse_all(r#"{"a": 1}"#, "f", &env, &[]).is_err(),
+            "not servers"
+        );
+        Ok(())
     }
 }

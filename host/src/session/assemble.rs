@@ -62,7 +62,14 @@ impl SessionBuilder {
         let output_style = self.output_style(&settings, &mut warnings);
         let output = EventRelay::default();
         let (hooks, hook_warnings) = self
-            .load_hooks(&sandbox, &settings, &identity, &policy.policy, &output)
+            .load_hooks(
+                &sandbox,
+                &settings,
+                &plugin_dirs,
+                &identity,
+                &policy.policy,
+                &output,
+            )
             .await?;
         warnings.extend(hook_warnings);
         timing.mark("hooks_loaded");
@@ -202,6 +209,7 @@ impl SessionBuilder {
         &self,
         sandbox: &Sandbox,
         settings: &Settings,
+        plugins: &[crate::commands::PluginDir],
         identity: &Identity,
         policy: &Policy,
         output: &EventRelay,
@@ -225,6 +233,9 @@ impl SessionBuilder {
                 let (parsed, parse_warnings) = crate::hooks::parse(value, source)?;
                 warnings.extend(parse_warnings);
                 specs.extend(parsed);
+            }
+            for plugin in plugins {
+                specs.extend(plugin_hooks(plugin, &mut warnings));
             }
         }
         let hooks = if specs.is_empty() {
@@ -379,4 +390,56 @@ fn plugin_dir_listing(plugin: &crate::commands::PluginDir) -> serde_json::Value 
         "path": plugin.root.display().to_string(),
         "source": format!("{}@inline", plugin.name),
     })
+}
+
+/// A `--plugin-dir` plugin's hooks (`hooks/hooks.json`: Claude Code's
+/// `{"hooks": {EVENT: [...]}}`), each knowing its plugin (its commands get
+/// `CLAUDE_PLUGIN_ROOT`, and read the plugin's folder). The user named the
+/// folder, so its hooks load as theirs; a file that cannot be read or
+/// parsed is a warning, and the plugin's other parts still load.
+fn plugin_hooks(
+    plugin: &crate::commands::PluginDir,
+    warnings: &mut Vec<String>,
+) -> Vec<crate::hooks::HookSpec> {
+    let file = plugin.root.join("hooks").join("hooks.json");
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return Vec::new();
+    };
+    let source = crate::policy::RuleSource {
+        kind: crate::policy::SourceKind::CliFlag,
+        file: Some(file.clone()),
+    };
+    // What cannot be read may have guarded calls: if it names PreToolUse,
+    // every call is refused until it is fixed.
+    let unreadable = |why: String, warnings: &mut Vec<String>| {
+        warnings.push(format!("{why}; the plugin's hooks are not loaded"));
+        if text.contains("PreToolUse") {
+            vec![crate::hooks::unreadable_guard(
+                format!("{why}, and it has PreToolUse hooks that would have judged this call"),
+                &source,
+            )]
+        } else {
+            Vec::new()
+        }
+    };
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(e) => return unreadable(format!("{}: not JSON ({e})", file.display()), warnings),
+    };
+    match crate::hooks::parse(&value["hooks"], &source) {
+        Ok((specs, parse_warnings)) => {
+            warnings.extend(parse_warnings);
+            specs
+                .into_iter()
+                .map(|mut spec| {
+                    spec.plugin_root = Some(plugin.root.clone());
+                    if spec.kind == crate::hooks::HandlerKind::Shell {
+                        spec.path = plugin.root.clone();
+                    }
+                    spec
+                })
+                .collect()
+        }
+        Err(e) => unreadable(e.to_string(), warnings),
+    }
 }

@@ -83,6 +83,7 @@ pub(super) fn mcp_configs(
     setup: &McpSetup,
     paths: &SessionPaths,
     settings: &Settings,
+    plugins: &[PluginDir],
     env: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<ServerConfig>, SessionError> {
@@ -118,8 +119,20 @@ pub(super) fn mcp_configs(
         }
     }
     let mut servers: Vec<ServerConfig> = Vec::new();
+    if !setup.strict {
+        servers.extend(plugin_mcp(plugins, settings, env, warnings));
+    }
     for (text, source) in sources {
-        for server in crate::mcp::config::parse(&text, &source, env, &settings.mcp_expandable)? {
+        let parsed = crate::mcp::config::parse_all(&text, &source, env, &settings.mcp_expandable)?;
+        // One entry carapace cannot start is a warning about that server;
+        // the others start.
+        warnings.extend(
+            parsed
+                .skipped
+                .iter()
+                .map(|e| format!("{e}; this server is not started")),
+        );
+        for server in parsed.servers {
             if servers.iter().any(|s| s.name == server.name) {
                 warnings.push(format!(
                     "{source}: MCP server `{}` is configured earlier; this one is ignored",
@@ -131,6 +144,57 @@ pub(super) fn mcp_configs(
         }
     }
     Ok(servers)
+}
+
+/// The MCP servers of the `--plugin-dir` plugins: each plugin's `.mcp.json`
+/// (either shape), `${CLAUDE_PLUGIN_ROOT}` its folder, each server named
+/// `plugin_PLUGIN_SERVER` so that two plugins' servers never collide.
+fn plugin_mcp(
+    plugins: &[PluginDir],
+    settings: &Settings,
+    env: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Vec<ServerConfig> {
+    let mut servers = Vec::new();
+    for plugin in plugins {
+        let file = plugin.root.join(".mcp.json");
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let root = plugin.root.display().to_string();
+        let env = |name: &str| match name {
+            "CLAUDE_PLUGIN_ROOT" => Some(root.clone()),
+            _ => env(name),
+        };
+        let shown = file.display().to_string();
+        match crate::mcp::config::parse_all(&text, &shown, &env, &settings.mcp_expandable) {
+            Ok(parsed) => {
+                warnings.extend(
+                    parsed
+                        .skipped
+                        .iter()
+                        .map(|e| format!("{e}; this server is not started")),
+                );
+                servers.extend(parsed.servers.into_iter().map(|mut server| {
+                    let plugin_name: String = plugin
+                        .name
+                        .chars()
+                        .map(|c| {
+                            if c.is_ascii_alphanumeric() || c == '-' {
+                                c
+                            } else {
+                                '_'
+                            }
+                        })
+                        .collect();
+                    server.name = format!("plugin_{plugin_name}_{}", server.name);
+                    server
+                }));
+            }
+            Err(e) => warnings.push(format!("{e}; the plugin's MCP servers are not started")),
+        }
+    }
+    servers
 }
 
 /// Adds the installed plugins' tools (the project's only in a trusted

@@ -130,7 +130,8 @@ impl SessionBuilder {
         let configs = match &self.mcp {
             None => Vec::new(),
             Some(setup) => {
-                super::sources::mcp_configs(setup, &self.paths, settings, &env, warnings)?
+                let plugins = self.opened_plugins()?;
+                super::sources::mcp_configs(setup, &self.paths, settings, &plugins, &env, warnings)?
             }
         };
         let sdk = configs
