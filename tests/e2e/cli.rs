@@ -665,3 +665,6 @@ mod claude_hooks;
 
 #[path = "cli/claude_plugin.rs"]
 mod claude_plugin;
+
+#[path = "cli/read_only.rs"]
+mod read_only;

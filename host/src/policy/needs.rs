@@ -4,7 +4,7 @@
 //! and secrets bound everything; then deny rules, protected paths, ask
 //! rules, the mode, allow rules, the defaults.
 
-use super::bash::{Analysis, analyse};
+use super::bash::{Analysis, analyse, reads_of_read_only_line};
 use super::ceiling::{Ceiling, SECRET_ENV};
 use super::decision::{LINKED_SCAN_LIMIT, PROTECTED_SCAN_LIMIT, Policy, ToolRules};
 use super::modes::PermissionMode;
@@ -184,6 +184,12 @@ impl Policy {
                 }
             })
             .or_else(|| self.command_allowed(&analysis))
+            .or_else(|| match mode {
+                PermissionMode::Default | PermissionMode::AcceptEdits | PermissionMode::DontAsk => {
+                    self.read_only_allowed(command)
+                }
+                _ => None,
+            })
             .unwrap_or_else(|| {
                 Need::Ask(
                     format!(
@@ -194,6 +200,39 @@ impl Policy {
                     Basis::of(BasisKind::Default),
                 )
             })
+    }
+
+    /// A line that only reads, everything it names inside the working
+    /// directories and under no Read deny or ask rule: it runs without
+    /// asking, as in Claude Code (and still in the command sandbox, which
+    /// hides what deny rules cover whatever the line's globs expand to).
+    fn read_only_allowed(&self, command: &str) -> Option<Need> {
+        let reads = reads_of_read_only_line(command)?;
+        let cwd = self.working_dirs.first()?;
+        for word in reads {
+            let written = std::path::Path::new(&word);
+            let joined = if written.is_absolute() {
+                written.to_path_buf()
+            } else {
+                cwd.join(written)
+            };
+            let requested = lexical_absolute(&joined.to_string_lossy())?;
+            let resolved = resolve_symlinks(&requested);
+            let need = Resolved::File {
+                requested,
+                resolved,
+                is_dir: false,
+                write: false,
+                file: None,
+            };
+            if !self.inside_working_dirs(&need)
+                || self.denied_by_rule(&need).is_some()
+                || self.asked_by_rule(&need, None).is_some()
+            {
+                return None;
+            }
+        }
+        Some(Need::Allow(Basis::of(BasisKind::ReadOnly)))
     }
 
     /// A deny rule catching any part of the line.

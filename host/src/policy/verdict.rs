@@ -35,6 +35,8 @@ pub enum BasisKind {
     /// A PreToolUse hook decided (its path is the `rule`, its settings file
     /// the `source`).
     Hook,
+    /// A command line that only reads inside the working directories.
+    ReadOnly,
 }
 
 impl BasisKind {
@@ -50,6 +52,7 @@ impl BasisKind {
             BasisKind::Input => "input",
             BasisKind::Approval => "approval",
             BasisKind::Hook => "hook",
+            BasisKind::ReadOnly => "read-only",
         }
     }
 }
@@ -93,6 +96,9 @@ impl Basis {
             (BasisKind::Approval, _, _) => "the user's approval".into(),
             (BasisKind::Hook, Some(hook), _) => format!("the PreToolUse hook {hook}"),
             (BasisKind::Hook, None, _) => "a PreToolUse hook".into(),
+            (BasisKind::ReadOnly, _, _) => {
+                "the default policy for commands that only read in the working directories".into()
+            }
             (BasisKind::Default | BasisKind::Rule, _, _) => "the default policy".into(),
         }
     }
