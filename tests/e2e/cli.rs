@@ -668,3 +668,6 @@ mod claude_plugin;
 
 #[path = "cli/read_only.rs"]
 mod read_only;
+
+#[path = "cli/memory_bounds.rs"]
+mod memory_bounds;

@@ -700,7 +700,8 @@ fn session_end_and_notification_hooks_fire_with_their_fields() -> TestResult {
         Reply::tool_uses(vec![Block::tool_use(
             "toolu_1",
             "Bash",
-            json!({"command": "echo hi"}),
+            // Not a read-only line: it is asked about (the Notification).
+            json!({"command": "printf hi"}),
         )]),
         Reply::text("done"),
     ])?;

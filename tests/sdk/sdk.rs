@@ -376,7 +376,10 @@ fn can_use_tool_denies_with_a_message() -> TestResult {
         return Ok(());
     }
     let run = drive("permission_deny", |_| {
-        vec![bash("toolu_1", "ls"), Reply::text("ok, not then")]
+        vec![
+            bash("toolu_1", "touch asked.txt"),
+            Reply::text("ok, not then"),
+        ]
     })?;
     run.ok()?;
     let asked = run.of("note");
@@ -396,7 +399,7 @@ fn can_use_tool_allows_with_an_updated_input() -> TestResult {
         return Ok(());
     }
     let run = drive("permission_updated_input", |_| {
-        vec![bash("toolu_1", "echo original"), Reply::text("done")]
+        vec![bash("toolu_1", "printf original"), Reply::text("done")]
     })?;
     run.ok()?;
     let result = result_of(&run, 1, "toolu_1")?;
@@ -413,7 +416,10 @@ fn can_use_tool_deny_with_interrupt_ends_the_turn() -> TestResult {
         return Ok(());
     }
     let run = drive("permission_interrupt", |_| {
-        vec![bash("toolu_1", "ls"), Reply::text("after the interrupt")]
+        vec![
+            bash("toolu_1", "touch asked.txt"),
+            Reply::text("after the interrupt"),
+        ]
     })?;
     run.ok()?;
     let results = run.results();
@@ -435,8 +441,8 @@ fn can_use_tool_permission_updates_answer_later_questions() -> TestResult {
     }
     let run = drive("permission_rules", |_| {
         vec![
-            bash("toolu_1", "echo first"),
-            bash("toolu_2", "echo second"),
+            bash("toolu_1", "printf first"),
+            bash("toolu_2", "printf second"),
             Reply::text("both ran"),
         ]
     })?;
@@ -464,8 +470,8 @@ fn can_use_tool_cannot_switch_to_bypass_through_updated_permissions() -> TestRes
     ] {
         let run = drive(scenario, |_| {
             vec![
-                bash("toolu_1", "echo first"),
-                bash("toolu_2", "echo second"),
+                bash("toolu_1", "printf first"),
+                bash("toolu_2", "printf second"),
                 Reply::text("done"),
             ]
         })?;
@@ -550,7 +556,7 @@ fn can_use_tool_never_widens_a_deny_rule() -> TestResult {
     let run = drive("permission_never_widens", |_| {
         vec![
             bash("toolu_rm", "rm notes.txt"),
-            bash("toolu_echo", "echo hi"),
+            bash("toolu_echo", "printf hi"),
             Reply::text("done"),
         ]
     })?;

@@ -231,11 +231,9 @@ async fn mcp_configurations_do_not_expand_carapaces_credentials_unless_the_user_
             .build()
     };
     p.user_settings(json!({"env": {"ANTHROPIC_API_KEY": "sk-test-secret"}}))?;
-    let refused = build(&p)
-        .await
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    // The server that would read the key is not started, and the user is
+    // told why; the rest of the session goes on.
+    let refused = build(&p).await?.warnings.join("\n");
     assert!(refused.contains("carapace's own variables"), "{refused}");
     assert!(!p.ws.join("leaked.txt").exists());
     // The control: the user's own settings allow that one variable.

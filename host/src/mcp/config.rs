@@ -106,7 +106,11 @@ pub fn parse_all(
     };
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
-    let entries = server_entries(value).map_err(invalid)?;
+    // By name, whatever order the file wrote them in.
+    let entries: BTreeMap<String, serde_json::Value> = server_entries(value)
+        .map_err(invalid)?
+        .into_iter()
+        .collect();
     let mut parsed = Parsed::default();
     for (name, raw) in entries {
         match parse_server(&name, raw, source_name, env, expandable) {

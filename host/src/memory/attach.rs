@@ -3,7 +3,7 @@
 //! and a rule scoped to some paths, each attached once, beside the result
 //! of the first Read of a file it covers — as Claude Code attaches them.
 
-use super::{MemorySources, read_bounded, rules};
+use super::{MemorySources, read_bounded, rules, stays_within};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -40,7 +40,12 @@ impl NestedMemory {
         if sources.user {
             roots.push(home.to_path_buf());
         }
-        let rules = roots.iter().flat_map(|root| scoped_rules(root)).collect();
+        // The user's own rules may be links anywhere; a project's stay in
+        // the project.
+        let rules = roots
+            .iter()
+            .flat_map(|root| scoped_rules(root, (root != home).then_some(cwd)))
+            .collect();
         Self {
             cwd: cwd.to_path_buf(),
             sources,
@@ -66,6 +71,7 @@ impl NestedMemory {
                     let path = dir.join(name);
                     if wanted
                         && !shown.contains(&path)
+                        && stays_within(&path, &dir, &self.cwd)
                         && let Ok(Some(text)) = read_bounded(&path)
                     {
                         shown.insert(path.clone());
@@ -106,10 +112,15 @@ fn folders_between(cwd: &Path, file: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// The rules with `paths:` under `root/.claude/rules`.
-fn scoped_rules(root: &Path) -> Vec<ScopedRule> {
+/// The rules with `paths:` under `root/.claude/rules` (each staying in
+/// that folder or `project`, when a project's).
+fn scoped_rules(root: &Path, project: Option<&Path>) -> Vec<ScopedRule> {
     let mut found = Vec::new();
-    for path in rules::rule_files(&root.join(".claude/rules")) {
+    let folder = root.join(".claude/rules");
+    for path in rules::rule_files(&folder) {
+        if project.is_some_and(|cwd| !stays_within(&path, &folder, cwd)) {
+            continue;
+        }
         let Ok(Some(text)) = read_bounded(&path) else {
             continue;
         };

@@ -7,7 +7,15 @@
 //!
 //! A memory file is text for the model, never a grant or a setting. One
 //! that is too large, not UTF-8 or unreadable is skipped with a warning;
-//! none is ever read whole into memory past [`MAX_FILE_BYTES`].
+//! none is ever read whole into memory past [`MAX_FILE_BYTES`]. What the
+//! files bring to the model is bounded as the Read tool's reads are: only
+//! regular files (a FIFO is never waited on), never process information
+//! (`/proc`, where carapace's own environment is), a project file's
+//! imports only from its own folder or the working directory (a repository
+//! cannot pull in `~/.ssh` or a neighbour's `.env`, by a path or through a
+//! link), at most [`MAX_TOTAL_BYTES`] and [`MAX_FILES`] in all, within
+//! [`DEADLINE`]; the session then drops what a Read deny rule covers
+//! ([`Memory::retain_readable`]).
 //!
 //! Imports nothing of carapace's: a leaf every folder above may use.
 
@@ -23,6 +31,12 @@ use std::path::{Path, PathBuf};
 
 /// The largest memory file read; a larger one is skipped with a warning.
 pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+/// The most memory text a session starts with, all files together.
+pub const MAX_TOTAL_BYTES: usize = 2 * 1024 * 1024;
+/// The most memory files (imports included) a session starts with.
+pub const MAX_FILES: usize = 500;
+/// How long finding and reading them may take.
+pub const DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Which memory files load: those of the settings sources that load
 /// (`--setting-sources`, the SDK's `setting_sources`); none with `--bare`.
@@ -86,6 +100,8 @@ pub struct MemoryFile {
     pub path: PathBuf,
     pub kind: MemoryKind,
     pub text: String,
+    /// The memory file that imported it (`None`: found in its place).
+    pub imported_by: Option<PathBuf>,
 }
 
 /// Where the session is: what memory is looked for around.
@@ -114,7 +130,11 @@ impl Memory {
     /// `paths:`) and `CLAUDE.local.md`; each file's imports right after it;
     /// each file once.
     pub fn load(places: &MemoryPlaces, sources: MemorySources) -> Self {
-        let mut loader = Loader::default();
+        let mut loader = Loader {
+            cwd: std::fs::canonicalize(&places.cwd).unwrap_or_else(|_| places.cwd.clone()),
+            started: Some(std::time::Instant::now()),
+            ..Loader::default()
+        };
         for dir in &places.managed {
             loader.add(&dir.join("CLAUDE.md"), MemoryKind::Managed);
         }
@@ -149,6 +169,36 @@ impl Memory {
             ));
         }
         Some(text)
+    }
+
+    /// Drops the files `refusal` refuses (a Read deny rule covers them),
+    /// and what they imported, each with a warning.
+    pub fn retain_readable(&mut self, refusal: impl Fn(&Path) -> Option<String>) {
+        let mut dropped: HashSet<PathBuf> = HashSet::new();
+        let mut kept = Vec::with_capacity(self.files.len());
+        // Importers come before what they import.
+        for file in std::mem::take(&mut self.files) {
+            let via_dropped = file
+                .imported_by
+                .as_ref()
+                .is_some_and(|by| dropped.contains(by));
+            let refused = if via_dropped {
+                Some("the file importing it was not loaded".to_string())
+            } else {
+                refusal(&file.path)
+            };
+            match refused {
+                Some(why) => {
+                    self.warnings.push(format!(
+                        "memory file {} skipped: {why}",
+                        file.path.display()
+                    ));
+                    dropped.insert(file.path);
+                }
+                None => kept.push(file),
+            }
+        }
+        self.files = kept;
     }
 
     /// The paths loaded, for [`NestedMemory`] (never attached again).
@@ -189,6 +239,13 @@ struct Loader {
     files: Vec<MemoryFile>,
     warnings: Vec<String>,
     seen: HashSet<PathBuf>,
+    /// The working directory, with links resolved.
+    cwd: PathBuf,
+    /// Bytes of text loaded so far.
+    total: usize,
+    started: Option<std::time::Instant>,
+    /// Set once a bound was reached (said once).
+    stopped: bool,
 }
 
 impl Loader {
@@ -207,6 +264,13 @@ impl Loader {
     /// in name order.
     fn add_rules(&mut self, dir: &Path, kind: MemoryKind) {
         for path in rules::rule_files(dir) {
+            if let Ok(real) = std::fs::canonicalize(&path)
+                && let Some(why) = self.import_refused(&path, &real, kind)
+            {
+                self.warnings
+                    .push(format!("memory file {} skipped: {why}", path.display()));
+                continue;
+            }
             if let Some(text) = self.read(&path)
                 && rules::scope(&text).is_none()
             {
@@ -215,8 +279,17 @@ impl Loader {
         }
     }
 
-    /// `path` and what it imports, if it exists and was not loaded yet.
+    /// `path` and what it imports, if it exists and was not loaded yet —
+    /// a project's file only if it is where it was found, not a link out
+    /// of its folder (to `~/.ssh/id_rsa`, say).
     fn add(&mut self, path: &Path, kind: MemoryKind) {
+        if let Ok(real) = std::fs::canonicalize(path)
+            && let Some(why) = self.import_refused(path, &real, kind)
+        {
+            self.warnings
+                .push(format!("memory file {} skipped: {why}", path.display()));
+            return;
+        }
         if let Some(text) = self.read(path) {
             self.push(path.to_path_buf(), kind, text);
         }
@@ -226,32 +299,90 @@ impl Loader {
         let Ok(real) = std::fs::canonicalize(&path) else {
             return;
         };
-        if !self.seen.insert(real) {
+        if !self.seen.insert(real) || !self.room_for(&text) {
             return;
         }
         let imported = imports::imported_paths(&path, &text);
-        self.files.push(MemoryFile { path, kind, text });
-        self.add_imports(imported, kind, 1);
+        self.files.push(MemoryFile {
+            path: path.clone(),
+            kind,
+            text,
+            imported_by: None,
+        });
+        self.add_imports(&path, imported, kind, 1);
     }
 
-    fn add_imports(&mut self, paths: Vec<PathBuf>, kind: MemoryKind, depth: usize) {
+    fn add_imports(&mut self, by: &Path, paths: Vec<PathBuf>, kind: MemoryKind, depth: usize) {
         if depth > imports::MAX_DEPTH {
             return;
         }
         for path in paths {
-            let Some(text) = self.read(&path) else {
-                continue;
-            };
             let Ok(real) = std::fs::canonicalize(&path) else {
                 continue;
             };
-            if !self.seen.insert(real) {
+            if let Some(why) = self.import_refused(by, &real, kind) {
+                self.warnings.push(format!(
+                    "memory file {} does not import {}: {why}",
+                    by.display(),
+                    path.display()
+                ));
+                continue;
+            }
+            let Some(text) = self.read(&path) else {
+                continue;
+            };
+            if !self.seen.insert(real) || !self.room_for(&text) {
                 continue;
             }
             let deeper = imports::imported_paths(&path, &text);
-            self.files.push(MemoryFile { path, kind, text });
-            self.add_imports(deeper, kind, depth + 1);
+            self.files.push(MemoryFile {
+                path: path.clone(),
+                kind,
+                text,
+                imported_by: Some(by.to_path_buf()),
+            });
+            self.add_imports(&path, deeper, kind, depth + 1);
         }
+    }
+
+    /// Why `by` (of `kind`) may not import `real` (links resolved): a
+    /// project's file imports only from its own folder or the working
+    /// directory; the user's and the administrator's import what they name.
+    fn import_refused(&self, by: &Path, real: &Path, kind: MemoryKind) -> Option<String> {
+        if matches!(kind, MemoryKind::User | MemoryKind::Managed) {
+            return None;
+        }
+        let folder = by
+            .parent()
+            .and_then(|f| std::fs::canonicalize(f).ok())
+            .unwrap_or_default();
+        let inside = real.starts_with(&self.cwd)
+            || (!folder.as_os_str().is_empty() && real.starts_with(&folder));
+        (!inside).then(|| {
+            format!(
+                "a project's memory reaches only its own folder or the working directory, and this is {}",
+                real.display()
+            )
+        })
+    }
+
+    /// Whether `text` still fits the session's bounds (said once when not).
+    fn room_for(&mut self, text: &str) -> bool {
+        let late = self.started.is_some_and(|s| s.elapsed() > DEADLINE);
+        let full = self.files.len() >= MAX_FILES || self.total + text.len() > MAX_TOTAL_BYTES;
+        if late || full {
+            if !self.stopped {
+                self.stopped = true;
+                self.warnings.push(format!(
+                    "memory files: no more are loaded past {MAX_FILES} files, {} KiB or {} s in all",
+                    MAX_TOTAL_BYTES / 1024,
+                    DEADLINE.as_secs()
+                ));
+            }
+            return false;
+        }
+        self.total += text.len();
+        true
     }
 
     /// The file's text; `None` when it does not exist (silently) or cannot
@@ -272,15 +403,27 @@ impl Loader {
 /// is no such file.
 pub(crate) fn read_bounded(path: &Path) -> Result<Option<String>, String> {
     use std::io::Read;
-    let file = match std::fs::File::open(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    if is_process_information(path) {
+        return Err("process information is never read into the model's context".into());
+    }
+    // Not blocking: opening a FIFO for reading would wait for a writer.
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
     let meta = file.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
+    if meta.is_dir() {
         return Ok(None);
+    }
+    if !meta.is_file() {
+        return Err("not a regular file".into());
     }
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
@@ -292,6 +435,28 @@ pub(crate) fn read_bounded(path: &Path) -> Result<Option<String>, String> {
     String::from_utf8(bytes)
         .map(Some)
         .map_err(|_| "not UTF-8 text".to_string())
+}
+
+/// Whether `path`, links resolved, stays inside `folder` or `cwd`: a
+/// project's memory file is what it says it is, not a link to a file of
+/// the user's.
+pub(crate) fn stays_within(path: &Path, folder: &Path, cwd: &Path) -> bool {
+    let Ok(real) = std::fs::canonicalize(path) else {
+        return true; // nothing there: nothing read
+    };
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    real.starts_with(canonical(folder)) || real.starts_with(canonical(cwd))
+}
+
+/// A path that is, or leads to, process information: `/proc` (where
+/// carapace's own environment, with its API key, is), `/sys`, `/dev`.
+fn is_process_information(path: &Path) -> bool {
+    let under = |p: &Path| {
+        ["/proc", "/sys", "/dev"]
+            .iter()
+            .any(|root| p.starts_with(root))
+    };
+    under(path) || std::fs::canonicalize(path).is_ok_and(|real| under(&real))
 }
 
 #[cfg(test)]

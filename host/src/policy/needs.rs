@@ -235,6 +235,23 @@ impl Policy {
         Some(Need::Allow(Basis::of(BasisKind::ReadOnly)))
     }
 
+    /// Why reading `path` for the model's context (memory files, what
+    /// carapace reads on a repository's behalf) is refused: a Read deny
+    /// rule covers it, as written or where its links lead.
+    pub fn read_refusal(&self, path: &std::path::Path) -> Option<String> {
+        let requested = lexical_absolute(&path.to_string_lossy())?;
+        let resolved = resolve_symlinks(&requested);
+        let need = Resolved::File {
+            requested,
+            resolved,
+            is_dir: false,
+            write: false,
+            file: None,
+        };
+        let rule = self.rules.matching(RuleKind::Deny, need.subject()?)?;
+        Some(format!("it is denied by {}", Basis::rule(rule).describe()))
+    }
+
     /// A deny rule catching any part of the line.
     fn command_denied(&self, analysis: &Analysis) -> Option<Need> {
         let rule = self

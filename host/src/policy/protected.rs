@@ -82,6 +82,14 @@ pub const PROTECTED_NAMES: &[(&str, &str)] = &[
         "can make cargo run a program on every build",
     ),
     (".ripgreprc", "can make ripgrep run programs (--pre)"),
+    (
+        "CLAUDE.md",
+        "is read into the model's instructions at the start of every session",
+    ),
+    (
+        "CLAUDE.local.md",
+        "is read into the model's instructions at the start of every session",
+    ),
 ];
 
 /// The names commands find read-only under every write root: the table

@@ -56,7 +56,10 @@ impl SessionBuilder {
             .start_mcp(&sandbox, &settings, &policy, &mut registry, &mut warnings)
             .await?;
         let agents = self.agent_types(&plugin_dirs, &settings, &mut warnings)?;
-        let (memory, catalogue) = reading.join()?;
+        let (mut memory, catalogue) = reading.join()?;
+        // What a Read deny rule covers never reaches the model by way of
+        // memory either.
+        memory.retain_readable(|path| policy.policy.read_refusal(path));
         let catalogue = Arc::new(Self::admitted(catalogue, &settings, &mut warnings));
         plugins.extend(plugin_dirs.iter().map(plugin_dir_listing));
         let output_style = self.output_style(&settings, &mut warnings);

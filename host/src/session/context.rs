@@ -12,6 +12,9 @@ use std::sync::Arc;
 
 /// The session's memory, loaded.
 pub(super) struct SessionMemory {
+    /// The files as read, before the session's Read deny rules.
+    read: Memory,
+    date: String,
     pub reminder: String,
     /// Each file read: where, whose, how many bytes.
     pub files: Vec<(std::path::PathBuf, crate::memory::MemoryKind, usize)>,
@@ -43,15 +46,35 @@ pub(super) fn load(places: MemoryPlaces, sources: MemorySources, date: &str) -> 
         sources,
         memory.paths(),
     ));
-    SessionMemory {
-        reminder: context_reminder(&memory, date),
-        files: memory
+    let mut loaded = SessionMemory {
+        read: memory,
+        date: date.to_string(),
+        reminder: String::new(),
+        files: Vec::new(),
+        nested,
+        warnings: Vec::new(),
+    };
+    loaded.render();
+    loaded
+}
+
+impl SessionMemory {
+    /// Drops what `refusal` refuses (a Read deny rule covers it), and
+    /// renders again what the model is shown.
+    pub fn retain_readable(&mut self, refusal: impl Fn(&Path) -> Option<String>) {
+        self.read.retain_readable(refusal);
+        self.render();
+    }
+
+    fn render(&mut self) {
+        self.reminder = context_reminder(&self.read, &self.date);
+        self.files = self
+            .read
             .files
             .iter()
             .map(|f| (f.path.clone(), f.kind, f.text.len()))
-            .collect(),
-        nested,
-        warnings: memory.warnings,
+            .collect();
+        self.warnings = self.read.warnings.clone();
     }
 }
 

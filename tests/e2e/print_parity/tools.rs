@@ -374,7 +374,7 @@ fn background_shells_run_sandboxed_are_read_killed_and_end_with_the_session() ->
     // Without an allow rule, starting one is asked for — and refused in
     // print mode — like any command.
     let server = ScriptedServer::start(vec![
-        Reply::tool_uses(vec![bash("bg", "echo hi".into(), true)]),
+        Reply::tool_uses(vec![bash("bg", "printf hi".into(), true)]),
         Reply::text("done"),
     ])?;
     let out = run(&server, &ws_path, &stream_json(&[]))?;

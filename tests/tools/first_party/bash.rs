@@ -107,7 +107,7 @@ async fn bash_obeys_the_rules_and_runs_only_the_granted_line() -> TestResult {
         .call("Bash", json!({"command": "echo hi && rm -rf /tmp/nothing"}))
         .await;
     assert!(hidden.is_error && hidden.denial.is_some());
-    let unlisted = b.call("Bash", json!({"command": "ls"})).await;
+    let unlisted = b.call("Bash", json!({"command": "mkdir unlisted"})).await;
     assert!(unlisted.is_error && unlisted.denial.is_some());
     // A tool granted one command line cannot run another.
     let bypass = bench(PermissionMode::BypassPermissions, &[]).await?;
