@@ -1,7 +1,7 @@
 //! One command or skill as read from its file: the front matter's fields
 //! carapace acts on, and the body.
 
-use crate::memory::{read_bounded, split_front_matter};
+use crate::memory::{read_bounded, split_front_matter, stays_within};
 use std::path::{Path, PathBuf};
 
 /// Front-matter keys that only describe an entry. Any other key (tools it
@@ -68,6 +68,17 @@ pub struct CustomCommand {
     pub(super) body: String,
 }
 
+/// The project folder holding `path`'s `.claude` or `.carapace`.
+fn project_root(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .find(|a| {
+            a.file_name()
+                .is_some_and(|n| n == ".claude" || n == ".carapace")
+        })
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+}
+
 impl CustomCommand {
     /// Reads `path`; `Ok(None)` when it is not there (or not a file).
     pub(super) fn read(
@@ -76,6 +87,15 @@ impl CustomCommand {
         kind: Kind,
         origin: Origin,
     ) -> Result<Option<Self>, String> {
+        // A project's command is the repository's own file, not a link
+        // out of it (to a key of the user's, say): its text reaches the
+        // model.
+        if origin == Origin::Project
+            && let Some(root) = project_root(path)
+            && !stays_within(path, &root, &root)
+        {
+            return Err("it is a link out of the project; not read".into());
+        }
         let Some(text) = read_bounded(path)? else {
             return Ok(None);
         };
@@ -226,6 +246,25 @@ mod tests {
         assert!(granting.asks);
         assert_eq!(granting.allowed_tools, ["Read"]);
         assert_eq!(granting.description.as_deref(), Some("Heading"));
+        Ok(())
+    }
+
+    #[test]
+    fn a_projects_command_that_links_out_of_the_project_is_not_read() -> Result<(), String> {
+        let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let base = std::fs::canonicalize(root.path()).map_err(|e| e.to_string())?;
+        let (project, home) = (base.join("project"), base.join("home"));
+        let commands = project.join(".claude/commands");
+        std::fs::create_dir_all(&commands).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+        std::fs::write(home.join("id_rsa"), "PRIVATE KEY").map_err(|e| e.to_string())?;
+        let link = commands.join("key.md");
+        std::os::unix::fs::symlink(home.join("id_rsa"), &link).map_err(|e| e.to_string())?;
+        let refused = CustomCommand::read(&link, "key".into(), Kind::Command, Origin::Project);
+        assert!(refused.is_err_and(|e| e.contains("link out of the project")));
+        // The same link in the user's own commands is theirs to make.
+        let theirs = CustomCommand::read(&link, "key".into(), Kind::Command, Origin::User)?;
+        assert!(theirs.is_some_and(|c| c.body.contains("PRIVATE KEY")));
         Ok(())
     }
 }

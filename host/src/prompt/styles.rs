@@ -7,7 +7,7 @@
 //! custom style drops the coding instructions unless its front matter says
 //! `keep-coding-instructions: true`.
 
-use crate::memory::{read_bounded, split_front_matter};
+use crate::memory::{read_bounded, split_front_matter, stays_within};
 use std::path::{Path, PathBuf};
 
 /// The style of a session that names none.
@@ -112,9 +112,16 @@ pub fn find_style(name: &str, folders: &[PathBuf]) -> Result<Option<OutputStyle>
         };
         let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         paths.sort();
+        // A style is its folder's owner's own file: a link may lead
+        // elsewhere in their project (or home), never out of it.
+        let owner = folder
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(folder.as_path());
         for path in paths
             .into_iter()
             .filter(|p| p.extension().is_some_and(|e| e == "md"))
+            .filter(|p| stays_within(p, owner, owner))
         {
             match read_style(&path)? {
                 Some(style) if style.name.eq_ignore_ascii_case(name) => return Ok(Some(style)),
