@@ -9,6 +9,7 @@ pub mod commands;
 pub mod control;
 pub mod files;
 pub mod hooks;
+pub mod marketplace;
 pub mod mcp;
 pub mod mcp_serve;
 pub mod memory;

@@ -671,3 +671,6 @@ mod read_only;
 
 #[path = "cli/memory_bounds.rs"]
 mod memory_bounds;
+
+#[path = "cli/claude_market.rs"]
+mod claude_market;

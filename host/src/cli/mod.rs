@@ -6,10 +6,18 @@
 //! This is the binary's edge: errors become a message on stderr and exit 1.
 //! It may import every folder; none imports it.
 
+/// `println!` that does not panic when stdout is closed (`| head`).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = std::io::Write::write_fmt(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*)));
+    }};
+}
+
 mod acp;
 mod context;
 mod flags;
 mod interactive;
+mod marketplace;
 mod plugin;
 pub mod print;
 mod sdk;

@@ -20,13 +20,6 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// `println!` that does not panic when stdout is closed (`| head`).
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 #[derive(Debug, clap::Subcommand)]
 pub enum PluginCommand {
     /// Validate a tool plugin, show what it may be granted, and install it
@@ -85,6 +78,24 @@ pub enum PluginCommand {
     /// container image runs while it is built. `CARAPACE_CACHE_DIR` says
     /// where.
     Warm,
+    /// Claude Code's plugin marketplaces: add, list, update, remove.
+    Marketplace {
+        #[command(subcommand)]
+        action: super::marketplace::MarketplaceCommand,
+    },
+    /// Install a Claude Code plugin from a marketplace (`PLUGIN@MARKETPLACE`),
+    /// pinned to its content, and enable it.
+    Install { id: String },
+    /// Uninstall a Claude Code plugin.
+    Uninstall { id: String },
+    /// Enable an installed Claude Code plugin.
+    Enable { id: String },
+    /// Disable a Claude Code plugin (it stays installed).
+    Disable { id: String },
+    /// Approve an installed Claude Code plugin's content as it is now: its
+    /// hooks and MCP servers run again after it changed (or, installed by
+    /// Claude Code, for the first time).
+    Approve { id: String },
     /// Embed a manifest in a component, so it installs from one file.
     Pack {
         component: PathBuf,
@@ -183,6 +194,12 @@ pub async fn plugin(command: PluginCommand, paths: &SessionPaths) -> anyhow::Res
             Ok(ExitCode::SUCCESS)
         }
         PluginCommand::Warm => warm(paths),
+        PluginCommand::Marketplace { action } => super::marketplace::marketplace(action, paths),
+        PluginCommand::Install { id } => super::marketplace::install(&id, paths),
+        PluginCommand::Uninstall { id } => super::marketplace::uninstall(&id, paths),
+        PluginCommand::Enable { id } => super::marketplace::enable(&id, true, paths),
+        PluginCommand::Disable { id } => super::marketplace::enable(&id, false, paths),
+        PluginCommand::Approve { id } => super::marketplace::approve(&id, paths),
         PluginCommand::Inspect { name, scope, json } => {
             let (store, record) = find(paths, &name, scope)?;
             let status = status(&store, &record);

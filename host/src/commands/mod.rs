@@ -48,6 +48,9 @@ pub struct Folders {
 pub struct PluginDir {
     pub name: String,
     pub root: PathBuf,
+    /// Why what it would run (hooks, MCP servers) is held back: an
+    /// installed plugin whose content is not what was approved.
+    pub held: Option<String>,
 }
 
 impl PluginDir {
@@ -76,6 +79,7 @@ impl PluginDir {
         Ok(Self {
             name,
             root: root.to_path_buf(),
+            held: None,
         })
     }
 }

@@ -40,12 +40,12 @@ impl SessionBuilder {
         let (managed, managed_refused) = managed_settings_path();
         // Memory files and skills are read on threads of their own while
         // the rest is assembled: they are what start-up reads most of.
-        let plugin_dirs = self.opened_plugins()?;
-        let reading = self.read_context_files(&plugin_dirs, &managed)?;
-        let settings = self.load_settings(managed)?;
+        let settings = self.load_settings(managed.clone())?;
         timing.mark("settings_loaded");
         let mut warnings = settings.warnings.clone();
         warnings.extend(managed_refused);
+        let plugin_dirs = self.plugin_folders(&settings, &mut warnings)?;
+        let reading = self.read_context_files(&plugin_dirs, &managed)?;
         let identity = self.identity(&settings, &mut warnings)?;
         let policy = self.policy(&settings, &identity, &mut warnings)?;
         let sandbox = self.sandbox(&policy)?;
@@ -53,7 +53,14 @@ impl SessionBuilder {
         let (mut registry, mut plugins) = self.registry(&sandbox, &settings, &mut warnings).await?;
         timing.mark("tools_registered");
         let mcp = self
-            .start_mcp(&sandbox, &settings, &policy, &mut registry, &mut warnings)
+            .start_mcp(
+                &sandbox,
+                &settings,
+                &policy,
+                &plugin_dirs,
+                &mut registry,
+                &mut warnings,
+            )
             .await?;
         let agents = self.agent_types(&plugin_dirs, &settings, &mut warnings)?;
         let (mut memory, catalogue) = reading.join()?;
@@ -425,6 +432,20 @@ fn plugin_hooks(
             Vec::new()
         }
     };
+    if let Some(why) = &plugin.held {
+        // Held back: the PreToolUse calls it would have judged are refused.
+        return if text.contains("PreToolUse") {
+            vec![crate::hooks::unreadable_guard(
+                format!(
+                    "plugin `{}` has PreToolUse hooks that are held back: {why}",
+                    plugin.name
+                ),
+                &source,
+            )]
+        } else {
+            Vec::new()
+        };
+    }
     let value: serde_json::Value = match serde_json::from_str(&text) {
         Ok(value) => value,
         Err(e) => return unreadable(format!("{}: not JSON ({e})", file.display()), warnings),

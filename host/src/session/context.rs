@@ -100,6 +100,46 @@ impl SessionBuilder {
             .collect()
     }
 
+    /// `--plugin-dir`'s folders, then the Claude Code plugins the settings
+    /// enable (installed by carapace or by Claude Code), each with what is
+    /// held back of it when its content is not what was approved. None
+    /// with `--bare`.
+    pub(super) fn plugin_folders(
+        &self,
+        settings: &crate::settings::Settings,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<PluginDir>, SessionError> {
+        let mut folders = self.opened_plugins()?;
+        if !self.hooks {
+            return Ok(folders);
+        }
+        let marketplaces =
+            crate::marketplace::Marketplaces::new(&self.paths.config_dir, &self.paths.home);
+        let on = settings
+            .enabled_plugins
+            .iter()
+            .filter(|(_, on)| **on)
+            .map(|(id, _)| id.as_str());
+        let (enabled, not_loaded) = marketplaces.enabled(on);
+        warnings.extend(not_loaded);
+        for plugin in enabled {
+            match PluginDir::open(&plugin.root) {
+                Ok(mut folder) => {
+                    if let Some(why) = &plugin.held {
+                        warnings.push(format!(
+                            "plugin `{}`: its hooks and MCP servers do not run: {why}",
+                            plugin.id
+                        ));
+                    }
+                    folder.held = plugin.held;
+                    folders.push(folder);
+                }
+                Err(e) => warnings.push(format!("plugin `{}` not loaded: {e}", plugin.id)),
+            }
+        }
+        Ok(folders)
+    }
+
     /// Starts reading the memory files, and the skills and commands of the
     /// settings sources that load, each on a thread of its own: both are
     /// mostly waiting on the filesystem.

@@ -156,7 +156,9 @@ fn plugin_mcp(
     warnings: &mut Vec<String>,
 ) -> Vec<ServerConfig> {
     let mut servers = Vec::new();
-    for plugin in plugins {
+    // A plugin held back (its content is not what was approved) starts
+    // no server; the user was told why.
+    for plugin in plugins.iter().filter(|p| p.held.is_none()) {
         let file = plugin.root.join(".mcp.json");
         let Ok(text) = std::fs::read_to_string(&file) else {
             continue;

@@ -110,6 +110,7 @@ impl SessionBuilder {
         sandbox: &Sandbox,
         settings: &Settings,
         policy: &SessionPolicy,
+        plugins: &[crate::commands::PluginDir],
         registry: &mut ToolRegistry,
         warnings: &mut Vec<String>,
     ) -> Result<SessionMcp, SessionError> {
@@ -130,8 +131,7 @@ impl SessionBuilder {
         let configs = match &self.mcp {
             None => Vec::new(),
             Some(setup) => {
-                let plugins = self.opened_plugins()?;
-                super::sources::mcp_configs(setup, &self.paths, settings, &plugins, &env, warnings)?
+                super::sources::mcp_configs(setup, &self.paths, settings, plugins, &env, warnings)?
             }
         };
         let sdk = configs

@@ -315,6 +315,16 @@ impl Settings {
         {
             self.agents.push((agents, shown.clone()));
         }
+        if !file.enabled_plugins.is_empty()
+            && (!from_project
+                || self
+                    .trust
+                    .admits(ProjectItem::Plugins, shown, &mut self.warnings))
+        {
+            for (id, on) in &file.enabled_plugins {
+                self.enabled_plugins.entry(id.clone()).or_insert(*on);
+            }
+        }
         if let Some(hooks) = file.hooks.clone()
             && (!from_project
                 || self

@@ -86,6 +86,9 @@ struct SettingsFile {
     allow_managed_permission_rules_only: bool,
     /// Agent types, as `--agents` takes them.
     agents: Option<Value>,
+    /// Claude Code's plugins by `plugin@marketplace`: on or off.
+    #[serde(default)]
+    enabled_plugins: BTreeMap<String, bool>,
     #[serde(default)]
     trusted_workspaces: Vec<PathBuf>,
     #[serde(default)]
@@ -293,6 +296,10 @@ pub struct Settings {
     /// Agent definitions (`agents`), with the file each came from (a
     /// project's only when the workspace is trusted), lowest layer first.
     pub agents: Vec<(Value, String)>,
+    /// Claude Code plugins switched on or off (`enabledPlugins`), the
+    /// highest source first-wins per plugin (a project's only in a
+    /// trusted workspace).
+    pub enabled_plugins: BTreeMap<String, bool>,
     /// Whether executables brought by project files may load.
     pub trust: WorkspaceTrust,
     /// `sandbox.required`: refuse commands when the OS sandbox is missing.
