@@ -521,3 +521,64 @@ fn a_job_retried_on_another_machine_after_sigterm_goes_on_with_its_session() -> 
     assert_eq!((uses, answered), (1, 1), "{sent}");
     Ok(())
 }
+
+/// A session is keyed by its workspace and its id, as the file store keys
+/// it: resumed by id from another workspace it is not found there — the
+/// other workspace's model never gets its history, and it never gets the
+/// other workspace's lines, whether resumed, or begun anew under its id.
+/// The control: resumed from its own workspace, it is found.
+#[test]
+fn a_session_of_one_workspace_is_not_found_from_another() -> TestResult {
+    let postgres = Postgres::start()?;
+    let url = postgres.url();
+    let dir = tempfile::tempdir()?;
+    let a = Machine::new(&dir.path().join("workspace-a"))?;
+    let b = Machine::new(&dir.path().join("workspace-b"))?;
+    let server = ScriptedServer::start(vec![
+        Reply::text("A's secret answer"),
+        Reply::text("should never be sent"),
+        Reply::text("a new session"),
+        Reply::text("resumed in A"),
+    ])?;
+    let run = a.run(&server, Some(&url), &["-p", "A's SECRET PROMPT"])?;
+    ok(&run)?;
+    let id = session_id(&run)?;
+    let lines_of = |id: &str| -> Result<String, Box<dyn std::error::Error>> {
+        Ok(postgres.psql(&format!(
+            "SELECT count(*) FROM carapace_transcript_lines WHERE session_id = '{id}'"
+        ))?)
+    };
+    let before = lines_of(&id)?;
+    // Resumed from B: not there.
+    let resumed = b.run(&server, Some(&url), &["-p", "B's prompt", "--resume", &id])?;
+    assert_ne!(resumed.status, Some(0), "{}", resumed.stdout);
+    assert!(
+        resumed.stderr.contains(&id) || resumed.stdout.contains("No conversation"),
+        "{}{}",
+        resumed.stdout,
+        resumed.stderr
+    );
+    // Begun anew in B under A's id: it cannot write into A's session.
+    let _ = b.run(
+        &server,
+        Some(&url),
+        &["-p", "B's prompt", "--session-id", &id],
+    )?;
+    assert_eq!(lines_of(&id)?, before, "A's session got B's lines");
+    for request in server.requests().iter().skip(1) {
+        assert!(
+            !request.body.to_string().contains("A's SECRET PROMPT"),
+            "B's model got A's history"
+        );
+    }
+    // The control: from A, it resumes.
+    let back = a.run(&server, Some(&url), &["-p", "again", "--resume", &id])?;
+    ok(&back)?;
+    let last = server
+        .requests()
+        .last()
+        .map(|r| r.body.to_string())
+        .unwrap_or_default();
+    assert!(last.contains("A's SECRET PROMPT"), "{last}");
+    Ok(())
+}

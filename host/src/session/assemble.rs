@@ -247,6 +247,9 @@ impl SessionBuilder {
             for plugin in plugins {
                 specs.extend(plugin_hooks(plugin, &mut warnings));
             }
+            for (value, source) in &settings.held_hooks {
+                specs.extend(held_guards(value, source));
+            }
         }
         let hooks = if specs.is_empty() {
             HookRuntime::empty(common)
@@ -465,5 +468,33 @@ fn plugin_hooks(
                 .collect()
         }
         Err(e) => unreadable(e.to_string(), warnings),
+    }
+}
+
+/// An untrusted project's PreToolUse hooks, as guards that refuse what
+/// they match: its hooks do not run until the workspace is trusted, and
+/// what they would have judged does not run either. A value that cannot
+/// be read refuses every call.
+fn held_guards(
+    value: &serde_json::Value,
+    source: &crate::policy::RuleSource,
+) -> Vec<crate::hooks::HookSpec> {
+    let why = format!(
+        "{} has PreToolUse hooks, which run only in a trusted workspace (--trust-workspace, or trustedWorkspaces in your settings)",
+        source.describe()
+    );
+    match crate::hooks::parse(value, source) {
+        Ok((specs, _)) => specs
+            .into_iter()
+            .filter(|spec| spec.event == crate::hooks::HookEventKind::PreToolUse)
+            .map(|spec| crate::hooks::HookSpec {
+                matcher: spec.matcher,
+                ..crate::hooks::unreadable_guard(why.clone(), source)
+            })
+            .collect(),
+        Err(_) if value.to_string().contains("PreToolUse") => {
+            vec![crate::hooks::unreadable_guard(why, source)]
+        }
+        Err(_) => Vec::new(),
     }
 }

@@ -199,30 +199,135 @@ fn egress_proxy(
 
 /// Where the administrator's (managed) settings are: `/etc/carapace/`, or
 /// the file `CARAPACE_MANAGED_SETTINGS` names when only an administrator
-/// could have put it there — owned by root and writable by no one else.
-/// Otherwise whoever starts carapace could replace the administrator's
-/// settings with their own; the variable is then ignored, with a warning.
+/// could have put it there. Otherwise whoever starts carapace could replace
+/// the administrator's settings with their own (or with any harmless-looking
+/// file root happens to own); the variable is then ignored, with a warning.
 pub fn managed_settings_path() -> (PathBuf, Option<String>) {
-    use std::os::unix::fs::MetadataExt;
     let standard = PathBuf::from("/etc/carapace/managed-settings.json");
-    let Some(named) = std::env::var_os("CARAPACE_MANAGED_SETTINGS").map(PathBuf::from) else {
+    let named = std::env::var_os("CARAPACE_MANAGED_SETTINGS").map(PathBuf::from);
+    managed_override(named, standard)
+}
+
+/// The managed settings file, given what the variable names: honoured
+/// only when no administrator's file is in the standard place (it is never
+/// replaced), and the named file is a regular file, named without links,
+/// owned by root and writable by no one else, in folders that only root
+/// can change (owned by root, writable by no one else or sticky).
+fn managed_override(named: Option<PathBuf>, standard: PathBuf) -> (PathBuf, Option<String>) {
+    let Some(named) = named else {
         return (standard, None);
     };
-    match std::fs::metadata(&named) {
-        Ok(meta) if meta.uid() == 0 && meta.mode() & 0o022 == 0 => (named, None),
-        Ok(_) => (
+    match administrators_file(&named, &standard) {
+        Ok(()) => (named, None),
+        Err(why) => (
             standard,
             Some(format!(
-                "CARAPACE_MANAGED_SETTINGS names {}, which is not owned by root or is writable by others; ignored (the managed settings are the administrator's)",
+                "CARAPACE_MANAGED_SETTINGS names {}, {why}; ignored (the managed settings are the administrator's)",
                 named.display()
             )),
         ),
-        Err(e) => (
-            standard,
-            Some(format!(
-                "CARAPACE_MANAGED_SETTINGS names {}, which cannot be read ({e}); ignored",
-                named.display()
-            )),
-        ),
+    }
+}
+
+fn administrators_file(named: &Path, standard: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    if standard.exists() {
+        return Err(format!(
+            "but {} exists, and the administrator's own managed settings are never replaced",
+            standard.display()
+        ));
+    }
+    let real = std::fs::canonicalize(named).map_err(|e| format!("which cannot be read ({e})"))?;
+    if real != named {
+        return Err(format!(
+            "which is reached through a link (it is {})",
+            real.display()
+        ));
+    }
+    let meta =
+        std::fs::symlink_metadata(named).map_err(|e| format!("which cannot be read ({e})"))?;
+    if !meta.is_file() {
+        return Err("which is not a regular file".into());
+    }
+    if meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+        return Err("which is not owned by root or is writable by others".into());
+    }
+    for folder in named.ancestors().skip(1) {
+        let meta = std::fs::metadata(folder)
+            .map_err(|e| format!("whose folder {} cannot be read ({e})", folder.display()))?;
+        let sticky = meta.mode() & 0o1000 != 0;
+        if meta.uid() != 0 || (meta.mode() & 0o022 != 0 && !sticky) {
+            return Err(format!(
+                "whose folder {} someone other than root could change",
+                folder.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// Every way a file not the administrator's could replace the managed
+    /// settings is refused, with why; the control — a root-owned file in
+    /// root's folders with no standard file — is honoured (as root only:
+    /// nobody else can make one).
+    #[test]
+    fn only_the_administrators_file_replaces_the_managed_settings() -> std::io::Result<()> {
+        let root = tempfile::tempdir()?;
+        let base = std::fs::canonicalize(root.path())?;
+        let absent = base.join("no-standard.json");
+        let good = base.join("managed.json");
+        std::fs::write(&good, "{}")?;
+        std::fs::set_permissions(&good, std::fs::Permissions::from_mode(0o644))?;
+        let refused = |named: &Path, standard: &Path| {
+            managed_override(Some(named.to_path_buf()), standard.to_path_buf())
+        };
+        // Another's (or anyone's) writable file.
+        let writable = base.join("writable.json");
+        std::fs::write(&writable, "{}")?;
+        std::fs::set_permissions(&writable, std::fs::Permissions::from_mode(0o666))?;
+        let (path, why) = refused(&writable, &absent);
+        assert_eq!(path, absent);
+        assert!(why.is_some_and(|w| w.contains("writable by others")));
+        // A link to a root-owned file.
+        let link = base.join("link.json");
+        std::os::unix::fs::symlink(&good, &link)?;
+        assert!(
+            refused(&link, &absent)
+                .1
+                .is_some_and(|w| w.contains("through a link"))
+        );
+        // A file in a folder anyone may change.
+        let open = base.join("open");
+        std::fs::create_dir(&open)?;
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777))?;
+        let inside = open.join("managed.json");
+        std::fs::write(&inside, "{}")?;
+        std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o644))?;
+        assert!(
+            refused(&inside, &absent)
+                .1
+                .is_some_and(|w| w.contains("could change"))
+        );
+        // The administrator's own file exists: never replaced.
+        assert!(
+            refused(&good, &good)
+                .1
+                .is_some_and(|w| w.contains("never replaced"))
+        );
+        if nix::unistd::geteuid().is_root() {
+            assert_eq!(refused(&good, &absent), (good.clone(), None));
+        } else {
+            assert!(
+                refused(&good, &absent)
+                    .1
+                    .is_some_and(|w| w.contains("owned by root"))
+            );
+        }
+        Ok(())
     }
 }

@@ -325,19 +325,20 @@ impl Settings {
                 self.enabled_plugins.entry(id.clone()).or_insert(*on);
             }
         }
-        if let Some(hooks) = file.hooks.clone()
-            && (!from_project
+        if let Some(hooks) = file.hooks.clone() {
+            let source = RuleSource {
+                kind: source.kind,
+                file: source.path.clone(),
+            };
+            if !from_project
                 || self
                     .trust
-                    .admits(ProjectItem::Hooks, shown, &mut self.warnings))
-        {
-            self.hooks.push((
-                hooks,
-                RuleSource {
-                    kind: source.kind,
-                    file: source.path.clone(),
-                },
-            ));
+                    .admits(ProjectItem::Hooks, shown, &mut self.warnings)
+            {
+                self.hooks.push((hooks, source));
+            } else {
+                self.held_hooks.push((hooks, source));
+            }
         }
     }
 

@@ -293,6 +293,10 @@ pub struct Settings {
     /// Hook configurations, with the source each came from (project ones
     /// only when the workspace is trusted).
     pub hooks: Vec<(Value, RuleSource)>,
+    /// A project's hooks in an untrusted workspace: they do not run, but
+    /// what their PreToolUse hooks would judge is refused until the
+    /// workspace is trusted — a guard is never silently missing.
+    pub held_hooks: Vec<(Value, RuleSource)>,
     /// Agent definitions (`agents`), with the file each came from (a
     /// project's only when the workspace is trusted), lowest layer first.
     pub agents: Vec<(Value, String)>,

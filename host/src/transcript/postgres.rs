@@ -44,15 +44,25 @@ const APPEND: &str = "INSERT INTO carapace_transcript_lines (session_id, seq, pr
 
 type Reply<T> = Sender<Result<T, String>>;
 
+/// A session, as the store keys it: by its project and its id. An id is
+/// the user's to choose (`--session-id`, `--resume ID`): found alone, a
+/// session of another workspace would be resumed — its history in this
+/// one's model, this one's lines in it.
+#[derive(Clone)]
+struct Key {
+    project: String,
+    id: String,
+}
+
 enum Request {
-    Exists(String, Reply<bool>),
+    Exists(Key, Reply<bool>),
     /// The session's lines; with a limit, only those that begin within
     /// that many bytes.
-    Read(String, Option<i64>, Reply<Vec<u8>>),
+    Read(Key, Option<i64>, Reply<Vec<u8>>),
     /// A project's sessions, newest first, with when each was last written.
     Sessions(String, Reply<Vec<(std::time::SystemTime, String)>>),
     /// Takes the session's lease; answers how many lines it has.
-    Lease(String, Reply<Option<i64>>),
+    Lease(Key, Reply<Option<i64>>),
     Release(String),
     /// Waits until every commit so far is durable.
     Sync(Reply<()>),
@@ -151,22 +161,27 @@ impl PgStore {
         self.ask(Request::Closed).unwrap_or(true)
     }
 
-    pub fn exists(&self, id: &str) -> Result<bool, TranscriptError> {
-        self.ask(|r| Request::Exists(id.into(), r))
+    pub fn exists(&self, project: &str, id: &str) -> Result<bool, TranscriptError> {
+        self.ask(|r| Request::Exists(key(project, id), r))
             .map_err(store_error("looking up a session"))
     }
 
     /// The session's lines, as a file would hold them.
-    pub fn read(&self, id: &str) -> Result<Vec<u8>, TranscriptError> {
-        self.ask(|r| Request::Read(id.into(), None, r))
+    pub fn read(&self, project: &str, id: &str) -> Result<Vec<u8>, TranscriptError> {
+        self.ask(|r| Request::Read(key(project, id), None, r))
             .map_err(store_error("reading a transcript"))
     }
 
     /// The lines that begin within the first `max` bytes: the server sends
     /// only those, not a long session whole.
-    pub fn read_head(&self, id: &str, max: usize) -> Result<Vec<u8>, TranscriptError> {
+    pub fn read_head(
+        &self,
+        project: &str,
+        id: &str,
+        max: usize,
+    ) -> Result<Vec<u8>, TranscriptError> {
         let max = i64::try_from(max).unwrap_or(i64::MAX);
-        self.ask(|r| Request::Read(id.into(), Some(max), r))
+        self.ask(|r| Request::Read(key(project, id), Some(max), r))
             .map_err(store_error("reading a transcript"))
     }
 
@@ -203,7 +218,7 @@ impl PgStore {
             held: false,
         };
         let found = self
-            .ask(|r| Request::Lease(id.into(), r))
+            .ask(|r| Request::Lease(key(project, id), r))
             .map_err(store_error("leasing the session"))?;
         let Some(found) = found else {
             return Err(TranscriptError::InUse(id.to_string()));
@@ -332,23 +347,24 @@ async fn start(config: &tokio_postgres::Config) -> Result<(Client, Statement), S
 
 async fn answer(client: &Client, append: &Statement, request: Request) {
     match request {
-        Request::Exists(id, reply) => {
+        Request::Exists(key, reply) => {
             let row = client
                 .query_one(
-                    "SELECT EXISTS (SELECT 1 FROM carapace_transcript_lines WHERE session_id = $1)",
-                    &[&id],
+                    "SELECT EXISTS (SELECT 1 FROM carapace_transcript_lines \
+                     WHERE session_id = $1 AND project = $2)",
+                    &[&key.id, &key.project],
                 )
                 .await;
             let _ = reply.send(row.map(|r| r.get(0)).map_err(text));
         }
-        Request::Read(id, max, reply) => {
-            let _ = reply.send(read(client, &id, max).await);
+        Request::Read(key, max, reply) => {
+            let _ = reply.send(read(client, &key, max).await);
         }
         Request::Sessions(project, reply) => {
             let _ = reply.send(sessions(client, &project).await.map_err(text));
         }
-        Request::Lease(id, reply) => {
-            let _ = reply.send(lease(client, &id).await.map_err(text));
+        Request::Lease(key, reply) => {
+            let _ = reply.send(lease(client, &key).await.map_err(text));
         }
         Request::Release(id) => {
             let released = client
@@ -386,30 +402,33 @@ async fn answer(client: &Client, append: &Statement, request: Request) {
     }
 }
 
-async fn read(client: &Client, id: &str, max: Option<i64>) -> Result<Vec<u8>, String> {
-    let rows =
-        match max {
-            None => client
+async fn read(client: &Client, key: &Key, max: Option<i64>) -> Result<Vec<u8>, String> {
+    let id = &key.id;
+    let rows = match max {
+        None => {
+            client
                 .query(
-                    "SELECT line FROM carapace_transcript_lines WHERE session_id = $1 ORDER BY seq",
-                    &[&id],
+                    "SELECT line FROM carapace_transcript_lines \
+                     WHERE session_id = $1 AND project = $2 ORDER BY seq",
+                    &[id, &key.project],
                 )
-                .await,
-            // Each line's offset is the bytes of the lines (and newlines)
-            // before it.
-            Some(max) => {
-                client
-                    .query(
-                        "SELECT line FROM (SELECT seq, line, sum(octet_length(line) + 1) \
-                     OVER (ORDER BY seq) - octet_length(line) - 1 AS offset_at \
-                     FROM carapace_transcript_lines WHERE session_id = $1) AS lines \
-                     WHERE offset_at < $2 ORDER BY seq",
-                        &[&id, &max],
-                    )
-                    .await
-            }
+                .await
         }
-        .map_err(text)?;
+        // Each line's offset is the bytes of the lines (and newlines)
+        // before it.
+        Some(max) => {
+            client
+                .query(
+                    "SELECT line FROM (SELECT seq, line, sum(octet_length(line) + 1) \
+                     OVER (ORDER BY seq) - octet_length(line) - 1 AS offset_at \
+                     FROM carapace_transcript_lines WHERE session_id = $1 AND project = $3) \
+                     AS lines WHERE offset_at < $2 ORDER BY seq",
+                    &[id, &max, &key.project],
+                )
+                .await
+        }
+    }
+    .map_err(text)?;
     if rows.is_empty() {
         return Err(format!("no session `{id}` in the store"));
     }
@@ -437,23 +456,32 @@ async fn sessions(
 }
 
 /// The lease, and how many lines the session has once it is held.
-async fn lease(client: &Client, id: &str) -> Result<Option<i64>, tokio_postgres::Error> {
+async fn lease(client: &Client, key: &Key) -> Result<Option<i64>, tokio_postgres::Error> {
     let held: bool = client
         .query_one(
             "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
-            &[&id],
+            &[&key.id],
         )
         .await?
         .get(0);
     if !held {
         return Ok(None);
     }
+    // Another project's lines under the same id are never counted nor
+    // written after: the first append would collide with them and fail.
     let count: i64 = client
         .query_one(
-            "SELECT count(*) FROM carapace_transcript_lines WHERE session_id = $1",
-            &[&id],
+            "SELECT count(*) FROM carapace_transcript_lines WHERE session_id = $1 AND project = $2",
+            &[&key.id, &key.project],
         )
         .await?
         .get(0);
     Ok(Some(count))
+}
+
+fn key(project: &str, id: &str) -> Key {
+    Key {
+        project: project.into(),
+        id: id.into(),
+    }
 }

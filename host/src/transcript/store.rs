@@ -127,7 +127,7 @@ impl TranscriptPlace {
     pub fn exists(&self) -> Result<bool, TranscriptError> {
         match self {
             Self::File(path) => Ok(path.exists()),
-            Self::Postgres { store, id, .. } => store.exists(id),
+            Self::Postgres { store, project, id } => store.exists(project, id),
         }
     }
 
@@ -135,8 +135,8 @@ impl TranscriptPlace {
     pub fn load(&self) -> Result<Loaded, TranscriptError> {
         match self {
             Self::File(path) => load(path),
-            Self::Postgres { store, id, .. } => {
-                let bytes = store.read(id)?;
+            Self::Postgres { store, project, id } => {
+                let bytes = store.read(project, id)?;
                 let session = id.rsplit('/').next().unwrap_or(id);
                 load_bytes(&self.label(), session, &bytes)
             }
@@ -154,8 +154,8 @@ impl TranscriptPlace {
                     let _ = file.take(max as u64).read_to_end(&mut head);
                 }
             }
-            Self::Postgres { store, id, .. } => {
-                head = store.read_head(id, max).unwrap_or_default();
+            Self::Postgres { store, project, id } => {
+                head = store.read_head(project, id, max).unwrap_or_default();
                 head.truncate(max);
             }
         }

@@ -243,3 +243,79 @@ fn claude_code_agents_load_and_model_aliases_resolve_as_claude_code_sends_them()
     assert_eq!(init["model"], "claude-sonnet-5-5");
     Ok(())
 }
+
+/// The setup Claude Code 2.1.332 was recorded with
+/// (tests/claude-code/claude-setup.json): a committed deny rule on `.env`,
+/// an allow rule for `rm`, and a Python PreToolUse guard against `rm -rf`.
+fn recorded_setup() -> Result<Project, Box<dyn std::error::Error>> {
+    let project = Project::new(json!({
+        "permissions": {"deny": ["Read(./.env)"], "allow": ["Bash(rm:*)"]},
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "python3 \"$CLAUDE_PROJECT_DIR/.claude/hooks/guard.py\""}
+        ]}]},
+    }))?;
+    std::fs::create_dir_all(project.ws.join(".claude/hooks"))?;
+    std::fs::write(
+        project.ws.join(".claude/hooks/guard.py"),
+        "import json, sys\nevent = json.load(sys.stdin)\nif \"rm -rf\" in event.get(\"tool_input\", {}).get(\"command\", \"\"):\n    print(\"guard: recursive deletes are blocked\", file=sys.stderr)\n    sys.exit(2)\n",
+    )?;
+    std::fs::create_dir(project.ws.join("keep"))?;
+    Ok(project)
+}
+
+#[test]
+fn a_projects_setup_behaves_as_claude_code_recorded_it() -> TestResult {
+    let recorded = support::recording("claude-setup")?;
+    for (mode, expected) in recorded["modes"].as_object().ok_or("no modes")? {
+        // Trusted, as print mode trusts in Claude Code; untrusted, where
+        // the guard does not run but what it guards is refused.
+        for trusted in [true, false] {
+            let project = recorded_setup()?;
+            let server = ScriptedServer::start(vec![
+                Reply::tool_uses(vec![
+                    Block::tool_use(
+                        "toolu_read",
+                        "Read",
+                        json!({"file_path": project.ws.join(".env")}),
+                    ),
+                    Block::tool_use("toolu_rm", "Bash", json!({"command": "rm -rf keep"})),
+                ]),
+                Reply::text("done"),
+            ])?;
+            let mut args = vec!["--permission-mode", mode.as_str()];
+            if trusted {
+                args.push("--trust-workspace");
+            }
+            let run = project.run(&server, &args)?;
+            assert_eq!(run.status, Some(0), "{}", run.stderr);
+            let results = support::second_request_results(&server)?;
+            for id in ["toolu_read", "toolu_rm"] {
+                let ours = results
+                    .iter()
+                    .find(|r| r["tool_use_id"] == id)
+                    .ok_or("no result")?;
+                let theirs = &expected["results"][id];
+                assert_eq!(
+                    ours["is_error"].as_bool().unwrap_or(false),
+                    theirs["is_error"].as_bool().unwrap_or(false),
+                    "{mode} trusted={trusted} {id}: {ours}"
+                );
+                assert!(!ours.to_string().contains("do-not-leak"), "{ours}");
+            }
+            assert_eq!(
+                project.ws.join("keep").is_dir(),
+                expected["keep_left"] == true
+            );
+            let rm = result_text(&results, "toolu_rm");
+            if trusted {
+                assert!(
+                    rm.contains("guard: recursive deletes are blocked"),
+                    "{mode}: {rm}"
+                );
+            } else {
+                assert!(rm.contains("trusted workspace"), "{mode}: {rm}");
+            }
+        }
+    }
+    Ok(())
+}
