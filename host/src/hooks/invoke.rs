@@ -175,7 +175,13 @@ async fn invoke_shell(
     };
     let stdin = input_json(common, event).to_string().into_bytes();
     match confined.run(stdin, hook.spec.timeout).await {
-        Ok(RunEnd::Exited(run)) => Invocation::from_run(event.kind(), &run),
+        Ok(RunEnd::Exited(run)) => {
+            let mut invocation = Invocation::from_run(event.kind(), &run);
+            for warning in confined.collect_env() {
+                invocation.stderr.push_str(&format!("\n{warning}"));
+            }
+            invocation
+        }
         Ok(RunEnd::TimedOut) => {
             Invocation::failed(format!("timed out after {:?}", hook.spec.timeout))
         }

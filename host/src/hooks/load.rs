@@ -122,6 +122,7 @@ fn load_shell(sandbox: &Sandbox, spec: &HookSpec, places: &Places<'_>) -> Loaded
                 command,
                 own_folder: &spec.path,
                 plugin_root: spec.plugin_root.as_deref(),
+                sets_env: spec.event == super::HookEventKind::SessionStart,
             };
             let hook = ShellHook::new(&shell, &grant, sandbox.process_config(), places.project);
             return Loaded::Ready(Box::new((grant, label, Handler::Shell(hook))));

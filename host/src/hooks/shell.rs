@@ -13,7 +13,10 @@
 //!   egress proxy, as commands do);
 //! - its environment is the commands' fresh one, `CLAUDE_PROJECT_DIR`,
 //!   `CLAUDE_PLUGIN_ROOT` for a plugin's hook, and the variables its
-//!   `grants.env` name — never carapace's own.
+//!   `grants.env` name — never carapace's own; a SessionStart hook also
+//!   gets `CLAUDE_ENV_FILE`, a file in a folder of its own where it may
+//!   write `export NAME=VALUE` lines that the session's later commands
+//!   get (never carapace's own variables, never the proxy's).
 
 use super::component::CommandRun;
 use crate::sandbox::{Feed, Grant, ProcessConfig};
@@ -36,7 +39,12 @@ pub struct Confined {
     command: String,
     config: ProcessConfig,
     env: Vec<(String, String)>,
+    /// A SessionStart hook's `CLAUDE_ENV_FILE` folder (removed with it).
+    env_dir: Option<tempfile::TempDir>,
 }
+
+/// The most of a `CLAUDE_ENV_FILE` read.
+const ENV_FILE_BYTES: u64 = 64 * 1024;
 
 /// What the hook was configured as, beyond its grant.
 pub(super) struct ShellSpec<'a> {
@@ -45,6 +53,8 @@ pub(super) struct ShellSpec<'a> {
     pub own_folder: &'a Path,
     /// The plugin the hook comes from, if any (`CLAUDE_PLUGIN_ROOT`).
     pub plugin_root: Option<&'a Path>,
+    /// A SessionStart hook: it gets a `CLAUDE_ENV_FILE`.
+    pub sets_env: bool,
 }
 
 impl ShellHook {
@@ -66,11 +76,24 @@ impl ShellHook {
         reads.push(spec.own_folder.to_path_buf());
         reads.extend(spec.plugin_root.map(Path::to_path_buf));
         reads.extend(grant.read_paths().map(Path::to_path_buf));
-        let writes: Vec<PathBuf> = grant
+        let mut writes: Vec<PathBuf> = grant
             .write_trees()
             .chain(grant.write_files())
             .map(Path::to_path_buf)
             .collect();
+        let env_dir = if spec.sets_env {
+            match tempfile::Builder::new().prefix("carapace-env-").tempdir() {
+                Ok(dir) => Some(dir),
+                Err(e) => {
+                    return ShellHook::CannotRun(format!(
+                        "cannot make its CLAUDE_ENV_FILE folder: {e}"
+                    ));
+                }
+            }
+        } else {
+            None
+        };
+        writes.extend(env_dir.as_ref().map(|d| d.path().to_path_buf()));
         let config = ProcessConfig {
             cwd: project.to_path_buf(),
             write_roots: writes,
@@ -90,10 +113,17 @@ impl ShellHook {
             env.push(("CLAUDE_PLUGIN_ROOT".into(), root.display().to_string()));
         }
         env.extend(grant.env_vars().iter().cloned());
+        if let Some(dir) = &env_dir {
+            env.push((
+                "CLAUDE_ENV_FILE".into(),
+                dir.path().join("env").display().to_string(),
+            ));
+        }
         ShellHook::Ready(Arc::new(Confined {
             command: spec.command.to_string(),
             config,
             env,
+            env_dir,
         }))
     }
 }
@@ -119,6 +149,135 @@ impl Confined {
     }
 }
 
+impl Confined {
+    /// What a SessionStart hook wrote to its `CLAUDE_ENV_FILE`, set for
+    /// the session's later commands; the file is then emptied for its next
+    /// run. Warnings for lines that are not honoured.
+    pub(super) fn collect_env(&self) -> Vec<String> {
+        let Some(dir) = &self.env_dir else {
+            return Vec::new();
+        };
+        let file = dir.path().join("env");
+        let Some(text) = read_env_file(&file) else {
+            return Vec::new();
+        };
+        let _ = std::fs::remove_file(&file);
+        // What a command would see: its HOME and PATH, then what hooks set.
+        let mut known: Vec<(String, String)> = vec![
+            ("HOME".into(), self.config.cwd.display().to_string()),
+            ("PATH".into(), crate::sandbox::DEFAULT_PATH.into()),
+        ];
+        known.extend(self.config.command_env.get());
+        let mut warnings = Vec::new();
+        for line in text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            match env_line(line, &known) {
+                Some((name, _)) if !may_set(&name) => warnings.push(format!(
+                    "CLAUDE_ENV_FILE: `{name}` is not set for commands (carapace's own variables and the proxy's are never a hook's to set)"
+                )),
+                Some((name, value)) => {
+                    self.config.command_env.set(name.clone(), value.clone());
+                    known.retain(|(n, _)| *n != name);
+                    known.push((name, value));
+                }
+                None => warnings.push(format!(
+                    "CLAUDE_ENV_FILE: `{line}` is not an `export NAME=VALUE` line; ignored"
+                )),
+            }
+        }
+        warnings
+    }
+}
+
+fn read_env_file(file: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(file)
+        .ok()?;
+    if !opened.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    opened.take(ENV_FILE_BYTES).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// Whether a hook may set `name` for commands.
+fn may_set(name: &str) -> bool {
+    let proxy = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"]
+        .iter()
+        .any(|p| name.eq_ignore_ascii_case(p));
+    !proxy && !super::load::is_carapace_variable(name) && !name.starts_with("CLAUDE_")
+}
+
+/// `export NAME=VALUE` (or `NAME=VALUE`): the value unquoted, `'…'`, or
+/// `"…"`, with `$NAME` and `${NAME}` taken from `known` outside single
+/// quotes (`export PATH="$HOME/bin:$PATH"`).
+fn env_line(line: &str, known: &[(String, String)]) -> Option<(String, String)> {
+    let assignment = line.strip_prefix("export ").unwrap_or(line).trim();
+    let (name, raw) = assignment.split_once('=')?;
+    let valid = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return None;
+    }
+    let value = if let Some(inner) = raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
+        inner.to_string()
+    } else {
+        let inner = raw
+            .strip_prefix('"')
+            .and_then(|r| r.strip_suffix('"'))
+            .unwrap_or(raw);
+        expand(inner, known)
+    };
+    Some((name.to_string(), value))
+}
+
+fn expand(text: &str, known: &[(String, String)]) -> String {
+    let lookup = |name: &str| {
+        known
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| (name == "PATH").then(|| crate::sandbox::DEFAULT_PATH.to_string()))
+            .unwrap_or_default()
+    };
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (name, tail) = if let Some(braced) = after.strip_prefix('{') {
+            match braced.split_once('}') {
+                Some((name, tail)) => (name, tail),
+                None => ("", after),
+            }
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], &after[end..])
+        };
+        if name.is_empty() {
+            out.push('$');
+            rest = after;
+        } else {
+            out.push_str(&lookup(name));
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// How a hook's run ended.
 pub(super) enum RunEnd {
     Exited(CommandRun),
@@ -141,6 +300,28 @@ pub(super) fn command_line(command: &str, args: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn env_file_lines_set_what_a_shell_would() {
+        let known = vec![("HOME".to_string(), "/w".to_string())];
+        assert_eq!(
+            env_line("export GREETING=hello", &known),
+            Some(("GREETING".into(), "hello".into()))
+        );
+        assert_eq!(
+            env_line("export PATH=\"$HOME/bin:${PATH}\"", &known),
+            Some((
+                "PATH".into(),
+                format!("/w/bin:{}", crate::sandbox::DEFAULT_PATH)
+            ))
+        );
+        assert_eq!(
+            env_line("X='$HOME stays'", &known),
+            Some(("X".into(), "$HOME stays".into()))
+        );
+        assert_eq!(env_line("not an assignment", &known), None);
+        assert!(!may_set("ANTHROPIC_API_KEY") && !may_set("https_proxy") && may_set("PATH"));
+    }
 
     #[test]
     fn the_exec_form_keeps_each_word_whole() {

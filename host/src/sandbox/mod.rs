@@ -35,8 +35,8 @@ pub use grant::{FileAccess, Grant, GrantError};
 pub use hosts::{HostPattern, HostPatternError, is_internal, is_off_limits};
 pub use limits::CallLimits;
 pub use process::{
-    BackgroundShells, CommandOutput, DeniedPaths, Feed, ProcessConfig, SandboxLayer, ShellReport,
-    ShellStatus, move_aside, run_command_fed, system_read_roots,
+    BackgroundShells, CommandEnv, CommandOutput, DEFAULT_PATH, DeniedPaths, Feed, ProcessConfig,
+    SandboxLayer, ShellReport, ShellStatus, move_aside, run_command_fed, system_read_roots,
 };
 pub use procfs::refused_path as refused_process_info;
 pub use staging::STAGING_PREFIX;

@@ -69,7 +69,7 @@ impl SessionBuilder {
         memory.retain_readable(|path| policy.policy.read_refusal(path));
         let catalogue = Arc::new(Self::admitted(catalogue, &settings, &mut warnings));
         plugins.extend(plugin_dirs.iter().map(plugin_dir_listing));
-        let output_style = self.output_style(&settings, &mut warnings);
+        let output_style = self.output_style(&settings, &plugin_dirs, &mut warnings);
         let output = EventRelay::default();
         let (hooks, hook_warnings) = self
             .load_hooks(

@@ -200,12 +200,15 @@ impl SessionBuilder {
     pub(super) fn output_style(
         &self,
         settings: &Settings,
+        plugins: &[PluginDir],
         warnings: &mut Vec<String>,
     ) -> Option<crate::prompt::OutputStyle> {
         let name = settings.output_style.as_deref()?;
         let (project, user) = self.project_and_user();
         let (cwd, home) = (&self.paths.cwd, &self.paths.home);
-        let folders = crate::prompt::style_folders(cwd, home, project, user);
+        let mut folders = crate::prompt::style_folders(cwd, home, project, user);
+        // A plugin's styles come last: the project's and yours win a name.
+        folders.extend(plugins.iter().map(|p| p.root.join("output-styles")));
         crate::prompt::find_style(name, &folders)
             .map_err(|why| warnings.push(why))
             .ok()

@@ -136,6 +136,10 @@ pub struct ProcessConfig {
     pub protected_names: Vec<String>,
     /// What commands may not read.
     pub read_denied: Option<Arc<dyn DeniedPaths>>,
+    /// Variables a SessionStart hook set for the session's commands
+    /// (Claude Code's `CLAUDE_ENV_FILE`), shared by every copy of this
+    /// configuration.
+    pub command_env: Arc<CommandEnv>,
     /// Where commands may read at all (`None`: everywhere but what
     /// `read_denied` hides). A hook's commands read only the workspace,
     /// their own folder and the system's ([`system_read_roots`]).
@@ -195,6 +199,7 @@ impl ProcessConfig {
                 .collect(),
             read_denied: None,
             read_roots: None,
+            command_env: Arc::default(),
             allow_network: false,
             allow_local_binding: false,
             require_os_sandbox: true,
@@ -296,8 +301,11 @@ pub fn system_read_roots() -> Vec<PathBuf> {
 }
 
 /// The environment every command starts with.
+/// The `PATH` every command starts with.
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 fn fresh_env(config: &ProcessConfig, temp: &Path) -> Vec<(String, String)> {
-    let path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_string();
+    let path = DEFAULT_PATH.to_string();
     let mut vars = vec![
         ("PATH".into(), path),
         ("HOME".into(), config.cwd.to_string_lossy().into_owned()),
@@ -306,10 +314,33 @@ fn fresh_env(config: &ProcessConfig, temp: &Path) -> Vec<(String, String)> {
         ("TMPDIR".into(), temp.to_string_lossy().into_owned()),
         ("PWD".into(), config.cwd.to_string_lossy().into_owned()),
     ];
+    for (name, value) in config.command_env.get() {
+        vars.retain(|(n, _)| *n != name);
+        vars.push((name, value));
+    }
+    // After what hooks set: a command's way out is always the bridge.
     if config.egress.is_some() && !config.allow_network {
         vars.extend(bridge::proxy_env());
     }
     vars
+}
+
+/// The variables SessionStart hooks set for later commands.
+#[derive(Debug, Default)]
+pub struct CommandEnv(std::sync::RwLock<Vec<(String, String)>>);
+
+impl CommandEnv {
+    pub fn get(&self) -> Vec<(String, String)> {
+        self.0.read().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    /// Sets `name` (replacing what was set before under it).
+    pub fn set(&self, name: String, value: String) {
+        if let Ok(mut vars) = self.0.write() {
+            vars.retain(|(n, _)| *n != name);
+            vars.push((name, value));
+        }
+    }
 }
 
 /// A private temp dir for one command (or one server's life).
