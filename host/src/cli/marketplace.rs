@@ -10,13 +10,17 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum MarketplaceCommand {
-    /// Add a marketplace: a folder, or a git repository by path or URL
-    /// (pinned to a commit with --rev).
+    /// Add a marketplace: a folder, a git repository by path or URL
+    /// (pinned to a commit with --rev), or an archive (.tar.gz, .tgz, .tar)
+    /// with its --sha256.
     Add {
         source: String,
         /// The commit (or tag, or branch) a git marketplace is pinned to.
         #[arg(long)]
         rev: Option<String>,
+        /// The SHA-256 an archive must have.
+        #[arg(long)]
+        sha256: Option<String>,
     },
     /// List the marketplaces added.
     List {
@@ -32,8 +36,12 @@ pub enum MarketplaceCommand {
 pub fn marketplace(command: MarketplaceCommand, paths: &SessionPaths) -> anyhow::Result<ExitCode> {
     let markets = Marketplaces::new(&paths.config_dir, &paths.home);
     match command {
-        MarketplaceCommand::Add { source, rev } => {
-            let known = markets.add(Source::parse(&source, rev)?)?;
+        MarketplaceCommand::Add {
+            source,
+            rev,
+            sha256,
+        } => {
+            let known = markets.add(Source::parse(&source, rev, sha256)?)?;
             say!("added marketplace {} ({})", known.name, describe(&known));
         }
         MarketplaceCommand::List { json } => {

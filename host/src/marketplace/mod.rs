@@ -91,7 +91,7 @@ impl Marketplaces {
     pub fn add(&self, source: Source) -> Result<Known, MarketplaceError> {
         let (location, commit) = match &source {
             Source::Directory(path) => (path.clone(), None),
-            Source::Git { url, rev } => {
+            Source::Git { .. } | Source::Archive { .. } => {
                 let staging = self
                     .dir
                     .join("marketplaces")
@@ -103,15 +103,24 @@ impl Marketplaces {
                         reason: e.to_string(),
                     }
                 })?;
-                let commit = source::clone_git(url, rev.as_deref(), &staging)?;
-                (staging, Some(commit))
+                let commit = match &source {
+                    Source::Git { url, rev } => {
+                        Some(source::clone_git(url, rev.as_deref(), &staging)?)
+                    }
+                    Source::Archive { path, sha256 } => {
+                        source::unpack_archive(path, sha256, &staging)?;
+                        None
+                    }
+                    Source::Directory(_) => None,
+                };
+                (staging, commit)
             }
         };
         let manifest = read_manifest(&location)?;
         let name = manifest_name(&manifest, &location)?;
         let location = match &source {
             Source::Directory(_) => location,
-            Source::Git { .. } => {
+            Source::Git { .. } | Source::Archive { .. } => {
                 let home = self.dir.join("marketplaces").join(&name);
                 let _ = std::fs::remove_dir_all(&home);
                 std::fs::rename(&location, &home).map_err(|e| MarketplaceError::State {
@@ -186,7 +195,7 @@ impl Marketplaces {
             map.remove(name);
         }
         registry::write_json(&self.known_file(), &state)?;
-        if matches!(known.source, Source::Git { .. })
+        if !matches!(known.source, Source::Directory(_))
             && known.location.starts_with(self.dir.join("marketplaces"))
         {
             let _ = std::fs::remove_dir_all(&known.location);

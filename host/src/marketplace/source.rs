@@ -1,7 +1,8 @@
 //! Where a marketplace comes from, in Claude Code's words: a folder
 //! (`{"source": "directory", "path": …}`) or a git repository, by path or
 //! URL, pinned to a commit when the user names one (`{"source": "git",
-//! "url": …, "ref": …}`).
+//! "url": …, "ref": …}`) — and, carapace's, an archive (`.tar.gz`, `.tgz`,
+//! `.tar`) checked against the SHA-256 the user gives.
 
 use super::MarketplaceError;
 use serde_json::{Value, json};
@@ -12,13 +13,35 @@ use std::process::Command;
 pub enum Source {
     Directory(PathBuf),
     Git { url: String, rev: Option<String> },
+    Archive { path: PathBuf, sha256: String },
 }
 
 impl Source {
     /// What `carapace plugin marketplace add SOURCE [--rev REV]` names: a
     /// URL or a path ending in `.git` is a repository; a folder holding a
     /// `.git` is one too when a revision is asked for; else a folder.
-    pub fn parse(text: &str, rev: Option<String>) -> Result<Self, MarketplaceError> {
+    pub fn parse(
+        text: &str,
+        rev: Option<String>,
+        sha256: Option<String>,
+    ) -> Result<Self, MarketplaceError> {
+        let is_archive = [".tar.gz", ".tgz", ".tar"]
+            .iter()
+            .any(|e| text.ends_with(e));
+        if is_archive {
+            let sha256 = sha256.ok_or_else(|| MarketplaceError::Source {
+                source_text: text.to_string(),
+                reason: "an archive is added only with its --sha256".into(),
+            })?;
+            let path = std::fs::canonicalize(text).map_err(|e| MarketplaceError::Source {
+                source_text: text.to_string(),
+                reason: e.to_string(),
+            })?;
+            return Ok(Source::Archive {
+                path,
+                sha256: sha256.trim().to_lowercase(),
+            });
+        }
         let is_url = ["https://", "http://", "ssh://", "git://", "file://", "git@"]
             .iter()
             .any(|p| text.starts_with(p));
@@ -49,6 +72,9 @@ impl Source {
                 url,
                 rev: Some(rev),
             } => json!({"source": "git", "url": url, "ref": rev}),
+            Source::Archive { path, sha256 } => {
+                json!({"source": "archive", "path": path, "sha256": sha256})
+            }
         }
     }
 
@@ -58,6 +84,10 @@ impl Source {
             "git" => Some(Source::Git {
                 url: value["url"].as_str()?.to_string(),
                 rev: value["ref"].as_str().map(str::to_string),
+            }),
+            "archive" => Some(Source::Archive {
+                path: PathBuf::from(value["path"].as_str()?),
+                sha256: value["sha256"].as_str()?.to_string(),
             }),
             _ => None,
         }
@@ -71,8 +101,50 @@ impl Source {
                 url,
                 rev: Some(rev),
             } => format!("git {url} at {rev}"),
+            Source::Archive { path, sha256 } => {
+                format!("archive {} (sha256 {sha256})", path.display())
+            }
         }
     }
+}
+
+/// Unpacks the archive at `path` into `dest` (made), after checking that
+/// its SHA-256 is `sha256`; nothing is unpacked from an archive that is
+/// not the one the user named. GNU tar, with its refusals: no member
+/// outside `dest` (`..`, absolute names), no owners or modes carried over.
+pub fn unpack_archive(path: &Path, sha256: &str, dest: &Path) -> Result<(), MarketplaceError> {
+    use sha2::{Digest, Sha256};
+    let fail = |reason: String| MarketplaceError::Source {
+        source_text: path.display().to_string(),
+        reason,
+    };
+    let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    let found = hex::encode(Sha256::digest(&bytes));
+    if found != sha256 {
+        return Err(fail(format!(
+            "its SHA-256 is {found}, not the {sha256} given; not unpacked"
+        )));
+    }
+    std::fs::create_dir_all(dest).map_err(|e| fail(e.to_string()))?;
+    let output = Command::new("tar")
+        .args([
+            "--extract",
+            "--no-same-owner",
+            "--no-same-permissions",
+            "--file",
+        ])
+        .arg(path)
+        .arg("--directory")
+        .arg(dest)
+        .output()
+        .map_err(|e| fail(format!("cannot run tar: {e}")))?;
+    if !output.status.success() {
+        return Err(fail(format!(
+            "tar: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(())
 }
 
 /// Clones `url` into `dest` (which must not exist) and checks out `rev`
@@ -141,10 +213,10 @@ mod tests {
             source_text: "tempdir".into(),
             reason: e.to_string(),
         })?;
-        let folder = Source::parse(&dir.path().display().to_string(), None)?;
+        let folder = Source::parse(&dir.path().display().to_string(), None, None)?;
         assert!(matches!(folder, Source::Directory(_)));
         assert_eq!(Source::from_json(&folder.to_json()), Some(folder));
-        let git = Source::parse("https://example.com/m.git", Some("abc".into()))?;
+        let git = Source::parse("https://example.com/m.git", Some("abc".into()), None)?;
         assert_eq!(git.to_json()["ref"], "abc");
         assert_eq!(Source::from_json(&git.to_json()), Some(git));
         Ok(())

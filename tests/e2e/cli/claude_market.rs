@@ -202,3 +202,30 @@ fn a_plugin_claude_code_installed_is_found_and_held_until_approved() -> TestResu
     assert!(told.contains("recursive deletes are blocked"), "{told}");
     Ok(())
 }
+
+#[test]
+fn a_marketplace_archive_is_added_only_with_the_sha256_it_has() -> TestResult {
+    use sha2::Digest;
+    let h = Home::new()?;
+    let archive = h.home.join("market.tar.gz");
+    let packed = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(market())
+        .arg(".")
+        .status()?;
+    assert!(packed.success());
+    let digest = hex::encode(sha2::Sha256::digest(std::fs::read(&archive)?));
+    let path = archive.display().to_string();
+    let wrong = h.plugin(&["marketplace", "add", &path, "--sha256", &"0".repeat(64)]);
+    let refused = wrong.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(refused.contains("not unpacked"), "{refused}");
+    let unpinned = h.plugin(&["marketplace", "add", &path]);
+    assert!(unpinned.is_err(), "an archive needs its sha256");
+    h.plugin(&["marketplace", "add", &path, "--sha256", &digest])?;
+    h.plugin(&["install", ID])?;
+    let (told, _) = h.session()?;
+    assert!(told.contains("recursive deletes are blocked"), "{told}");
+    Ok(())
+}
