@@ -76,7 +76,10 @@ pub struct GrepOutcome {
 
 /// Runs one search, confined to `request.root`.
 pub fn grep(request: &GrepRequest, cancel: &Cancel) -> Result<GrepOutcome, SearchError> {
+    super::bounded("the regular expression", &request.pattern)?;
     let matcher = RegexMatcherBuilder::new()
+        .size_limit(super::REGEX_SIZE_LIMIT)
+        .dfa_size_limit(super::REGEX_SIZE_LIMIT)
         .case_insensitive(request.case_insensitive)
         .multi_line(true)
         .dot_matches_new_line(request.multiline)

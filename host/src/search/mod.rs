@@ -51,6 +51,30 @@ pub enum SearchError {
     Confinement { path: PathBuf, reason: String },
     #[error("the search was stopped")]
     Cancelled,
+    #[error("{what}; nothing was searched")]
+    TooLarge { what: String },
+}
+
+/// The longest glob or regular expression searched with: longer ones
+/// (which the model, or a repository's instructions, can make as long as
+/// a request) are refused before anything is built from them.
+pub const MAX_PATTERN_BYTES: usize = 16 * 1024;
+/// The most globs one search takes.
+pub const MAX_GLOBS: usize = 256;
+/// The memory a compiled regular expression (and its lazy DFA) may use.
+pub const REGEX_SIZE_LIMIT: usize = 32 << 20;
+
+/// Refuses a pattern past [`MAX_PATTERN_BYTES`].
+fn bounded(what: &'static str, pattern: &str) -> Result<(), SearchError> {
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(SearchError::TooLarge {
+            what: format!(
+                "{what} is {} bytes, past the {MAX_PATTERN_BYTES} searched with",
+                pattern.len()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Stops a running search at its next file (the call was interrupted, or
@@ -78,6 +102,17 @@ fn overrides(
         glob: glob.to_string(),
         reason: e.to_string(),
     };
+    if globs.len() > MAX_GLOBS {
+        return Err(SearchError::TooLarge {
+            what: format!(
+                "{} globs are past the {MAX_GLOBS} searched with",
+                globs.len()
+            ),
+        });
+    }
+    for glob in globs {
+        bounded("a glob", glob)?;
+    }
     let mut builder = ignore::overrides::OverrideBuilder::new(root);
     for glob in globs {
         builder.add(glob).map_err(|e| bad(glob, e))?;

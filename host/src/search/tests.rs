@@ -242,3 +242,34 @@ fn a_limited_glob_keeps_the_oldest_and_counts_the_rest() -> Result<(), Box<dyn s
     assert!(list(Some(0))?.files.is_empty());
     Ok(())
 }
+
+#[test]
+fn patterns_past_their_bound_are_refused_before_anything_is_built()
+-> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().to_path_buf();
+    write(&root, "a.txt", "alpha\n");
+    let huge = "*".repeat(8 << 20);
+    let glob = super::glob(
+        &GlobRequest {
+            root: root.clone(),
+            pattern: huge.clone(),
+            limit: None,
+        },
+        &Cancel::default(),
+    );
+    assert!(
+        matches!(glob, Err(SearchError::TooLarge { .. })),
+        "{glob:?}"
+    );
+    let grep = super::grep(&request(&root, &huge, GrepMode::Files), &Cancel::default());
+    assert!(
+        matches!(grep, Err(SearchError::TooLarge { .. })),
+        "{:?}",
+        grep.err()
+    );
+    // At the bound, a pattern is searched with.
+    let fits = "a".repeat(super::MAX_PATTERN_BYTES - 8) + "|alpha";
+    assert!(super::grep(&request(&root, &fits, GrepMode::Files), &Cancel::default()).is_ok());
+    Ok(())
+}
