@@ -205,15 +205,15 @@ impl FileCheckpoints {
             if dry_run {
                 continue;
             }
+            // Through no link, whatever the model or a tampered transcript
+            // planted on the way: put back beneath `/` with no link
+            // followed, and only a regular file removed.
+            let root = Path::new("/");
             let put_back = match then {
-                Some(bytes) => crate::files::write(path, bytes).map_err(|e| e.to_string()),
-                None => std::fs::remove_file(path)
-                    .or_else(|e| match e.kind() {
-                        std::io::ErrorKind::NotFound => Ok(()),
-                        _ => Err(e),
-                    })
-                    .map_err(|e| e.to_string()),
-            };
+                Some(bytes) => crate::files::replace_beneath(root, path, bytes, 0o644),
+                None => crate::files::remove_file_beneath(root, path),
+            }
+            .map_err(|e| e.to_string());
             if let Err(e) = put_back {
                 outcome.can_rewind = false;
                 outcome.error = Some(format!("{}: {e}", path.display()));

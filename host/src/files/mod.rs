@@ -8,6 +8,10 @@
 //!
 //! Imports nothing of carapace's: a leaf every folder above may use.
 
+mod beneath;
+
+pub use beneath::{remove_file_beneath, replace_beneath};
+
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};

@@ -23,6 +23,9 @@ pub struct ScreenPrompter {
     pipeline: Arc<ToolPipeline>,
     /// `.carapace/settings.local.json` of the project.
     local_settings: PathBuf,
+    /// The project, beneath which that file is written (a repository
+    /// controls what is there: nothing is written through its links).
+    project: PathBuf,
     /// The allow rules added from the screen, each with where it is kept.
     added: Mutex<Vec<Rule>>,
 }
@@ -37,6 +40,7 @@ impl ScreenPrompter {
             ui,
             pipeline,
             local_settings: project.join(".carapace").join("settings.local.json"),
+            project: project.to_path_buf(),
             added: Mutex::default(),
         }
     }
@@ -86,7 +90,7 @@ impl ScreenPrompter {
         };
         self.pipeline.set_flag_rules(rules);
         if scope == RuleScope::LocalSettings {
-            save_allow_rule(&self.local_settings, text).map_err(|e| {
+            save_allow_rule(&self.project, &self.local_settings, text).map_err(|e| {
                 format!(
                     "{} could not be written: {e}",
                     self.local_settings.display()
@@ -99,10 +103,30 @@ impl ScreenPrompter {
 
 /// Adds `rule` to `permissions.allow` of a settings file, keeping all
 /// else it holds; a file that is not a JSON object is left alone.
-fn save_allow_rule(path: &std::path::Path, rule: &str) -> std::io::Result<()> {
-    let mut settings: Value = match std::fs::read_to_string(path) {
+fn save_allow_rule(
+    project: &std::path::Path,
+    path: &std::path::Path,
+    rule: &str,
+) -> std::io::Result<()> {
+    // Read without following a link: a repository's `settings.local.json`
+    // that leads to the user's own settings is not theirs to copy here.
+    let read = {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .and_then(|file| {
+                let mut text = String::new();
+                file.take(1 << 20).read_to_string(&mut text).map(|_| text)
+            })
+    };
+    let mut settings: Value = match read {
         Ok(text) => serde_json::from_str(&text).map_err(std::io::Error::other)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
+        // A link (ELOOP): replaced by the file this writes.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => json!({}),
         Err(e) => return Err(e),
     };
     let Some(object) = settings.as_object_mut() else {
@@ -122,7 +146,12 @@ fn save_allow_rule(path: &std::path::Path, rule: &str) -> std::io::Result<()> {
         allow.push(json!(rule));
     }
     let text = serde_json::to_string_pretty(&settings).map_err(std::io::Error::other)?;
-    crate::files::write(path, format!("{text}\n").as_bytes())
+    crate::files::replace_beneath(
+        project,
+        path,
+        format!("{text}\n").as_bytes(),
+        crate::files::FILE_MODE,
+    )
 }
 
 impl PermissionPrompter for ScreenPrompter {
@@ -198,16 +227,46 @@ mod tests {
             &path,
             r#"{"model": "x", "permissions": {"deny": ["Read(.env)"]}}"#,
         )?;
-        save_allow_rule(&path, "Bash(cargo test:*)")?;
-        save_allow_rule(&path, "Bash(cargo test:*)")?;
+        save_allow_rule(dir.path(), &path, "Bash(cargo test:*)")?;
+        save_allow_rule(dir.path(), &path, "Bash(cargo test:*)")?;
         let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
         assert_eq!(
             saved,
             json!({"model": "x", "permissions": {"deny": ["Read(.env)"], "allow": ["Bash(cargo test:*)"]}})
         );
         std::fs::write(&path, "[1]")?;
-        assert!(save_allow_rule(&path, "Bash").is_err());
+        assert!(save_allow_rule(dir.path(), &path, "Bash").is_err());
         assert_eq!(std::fs::read_to_string(&path)?, "[1]");
+        Ok(())
+    }
+
+    #[test]
+    fn a_rule_is_never_saved_through_a_link_the_repository_ships()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let root = std::fs::canonicalize(dir.path())?;
+        let (project, home) = (root.join("project"), root.join("home"));
+        std::fs::create_dir_all(project.join(".carapace"))?;
+        std::fs::create_dir_all(home.join(".carapace"))?;
+        let users = home.join(".carapace/settings.json");
+        std::fs::write(&users, r#"{"env": {"SECRET": "mine"}}"#)?;
+        let path = project.join(".carapace/settings.local.json");
+        std::os::unix::fs::symlink(&users, &path)?;
+        save_allow_rule(&project, &path, "Bash(make:*)")?;
+        assert_eq!(
+            std::fs::read_to_string(&users)?,
+            r#"{"env": {"SECRET": "mine"}}"#
+        );
+        let saved = std::fs::read_to_string(&path)?;
+        assert!(
+            saved.contains("Bash(make:*)") && !saved.contains("SECRET"),
+            "{saved}"
+        );
+        // A `.carapace` that is a link out of the project: refused.
+        std::fs::remove_dir_all(project.join(".carapace"))?;
+        std::os::unix::fs::symlink(home.join(".carapace"), project.join(".carapace"))?;
+        assert!(save_allow_rule(&project, &path, "Bash(make:*)").is_err());
+        assert!(!home.join(".carapace/settings.local.json").exists());
         Ok(())
     }
 }

@@ -288,14 +288,13 @@ impl WorkerReport {
     }
 }
 
+/// The result, whole, at `path`: from a temp file the worker creates
+/// exclusively beside it (a link planted there, or at `path`, is never
+/// written through).
 fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let temp = path.with_file_name(format!(".{}.tmp", name.unwrap_or_default()));
-    let mut file = std::fs::File::create(&temp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&temp, path)
+    let path = std::path::absolute(path)?;
+    let folder = path.parent().unwrap_or(Path::new("/"));
+    crate::files::replace_beneath(folder, &path, bytes, 0o644)
 }
 
 #[cfg(test)]
