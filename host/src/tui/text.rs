@@ -116,14 +116,39 @@ fn to_line(chars: Vec<(char, Style)>, base: Style) -> Line<'static> {
     Line::from(spans)
 }
 
+/// What is written to the terminal for `c`: itself when it only shows; a
+/// visible stand-in for a character that would act — a control character
+/// (`ESC` starting an OSC that sets the title or fills the clipboard, a
+/// carriage return or backspace overwriting what was shown), `DEL`, a C1
+/// control, a bidirectional override that reorders what is shown. Every
+/// byte carapace draws passes here: file names, command lines, a model's
+/// text, a session's title alike.
+pub fn visible(c: char) -> Option<String> {
+    match c {
+        '\t' => Some(" ".into()),
+        '\x00'..='\x1f' => Some(format!("^{}", char::from(b'@' + c as u8))),
+        '\x7f' => Some("^?".into()),
+        '\u{80}'..='\u{9f}' => Some(format!("<U+{:04X}>", c as u32)),
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => {
+            Some(format!("<U+{:04X}>", c as u32))
+        }
+        _ => None,
+    }
+}
+
 /// `line` cut to `width` columns (a row the terminal would otherwise wrap
-/// onto a row the screen does not know of).
+/// onto a row the screen does not know of), what would act on the
+/// terminal made visible first ([`visible`]).
 pub fn fit(line: &Line<'_>, width: usize) -> Line<'static> {
     let mut spans = Vec::new();
     let mut used = 0;
     for span in &line.spans {
         let mut text = String::new();
-        for c in span.content.chars() {
+        let shown = span.content.chars().flat_map(|c| match visible(c) {
+            Some(stand_in) => stand_in.chars().collect::<Vec<_>>(),
+            None => vec![c],
+        });
+        for c in shown {
             let w = c.width().unwrap_or(0);
             if used + w > width {
                 break;
@@ -146,10 +171,22 @@ pub fn to_ansi(line: &Line<'_>, color: bool) -> String {
     for span in &line.spans {
         let style = line.style.patch(span.style);
         let codes = sgr(style, color);
+        // Again here, whatever came without `fit`: nothing but carapace's
+        // own codes acts on the terminal.
+        let content: std::borrow::Cow<'_, str> =
+            if span.content.chars().any(|c| visible(c).is_some()) {
+                span.content
+                    .chars()
+                    .map(|c| visible(c).unwrap_or_else(|| c.to_string()))
+                    .collect::<String>()
+                    .into()
+            } else {
+                std::borrow::Cow::Borrowed(&span.content)
+            };
         if codes.is_empty() {
-            out.push_str(&span.content);
+            out.push_str(&content);
         } else {
-            out.push_str(&format!("\x1b[{codes}m{}\x1b[0m", span.content));
+            out.push_str(&format!("\x1b[{codes}m{content}\x1b[0m"));
         }
     }
     out
@@ -270,5 +307,34 @@ mod tests {
         ]);
         assert_eq!(to_ansi(&line, true), "\x1b[1;32mok\x1b[0m done");
         assert_eq!(to_ansi(&line, false), "\x1b[1mok\x1b[0m done");
+    }
+
+    #[test]
+    fn nothing_drawn_can_act_on_the_terminal() {
+        // A file name that would set the window's title (OSC 2) and fill
+        // the clipboard with a command (OSC 52), then hide itself.
+        let hostile = "notes\x1b]2;pwned\x07\x1b]52;c;cm0gLXJmIH4=\x07\r\u{202e}txt.exe";
+        let line = Line::from(vec![Span::raw(hostile)]);
+        let drawn = to_ansi(&fit(&line, 200), false);
+        assert!(
+            !drawn.contains('\x1b') && !drawn.contains('\x07') && !drawn.contains('\r'),
+            "{drawn:?}"
+        );
+        assert!(
+            drawn.contains("^[]2;pwned^G") && drawn.contains("<U+202E>"),
+            "{drawn:?}"
+        );
+        // The same without `fit`, and carapace's own styling still works.
+        let styled = Line::from(vec![Span::styled(
+            hostile,
+            Style::default().add_modifier(Modifier::BOLD),
+        )]);
+        let drawn = to_ansi(&styled, true);
+        assert!(
+            drawn.starts_with("\x1b[1m") && drawn.matches('\x1b').count() == 2,
+            "{drawn:?}"
+        );
+        // The control: written as it was, the bytes reach the terminal.
+        assert!(hostile.contains('\x1b'));
     }
 }
