@@ -6,20 +6,20 @@
 //! ClientHello's SNI and a plain request's `Host` must name the target the
 //! client asked for. Refused connections get an answer that says why.
 
+mod opening;
+
 use super::ask::{EgressAsker, Gate, Upstream};
 use super::host::{Host, canonical};
 use super::rules::EgressRules;
+use opening::{HANDSHAKE, read_more};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 
 /// The longest request head (or SOCKS request) read.
 const MAX_HEAD: usize = 16 * 1024;
-/// How long a client has to say where it goes, and carapace to get there.
-const HANDSHAKE: Duration = Duration::from_secs(10);
 /// Connections served at once.
 const MAX_CONNECTIONS: usize = 256;
 
@@ -199,8 +199,8 @@ async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), Stri
             .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
             .await
             .map_err(|e| e.to_string())?;
-        let opening = first_bytes(&mut client, after_head).await?;
-        check_opening(&opening, &target)?;
+        let (opening, named) = opening::tunnel_opening(&mut client, after_head).await?;
+        check_opening(named, &target)?;
         let mut upstream = reach(&target, exact, rules).await?;
         upstream
             .write_all(&opening)
@@ -208,12 +208,47 @@ async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), Stri
             .map_err(|e| e.to_string())?;
         return splice(client, upstream).await;
     }
-    let mut upstream = match reach(&target, exact, rules).await {
+    // To the origin server in origin form, one request per connection:
+    // a second request on it would be carried unjudged.
+    let forwarded = match opening::origin_form(&head[..end]) {
+        Ok(forwarded) => forwarded,
+        Err(why) => return refuse_http(&mut client, "400 Bad Request", &why).await,
+    };
+    let upstream = match reach(&target, exact, rules).await {
         Ok(stream) => stream,
         Err(why) => return refuse_http(&mut client, "403 Forbidden", &why).await,
     };
-    upstream.write_all(&head).await.map_err(|e| e.to_string())?;
-    splice(client, upstream).await
+    forward_one(client, upstream, forwarded, after_head).await
+}
+
+/// Carries one plain request — its head, exactly its body — and the whole
+/// answer back; nothing else the client sends reaches the server.
+async fn forward_one(
+    mut client: UnixStream,
+    mut upstream: TcpStream,
+    forwarded: opening::Forwarded,
+    after_head: Vec<u8>,
+) -> Result<(), String> {
+    let io = |e: std::io::Error| e.to_string();
+    upstream.write_all(&forwarded.head).await.map_err(io)?;
+    let already = after_head
+        .len()
+        .min(usize::try_from(forwarded.body).unwrap_or(usize::MAX));
+    upstream
+        .write_all(&after_head[..already])
+        .await
+        .map_err(io)?;
+    let rest = forwarded.body.saturating_sub(already as u64);
+    if rest > 0 {
+        let mut body = (&mut client).take(rest);
+        tokio::io::copy(&mut body, &mut upstream)
+            .await
+            .map_err(io)?;
+    }
+    tokio::io::copy(&mut upstream, &mut client)
+        .await
+        .map_err(io)?;
+    Ok(())
 }
 
 async fn socks5(mut client: UnixStream, gate: &Gate) -> Result<(), String> {
@@ -272,30 +307,11 @@ async fn socks5(mut client: UnixStream, gate: &Gate) -> Result<(), String> {
         .write_all(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 0])
         .await
         .map_err(io)?;
-    let opening = first_bytes(&mut client, Vec::new()).await?;
-    check_opening(&opening, &target)?;
+    let (opening, named) = opening::tunnel_opening(&mut client, Vec::new()).await?;
+    check_opening(named, &target)?;
     let mut upstream = reach(&target, exact, rules).await?;
     upstream.write_all(&opening).await.map_err(io)?;
     splice(client, upstream).await
-}
-
-/// One more read from the client onto `into`, within the handshake's time;
-/// an end of stream is an error: the client left before saying enough.
-async fn read_more(
-    client: &mut UnixStream,
-    into: &mut Vec<u8>,
-    buf: &mut [u8],
-    silent: &str,
-) -> Result<(), String> {
-    let n = tokio::time::timeout(HANDSHAKE, client.read(buf))
-        .await
-        .map_err(|_| silent.to_string())?
-        .map_err(|e| e.to_string())?;
-    if n == 0 {
-        return Err("the client closed the connection before saying where it goes".into());
-    }
-    into.extend_from_slice(&buf[..n]);
-    Ok(())
 }
 
 /// Reads up to the end of the request head (`\r\n\r\n`), bounded.
@@ -310,44 +326,9 @@ async fn read_head(client: &mut UnixStream, head: &mut Vec<u8>) -> Result<(), St
     Ok(())
 }
 
-/// The first bytes the client sends through a tunnel (beginning with what
-/// it sent after its request, `already`): a whole TLS ClientHello when it
-/// starts one (so its SNI can be read), else what one read gives. A client
-/// that sends nothing gets nothing connected.
-async fn first_bytes(client: &mut UnixStream, already: Vec<u8>) -> Result<Vec<u8>, String> {
-    let mut opening = already;
-    let mut buf = [0u8; 4096];
-    loop {
-        let complete = match opening.first() {
-            None => false,
-            Some(0x16) if opening.len() >= 5 => {
-                opening.len() >= 5 + usize::from(u16::from_be_bytes([opening[3], opening[4]]))
-                    || opening.len() >= MAX_HEAD
-            }
-            Some(0x16) => false,
-            Some(_) => true,
-        };
-        if complete {
-            return Ok(opening);
-        }
-        read_more(
-            client,
-            &mut opening,
-            &mut buf,
-            "the client sent nothing through the tunnel",
-        )
-        .await?;
-    }
-}
-
 /// A TLS ClientHello's SNI, or a plain request's `Host`, must name the
 /// target the client asked for.
-fn check_opening(opening: &[u8], target: &Target) -> Result<(), String> {
-    let named = if opening.first() == Some(&0x16) {
-        sni(opening)
-    } else {
-        host_header(&String::from_utf8_lossy(opening))
-    };
+fn check_opening(named: Option<String>, target: &Target) -> Result<(), String> {
     match named {
         Some(name) if !same_host(&name, target) => Err(format!(
             "the connection to {} names {name} inside; refused",
@@ -412,34 +393,6 @@ async fn splice(
         .await
         .map(|_| ())
         .map_err(|e| e.to_string())
-}
-
-/// The server name of a TLS ClientHello, if it carries one.
-fn sni(record: &[u8]) -> Option<String> {
-    // record header (5), handshake type + length (4), version (2), random (32)
-    let mut at = 5 + 4 + 2 + 32;
-    if record.get(5) != Some(&1) {
-        return None;
-    }
-    let byte = |i: usize| record.get(i).copied().map(usize::from);
-    let u16_at = |i: usize| Some((byte(i)? << 8) | byte(i + 1)?);
-    at += 1 + byte(at)?; // session id
-    at += 2 + u16_at(at)?; // cipher suites
-    at += 1 + byte(at)?; // compression methods
-    let end = at + 2 + u16_at(at)?;
-    at += 2;
-    while at + 4 <= end {
-        let (kind, len) = (u16_at(at)?, u16_at(at + 2)?);
-        at += 4;
-        if kind == 0 {
-            // server_name_list: length (2), then type (1) + length (2) + name
-            let name_len = u16_at(at + 3)?;
-            let name = record.get(at + 5..at + 5 + name_len)?;
-            return String::from_utf8(name.to_vec()).ok();
-        }
-        at += len;
-    }
-    None
 }
 
 #[cfg(test)]

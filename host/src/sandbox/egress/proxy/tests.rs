@@ -3,6 +3,7 @@
 
 use super::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -135,8 +136,8 @@ async fn a_denied_name_is_never_resolved_or_connected_and_names_must_agree() -> 
     assert!(!exchange(&allowed, &bytes).await?.contains("pong"));
     assert_eq!(seen.load(Ordering::SeqCst), 0, "nothing reached the server");
     assert_eq!(
-        sni(&client_hello("api.example.com")).as_deref(),
-        Some("api.example.com")
+        opening::client_hello_name(&client_hello("api.example.com")),
+        Ok(Some(Some("api.example.com".to_string())))
     );
     Ok(())
 }
@@ -182,8 +183,15 @@ fn client_hello(name: &str) -> Vec<u8> {
     body.push(0); // session id
     body.extend([0, 2, 0x13, 0x01]); // one cipher suite
     body.extend([1, 0]); // compression: null
-    body.extend(u16::try_from(sni_ext.len()).unwrap_or(0).to_be_bytes());
+    // signature_algorithms (ecdsa_secp256r1_sha256): rustls asks for it.
+    let signatures = [0u8, 13, 0, 4, 0, 2, 4, 3];
+    body.extend(
+        u16::try_from(sni_ext.len() + signatures.len())
+            .unwrap_or(0)
+            .to_be_bytes(),
+    );
     body.extend(sni_ext);
+    body.extend(signatures);
     let mut handshake = vec![1];
     handshake.extend(&u32::try_from(body.len()).unwrap_or(0).to_be_bytes()[1..]);
     handshake.extend(body);
@@ -288,5 +296,133 @@ async fn the_users_own_proxy_judges_in_carapaces_place() -> TestResult {
     .await?;
     assert_eq!(said.as_bytes().get(3), Some(&2), "not allowed: {said:?}");
     assert_eq!(seen.load(Ordering::SeqCst), 1);
+    Ok(())
+}
+
+/// A loopback server keeping what each connection sent (until it closes
+/// its side, or 5 s), answering `pong` to a whole head.
+async fn recording_server() -> std::io::Result<(u16, Arc<std::sync::Mutex<Vec<String>>>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let kept = kept.clone();
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\npong")
+                    .await;
+                let _ = stream.shutdown().await;
+                // What else arrives before the peer closes, kept too.
+                let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                    while let Ok(n) = stream.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                        got.extend_from_slice(&buf[..n]);
+                    }
+                })
+                .await;
+                if let Ok(mut kept) = kept.lock() {
+                    kept.push(String::from_utf8_lossy(&got).into_owned());
+                }
+            });
+        }
+    });
+    Ok((port, seen))
+}
+
+/// `hello` (one record) as two records, its handshake split in the middle
+/// of the server name.
+fn split_records(hello: &[u8]) -> Vec<u8> {
+    let handshake = &hello[5..];
+    let (first, second) = handshake.split_at(handshake.len() - 4);
+    let mut out = Vec::new();
+    for part in [first, second] {
+        out.extend([0x16, 3, 1]);
+        out.extend(u16::try_from(part.len()).unwrap_or(0).to_be_bytes());
+        out.extend_from_slice(part);
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_name_hidden_by_splitting_or_padding_the_first_message_is_still_judged() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (port, seen) = server().await?;
+    let p = proxy(dir.path(), &["localhost"], &[])?;
+    let connect = format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\n");
+    // The ClientHello over two records, naming another host: refused.
+    let mut split = connect.clone().into_bytes();
+    split.extend(split_records(&client_hello("evil.test")));
+    assert!(!exchange(&p, &split).await?.contains("pong"));
+    // A blank line before the request, the Host in a later line.
+    for opening in [
+        "\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n",
+        "GET / HTTP/1.1\r\nX-Pad: 1\r\nHost: evil.test\r\n\r\n",
+    ] {
+        let said = exchange(&p, format!("{connect}{opening}").as_bytes()).await?;
+        assert!(!said.contains("pong"), "{opening:?}: {said}");
+    }
+    assert_eq!(seen.load(Ordering::SeqCst), 0, "nothing reached the server");
+    // The control: split the same way, naming the host asked for, it goes.
+    let mut fine = connect.into_bytes();
+    fine.extend(split_records(&client_hello("localhost")));
+    exchange(&p, &fine).await?;
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        1,
+        "a split hello naming the target is carried"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_plain_request_goes_in_origin_form_and_alone() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (port, got) = recording_server().await?;
+    let p = proxy(dir.path(), &["localhost"], &[])?;
+    // A second request on the same connection, for another host.
+    let both = format!(
+        "GET http://localhost:{port}/a?b=1 HTTP/1.1\r\nHost: localhost:{port}\r\nProxy-Connection: keep-alive\r\n\r\nGET http://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n"
+    );
+    let said = exchange(&p, both.as_bytes()).await?;
+    assert!(said.contains("pong"), "{said}");
+    // The server keeps a connection's bytes once the proxy has closed it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while got.lock().map(|g| g.is_empty()).unwrap_or(true) && std::time::Instant::now() < deadline {
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let seen = got.lock().map(|g| g.clone()).unwrap_or_default();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let first = &seen[0];
+    assert!(
+        first.starts_with("GET /a?b=1 HTTP/1.1\r\n"),
+        "origin form: {first:?}"
+    );
+    assert!(first.contains("Connection: close") && !first.contains("Proxy-Connection"));
+    assert!(
+        !first.contains("evil.test"),
+        "the second request was carried: {first:?}"
+    );
+    // A chunked body cannot be bounded: refused.
+    let chunked = format!(
+        "POST http://localhost:{port}/ HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    );
+    assert!(
+        exchange(&p, chunked.as_bytes())
+            .await?
+            .starts_with("HTTP/1.1 400")
+    );
     Ok(())
 }
