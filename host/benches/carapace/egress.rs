@@ -56,6 +56,22 @@ pub async fn egress_benches() -> BenchResult {
         &samples,
         "what each connection of a command adds, beside the bridge in its namespace",
     );
+    let samples = time_async(500, |_| {
+        let proxy = proxy.clone();
+        async move {
+            let stream = tokio::net::UnixStream::connect(proxy.socket()).await?;
+            let plain = format!(
+                "GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n"
+            );
+            exchange(stream, plain.as_bytes()).await
+        }
+    })
+    .await?;
+    report(
+        "egress: a plain request through the proxy (head parsed, origin form, one per connection)",
+        &samples,
+        "what a plain-HTTP download adds",
+    );
     Ok(())
 }
 
