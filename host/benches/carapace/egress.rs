@@ -60,9 +60,8 @@ pub async fn egress_benches() -> BenchResult {
         let proxy = proxy.clone();
         async move {
             let stream = tokio::net::UnixStream::connect(proxy.socket()).await?;
-            let plain = format!(
-                "GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n"
-            );
+            let plain =
+                format!("GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n");
             exchange(stream, plain.as_bytes()).await
         }
     })

@@ -2,7 +2,7 @@
 //! settings give it, never a protected location, the home directory or a
 //! dotfile, never carapace's own variables.
 
-use super::shell::{ShellHook, ShellSpec};
+use super::shell::{ShellHook, ShellSpec, is_carapace_variable};
 use super::{CommandHook, Handler, HandlerKind, HookComponent, HookLoadError, HookSpec};
 use crate::policy::{protected_entries, protected_reason, resolve_symlinks};
 use crate::sandbox::{FileAccess, Grant, Sandbox};
@@ -245,13 +245,4 @@ fn refused_for_hooks(path: &Path, home: &Path, config_dir: &Path) -> Option<Stri
         .to_string_lossy()
         .starts_with('.')
         .then(|| "it is one of your home directory's dotfiles".to_string())
-}
-
-/// carapace's own credentials and settings: never handed to a plugin or a
-/// hook by name, never expanded into an MCP configuration unless the user
-/// says so.
-pub fn is_carapace_variable(name: &str) -> bool {
-    ["ANTHROPIC_", "CARAPACE_", "CLAUDE_CODE_"]
-        .iter()
-        .any(|prefix| name.starts_with(prefix))
 }

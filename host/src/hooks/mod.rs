@@ -25,8 +25,8 @@ mod shell;
 pub use answers::{PostToolUseAnswer, PreToolUseAnswer, StopAnswer};
 pub use component::{CommandHook, CommandRun, HookComponent, HookError};
 pub use event::{HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall};
-pub use load::is_carapace_variable;
 pub use loop_hooks::stop_decision;
+pub use shell::is_carapace_variable;
 
 pub use config::{
     DEFAULT_TIMEOUT, HandlerKind, HookConfigError, HookGrants, HookSpec, Matcher, ShellLine, parse,

@@ -213,7 +213,7 @@ fn may_set(name: &str) -> bool {
     let proxy = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"]
         .iter()
         .any(|p| name.eq_ignore_ascii_case(p));
-    !proxy && !super::load::is_carapace_variable(name) && !name.starts_with("CLAUDE_")
+    !proxy && !is_carapace_variable(name) && !name.starts_with("CLAUDE_")
 }
 
 /// `export NAME=VALUE` (or `NAME=VALUE`): the value unquoted, `'…'`, or
@@ -276,6 +276,15 @@ fn expand(text: &str, known: &[(String, String)]) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// carapace's own credentials and settings: never handed to a plugin or a
+/// hook by name, never expanded into an MCP configuration unless the user
+/// says so.
+pub fn is_carapace_variable(name: &str) -> bool {
+    ["ANTHROPIC_", "CARAPACE_", "CLAUDE_CODE_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
 }
 
 /// How a hook's run ended.

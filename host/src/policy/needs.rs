@@ -4,7 +4,7 @@
 //! and secrets bound everything; then deny rules, protected paths, ask
 //! rules, the mode, allow rules, the defaults.
 
-use super::bash::{Analysis, analyse, reads_of_read_only_line};
+use super::bash::{Analysis, analyse, reads_of_analysed_line};
 use super::ceiling::{Ceiling, SECRET_ENV};
 use super::decision::{LINKED_SCAN_LIMIT, PROTECTED_SCAN_LIMIT, Policy, ToolRules};
 use super::modes::PermissionMode;
@@ -186,7 +186,7 @@ impl Policy {
             .or_else(|| self.command_allowed(&analysis))
             .or_else(|| match mode {
                 PermissionMode::Default | PermissionMode::AcceptEdits | PermissionMode::DontAsk => {
-                    self.read_only_allowed(command)
+                    self.read_only_allowed(command, &analysis)
                 }
                 _ => None,
             })
@@ -206,8 +206,8 @@ impl Policy {
     /// directories and under no Read deny or ask rule: it runs without
     /// asking, as in Claude Code (and still in the command sandbox, which
     /// hides what deny rules cover whatever the line's globs expand to).
-    fn read_only_allowed(&self, command: &str) -> Option<Need> {
-        let reads = reads_of_read_only_line(command)?;
+    fn read_only_allowed(&self, command: &str, analysis: &Analysis) -> Option<Need> {
+        let reads = reads_of_analysed_line(command, analysis)?;
         let cwd = self.working_dirs.first()?;
         for word in reads {
             let written = std::path::Path::new(&word);

@@ -25,7 +25,7 @@ mod run;
 pub use bounds::{Exceeded, MAX_LINE_BYTES, MAX_OPENERS};
 use brush_parser::ast;
 use brush_parser::word::{WordPiece, WordPieceWithSource};
-pub use read_only::reads_of_read_only_line;
+pub use read_only::{reads_of_analysed_line, reads_of_read_only_line};
 pub use run::{ANALYSIS_DEADLINE, analyse};
 
 /// More simple commands than this in one line make it opaque.

@@ -113,20 +113,27 @@ const GIT_UNSAFE: &[&str] = &[
 /// the working directory unless absolute), when the line only reads;
 /// `None` when it may do more, or the analysis cannot tell.
 pub fn reads_of_read_only_line(line: &str) -> Option<Vec<String>> {
+    reads_of_analysed_line(line, &analyse(line))
+}
+
+/// [`reads_of_read_only_line`], with the line's analysis (the protected
+/// one: a line past its bounds or its deadline is never parsed again
+/// here) already made.
+pub fn reads_of_analysed_line(line: &str, analysis: &Analysis) -> Option<Vec<String>> {
     if line.contains('`') || line.contains('$') || line.contains('\n') {
         return None;
     }
-    // The protected analysis first: a line past its bounds or its
-    // deadline is never parsed again here.
-    let Analysis::Commands(commands) = analyse(line) else {
+    let Analysis::Commands(commands) = analysis else {
         return None;
     };
-    // The parser panics on some lines (an fd number past `i32`): such a
-    // line is not read-only.
-    let mut reads = std::panic::catch_unwind(|| redirected_reads(line)).ok()??;
-    for command in &commands {
+    // The programs first (cheap): most lines stop here.
+    let mut reads = Vec::new();
+    for command in commands {
         reads.extend(command_reads(command)?);
     }
+    // The parser panics on some lines (an fd number past `i32`): such a
+    // line is not read-only.
+    reads.extend(std::panic::catch_unwind(|| redirected_reads(line)).ok()??);
     Some(reads)
 }
 
