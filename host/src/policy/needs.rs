@@ -216,15 +216,7 @@ impl Policy {
             } else {
                 cwd.join(written)
             };
-            let requested = lexical_absolute(&joined.to_string_lossy())?;
-            let resolved = resolve_symlinks(&requested);
-            let need = Resolved::File {
-                requested,
-                resolved,
-                is_dir: false,
-                write: false,
-                file: None,
-            };
+            let need = read_of(&joined)?;
             if !self.inside_working_dirs(&need)
                 || self.denied_by_rule(&need).is_some()
                 || self.asked_by_rule(&need, None).is_some()
@@ -239,15 +231,7 @@ impl Policy {
     /// carapace reads on a repository's behalf) is refused: a Read deny
     /// rule covers it, as written or where its links lead.
     pub fn read_refusal(&self, path: &std::path::Path) -> Option<String> {
-        let requested = lexical_absolute(&path.to_string_lossy())?;
-        let resolved = resolve_symlinks(&requested);
-        let need = Resolved::File {
-            requested,
-            resolved,
-            is_dir: false,
-            write: false,
-            file: None,
-        };
+        let need = read_of(path)?;
         let rule = self.rules.matching(RuleKind::Deny, need.subject()?)?;
         Some(format!("it is denied by {}", Basis::rule(rule).describe()))
     }
@@ -393,6 +377,20 @@ impl Policy {
             Capability::Process(command) => Resolved::Command(command.clone()),
         })
     }
+}
+
+/// Reading `path` (absolute), as rules judge it: as written and where its
+/// links lead.
+fn read_of(path: &std::path::Path) -> Option<Resolved> {
+    let requested = lexical_absolute(&path.to_string_lossy())?;
+    let resolved = resolve_symlinks(&requested);
+    Some(Resolved::File {
+        requested,
+        resolved,
+        is_dir: false,
+        write: false,
+        file: None,
+    })
 }
 
 /// The ceiling and secrets bound everything, rules and modes included.

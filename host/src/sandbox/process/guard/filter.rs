@@ -209,40 +209,40 @@ pub(super) fn is_waiting(listener: &OwnedFd, id: u64) -> bool {
 
 /// Ends the call `id` with `value` (a negative errno on failure).
 pub(super) fn respond(listener: &OwnedFd, id: u64, value: i32) {
-    let response = libc::seccomp_notif_resp {
-        id,
-        val: if value < 0 { 0 } else { i64::from(value) },
-        error: value.min(0),
-        flags: 0,
-    };
-    // SAFETY: the ioctl reads one `seccomp_notif_resp`.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::ioctl(
-            listener.as_raw_fd(),
-            libc::SECCOMP_IOCTL_NOTIF_SEND,
-            &response as *const libc::seccomp_notif_resp,
-        );
-    }
+    send(
+        listener,
+        &libc::seccomp_notif_resp {
+            id,
+            val: if value < 0 { 0 } else { i64::from(value) },
+            error: value.min(0),
+            flags: 0,
+        },
+    );
 }
 
 /// Lets the call `id` go on as the task made it. Sound only for calls
 /// whose arguments are all in registers (a process id, a request), which
 /// the task cannot change after the guard read them.
 pub(super) fn let_through(listener: &OwnedFd, id: u64) {
-    let response = libc::seccomp_notif_resp {
-        id,
-        val: 0,
-        error: 0,
-        flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
-    };
+    send(
+        listener,
+        &libc::seccomp_notif_resp {
+            id,
+            val: 0,
+            error: 0,
+            flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+        },
+    );
+}
+
+fn send(listener: &OwnedFd, response: &libc::seccomp_notif_resp) {
     // SAFETY: the ioctl reads one `seccomp_notif_resp`.
     #[allow(unsafe_code)]
     unsafe {
         libc::ioctl(
             listener.as_raw_fd(),
             libc::SECCOMP_IOCTL_NOTIF_SEND,
-            &response as *const libc::seccomp_notif_resp,
+            response as *const libc::seccomp_notif_resp,
         );
     }
 }
