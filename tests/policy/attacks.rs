@@ -201,6 +201,18 @@ fn worked(result: &ToolCallResult, i: usize) -> bool {
     report(result).get(i).is_some_and(|r| r["ok"] == true)
 }
 
+/// Whether attempt `i` was stopped the way a defence stops it: the call
+/// refused by the policy (a denial, with its reason), or the probe ran and
+/// reports that attempt failed. A call that failed any other way — a
+/// crash, a timeout, an unusable input — is no defence holding: the
+/// assertion must fail then, not pass.
+fn held(result: &ToolCallResult, i: usize) -> bool {
+    if result.is_error {
+        return result.denial.is_some();
+    }
+    report(result).get(i).is_some_and(|r| r["ok"] == false)
+}
+
 fn refused(result: &ToolCallResult) -> bool {
     result.is_error && result.denial.is_some()
 }
