@@ -450,7 +450,8 @@ pub struct Frame {
 }
 
 impl App {
-    pub fn frame(&mut self, width: usize, color: bool) -> Frame {
+    /// The frame for a screen `width` columns wide and `height` rows high.
+    pub fn frame(&mut self, width: usize, height: usize, color: bool) -> Frame {
         let mut finished = Vec::new();
         for cell in self.finished.drain(..) {
             finished.extend(cell.render(width));
@@ -475,7 +476,14 @@ impl App {
         }
         let cursor = match &self.asking {
             Some((prompt, _)) => {
-                live.extend(prompt.render(width));
+                // The question first: what runs while it is asked gives
+                // way to it, and it never scrolls what it asks about away.
+                let room = height.saturating_sub(2).max(1);
+                let asked = prompt.render_within(width, room);
+                let keep = room.saturating_sub(asked.len());
+                let cut = live.len().saturating_sub(keep);
+                live.drain(..cut);
+                live.extend(asked);
                 None
             }
             None => {

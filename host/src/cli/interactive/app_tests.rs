@@ -23,7 +23,7 @@ fn delta(text: &str) -> UiEvent {
 
 /// The frame as text, its time-dependent figures left out.
 fn shown(app: &mut App) -> String {
-    let frame = app.frame(60, false);
+    let frame = app.frame(60, 40, false);
     let text = plain(&[frame.finished, frame.live].concat());
     text.lines()
         .map(|l| match l.find(" · working") {

@@ -316,7 +316,7 @@ impl ScreenLoop<'_> {
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
         let outcome = loop {
             app.status.shells = self.session.sandbox.shells().map_or(0, |s| s.running());
-            let frame = app.frame(screen.width(), color);
+            let frame = app.frame(screen.width(), screen.height(), color);
             screen.draw(&frame.finished, &frame.live, frame.cursor)?;
             let action = tokio::select! {
                 Some(event) = events.recv() => {
@@ -343,7 +343,7 @@ impl ScreenLoop<'_> {
         app.refuse_all();
         self.session.queue.close();
         self.turn.interrupt();
-        let frame = app.frame(screen.width(), color);
+        let frame = app.frame(screen.width(), screen.height(), color);
         screen.draw(&frame.finished, &[], None)?;
         screen.leave()?;
         outcome
