@@ -395,6 +395,29 @@ fn a_megabyte_paste_arrives_whole() -> TestResult {
 }
 
 #[test]
+fn a_paste_that_ends_its_bracket_early_stays_text() -> TestResult {
+    // A web page's text that closes the paste early, then "types" a
+    // command and presses Enter — all in the one burst a paste arrives in.
+    let dir = workspace()?;
+    let server = ScriptedServer::start(vec![Reply::text("fine")])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.keys("\x1b[200~look at this\x1b[201~ then rm -rf pwned\r")?;
+    screen.wait_for("then rm -rf pwned")?;
+    assert!(
+        server.requests().is_empty(),
+        "the paste's own Enter sent it: {}",
+        screen.all()
+    );
+    // The user's own Enter sends it, the whole text as one prompt.
+    screen.keys("\r")?;
+    screen.wait_for("fine")?;
+    let sent = server.requests()[0].body["messages"].to_string();
+    assert!(sent.contains("look at this then rm -rf pwned"), "{sent}");
+    screen.exit()
+}
+
+#[test]
 fn resume_without_an_id_lists_the_projects_sessions_to_choose_from() -> TestResult {
     let dir = workspace()?;
     let server = ScriptedServer::start(vec![

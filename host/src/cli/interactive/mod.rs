@@ -327,6 +327,10 @@ impl ScreenLoop<'_> {
                     Action::None
                 }
                 key = keys.next() => match key {
+                    Some(Ok(Event::Paste(text))) => {
+                        app.on_paste(&with_its_burst(text, &mut keys).await);
+                        Action::None
+                    }
                     Some(Ok(event)) => self.terminal_event(&mut app, &mut screen, event),
                     Some(Err(e)) => break Err(anyhow::Error::new(e).context("reading the terminal")),
                     None => Action::Exit,
@@ -390,4 +394,33 @@ impl ScreenLoop<'_> {
         }
         None
     }
+}
+
+/// A paste, with what arrived in the same burst after it — its end
+/// marker included — taken as its text too: a paste that ends its bracket
+/// early (a web page's `ESC[201~` before `rm -rf ~` and a return) types
+/// that rest into the prompt, never presses Enter or any key with it.
+/// Only events already read from the terminal are taken: what the user
+/// types afterwards is keys again.
+async fn with_its_burst(mut text: String, keys: &mut EventStream) -> String {
+    use crossterm::event::{KeyCode, KeyModifiers};
+    // Polled once each, with this task's waker (the stream's own, so that
+    // it goes on waking this task): ready only for what is already read.
+    while let Ok(Some(Ok(next))) =
+        tokio::time::timeout(std::time::Duration::ZERO, keys.next()).await
+    {
+        match next {
+            Event::Paste(more) => text.push_str(&more),
+            Event::Key(key) if key.kind != KeyEventKind::Release => match key.code {
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => text.push(c),
+                KeyCode::Enter => text.push('\n'),
+                KeyCode::Tab => text.push('\t'),
+                // Anything else in the burst (an arrow, Esc, a control
+                // key) is dropped: it was never the user's.
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    text
 }
