@@ -278,23 +278,11 @@ impl Marketplaces {
             .ok()
             .and_then(|v| v.as_object().cloned())
             .unwrap_or_default();
-        let mut all = registry::installed_in(&self.installed_file(), &approvals);
-        // carapace's own record wins; an approval made later wins over it.
-        for installed in &mut all {
-            if let Some(approved) = approvals.get(&installed.id).and_then(Value::as_str) {
-                installed.approved = Some(approved.to_string());
-            }
-        }
+        let mut all = registry::installed_in(&self.installed_file(), &approvals, true);
         let claude = self.claude_dir.join("installed_plugins.json");
-        for theirs in registry::installed_in(&claude, &approvals) {
+        for theirs in registry::installed_in(&claude, &approvals, false) {
             if !all.iter().any(|i| i.id == theirs.id) {
-                all.push(Installed {
-                    approved: approvals
-                        .get(&theirs.id)
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    ..theirs
-                });
+                all.push(theirs);
             }
         }
         all

@@ -51,8 +51,15 @@ pub(super) fn write_json(path: &Path, value: &Value) -> Result<(), MarketplaceEr
     Ok(())
 }
 
-/// The installed plugins listed in `file` (either tool's), by id.
-pub(super) fn installed_in(file: &Path, approvals: &Map<String, Value>) -> Vec<Installed> {
+/// The installed plugins listed in `file` (either tool's), by id, each
+/// approved as `approvals` last says — else, when the file is carapace's
+/// own (`own`), as its install recorded; a digest in Claude Code's file is
+/// never taken as carapace's approval.
+pub(super) fn installed_in(
+    file: &Path,
+    approvals: &Map<String, Value>,
+    own: bool,
+) -> Vec<Installed> {
     let Ok(state) = read_json(file) else {
         return Vec::new();
     };
@@ -68,9 +75,10 @@ pub(super) fn installed_in(file: &Path, approvals: &Map<String, Value>) -> Vec<I
             id: id.clone(),
             install_path: PathBuf::from(path),
             version: entry["version"].as_str().unwrap_or("unknown").to_string(),
-            approved: entry["digest"]
-                .as_str()
-                .or_else(|| approvals.get(id).and_then(Value::as_str))
+            approved: approvals
+                .get(id)
+                .and_then(Value::as_str)
+                .or_else(|| entry["digest"].as_str().filter(|_| own))
                 .map(str::to_string),
         });
     }

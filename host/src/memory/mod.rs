@@ -352,13 +352,8 @@ impl Loader {
         if matches!(kind, MemoryKind::User | MemoryKind::Managed) {
             return None;
         }
-        let folder = by
-            .parent()
-            .and_then(|f| std::fs::canonicalize(f).ok())
-            .unwrap_or_default();
-        let inside = real.starts_with(&self.cwd)
-            || (!folder.as_os_str().is_empty() && real.starts_with(&folder));
-        (!inside).then(|| {
+        let folder = by.parent().unwrap_or(&self.cwd);
+        (!inside(real, folder, &self.cwd)).then(|| {
             format!(
                 "a project's memory reaches only its own folder or the working directory, and this is {}",
                 real.display()
@@ -441,9 +436,15 @@ pub(crate) fn read_bounded(path: &Path) -> Result<Option<String>, String> {
 /// project's memory file is what it says it is, not a link to a file of
 /// the user's.
 pub(crate) fn stays_within(path: &Path, folder: &Path, cwd: &Path) -> bool {
-    let Ok(real) = std::fs::canonicalize(path) else {
-        return true; // nothing there: nothing read
-    };
+    match std::fs::canonicalize(path) {
+        Ok(real) => inside(&real, folder, cwd),
+        Err(_) => true, // nothing there: nothing read
+    }
+}
+
+/// Whether `real` (links resolved) is inside `folder` or `cwd`, each with
+/// its own links resolved.
+fn inside(real: &Path, folder: &Path, cwd: &Path) -> bool {
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     real.starts_with(canonical(folder)) || real.starts_with(canonical(cwd))
 }

@@ -20,6 +20,7 @@ mod background;
 mod bridge;
 mod cgroup;
 mod confine;
+mod env;
 mod guard;
 mod helper;
 mod isolate;
@@ -27,6 +28,7 @@ mod plan;
 mod protect;
 
 pub use background::{BackgroundShells, ShellReport, ShellStatus};
+pub use env::{CommandEnv, DEFAULT_PATH, system_read_roots};
 pub use helper::helper_main;
 pub use plan::HELPER_ARG;
 pub use protect::{GIT_CONTROL, WalkCache, is_git_dir};
@@ -286,24 +288,7 @@ pub struct CommandOutput {
     pub truncated: bool,
 }
 
-/// What every program needs to read to run: the system's programs,
-/// libraries and configuration, and the call's own `/proc` — never a home
-/// directory.
-pub fn system_read_roots() -> Vec<PathBuf> {
-    [
-        "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
-        "/sys", "/nix",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .filter(|p| p.exists())
-    .collect()
-}
-
 /// The environment every command starts with.
-/// The `PATH` every command starts with.
-pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 fn fresh_env(config: &ProcessConfig, temp: &Path) -> Vec<(String, String)> {
     let path = DEFAULT_PATH.to_string();
     let mut vars = vec![
@@ -323,24 +308,6 @@ fn fresh_env(config: &ProcessConfig, temp: &Path) -> Vec<(String, String)> {
         vars.extend(bridge::proxy_env());
     }
     vars
-}
-
-/// The variables SessionStart hooks set for later commands.
-#[derive(Debug, Default)]
-pub struct CommandEnv(std::sync::RwLock<Vec<(String, String)>>);
-
-impl CommandEnv {
-    pub fn get(&self) -> Vec<(String, String)> {
-        self.0.read().map(|v| v.clone()).unwrap_or_default()
-    }
-
-    /// Sets `name` (replacing what was set before under it).
-    pub fn set(&self, name: String, value: String) {
-        if let Ok(mut vars) = self.0.write() {
-            vars.retain(|(n, _)| *n != name);
-            vars.push((name, value));
-        }
-    }
 }
 
 /// A private temp dir for one command (or one server's life).
