@@ -18,6 +18,9 @@ mod search_escape;
 #[path = "residue_escape.rs"]
 mod residue_escape;
 
+#[path = "creation_escape.rs"]
+mod creation_escape;
+
 async fn probe() -> Result<ToolComponent, Box<dyn std::error::Error>> {
     probe_in(SandboxConfig::default()).await
 }

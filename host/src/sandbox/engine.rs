@@ -10,7 +10,7 @@ use super::SandboxError;
 use super::cache::{CacheOutcome, ComponentCache};
 use super::grant::{Grant, StagedGrant};
 use super::limits::{CallLimiter, CallLimits};
-use super::process::ProcessConfig;
+use super::process::{CreationRules, ProcessConfig};
 use super::staging::StagingPool;
 use std::any::{Any, TypeId};
 use std::path::PathBuf;
@@ -49,6 +49,12 @@ pub struct SandboxConfig {
     /// the written name would itself become the saved file).
     #[doc(hidden)]
     pub weakened_commit: bool,
+    /// Guests may make any name their grant reaches (`.git`, `.mcp.json`,
+    /// …): only for the escape tests' weakened control (what a guest could
+    /// plant without the creation judgement; the sweep after the call
+    /// still runs).
+    #[doc(hidden)]
+    pub weakened_creation: bool,
 }
 
 impl Default for SandboxConfig {
@@ -63,6 +69,7 @@ impl Default for SandboxConfig {
             process: None,
             weakened_sockets: false,
             weakened_commit: false,
+            weakened_creation: false,
         }
     }
 }
@@ -81,6 +88,8 @@ pub(crate) struct EngineInner {
     staging: Arc<StagingPool>,
     weakened_sockets: bool,
     weakened_commit: bool,
+    /// The names no guest may make (`None`: the weakened control).
+    creation: Option<Arc<CreationRules>>,
     /// One linker per world, built on first use.
     linkers: Mutex<Vec<(TypeId, Arc<dyn Any + Send + Sync>)>>,
 }
@@ -125,6 +134,7 @@ impl SandboxEngine {
                 source,
             }
         })?;
+        let creation = (!config.weakened_creation).then(|| Arc::new(guest_rules(&staging)));
         spawn_epoch_ticker(&engine, config.epoch_tick);
         Ok(Self {
             inner: Arc::new(EngineInner {
@@ -133,6 +143,7 @@ impl SandboxEngine {
                 staging,
                 weakened_sockets: config.weakened_sockets,
                 weakened_commit: config.weakened_commit,
+                creation,
                 linkers: Mutex::new(Vec::new()),
             }),
         })
@@ -251,6 +262,37 @@ pub(crate) struct CallCore {
     pub(crate) table: ResourceTable,
     pub(crate) limiter: CallLimiter,
     pub(crate) plugin: Arc<str>,
+    /// The names this call may not make.
+    pub(crate) creation: Option<Arc<CreationRules>>,
+    /// The call's stderr, where the host says what it refused.
+    notices: MemoryOutputPipe,
+}
+
+impl CallCore {
+    /// Says `line` on the guest's stderr (best effort: a full pipe drops it).
+    pub(crate) fn say(&mut self, line: &str) {
+        use wasmtime_wasi::p2::OutputStream;
+        let _ = self
+            .notices
+            .write(bytes::Bytes::copy_from_slice(line.as_bytes()));
+    }
+}
+
+/// What guests may not make: every protected name at any depth, and a git
+/// directory under any name; a staging directory is exempt (only the
+/// granted file ever leaves it).
+fn guest_rules(staging: &StagingPool) -> CreationRules {
+    let names: Vec<String> = std::iter::once(".git")
+        .chain(
+            super::process::PROTECTED_NAMES
+                .iter()
+                .map(|(name, _)| *name),
+        )
+        .map(str::to_string)
+        .collect();
+    let root = staging.root();
+    let exempt = vec![std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())];
+    CreationRules::new(&names, Vec::new(), exempt)
 }
 
 /// Implements `WasiView` for a world whose context has a `core` field.
@@ -386,6 +428,8 @@ impl EngineInner {
             table: ResourceTable::new(),
             limiter: CallLimiter::new(limits.memory_bytes),
             plugin: plugin.into(),
+            creation: self.creation.clone(),
+            notices: stderr.clone(),
         };
         let mut store = Store::new(&self.engine, world(core));
         store.limiter(|state| &mut state.core().limiter);

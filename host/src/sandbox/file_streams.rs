@@ -1,4 +1,5 @@
-//! WASI with file streams that do their I/O on the calling thread.
+//! WASI with file streams that do their I/O on the calling thread, and
+//! the names guests may not make judged (`guest_creation`).
 //!
 //! wasmtime-wasi's file streams hand every non-blocking `write` and `read`
 //! (what wasi-libc, and so Rust's and C's standard libraries, call) to
@@ -33,7 +34,7 @@ const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 const CHUNK_BYTES: usize = 64 * 1024;
 
 /// Adds WASI to `linker`, its file streams replaced by the inline ones.
-pub(crate) fn add_to_linker<T: wasmtime_wasi::WasiView + 'static>(
+pub(crate) fn add_to_linker<T: super::engine::World + wasmtime_wasi::WasiView>(
     linker: &mut Linker<T>,
 ) -> Result<(), SandboxError> {
     wasmtime_wasi::p2::add_to_linker_async(linker).map_err(SandboxError::setup("linking WASI"))?;
@@ -72,6 +73,7 @@ pub(crate) fn add_to_linker<T: wasmtime_wasi::WasiView + 'static>(
             },
         )
         .map_err(link_error)?;
+    super::guest_creation::define(&mut types).map_err(link_error)?;
     linker.allow_shadowing(false);
     Ok(())
 }

@@ -19,6 +19,7 @@ pub mod egress;
 mod engine;
 mod file_streams;
 mod grant;
+mod guest_creation;
 mod hosts;
 mod http;
 mod limits;

@@ -39,6 +39,11 @@ impl StagingPool {
     }
 
     /// An empty directory for one call.
+    /// The process's private root every staging directory is made in.
+    pub(crate) fn root(&self) -> &Path {
+        self.root.path()
+    }
+
     pub(crate) fn take(self: &Arc<Self>) -> std::io::Result<StagingDir> {
         let reused = self.free.lock().ok().and_then(|mut free| free.pop());
         let path = match reused {

@@ -206,6 +206,65 @@ async fn a_hook_cannot_be_granted_writes_to_protected_places() -> TestResult {
     Ok(())
 }
 
+/// A hook granted an ordinary folder plants, in it, what would make git or
+/// carapace run its program: refused at the call (nothing sweeps a hook's
+/// writes), under several spellings; the weakened sandbox lets each be made.
+#[tokio::test]
+async fn a_hook_cannot_make_a_protected_name_in_its_granted_folder() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    let out = ws.join("out");
+    let tries = |out: &Path| {
+        std::fs::create_dir_all(out.join("bare"))?;
+        std::fs::write(out.join("bare/HEAD"), "ref: refs/heads/main\n")?;
+        let p = |rel: &str| out.join(rel).display().to_string();
+        Ok::<_, std::io::Error>(json!([
+            {"op": "create", "path": p(".mcp.json")},
+            {"op": "write", "path": p(".Claude")},
+            {"op": "create", "path": p("bare/config")},
+            {"op": "create", "path": p("CLAUDE.md")},
+            {"op": "create", "path": p("plain.txt")},
+        ]))
+    };
+    let grants = json!({"write": [out.display().to_string()]});
+    let report = attempts(&ws, grants.clone(), tries(&out)?).await?;
+    assert_eq!(
+        worked(&report),
+        vec![false, false, false, false, true],
+        "{report:?}"
+    );
+    for (i, name) in [".mcp.json", ".Claude", "bare/config", "CLAUDE.md"]
+        .iter()
+        .enumerate()
+    {
+        assert!(
+            report[i]["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("ermission denied")),
+            "{name}: {report:?}"
+        );
+        assert!(!out.join(name).exists(), "{name} exists");
+    }
+    let (_weak_dir, weak_ws) = workspace()?;
+    let weak_out = weak_ws.join("out");
+    let weak = SandboxConfig {
+        weakened_creation: true,
+        ..SandboxConfig::default()
+    };
+    let report = attempts_in(
+        weak,
+        &weak_ws,
+        json!({"write": [weak_out.display().to_string()]}),
+        tries(&weak_out)?,
+    )
+    .await?;
+    assert_eq!(
+        worked(&report),
+        vec![true; 5],
+        "the weakened sandbox: {report:?}"
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_hook_is_never_granted_carapaces_credentials_or_the_homes_dotfiles() -> TestResult {
     let (_dir, ws) = workspace()?;

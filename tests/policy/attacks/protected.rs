@@ -61,7 +61,7 @@ async fn creating_a_protected_file_that_does_not_exist_yet() -> TestResult {
 }
 
 #[tokio::test]
-async fn creating_a_protected_file_through_a_tree_grant_moves_it_aside() -> TestResult {
+async fn creating_a_protected_file_through_a_tree_grant_is_refused_at_the_call() -> TestResult {
     let w = world()?;
     let tree = w.ws.join("project");
     std::fs::create_dir(&tree)?;
@@ -79,27 +79,21 @@ async fn creating_a_protected_file_through_a_tree_grant_moves_it_aside() -> Test
             ),
         )
         .await?;
+    // Refused at the call that would make it (the sandbox's creation
+    // judgement), so it never exists, not even while the call runs; the
+    // sweep after the call finds nothing to move.
+    let report = report(&strong);
+    assert!(!strong.is_error && !worked(&strong, 0), "{strong:?}");
     assert!(
-        strong.is_error && text(&strong).contains("moved them aside"),
-        "{strong:?}"
+        report[0]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("ermission denied")),
+        "{report:?}"
     );
+    assert!(!tree.join(".mcp.json").exists());
     // Control: the same call, through the same grant, created an ordinary
-    // file that stays — the attempt ran, and only the protected name was
-    // moved.
-    assert!(tree.join("mcp.json").exists(), "the ordinary file stays");
-    assert!(
-        !tree.join(".mcp.json").exists(),
-        "the protected file the tool created is no longer where it acts"
-    );
-    let aside: Vec<_> = std::fs::read_dir(&tree)?
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with(".mcp.json.carapace-moved-")
-        })
-        .collect();
-    assert_eq!(aside.len(), 1, "moved aside, not deleted");
+    // file — the attempt ran, and only the protected name was refused.
+    assert!(worked(&strong, 1) && tree.join("mcp.json").exists());
     // The weakened variant: a tree that already holds a protected entry is
     // refused outright, unless approved.
     std::fs::create_dir_all(hook.parent().ok_or("no parent")?)?;

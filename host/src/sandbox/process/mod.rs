@@ -20,6 +20,7 @@ mod background;
 mod bridge;
 mod cgroup;
 mod confine;
+mod creation;
 mod env;
 mod guard;
 mod helper;
@@ -28,10 +29,11 @@ mod plan;
 mod protect;
 
 pub use background::{BackgroundShells, ShellReport, ShellStatus};
+pub(crate) use creation::CreationRules;
 pub use env::{CommandEnv, DEFAULT_PATH, system_read_roots};
 pub use helper::helper_main;
 pub use plan::HELPER_ARG;
-pub use protect::{GIT_CONTROL, WalkCache, is_git_dir};
+pub use protect::{GIT_CONTROL, PROTECTED_NAMES, WalkCache, is_git_dir};
 
 use plan::{MESSAGE_PREFIX, Plan, REFUSED_EXIT};
 use std::path::{Path, PathBuf};

@@ -142,6 +142,67 @@ fn read_listing(
     Some(listed)
 }
 
+/// Names protected wherever they appear, at any depth, with why (a name
+/// with `/` is that sequence of components). `.git` is judged by
+/// the git rules: git itself writes most of it.
+pub const PROTECTED_NAMES: &[(&str, &str)] = &[
+    (".carapace", "holds carapace settings, hooks and plugins"),
+    (".claude", "holds Claude Code settings, hooks and commands"),
+    (".mcp.json", "configures MCP servers (programs that run)"),
+    (
+        ".vscode",
+        "holds editor tasks and settings that run programs when the folder is opened",
+    ),
+    (
+        ".idea",
+        "holds IDE run configurations and settings that run programs",
+    ),
+    (".zed", "holds editor tasks and settings that run programs"),
+    (".fleet", "holds editor run configurations"),
+    (
+        ".devcontainer",
+        "runs its commands when the folder is opened in a container",
+    ),
+    (".envrc", "is run by direnv on entering the folder"),
+    (
+        ".exrc",
+        "is run by vi and Neovim when they start in the folder",
+    ),
+    (".nvim.lua", "is run by Neovim when it starts in the folder"),
+    (".nvimrc", "is run by Neovim when it starts in the folder"),
+    (".husky", "holds git hooks (husky)"),
+    (
+        ".pre-commit-config.yaml",
+        "names programs pre-commit runs on every commit",
+    ),
+    (
+        ".npmrc",
+        "can make npm run programs (node-options, script-shell)",
+    ),
+    (".yarnrc", "can make yarn run programs"),
+    (
+        ".yarnrc.yml",
+        "can make yarn run a program of its choosing (yarnPath)",
+    ),
+    (
+        ".cargo/config.toml",
+        "can make cargo run a program on every build",
+    ),
+    (
+        ".cargo/config",
+        "can make cargo run a program on every build",
+    ),
+    (".ripgreprc", "can make ripgrep run programs (--pre)"),
+    (
+        "CLAUDE.md",
+        "is read into the model's instructions at the start of every session",
+    ),
+    (
+        "CLAUDE.local.md",
+        "is read into the model's instructions at the start of every session",
+    ),
+];
+
 /// Inside a git directory, what makes git run programs or read another
 /// configuration.
 pub const GIT_CONTROL: &[&str] = &["config", "config.worktree", "hooks", "commondir"];

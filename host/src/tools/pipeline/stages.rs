@@ -303,7 +303,9 @@ impl ToolPipeline {
     /// that appeared in the tree (none was there, or the grant would not
     /// have been given) is moved aside under a name nothing reads — never
     /// deleted: the user may have made it meanwhile — and the call says
-    /// where.
+    /// where. The sandbox refuses such names at the call that would make
+    /// them; this is the net behind it, for what that judgement cannot see
+    /// (a folder `core.hooksPath` names).
     pub(super) fn sweep(&self, call: &ToolCall, grant: &Grant) -> Option<ToolCallResult> {
         let (home, config_dir) = self.policy().protected_roots();
         let mut moved = Vec::new();

@@ -100,6 +100,20 @@ enum Attempt {
         from: String,
         to: String,
     },
+    /// Makes the folder `path` (and the folders above it).
+    Mkdir {
+        path: String,
+    },
+    /// Makes `path` a symbolic link to `target`.
+    Symlink {
+        target: String,
+        path: String,
+    },
+    /// Renames `from` to `to`.
+    Rename {
+        from: String,
+        to: String,
+    },
     /// Leaves `secret`, each byte xor 0x5a, in this instance's memory.
     Stash {
         secret: String,
@@ -244,6 +258,19 @@ fn run(attempt: Attempt) -> Value {
                 .map(|()| "linked".to_string())
                 .map_err(|e| e.to_string());
             outcome("link", &to, r)
+        }
+        Attempt::Mkdir { path } => {
+            let r = std::fs::create_dir_all(&path)
+                .map(|()| "made".to_string())
+                .map_err(|e| e.to_string());
+            outcome("mkdir", &path, r)
+        }
+        Attempt::Symlink { target, path } => outcome("symlink", &path, symlink(&target, &path)),
+        Attempt::Rename { from, to } => {
+            let r = std::fs::rename(&from, &to)
+                .map(|()| "renamed".to_string())
+                .map_err(|e| e.to_string());
+            outcome("rename", &to, r)
         }
         Attempt::Stash { secret } => {
             let hidden: Vec<u8> = secret.bytes().map(|b| b ^ 0x5a).collect();
@@ -425,4 +452,22 @@ fn scan_memory(secret: &str) -> Result<String, String> {
         at += 1;
     }
     Err(format!("not in {} bytes of memory", end - start))
+}
+
+/// Makes `path` a link to `target` through the preopen that holds it
+/// (the standard library's WASI symlink is not stable).
+fn symlink(target: &str, path: &str) -> Result<String, String> {
+    for (dir, guest) in wasi::filesystem::preopens::get_directories() {
+        let Some(rest) = path.strip_prefix(guest.trim_end_matches('/')) else {
+            continue;
+        };
+        let Some(rest) = rest.strip_prefix('/') else {
+            continue;
+        };
+        return dir
+            .symlink_at(target, rest)
+            .map(|()| "linked".to_string())
+            .map_err(|e| format!("{e:?}"));
+    }
+    Err("no preopen holds the path".into())
 }

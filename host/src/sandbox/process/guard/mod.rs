@@ -29,30 +29,22 @@ mod trace;
 
 pub(super) use filter::install;
 
+use super::creation::CreationRules;
 use super::plan::Plan;
 use emulate::{Call, Reply};
 use nix::errno::Errno;
 use nix::unistd::Pid;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// What the guard refuses to make.
+/// What the guard refuses to make, and how it answers.
 pub(super) struct Rules {
-    /// Protected names, lower-cased, as their components (`.cargo/config`
-    /// is two).
-    names: Vec<Vec<String>>,
-    /// Protected paths the policy named one by one (`~/.bashrc` under an
-    /// added home directory).
-    paths: Vec<PathBuf>,
-    /// Where anything may be made.
-    exempt: Vec<PathBuf>,
+    /// The judgement every writer shares.
+    creation: CreationRules,
     /// Paths already said to the command (once each).
     said: std::cell::RefCell<std::collections::HashSet<PathBuf>>,
     /// A command process may trace only its own descendants.
     isolate: bool,
-    /// Git's control files may not be made inside a git directory (`.git`
-    /// is protected: its data is writable, its control is not).
-    git: bool,
 }
 
 impl Rules {
@@ -62,30 +54,20 @@ impl Rules {
             exempt.push(temp.clone());
         }
         Rules {
-            names: plan
-                .guard_names
-                .iter()
-                .map(|n| n.to_lowercase().split('/').map(str::to_string).collect())
-                .collect(),
-            paths: plan.guard_paths.clone(),
-            exempt,
+            creation: CreationRules::new(&plan.guard_names, plan.guard_paths.clone(), exempt),
             said: Default::default(),
             isolate: plan.uses(super::SandboxLayer::GuardIsolation),
-            git: plan
-                .guard_names
-                .iter()
-                .any(|n| n.eq_ignore_ascii_case(".git")),
         }
     }
 
     /// Refuses (`EACCES`) making `entry`'s name, and says why on the
     /// command's stderr.
     fn judge(&self, entry: &target::Entry) -> Result<(), Errno> {
-        if !self.may_refuse(&entry.bare) {
+        if !self.creation.may_refuse(&entry.bare) {
             return Ok(());
         }
         let folder = entry.folder();
-        if !self.refuses(&folder, &entry.bare) {
+        if !self.creation.refuses(&folder, &entry.bare) {
             return Ok(());
         }
         let path = folder.join(&entry.bare);
@@ -100,78 +82,11 @@ impl Rules {
         Err(Errno::EACCES)
     }
 
-    /// Whether `name` is protected anywhere: most names are not, and need
-    /// no look at their folder.
-    fn may_refuse(&self, name: &str) -> bool {
-        let name = name.to_lowercase();
-        (self.git && super::protect::GIT_CONTROL.contains(&name.as_str()))
-            || self.names.iter().any(|c| c.last() == Some(&name))
-            || self.paths.iter().any(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().to_lowercase() == name)
-            })
-    }
-
-    /// Whether `name` may not be made in `folder` (a real path).
-    fn refuses(&self, folder: &Path, name: &str) -> bool {
-        if name == "." || self.exempt.iter().any(|e| folder.starts_with(e)) {
-            return false;
-        }
-        let name = name.to_lowercase();
-        let path = folder.join(&name);
-        let lowered = |p: &Path| p.to_string_lossy().to_lowercase();
-        if self.paths.iter().any(|p| lowered(p) == lowered(&path)) {
-            return true;
-        }
-        if self.git && super::protect::GIT_CONTROL.contains(&name.as_str()) {
-            let components: Vec<String> = folder
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().to_lowercase())
-                .collect();
-            if super::protect::is_git_control_folder(&components) {
-                return true;
-            }
-        }
-        let installed = folder.components().any(|c| {
-            super::protect::NOT_ENTERED
-                .iter()
-                .any(|n| c.as_os_str() == *n)
-        });
-        let parent = folder
-            .file_name()
-            .map(|n| n.to_string_lossy().to_lowercase());
-        self.names.iter().any(|components| {
-            let Some((last, before)) = components.split_last() else {
-                return false;
-            };
-            if *last != name || (installed && name != ".git") {
-                return false;
-            }
-            match before {
-                [] => true,
-                [folder_name] => parent.as_deref() == Some(folder_name.as_str()),
-                _ => path
-                    .to_string_lossy()
-                    .to_lowercase()
-                    .ends_with(&format!("/{}", components.join("/"))),
-            }
-        })
-    }
-
     /// Whether renaming the folder `old` to `new` would bring in, whole,
-    /// what may not be made there entry by entry: a folder arriving under
-    /// a name that begins a protected path (`.cargo`), or leaving an
-    /// exempt place (a clone made in the temp dir).
+    /// what may not be made there entry by entry.
     fn brings_in(&self, old: &target::Entry, new: &target::Entry) -> bool {
-        let new_name = new.bare.to_lowercase();
-        let begins = self
-            .names
-            .iter()
-            .any(|c| c.len() > 1 && c[..c.len() - 1].contains(&new_name));
-        let from = old.folder();
-        let to = new.folder();
-        let exempt = |p: &Path| self.exempt.iter().any(|e| p.starts_with(e));
-        begins || (exempt(&from) && !exempt(&to))
+        self.creation
+            .brings_in(&old.folder(), &new.folder(), &new.bare)
     }
 }
 
@@ -387,58 +302,4 @@ fn receive_listener(from_command: &OwnedFd) -> Option<OwnedFd> {
         }
     }
     None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rules() -> Rules {
-        Rules::for_plan(&Plan {
-            guard_names: vec![".git".into(), ".vscode".into(), ".cargo/config.toml".into()],
-            guard_paths: vec!["/h/.bashrc".into()],
-            temp: Some(("/tmp/carapace-cmd-x".into(), 1)),
-            ..Plan::default()
-        })
-    }
-
-    #[test]
-    fn a_name_is_judged_by_what_it_is_not_where_it_sits() {
-        let r = rules();
-        for (folder, name) in [
-            ("/w", ".git"),
-            ("/w/a/b/c", ".GIT"),
-            ("/w", ".Vscode"),
-            ("/w/.cargo", "config.toml"),
-            ("/w/sub/.CARGO", "config.toml"),
-            ("/h", ".bashrc"),
-            ("/w/node_modules/pkg", ".git"),
-            ("/w/.git", "commondir"),
-            ("/w/.GIT", "config.worktree"),
-            ("/w/lib/.git", "hooks"),
-            ("/w/.git/worktrees/wt", "commondir"),
-            ("/w/.git/modules/a", "config"),
-            ("/w/.git/modules/a/refs", "config"),
-        ] {
-            assert!(r.refuses(Path::new(folder), name), "{folder}/{name}");
-        }
-        for (folder, name) in [
-            ("/w", "git"),
-            ("/w", "config.toml"),
-            ("/w/cargo", "config.toml"),
-            ("/w/sub", ".bashrc"),
-            ("/tmp/carapace-cmd-x/clone", ".git"),
-            ("/dev/shm", ".git"),
-            ("/w/node_modules/pkg", ".vscode"),
-            ("/w/.git", "."),
-            ("/w/.git", "index.lock"),
-            ("/w/.git/refs/heads", "config"),
-            ("/w/.git/logs/refs/heads", "hooks"),
-            ("/w/.git/worktrees", "config"),
-            ("/w/src", "config"),
-        ] {
-            assert!(!r.refuses(Path::new(folder), name), "{folder}/{name}");
-        }
-        assert!(!r.may_refuse("main.rs") && r.may_refuse(".bashrc"));
-    }
 }
