@@ -15,6 +15,7 @@
 //!
 //! Imports: `files` — folders below it; nothing that imports it.
 
+use crate::files::FileIdentity;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,10 @@ pub struct CheckpointRecord {
     pub turn: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<(PathBuf, Before)>,
+    /// The file a call wrote at a path, by identity: a rewind removes only
+    /// that file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<(PathBuf, FileIdentity)>,
 }
 
 /// Where checkpoints are recorded durably. `record` returns once the
@@ -58,6 +63,8 @@ struct Turns {
     /// last, so a session that fails to assemble leaves none); no turn
     /// runs before it is given.
     log: Option<Arc<dyn CheckpointLog>>,
+    /// The file carapace last wrote at each path, by identity.
+    written: BTreeMap<PathBuf, FileIdentity>,
 }
 
 #[derive(Default)]
@@ -96,6 +103,9 @@ impl FileCheckpoints {
         let mut turns = Turns::default();
         for record in records {
             turns.begin(&record.turn);
+            if let Some((path, identity)) = record.written {
+                turns.written.insert(path, identity);
+            }
             if let (Some((path, before)), Some((_, files))) = (record.file, turns.turns.last_mut())
             {
                 files.entry(path).or_insert(before);
@@ -123,6 +133,7 @@ impl FileCheckpoints {
             log.record(&CheckpointRecord {
                 turn: id.to_string(),
                 file: None,
+                written: None,
             });
         }
     }
@@ -137,6 +148,7 @@ impl FileCheckpoints {
             current: Some(current),
             turns: all,
             log,
+            ..
         } = &mut *turns
         else {
             return;
@@ -152,9 +164,33 @@ impl FileCheckpoints {
             log.record(&CheckpointRecord {
                 turn: current.clone(),
                 file: Some((path.to_path_buf(), before.clone())),
+                written: None,
             });
         }
         files.insert(path.to_path_buf(), before);
+    }
+
+    /// A call has written `path`: remember which file it left there, so a
+    /// rewind removes that file and never another put under its name.
+    pub fn after_write(&self, path: &Path) {
+        let Ok(mut turns) = self.turns.lock() else {
+            return;
+        };
+        let (Some(identity), Some(current)) = (FileIdentity::of(path), turns.current.clone())
+        else {
+            return;
+        };
+        if turns.written.get(path) == Some(&identity) {
+            return;
+        }
+        turns.written.insert(path.to_path_buf(), identity);
+        if let Some(log) = &turns.log {
+            log.record(&CheckpointRecord {
+                turn: current,
+                file: None,
+                written: Some((path.to_path_buf(), identity)),
+            });
+        }
     }
 
     /// Puts every file written since message `id` back as it was before
@@ -207,11 +243,14 @@ impl FileCheckpoints {
             }
             // Through no link, whatever the model or a tampered transcript
             // planted on the way: put back beneath `/` with no link
-            // followed, and only a regular file removed.
+            // followed, and only the file a call wrote there removed.
             let root = Path::new("/");
-            let put_back = match then {
-                Some(bytes) => crate::files::replace_beneath(root, path, bytes, 0o644),
-                None => crate::files::remove_file_beneath(root, path),
+            let put_back = match (then, turns.written.get(path)) {
+                (Some(bytes), _) => crate::files::replace_beneath(root, path, bytes, 0o644),
+                (None, Some(identity)) => crate::files::remove_file_beneath(root, path, *identity),
+                (None, None) => Err(std::io::Error::other(
+                    "carapace has no record of writing the file there; not removed",
+                )),
             }
             .map_err(|e| e.to_string());
             if let Err(e) = put_back {
@@ -298,6 +337,7 @@ mod tests {
         std::fs::write(&kept, "changed again\n")?;
         checkpoints.before_write(&made);
         std::fs::write(&made, "new\n")?;
+        checkpoints.after_write(&made);
 
         let dry = checkpoints.rewind("u2", true);
         assert!(dry.can_rewind);
@@ -341,6 +381,7 @@ mod tests {
         first.before_write(&made);
         first.before_write(&made);
         std::fs::write(&made, "new\n")?;
+        first.after_write(&made);
         let records = log.0.lock().map_err(|_| "poisoned")?.clone();
         // Turns once each, a file once per turn, in order.
         let shape: Vec<(&str, bool)> = records
@@ -354,9 +395,11 @@ mod tests {
                 ("u1", true),
                 ("u2", false),
                 ("u3", false),
-                ("u3", true)
+                ("u3", true),
+                ("u3", false)
             ]
         );
+        assert!(records[5].written.is_some(), "the file written is recorded");
         // Through JSON (a transcript line) and into another process.
         let text = serde_json::to_string(&records)?;
         let second =
@@ -369,6 +412,41 @@ mod tests {
         assert!(back.can_rewind, "{back:?}");
         assert_eq!(std::fs::read_to_string(&kept)?, "one\n");
         assert!(!made.exists());
+        Ok(())
+    }
+
+    #[test]
+    fn a_rewind_removes_only_the_file_the_session_wrote() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let made = dir.path().join("made.txt");
+        let checkpoints = FileCheckpoints::default();
+        checkpoints.begin_turn("u1");
+        checkpoints.before_write(&made);
+        std::fs::write(&made, "new\n")?;
+        checkpoints.after_write(&made);
+        // The name now holds another file (a command moved it there).
+        std::fs::write(dir.path().join("theirs"), "theirs\n")?;
+        std::fs::rename(dir.path().join("theirs"), &made)?;
+        let back = checkpoints.rewind("u1", false);
+        assert!(!back.can_rewind, "{back:?}");
+        assert!(
+            back.error
+                .as_deref()
+                .is_some_and(|e| e.contains("not the file carapace wrote")),
+            "{back:?}"
+        );
+        assert_eq!(std::fs::read_to_string(&made)?, "theirs\n");
+        // A path it never saw written is not removed either.
+        let other = dir.path().join("other.txt");
+        let unseen = FileCheckpoints::default();
+        unseen.begin_turn("u1");
+        unseen.before_write(&other);
+        std::fs::write(&other, "written, never seen written\n")?;
+        let back = unseen.rewind("u1", false);
+        assert!(!back.can_rewind && other.exists(), "{back:?}");
+        // The control: the file it wrote is removed.
+        checkpoints.after_write(&made);
+        assert!(checkpoints.rewind("u1", false).can_rewind && !made.exists());
         Ok(())
     }
 }

@@ -10,7 +10,7 @@ use nix::errno::Errno;
 use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
 use nix::sys::stat::Mode;
 use std::io::Write;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path};
 
 fn io(errno: Errno) -> std::io::Error {
@@ -110,37 +110,96 @@ pub fn replace_beneath(root: &Path, path: &Path, bytes: &[u8], mode: u32) -> std
     written
 }
 
-/// Removes `path` (under `root`) if it is a regular file there — never a
-/// folder, never through or at a link; a missing one is not an error.
-pub fn remove_file_beneath(root: &Path, path: &Path) -> std::io::Result<()> {
+/// A file by what it is rather than by its name: its device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileIdentity {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl FileIdentity {
+    /// The regular file at `path` (not through a link at its name).
+    pub fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        meta.is_file().then(|| Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+}
+
+/// Removes `path` (under `root`) only if it is still the file `identity`
+/// names — never a folder, never through or at a link, never another file
+/// swapped in under the name; a missing one is not an error. The name is
+/// first moved to a private one, so what is checked is exactly what is
+/// removed; anything else is put back.
+pub fn remove_file_beneath(
+    root: &Path,
+    path: &Path,
+    identity: FileIdentity,
+) -> std::io::Result<()> {
+    use nix::fcntl::{RenameFlags, renameat2};
     let (folder, name) = match folder_of(root, path, false) {
         Ok(found) => found,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e),
     };
-    let stat = match nix::sys::stat::fstatat(
+    let aside = format!(
+        ".{}.carapace-removing-{}-{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        nanos()
+    );
+    let noreplace = RenameFlags::RENAME_NOREPLACE;
+    match renameat2(
         &folder,
         name.as_os_str(),
-        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        &folder,
+        aside.as_str(),
+        noreplace,
     ) {
-        Ok(stat) => stat,
+        Ok(()) => {}
         Err(Errno::ENOENT) => return Ok(()),
         Err(e) => return Err(io(e)),
-    };
-    if nix::sys::stat::SFlag::from_bits_truncate(stat.st_mode) & nix::sys::stat::SFlag::S_IFMT
-        != nix::sys::stat::SFlag::S_IFREG
-    {
-        return Err(std::io::Error::other(format!(
-            "{} is not a regular file; not removed",
-            path.display()
-        )));
     }
-    nix::unistd::unlinkat(
-        folder.as_fd(),
+    let stat = nix::sys::stat::fstatat(
+        &folder,
+        aside.as_str(),
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    );
+    let regular = |st: &nix::sys::stat::FileStat| st.st_mode & libc::S_IFMT == libc::S_IFREG;
+    if let Ok(st) = stat
+        && regular(&st)
+        && (FileIdentity {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        }) == identity
+    {
+        return nix::unistd::unlinkat(
+            &folder,
+            aside.as_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        )
+        .map_err(io);
+    }
+    let why = format!(
+        "{} is not the file carapace wrote there (it was replaced, or is not a regular file); not removed",
+        path.display()
+    );
+    match renameat2(
+        &folder,
+        aside.as_str(),
+        &folder,
         name.as_os_str(),
-        nix::unistd::UnlinkatFlags::NoRemoveDir,
-    )
-    .map_err(io)
+        noreplace,
+    ) {
+        Ok(()) => Err(std::io::Error::other(why)),
+        Err(e) => Err(std::io::Error::other(format!(
+            "{why}, and it could not be put back ({e}): it is at {}",
+            path.with_file_name(&aside).display()
+        ))),
+    }
 }
 
 fn nanos() -> u128 {
@@ -175,16 +234,19 @@ mod tests {
         std::os::unix::fs::symlink(&outside, ws.join("lnk"))?;
         let through = ws.join("lnk/settings.json");
         assert!(replace_beneath(&ws, &through, b"x", 0o600).is_err());
-        assert!(remove_file_beneath(&ws, &through).is_err());
+        let any = FileIdentity { dev: 0, ino: 0 };
+        assert!(remove_file_beneath(&ws, &through, any).is_err());
         assert_eq!(
             std::fs::read_to_string(outside.join("settings.json"))?,
             "theirs"
         );
         // Only a regular file is removed.
-        assert!(remove_file_beneath(&ws, &ws.join(".carapace")).is_err());
-        remove_file_beneath(&ws, &name)?;
+        assert!(remove_file_beneath(&ws, &ws.join(".carapace"), any).is_err());
+        assert!(ws.join(".carapace").is_dir(), "put back");
+        let written = FileIdentity::of(&name).ok_or_else(|| std::io::Error::other("no file"))?;
+        remove_file_beneath(&ws, &name, written)?;
         assert!(!name.exists());
-        remove_file_beneath(&ws, &name)?;
+        remove_file_beneath(&ws, &name, written)?;
         // The control: a plain write follows the link.
         std::os::unix::fs::symlink(outside.join("settings.json"), &name)?;
         std::fs::write(&name, "through")?;
@@ -192,6 +254,85 @@ mod tests {
             std::fs::read_to_string(outside.join("settings.json"))?,
             "through"
         );
+        Ok(())
+    }
+
+    #[test]
+    fn only_the_file_carapace_wrote_is_removed_not_one_swapped_in() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let ws = std::fs::canonicalize(dir.path())?;
+        let name = ws.join("made.txt");
+        replace_beneath(&ws, &name, b"ours", 0o644)?;
+        let ours = FileIdentity::of(&name).ok_or_else(|| std::io::Error::other("no file"))?;
+        // Another file moved onto the name (the user's, a command's).
+        std::fs::write(ws.join("theirs"), "theirs")?;
+        std::fs::rename(ws.join("theirs"), &name)?;
+        let refused = remove_file_beneath(&ws, &name, ours);
+        assert!(
+            refused.is_err_and(|e| e.to_string().contains("not the file carapace wrote")),
+            "refused"
+        );
+        assert_eq!(std::fs::read_to_string(&name)?, "theirs", "put back whole");
+        assert_eq!(std::fs::read_dir(&ws)?.count(), 1, "nothing left aside");
+        // The control: removing by name deletes it.
+        std::fs::remove_file(&name)?;
+        assert!(!name.exists());
+        Ok(())
+    }
+
+    #[test]
+    fn a_file_swapped_in_during_the_removal_is_never_deleted() -> std::io::Result<()> {
+        use nix::fcntl::{RenameFlags, renameat2};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir()?;
+        let ws = std::fs::canonicalize(dir.path())?;
+        let (name, other) = (ws.join("made.txt"), ws.join("other.txt"));
+        for round in 0..200 {
+            replace_beneath(&ws, &name, b"ours", 0o644)?;
+            let ours = FileIdentity::of(&name).ok_or_else(|| std::io::Error::other("no file"))?;
+            std::fs::write(&other, "innocent")?;
+            let stop = std::sync::Arc::new(AtomicBool::new(false));
+            let swapper = {
+                let (stop, name, other) = (stop.clone(), name.clone(), other.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = renameat2(
+                            nix::fcntl::AT_FDCWD,
+                            &name,
+                            nix::fcntl::AT_FDCWD,
+                            &other,
+                            RenameFlags::RENAME_EXCHANGE,
+                        );
+                    }
+                })
+            };
+            let _ = remove_file_beneath(&ws, &name, ours);
+            stop.store(true, Ordering::Relaxed);
+            let _ = swapper.join();
+            let innocent = [&name, &other]
+                .iter()
+                .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t == "innocent"))
+                .count();
+            let aside = std::fs::read_dir(&ws)?
+                .flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .contains("carapace-removing")
+                })
+                .count();
+            assert_eq!(
+                innocent + aside,
+                1,
+                "round {round}: the innocent file is never deleted"
+            );
+            for p in [&name, &other] {
+                let _ = std::fs::remove_file(p);
+            }
+            for e in std::fs::read_dir(&ws)?.flatten() {
+                std::fs::remove_file(e.path())?;
+            }
+        }
         Ok(())
     }
 }

@@ -10,7 +10,7 @@
 
 mod beneath;
 
-pub use beneath::{remove_file_beneath, replace_beneath};
+pub use beneath::{FileIdentity, remove_file_beneath, replace_beneath};
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::Write;

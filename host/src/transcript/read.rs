@@ -184,6 +184,8 @@ struct Line {
     turn: Option<String>,
     #[serde(default)]
     file: Option<(std::path::PathBuf, crate::checkpoints::Before)>,
+    #[serde(default)]
+    written: Option<(std::path::PathBuf, crate::files::FileIdentity)>,
 }
 
 #[derive(serde::Deserialize)]
@@ -274,6 +276,7 @@ fn parse_line(line: &[u8]) -> Result<Entry, String> {
         LineKind::FileCheckpoint => Ok(Entry::Checkpoint(CheckpointRecord {
             turn: line.turn.ok_or("a file_checkpoint line without its turn")?,
             file: line.file,
+            written: line.written,
         })),
         LineKind::Header => Err("a second header".into()),
     }

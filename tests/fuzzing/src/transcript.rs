@@ -132,6 +132,7 @@ fn write(transcript: &Transcript, steps: Vec<Step>) -> (Vec<Message>, Vec<Checkp
                         };
                         (path.into(), before)
                     }),
+                    written: None,
                 };
                 transcript.record(&record);
                 checkpoints.push(record);

@@ -36,6 +36,17 @@ const ATTEMPTS: &[(&str, &str)] = &[
         "s3/.git",
     ),
     (
+        // A git directory under another name, from its first identifying
+        // entry: `config` after `HEAD`…
+        "mkdir -p g1/objects g1/refs && echo 'ref: refs/heads/main' > g1/HEAD && printf '[core]\\n\\tfsmonitor = ./x\\n' > g1/config",
+        "g1/config",
+    ),
+    (
+        // …and `HEAD` after `hooks`.
+        "mkdir -p g2/hooks g2/objects g2/refs && echo 'ref: refs/heads/main' > g2/HEAD",
+        "g2/HEAD",
+    ),
+    (
         // openat2, which the filter could not see into: refused, so
         // programs fall back to openat.
         "python3 -c \"import ctypes, struct; libc = ctypes.CDLL(None, use_errno=True); how = struct.pack('QQQ', 0o101, 0o644, 0); print('openat2', libc.syscall(437, -100, b'.devcontainer', how, 24), ctypes.get_errno())\"",

@@ -447,6 +447,11 @@ impl ToolPipeline {
         }
         let started = std::time::Instant::now();
         let result = self.call(&tool, &handle, &call, &grant).await;
+        if let Some(checkpoints) = &self.checkpoints {
+            for path in grant.write_files() {
+                checkpoints.after_write(path);
+            }
+        }
         let result = self.sweep(&call, &grant).unwrap_or(result);
         let mut result = self.spill(self.post_hooks(&call, result, started.elapsed()).await);
         self.attach_memory(&call, &mut result);
