@@ -84,26 +84,26 @@ pub enum Matcher {
 }
 
 impl Matcher {
-    /// Claude Code's matcher grammar: empty or `*` matches everything, plain
-    /// names (`Bash`, `Edit|Write`) match exactly, anything else is an
-    /// anchored regular expression (`mcp__.*`, `Notebook.*`).
+    /// Claude Code's matcher grammar: empty or `*` matches everything; a
+    /// text of only letters, digits, `_`, `-`, spaces, `|` and `,` is a list
+    /// of exact names (`Bash`, `Edit|Write`, `Glob, Write`); anything else
+    /// is a regular expression searched for in the name (`^Gl` matches
+    /// `Glob`, `mcp__.*` every MCP tool) — anchored only where it says so.
     pub fn parse(text: Option<&str>) -> Result<Self, String> {
-        let text = text.unwrap_or("").trim();
-        if text.is_empty() || text == "*" {
+        let text = text.unwrap_or("");
+        if text.trim().is_empty() || text == "*" {
             return Ok(Matcher::All);
         }
-        if text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '|')
-        {
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '|' | ',' | ' ');
+        if text.chars().all(plain) {
             return Ok(Matcher::Names(
-                text.split('|')
-                    .map(str::to_string)
-                    .filter(|s| !s.is_empty())
+                text.split(['|', ','])
+                    .map(|name| name.trim().to_string())
+                    .filter(|name| !name.is_empty())
                     .collect(),
             ));
         }
-        regex::Regex::new(&format!("^(?:{text})$"))
+        regex::Regex::new(text)
             .map(Matcher::Regex)
             .map_err(|e| format!("matcher `{text}` is not a valid regular expression: {e}"))
     }
@@ -136,17 +136,16 @@ pub struct HookSpec {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Group {
     matcher: Option<String>,
     hooks: Vec<Value>,
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 struct Handler {
     #[serde(rename = "type")]
-    kind: String,
+    _kind: String,
     path: PathBuf,
     /// Seconds.
     timeout: Option<f64>,
@@ -185,81 +184,170 @@ const SHELL_FIELDS_NOT_HONOURED: &[(&str, &str)] = &[
     ("once", "it runs every time"),
 ];
 
-/// Parses one settings file's `hooks` value.
+/// Parses one settings file's `hooks` value. One entry carapace cannot
+/// read or run never takes the rest down: it is named in a warning, and
+/// where it is a PreToolUse hook it stands as a guard refusing the calls
+/// it would have judged. Only a value that is not an object of events is
+/// an error.
 pub fn parse(
     value: &Value,
     source: &RuleSource,
 ) -> Result<(Vec<HookSpec>, Vec<String>), HookConfigError> {
     let shown = source.describe();
-    let invalid = |reason: String| HookConfigError::Invalid {
-        source_file: shown.clone(),
-        reason,
-    };
     let base = source
         .file
         .as_ref()
         .and_then(|f| f.parent())
         .map(Path::to_path_buf)
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
-    let by_event: BTreeMap<String, Vec<Group>> = serde_json::from_value(value.clone())
-        .map_err(|e| invalid(format!("expected event → matcher groups: {e}")))?;
-    let mut specs = Vec::new();
-    let mut warnings = Vec::new();
+    let by_event: BTreeMap<String, Value> =
+        serde_json::from_value(value.clone()).map_err(|e| HookConfigError::Invalid {
+            source_file: shown.clone(),
+            reason: format!("expected event → matcher groups: {e}"),
+        })?;
+    let mut parsed = Parsed {
+        specs: Vec::new(),
+        warnings: Vec::new(),
+        source,
+        base,
+    };
     for (event_name, groups) in by_event {
-        let event = HookEventKind::parse(&event_name)
-            .ok_or_else(|| invalid(format!("unknown hook event `{event_name}`")))?;
+        let Some(event) = HookEventKind::parse(&event_name) else {
+            parsed.warnings.push(format!(
+                "{shown}: `{event_name}` hooks do not run: carapace does not fire that event"
+            ));
+            continue;
+        };
+        let groups = match serde_json::from_value::<Vec<Group>>(groups) {
+            Ok(groups) => groups,
+            Err(e) => {
+                parsed.cannot_run(event, Matcher::All, format!("its matcher groups: {e}"));
+                continue;
+            }
+        };
         for group in groups {
-            let matcher = Matcher::parse(group.matcher.as_deref()).map_err(&invalid)?;
-            for raw in group.hooks {
-                if raw.get("type").and_then(Value::as_str) == Some("command") {
-                    let spec = shell_spec(raw, event, &matcher, source, &base, &mut warnings)
-                        .map_err(|e| invalid(format!("{event_name} command hook: {e}")))?;
-                    specs.push(spec);
+            let matcher = match Matcher::parse(group.matcher.as_deref()) {
+                Ok(matcher) => matcher,
+                Err(e) => {
+                    parsed.cannot_run(event, Matcher::All, e);
                     continue;
                 }
-                let handler: Handler = serde_json::from_value(raw)
-                    .map_err(|e| invalid(format!("{event_name} handler: {e}")))?;
-                let kind = match handler.kind.as_str() {
-                    "wasm" => HandlerKind::Component,
-                    "wasm-command" => HandlerKind::Command,
-                    other => {
-                        return Err(invalid(format!(
-                            "unknown hook type `{other}` (use `wasm` or `wasm-command`)"
-                        )));
-                    }
-                };
-                let timeout = match handler.timeout {
-                    None => DEFAULT_TIMEOUT,
-                    Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => {
-                        Duration::from_secs_f64(s)
-                    }
-                    Some(s) => {
-                        return Err(invalid(format!(
-                            "timeout {s} is not a number of seconds between 0 and 3600"
-                        )));
-                    }
-                };
-                let path = if handler.path.is_absolute() {
-                    handler.path
-                } else {
-                    base.join(handler.path)
-                };
-                specs.push(HookSpec {
-                    event,
-                    matcher: matcher.clone(),
-                    kind,
-                    path,
-                    timeout,
-                    fail_closed: handler.fail_closed,
-                    grants: handler.grants,
-                    source: source.clone(),
-                    command: None,
-                    plugin_root: None,
-                });
+            };
+            for raw in group.hooks {
+                let spec = parsed.handler(raw, event, &matcher);
+                if let Err(why) = spec.map(|spec| parsed.specs.push(spec)) {
+                    parsed.cannot_run(event, matcher.clone(), why);
+                }
             }
         }
     }
-    Ok((specs, warnings))
+    Ok((parsed.specs, parsed.warnings))
+}
+
+/// What one settings file's hooks came to, as they are read.
+struct Parsed<'a> {
+    specs: Vec<HookSpec>,
+    warnings: Vec<String>,
+    source: &'a RuleSource,
+    /// Relative handler paths start here (the settings file's folder).
+    base: PathBuf,
+}
+
+impl Parsed<'_> {
+    /// A hook that cannot run: a warning, and for PreToolUse a guard that
+    /// refuses what it matches — a guard that cannot run must not look
+    /// like one that passed.
+    fn cannot_run(&mut self, event: HookEventKind, matcher: Matcher, why: String) {
+        let shown = self.source.describe();
+        let guards = event == HookEventKind::PreToolUse;
+        self.warnings.push(format!(
+            "{shown}: a {} hook cannot run ({why}){}",
+            event.name(),
+            if guards {
+                "; the calls it matches are refused until it is fixed"
+            } else {
+                ""
+            }
+        ));
+        if guards {
+            self.specs.push(HookSpec {
+                matcher,
+                ..unreadable_guard(
+                    format!("{shown} has a PreToolUse hook that cannot run ({why})"),
+                    self.source,
+                )
+            });
+        }
+    }
+
+    /// One handler's spec, or why it cannot run.
+    fn handler(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        matcher: &Matcher,
+    ) -> Result<HookSpec, String> {
+        match raw.get("type").and_then(Value::as_str) {
+            Some("command") => {
+                let (source, base) = (self.source, self.base.clone());
+                shell_spec(raw, event, matcher, source, &base, &mut self.warnings)
+            }
+            Some("wasm") => self.component(raw, event, matcher, HandlerKind::Component),
+            Some("wasm-command") => self.component(raw, event, matcher, HandlerKind::Command),
+            Some(other) => Err(format!(
+                "carapace does not run `{other}` hooks yet; it runs `command`, `wasm` and `wasm-command`"
+            )),
+            None => Err("it has no `type`".into()),
+        }
+    }
+
+    /// A `wasm` or `wasm-command` handler.
+    fn component(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        matcher: &Matcher,
+        kind: HandlerKind,
+    ) -> Result<HookSpec, String> {
+        let mut unread = Vec::new();
+        let handler: Handler =
+            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
+                .map_err(|e| e.to_string())?;
+        for field in unread {
+            self.warnings.push(format!(
+                "{}: {} hook `{}`: `{field}` is not used by carapace",
+                self.source.describe(),
+                event.name(),
+                handler.path.display()
+            ));
+        }
+        let timeout = match handler.timeout {
+            None => DEFAULT_TIMEOUT,
+            Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Duration::from_secs_f64(s),
+            Some(s) => {
+                return Err(format!(
+                    "timeout {s} is not a number of seconds between 0 and 3600"
+                ));
+            }
+        };
+        let path = if handler.path.is_absolute() {
+            handler.path
+        } else {
+            self.base.join(handler.path)
+        };
+        Ok(HookSpec {
+            event,
+            matcher: matcher.clone(),
+            kind,
+            path,
+            timeout,
+            fail_closed: handler.fail_closed,
+            grants: handler.grants,
+            source: self.source.clone(),
+            command: None,
+            plugin_root: None,
+        })
+    }
 }
 
 /// A PreToolUse guard that stands for hooks carapace could not read: it
@@ -363,6 +451,15 @@ mod tests {
         let regex = Matcher::parse(Some("mcp__.*"))?;
         assert!(regex.matches(Some("mcp__github__x")) && !regex.matches(Some("Bash")));
         assert!(Matcher::parse(Some("(unclosed")).is_err());
+        // As Claude Code 2.1.332: a regex is searched for, not anchored…
+        let start = Matcher::parse(Some("^Gl"))?;
+        assert!(start.matches(Some("Glob")) && !start.matches(Some("Grep")));
+        let inside = Matcher::parse(Some("Out.ut"))?;
+        assert!(inside.matches(Some("BashOutput")));
+        // …and a plain list may be split by commas and spaced.
+        let list = Matcher::parse(Some("Glob, Write"))?;
+        assert!(list.matches(Some("Glob")) && list.matches(Some("Write")));
+        assert!(!list.matches(Some("Glo")) && !list.matches(Some("TodoWrite")));
         Ok(())
     }
 
@@ -404,13 +501,62 @@ mod tests {
             (HandlerKind::Component, Duration::from_secs(5), true)
         );
         assert_eq!(pre.grants.write, vec![PathBuf::from("/audit")]);
-        for bad in [
-            json!({"NoSuchEvent": []}),
-            json!({"Stop": [{"hooks": [{"type": "python", "path": "x"}]}]}),
-            json!({"Stop": [{"hooks": [{"type": "wasm", "path": "x", "timeout": -1}]}]}),
-            json!({"Stop": [{"hooks": [{"type": "wasm", "path": "x", "grants": {"network": true}}]}]}),
+        assert!(parse(&json!(["not", "events"]), &source()).is_err());
+        Ok(())
+    }
+
+    /// One entry carapace cannot run never takes the others down; a
+    /// PreToolUse one stands as a guard refusing what it matches.
+    #[test]
+    fn an_entry_that_cannot_run_is_a_warning_or_a_refusing_guard() -> Result<(), HookConfigError> {
+        let good = json!({"type": "command", "command": "true"});
+        for (bad, guards) in [
+            (json!({"NoSuchEvent": [{"hooks": [good.clone()]}]}), false),
+            (
+                json!({"Stop": [{"hooks": [{"type": "http", "url": "http://x"}]}]}),
+                false,
+            ),
+            (
+                json!({"Stop": [{"hooks": [{"type": "wasm", "path": "x", "timeout": -1}]}]}),
+                false,
+            ),
+            (
+                json!({"PreToolUse": [{"matcher": "Write", "hooks": [{"type": "prompt", "prompt": "ok?"}]}]}),
+                true,
+            ),
+            (
+                json!({"PreToolUse": [{"matcher": "(unclosed", "hooks": [good.clone()]}]}),
+                true,
+            ),
+            (
+                json!({"PreToolUse": [{"hooks": [{"type": "wasm", "path": "x", "grants": {"network": true}}]}]}),
+                true,
+            ),
         ] {
-            assert!(parse(&bad, &source()).is_err(), "{bad}");
+            let mut value = bad.clone();
+            value["SessionStart"] = json!([{"hooks": [good.clone()]}]);
+            let (specs, warnings) = parse(&value, &source())?;
+            assert_eq!(warnings.len(), 1, "{bad}: {warnings:?}");
+            let kept = specs
+                .iter()
+                .filter(|s| s.event == HookEventKind::SessionStart)
+                .count();
+            assert_eq!(kept, 1, "the good hook beside it loads: {bad}");
+            let refusing: Vec<_> = specs
+                .iter()
+                .filter(|s| matches!(s.command, Some(ShellLine::Refused(_))))
+                .collect();
+            assert_eq!(refusing.len(), usize::from(guards), "{bad}: {specs:?}");
+            if let Some(guard) = refusing.first() {
+                assert_eq!(guard.event, HookEventKind::PreToolUse);
+                let write_only =
+                    guard.matcher.matches(Some("Write")) && !guard.matcher.matches(Some("Read"));
+                assert!(
+                    write_only
+                        || bad.to_string().contains("unclosed")
+                        || bad.to_string().contains("network")
+                );
+            }
         }
         Ok(())
     }

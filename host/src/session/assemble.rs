@@ -240,9 +240,19 @@ impl SessionBuilder {
         let mut specs = Vec::new();
         if self.hooks {
             for (value, source) in &settings.hooks {
-                let (parsed, parse_warnings) = crate::hooks::parse(value, source)?;
-                warnings.extend(parse_warnings);
-                specs.extend(parsed);
+                match crate::hooks::parse(value, source) {
+                    Ok((parsed, parse_warnings)) => {
+                        warnings.extend(parse_warnings);
+                        specs.extend(parsed);
+                    }
+                    // What cannot be read at all may have guarded calls.
+                    Err(e) => {
+                        warnings.push(format!("{e}; its hooks are not loaded"));
+                        if value.to_string().contains("PreToolUse") {
+                            specs.push(crate::hooks::unreadable_guard(e.to_string(), source));
+                        }
+                    }
+                }
             }
             for plugin in plugins {
                 specs.extend(plugin_hooks(plugin, &mut warnings));

@@ -130,6 +130,69 @@ fn a_pre_tool_use_hook_that_cannot_run_refuses_the_call() -> TestResult {
     Ok(())
 }
 
+/// A setup written for the newest Claude Code — events carapace does not
+/// fire, handler types it does not run yet, fields it does not use — loads:
+/// each is named in a warning, the hooks it can run do run (with Claude
+/// Code's matcher grammar: `^Ba` finds `Bash`), and a PreToolUse hook it
+/// cannot run refuses the calls it matches rather than letting them by.
+#[test]
+fn a_newer_claude_code_setup_loads_and_what_cannot_run_guards_closed() -> TestResult {
+    let setup = Setup::new(json!({
+        "PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}],
+        "SubagentStart": [{"hooks": [{"type": "command", "command": "true"}]}],
+        "StopFailure": [{"hooks": [{"type": "command", "command": "true"}]}],
+        "Stop": [{"hooks": [{"type": "http", "url": "http://127.0.0.1:9/stop"}]}],
+        "PostToolUse": [{"matcher": "^Ba", "hooks": [
+            {"type": "command", "command": "sh .claude/hooks/remind.sh", "statusMessage": "reminding"}
+        ]}],
+        "PreToolUse": [{"matcher": "Write, Edit", "hooks": [
+            {"type": "prompt", "prompt": "Is this edit safe? $ARGUMENTS"}
+        ]}],
+    }))?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![bash("toolu_echo", "echo hello")]),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_write",
+            "Write",
+            json!({"file_path": setup.ws.join("notes.txt"), "content": "hi"}),
+        )]),
+        Reply::text("done"),
+    ])?;
+    let run = setup.run(&server)?;
+    assert_eq!(
+        run.status,
+        Some(0),
+        "one unknown hook never takes the setup down: {}",
+        run.stderr
+    );
+    for named in [
+        "PermissionRequest",
+        "SubagentStart",
+        "StopFailure",
+        "`http`",
+        "`prompt`",
+        "statusMessage",
+    ] {
+        assert!(
+            run.stderr.contains(named),
+            "warned about {named}: {}",
+            run.stderr
+        );
+    }
+    let advised = request_text(&server, 1);
+    assert!(
+        advised.contains("reminder from remind.sh"),
+        "`^Ba` matched Bash: {advised}"
+    );
+    assert!(
+        !setup.ws.join("notes.txt").exists(),
+        "the unrunnable guard held"
+    );
+    let refused = request_text(&server, 2);
+    assert!(refused.contains("cannot run"), "{refused}");
+    Ok(())
+}
+
 /// What the escape script reported, attempt by attempt.
 fn outcomes(report: &str) -> Vec<(String, String)> {
     [
