@@ -524,3 +524,143 @@ async fn a_thinking_block_is_printed_as_in_claude_code() -> TestResult {
     assert_eq!(run.requests.len(), recording.requests());
     Ok(())
 }
+
+// ---- (h)–(j) what a hook's answer does ---------------------------------------
+
+/// The recording's scenario, its hook played by the Claude Code–protocol
+/// test hook answering `script` for `event` with `matcher`.
+async fn replay_answering(
+    recording: &Recording,
+    event: &str,
+    matcher: &str,
+    script: Value,
+) -> Result<(Run, tempfile::TempDir), Box<dyn std::error::Error>> {
+    replay(recording, |setup, ws| {
+        if support::hook_script(ws, script).is_ok() {
+            setup.hook_settings =
+                Some(support::hook_on(event, matcher, support::command_probe(ws)));
+        }
+    })
+    .await
+}
+
+/// The text of every tool_result the model was sent in request `index`.
+fn sent_results(run: &Run, index: usize) -> Vec<(String, bool)> {
+    run.requests
+        .get(index)
+        .and_then(|r| r.body["messages"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            let text = match &b["content"] {
+                Value::String(t) => t.clone(),
+                other => other.to_string(),
+            };
+            let text = text
+                .split("\n\n<system-reminder>")
+                .next()
+                .unwrap_or("")
+                .to_string();
+            (text, b["is_error"] == true)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_pre_tool_use_hook_that_fails_with_a_deny_denies_as_in_claude_code() -> TestResult {
+    let recording = Recording::load("hook-exit1-deny-json")?;
+    let deny = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "deny", "permissionDecisionReason": "denied by the exit-1 hook"}});
+    let (run, dir) = replay_answering(
+        &recording,
+        "PreToolUse",
+        "Write",
+        json!({"PreToolUse": {"stdout": deny, "exit": 1}}),
+    )
+    .await?;
+    let theirs = recording.value["requests"][1][1]["content"][0].clone();
+    let expected = theirs["content"]
+        .as_str()
+        .and_then(|t| t.split("\n\n<system-reminder>").next())
+        .ok_or("no recorded result")?;
+    assert_eq!(sent_results(&run, 1), vec![(expected.to_string(), true)]);
+    assert!(
+        !dir.path().join("new.txt").exists(),
+        "the Write did not run"
+    );
+    assert_eq!(run.requests.len(), recording.requests());
+    Ok(())
+}
+
+#[tokio::test]
+async fn pre_tool_use_continue_false_runs_the_call_then_stops_as_in_claude_code() -> TestResult {
+    let recording = Recording::load("hook-continue-false")?;
+    let (run, _dir) = replay(&recording, |setup, ws| {
+        let script = json!({
+            "PreToolUse": {"stdout": {"continue": false, "stopReason": "halted by the hook"}},
+            "PostToolUse": {"stdout": {}},
+        });
+        if support::hook_script(ws, script).is_ok() {
+            let hook = support::command_probe(ws);
+            setup.hook_settings = Some(json!({
+                "PreToolUse": [{"matcher": "Read", "hooks": [hook.clone()]}],
+                "PostToolUse": [{"matcher": "*", "hooks": [hook]}],
+            }));
+        }
+    })
+    .await?;
+    assert_same_lines(&recording, &run);
+    assert_eq!(
+        run.requests.len(),
+        recording.requests(),
+        "no request after the stop"
+    );
+    let ran: Vec<String> = run
+        .lines_of("user", None)
+        .iter()
+        .map(|l| l["message"]["content"][0]["content"].to_string())
+        .collect();
+    assert!(
+        ran.iter().any(|t| t.contains("hello file")),
+        "the Read ran: {ran:?}"
+    );
+    let responses = run.lines_of("system", Some("hook_response"));
+    assert!(
+        responses.iter().any(|l| l["hook_event"] == "PostToolUse"),
+        "its PostToolUse hook ran"
+    );
+    assert_eq!(run.result()["terminal_reason"], "hook_stopped");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stop_hooks_context_continues_the_conversation_as_in_claude_code() -> TestResult {
+    let recording = Recording::load("hook-stop-context")?;
+    let context = json!({"hookSpecificOutput": {"hookEventName": "Stop",
+        "additionalContext": "also run the tests"}});
+    let (run, _dir) =
+        replay_answering(&recording, "Stop", "", json!({"Stop": {"stdout": context}})).await?;
+    let theirs = &recording.value["requests"][1];
+    let sent = run
+        .requests
+        .get(1)
+        .map(|r| r.body["messages"].clone())
+        .ok_or("no second request")?;
+    let text_of = |message: &Value| match &message["content"] {
+        Value::String(t) => t.clone(),
+        other => other[0]["text"].as_str().unwrap_or("").to_string(),
+    };
+    let last = |messages: &Value| messages.as_array().and_then(|m| m.last()).map(text_of);
+    assert_eq!(
+        last(&sent),
+        last(theirs),
+        "the context goes to the model as Claude Code sends it"
+    );
+    assert!(
+        run.requests.len() > 2,
+        "it goes on while the hook keeps giving context"
+    );
+    Ok(())
+}

@@ -45,6 +45,24 @@ def stop_hook():
         "(cat; echo) >> \"$HOOK_LOG\"; echo 'keep going' >&2; exit 2"}]}]}}
 
 
+def answering_hook(event, matcher, command):
+    # A hook that answers with `command` and saves its stdin.
+    return {event: [{"matcher": matcher, "hooks": [{"type": "command", "command":
+        "(cat; echo) >> \"$HOOK_LOG\"; " + command}]}]}
+
+
+# Every event Claude Code 2.1.332 knows (from its hook schema).
+ALL_EVENTS = [
+    "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "UserPromptSubmit",
+    "UserPromptExpansion", "Stop", "StopFailure", "SubagentStart", "SubagentStop",
+    "PermissionDenied", "SessionStart", "SessionEnd", "Notification", "PermissionRequest",
+    "Setup", "PreCompact", "PostCompact", "PreModelSwitch", "PostModelSwitch",
+    "PreSkillShellCommand", "TeammateIdle", "TaskCreated", "TaskCompleted", "Elicitation",
+    "ElicitationResult", "ConfigChange", "WorktreeCreate", "WorktreeRemove",
+    "InstructionsLoaded", "CwdChanged", "FileChanged", "DirectoryAdded", "MessageDisplay",
+]
+
+
 def dump_hooks(*events):
     command = "(cat; echo) >> \"$HOOK_LOG\"; pwd >> \"$HOOK_LOG.cwd\""
     return {"hooks": {e: [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]
@@ -112,6 +130,42 @@ SCENARIOS = {
         reply([text("done")]),
     ], ["--tools", "Read"], {},
         dump_hooks("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop")),
+    # (g) which events fire in print mode, in what order, with what input:
+    # a subagent, a Read, a denied Write (dontAsk), a failing Read.
+    "hook-events-all": ([
+        reply([tool("toolu_agent", "Agent", {"description": "look", "prompt": "Say hi.",
+                                             "subagent_type": "general-purpose"})], "tool_use"),
+        reply([text("sub done")]),
+        reply([tool("toolu_read", "Read", {"file_path": "{ws}/notes.txt"}),
+               tool("toolu_write", "Write", {"file_path": "{ws}/new.txt", "content": "x"}),
+               tool("toolu_missing", "Read", {"file_path": "{ws}/missing.txt"})], "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Read,Write,Agent", "--permission-mode", "dontAsk"], {},
+        dump_hooks(*ALL_EVENTS)),
+    # (h) a PreToolUse hook that exits 1 with a deny on stdout.
+    "hook-exit1-deny-json": ([
+        reply([tool("toolu_write", "Write", {"file_path": "{ws}/new.txt", "content": "x"})],
+              "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Write", "--permission-mode", "acceptEdits"], {},
+        {"hooks": answering_hook("PreToolUse", "Write",
+            "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PreToolUse\", "
+            "\"permissionDecision\": \"deny\", \"permissionDecisionReason\": "
+            "\"denied by the exit-1 hook\"}}'; exit 1")}),
+    # (i) PreToolUse `continue: false`: does the tool run, and PostToolUse?
+    "hook-continue-false": ([
+        reply([tool("toolu_read", "Read", {"file_path": "{ws}/notes.txt"})], "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Read"], {},
+        {"hooks": {**answering_hook("PreToolUse", "Read",
+            "echo '{\"continue\": false, \"stopReason\": \"halted by the hook\"}'"),
+                   **dump_hooks("PostToolUse", "Stop")["hooks"]}}),
+    # (j) a Stop hook's additionalContext.
+    "hook-stop-context": ([reply([text(f"answer {n}")]) for n in range(1, 7)], [],
+        {"CLAUDE_CODE_MAX_RETRIES": "0"},
+        {"hooks": answering_hook("Stop", "",
+            "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"Stop\", "
+            "\"additionalContext\": \"also run the tests\"}}'")}),
 }
 
 
@@ -128,6 +182,9 @@ def record(name):
         os.makedirs(home)
         with open(os.path.join(ws, "notes.txt"), "w") as f:
             f.write("hello file\n")
+        if name.startswith("hook-events"):
+            with open(os.path.join(ws, "CLAUDE.md"), "w") as f:
+                f.write("Project notes.\n")
         script_path = os.path.join(scratch, "script.json")
         with open(script_path, "w") as f:
             json.dump(fill(script, ws), f)

@@ -12,7 +12,7 @@ use super::events::AgentEvent;
 use super::history::{final_text, push_assistant};
 use super::loop_hooks::{StopDecision, StopHookInput};
 use super::run::Response;
-use super::run::{Ending, Next, Run, RunError, STOP_HOOK_FEEDBACK, Stop};
+use super::run::{Ending, Next, Run, RunError, Stop};
 use super::state::{State, Terminal, Transition};
 use super::structured_output::{STRUCTURED_OUTPUT_PROMPT, exhausted_ending};
 use crate::model::ContentBlock;
@@ -166,8 +166,8 @@ impl Run<'_, '_> {
                 push_assistant(&mut state.messages, content);
                 Next::Stop(Stop::new(state, Terminal::StopHookPrevented).with_ending(ending))
             }
-            StopDecision::Block { reason } => {
-                let feedback = format!("{STOP_HOOK_FEEDBACK}\n{reason}");
+            decision @ (StopDecision::Block { .. } | StopDecision::Remind { .. }) => {
+                let feedback = decision.feedback().unwrap_or_default();
                 let next = self.nudge(
                     state,
                     content,

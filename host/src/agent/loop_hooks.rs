@@ -24,8 +24,29 @@ pub enum StopDecision {
     Allow,
     /// Do not end: the reason goes back to the model, which continues.
     Block { reason: String },
+    /// Do not end: the hooks' context goes to the model, which continues
+    /// (Claude Code 2.1.332 goes on for a Stop hook's `additionalContext`;
+    /// it counts toward the same cap as a block).
+    Remind { context: String },
     /// End the whole run now (`continue: false`), with this reason.
     Prevent { reason: String },
+}
+
+/// How the model is told a Stop hook blocked.
+const STOP_HOOK_FEEDBACK: &str = "A Stop hook asked you to keep going:";
+
+impl StopDecision {
+    /// What the model is told when the turn goes on (a block or a
+    /// reminder), in Claude Code's words.
+    pub fn feedback(&self) -> Option<String> {
+        match self {
+            StopDecision::Block { reason } => Some(format!("{STOP_HOOK_FEEDBACK}\n{reason}")),
+            StopDecision::Remind { context } => Some(format!(
+                "<system-reminder>\nStop hook additional context: {context}\n</system-reminder>"
+            )),
+            StopDecision::Allow | StopDecision::Prevent { .. } => None,
+        }
+    }
 }
 
 /// One call of a finished batch, as PostToolBatch hooks see it.

@@ -28,8 +28,6 @@ pub struct StructuredOutputConfig {
 
 pub(super) const TOOL_INTERRUPTED: &str = "The user interrupted this tool call; it did not complete. Wait for the user to say how to proceed.";
 
-pub(super) const STOP_HOOK_FEEDBACK: &str = "A Stop hook asked you to keep going:";
-
 #[derive(Debug, Clone)]
 pub struct QueryConfig {
     pub model: String,

@@ -133,7 +133,7 @@ impl Run<'_, '_> {
                     answered(value, stop_reason.clone()),
                 )
             }
-            StopDecision::Block { reason } => {
+            decision @ (StopDecision::Block { .. } | StopDecision::Remind { .. }) => {
                 if state.stop_hook_blocking_count >= self.config.stop_hook_block_cap {
                     // Past the cap the hooks are overridden: the answer stands.
                     return Verdict::Stop(
@@ -141,7 +141,7 @@ impl Run<'_, '_> {
                         answered(value, stop_reason.clone()),
                     );
                 }
-                Verdict::Feedback(format!("{}\n{reason}", super::run::STOP_HOOK_FEEDBACK))
+                Verdict::Feedback(decision.feedback().unwrap_or_default())
             }
         }
     }

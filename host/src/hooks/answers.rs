@@ -20,6 +20,8 @@ pub struct PreToolUseAnswer {
     pub context: Vec<String>,
     /// The run stops (`continue: false`), with this reason.
     pub stop: Option<String>,
+    /// The deny came from a hook that failed (said so to the model).
+    pub errored: bool,
 }
 
 /// What PostToolUse (or PostToolUseFailure) hooks answered about a call
@@ -41,6 +43,8 @@ pub struct StopAnswer {
     pub block: Option<String>,
     /// End the run, for this reason.
     pub stop: Option<String>,
+    /// Context for the model, which goes on with it.
+    pub context: Vec<String>,
 }
 
 impl From<HandlerResult> for PreToolUseAnswer {
@@ -51,6 +55,7 @@ impl From<HandlerResult> for PreToolUseAnswer {
             updated_input: folded.updated_input,
             context: folded.additional_context,
             stop: folded.stop,
+            errored: folded.errored,
         }
     }
 }
@@ -71,6 +76,11 @@ impl From<HandlerResult> for StopAnswer {
         Self {
             block: folded.block,
             stop: folded.stop,
+            context: folded
+                .additional_context
+                .into_iter()
+                .filter(|c| !c.trim().is_empty())
+                .collect(),
         }
     }
 }

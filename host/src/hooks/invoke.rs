@@ -59,7 +59,8 @@ impl Invocation {
         // Exit codes other than 0 and 2 are Claude Code's "non-blocking
         // error": the hook did not do its job, so a hook that fails closed
         // blocks.
-        let failure = (!matches!(run.exit_code, 0 | 2)).then(|| {
+        // A failed PreToolUse hook's deny still holds (`errored`).
+        let failure = (!matches!(run.exit_code, 0 | 2) && !result.errored).then(|| {
             result
                 .error
                 .clone()

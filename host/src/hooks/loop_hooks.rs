@@ -9,11 +9,15 @@ use crate::agent::{
 use futures::future::BoxFuture;
 
 /// What Stop (or SubagentStop) hooks' answer means for the loop:
-/// `continue: false` ends the run, a block sends the model back.
+/// `continue: false` ends the run, a block sends the model back, and so
+/// does context (as Claude Code 2.1.332 does).
 pub fn stop_decision(answer: StopAnswer) -> StopDecision {
     match (answer.stop, answer.block) {
         (Some(reason), _) => StopDecision::Prevent { reason },
         (None, Some(reason)) => StopDecision::Block { reason },
+        (None, None) if !answer.context.is_empty() => StopDecision::Remind {
+            context: answer.context.join("\n"),
+        },
         (None, None) => StopDecision::Allow,
     }
 }

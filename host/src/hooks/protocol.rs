@@ -22,6 +22,9 @@ pub struct HandlerResult {
     pub system_message: Option<String>,
     /// A hook error to report to the user (not to the model).
     pub error: Option<String>,
+    /// The decision came from a hook that failed (its deny still holds;
+    /// the model is told it was a hook error).
+    pub errored: bool,
 }
 
 /// The JSON a Claude Code command hook reads on stdin.
@@ -171,18 +174,40 @@ pub fn from_command(kind: HookEventKind, run: &CommandRun) -> HandlerResult {
                 },
             }
         }
-        code => HandlerResult {
-            error: Some(format!(
+        code => {
+            let error = format!(
                 "exited with code {code}{}",
                 if stderr.is_empty() {
                     String::new()
                 } else {
                     format!(": {stderr}")
                 }
-            )),
-            ..HandlerResult::default()
-        },
+            );
+            errored_deny(kind, &stdout, &error).unwrap_or(HandlerResult {
+                error: Some(error),
+                ..HandlerResult::default()
+            })
+        }
     }
+}
+
+/// A PreToolUse hook that failed (an exit code other than 0 and 2) but
+/// said `deny` on stdout: Claude Code 2.1.332 honours the deny, telling
+/// the model it came from a hook error. Nothing else such a hook says is
+/// taken.
+fn errored_deny(kind: HookEventKind, stdout: &str, error: &str) -> Option<HandlerResult> {
+    if kind != HookEventKind::PreToolUse {
+        return None;
+    }
+    let value = serde_json::from_str::<Value>(stdout).ok()?;
+    let said = from_json(kind, &value);
+    (said.decision == Some(HookPermission::Deny)).then(|| HandlerResult {
+        decision: Some(HookPermission::Deny),
+        reason: said.reason,
+        errored: true,
+        error: Some(error.to_string()),
+        ..HandlerResult::default()
+    })
 }
 
 /// A hook's JSON answer (Claude Code's fields).
@@ -297,6 +322,7 @@ pub fn aggregate(results: Vec<HandlerResult>) -> HandlerResult {
         {
             out.decision = Some(d);
             out.reason = r.reason.clone();
+            out.errored = r.errored;
         }
         if let Some(b) = r.block {
             blocks.push(b);

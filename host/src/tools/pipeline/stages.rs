@@ -140,21 +140,16 @@ impl ToolPipeline {
                 notes,
             });
         };
-        let answer = hooks.pre_tool_use(hook_call(&call)).await;
+        let mut answer = hooks.pre_tool_use(hook_call(&call)).await;
         notes.context = contexts("PreToolUse", &call.name, &answer.context);
         let settle = |mut result: Box<ToolCallResult>, notes: HookNotes| {
             result.hooks = notes;
             Err(result)
         };
-        if let Some(reason) = answer.stop {
-            hooks.notify_stop(HookEventKind::PreToolUse, &reason);
-            notes.stop = Some(reason.clone());
-            let result = settled(
-                &call,
-                format!("A PreToolUse hook stopped the run before this call: {reason}"),
-            );
-            return settle(result, notes);
-        }
+        // As Claude Code 2.1.332: `continue: false` lets this call run (and
+        // its PostToolUse hooks), and the run ends after the batch, saying
+        // nothing more.
+        notes.stop = answer.stop.take();
         let reason = answer.reason.unwrap_or_default();
         let hook = match answer.decision {
             Some(HookPermission::Deny) => {
@@ -165,6 +160,12 @@ impl ToolPipeline {
                     "hook_deny",
                     &Basis::hook(None, None),
                 );
+                // As Claude Code: a deny from a hook that failed says so.
+                let reason = if answer.errored {
+                    format!("PreToolUse:{} hook error: {reason}", call.name)
+                } else {
+                    reason
+                };
                 return settle(Box::new(hook_denied(&call, reason)), notes);
             }
             Some(HookPermission::Defer) => {
