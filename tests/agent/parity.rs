@@ -460,10 +460,7 @@ async fn hooks_are_given_what_claude_code_gives_them() -> TestResult {
         let (ours, theirs) = (pick(&ours), pick(&theirs));
         assert_eq!(ours.len(), theirs.len(), "{event}: how many invocations");
         for (ours, theirs) in ours.iter().zip(&theirs) {
-            // Claude Code's background tasks and crons have no counterpart.
-            let mut expected = keys(theirs);
-            expected.retain(|k| k != "background_tasks" && k != "session_crons");
-            assert_eq!(keys(ours), expected, "{event}: the fields");
+            assert_eq!(keys(ours), keys(theirs), "{event}: the fields");
         }
         // One prompt: every event after it carries the same prompt id.
         let ids: Vec<&Value> = ours.iter().map(|v| &v["prompt_id"]).collect();
@@ -662,5 +659,48 @@ async fn a_stop_hooks_context_continues_the_conversation_as_in_claude_code() -> 
         run.requests.len() > 2,
         "it goes on while the hook keeps giving context"
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_turn_that_fails_tells_stop_failure_hooks_as_in_claude_code() -> TestResult {
+    let recording = Recording::load("hook-stop-failure")?;
+    let events = ["StopFailure", "Stop", "SessionEnd"];
+    let (run, _dir) = replay(&recording, |setup, ws| {
+        let script: serde_json::Map<String, Value> = events
+            .iter()
+            .map(|e| (e.to_string(), json!({"echo": true})))
+            .collect();
+        if support::hook_script(ws, Value::Object(script)).is_ok() {
+            let settings: serde_json::Map<String, Value> = events
+                .iter()
+                .map(|e| {
+                    (
+                        e.to_string(),
+                        json!([{"hooks": [support::command_probe(ws)]}]),
+                    )
+                })
+                .collect();
+            setup.hook_settings = Some(Value::Object(settings));
+        }
+    })
+    .await?;
+    let ours = hook_inputs(&run);
+    let theirs: Vec<Value> = recording.value["hook_inputs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names = |all: &[Value]| -> Vec<String> {
+        all.iter()
+            .map(|v| v["hook_event_name"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(
+        names(&ours),
+        names(&theirs),
+        "StopFailure, no Stop, then SessionEnd"
+    );
+    assert_eq!(keys(&ours[0]), keys(&theirs[0]), "StopFailure's fields");
+    assert_eq!(ours[0]["error"], theirs[0]["error"]);
     Ok(())
 }

@@ -160,6 +160,10 @@ SCENARIOS = {
         {"hooks": {**answering_hook("PreToolUse", "Read",
             "echo '{\"continue\": false, \"stopReason\": \"halted by the hook\"}'"),
                    **dump_hooks("PostToolUse", "Stop")["hooks"]}}),
+    # (k) a turn that ends in an API error: StopFailure.
+    "hook-stop-failure": ([{"status": 500, "type": "api_error", "message": "boom"}] * 2,
+                          [], {"CLAUDE_CODE_MAX_RETRIES": "0"},
+                          dump_hooks("StopFailure", "Stop", "SessionEnd")),
     # (j) a Stop hook's additionalContext.
     "hook-stop-context": ([reply([text(f"answer {n}")]) for n in range(1, 7)], [],
         {"CLAUDE_CODE_MAX_RETRIES": "0"},

@@ -124,7 +124,7 @@ impl Run<'_, '_> {
     }
 
     /// The stop after a model failure that no retry or fallback recovers.
-    pub(super) fn model_failed(&mut self, state: State, error: &ModelError) -> Stop {
+    pub(super) async fn model_failed(&mut self, state: State, error: &ModelError) -> Stop {
         let terminal = match error {
             ModelError::Http { .. } | ModelError::Api { .. } | ModelError::Connection(_)
                 if error.kind() == FailureKind::PromptTooLong =>
@@ -139,8 +139,13 @@ impl Run<'_, '_> {
             | ModelError::Replay(_)
             | ModelError::Garbage(_) => Terminal::ModelError,
         };
+        let message = api_error_text(error);
+        self.deps
+            .hooks
+            .on_stop_failure(error.kind().as_str().to_string(), message.clone())
+            .await;
         Stop::new(state, terminal).with_error(RunError {
-            message: api_error_text(error),
+            message,
             kind: error.kind().as_str(),
             status: error.status(),
         })

@@ -83,7 +83,7 @@ impl Run<'_, '_> {
     pub(super) async fn after_failure(&mut self, state: State, error: ModelError) -> Next {
         let too_long = error.kind() == FailureKind::PromptTooLong;
         if !too_long || state.has_attempted_reactive_compact {
-            return Next::Stop(self.model_failed(state, &error));
+            return Next::Stop(self.model_failed(state, &error).await);
         }
         if state.context.refilling_too_fast(state.turn_count) {
             return self.rapid_refill(state);
@@ -96,7 +96,7 @@ impl Run<'_, '_> {
             Ok(compacted) => Next::Continue(compacted.advance(Transition::ReactiveCompactRetry)),
             Err((failed, CompactError::Aborted)) => self.aborted_streaming(failed, None),
             Err((failed, compact_error)) => {
-                let mut stop = self.model_failed(failed, &error);
+                let mut stop = self.model_failed(failed, &error).await;
                 if let Some(run_error) = &mut stop.error {
                     run_error
                         .message

@@ -126,6 +126,13 @@ pub trait LoopHooks: Send + Sync {
     fn after_compact(&self) -> BoxFuture<'_, Vec<String>> {
         Box::pin(async { Vec::new() })
     }
+
+    /// StopFailure: the turn ends because the model could not be reached
+    /// (`error`: the failure's kind; `message`: what the user is shown).
+    /// Told, not asked.
+    fn on_stop_failure(&self, _error: String, _message: String) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// No loop hooks configured: every stop is allowed, every batch goes on.

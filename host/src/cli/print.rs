@@ -298,6 +298,9 @@ impl SessionHooks<'_> {
     /// must not start (a failing hook that fails closed).
     async fn start(&self, source: StartSource) -> Result<Vec<String>, String> {
         let Some(hooks) = self.handling(HookEventKind::SessionStart) else {
+            if let Some(hooks) = self.0 {
+                hooks.instructions_loaded().await;
+            }
             return Ok(Vec::new());
         };
         let answer = hooks
@@ -309,6 +312,7 @@ impl SessionHooks<'_> {
             hooks.notify_stop(HookEventKind::SessionStart, &reason);
             return Err(reason);
         }
+        hooks.instructions_loaded().await;
         Ok(reminders("SessionStart", answer.additional_context))
     }
 

@@ -112,7 +112,10 @@ impl HookComponent {
             hook_event_name: event.kind().name().into(),
         };
         let cwd = common.cwd.clone();
-        let event = event_to_wit(event);
+        // An event the typed world has no case for: nothing to say.
+        let Some(event) = event_to_wit(event) else {
+            return Ok(HookOutcome::default());
+        };
         let pre = self.pre.clone();
         let (answer, _) = self
             .engine
@@ -261,8 +264,10 @@ fn call_to_wit(call: &HookToolCall) -> wit::ToolCall {
     }
 }
 
-fn event_to_wit(event: &HookEvent) -> wit::Event {
-    match event {
+/// The event in `carapace:hook` 0.1's terms; `None` for events that
+/// version does not have (typed hooks never declare them).
+fn event_to_wit(event: &HookEvent) -> Option<wit::Event> {
+    Some(match event {
         HookEvent::PreToolUse(call) => wit::Event::PreToolUse(call_to_wit(call)),
         HookEvent::PostToolUse {
             call,
@@ -297,6 +302,7 @@ fn event_to_wit(event: &HookEvent) -> wit::Event {
         HookEvent::SubagentStop {
             stop_hook_active,
             last_assistant_message,
+            ..
         } => wit::Event::SubagentStop(wit::StopEvent {
             stop_hook_active: *stop_hook_active,
             last_assistant_message: last_assistant_message.clone(),
@@ -306,7 +312,10 @@ fn event_to_wit(event: &HookEvent) -> wit::Event {
         HookEvent::SessionEnd { reason } => wit::Event::SessionEnd(reason.clone()),
         HookEvent::PreCompact { trigger, .. } => wit::Event::PreCompact(trigger.clone()),
         HookEvent::Notification { message } => wit::Event::Notification(message.clone()),
-    }
+        HookEvent::SubagentStart
+        | HookEvent::StopFailure { .. }
+        | HookEvent::InstructionsLoaded { .. } => return None,
+    })
 }
 
 fn outcome_from_wit(outcome: wit::Outcome) -> HookOutcome {

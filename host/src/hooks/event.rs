@@ -17,10 +17,13 @@ pub enum HookEventKind {
     SessionEnd,
     PreCompact,
     Notification,
+    SubagentStart,
+    StopFailure,
+    InstructionsLoaded,
 }
 
 impl HookEventKind {
-    pub const ALL: [HookEventKind; 11] = [
+    pub const ALL: [HookEventKind; 14] = [
         HookEventKind::PreToolUse,
         HookEventKind::PostToolUse,
         HookEventKind::PostToolUseFailure,
@@ -32,6 +35,9 @@ impl HookEventKind {
         HookEventKind::SessionEnd,
         HookEventKind::PreCompact,
         HookEventKind::Notification,
+        HookEventKind::SubagentStart,
+        HookEventKind::StopFailure,
+        HookEventKind::InstructionsLoaded,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +53,9 @@ impl HookEventKind {
             HookEventKind::SessionEnd => "SessionEnd",
             HookEventKind::PreCompact => "PreCompact",
             HookEventKind::Notification => "Notification",
+            HookEventKind::SubagentStart => "SubagentStart",
+            HookEventKind::StopFailure => "StopFailure",
+            HookEventKind::InstructionsLoaded => "InstructionsLoaded",
         }
     }
 
@@ -102,6 +111,23 @@ pub enum HookEvent {
     SubagentStop {
         stop_hook_active: bool,
         last_assistant_message: String,
+        /// The child's own transcript (empty when none is kept).
+        agent_transcript_path: String,
+    },
+    /// A subagent starts (which one: the event's agent).
+    SubagentStart,
+    /// A turn ended because the model could not be reached.
+    StopFailure {
+        /// Claude Code's name for the failure (`server_error`, …).
+        error: String,
+        /// What the user was shown.
+        last_assistant_message: String,
+    },
+    /// A memory file was read into the model's instructions.
+    InstructionsLoaded {
+        file_path: String,
+        memory_type: String,
+        load_reason: String,
     },
     UserPromptSubmit {
         prompt: String,
@@ -136,6 +162,9 @@ impl HookEvent {
             HookEvent::SessionEnd { .. } => HookEventKind::SessionEnd,
             HookEvent::PreCompact { .. } => HookEventKind::PreCompact,
             HookEvent::Notification { .. } => HookEventKind::Notification,
+            HookEvent::SubagentStart => HookEventKind::SubagentStart,
+            HookEvent::StopFailure { .. } => HookEventKind::StopFailure,
+            HookEvent::InstructionsLoaded { .. } => HookEventKind::InstructionsLoaded,
         }
     }
 

@@ -239,7 +239,10 @@ pub(super) fn failed(
         HookEventKind::SessionStart
         | HookEventKind::SessionEnd
         | HookEventKind::PreCompact
-        | HookEventKind::Notification => HandlerResult {
+        | HookEventKind::Notification
+        | HookEventKind::SubagentStart
+        | HookEventKind::StopFailure
+        | HookEventKind::InstructionsLoaded => HandlerResult {
             stop: Some(reason),
             error: Some(message),
             ..HandlerResult::default()
@@ -248,7 +251,10 @@ pub(super) fn failed(
 }
 
 /// What a matcher is compared with, per event (as in Claude Code).
-pub(super) fn matcher_subject(event: &HookEvent) -> Option<String> {
+pub(super) fn matcher_subject(
+    event: &HookEvent,
+    agent: Option<&(String, String)>,
+) -> Option<String> {
     match event {
         HookEvent::PreToolUse(call)
         | HookEvent::PostToolUse { call, .. }
@@ -256,6 +262,11 @@ pub(super) fn matcher_subject(event: &HookEvent) -> Option<String> {
         HookEvent::SessionStart { source } => Some(source.clone()),
         HookEvent::SessionEnd { reason } => Some(reason.clone()),
         HookEvent::PreCompact { trigger, .. } => Some(trigger.clone()),
+        HookEvent::SubagentStart | HookEvent::SubagentStop { .. } => {
+            agent.map(|(_, agent_type)| agent_type.clone())
+        }
+        HookEvent::StopFailure { error, .. } => Some(error.clone()),
+        HookEvent::InstructionsLoaded { load_reason, .. } => Some(load_reason.clone()),
         _ => None,
     }
 }

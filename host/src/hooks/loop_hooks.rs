@@ -102,6 +102,18 @@ impl LoopHooks for HookRuntime {
         })
     }
 
+    fn on_stop_failure(&self, error: String, message: String) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if self.handles(HookEventKind::StopFailure) {
+                self.run(HookEvent::StopFailure {
+                    error,
+                    last_assistant_message: message,
+                })
+                .await;
+            }
+        })
+    }
+
     fn after_compact(&self) -> BoxFuture<'_, Vec<String>> {
         Box::pin(async move {
             if !self.handles(HookEventKind::SessionStart) {

@@ -91,6 +91,9 @@ pub struct HookRuntime {
     output: EventRelay,
     /// Calls made by child loops: tool_use_id → (agent_id, agent_type).
     agent_calls: Mutex<std::collections::HashMap<String, (String, String)>>,
+    /// The memory files read at the start, (path, memory type), told to
+    /// InstructionsLoaded hooks once the session starts.
+    instructions: Mutex<Vec<(String, String)>>,
 }
 
 /// Why a hook could not be loaded.
@@ -118,6 +121,7 @@ impl HookRuntime {
             prompt_id: Mutex::new(None),
             output: EventRelay::default(),
             agent_calls: Mutex::default(),
+            instructions: Mutex::default(),
         }
     }
 
@@ -168,6 +172,7 @@ impl HookRuntime {
                 prompt_id: Mutex::new(None),
                 output: EventRelay::default(),
                 agent_calls: Mutex::default(),
+                instructions: Mutex::default(),
             },
             warnings,
         ))
@@ -282,7 +287,7 @@ impl HookRuntime {
 
     async fn run_with(&self, event: HookEvent, agent: Option<(String, String)>) -> HandlerResult {
         let kind = event.kind();
-        let subject = matcher_subject(&event);
+        let subject = matcher_subject(&event, agent.as_ref());
         let matching: Vec<Arc<LoadedHook>> = self
             .hooks
             .read()
@@ -364,6 +369,35 @@ impl HookRuntime {
             });
         }
         folded
+    }
+
+    /// The memory files the session read at its start, for
+    /// InstructionsLoaded.
+    pub fn remember_instructions(&self, files: Vec<(String, String)>) {
+        if let Ok(mut kept) = self.instructions.lock() {
+            *kept = files;
+        }
+    }
+
+    /// InstructionsLoaded, once per memory file read at the start (after
+    /// SessionStart, as Claude Code 2.1.332 fires it). Told, not asked.
+    pub async fn instructions_loaded(&self) {
+        if !self.handles(HookEventKind::InstructionsLoaded) {
+            return;
+        }
+        let files = self
+            .instructions
+            .lock()
+            .map(|mut kept| std::mem::take(&mut *kept))
+            .unwrap_or_default();
+        for (file_path, memory_type) in files {
+            self.run(HookEvent::InstructionsLoaded {
+                file_path,
+                memory_type,
+                load_reason: "session_start".into(),
+            })
+            .await;
+        }
     }
 
     /// Tells the user the run stops because of a hook.

@@ -34,14 +34,24 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
         "transcript_path": common.transcript_path,
         "cwd": common.cwd,
     });
-    // As Claude Code: the session's own events carry no mode and no prompt.
+    // As Claude Code 2.1.332: events about the session, not a call, carry
+    // no mode; those before the first prompt no prompt either.
+    let kind = event.kind();
     if !matches!(
-        event.kind(),
-        HookEventKind::SessionStart | HookEventKind::SessionEnd
+        kind,
+        HookEventKind::SessionStart | HookEventKind::InstructionsLoaded
+    ) && let Some(prompt_id) = &common.prompt_id
+    {
+        v["prompt_id"] = json!(prompt_id);
+    }
+    if !matches!(
+        kind,
+        HookEventKind::SessionStart
+            | HookEventKind::SessionEnd
+            | HookEventKind::InstructionsLoaded
+            | HookEventKind::SubagentStart
+            | HookEventKind::StopFailure
     ) {
-        if let Some(prompt_id) = &common.prompt_id {
-            v["prompt_id"] = json!(prompt_id);
-        }
         v["permission_mode"] = json!(common.permission_mode);
     }
     if let Some((agent_id, agent_type)) = &common.agent {
@@ -89,13 +99,37 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
         HookEvent::Stop {
             stop_hook_active,
             last_assistant_message,
-        }
-        | HookEvent::SubagentStop {
-            stop_hook_active,
-            last_assistant_message,
         } => {
             v["stop_hook_active"] = json!(stop_hook_active);
             v["last_assistant_message"] = json!(last_assistant_message);
+            no_tasks(&mut v);
+        }
+        HookEvent::SubagentStop {
+            stop_hook_active,
+            last_assistant_message,
+            agent_transcript_path,
+        } => {
+            v["stop_hook_active"] = json!(stop_hook_active);
+            v["agent_transcript_path"] = json!(agent_transcript_path);
+            v["last_assistant_message"] = json!(last_assistant_message);
+            no_tasks(&mut v);
+        }
+        HookEvent::SubagentStart => {}
+        HookEvent::StopFailure {
+            error,
+            last_assistant_message,
+        } => {
+            v["error"] = json!(error);
+            v["last_assistant_message"] = json!(last_assistant_message);
+        }
+        HookEvent::InstructionsLoaded {
+            file_path,
+            memory_type,
+            load_reason,
+        } => {
+            v["file_path"] = json!(file_path);
+            v["memory_type"] = json!(memory_type);
+            v["load_reason"] = json!(load_reason);
         }
         HookEvent::UserPromptSubmit { prompt } => v["prompt"] = json!(prompt),
         HookEvent::SessionStart { source } => v["source"] = json!(source),
@@ -110,6 +144,14 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
         HookEvent::Notification { message } => v["message"] = json!(message),
     }
     v
+}
+
+/// Claude Code's `background_tasks` and `session_crons`: carapace's
+/// background shells and agents end with their turn, and it has no
+/// scheduled prompts, so a turn that stops has none running.
+fn no_tasks(v: &mut Value) {
+    v["background_tasks"] = json!([]);
+    v["session_crons"] = json!([]);
 }
 
 /// Whether exit code 2 (or a block) stops something for this event.

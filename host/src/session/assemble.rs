@@ -132,6 +132,13 @@ impl SessionBuilder {
             Some(_) => StartSource::Resume,
             None => StartSource::Startup,
         };
+        hooks.remember_instructions(
+            memory
+                .files
+                .iter()
+                .map(|(path, kind, _)| (path.display().to_string(), kind.name().to_string()))
+                .collect(),
+        );
         Ok(Session {
             id: identity.id,
             paths: self.paths.clone(),

@@ -311,11 +311,21 @@ impl SubagentRunner {
         let agent_id = format!("agent-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let tools = self.child_tools(&agent, &agent_id)?;
         let config = self.child_config(&agent, input);
+        let transcript = self.child_transcript(&agent_id, agent_type);
         let hooks = ChildHooks {
             hooks: self.hooks.clone(),
             agent: (agent_id.clone(), agent_type.to_string()),
+            transcript_path: transcript
+                .as_ref()
+                .map(|t| t.path().display().to_string())
+                .unwrap_or_default(),
         };
-        let transcript = self.child_transcript(&agent_id, agent_type);
+        if self.hooks.handles(HookEventKind::SubagentStart) {
+            // Told, not asked: what it answers does not change the child.
+            self.hooks
+                .run_for_agent(HookEvent::SubagentStart, hooks.agent.clone())
+                .await;
+        }
         let deps = QueryDeps {
             model: self.model.as_ref(),
             tools,
@@ -546,6 +556,8 @@ struct ChildHooks {
     hooks: Arc<HookRuntime>,
     /// (agent_id, agent_type).
     agent: (String, String),
+    /// The child's own transcript, when one is kept.
+    transcript_path: String,
 }
 
 impl LoopHooks for ChildHooks {
@@ -560,6 +572,7 @@ impl LoopHooks for ChildHooks {
                     HookEvent::SubagentStop {
                         stop_hook_active: input.stop_hook_active,
                         last_assistant_message: input.last_assistant_message,
+                        agent_transcript_path: self.transcript_path.clone(),
                     },
                     self.agent.clone(),
                 )

@@ -6,7 +6,7 @@
 //! it — unconfined, with the user's environment — every attempt succeeds.
 
 use super::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const GUARD: &str = include_str!("hooks/guard.py");
 const REMIND: &str = include_str!("hooks/remind.sh");
@@ -139,8 +139,8 @@ fn a_pre_tool_use_hook_that_cannot_run_refuses_the_call() -> TestResult {
 fn a_newer_claude_code_setup_loads_and_what_cannot_run_guards_closed() -> TestResult {
     let setup = Setup::new(json!({
         "PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}],
-        "SubagentStart": [{"hooks": [{"type": "command", "command": "true"}]}],
-        "StopFailure": [{"hooks": [{"type": "command", "command": "true"}]}],
+        "PostCompact": [{"hooks": [{"type": "command", "command": "true"}]}],
+        "TaskCreated": [{"hooks": [{"type": "command", "command": "true"}]}],
         "Stop": [{"hooks": [{"type": "http", "url": "http://127.0.0.1:9/stop"}]}],
         "PostToolUse": [{"matcher": "^Ba", "hooks": [
             {"type": "command", "command": "sh .claude/hooks/remind.sh", "statusMessage": "reminding"}
@@ -167,8 +167,8 @@ fn a_newer_claude_code_setup_loads_and_what_cannot_run_guards_closed() -> TestRe
     );
     for named in [
         "PermissionRequest",
-        "SubagentStart",
-        "StopFailure",
+        "PostCompact",
+        "TaskCreated",
         "`http`",
         "`prompt`",
         "statusMessage",
@@ -258,5 +258,112 @@ fn a_command_hook_cannot_escape_its_sandbox_though_it_could_unconfined() -> Test
         assert_eq!(outcome, "escaped", "control {attempt}: {report}");
     }
     drop(listener);
+    Ok(())
+}
+
+/// Every event Claude Code 2.1.332 fires in print mode for a subagent, a
+/// Read, a Write refused in dontAsk and a failed Read (recorded in
+/// `tests/claude-code/hook-events-all.json`, each event's stdin dumped by a
+/// `command` hook) fires here too, with the same fields, in the same order
+/// of first appearance. Claude Code's background-subagent notification (a
+/// second UserPromptSubmit) and its MessageDisplay have no counterpart:
+/// carapace's subagents answer in their call, and it streams no display
+/// events. For the same reason SubagentStop comes before the Agent call's
+/// PostToolUse here (a foreground child ends inside its call), after it in
+/// Claude Code (whose child ran on in the background); its place is not
+/// compared, its fields are.
+#[test]
+fn every_event_claude_code_fires_in_print_mode_fires_with_its_fields() -> TestResult {
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/claude-code/hook-events-all.json"),
+    )?)?;
+    let events: Vec<String> = recorded["settings"]["hooks"]
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    let setup = Setup::new(json!({}))?;
+    let logs = setup.ws.join("logs");
+    std::fs::create_dir(&logs)?;
+    let dump = json!({"type": "command",
+        "command": "(cat; echo) >> \"$CLAUDE_PROJECT_DIR/logs/hooks.jsonl\"",
+        "grants": {"write": [logs.display().to_string()]}});
+    let hooks: serde_json::Map<String, Value> = events
+        .iter()
+        .map(|e| {
+            (
+                e.clone(),
+                json!([{"matcher": "*", "hooks": [dump.clone()]}]),
+            )
+        })
+        .collect();
+    std::fs::write(
+        setup.ws.join(".claude/settings.json"),
+        json!({"hooks": hooks}).to_string(),
+    )?;
+    std::fs::write(setup.ws.join("CLAUDE.md"), "Project notes.\n")?;
+    std::fs::write(setup.ws.join("notes.txt"), "hello file\n")?;
+    let ws = setup.ws.display().to_string();
+    let script = recorded["script"].to_string().replace("{ws}", &ws);
+    let replies = serde_json::from_str::<Vec<Value>>(&script)?
+        .iter()
+        .map(Reply::from_script)
+        .collect::<Result<Vec<_>, _>>()?;
+    let server = ScriptedServer::start(replies)?;
+    let output = support::against(&server, &setup.ws)
+        .env("HOME", &setup.home)
+        .env("CARAPACE_CONFIG_DIR", setup.home.join(".carapace"))
+        .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
+        .args(["--permission-mode", "dontAsk", "--trust-workspace"])
+        .output()?;
+    let run = support::Run::from_output(output)?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let ours: Vec<Value> = std::fs::read_to_string(logs.join("hooks.jsonl"))?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let theirs: Vec<Value> = recorded["hook_inputs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let without_counterpart = ["MessageDisplay"];
+    let order = |all: &[Value]| {
+        let mut seen: Vec<String> = Vec::new();
+        for v in all {
+            let name = v["hook_event_name"].as_str().unwrap_or("").to_string();
+            let placed_elsewhere = name == "SubagentStop";
+            if !seen.contains(&name)
+                && !without_counterpart.contains(&name.as_str())
+                && !placed_elsewhere
+            {
+                seen.push(name);
+            }
+        }
+        seen
+    };
+    assert_eq!(
+        order(&ours),
+        order(&theirs),
+        "the events, in order of first firing"
+    );
+    let keys = |v: &Value| {
+        let mut k: Vec<String> = v
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        k.sort();
+        k
+    };
+    for name in order(&theirs)
+        .into_iter()
+        .chain(["SubagentStop".to_string()])
+    {
+        let first = |all: &[Value]| {
+            all.iter()
+                .find(|v| v["hook_event_name"] == name.as_str())
+                .map(keys)
+        };
+        assert_eq!(first(&ours), first(&theirs), "{name}: the fields");
+    }
     Ok(())
 }
