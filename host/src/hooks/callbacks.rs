@@ -59,7 +59,10 @@ impl HookRuntime {
                             },
                             command: None,
                             plugin_root: None,
+                            condition: None,
+                            once: false,
                         },
+                        spent: Default::default(),
                         handler: Handler::Callback {
                             id: id.to_string(),
                             callbacks: callbacks.clone(),

@@ -133,6 +133,11 @@ pub struct HookSpec {
     pub command: Option<ShellLine>,
     /// The plugin a hook comes from (`CLAUDE_PLUGIN_ROOT`).
     pub plugin_root: Option<PathBuf>,
+    /// Claude Code's `if`: a permission rule the call must fall under for
+    /// the hook to run (tool events only).
+    pub condition: Option<crate::policy::Rule>,
+    /// Claude Code's `once`: the hook runs at most once a session.
+    pub once: bool,
 }
 
 #[derive(Deserialize)]
@@ -153,6 +158,11 @@ struct Handler {
     fail_closed: bool,
     #[serde(default)]
     grants: HookGrants,
+    /// Claude Code's `if` (a permission rule).
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    #[serde(default)]
+    once: bool,
 }
 
 /// Claude Code's `command` handler, as its settings write it; `grants` and
@@ -172,6 +182,11 @@ struct ShellHandler {
     #[serde(default)]
     grants: HookGrants,
     shell: Option<String>,
+    /// Claude Code's `if` (a permission rule).
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    #[serde(default)]
+    once: bool,
 }
 
 /// Fields of a `command` hook that carapace reads but does not honour
@@ -179,9 +194,7 @@ struct ShellHandler {
 const SHELL_FIELDS_NOT_HONOURED: &[(&str, &str)] = &[
     ("async", "it runs to its end before the call goes on"),
     ("asyncRewake", "it runs to its end before the call goes on"),
-    ("if", "it runs for every call its matcher matches"),
     ("statusMessage", "no message is shown while it runs"),
-    ("once", "it runs every time"),
 ];
 
 /// Parses one settings file's `hooks` value. One entry carapace cannot
@@ -346,8 +359,49 @@ impl Parsed<'_> {
             source: self.source.clone(),
             command: None,
             plugin_root: None,
+            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
+            once: handler.once,
         })
     }
+}
+
+/// A handler's `if`: a permission rule (`Bash(git *)`), for tool events;
+/// one that cannot be read makes the hook one that cannot run (a
+/// PreToolUse guard then refuses what it matches).
+fn condition(
+    text: Option<&str>,
+    event: HookEventKind,
+    base: &Path,
+    source: &RuleSource,
+) -> Result<Option<crate::policy::Rule>, String> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let tool_event = matches!(
+        event,
+        HookEventKind::PreToolUse | HookEventKind::PostToolUse | HookEventKind::PostToolUseFailure
+    );
+    if !tool_event {
+        return Err(format!(
+            "`if` applies to tool events only, not {}",
+            event.name()
+        ));
+    }
+    // `.claude/settings.json` belongs to the folder holding `.claude`.
+    let project = match base.file_name().and_then(|n| n.to_str()) {
+        Some(".claude" | ".carapace") => base.parent().unwrap_or(base),
+        _ => base,
+    };
+    let anchors = crate::policy::Anchors {
+        cwd: std::env::current_dir().unwrap_or_else(|_| project.to_path_buf()),
+        home: std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default(),
+        project: project.to_path_buf(),
+    };
+    crate::policy::Rule::parse(text, crate::policy::RuleKind::Ask, source.clone(), &anchors)
+        .map(Some)
+        .map_err(|e| format!("its `if` is not a permission rule: {e}"))
 }
 
 /// A PreToolUse guard that stands for hooks carapace could not read: it
@@ -365,6 +419,8 @@ pub fn unreadable_guard(reason: String, source: &RuleSource) -> HookSpec {
         source: source.clone(),
         command: Some(ShellLine::Refused(reason)),
         plugin_root: None,
+        condition: None,
+        once: false,
     }
 }
 
@@ -422,6 +478,8 @@ fn shell_spec(
         source: source.clone(),
         command: Some(command),
         plugin_root: None,
+        condition: condition(handler.condition.as_deref(), event, base, source)?,
+        once: handler.once,
     })
 }
 

@@ -168,7 +168,16 @@ impl HookEvent {
         }
     }
 
-    /// The tool this event is about, for matchers.
+    /// The call this event is about, if any.
+    pub fn tool_call(&self) -> Option<&HookToolCall> {
+        match self {
+            HookEvent::PreToolUse(call)
+            | HookEvent::PostToolUse { call, .. }
+            | HookEvent::PostToolUseFailure { call, .. } => Some(call),
+            _ => None,
+        }
+    }
+
     /// The call an event is about, if any.
     pub fn tool_use_id(&self) -> Option<&str> {
         match self {

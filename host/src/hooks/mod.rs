@@ -72,6 +72,25 @@ struct LoadedHook {
     grant: Grant,
     /// The file name, for messages.
     label: String,
+    /// A `once` hook has run.
+    spent: std::sync::atomic::AtomicBool,
+}
+
+impl LoadedHook {
+    /// Whether this hook runs for `event`: its matcher, then its `if`
+    /// against the call (judged from the call's input, holding when in
+    /// doubt), then — taking the one run it has — `once`.
+    fn runs_for(&self, event: &HookEvent, subject: Option<&str>, cwd: &Path) -> bool {
+        if self.spec.event != event.kind() || !self.spec.matcher.matches(subject) {
+            return false;
+        }
+        if let (Some(rule), Some(call)) = (&self.spec.condition, event.tool_call())
+            && !rule.may_cover_call(&call.tool_name, &call.tool_input, cwd)
+        {
+            return false;
+        }
+        !self.spec.once || !self.spent.swap(true, std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// The loaded hooks of a session.
@@ -155,6 +174,7 @@ impl HookRuntime {
                         handler,
                         grant,
                         label,
+                        spent: Default::default(),
                     }))
                 }
                 Ok(Loaded::NotForThisEvent(warning)) => warnings.push(warning),
@@ -292,9 +312,10 @@ impl HookRuntime {
             .hooks
             .read()
             .map(|hooks| {
+                let cwd = Path::new(&self.common.cwd);
                 hooks
                     .iter()
-                    .filter(|h| h.spec.event == kind && h.spec.matcher.matches(subject.as_deref()))
+                    .filter(|h| h.runs_for(&event, subject.as_deref(), cwd))
                     .cloned()
                     .collect()
             })

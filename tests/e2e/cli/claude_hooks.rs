@@ -367,3 +367,42 @@ fn every_event_claude_code_fires_in_print_mode_fires_with_its_fields() -> TestRe
     }
     Ok(())
 }
+
+/// `if` (a permission rule) decides which calls a hook runs for, and
+/// `once` lets it run a single time: a guard on `Bash(rm *)` refuses
+/// `echo x && rm -rf keep` — the rule catches a part of the line — and
+/// never runs for `ls`; a `once` reminder advises once in three calls.
+#[test]
+fn if_and_once_choose_when_a_hook_runs_as_in_claude_code() -> TestResult {
+    let setup = Setup::new(json!({
+        "PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "if": "Bash(rm *)",
+             "command": "echo 'refused by the rm guard' >&2; exit 2"}
+        ]}],
+        "PostToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "once": true, "command": "sh .claude/hooks/remind.sh"}
+        ]}],
+    }))?;
+    std::fs::create_dir(setup.ws.join("keep"))?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![bash("toolu_ls", "ls")]),
+        Reply::tool_uses(vec![bash("toolu_rm", "echo x && rm -rf keep")]),
+        Reply::tool_uses(vec![bash("toolu_echo", "echo hello")]),
+        Reply::text("done"),
+    ])?;
+    let run = setup.run(&server)?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let after_ls = request_text(&server, 1);
+    assert!(!after_ls.contains("refused by the rm guard"), "{after_ls}");
+    assert!(
+        after_ls.contains("reminder from remind.sh"),
+        "the once hook's one run: {after_ls}"
+    );
+    let after_rm = request_text(&server, 2);
+    assert!(after_rm.contains("refused by the rm guard"), "{after_rm}");
+    assert!(setup.ws.join("keep").is_dir());
+    let after_echo = request_text(&server, 3);
+    let reminders = after_echo.matches("reminder from remind.sh").count();
+    assert_eq!(reminders, 1, "once, not again: {after_echo}");
+    Ok(())
+}

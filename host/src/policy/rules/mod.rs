@@ -3,6 +3,7 @@
 //! tool family — gitignore-style paths for Read/Edit (four anchors), command
 //! patterns for Bash, `domain:` for WebFetch. Matching never re-parses text.
 
+mod condition;
 use super::bash::{Analysis, CommandPattern};
 use super::paths::{Visit, walk_tree};
 use crate::sandbox::{FileFacts, FileId};
