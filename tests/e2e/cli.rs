@@ -663,6 +663,9 @@ mod claude_setup;
 #[path = "cli/claude_hooks.rs"]
 mod claude_hooks;
 
+#[path = "cli/http_hooks.rs"]
+mod http_hooks;
+
 #[path = "cli/claude_plugin.rs"]
 mod claude_plugin;
 

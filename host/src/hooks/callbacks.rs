@@ -61,6 +61,7 @@ impl HookRuntime {
                             plugin_root: None,
                             condition: None,
                             once: false,
+                            http: None,
                         },
                         spent: Default::default(),
                         handler: Handler::Callback {

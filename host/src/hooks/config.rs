@@ -48,6 +48,9 @@ pub enum HandlerKind {
     /// Claude Code's `command` hook: a shell line, run in the command
     /// sandbox (see `hooks::shell`).
     Shell,
+    /// Claude Code's `http` hook: the input POSTed to a URL (see
+    /// `hooks::http`).
+    Http,
 }
 
 /// What a `command` hook runs.
@@ -138,6 +141,8 @@ pub struct HookSpec {
     pub condition: Option<crate::policy::Rule>,
     /// Claude Code's `once`: the hook runs at most once a session.
     pub once: bool,
+    /// An `http` hook's target.
+    pub http: Option<super::http::HttpTarget>,
 }
 
 #[derive(Deserialize)]
@@ -187,6 +192,39 @@ struct ShellHandler {
     condition: Option<String>,
     #[serde(default)]
     once: bool,
+}
+
+/// Claude Code's `http` handler.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HttpHandler {
+    #[serde(rename = "type")]
+    _kind: String,
+    url: String,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    allowed_env_vars: Vec<String>,
+    /// Seconds.
+    timeout: Option<f64>,
+    #[serde(default)]
+    fail_closed: bool,
+    /// Claude Code's `if` (a permission rule).
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    #[serde(default)]
+    once: bool,
+}
+
+/// A timeout in seconds, or `default`.
+fn seconds(value: Option<f64>, default: Duration) -> Result<Duration, String> {
+    match value {
+        None => Ok(default),
+        Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Ok(Duration::from_secs_f64(s)),
+        Some(s) => Err(format!(
+            "timeout {s} is not a number of seconds between 0 and 3600"
+        )),
+    }
 }
 
 /// Fields of a `command` hook that carapace reads but does not honour
@@ -305,13 +343,56 @@ impl Parsed<'_> {
                 let (source, base) = (self.source, self.base.clone());
                 shell_spec(raw, event, matcher, source, &base, &mut self.warnings)
             }
+            Some("http") => self.http(raw, event, matcher),
             Some("wasm") => self.component(raw, event, matcher, HandlerKind::Component),
             Some("wasm-command") => self.component(raw, event, matcher, HandlerKind::Command),
             Some(other) => Err(format!(
-                "carapace does not run `{other}` hooks yet; it runs `command`, `wasm` and `wasm-command`"
+                "carapace does not run `{other}` hooks yet; it runs `command`, `http`, `wasm` and `wasm-command`"
             )),
             None => Err("it has no `type`".into()),
         }
+    }
+
+    /// An `http` handler.
+    fn http(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        matcher: &Matcher,
+    ) -> Result<HookSpec, String> {
+        let mut unread = Vec::new();
+        let handler: HttpHandler =
+            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
+                .map_err(|e| e.to_string())?;
+        for field in unread {
+            self.warnings.push(format!(
+                "{}: {} http hook `{}`: `{field}` is not honoured",
+                self.source.describe(),
+                event.name(),
+                handler.url
+            ));
+        }
+        let timeout = seconds(handler.timeout, DEFAULT_TIMEOUT)?;
+        Ok(HookSpec {
+            event,
+            matcher: matcher.clone(),
+            kind: HandlerKind::Http,
+            path: PathBuf::from(&handler.url),
+            timeout,
+            fail_closed: handler.fail_closed,
+            grants: HookGrants::default(),
+            source: self.source.clone(),
+            command: None,
+            plugin_root: None,
+            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
+            once: handler.once,
+            http: Some(super::http::HttpTarget {
+                url: handler.url,
+                headers: handler.headers,
+                allowed_env: handler.allowed_env_vars,
+                limits: super::http::HttpHookLimits::default(),
+            }),
+        })
     }
 
     /// A `wasm` or `wasm-command` handler.
@@ -361,6 +442,7 @@ impl Parsed<'_> {
             plugin_root: None,
             condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
             once: handler.once,
+            http: None,
         })
     }
 }
@@ -421,6 +503,7 @@ pub fn unreadable_guard(reason: String, source: &RuleSource) -> HookSpec {
         plugin_root: None,
         condition: None,
         once: false,
+        http: None,
     }
 }
 
@@ -480,6 +563,7 @@ fn shell_spec(
         plugin_root: None,
         condition: condition(handler.condition.as_deref(), event, base, source)?,
         once: handler.once,
+        http: None,
     })
 }
 
@@ -571,7 +655,7 @@ mod tests {
         for (bad, guards) in [
             (json!({"NoSuchEvent": [{"hooks": [good.clone()]}]}), false),
             (
-                json!({"Stop": [{"hooks": [{"type": "http", "url": "http://x"}]}]}),
+                json!({"Stop": [{"hooks": [{"type": "mcp_tool", "server": "s", "tool": "t"}]}]}),
                 false,
             ),
             (

@@ -139,6 +139,16 @@ async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> In
             }
         }
         Handler::Shell(shell) => invoke_shell(shell, hook, common, event).await,
+        Handler::Http(target) => {
+            let input = input_json(common, event).to_string().into_bytes();
+            match target.post(input, hook.spec.timeout).await {
+                Ok(run) => Invocation::from_run(kind, &run),
+                // One carapace may not ask cannot run (a PreToolUse one
+                // refuses the call); a server that fails is a hook error.
+                Err(e) if e.refused() => Invocation::cannot_run(format!("it cannot run: {e}")),
+                Err(e) => Invocation::failed(chain(&e)),
+            }
+        }
         Handler::Callback { id, callbacks } => {
             let input = input_json(common, event);
             let tool_use_id = input["tool_use_id"].as_str().map(str::to_string);
@@ -294,6 +304,17 @@ fn cut(mut text: String) -> String {
     if let Some((at, _)) = text.char_indices().nth(RESPONSE_CHARS) {
         text.truncate(at);
         text.push('…');
+    }
+    text
+}
+
+/// An error and every cause under it, on one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        text.push_str(&format!(": {next}"));
+        cause = next.source();
     }
     text
 }

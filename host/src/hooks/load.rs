@@ -35,6 +35,11 @@ pub(super) async fn load_one(
     if spec.kind == HandlerKind::Shell {
         return Ok(load_shell(sandbox, spec, places));
     }
+    if let (HandlerKind::Http, Some(target)) = (spec.kind, &spec.http) {
+        let label = target.url.chars().take(80).collect();
+        let handler = Handler::Http(target.clone());
+        return Ok(Loaded::Ready(Box::new((Grant::none(), label, handler))));
+    }
     let path = spec.path.display().to_string();
     let grant = grant_for(spec, places.home, places.config_dir)?;
     let label = spec
@@ -97,6 +102,11 @@ pub(super) async fn load_one(
             )));
         }
         HandlerKind::Shell => return Ok(load_shell(sandbox, spec, places)),
+        HandlerKind::Http => {
+            return Ok(Loaded::NotForThisEvent(format!(
+                "hook {path}: an http hook without its URL"
+            )));
+        }
     };
     Ok(Loaded::Ready(Box::new((grant, label, handler))))
 }

@@ -16,6 +16,7 @@ mod callbacks;
 mod component;
 mod config;
 mod event;
+mod http;
 mod invoke;
 mod load;
 mod loop_hooks;
@@ -25,6 +26,7 @@ mod shell;
 pub use answers::{PostToolUseAnswer, PreToolUseAnswer, StopAnswer};
 pub use component::{CommandHook, CommandRun, HookComponent, HookError};
 pub use event::{HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall};
+pub use http::{HttpHookError, HttpHookLimits, HttpTarget};
 pub use loop_hooks::stop_decision;
 pub use shell::is_carapace_variable;
 
@@ -48,6 +50,7 @@ enum Handler {
     Typed(HookComponent),
     Command(CommandHook),
     Shell(shell::ShellHook),
+    Http(http::HttpTarget),
     Callback {
         id: String,
         callbacks: Arc<dyn HookCallbacks>,
@@ -232,6 +235,7 @@ impl HookRuntime {
                     config::HandlerKind::Command => "command",
                     config::HandlerKind::Callback => "SDK callback",
                     config::HandlerKind::Shell => "shell command",
+                    config::HandlerKind::Http => "http",
                 };
                 format!(
                     "{} [{matcher}] {kind} {} ({})",

@@ -268,6 +268,14 @@ impl SessionBuilder {
                 specs.extend(held_guards(value, source));
             }
         }
+        // What settings allow every `http` hook.
+        let limits = crate::hooks::HttpHookLimits {
+            urls: settings.http_hook_urls.clone(),
+            env: settings.http_hook_env.clone(),
+        };
+        for target in specs.iter_mut().filter_map(|spec| spec.http.as_mut()) {
+            target.limits = limits.clone();
+        }
         let hooks = if specs.is_empty() {
             HookRuntime::empty(common)
         } else {

@@ -325,6 +325,27 @@ impl Settings {
                 self.enabled_plugins.entry(id.clone()).or_insert(*on);
             }
         }
+        let admitted = !from_project
+            || (file.allowed_http_hook_urls.is_none() && file.http_hook_allowed_env_vars.is_none())
+            || self
+                .trust
+                .admits(ProjectItem::Hooks, shown, &mut self.warnings);
+        if admitted {
+            let managed = source.kind == SourceKind::Managed;
+            let (urls_fixed, env_fixed) = &mut self.http_hook_lists_managed;
+            gather(
+                &mut self.http_hook_urls,
+                &file.allowed_http_hook_urls,
+                managed,
+                urls_fixed,
+            );
+            gather(
+                &mut self.http_hook_env,
+                &file.http_hook_allowed_env_vars,
+                managed,
+                env_fixed,
+            );
+        }
         if let Some(hooks) = file.hooks.clone() {
             let source = RuleSource {
                 kind: source.kind,
@@ -420,4 +441,24 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// Adds one file's list to a restriction list gathered across files
+/// (highest first): the managed file's list, when it has one, is the
+/// whole list (`fixed`); the others' join.
+fn gather(
+    all: &mut Option<Vec<String>>,
+    file: &Option<Vec<String>>,
+    managed: bool,
+    fixed: &mut bool,
+) {
+    let Some(list) = file else {
+        return;
+    };
+    if *fixed {
+        return;
+    }
+    *fixed = managed;
+    all.get_or_insert_with(Vec::new)
+        .extend(list.iter().cloned());
 }

@@ -80,6 +80,10 @@ struct SettingsFile {
     /// Claude Code's, managed only: only the managed file's hooks run.
     #[serde(default)]
     allow_managed_hooks_only: bool,
+    /// Claude Code's: the URLs `http` hooks may reach (`*` a wildcard).
+    allowed_http_hook_urls: Option<Vec<String>>,
+    /// Claude Code's: the variables `http` hooks may put in headers.
+    http_hook_allowed_env_vars: Option<Vec<String>>,
     /// Claude Code's, managed only: only the managed file's allow rules
     /// apply (deny and ask rules of every file still do).
     #[serde(default)]
@@ -293,6 +297,13 @@ pub struct Settings {
     /// Hook configurations, with the source each came from (project ones
     /// only when the workspace is trusted).
     pub hooks: Vec<(Value, RuleSource)>,
+    /// `allowedHttpHookUrls`: the managed file's list when it has one,
+    /// else every admitted file's together; `None` when no file sets it.
+    pub http_hook_urls: Option<Vec<String>>,
+    /// `httpHookAllowedEnvVars`, gathered the same way.
+    pub http_hook_env: Option<Vec<String>>,
+    /// Which of those two lists the managed file fixed.
+    http_hook_lists_managed: (bool, bool),
     /// A project's hooks in an untrusted workspace: they do not run, but
     /// what their PreToolUse hooks would judge is refused until the
     /// workspace is trusted — a guard is never silently missing.
