@@ -167,5 +167,86 @@ pub(super) async fn hook_benches(cache: &Path, wanted: &dyn Fn(&str) -> bool) ->
         .await?;
         report(name, &samples, note);
     }
+    sandboxed_and_http(cache, &ws, &common, &call).await
+}
+
+/// In the same run as the native rows: Claude Code's `command` hook as
+/// carapace runs it (the command sandbox), and an `http` hook to a server
+/// on loopback (the request carapace makes, judged and pinned).
+async fn sandboxed_and_http(
+    cache: &Path,
+    ws: &Path,
+    common: &carapace::hooks::HookCommon,
+    call: &carapace::hooks::HookToolCall,
+) -> BenchResult {
+    use carapace::hooks::{HookEvent, HookRuntime};
+    use carapace::policy::{RuleSource, SourceKind};
+    const N: usize = 200;
+    let server = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = server.local_addr()?.port();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut stream, _)) = server.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 16 * 1024];
+                let _ = stream.read(&mut buf).await;
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+                    )
+                    .await;
+            });
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: cache.to_path_buf(),
+        process: Some(carapace::sandbox::ProcessConfig::new(ws)),
+        ..SandboxConfig::default()
+    })?;
+    let rows = [
+        (
+            "hook_command_sandboxed",
+            json!({"type": "command", "command": "cat > /dev/null"}),
+            "`command` hook `cat > /dev/null` in carapace's command sandbox",
+        ),
+        (
+            "hook_http_loopback",
+            json!({"type": "http", "url": url}),
+            "`http` hook POSTing to a server on loopback (listed in allowedHttpHookUrls)",
+        ),
+    ];
+    let source = RuleSource {
+        kind: SourceKind::CliFlag,
+        file: None,
+    };
+    for (name, handler, note) in rows {
+        let settings = json!({"PreToolUse": [{"hooks": [handler]}]});
+        let (mut specs, _) = carapace::hooks::parse(&settings, &source)?;
+        for target in specs.iter_mut().filter_map(|s| s.http.as_mut()) {
+            target.limits.urls = Some(vec![url.clone()]);
+        }
+        let home = Path::new("/nonexistent-home");
+        let (hooks, _) = HookRuntime::load(
+            &sandbox,
+            specs,
+            common.clone(),
+            home,
+            &home.join(".carapace"),
+        )
+        .await?;
+        let samples = time_async(N, |_| {
+            let event = HookEvent::PreToolUse(call.clone());
+            let hooks = &hooks;
+            async move {
+                match hooks.run(event).await.error {
+                    Some(error) => Err(error.into()),
+                    None => Ok(()),
+                }
+            }
+        })
+        .await?;
+        report(name, &samples, note);
+    }
     Ok(())
 }
