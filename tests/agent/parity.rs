@@ -495,12 +495,16 @@ async fn a_command_hook_starts_in_the_workspace_as_in_claude_code() -> TestResul
     })
     .await?;
     let ws = std::fs::canonicalize(dir.path())?.display().to_string();
-    // WASI's initial working directory and PWD say the workspace; a libc
+    // WASI's initial working directory, PWD and CLAUDE_PROJECT_DIR say the
+    // workspace (as a Claude Code command hook is told it); a libc
     // that does not read them yet (wasi-libc starts at `/`) gets there with
     // one chdir, and then opens what it was granted by a relative name.
     assert_eq!(
         hook_inputs(&run),
-        vec![json!({"initial_cwd": ws, "pwd": ws, "libc_cwd": "/", "relative_read": true})],
+        vec![
+            json!({"initial_cwd": ws, "pwd": ws, "project_dir": ws, "libc_cwd": "/",
+                    "relative_read": true})
+        ],
     );
     Ok(())
 }

@@ -124,6 +124,7 @@ impl HookComponent {
                 grant,
                 limits,
                 CallIo {
+                    env: vec![("CLAUDE_PROJECT_DIR".into(), cwd.clone())],
                     cwd: Some(cwd),
                     ..CallIo::default()
                 },
@@ -199,10 +200,13 @@ impl CommandHook {
         limits: &CallLimits,
     ) -> Result<CommandRun, SandboxError> {
         let pre = self.pre.clone();
+        // As a Claude Code command hook: where the project is (knowing it
+        // grants nothing).
         let io = CallIo {
             stdin: Some(stdin),
             capture_stdout: true,
             cwd: Some(cwd.to_string()),
+            env: vec![("CLAUDE_PROJECT_DIR".into(), cwd.to_string())],
         };
         let ran = self
             .engine

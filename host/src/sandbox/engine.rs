@@ -334,6 +334,9 @@ pub(crate) struct CallIo {
     pub(crate) capture_stdout: bool,
     /// The directory relative paths start from (it grants nothing).
     pub(crate) cwd: Option<String>,
+    /// Variables that say where the guest is (`CLAUDE_PROJECT_DIR`): names
+    /// of places, granting nothing.
+    pub(crate) env: Vec<(String, String)>,
 }
 
 /// What a call left on its standard streams.
@@ -410,6 +413,9 @@ impl EngineInner {
             // WASI's way (`initial-cwd`) and the convention libcs that do
             // not read it yet follow (`PWD`). Knowing it grants nothing.
             wasi.initial_cwd(cwd).env("PWD", cwd);
+        }
+        for (name, value) in &io.env {
+            wasi.env(name, value);
         }
         wasi.stderr(stderr.clone())
             .allow_blocking_current_thread(true)

@@ -366,6 +366,14 @@ impl ToolPipeline {
                 // first-party tools) shape; else what the model sees.
                 tool_response: match &result.structured {
                     Some(structured) => structured.clone(),
+                    // An MCP tool's result as its content blocks, as Claude
+                    // Code gives it, even when it is one text.
+                    None if call.name.starts_with("mcp__") => match &result.content {
+                        ToolResultContent::Text(text) => {
+                            serde_json::json!([{"type": "text", "text": text}])
+                        }
+                        blocks => serde_json::to_value(blocks).unwrap_or_default(),
+                    },
                     None => serde_json::to_value(&result.content).unwrap_or_default(),
                 },
                 duration_ms,

@@ -9,7 +9,8 @@
 //! `"echo": true` writes the stdin JSON back on stderr with exit 1 (so a
 //! test can see exactly what the hook was given, in the hook_response line);
 //! `"where": true` does the same with where it was started: the initial
-//! working directory WASI reports, `PWD`, the libc's current directory, and
+//! working directory WASI reports, `PWD`, `CLAUDE_PROJECT_DIR`, the libc's
+//! current directory, and
 //! whether `hook-script.json` opens by that relative name once it changes
 //! to the initial directory. `"flood": N` prints N bytes to stdout.
 
@@ -62,6 +63,7 @@ fn main() {
         eprint!(
             "{}",
             serde_json::json!({"initial_cwd": initial, "pwd": std::env::var("PWD").ok(),
+                               "project_dir": std::env::var("CLAUDE_PROJECT_DIR").ok(),
                                "libc_cwd": current, "relative_read": relative})
         );
         let _ = std::io::stderr().flush();
