@@ -164,6 +164,15 @@ SCENARIOS = {
     "hook-stop-failure": ([{"status": 500, "type": "api_error", "message": "boom"}] * 2,
                           [], {"CLAUDE_CODE_MAX_RETRIES": "0"},
                           dump_hooks("StopFailure", "Stop", "SessionEnd")),
+    # (l) a prompt hook: the judge's request, and what `ok: false` does.
+    "hook-prompt-deny": ([
+        reply([tool("toolu_write", "Write", {"file_path": "{ws}/new.txt", "content": "x"})],
+              "tool_use"),
+        reply([text("{\"ok\": false, \"reason\": \"writes are not allowed here\"}")]),
+        reply([text("done")]),
+    ], ["--tools", "Write", "--permission-mode", "acceptEdits"], {"CLAUDE_CODE_MAX_RETRIES": "0"},
+        {"hooks": {"PreToolUse": [{"matcher": "Write", "hooks": [
+            {"type": "prompt", "prompt": "Is this write safe? $ARGUMENTS"}]}]}}),
     # (j) a Stop hook's additionalContext.
     "hook-stop-context": ([reply([text(f"answer {n}")]) for n in range(1, 7)], [],
         {"CLAUDE_CODE_MAX_RETRIES": "0"},
@@ -232,6 +241,10 @@ def record(name):
             "requests": [unfill(json.loads(l)["body"].get("messages", [])[1:])
                          for l in requests.splitlines() if l.strip()
                          if json.loads(l)["path"] == "/v1/messages"],
+            "request_params": [{k: v for k, v in json.loads(l)["body"].items()
+                                if k in ("output_config", "thinking", "tools", "max_tokens")}
+                               for l in requests.splitlines() if l.strip()
+                               if json.loads(l)["path"] == "/v1/messages"],
             "hook_inputs": unfill(hooks),
             "hook_cwds": [c.replace(ws, "{ws}") for c in cwds],
         }

@@ -360,6 +360,7 @@ fn resume_from_binary(cache: &Path, cwd: &Path, dir: &Path) -> BenchResult {
             effort: None,
             thinking: None,
             task_budget: None,
+            output_format: None,
         }
         .body_text();
         bodies.push(started.elapsed());

@@ -71,6 +71,7 @@ impl Run<'_, '_> {
                     self.config.max_tokens,
                 ),
                 task_budget: self.config.task_budget,
+                output_format: None,
             };
             self.totals.mark("query_api_streaming_start");
             let started = Instant::now();

@@ -355,6 +355,7 @@ pub async fn compact(
             effort: None,
             thinking: None,
             task_budget: None,
+            output_format: None,
         };
         match summarise(request.model, &summary_request).await {
             Err(CompactError::Model(error))

@@ -62,6 +62,7 @@ impl HookRuntime {
                             condition: None,
                             once: false,
                             http: None,
+                            prompt: None,
                         },
                         spent: Default::default(),
                         handler: Handler::Callback {

@@ -51,6 +51,9 @@ pub enum HandlerKind {
     /// Claude Code's `http` hook: the input POSTed to a URL (see
     /// `hooks::http`).
     Http,
+    /// Claude Code's `prompt` hook: one model request decides (see
+    /// `hooks::prompt`).
+    Prompt,
 }
 
 /// What a `command` hook runs.
@@ -143,6 +146,8 @@ pub struct HookSpec {
     pub once: bool,
     /// An `http` hook's target.
     pub http: Option<super::http::HttpTarget>,
+    /// A `prompt` hook's text and model.
+    pub prompt: Option<super::prompt::PromptTarget>,
 }
 
 #[derive(Deserialize)]
@@ -215,6 +220,27 @@ struct HttpHandler {
     #[serde(default)]
     once: bool,
 }
+
+/// Claude Code's `prompt` handler.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PromptHandler {
+    #[serde(rename = "type")]
+    _kind: String,
+    prompt: String,
+    model: Option<String>,
+    /// Seconds.
+    timeout: Option<f64>,
+    #[serde(default)]
+    fail_closed: bool,
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    #[serde(default)]
+    once: bool,
+}
+
+/// Claude Code's default timeout for a `prompt` hook.
+const PROMPT_DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A timeout in seconds, or `default`.
 fn seconds(value: Option<f64>, default: Duration) -> Result<Duration, String> {
@@ -344,10 +370,11 @@ impl Parsed<'_> {
                 shell_spec(raw, event, matcher, source, &base, &mut self.warnings)
             }
             Some("http") => self.http(raw, event, matcher),
+            Some("prompt") => self.prompt(raw, event, matcher),
             Some("wasm") => self.component(raw, event, matcher, HandlerKind::Component),
             Some("wasm-command") => self.component(raw, event, matcher, HandlerKind::Command),
             Some(other) => Err(format!(
-                "carapace does not run `{other}` hooks yet; it runs `command`, `http`, `wasm` and `wasm-command`"
+                "carapace does not run `{other}` hooks yet; it runs `command`, `http`, `prompt`, `wasm` and `wasm-command`"
             )),
             None => Err("it has no `type`".into()),
         }
@@ -391,6 +418,46 @@ impl Parsed<'_> {
                 headers: handler.headers,
                 allowed_env: handler.allowed_env_vars,
                 limits: super::http::HttpHookLimits::default(),
+            }),
+            prompt: None,
+        })
+    }
+
+    /// A `prompt` handler.
+    fn prompt(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        matcher: &Matcher,
+    ) -> Result<HookSpec, String> {
+        let mut unread = Vec::new();
+        let handler: PromptHandler =
+            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
+                .map_err(|e| e.to_string())?;
+        for field in unread {
+            self.warnings.push(format!(
+                "{}: {} prompt hook: `{field}` is not honoured",
+                self.source.describe(),
+                event.name(),
+            ));
+        }
+        Ok(HookSpec {
+            event,
+            matcher: matcher.clone(),
+            kind: HandlerKind::Prompt,
+            path: PathBuf::from("prompt"),
+            timeout: seconds(handler.timeout, PROMPT_DEFAULT_TIMEOUT)?,
+            fail_closed: handler.fail_closed,
+            grants: HookGrants::default(),
+            source: self.source.clone(),
+            command: None,
+            plugin_root: None,
+            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
+            once: handler.once,
+            http: None,
+            prompt: Some(super::prompt::PromptTarget {
+                prompt: handler.prompt,
+                model: handler.model.map(|m| crate::model::resolve_model(&m)),
             }),
         })
     }
@@ -443,6 +510,7 @@ impl Parsed<'_> {
             condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
             once: handler.once,
             http: None,
+            prompt: None,
         })
     }
 }
@@ -504,6 +572,7 @@ pub fn unreadable_guard(reason: String, source: &RuleSource) -> HookSpec {
         condition: None,
         once: false,
         http: None,
+        prompt: None,
     }
 }
 
@@ -564,6 +633,7 @@ fn shell_spec(
         condition: condition(handler.condition.as_deref(), event, base, source)?,
         once: handler.once,
         http: None,
+        prompt: None,
     })
 }
 

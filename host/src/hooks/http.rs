@@ -14,7 +14,7 @@
 //!   reference is empty;
 //! - redirects are not followed, and a response over 1 MiB is a failure.
 
-use super::CommandRun;
+use super::component::CommandRun;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -3,6 +3,7 @@
 //! for the loop and for the `hook_response` line.
 
 use super::component::{CommandRun, HookError};
+use super::prompt::PromptJudge;
 use super::shell::{RunEnd, ShellHook};
 use super::{
     Handler, HandlerResult, HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission,
@@ -85,15 +86,17 @@ pub(super) async fn invoke_all(
     hooks: &[(Arc<LoadedHook>, String)],
     common: &Arc<HookCommon>,
     event: &Arc<HookEvent>,
+    judge: Option<Arc<PromptJudge>>,
 ) -> Vec<Invocation> {
     if let [(hook, _)] = hooks {
-        return vec![invoke(hook, common, event).await];
+        return vec![invoke(hook, common, event, judge.as_deref()).await];
     }
     let tasks: Vec<_> = hooks
         .iter()
         .map(|(hook, _)| {
             let (hook, common, event) = (hook.clone(), common.clone(), event.clone());
-            tokio::spawn(async move { invoke(&hook, &common, &event).await })
+            let judge = judge.clone();
+            tokio::spawn(async move { invoke(&hook, &common, &event, judge.as_deref()).await })
         })
         .collect();
     let mut invocations = Vec::with_capacity(tasks.len());
@@ -106,7 +109,12 @@ pub(super) async fn invoke_all(
     invocations
 }
 
-async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> Invocation {
+async fn invoke(
+    hook: &LoadedHook,
+    common: &HookCommon,
+    event: &HookEvent,
+    judge: Option<&PromptJudge>,
+) -> Invocation {
     let limits = CallLimits {
         deadline: hook.spec.timeout,
         memory_bytes: HOOK_MEMORY_BYTES,
@@ -139,6 +147,22 @@ async fn invoke(hook: &LoadedHook, common: &HookCommon, event: &HookEvent) -> In
             }
         }
         Handler::Shell(shell) => invoke_shell(shell, hook, common, event).await,
+        Handler::Prompt(target) => {
+            let Some(judge) = judge else {
+                return Invocation::cannot_run("it cannot run: this session has no model".into());
+            };
+            let input = input_json(common, event);
+            let judged = tokio::time::timeout(hook.spec.timeout, target.judge(judge, kind, &input));
+            match judged.await {
+                Ok(Ok(result)) => Invocation {
+                    result,
+                    exit_code: Some(0),
+                    ..Invocation::default()
+                },
+                Ok(Err(e)) => Invocation::failed(e),
+                Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
+            }
+        }
         Handler::Http(target) => {
             let input = input_json(common, event).to_string().into_bytes();
             match target.post(input, hook.spec.timeout).await {

@@ -35,6 +35,11 @@ pub(super) async fn load_one(
     if spec.kind == HandlerKind::Shell {
         return Ok(load_shell(sandbox, spec, places));
     }
+    if let (HandlerKind::Prompt, Some(target)) = (spec.kind, &spec.prompt) {
+        let label = target.prompt.chars().take(80).collect();
+        let handler = Handler::Prompt(target.clone());
+        return Ok(Loaded::Ready(Box::new((Grant::none(), label, handler))));
+    }
     if let (HandlerKind::Http, Some(target)) = (spec.kind, &spec.http) {
         let label = target.url.chars().take(80).collect();
         let handler = Handler::Http(target.clone());
@@ -102,9 +107,9 @@ pub(super) async fn load_one(
             )));
         }
         HandlerKind::Shell => return Ok(load_shell(sandbox, spec, places)),
-        HandlerKind::Http => {
+        HandlerKind::Http | HandlerKind::Prompt => {
             return Ok(Loaded::NotForThisEvent(format!(
-                "hook {path}: an http hook without its URL"
+                "hook {path}: an http or prompt hook without its target"
             )));
         }
     };

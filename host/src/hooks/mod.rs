@@ -20,6 +20,7 @@ mod http;
 mod invoke;
 mod load;
 mod loop_hooks;
+mod prompt;
 mod protocol;
 mod shell;
 
@@ -28,6 +29,7 @@ pub use component::{CommandHook, CommandRun, HookComponent, HookError};
 pub use event::{HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall};
 pub use http::{HttpHookError, HttpHookLimits, HttpTarget};
 pub use loop_hooks::stop_decision;
+pub use prompt::{PromptJudge, PromptTarget};
 pub use shell::is_carapace_variable;
 
 pub use config::{
@@ -51,6 +53,7 @@ enum Handler {
     Command(CommandHook),
     Shell(shell::ShellHook),
     Http(http::HttpTarget),
+    Prompt(prompt::PromptTarget),
     Callback {
         id: String,
         callbacks: Arc<dyn HookCallbacks>,
@@ -116,6 +119,8 @@ pub struct HookRuntime {
     /// The memory files read at the start, (path, memory type), told to
     /// InstructionsLoaded hooks once the session starts.
     instructions: Mutex<Vec<(String, String)>>,
+    /// The model `prompt` hooks ask (set once the session has one).
+    judge: std::sync::RwLock<Option<Arc<PromptJudge>>>,
 }
 
 /// Why a hook could not be loaded.
@@ -144,6 +149,7 @@ impl HookRuntime {
             output: EventRelay::default(),
             agent_calls: Mutex::default(),
             instructions: Mutex::default(),
+            judge: Default::default(),
         }
     }
 
@@ -196,6 +202,7 @@ impl HookRuntime {
                 output: EventRelay::default(),
                 agent_calls: Mutex::default(),
                 instructions: Mutex::default(),
+                judge: Default::default(),
             },
             warnings,
         ))
@@ -236,6 +243,7 @@ impl HookRuntime {
                     config::HandlerKind::Callback => "SDK callback",
                     config::HandlerKind::Shell => "shell command",
                     config::HandlerKind::Http => "http",
+                    config::HandlerKind::Prompt => "prompt",
                 };
                 format!(
                     "{} [{matcher}] {kind} {} ({})",
@@ -349,7 +357,8 @@ impl HookRuntime {
             });
             started.push((hook, hook_id));
         }
-        let invocations = invoke_all(&started, &common, &event).await;
+        let judge = self.judge.read().ok().and_then(|j| j.clone());
+        let invocations = invoke_all(&started, &common, &event, judge).await;
         let mut results = Vec::with_capacity(started.len());
         for ((hook, hook_id), invocation) in started.into_iter().zip(invocations) {
             let result = match &invocation.failure {
@@ -394,6 +403,13 @@ impl HookRuntime {
             });
         }
         folded
+    }
+
+    /// The model `prompt` hooks ask: the session's.
+    pub fn set_judge(&self, judge: PromptJudge) {
+        if let Ok(mut slot) = self.judge.write() {
+            *slot = Some(Arc::new(judge));
+        }
     }
 
     /// The memory files the session read at its start, for

@@ -196,6 +196,9 @@ pub struct MessagesRequest {
     /// `output_config.task_budget`: the tokens the model has for the
     /// whole task (`--task-budget`).
     pub task_budget: Option<u64>,
+    /// `output_config.format`: the shape the answer must take (a prompt
+    /// hook's verdict).
+    pub output_format: Option<Value>,
 }
 
 impl MessagesRequest {
@@ -224,15 +227,17 @@ impl MessagesRequest {
             // As Claude Code: a request that turns thinking off says so,
             // at the temperature thinking would have used.
             temperature: self.thinking.filter(|t| !t.is_on()).map(|_| 1),
-            output_config: (self.effort.is_some() || self.task_budget.is_some()).then_some(
-                OutputConfig {
-                    effort: self.effort,
-                    task_budget: self.task_budget.map(|total| TaskBudget {
-                        kind: "tokens",
-                        total,
-                    }),
-                },
-            ),
+            output_config: (self.effort.is_some()
+                || self.task_budget.is_some()
+                || self.output_format.is_some())
+            .then_some(OutputConfig {
+                effort: self.effort,
+                task_budget: self.task_budget.map(|total| TaskBudget {
+                    kind: "tokens",
+                    total,
+                }),
+                format: self.output_format.as_ref(),
+            }),
             stream: true,
         };
         // Serializing these types cannot fail: no map has non-string keys.
@@ -261,7 +266,7 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    output_config: Option<OutputConfig>,
+    output_config: Option<OutputConfig<'a>>,
     stream: bool,
 }
 
@@ -329,11 +334,13 @@ impl Serialize for ToolList<'_> {
 }
 
 #[derive(Serialize)]
-struct OutputConfig {
+struct OutputConfig<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     effort: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     task_budget: Option<TaskBudget>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<&'a Value>,
 }
 
 #[derive(Serialize)]
@@ -443,6 +450,7 @@ mod tests {
             effort: None,
             thinking: None,
             task_budget: None,
+            output_format: None,
         };
         assert_eq!(
             request.to_body(),

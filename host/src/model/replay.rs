@@ -234,6 +234,7 @@ mod tests {
             effort: None,
             thinking: None,
             task_budget: None,
+            output_format: None,
         };
         let mut assembler = ResponseAssembler::new();
         let mut stream = model.stream(&request).await?;

@@ -88,6 +88,12 @@ impl SessionBuilder {
             self.user_context(&catalogue, &policy.policy, memory.reminder);
         let mut run =
             self.session_run(&settings, &agents, &policy.policy, &identity, &user_context)?;
+        if let Some(run) = &run {
+            hooks.set_judge(crate::hooks::PromptJudge {
+                model: run.model.clone(),
+                model_name: run.model_name.clone(),
+            });
+        }
         self.plain_host_tools(&mut registry, &sandbox, &policy.policy, run.as_ref())?;
         let (queue, abort) = (Arc::new(InputQueue::new()), CancellationToken::new());
         let runner = run

@@ -128,6 +128,7 @@ impl NativeTool for WebSearchTool {
                     effort: None,
                     thinking: None,
                     task_budget: None,
+                    output_format: None,
                 };
                 let (content, stop_reason) = ask(search.model.as_ref(), &request).await?;
                 found.add(&content)?;

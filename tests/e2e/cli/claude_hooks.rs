@@ -406,3 +406,89 @@ fn if_and_once_choose_when_a_hook_runs_as_in_claude_code() -> TestResult {
     assert_eq!(reminders, 1, "once, not again: {after_echo}");
     Ok(())
 }
+
+/// A `prompt` hook, against Claude Code 2.1.332's recording
+/// (`tests/claude-code/hook-prompt-deny.json`): the judge is asked once,
+/// with no tools, thinking off and a JSON schema for `{ok, reason}`; `ok:
+/// false` refuses the Write with Claude Code's words and ends the run.
+/// Control: `ok: true` lets the Write run.
+#[test]
+fn a_prompt_hook_asks_the_model_and_its_no_refuses_as_in_claude_code() -> TestResult {
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/claude-code/hook-prompt-deny.json"),
+    )?)?;
+    let hooks = recorded["settings"]["hooks"].clone();
+    for ok in [false, true] {
+        let setup = Setup::new(hooks.clone())?;
+        let ws = setup.ws.display().to_string();
+        let mut script: Vec<Value> =
+            serde_json::from_str(&recorded["script"].to_string().replace("{ws}", &ws))?;
+        if ok {
+            script[1] = json!({"blocks": [{"type": "text",
+                "text": "{\"ok\": true, \"reason\": \"fine\"}"}], "stop_reason": "end_turn"});
+        }
+        let replies = script
+            .iter()
+            .map(Reply::from_script)
+            .collect::<Result<Vec<_>, _>>()?;
+        let server = ScriptedServer::start(replies)?;
+        let output = support::against(&server, &setup.ws)
+            .env("HOME", &setup.home)
+            .env("CARAPACE_CONFIG_DIR", setup.home.join(".carapace"))
+            .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
+            .args(["--permission-mode", "acceptEdits", "--trust-workspace"])
+            .output()?;
+        let run = support::Run::from_output(output)?;
+        assert_eq!(run.status, Some(0), "{}", run.stderr);
+        let requests = server.requests();
+        let judge = &requests.get(1).ok_or("the judge was not asked")?.body;
+        let theirs = &recorded["request_params"][1];
+        assert_eq!(
+            judge["tools"].as_array().map_or(0, Vec::len),
+            0,
+            "no tools for the judge"
+        );
+        assert_eq!(judge["thinking"], theirs["thinking"]);
+        let schema = &judge["output_config"]["format"]["schema"];
+        assert_eq!(
+            schema["required"],
+            theirs["output_config"]["format"]["schema"]["required"]
+        );
+        assert!(
+            judge["messages"]
+                .to_string()
+                .contains("Is this write safe?")
+        );
+        assert!(
+            judge["messages"]
+                .to_string()
+                .contains("\\\"tool_name\\\":\\\"Write\\\"")
+        );
+        let made = setup.ws.join("new.txt").exists();
+        if ok {
+            assert!(made, "ok: true lets the Write run");
+            continue;
+        }
+        assert!(!made, "ok: false refuses it");
+        let printed = lines(&run.stdout)?;
+        let told = printed
+            .iter()
+            .find(|l| l["type"] == "user")
+            .map(|l| l["message"]["content"][0]["content"].clone())
+            .unwrap_or_default();
+        let recorded_result = recorded["stdout"]
+            .as_array()
+            .and_then(|lines| lines.iter().find(|l| l["type"] == "user"))
+            .map(|l| l["message"]["content"][0]["content"].clone())
+            .unwrap_or_default();
+        assert_eq!(told, recorded_result, "the refusal in Claude Code's words");
+        let result = printed
+            .iter()
+            .find(|l| l["type"] == "result")
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(result["terminal_reason"], "hook_stopped");
+        assert_eq!(requests.len(), 2, "the run ends after the refused call");
+    }
+    Ok(())
+}
