@@ -733,7 +733,7 @@ mod tests {
                 false,
             ),
             (
-                json!({"PreToolUse": [{"matcher": "Write", "hooks": [{"type": "prompt", "prompt": "ok?"}]}]}),
+                json!({"PreToolUse": [{"matcher": "Write", "hooks": [{"type": "agent", "prompt": "ok?"}]}]}),
                 true,
             ),
             (

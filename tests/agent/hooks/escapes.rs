@@ -146,15 +146,19 @@ async fn a_hook_sees_no_environment_variable_it_was_not_granted() -> TestResult 
     let tries = json!([{"op": "env", "name": "PATH"}, {"op": "env", "name": "HOME"},
                        {"op": "env_all"}, {"op": "env", "name": "PWD"}]);
     let report = attempts(&ws, json!({}), tries.clone()).await?;
-    // The one variable every hook has is PWD: the workspace its input names
-    // anyway (the convention for where a WASI program starts), never the
+    // The two variables every hook has name the workspace its input names
+    // anyway: PWD (the convention for where a WASI program starts) and
+    // CLAUDE_PROJECT_DIR (as a Claude Code command hook is told it), never the
     // host's.
     assert_eq!(
         worked(&report),
         vec![false, false, true, true],
         "{report:?}"
     );
-    assert_eq!(report[2]["detail"], "PWD", "nothing of the host's");
+    assert_eq!(
+        report[2]["detail"], "PWD,CLAUDE_PROJECT_DIR",
+        "nothing of the host's"
+    );
     assert_eq!(report[3]["detail"], ws.display().to_string());
     let report = attempts(&ws, json!({"env": ["PATH"]}), tries).await?;
     assert_eq!(
@@ -164,8 +168,8 @@ async fn a_hook_sees_no_environment_variable_it_was_not_granted() -> TestResult 
     );
     assert_eq!(report[1]["ok"], false, "HOME was not granted");
     assert_eq!(
-        report[2]["detail"], "PWD,PATH",
-        "only the granted name exists, besides PWD"
+        report[2]["detail"], "PWD,CLAUDE_PROJECT_DIR,PATH",
+        "only the granted name exists, besides the workspace's"
     );
     Ok(())
 }

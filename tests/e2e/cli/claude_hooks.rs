@@ -146,7 +146,7 @@ fn a_newer_claude_code_setup_loads_and_what_cannot_run_guards_closed() -> TestRe
             {"type": "command", "command": "sh .claude/hooks/remind.sh", "statusMessage": "reminding"}
         ]}],
         "PreToolUse": [{"matcher": "Write, Edit", "hooks": [
-            {"type": "prompt", "prompt": "Is this edit safe? $ARGUMENTS"}
+            {"type": "agent", "prompt": "Verify this edit is safe. $ARGUMENTS"}
         ]}],
     }))?;
     let server = ScriptedServer::start(vec![
@@ -170,7 +170,7 @@ fn a_newer_claude_code_setup_loads_and_what_cannot_run_guards_closed() -> TestRe
         "PostCompact",
         "TaskCreated",
         "`http`",
-        "`prompt`",
+        "`agent`",
         "statusMessage",
     ] {
         assert!(
