@@ -63,6 +63,7 @@ impl HookRuntime {
                             once: false,
                             http: None,
                             prompt: None,
+                            in_background: false,
                         },
                         spent: Default::default(),
                         handler: Handler::Callback {

@@ -148,6 +148,9 @@ pub struct HookSpec {
     pub http: Option<super::http::HttpTarget>,
     /// A `prompt` hook's text and model.
     pub prompt: Option<super::prompt::PromptTarget>,
+    /// Claude Code's `async`: the hook runs in the background and the
+    /// event does not wait for it (nor can it decide anything).
+    pub in_background: bool,
 }
 
 #[derive(Deserialize)]
@@ -166,6 +169,8 @@ struct Handler {
     timeout: Option<f64>,
     #[serde(default)]
     fail_closed: bool,
+    /// Claude Code's `onFailure`: anything but `continue` blocks.
+    on_failure: Option<String>,
     #[serde(default)]
     grants: HookGrants,
     /// Claude Code's `if` (a permission rule).
@@ -189,9 +194,14 @@ struct ShellHandler {
     timeout: Option<f64>,
     #[serde(default)]
     fail_closed: bool,
+    /// Claude Code's `onFailure`: anything but `continue` blocks.
+    on_failure: Option<String>,
     #[serde(default)]
     grants: HookGrants,
     shell: Option<String>,
+    /// Claude Code's `async`: runs in the background, deciding nothing.
+    #[serde(rename = "async", default)]
+    in_background: bool,
     /// Claude Code's `if` (a permission rule).
     #[serde(rename = "if")]
     condition: Option<String>,
@@ -214,6 +224,8 @@ struct HttpHandler {
     timeout: Option<f64>,
     #[serde(default)]
     fail_closed: bool,
+    /// Claude Code's `onFailure`: anything but `continue` blocks.
+    on_failure: Option<String>,
     /// Claude Code's `if` (a permission rule).
     #[serde(rename = "if")]
     condition: Option<String>,
@@ -233,6 +245,8 @@ struct PromptHandler {
     timeout: Option<f64>,
     #[serde(default)]
     fail_closed: bool,
+    /// Claude Code's `onFailure`: anything but `continue` blocks.
+    on_failure: Option<String>,
     #[serde(rename = "if")]
     condition: Option<String>,
     #[serde(default)]
@@ -241,6 +255,12 @@ struct PromptHandler {
 
 /// Claude Code's default timeout for a `prompt` hook.
 const PROMPT_DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Claude Code's `onFailure`: `continue` (its default) lets the action go
+/// on; any other value blocks it, as Claude Code reads it.
+fn blocks_on_failure(value: Option<&str>) -> bool {
+    value.is_some_and(|v| v != "continue")
+}
 
 /// A timeout in seconds, or `default`.
 fn seconds(value: Option<f64>, default: Duration) -> Result<Duration, String> {
@@ -256,7 +276,6 @@ fn seconds(value: Option<f64>, default: Duration) -> Result<Duration, String> {
 /// Fields of a `command` hook that carapace reads but does not honour
 /// as Claude Code does, and what it does instead.
 const SHELL_FIELDS_NOT_HONOURED: &[(&str, &str)] = &[
-    ("async", "it runs to its end before the call goes on"),
     ("asyncRewake", "it runs to its end before the call goes on"),
     ("statusMessage", "no message is shown while it runs"),
 ];
@@ -406,7 +425,7 @@ impl Parsed<'_> {
             kind: HandlerKind::Http,
             path: PathBuf::from(&handler.url),
             timeout,
-            fail_closed: handler.fail_closed,
+            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
             grants: HookGrants::default(),
             source: self.source.clone(),
             command: None,
@@ -420,6 +439,7 @@ impl Parsed<'_> {
                 limits: super::http::HttpHookLimits::default(),
             }),
             prompt: None,
+            in_background: false,
         })
     }
 
@@ -447,7 +467,7 @@ impl Parsed<'_> {
             kind: HandlerKind::Prompt,
             path: PathBuf::from("prompt"),
             timeout: seconds(handler.timeout, PROMPT_DEFAULT_TIMEOUT)?,
-            fail_closed: handler.fail_closed,
+            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
             grants: HookGrants::default(),
             source: self.source.clone(),
             command: None,
@@ -459,6 +479,7 @@ impl Parsed<'_> {
                 prompt: handler.prompt,
                 model: handler.model.map(|m| crate::model::resolve_model(&m)),
             }),
+            in_background: false,
         })
     }
 
@@ -502,7 +523,7 @@ impl Parsed<'_> {
             kind,
             path,
             timeout,
-            fail_closed: handler.fail_closed,
+            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
             grants: handler.grants,
             source: self.source.clone(),
             command: None,
@@ -511,6 +532,7 @@ impl Parsed<'_> {
             once: handler.once,
             http: None,
             prompt: None,
+            in_background: false,
         })
     }
 }
@@ -573,6 +595,7 @@ pub fn unreadable_guard(reason: String, source: &RuleSource) -> HookSpec {
         once: false,
         http: None,
         prompt: None,
+        in_background: false,
     }
 }
 
@@ -625,7 +648,7 @@ fn shell_spec(
         kind: HandlerKind::Shell,
         path: base.join("hooks"),
         timeout,
-        fail_closed: handler.fail_closed,
+        fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
         grants: handler.grants,
         source: source.clone(),
         command: Some(command),
@@ -634,6 +657,7 @@ fn shell_spec(
         once: handler.once,
         http: None,
         prompt: None,
+        in_background: handler.in_background,
     })
 }
 

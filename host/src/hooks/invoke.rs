@@ -88,7 +88,9 @@ pub(super) async fn invoke_all(
     event: &Arc<HookEvent>,
     judge: Option<Arc<PromptJudge>>,
 ) -> Vec<Invocation> {
-    if let [(hook, _)] = hooks {
+    if let [(hook, _)] = hooks
+        && !hook.spec.in_background
+    {
         return vec![invoke(hook, common, event, judge.as_deref()).await];
     }
     let tasks: Vec<_> = hooks
@@ -96,11 +98,28 @@ pub(super) async fn invoke_all(
         .map(|(hook, _)| {
             let (hook, common, event) = (hook.clone(), common.clone(), event.clone());
             let judge = judge.clone();
-            tokio::spawn(async move { invoke(&hook, &common, &event, judge.as_deref()).await })
+            let background = hook.spec.in_background;
+            let task = tokio::spawn(async move {
+                let invocation = invoke(&hook, &common, &event, judge.as_deref()).await;
+                if background && let Some(failure) = &invocation.failure {
+                    tracing::warn!(hook = %hook.label, "an async hook failed: {failure}");
+                }
+                invocation
+            });
+            (background, task)
         })
         .collect();
     let mut invocations = Vec::with_capacity(tasks.len());
-    for task in tasks {
+    for (background, task) in tasks {
+        // An async hook runs on; the event does not wait, nor take its
+        // answer.
+        if background {
+            invocations.push(Invocation {
+                output: "running in the background (async)".into(),
+                ..Invocation::default()
+            });
+            continue;
+        }
         invocations.push(match task.await {
             Ok(invocation) => invocation,
             Err(e) => Invocation::failed(format!("the hook task ended abnormally: {e}")),

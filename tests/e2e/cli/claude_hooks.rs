@@ -492,3 +492,48 @@ fn a_prompt_hook_asks_the_model_and_its_no_refuses_as_in_claude_code() -> TestRe
     }
     Ok(())
 }
+
+/// `async` runs a hook in the background: the call does not wait for it
+/// and it cannot block. Control: the same hook without `async` blocks.
+/// `onFailure: "block"` makes a hook that fails refuse what it guards.
+#[test]
+fn an_async_hook_neither_waits_nor_blocks_and_on_failure_block_refuses() -> TestResult {
+    for (fields, runs) in [(json!({"async": true}), true), (json!({}), false)] {
+        let mut hook =
+            json!({"type": "command", "command": "echo 'blocked by the hook' >&2; exit 2"});
+        if let (Some(h), Some(more)) = (hook.as_object_mut(), fields.as_object()) {
+            h.extend(more.clone());
+        }
+        let setup = Setup::new(json!({"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}))?;
+        let server = ScriptedServer::start(vec![
+            Reply::tool_uses(vec![bash("toolu_touch", "touch made")]),
+            Reply::text("done"),
+        ])?;
+        let run = setup.run(&server)?;
+        assert_eq!(run.status, Some(0), "{}", run.stderr);
+        assert_eq!(
+            setup.ws.join("made").exists(),
+            runs,
+            "{fields}: {}",
+            request_text(&server, 1)
+        );
+    }
+    // A hook that fails (exit 1) lets the call go on, unless onFailure
+    // says block.
+    for (on_failure, runs) in [("continue", true), ("block", false)] {
+        let setup = Setup::new(json!({"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "exit 1", "onFailure": on_failure}]}]}))?;
+        let server = ScriptedServer::start(vec![
+            Reply::tool_uses(vec![bash("toolu_touch", "touch made")]),
+            Reply::text("done"),
+        ])?;
+        let run = setup.run(&server)?;
+        assert_eq!(run.status, Some(0), "{}", run.stderr);
+        assert_eq!(
+            setup.ws.join("made").exists(),
+            runs,
+            "onFailure {on_failure}"
+        );
+    }
+    Ok(())
+}
