@@ -704,7 +704,7 @@ mod tests {
         let value = json!({
             "PreToolUse": [{"matcher": "Bash", "hooks": [
                 {"type": "wasm", "path": "hooks/p.wasm", "timeout": 5, "failClosed": true, "grants": {"write": ["/audit"]}},
-                {"type": "command", "command": "echo shell", "async": true, "timeout": 3}
+                {"type": "command", "command": "echo shell", "statusMessage": "checking", "timeout": 3}
             ]}],
             "Stop": [{"hooks": [{"type": "wasm-command", "path": "/abs/stop.wasm"}]}]
         });
