@@ -64,6 +64,7 @@ impl HookRuntime {
                             http: None,
                             prompt: None,
                             in_background: false,
+                            mcp_tool: None,
                         },
                         spent: Default::default(),
                         handler: Handler::Callback {

@@ -54,6 +54,9 @@ pub enum HandlerKind {
     /// Claude Code's `prompt` hook: one model request decides (see
     /// `hooks::prompt`).
     Prompt,
+    /// Claude Code's `mcp_tool` hook: a connected server's tool answers
+    /// (see `hooks::mcp_tool`).
+    McpTool,
 }
 
 /// What a `command` hook runs.
@@ -151,6 +154,8 @@ pub struct HookSpec {
     /// Claude Code's `async`: the hook runs in the background and the
     /// event does not wait for it (nor can it decide anything).
     pub in_background: bool,
+    /// An `mcp_tool` hook's server, tool and input.
+    pub mcp_tool: Option<super::mcp_tool::McpToolTarget>,
 }
 
 #[derive(Deserialize)]
@@ -241,6 +246,28 @@ struct PromptHandler {
     _kind: String,
     prompt: String,
     model: Option<String>,
+    /// Seconds.
+    timeout: Option<f64>,
+    #[serde(default)]
+    fail_closed: bool,
+    /// Claude Code's `onFailure`: anything but `continue` blocks.
+    on_failure: Option<String>,
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    #[serde(default)]
+    once: bool,
+}
+
+/// Claude Code's `mcp_tool` handler.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct McpToolHandler {
+    #[serde(rename = "type")]
+    _kind: String,
+    server: String,
+    tool: String,
+    #[serde(default)]
+    input: serde_json::Map<String, Value>,
     /// Seconds.
     timeout: Option<f64>,
     #[serde(default)]
@@ -390,10 +417,11 @@ impl Parsed<'_> {
             }
             Some("http") => self.http(raw, event, matcher),
             Some("prompt") => self.prompt(raw, event, matcher),
+            Some("mcp_tool") => self.mcp_tool(raw, event, matcher),
             Some("wasm") => self.component(raw, event, matcher, HandlerKind::Component),
             Some("wasm-command") => self.component(raw, event, matcher, HandlerKind::Command),
             Some(other) => Err(format!(
-                "carapace does not run `{other}` hooks yet; it runs `command`, `http`, `prompt`, `wasm` and `wasm-command`"
+                "carapace does not run `{other}` hooks yet; it runs `command`, `http`, `prompt`, `mcp_tool`, `wasm` and `wasm-command`"
             )),
             None => Err("it has no `type`".into()),
         }
@@ -440,6 +468,7 @@ impl Parsed<'_> {
             }),
             prompt: None,
             in_background: false,
+            mcp_tool: None,
         })
     }
 
@@ -480,6 +509,50 @@ impl Parsed<'_> {
                 model: handler.model.map(|m| crate::model::resolve_model(&m)),
             }),
             in_background: false,
+            mcp_tool: None,
+        })
+    }
+
+    /// An `mcp_tool` handler.
+    fn mcp_tool(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        matcher: &Matcher,
+    ) -> Result<HookSpec, String> {
+        let mut unread = Vec::new();
+        let handler: McpToolHandler =
+            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
+                .map_err(|e| e.to_string())?;
+        for field in unread {
+            self.warnings.push(format!(
+                "{}: {} mcp_tool hook `{}`: `{field}` is not honoured",
+                self.source.describe(),
+                event.name(),
+                handler.tool
+            ));
+        }
+        Ok(HookSpec {
+            event,
+            matcher: matcher.clone(),
+            kind: HandlerKind::McpTool,
+            path: PathBuf::from(format!("mcp:{}:{}", handler.server, handler.tool)),
+            timeout: seconds(handler.timeout, DEFAULT_TIMEOUT)?,
+            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
+            grants: HookGrants::default(),
+            source: self.source.clone(),
+            command: None,
+            plugin_root: None,
+            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
+            once: handler.once,
+            http: None,
+            prompt: None,
+            in_background: false,
+            mcp_tool: Some(super::mcp_tool::McpToolTarget {
+                server: handler.server,
+                tool: handler.tool,
+                input: handler.input,
+            }),
         })
     }
 
@@ -533,6 +606,7 @@ impl Parsed<'_> {
             http: None,
             prompt: None,
             in_background: false,
+            mcp_tool: None,
         })
     }
 }
@@ -596,6 +670,7 @@ pub fn unreadable_guard(reason: String, source: &RuleSource) -> HookSpec {
         http: None,
         prompt: None,
         in_background: false,
+        mcp_tool: None,
     }
 }
 
@@ -658,6 +733,7 @@ fn shell_spec(
         http: None,
         prompt: None,
         in_background: handler.in_background,
+        mcp_tool: None,
     })
 }
 
@@ -749,7 +825,7 @@ mod tests {
         for (bad, guards) in [
             (json!({"NoSuchEvent": [{"hooks": [good.clone()]}]}), false),
             (
-                json!({"Stop": [{"hooks": [{"type": "mcp_tool", "server": "s", "tool": "t"}]}]}),
+                json!({"Stop": [{"hooks": [{"type": "agent", "prompt": "check"}]}]}),
                 false,
             ),
             (

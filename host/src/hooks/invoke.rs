@@ -2,8 +2,8 @@
 //! SDK's callback), in parallel, under its timeout; what each produced,
 //! for the loop and for the `hook_response` line.
 
+use super::Services;
 use super::component::{CommandRun, HookError};
-use super::prompt::PromptJudge;
 use super::shell::{RunEnd, ShellHook};
 use super::{
     Handler, HandlerResult, HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission,
@@ -86,21 +86,21 @@ pub(super) async fn invoke_all(
     hooks: &[(Arc<LoadedHook>, String)],
     common: &Arc<HookCommon>,
     event: &Arc<HookEvent>,
-    judge: Option<Arc<PromptJudge>>,
+    services: Services,
 ) -> Vec<Invocation> {
     if let [(hook, _)] = hooks
         && !hook.spec.in_background
     {
-        return vec![invoke(hook, common, event, judge.as_deref()).await];
+        return vec![invoke(hook, common, event, &services).await];
     }
     let tasks: Vec<_> = hooks
         .iter()
         .map(|(hook, _)| {
             let (hook, common, event) = (hook.clone(), common.clone(), event.clone());
-            let judge = judge.clone();
+            let services = services.clone();
             let background = hook.spec.in_background;
             let task = tokio::spawn(async move {
-                let invocation = invoke(&hook, &common, &event, judge.as_deref()).await;
+                let invocation = invoke(&hook, &common, &event, &services).await;
                 if background && let Some(failure) = &invocation.failure {
                     tracing::warn!(hook = %hook.label, "an async hook failed: {failure}");
                 }
@@ -132,7 +132,7 @@ async fn invoke(
     hook: &LoadedHook,
     common: &HookCommon,
     event: &HookEvent,
-    judge: Option<&PromptJudge>,
+    services: &Services,
 ) -> Invocation {
     let limits = CallLimits {
         deadline: hook.spec.timeout,
@@ -166,8 +166,30 @@ async fn invoke(
             }
         }
         Handler::Shell(shell) => invoke_shell(shell, hook, common, event).await,
+        Handler::McpTool(target) => {
+            let Some(mcp) = &services.mcp else {
+                return Invocation::cannot_run(
+                    "it cannot run: this session has no MCP servers".into(),
+                );
+            };
+            let arguments = target.arguments(&input_json(common, event));
+            let called = mcp.call(&target.server, &target.tool, arguments);
+            match tokio::time::timeout(hook.spec.timeout, called).await {
+                Ok(Ok((text, false))) => Invocation::from_run(
+                    kind,
+                    &CommandRun {
+                        exit_code: 0,
+                        stdout: text.into_bytes(),
+                        stderr: Vec::new(),
+                    },
+                ),
+                Ok(Ok((text, true))) => Invocation::failed(format!("the tool failed: {text}")),
+                Ok(Err(e)) => Invocation::cannot_run(format!("it cannot run: {e}")),
+                Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
+            }
+        }
         Handler::Prompt(target) => {
-            let Some(judge) = judge else {
+            let Some(judge) = &services.judge else {
                 return Invocation::cannot_run("it cannot run: this session has no model".into());
             };
             let input = input_json(common, event);

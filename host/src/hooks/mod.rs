@@ -20,6 +20,7 @@ mod http;
 mod invoke;
 mod load;
 mod loop_hooks;
+mod mcp_tool;
 mod prompt;
 mod protocol;
 mod shell;
@@ -29,6 +30,7 @@ pub use component::{CommandHook, CommandRun, HookComponent, HookError};
 pub use event::{HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall};
 pub use http::{HttpHookError, HttpHookLimits, HttpTarget};
 pub use loop_hooks::stop_decision;
+pub use mcp_tool::{McpToolCaller, McpToolTarget};
 pub use prompt::{PromptJudge, PromptTarget};
 pub use shell::is_carapace_variable;
 
@@ -54,6 +56,7 @@ enum Handler {
     Shell(shell::ShellHook),
     Http(http::HttpTarget),
     Prompt(prompt::PromptTarget),
+    McpTool(mcp_tool::McpToolTarget),
     Callback {
         id: String,
         callbacks: Arc<dyn HookCallbacks>,
@@ -119,8 +122,16 @@ pub struct HookRuntime {
     /// The memory files read at the start, (path, memory type), told to
     /// InstructionsLoaded hooks once the session starts.
     instructions: Mutex<Vec<(String, String)>>,
-    /// The model `prompt` hooks ask (set once the session has one).
-    judge: std::sync::RwLock<Option<Arc<PromptJudge>>>,
+    /// What `prompt` and `mcp_tool` hooks call: the session's model and
+    /// its MCP servers, once it has them.
+    services: std::sync::RwLock<Services>,
+}
+
+/// What hooks that call into the session use.
+#[derive(Clone, Default)]
+pub(crate) struct Services {
+    pub(crate) judge: Option<Arc<PromptJudge>>,
+    pub(crate) mcp: Option<Arc<dyn McpToolCaller>>,
 }
 
 /// Why a hook could not be loaded.
@@ -149,7 +160,7 @@ impl HookRuntime {
             output: EventRelay::default(),
             agent_calls: Mutex::default(),
             instructions: Mutex::default(),
-            judge: Default::default(),
+            services: Default::default(),
         }
     }
 
@@ -202,7 +213,7 @@ impl HookRuntime {
                 output: EventRelay::default(),
                 agent_calls: Mutex::default(),
                 instructions: Mutex::default(),
-                judge: Default::default(),
+                services: Default::default(),
             },
             warnings,
         ))
@@ -244,6 +255,7 @@ impl HookRuntime {
                     config::HandlerKind::Shell => "shell command",
                     config::HandlerKind::Http => "http",
                     config::HandlerKind::Prompt => "prompt",
+                    config::HandlerKind::McpTool => "mcp_tool",
                 };
                 format!(
                     "{} [{matcher}] {kind} {} ({})",
@@ -357,8 +369,8 @@ impl HookRuntime {
             });
             started.push((hook, hook_id));
         }
-        let judge = self.judge.read().ok().and_then(|j| j.clone());
-        let invocations = invoke_all(&started, &common, &event, judge).await;
+        let services = self.services.read().map(|s| s.clone()).unwrap_or_default();
+        let invocations = invoke_all(&started, &common, &event, services).await;
         let mut results = Vec::with_capacity(started.len());
         for ((hook, hook_id), invocation) in started.into_iter().zip(invocations) {
             let result = match &invocation.failure {
@@ -407,8 +419,15 @@ impl HookRuntime {
 
     /// The model `prompt` hooks ask: the session's.
     pub fn set_judge(&self, judge: PromptJudge) {
-        if let Ok(mut slot) = self.judge.write() {
-            *slot = Some(Arc::new(judge));
+        if let Ok(mut services) = self.services.write() {
+            services.judge = Some(Arc::new(judge));
+        }
+    }
+
+    /// The MCP servers `mcp_tool` hooks call: the session's.
+    pub fn set_mcp(&self, mcp: Arc<dyn McpToolCaller>) {
+        if let Ok(mut services) = self.services.write() {
+            services.mcp = Some(mcp);
         }
     }
 

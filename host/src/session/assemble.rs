@@ -82,6 +82,12 @@ impl SessionBuilder {
             )
             .await?;
         warnings.extend(hook_warnings);
+        let connected = mcp
+            .statuses
+            .iter()
+            .filter_map(|s| Some((s.name.clone(), s.outcome.as_ref().ok()?.clone())))
+            .collect();
+        hooks.set_mcp(Arc::new(super::tools::HookMcpTools(connected)));
         timing.mark("hooks_loaded");
         warnings.extend(memory.warnings);
         let (user_context, skills_listed) =

@@ -361,3 +361,37 @@ fn subagent_runner(
         running: Default::default(),
     }
 }
+
+/// The session's connected MCP servers, as `mcp_tool` hooks call them:
+/// straight to the server (no tool pipeline, so no hook runs on a hook's
+/// own call), under the server's own limits.
+pub(super) struct HookMcpTools(pub(super) Vec<(String, Arc<crate::mcp::McpServer>)>);
+
+impl crate::hooks::McpToolCaller for HookMcpTools {
+    fn call<'a>(
+        &'a self,
+        server: &'a str,
+        tool: &'a str,
+        arguments: serde_json::Value,
+    ) -> futures::future::BoxFuture<'a, Result<(String, bool), String>> {
+        Box::pin(async move {
+            let Some((_, found)) = self.0.iter().find(|(name, _)| name == server) else {
+                return Err(format!("no connected MCP server is named `{server}`"));
+            };
+            let outcome = found
+                .call(tool, &arguments.to_string(), &found.limits())
+                .await
+                .map_err(|e| format!("`{server}` could not call `{tool}`: {e}"))?;
+            let text = outcome
+                .content
+                .iter()
+                .filter_map(|c| match c {
+                    crate::sandbox::ToolContent::Text(text) => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            Ok((text, outcome.is_error))
+        })
+    }
+}

@@ -537,3 +537,83 @@ fn an_async_hook_neither_waits_nor_blocks_and_on_failure_block_refuses() -> Test
     }
     Ok(())
 }
+
+/// An MCP server (no SDK: newline-delimited JSON-RPC) whose one tool
+/// answers as a hook: a deny for a path ending in `.env`, else nothing.
+const GUARD_SERVER: &str = r#"
+import json, sys
+def answer(i, result):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": i, "result": result}) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    i = m.get("id")
+    if i is None:
+        continue
+    if m["method"] == "initialize":
+        answer(i, {"protocolVersion": m["params"].get("protocolVersion", "2025-06-18"),
+                   "capabilities": {"tools": {}}, "serverInfo": {"name": "guard", "version": "1"}})
+    elif m["method"] == "tools/list":
+        answer(i, {"tools": [{"name": "check_write", "description": "judges a write",
+                              "inputSchema": {"type": "object"}}]})
+    elif m["method"] == "tools/call":
+        path = m["params"]["arguments"].get("path", "")
+        verdict = {}
+        if path.endswith(".env"):
+            verdict = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                       "permissionDecision": "deny",
+                       "permissionDecisionReason": "the guard server refuses " + path}}
+        answer(i, {"content": [{"type": "text", "text": json.dumps(verdict)}]})
+    else:
+        answer(i, {})
+"#;
+
+/// An `mcp_tool` hook calls a connected server's tool with the event's
+/// values (`${tool_input.file_path}`) and takes its answer as a hook's:
+/// the server refuses the `.env` write and lets the other run. A hook
+/// naming a server that is not there cannot run, so its call is refused.
+#[test]
+fn an_mcp_tool_hook_asks_a_connected_server() -> TestResult {
+    for (server_name, env_refused, txt_runs) in [("guard", true, true), ("absent", true, false)] {
+        let setup = Setup::new(json!({"PreToolUse": [{"matcher": "Write", "hooks": [
+            {"type": "mcp_tool", "server": server_name, "tool": "check_write",
+             "input": {"path": "${tool_input.file_path}"}}]}]}))?;
+        std::fs::write(setup.ws.join("guard_server.py"), GUARD_SERVER)?;
+        std::fs::write(
+            setup.ws.join(".mcp.json"),
+            json!({"mcpServers": {"guard": {"command": "python3", "args": ["guard_server.py"]}}})
+                .to_string(),
+        )?;
+        let write = |id: &str, name: &str| {
+            Block::tool_use(
+                id,
+                "Write",
+                json!({"file_path": setup.ws.join(name), "content": "x"}),
+            )
+        };
+        let server = ScriptedServer::start(vec![
+            Reply::tool_uses(vec![write("toolu_env", "secret.env")]),
+            Reply::tool_uses(vec![write("toolu_txt", "notes.txt")]),
+            Reply::text("done"),
+        ])?;
+        let run = setup.run(&server)?;
+        assert_eq!(run.status, Some(0), "{}", run.stderr);
+        assert_eq!(
+            !setup.ws.join("secret.env").exists(),
+            env_refused,
+            "{server_name}"
+        );
+        assert_eq!(
+            setup.ws.join("notes.txt").exists(),
+            txt_runs,
+            "{server_name}"
+        );
+        let told = request_text(&server, 1);
+        if server_name == "guard" {
+            assert!(told.contains("the guard server refuses"), "{told}");
+        } else {
+            assert!(told.contains("no connected MCP server is named"), "{told}");
+        }
+    }
+    Ok(())
+}
