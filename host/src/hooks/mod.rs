@@ -16,6 +16,7 @@ mod callbacks;
 mod component;
 mod config;
 mod event;
+mod handlers;
 mod http;
 mod invoke;
 mod load;

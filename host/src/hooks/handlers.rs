@@ -1,0 +1,471 @@
+//! Each handler type's settings, as Claude Code writes them (and
+//! carapace's `wasm` and `wasm-command`): read into a [`HookSpec`], with
+//! the fields every type shares — `timeout`, `if`, `once`, `onFailure`
+//! (and carapace's `failClosed`) — and a warning for each field carapace
+//! reads but does not honour.
+
+use super::HookEventKind;
+use super::config::{
+    DEFAULT_TIMEOUT, HandlerKind, HookGrants, HookSpec, Matcher, Parsed, SHELL_DEFAULT_TIMEOUT,
+    ShellLine,
+};
+use crate::policy::RuleSource;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Handler {
+    #[serde(rename = "type")]
+    _kind: String,
+    path: PathBuf,
+    /// Seconds.
+    timeout: Option<f64>,
+    #[serde(default)]
+    fail_closed: bool,
+    /// Claude Code's `onFailure`: anything but `continue` blocks.
+    on_failure: Option<String>,
+    #[serde(default)]
+    grants: HookGrants,
+    /// Claude Code's `if` (a permission rule).
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    #[serde(default)]
+    once: bool,
+}
+
+/// Claude Code's `command` handler, as its settings write it; `grants` and
+/// `failClosed` are carapace's.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ShellHandler {
+    #[serde(rename = "type")]
+    _kind: String,
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    /// Seconds.
+    timeout: Option<f64>,
+    #[serde(default)]
+    fail_closed: bool,
+    /// Claude Code's `onFailure`: anything but `continue` blocks.
+    on_failure: Option<String>,
+    #[serde(default)]
+    grants: HookGrants,
+    shell: Option<String>,
+    /// Claude Code's `async`: runs in the background, deciding nothing.
+    #[serde(rename = "async", default)]
+    in_background: bool,
+    /// Claude Code's `if` (a permission rule).
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    #[serde(default)]
+    once: bool,
+}
+
+/// Claude Code's `http` handler.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HttpHandler {
+    #[serde(rename = "type")]
+    _kind: String,
+    url: String,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    allowed_env_vars: Vec<String>,
+    /// Seconds.
+    timeout: Option<f64>,
+    #[serde(default)]
+    fail_closed: bool,
+    /// Claude Code's `onFailure`: anything but `continue` blocks.
+    on_failure: Option<String>,
+    /// Claude Code's `if` (a permission rule).
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    #[serde(default)]
+    once: bool,
+}
+
+/// Claude Code's `prompt` handler.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PromptHandler {
+    #[serde(rename = "type")]
+    _kind: String,
+    prompt: String,
+    model: Option<String>,
+    /// Seconds.
+    timeout: Option<f64>,
+    #[serde(default)]
+    fail_closed: bool,
+    /// Claude Code's `onFailure`: anything but `continue` blocks.
+    on_failure: Option<String>,
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    #[serde(default)]
+    once: bool,
+}
+
+/// Claude Code's `mcp_tool` handler.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct McpToolHandler {
+    #[serde(rename = "type")]
+    _kind: String,
+    server: String,
+    tool: String,
+    #[serde(default)]
+    input: serde_json::Map<String, Value>,
+    /// Seconds.
+    timeout: Option<f64>,
+    #[serde(default)]
+    fail_closed: bool,
+    /// Claude Code's `onFailure`: anything but `continue` blocks.
+    on_failure: Option<String>,
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    #[serde(default)]
+    once: bool,
+}
+
+/// Claude Code's default timeout for a `prompt` hook.
+const PROMPT_DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Claude Code's `onFailure`: `continue` (its default) lets the action go
+/// on; any other value blocks it, as Claude Code reads it.
+fn blocks_on_failure(value: Option<&str>) -> bool {
+    value.is_some_and(|v| v != "continue")
+}
+
+/// A timeout in seconds, or `default`.
+fn seconds(value: Option<f64>, default: Duration) -> Result<Duration, String> {
+    match value {
+        None => Ok(default),
+        Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Ok(Duration::from_secs_f64(s)),
+        Some(s) => Err(format!(
+            "timeout {s} is not a number of seconds between 0 and 3600"
+        )),
+    }
+}
+
+/// Fields of a `command` hook that carapace reads but does not honour
+/// as Claude Code does, and what it does instead.
+const SHELL_FIELDS_NOT_HONOURED: &[(&str, &str)] = &[
+    ("asyncRewake", "it runs to its end before the call goes on"),
+    ("statusMessage", "no message is shown while it runs"),
+];
+
+impl Parsed<'_> {
+    /// One handler's spec, or why it cannot run.
+    pub(super) fn handler(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        matcher: &Matcher,
+    ) -> Result<HookSpec, String> {
+        match raw.get("type").and_then(Value::as_str) {
+            Some("command") => {
+                let (source, base) = (self.source, self.base.clone());
+                shell_spec(raw, event, matcher, source, &base, &mut self.warnings)
+            }
+            Some("http") => self.http(raw, event, matcher),
+            Some("prompt") => self.prompt(raw, event, matcher),
+            Some("mcp_tool") => self.mcp_tool(raw, event, matcher),
+            Some("wasm") => self.component(raw, event, matcher, HandlerKind::Component),
+            Some("wasm-command") => self.component(raw, event, matcher, HandlerKind::Command),
+            Some(other) => Err(format!(
+                "carapace does not run `{other}` hooks yet; it runs `command`, `http`, `prompt`, `mcp_tool`, `wasm` and `wasm-command`"
+            )),
+            None => Err("it has no `type`".into()),
+        }
+    }
+
+    /// An `http` handler.
+    fn http(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        matcher: &Matcher,
+    ) -> Result<HookSpec, String> {
+        let mut unread = Vec::new();
+        let handler: HttpHandler =
+            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
+                .map_err(|e| e.to_string())?;
+        for field in unread {
+            self.warnings.push(format!(
+                "{}: {} http hook `{}`: `{field}` is not honoured",
+                self.source.describe(),
+                event.name(),
+                handler.url
+            ));
+        }
+        let timeout = seconds(handler.timeout, DEFAULT_TIMEOUT)?;
+        Ok(HookSpec {
+            event,
+            matcher: matcher.clone(),
+            kind: HandlerKind::Http,
+            path: PathBuf::from(&handler.url),
+            timeout,
+            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
+            grants: HookGrants::default(),
+            source: self.source.clone(),
+            command: None,
+            plugin_root: None,
+            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
+            once: handler.once,
+            http: Some(super::http::HttpTarget {
+                url: handler.url,
+                headers: handler.headers,
+                allowed_env: handler.allowed_env_vars,
+                limits: super::http::HttpHookLimits::default(),
+            }),
+            prompt: None,
+            in_background: false,
+            mcp_tool: None,
+        })
+    }
+
+    /// A `prompt` handler.
+    fn prompt(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        matcher: &Matcher,
+    ) -> Result<HookSpec, String> {
+        let mut unread = Vec::new();
+        let handler: PromptHandler =
+            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
+                .map_err(|e| e.to_string())?;
+        for field in unread {
+            self.warnings.push(format!(
+                "{}: {} prompt hook: `{field}` is not honoured",
+                self.source.describe(),
+                event.name(),
+            ));
+        }
+        Ok(HookSpec {
+            event,
+            matcher: matcher.clone(),
+            kind: HandlerKind::Prompt,
+            path: PathBuf::from("prompt"),
+            timeout: seconds(handler.timeout, PROMPT_DEFAULT_TIMEOUT)?,
+            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
+            grants: HookGrants::default(),
+            source: self.source.clone(),
+            command: None,
+            plugin_root: None,
+            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
+            once: handler.once,
+            http: None,
+            prompt: Some(super::prompt::PromptTarget {
+                prompt: handler.prompt,
+                model: handler.model.map(|m| crate::model::resolve_model(&m)),
+            }),
+            in_background: false,
+            mcp_tool: None,
+        })
+    }
+
+    /// An `mcp_tool` handler.
+    fn mcp_tool(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        matcher: &Matcher,
+    ) -> Result<HookSpec, String> {
+        let mut unread = Vec::new();
+        let handler: McpToolHandler =
+            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
+                .map_err(|e| e.to_string())?;
+        for field in unread {
+            self.warnings.push(format!(
+                "{}: {} mcp_tool hook `{}`: `{field}` is not honoured",
+                self.source.describe(),
+                event.name(),
+                handler.tool
+            ));
+        }
+        Ok(HookSpec {
+            event,
+            matcher: matcher.clone(),
+            kind: HandlerKind::McpTool,
+            path: PathBuf::from(format!("mcp:{}:{}", handler.server, handler.tool)),
+            timeout: seconds(handler.timeout, DEFAULT_TIMEOUT)?,
+            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
+            grants: HookGrants::default(),
+            source: self.source.clone(),
+            command: None,
+            plugin_root: None,
+            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
+            once: handler.once,
+            http: None,
+            prompt: None,
+            in_background: false,
+            mcp_tool: Some(super::mcp_tool::McpToolTarget {
+                server: handler.server,
+                tool: handler.tool,
+                input: handler.input,
+            }),
+        })
+    }
+
+    /// A `wasm` or `wasm-command` handler.
+    fn component(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        matcher: &Matcher,
+        kind: HandlerKind,
+    ) -> Result<HookSpec, String> {
+        let mut unread = Vec::new();
+        let handler: Handler =
+            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
+                .map_err(|e| e.to_string())?;
+        for field in unread {
+            self.warnings.push(format!(
+                "{}: {} hook `{}`: `{field}` is not used by carapace",
+                self.source.describe(),
+                event.name(),
+                handler.path.display()
+            ));
+        }
+        let timeout = match handler.timeout {
+            None => DEFAULT_TIMEOUT,
+            Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Duration::from_secs_f64(s),
+            Some(s) => {
+                return Err(format!(
+                    "timeout {s} is not a number of seconds between 0 and 3600"
+                ));
+            }
+        };
+        let path = if handler.path.is_absolute() {
+            handler.path
+        } else {
+            self.base.join(handler.path)
+        };
+        Ok(HookSpec {
+            event,
+            matcher: matcher.clone(),
+            kind,
+            path,
+            timeout,
+            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
+            grants: handler.grants,
+            source: self.source.clone(),
+            command: None,
+            plugin_root: None,
+            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
+            once: handler.once,
+            http: None,
+            prompt: None,
+            in_background: false,
+            mcp_tool: None,
+        })
+    }
+}
+
+/// A handler's `if`: a permission rule (`Bash(git *)`), for tool events;
+/// one that cannot be read makes the hook one that cannot run (a
+/// PreToolUse guard then refuses what it matches).
+fn condition(
+    text: Option<&str>,
+    event: HookEventKind,
+    base: &Path,
+    source: &RuleSource,
+) -> Result<Option<crate::policy::Rule>, String> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let tool_event = matches!(
+        event,
+        HookEventKind::PreToolUse | HookEventKind::PostToolUse | HookEventKind::PostToolUseFailure
+    );
+    if !tool_event {
+        return Err(format!(
+            "`if` applies to tool events only, not {}",
+            event.name()
+        ));
+    }
+    // `.claude/settings.json` belongs to the folder holding `.claude`.
+    let project = match base.file_name().and_then(|n| n.to_str()) {
+        Some(".claude" | ".carapace") => base.parent().unwrap_or(base),
+        _ => base,
+    };
+    let anchors = crate::policy::Anchors {
+        cwd: std::env::current_dir().unwrap_or_else(|_| project.to_path_buf()),
+        home: std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default(),
+        project: project.to_path_buf(),
+    };
+    crate::policy::Rule::parse(text, crate::policy::RuleKind::Ask, source.clone(), &anchors)
+        .map(Some)
+        .map_err(|e| format!("its `if` is not a permission rule: {e}"))
+}
+
+/// A `command` hook's spec; what it sets that carapace does not honour is
+/// a warning, the hook still loads.
+fn shell_spec(
+    raw: Value,
+    event: HookEventKind,
+    matcher: &Matcher,
+    source: &RuleSource,
+    base: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<HookSpec, String> {
+    let shown = source.describe();
+    let mut unread = Vec::new();
+    let handler: ShellHandler =
+        serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
+            .map_err(|e| e.to_string())?;
+    for field in unread {
+        let why = SHELL_FIELDS_NOT_HONOURED
+            .iter()
+            .find(|(name, _)| *name == field)
+            .map_or("it is not used by carapace", |(_, why)| why);
+        warnings.push(format!(
+            "{shown}: {} command hook `{}`: `{field}` is not honoured ({why})",
+            event.name(),
+            handler.command
+        ));
+    }
+    let timeout = match handler.timeout {
+        None => SHELL_DEFAULT_TIMEOUT,
+        Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Duration::from_secs_f64(s),
+        Some(s) => {
+            return Err(format!(
+                "timeout {s} is not a number of seconds between 0 and 3600"
+            ));
+        }
+    };
+    let command = match handler.shell.as_deref() {
+        None | Some("bash") | Some("sh") => {
+            ShellLine::Run(super::shell::command_line(&handler.command, &handler.args))
+        }
+        Some(other) => ShellLine::Refused(format!(
+            "it asks for the `{other}` shell, which carapace does not run hooks with"
+        )),
+    };
+    Ok(HookSpec {
+        event,
+        matcher: matcher.clone(),
+        kind: HandlerKind::Shell,
+        path: base.join("hooks"),
+        timeout,
+        fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
+        grants: handler.grants,
+        source: source.clone(),
+        command: Some(command),
+        plugin_root: None,
+        condition: condition(handler.condition.as_deref(), event, base, source)?,
+        once: handler.once,
+        http: None,
+        prompt: None,
+        in_background: handler.in_background,
+        mcp_tool: None,
+    })
+}
