@@ -173,6 +173,19 @@ SCENARIOS = {
     ], ["--tools", "Write", "--permission-mode", "acceptEdits"], {"CLAUDE_CODE_MAX_RETRIES": "0"},
         {"hooks": {"PreToolUse": [{"matcher": "Write", "hooks": [
             {"type": "prompt", "prompt": "Is this write safe? $ARGUMENTS"}]}]}}),
+    # (m) an agent hook: the verifier's tools and schema, and what its
+    # `ok: false` (through StructuredOutput) does.
+    "hook-agent-deny": ([
+        reply([tool("toolu_write", "Write", {"file_path": "{ws}/new.txt", "content": "x"})],
+              "tool_use"),
+        reply([tool("toolu_so", "StructuredOutput",
+                    {"ok": False, "reason": "writes are not allowed here"})], "tool_use"),
+        reply([text("verified")]),
+        reply([text("done")]),
+    ], ["--tools", "Read,Grep,Glob,Write,Bash", "--permission-mode", "acceptEdits"],
+        {"CLAUDE_CODE_MAX_RETRIES": "0"},
+        {"hooks": {"PreToolUse": [{"matcher": "Write", "hooks": [
+            {"type": "agent", "prompt": "Verify this write is safe. $ARGUMENTS"}]}]}}),
     # (j) a Stop hook's additionalContext.
     "hook-stop-context": ([reply([text(f"answer {n}")]) for n in range(1, 7)], [],
         {"CLAUDE_CODE_MAX_RETRIES": "0"},
