@@ -12,6 +12,7 @@
 //! imports it.
 
 mod answers;
+mod approval;
 mod callbacks;
 mod component;
 mod config;
@@ -27,6 +28,7 @@ mod protocol;
 mod shell;
 
 pub use answers::{PostToolUseAnswer, PreToolUseAnswer, StopAnswer};
+pub use approval::{Held, HookApprovals};
 pub use component::{CommandHook, CommandRun, HookComponent, HookError};
 pub use event::{HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall};
 pub use http::{HttpHookError, HttpHookLimits, HttpTarget};

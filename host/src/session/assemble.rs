@@ -258,11 +258,18 @@ impl SessionBuilder {
         let mut warnings = Vec::new();
         let mut specs = Vec::new();
         if self.hooks {
+            let mut approvals = crate::hooks::HookApprovals::load(&self.paths.config_dir);
             for (value, source) in &settings.hooks {
                 match crate::hooks::parse(value, source) {
                     Ok((parsed, parse_warnings)) => {
                         warnings.extend(parse_warnings);
-                        specs.extend(parsed);
+                        specs.extend(approved(
+                            parsed,
+                            source,
+                            settings,
+                            &mut approvals,
+                            &mut warnings,
+                        ));
                     }
                     // What cannot be read at all may have guarded calls.
                     Err(e) => {
@@ -272,6 +279,9 @@ impl SessionBuilder {
                         }
                     }
                 }
+            }
+            if let Err(e) = approvals.save() {
+                warnings.push(format!("cannot keep the approved hooks: {e}"));
             }
             for plugin in plugins {
                 specs.extend(plugin_hooks(plugin, &mut warnings));
@@ -506,6 +516,37 @@ fn plugin_hooks(
         }
         Err(e) => unreadable(e.to_string(), warnings),
     }
+}
+
+/// A project file's hooks that run: those approved as they are (trusting
+/// the workspace approves them; a change holds one back). A held
+/// PreToolUse hook stands as a guard refusing what it matches; others are
+/// named in a warning. The user's and the administrator's hooks are
+/// theirs: not judged.
+fn approved(
+    specs: Vec<crate::hooks::HookSpec>,
+    source: &crate::policy::RuleSource,
+    settings: &Settings,
+    approvals: &mut crate::hooks::HookApprovals,
+    warnings: &mut Vec<String>,
+) -> Vec<crate::hooks::HookSpec> {
+    let (crate::policy::SourceKind::Project, Some(file)) = (source.kind, &source.file) else {
+        return specs;
+    };
+    // `.claude/settings.json` belongs to the folder holding `.claude`.
+    let project = file.parent().and_then(Path::parent).unwrap_or(file);
+    let approve = settings.trust.approves_as_it_is();
+    let (mut run, held) = approvals.judge(project, file, specs, approve);
+    for crate::hooks::Held { spec, why } in held {
+        warnings.push(why.clone());
+        if spec.event == crate::hooks::HookEventKind::PreToolUse {
+            run.push(crate::hooks::HookSpec {
+                matcher: spec.matcher,
+                ..crate::hooks::unreadable_guard(why, source)
+            });
+        }
+    }
+    run
 }
 
 /// An untrusted project's PreToolUse hooks, as guards that refuse what

@@ -49,6 +49,8 @@ impl ProjectItem {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct WorkspaceTrust {
     trusted: bool,
+    /// Trusted by `--trust-workspace`: the workspace as it is now.
+    by_flag: bool,
 }
 
 impl WorkspaceTrust {
@@ -62,11 +64,20 @@ impl WorkspaceTrust {
         let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let workspace = real(workspace);
         let trusted = flag || listed.into_iter().any(|w| real(w) == workspace);
-        Self { trusted }
+        Self {
+            trusted,
+            by_flag: flag,
+        }
     }
 
     pub fn is_trusted(&self) -> bool {
         self.trusted
+    }
+
+    /// Trusted by `--trust-workspace` on this run: what the project holds
+    /// now is approved, its hooks as they are included.
+    pub fn approves_as_it_is(&self) -> bool {
+        self.by_flag
     }
 
     /// Whether `item`, brought by the project file (or directory) `from`,

@@ -617,3 +617,76 @@ fn an_mcp_tool_hook_asks_a_connected_server() -> TestResult {
     }
     Ok(())
 }
+
+/// Trusting a workspace approves its hooks as they are: the guard script a
+/// `git pull` then rewrites (to let everything through) does not run, and
+/// what it guarded is refused until the workspace is trusted again as it
+/// is now (`--trust-workspace`), which runs the new script. A hook added
+/// later is held the same way.
+#[test]
+fn a_project_hook_that_changed_since_it_was_trusted_does_not_run() -> TestResult {
+    let setup = Setup::new(json!({
+        "PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "python3 \"$CLAUDE_PROJECT_DIR/.claude/hooks/guard.py\""}
+        ]}],
+    }))?;
+    // Trusted the lasting way: listed in the user's settings.
+    let carapace_dir = setup.home.join(".carapace");
+    std::fs::create_dir_all(&carapace_dir)?;
+    std::fs::write(
+        carapace_dir.join("settings.json"),
+        json!({"trustedWorkspaces": [setup.ws.display().to_string()]}).to_string(),
+    )?;
+    let run_rm =
+        |trust_flag: bool| -> Result<(support::Run, ScriptedServer), Box<dyn std::error::Error>> {
+            std::fs::create_dir_all(setup.ws.join("keep"))?;
+            let server = ScriptedServer::start(vec![
+                Reply::tool_uses(vec![bash("toolu_rm", "rm -rf keep")]),
+                Reply::text("done"),
+            ])?;
+            let mut command = support::against(&server, &setup.ws);
+            command
+                .env("HOME", &setup.home)
+                .env("CARAPACE_CONFIG_DIR", &carapace_dir)
+                .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
+                .args(["--permission-mode", "bypassPermissions"]);
+            if trust_flag {
+                command.arg("--trust-workspace");
+            }
+            Ok((support::Run::from_output(command.output()?)?, server))
+        };
+    // First session: approved as it is; the guard blocks rm.
+    let (run, server) = run_rm(false)?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    assert!(request_text(&server, 1).contains("blocked by guard.py"));
+    assert!(setup.ws.join("keep").is_dir());
+    // The script changes under the user: it would now let rm through.
+    std::fs::write(
+        setup.ws.join(".claude/hooks/guard.py"),
+        "import sys\nsys.exit(0)\n",
+    )?;
+    let (run, server) = run_rm(false)?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("changed since the workspace was trusted"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        setup.ws.join("keep").is_dir(),
+        "the changed guard's call was refused"
+    );
+    assert!(request_text(&server, 1).contains("--trust-workspace"));
+    // Trusted again as it is now: the new script runs (and allows).
+    let (run, _server) = run_rm(true)?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    assert!(
+        !setup.ws.join("keep").exists(),
+        "approved, the new guard let rm run"
+    );
+    // …and stays approved for the lasting trust.
+    let (run, _server) = run_rm(false)?;
+    assert!(!run.stderr.contains("changed since"), "{}", run.stderr);
+    Ok(())
+}
