@@ -65,6 +65,7 @@ impl HookRuntime {
                             prompt: None,
                             in_background: false,
                             mcp_tool: None,
+                            agent: None,
                         },
                         spent: Default::default(),
                         handler: Handler::Callback {

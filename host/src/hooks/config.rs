@@ -60,6 +60,9 @@ pub enum HandlerKind {
     /// Claude Code's `mcp_tool` hook: a connected server's tool answers
     /// (see `hooks::mcp_tool`).
     McpTool,
+    /// Claude Code's `agent` hook: a read-only verifier decides (see
+    /// `hooks::agent_hook`).
+    Agent,
 }
 
 /// What a `command` hook runs.
@@ -159,6 +162,8 @@ pub struct HookSpec {
     pub in_background: bool,
     /// An `mcp_tool` hook's server, tool and input.
     pub mcp_tool: Option<super::mcp_tool::McpToolTarget>,
+    /// An `agent` hook's task and model.
+    pub agent: Option<super::agent_hook::AgentTarget>,
 }
 
 #[derive(Deserialize)]
@@ -285,6 +290,7 @@ pub fn unreadable_guard(reason: String, source: &RuleSource) -> HookSpec {
         prompt: None,
         in_background: false,
         mcp_tool: None,
+        agent: None,
     }
 }
 
@@ -376,7 +382,7 @@ mod tests {
         for (bad, guards) in [
             (json!({"NoSuchEvent": [{"hooks": [good.clone()]}]}), false),
             (
-                json!({"Stop": [{"hooks": [{"type": "agent", "prompt": "check"}]}]}),
+                json!({"Stop": [{"hooks": [{"type": "function", "path": "check.wasm"}]}]}),
                 false,
             ),
             (
@@ -384,7 +390,7 @@ mod tests {
                 false,
             ),
             (
-                json!({"PreToolUse": [{"matcher": "Write", "hooks": [{"type": "agent", "prompt": "ok?"}]}]}),
+                json!({"PreToolUse": [{"matcher": "Write", "hooks": [{"type": "function", "path": "ok.wasm"}]}]}),
                 true,
             ),
             (

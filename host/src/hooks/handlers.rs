@@ -175,10 +175,11 @@ impl Parsed<'_> {
             Some("http") => self.http(raw, event, matcher),
             Some("prompt") => self.prompt(raw, event, matcher),
             Some("mcp_tool") => self.mcp_tool(raw, event, matcher),
+            Some("agent") => self.agent(raw, event, matcher),
             Some("wasm") => self.component(raw, event, matcher, HandlerKind::Component),
             Some("wasm-command") => self.component(raw, event, matcher, HandlerKind::Command),
             Some(other) => Err(format!(
-                "carapace does not run `{other}` hooks yet; it runs `command`, `http`, `prompt`, `mcp_tool`, `wasm` and `wasm-command`"
+                "carapace does not run `{other}` hooks; it runs `command`, `http`, `prompt`, `mcp_tool`, `agent`, `wasm` and `wasm-command`"
             )),
             None => Err("it has no `type`".into()),
         }
@@ -226,6 +227,7 @@ impl Parsed<'_> {
             prompt: None,
             in_background: false,
             mcp_tool: None,
+            agent: None,
         })
     }
 
@@ -267,6 +269,7 @@ impl Parsed<'_> {
             }),
             in_background: false,
             mcp_tool: None,
+            agent: None,
         })
     }
 
@@ -309,6 +312,50 @@ impl Parsed<'_> {
                 server: handler.server,
                 tool: handler.tool,
                 input: handler.input,
+            }),
+            agent: None,
+        })
+    }
+
+    /// An `agent` handler.
+    fn agent(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        matcher: &Matcher,
+    ) -> Result<HookSpec, String> {
+        let mut unread = Vec::new();
+        // Its fields are a prompt hook's.
+        let handler: PromptHandler =
+            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
+                .map_err(|e| e.to_string())?;
+        for field in unread {
+            self.warnings.push(format!(
+                "{}: {} agent hook: `{field}` is not honoured",
+                self.source.describe(),
+                event.name(),
+            ));
+        }
+        Ok(HookSpec {
+            event,
+            matcher: matcher.clone(),
+            kind: HandlerKind::Agent,
+            path: PathBuf::from("agent"),
+            timeout: seconds(handler.timeout, DEFAULT_TIMEOUT)?,
+            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
+            grants: HookGrants::default(),
+            source: self.source.clone(),
+            command: None,
+            plugin_root: None,
+            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
+            once: handler.once,
+            http: None,
+            prompt: None,
+            in_background: false,
+            mcp_tool: None,
+            agent: Some(super::agent_hook::AgentTarget {
+                prompt: handler.prompt,
+                model: handler.model.map(|m| crate::model::resolve_model(&m)),
             }),
         })
     }
@@ -364,6 +411,7 @@ impl Parsed<'_> {
             prompt: None,
             in_background: false,
             mcp_tool: None,
+            agent: None,
         })
     }
 }
@@ -467,5 +515,6 @@ fn shell_spec(
         prompt: None,
         in_background: handler.in_background,
         mcp_tool: None,
+        agent: None,
     })
 }

@@ -166,6 +166,22 @@ async fn invoke(
             }
         }
         Handler::Shell(shell) => invoke_shell(shell, hook, common, event).await,
+        Handler::Agent(target) => {
+            let Some(verifier) = &services.verifier else {
+                return Invocation::cannot_run("it cannot run: this session runs no agents".into());
+            };
+            let task = target.task(&input_json(common, event));
+            let verified = verifier.verify(task, target.model.clone());
+            match tokio::time::timeout(hook.spec.timeout, verified).await {
+                Ok(Ok((ok, reason))) => Invocation {
+                    result: super::AgentTarget::meaning(kind, ok, &reason),
+                    exit_code: Some(0),
+                    ..Invocation::default()
+                },
+                Ok(Err(e)) => Invocation::failed(e),
+                Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
+            }
+        }
         Handler::McpTool(target) => {
             let Some(mcp) = &services.mcp else {
                 return Invocation::cannot_run(

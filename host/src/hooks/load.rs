@@ -35,6 +35,11 @@ pub(super) async fn load_one(
     if spec.kind == HandlerKind::Shell {
         return Ok(load_shell(sandbox, spec, places));
     }
+    if let (HandlerKind::Agent, Some(target)) = (spec.kind, &spec.agent) {
+        let label = target.prompt.chars().take(80).collect();
+        let handler = Handler::Agent(target.clone());
+        return Ok(Loaded::Ready(Box::new((Grant::none(), label, handler))));
+    }
     if let (HandlerKind::McpTool, Some(target)) = (spec.kind, &spec.mcp_tool) {
         let label = format!("{}:{}", target.server, target.tool);
         let handler = Handler::McpTool(target.clone());
@@ -112,7 +117,7 @@ pub(super) async fn load_one(
             )));
         }
         HandlerKind::Shell => return Ok(load_shell(sandbox, spec, places)),
-        HandlerKind::Http | HandlerKind::Prompt | HandlerKind::McpTool => {
+        HandlerKind::Http | HandlerKind::Prompt | HandlerKind::McpTool | HandlerKind::Agent => {
             return Ok(Loaded::NotForThisEvent(format!(
                 "hook {path}: an http or prompt hook without its target"
             )));

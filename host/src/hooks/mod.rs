@@ -11,6 +11,7 @@
 //! Imports: `agent`, `policy`, `sandbox` — folders below it; nothing that
 //! imports it.
 
+mod agent_hook;
 mod answers;
 mod approval;
 mod callbacks;
@@ -27,6 +28,7 @@ mod prompt;
 mod protocol;
 mod shell;
 
+pub use agent_hook::{AgentTarget, AgentVerifier, VERIFIER_AGENT_TYPE};
 pub use answers::{PostToolUseAnswer, PreToolUseAnswer, StopAnswer};
 pub use approval::{Held, HookApprovals};
 pub use component::{CommandHook, CommandRun, HookComponent, HookError};
@@ -60,6 +62,7 @@ enum Handler {
     Http(http::HttpTarget),
     Prompt(prompt::PromptTarget),
     McpTool(mcp_tool::McpToolTarget),
+    Agent(agent_hook::AgentTarget),
     Callback {
         id: String,
         callbacks: Arc<dyn HookCallbacks>,
@@ -92,8 +95,19 @@ impl LoadedHook {
     /// Whether this hook runs for `event`: its matcher, then its `if`
     /// against the call (judged from the call's input, holding when in
     /// doubt), then — taking the one run it has — `once`.
-    fn runs_for(&self, event: &HookEvent, subject: Option<&str>, cwd: &Path) -> bool {
+    fn runs_for(
+        &self,
+        event: &HookEvent,
+        subject: Option<&str>,
+        cwd: &Path,
+        agent: Option<&(String, String)>,
+    ) -> bool {
         if self.spec.event != event.kind() || !self.spec.matcher.matches(subject) {
+            return false;
+        }
+        // A verifier's own calls start no verifier.
+        let by_verifier = agent.is_some_and(|(_, kind)| kind == VERIFIER_AGENT_TYPE);
+        if by_verifier && self.spec.kind == config::HandlerKind::Agent {
             return false;
         }
         if let (Some(rule), Some(call)) = (&self.spec.condition, event.tool_call())
@@ -135,6 +149,7 @@ pub struct HookRuntime {
 pub(crate) struct Services {
     pub(crate) judge: Option<Arc<PromptJudge>>,
     pub(crate) mcp: Option<Arc<dyn McpToolCaller>>,
+    pub(crate) verifier: Option<Arc<dyn AgentVerifier>>,
 }
 
 /// Why a hook could not be loaded.
@@ -259,6 +274,7 @@ impl HookRuntime {
                     config::HandlerKind::Http => "http",
                     config::HandlerKind::Prompt => "prompt",
                     config::HandlerKind::McpTool => "mcp_tool",
+                    config::HandlerKind::Agent => "agent",
                 };
                 format!(
                     "{} [{matcher}] {kind} {} ({})",
@@ -342,7 +358,7 @@ impl HookRuntime {
                 let cwd = Path::new(&self.common.cwd);
                 hooks
                     .iter()
-                    .filter(|h| h.runs_for(&event, subject.as_deref(), cwd))
+                    .filter(|h| h.runs_for(&event, subject.as_deref(), cwd, agent.as_ref()))
                     .cloned()
                     .collect()
             })
@@ -424,6 +440,13 @@ impl HookRuntime {
     pub fn set_judge(&self, judge: PromptJudge) {
         if let Ok(mut services) = self.services.write() {
             services.judge = Some(Arc::new(judge));
+        }
+    }
+
+    /// The verifiers `agent` hooks run: the session's.
+    pub fn set_verifier(&self, verifier: Arc<dyn AgentVerifier>) {
+        if let Ok(mut services) = self.services.write() {
+            services.verifier = Some(verifier);
         }
     }
 

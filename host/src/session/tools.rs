@@ -227,6 +227,7 @@ impl SessionBuilder {
             });
         };
         let definition = crate::subagents::definition(runner.agents);
+        let hooks = runner.hooks.clone();
         let mut made = None;
         let subset = Arc::new_cyclic(|own: &Weak<ToolSubset>| {
             let parent_tools: Weak<dyn ToolRuntime> = own.clone();
@@ -244,6 +245,8 @@ impl SessionBuilder {
         });
         let (pipeline, tool) =
             made.ok_or_else(|| SessionError::Invalid("the session's tools were not made".into()))??;
+        // `agent` hooks run their verifiers on the Agent tool's runner.
+        hooks.set_verifier(tool.verifier());
         Ok(SessionTools {
             pipeline,
             runtime: subset.clone(),

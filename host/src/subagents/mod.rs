@@ -13,6 +13,9 @@
 //! Imports: `agent`, `files`, `hooks`, `model`, `prompt`, `sandbox`, `tools`,
 //! `transcript` — folders below it; nothing that imports it.
 
+mod verifier;
+
+pub use verifier::HookVerifier;
 mod definitions;
 
 pub use definitions::{
@@ -114,6 +117,11 @@ pub struct AgentTool {
 }
 
 impl AgentTool {
+    /// The verifiers `agent` hooks run, on this tool's runner.
+    pub fn verifier(&self) -> Arc<dyn crate::hooks::AgentVerifier> {
+        Arc::new(HookVerifier(Arc::downgrade(&self.runner)))
+    }
+
     pub fn new(runner: SubagentRunner) -> Self {
         Self {
             runner: Arc::new(runner),

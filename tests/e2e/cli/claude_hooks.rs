@@ -146,7 +146,7 @@ fn a_newer_claude_code_setup_loads_and_what_cannot_run_guards_closed() -> TestRe
             {"type": "command", "command": "sh .claude/hooks/remind.sh", "statusMessage": "reminding"}
         ]}],
         "PreToolUse": [{"matcher": "Write, Edit", "hooks": [
-            {"type": "agent", "prompt": "Verify this edit is safe. $ARGUMENTS"}
+            {"type": "function", "path": "guard.wasm"}
         ]}],
     }))?;
     let server = ScriptedServer::start(vec![
@@ -170,7 +170,7 @@ fn a_newer_claude_code_setup_loads_and_what_cannot_run_guards_closed() -> TestRe
         "PostCompact",
         "TaskCreated",
         "`http`",
-        "`agent`",
+        "`function`",
         "statusMessage",
     ] {
         assert!(
@@ -688,5 +688,75 @@ fn a_project_hook_that_changed_since_it_was_trusted_does_not_run() -> TestResult
     // …and stays approved for the lasting trust.
     let (run, _server) = run_rm(false)?;
     assert!(!run.stderr.contains("changed since"), "{}", run.stderr);
+    Ok(())
+}
+
+/// An `agent` hook, against Claude Code 2.1.332's recording
+/// (`tests/claude-code/hook-agent-deny.json`): the verifier answers through
+/// StructuredOutput; `ok: false` refuses the Write in Claude Code's words
+/// and the run goes on. Unlike Claude Code's, carapace's verifier is given
+/// only Read, Grep and Glob — never Write or Bash. Control: `ok: true`
+/// lets the Write run.
+#[test]
+fn an_agent_hook_runs_a_read_only_verifier_as_in_claude_code() -> TestResult {
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/claude-code/hook-agent-deny.json"),
+    )?)?;
+    let hooks = recorded["settings"]["hooks"].clone();
+    for ok in [false, true] {
+        let setup = Setup::new(hooks.clone())?;
+        let ws = setup.ws.display().to_string();
+        let mut script: Vec<Value> =
+            serde_json::from_str(&recorded["script"].to_string().replace("{ws}", &ws))?;
+        script[1]["blocks"][0]["input"]["ok"] = json!(ok);
+        let replies = script
+            .iter()
+            .map(Reply::from_script)
+            .collect::<Result<Vec<_>, _>>()?;
+        let server = ScriptedServer::start(replies)?;
+        let run = setup.run(&server)?;
+        assert_eq!(run.status, Some(0), "{}", run.stderr);
+        let requests = server.requests();
+        let verifier = &requests.get(1).ok_or("the verifier was not asked")?.body;
+        let mut tools: Vec<String> = verifier["tools"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|t| t["name"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        tools.sort();
+        assert_eq!(
+            tools,
+            ["Glob", "Grep", "Read", "StructuredOutput"],
+            "read-only, and its answer"
+        );
+        assert!(
+            verifier["messages"]
+                .to_string()
+                .contains("Verify this write is safe.")
+        );
+        let made = setup.ws.join("new.txt").exists();
+        assert_eq!(made, ok, "ok: {ok}");
+        assert_eq!(requests.len(), 3, "the run goes on after the verdict");
+        if ok {
+            continue;
+        }
+        let told = request_text(&server, 2);
+        let recorded_result = recorded["stdout"]
+            .as_array()
+            .and_then(|lines| lines.iter().find(|l| l["type"] == "user"))
+            .and_then(|l| {
+                l["message"]["content"][0]["content"]
+                    .as_str()
+                    .map(String::from)
+            })
+            .ok_or("no recorded result")?;
+        assert!(
+            told.contains(&recorded_result),
+            "{told}\nvs {recorded_result}"
+        );
+    }
     Ok(())
 }
