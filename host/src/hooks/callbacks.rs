@@ -68,6 +68,7 @@ impl HookRuntime {
                             agent: None,
                         },
                         spent: Default::default(),
+                        off: Default::default(),
                         handler: Handler::Callback {
                             id: id.to_string(),
                             callbacks: callbacks.clone(),

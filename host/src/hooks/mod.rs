@@ -89,6 +89,8 @@ struct LoadedHook {
     label: String,
     /// A `once` hook has run.
     spent: std::sync::atomic::AtomicBool,
+    /// Switched off for this session (`/hooks disable N`).
+    off: std::sync::atomic::AtomicBool,
 }
 
 impl LoadedHook {
@@ -102,7 +104,10 @@ impl LoadedHook {
         cwd: &Path,
         agent: Option<&(String, String)>,
     ) -> bool {
-        if self.spec.event != event.kind() || !self.spec.matcher.matches(subject) {
+        if self.spec.event != event.kind()
+            || !self.spec.matcher.matches(subject)
+            || self.off.load(std::sync::atomic::Ordering::SeqCst)
+        {
             return false;
         }
         // A verifier's own calls start no verifier.
@@ -213,6 +218,7 @@ impl HookRuntime {
                         grant,
                         label,
                         spent: Default::default(),
+                        off: Default::default(),
                     }))
                 }
                 Ok(Loaded::NotForThisEvent(warning)) => warnings.push(warning),
@@ -259,7 +265,9 @@ impl HookRuntime {
         };
         hooks
             .iter()
-            .map(|hook| {
+            .enumerate()
+            .map(|(index, hook)| {
+                let number = index + 1;
                 let spec = &hook.spec;
                 let matcher = match &spec.matcher {
                     config::Matcher::All => "*".to_string(),
@@ -276,14 +284,44 @@ impl HookRuntime {
                     config::HandlerKind::McpTool => "mcp_tool",
                     config::HandlerKind::Agent => "agent",
                 };
+                let off = match hook.off.load(std::sync::atomic::Ordering::SeqCst) {
+                    true => " — off for this session",
+                    false => "",
+                };
                 format!(
-                    "{} [{matcher}] {kind} {} ({})",
+                    "{number}. {} [{matcher}] {kind} {} ({}){off}",
                     spec.event.name(),
                     hook.label,
                     spec.source.describe()
                 )
             })
             .collect()
+    }
+
+    /// Switches hook `number` (as [`Self::describe`] numbers them) on or
+    /// off for this session; what it did, or why not. The administrator's
+    /// hooks are not the user's to switch off.
+    pub fn switch(&self, number: usize, on: bool) -> Result<String, String> {
+        let hooks = self
+            .hooks
+            .read()
+            .map_err(|_| "the hooks are unusable".to_string())?;
+        let hook = number
+            .checked_sub(1)
+            .and_then(|i| hooks.get(i))
+            .ok_or_else(|| format!("there is no hook {number} (see /hooks)"))?;
+        if hook.spec.source.kind == crate::policy::SourceKind::Managed {
+            return Err(format!(
+                "hook {number} is your administrator's (managed settings): it cannot be switched off"
+            ));
+        }
+        hook.off.store(!on, std::sync::atomic::Ordering::SeqCst);
+        Ok(format!(
+            "{} hook {number} ({}) is {} for this session.",
+            hook.spec.event.name(),
+            hook.label,
+            if on { "on" } else { "off" }
+        ))
     }
 
     /// Whether any hook handles `kind`: the loop skips building events

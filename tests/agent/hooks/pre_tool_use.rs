@@ -381,3 +381,39 @@ async fn a_deferred_single_call_ends_the_run_with_tool_deferred() -> TestResult 
 async fn run_two(setup: Setup, ws: &Path) -> Result<Run, Box<dyn std::error::Error>> {
     support::run(setup, ws, one("read twice")).await
 }
+
+/// `/hooks disable N` switches a hook off for the session, `/hooks enable
+/// N` on again; a number that names no hook says so.
+#[tokio::test]
+async fn a_hook_switched_off_does_not_run_until_switched_on() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    hook_script(
+        &ws,
+        json!({"PreToolUse": {"decision": "deny", "reason": "DENIED_BY_HOOK"}}),
+    )?;
+    let sandbox = carapace_test_support::sandbox()?;
+    let hooks =
+        support::load_hooks(&sandbox, &hook_on("PreToolUse", "Read", typed(&ws)), &ws).await?;
+    let call = || {
+        HookEvent::PreToolUse(carapace::hooks::HookToolCall {
+            tool_name: "Read".into(),
+            tool_input: json!({"file_path": "/x"}),
+            tool_use_id: "toolu_1".into(),
+        })
+    };
+    let denied = |answer: &carapace::hooks::HandlerResult| {
+        answer.decision == Some(carapace::hooks::HookPermission::Deny)
+    };
+    assert!(denied(&hooks.run(call()).await), "on: it denies");
+    assert!(hooks.switch(1, false)?.contains("off for this session"));
+    assert!(hooks.describe()[0].ends_with("off for this session"));
+    assert!(!denied(&hooks.run(call()).await), "off: it does not run");
+    hooks.switch(1, true)?;
+    assert!(denied(&hooks.run(call()).await), "on again");
+    assert!(
+        hooks
+            .switch(7, false)
+            .is_err_and(|e| e.contains("no hook 7"))
+    );
+    Ok(())
+}

@@ -68,6 +68,7 @@ pub fn local(session: &Session, app: &mut App, text: &str) -> Local {
         "cost" => format!("This session has cost ${:.4} so far.", app.status.cost_usd),
         "model" => model(session, app, argument),
         "permissions" => permissions(session),
+        "hooks" if !argument.is_empty() => switch_hook(session, argument),
         "context" => context(session, app),
         other => match listing(session, other) {
             Some(answer) => answer,
@@ -77,6 +78,21 @@ pub fn local(session: &Session, app: &mut App, text: &str) -> Local {
     app.say(Cell::User(text.to_string()));
     app.say(Cell::Notice(NoticeLevel::Info, answer));
     Local::Done
+}
+
+/// `/hooks enable N` or `/hooks disable N`: hook N on or off for this
+/// session.
+fn switch_hook(session: &Session, argument: &str) -> String {
+    let mut words = argument.split_whitespace();
+    let on = match words.next() {
+        Some("enable" | "on") => true,
+        Some("disable" | "off") => false,
+        _ => return "Use /hooks to list the hooks, /hooks disable N or /hooks enable N to switch hook N for this session.".into(),
+    };
+    match words.next().and_then(|n| n.parse::<usize>().ok()) {
+        Some(number) => session.hooks.switch(number, on).unwrap_or_else(|why| why),
+        None => "Which hook? Give its number from /hooks.".into(),
+    }
 }
 
 /// The commands that list a part of the session: hooks, shells, MCP
