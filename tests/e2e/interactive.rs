@@ -592,7 +592,11 @@ fn hooks_lists_the_hooks_that_run() -> TestResult {
     let mut screen = Screen::open(&server, dir.path(), &["--settings", &settings.to_string()])?;
     screen.wait_for("> ")?;
     screen.send("/hooks")?;
-    screen.wait_for("PreToolUse [Bash|Write] command command-hook-probe.wasm")?;
+    screen.wait_for("1. PreToolUse [Bash|Write] command command-hook-probe.wasm")?;
+    screen.send("/hooks disable 1")?;
+    screen.wait_for("is off for this session")?;
+    screen.send("/hooks")?;
+    screen.wait_for("command-hook-probe.wasm (--settings) — off for this session")?;
     screen.exit()
 }
 
