@@ -3,8 +3,8 @@
 //! settings' hooks and folded with them.
 
 use super::{
-    DEFAULT_TIMEOUT, Handler, HandlerKind, HookCallbacks, HookEventKind, HookGrants, HookRuntime,
-    HookSpec, LoadedHook, Matcher,
+    DEFAULT_TIMEOUT, Handler, HandlerKind, HookCallbacks, HookEventKind, HookRuntime, HookSpec,
+    LoadedHook, Matcher,
 };
 use crate::sandbox::Grant;
 use serde_json::Value;
@@ -46,26 +46,18 @@ impl HookRuntime {
                         .ok_or_else(|| format!("hooks.{event}: a callback id is not a string"))?;
                     added.push(Arc::new(LoadedHook {
                         spec: HookSpec {
-                            event: kind,
-                            matcher: matcher.clone(),
-                            kind: HandlerKind::Callback,
-                            path: std::path::PathBuf::from(format!("sdk:{id}")),
                             timeout,
                             fail_closed,
-                            grants: HookGrants::default(),
-                            source: crate::policy::RuleSource {
-                                kind: crate::policy::SourceKind::CliFlag,
-                                file: None,
-                            },
-                            command: None,
-                            plugin_root: None,
-                            condition: None,
-                            once: false,
-                            http: None,
-                            prompt: None,
-                            in_background: false,
-                            mcp_tool: None,
-                            agent: None,
+                            ..HookSpec::new(
+                                kind,
+                                matcher.clone(),
+                                HandlerKind::Callback,
+                                std::path::PathBuf::from(format!("sdk:{id}")),
+                                &crate::policy::RuleSource {
+                                    kind: crate::policy::SourceKind::CliFlag,
+                                    file: None,
+                                },
+                            )
                         },
                         spent: Default::default(),
                         off: Default::default(),

@@ -166,6 +166,38 @@ pub struct HookSpec {
     pub agent: Option<super::agent_hook::AgentTarget>,
 }
 
+impl HookSpec {
+    /// A hook of `kind` for `event`, configured in `source`, with nothing
+    /// else set: the default timeout, failing open, no grant, no `if`.
+    pub fn new(
+        event: HookEventKind,
+        matcher: Matcher,
+        kind: HandlerKind,
+        path: PathBuf,
+        source: &RuleSource,
+    ) -> Self {
+        Self {
+            event,
+            matcher,
+            kind,
+            path,
+            timeout: DEFAULT_TIMEOUT,
+            fail_closed: false,
+            grants: HookGrants::default(),
+            source: source.clone(),
+            command: None,
+            plugin_root: None,
+            condition: None,
+            once: false,
+            http: None,
+            prompt: None,
+            in_background: false,
+            mcp_tool: None,
+            agent: None,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct Group {
     matcher: Option<String>,
@@ -274,23 +306,16 @@ impl Parsed<'_> {
 /// could not be loaded are not mistaken for guards that allowed.
 pub fn unreadable_guard(reason: String, source: &RuleSource) -> HookSpec {
     HookSpec {
-        event: HookEventKind::PreToolUse,
-        matcher: Matcher::All,
-        kind: HandlerKind::Shell,
-        path: PathBuf::new(),
         timeout: SHELL_DEFAULT_TIMEOUT,
         fail_closed: true,
-        grants: HookGrants::default(),
-        source: source.clone(),
         command: Some(ShellLine::Refused(reason)),
-        plugin_root: None,
-        condition: None,
-        once: false,
-        http: None,
-        prompt: None,
-        in_background: false,
-        mcp_tool: None,
-        agent: None,
+        ..HookSpec::new(
+            HookEventKind::PreToolUse,
+            Matcher::All,
+            HandlerKind::Shell,
+            PathBuf::new(),
+            source,
+        )
     }
 }
 

@@ -159,6 +159,16 @@ const SHELL_FIELDS_NOT_HONOURED: &[(&str, &str)] = &[
     ("statusMessage", "no message is shown while it runs"),
 ];
 
+/// The fields every handler type shares, as one handler wrote them.
+struct Shared<'a> {
+    timeout: Option<f64>,
+    default_timeout: Duration,
+    fail_closed: bool,
+    on_failure: Option<&'a str>,
+    condition: Option<&'a str>,
+    once: bool,
+}
+
 impl Parsed<'_> {
     /// One handler's spec, or why it cannot run.
     pub(super) fn handler(
@@ -168,14 +178,11 @@ impl Parsed<'_> {
         matcher: &Matcher,
     ) -> Result<HookSpec, String> {
         match raw.get("type").and_then(Value::as_str) {
-            Some("command") => {
-                let (source, base) = (self.source, self.base.clone());
-                shell_spec(raw, event, matcher, source, &base, &mut self.warnings)
-            }
+            Some("command") => self.shell(raw, event, matcher),
             Some("http") => self.http(raw, event, matcher),
-            Some("prompt") => self.prompt(raw, event, matcher),
+            Some("prompt") => self.judged(raw, event, matcher, HandlerKind::Prompt),
+            Some("agent") => self.judged(raw, event, matcher, HandlerKind::Agent),
             Some("mcp_tool") => self.mcp_tool(raw, event, matcher),
-            Some("agent") => self.agent(raw, event, matcher),
             Some("wasm") => self.component(raw, event, matcher, HandlerKind::Component),
             Some("wasm-command") => self.component(raw, event, matcher, HandlerKind::Command),
             Some(other) => Err(format!(
@@ -185,6 +192,88 @@ impl Parsed<'_> {
         }
     }
 
+    /// Reads a handler of type `H`; each field carapace does not read is a
+    /// warning, saying why when `why` knows.
+    fn read<H: serde::de::DeserializeOwned>(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        what: &str,
+        why: &dyn Fn(&str) -> &'static str,
+    ) -> Result<H, String> {
+        let mut unread = Vec::new();
+        let handler = serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
+            .map_err(|e| e.to_string())?;
+        for field in unread {
+            self.warnings.push(format!(
+                "{}: {} {what}: `{field}` is not honoured ({})",
+                self.source.describe(),
+                event.name(),
+                why(&field)
+            ));
+        }
+        Ok(handler)
+    }
+
+    /// `spec` with the fields every handler type shares.
+    fn shared(&self, spec: HookSpec, shared: Shared<'_>) -> Result<HookSpec, String> {
+        Ok(HookSpec {
+            timeout: seconds(shared.timeout, shared.default_timeout)?,
+            fail_closed: shared.fail_closed || blocks_on_failure(shared.on_failure),
+            condition: condition(shared.condition, spec.event, &self.base, self.source)?,
+            once: shared.once,
+            ..spec
+        })
+    }
+
+    /// A `command` handler; what it sets that carapace does not honour is
+    /// a warning, the hook still loads.
+    fn shell(
+        &mut self,
+        raw: Value,
+        event: HookEventKind,
+        matcher: &Matcher,
+    ) -> Result<HookSpec, String> {
+        let why = |field: &str| {
+            SHELL_FIELDS_NOT_HONOURED
+                .iter()
+                .find(|(name, _)| *name == field)
+                .map_or("it is not used by carapace", |(_, why)| why)
+        };
+        let handler: ShellHandler = self.read(raw, event, "command hook", &why)?;
+        let command = match handler.shell.as_deref() {
+            None | Some("bash") | Some("sh") => {
+                ShellLine::Run(super::shell::command_line(&handler.command, &handler.args))
+            }
+            Some(other) => ShellLine::Refused(format!(
+                "it asks for the `{other}` shell, which carapace does not run hooks with"
+            )),
+        };
+        let spec = HookSpec {
+            grants: handler.grants,
+            command: Some(command),
+            in_background: handler.in_background,
+            ..HookSpec::new(
+                event,
+                matcher.clone(),
+                HandlerKind::Shell,
+                self.base.join("hooks"),
+                self.source,
+            )
+        };
+        self.shared(
+            spec,
+            Shared {
+                timeout: handler.timeout,
+                default_timeout: SHELL_DEFAULT_TIMEOUT,
+                fail_closed: handler.fail_closed,
+                on_failure: handler.on_failure.as_deref(),
+                condition: handler.condition.as_deref(),
+                once: handler.once,
+            },
+        )
+    }
+
     /// An `http` handler.
     fn http(
         &mut self,
@@ -192,85 +281,80 @@ impl Parsed<'_> {
         event: HookEventKind,
         matcher: &Matcher,
     ) -> Result<HookSpec, String> {
-        let mut unread = Vec::new();
         let handler: HttpHandler =
-            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
-                .map_err(|e| e.to_string())?;
-        for field in unread {
-            self.warnings.push(format!(
-                "{}: {} http hook `{}`: `{field}` is not honoured",
-                self.source.describe(),
-                event.name(),
-                handler.url
-            ));
-        }
-        let timeout = seconds(handler.timeout, DEFAULT_TIMEOUT)?;
-        Ok(HookSpec {
-            event,
-            matcher: matcher.clone(),
-            kind: HandlerKind::Http,
-            path: PathBuf::from(&handler.url),
-            timeout,
-            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
-            grants: HookGrants::default(),
-            source: self.source.clone(),
-            command: None,
-            plugin_root: None,
-            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
-            once: handler.once,
+            self.read(raw, event, "http hook", &|_| "not used by carapace")?;
+        let spec = HookSpec {
             http: Some(super::http::HttpTarget {
-                url: handler.url,
+                url: handler.url.clone(),
                 headers: handler.headers,
                 allowed_env: handler.allowed_env_vars,
                 limits: super::http::HttpHookLimits::default(),
             }),
-            prompt: None,
-            in_background: false,
-            mcp_tool: None,
-            agent: None,
-        })
+            ..HookSpec::new(
+                event,
+                matcher.clone(),
+                HandlerKind::Http,
+                PathBuf::from(&handler.url),
+                self.source,
+            )
+        };
+        self.shared(
+            spec,
+            Shared {
+                timeout: handler.timeout,
+                default_timeout: DEFAULT_TIMEOUT,
+                fail_closed: handler.fail_closed,
+                on_failure: handler.on_failure.as_deref(),
+                condition: handler.condition.as_deref(),
+                once: handler.once,
+            },
+        )
     }
 
-    /// A `prompt` handler.
-    fn prompt(
+    /// A `prompt` or `agent` handler: a model decides, asked once or as a
+    /// read-only verifier.
+    fn judged(
         &mut self,
         raw: Value,
         event: HookEventKind,
         matcher: &Matcher,
+        kind: HandlerKind,
     ) -> Result<HookSpec, String> {
-        let mut unread = Vec::new();
-        let handler: PromptHandler =
-            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
-                .map_err(|e| e.to_string())?;
-        for field in unread {
-            self.warnings.push(format!(
-                "{}: {} prompt hook: `{field}` is not honoured",
-                self.source.describe(),
-                event.name(),
-            ));
-        }
-        Ok(HookSpec {
+        let (what, default_timeout) = match kind {
+            HandlerKind::Agent => ("agent hook", DEFAULT_TIMEOUT),
+            _ => ("prompt hook", PROMPT_DEFAULT_TIMEOUT),
+        };
+        let handler: PromptHandler = self.read(raw, event, what, &|_| "not used by carapace")?;
+        let model = handler.model.map(|m| crate::model::resolve_model(&m));
+        let prompt = handler.prompt;
+        let base = HookSpec::new(
             event,
-            matcher: matcher.clone(),
-            kind: HandlerKind::Prompt,
-            path: PathBuf::from("prompt"),
-            timeout: seconds(handler.timeout, PROMPT_DEFAULT_TIMEOUT)?,
-            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
-            grants: HookGrants::default(),
-            source: self.source.clone(),
-            command: None,
-            plugin_root: None,
-            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
-            once: handler.once,
-            http: None,
-            prompt: Some(super::prompt::PromptTarget {
-                prompt: handler.prompt,
-                model: handler.model.map(|m| crate::model::resolve_model(&m)),
-            }),
-            in_background: false,
-            mcp_tool: None,
-            agent: None,
-        })
+            matcher.clone(),
+            kind,
+            PathBuf::from(what),
+            self.source,
+        );
+        let spec = match kind {
+            HandlerKind::Agent => HookSpec {
+                agent: Some(super::agent_hook::AgentTarget { prompt, model }),
+                ..base
+            },
+            _ => HookSpec {
+                prompt: Some(super::prompt::PromptTarget { prompt, model }),
+                ..base
+            },
+        };
+        self.shared(
+            spec,
+            Shared {
+                timeout: handler.timeout,
+                default_timeout,
+                fail_closed: handler.fail_closed,
+                on_failure: handler.on_failure.as_deref(),
+                condition: handler.condition.as_deref(),
+                once: handler.once,
+            },
+        )
     }
 
     /// An `mcp_tool` handler.
@@ -280,84 +364,34 @@ impl Parsed<'_> {
         event: HookEventKind,
         matcher: &Matcher,
     ) -> Result<HookSpec, String> {
-        let mut unread = Vec::new();
         let handler: McpToolHandler =
-            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
-                .map_err(|e| e.to_string())?;
-        for field in unread {
-            self.warnings.push(format!(
-                "{}: {} mcp_tool hook `{}`: `{field}` is not honoured",
-                self.source.describe(),
-                event.name(),
-                handler.tool
-            ));
-        }
-        Ok(HookSpec {
-            event,
-            matcher: matcher.clone(),
-            kind: HandlerKind::McpTool,
-            path: PathBuf::from(format!("mcp:{}:{}", handler.server, handler.tool)),
-            timeout: seconds(handler.timeout, DEFAULT_TIMEOUT)?,
-            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
-            grants: HookGrants::default(),
-            source: self.source.clone(),
-            command: None,
-            plugin_root: None,
-            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
-            once: handler.once,
-            http: None,
-            prompt: None,
-            in_background: false,
+            self.read(raw, event, "mcp_tool hook", &|_| "not used by carapace")?;
+        let path = PathBuf::from(format!("mcp:{}:{}", handler.server, handler.tool));
+        let spec = HookSpec {
             mcp_tool: Some(super::mcp_tool::McpToolTarget {
                 server: handler.server,
                 tool: handler.tool,
                 input: handler.input,
             }),
-            agent: None,
-        })
-    }
-
-    /// An `agent` handler.
-    fn agent(
-        &mut self,
-        raw: Value,
-        event: HookEventKind,
-        matcher: &Matcher,
-    ) -> Result<HookSpec, String> {
-        let mut unread = Vec::new();
-        // Its fields are a prompt hook's.
-        let handler: PromptHandler =
-            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
-                .map_err(|e| e.to_string())?;
-        for field in unread {
-            self.warnings.push(format!(
-                "{}: {} agent hook: `{field}` is not honoured",
-                self.source.describe(),
-                event.name(),
-            ));
-        }
-        Ok(HookSpec {
-            event,
-            matcher: matcher.clone(),
-            kind: HandlerKind::Agent,
-            path: PathBuf::from("agent"),
-            timeout: seconds(handler.timeout, DEFAULT_TIMEOUT)?,
-            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
-            grants: HookGrants::default(),
-            source: self.source.clone(),
-            command: None,
-            plugin_root: None,
-            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
-            once: handler.once,
-            http: None,
-            prompt: None,
-            in_background: false,
-            mcp_tool: None,
-            agent: Some(super::agent_hook::AgentTarget {
-                prompt: handler.prompt,
-                model: handler.model.map(|m| crate::model::resolve_model(&m)),
-            }),
-        })
+            ..HookSpec::new(
+                event,
+                matcher.clone(),
+                HandlerKind::McpTool,
+                path,
+                self.source,
+            )
+        };
+        self.shared(
+            spec,
+            Shared {
+                timeout: handler.timeout,
+                default_timeout: DEFAULT_TIMEOUT,
+                fail_closed: handler.fail_closed,
+                on_failure: handler.on_failure.as_deref(),
+                condition: handler.condition.as_deref(),
+                once: handler.once,
+            },
+        )
     }
 
     /// A `wasm` or `wasm-command` handler.
@@ -368,51 +402,27 @@ impl Parsed<'_> {
         matcher: &Matcher,
         kind: HandlerKind,
     ) -> Result<HookSpec, String> {
-        let mut unread = Vec::new();
-        let handler: Handler =
-            serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
-                .map_err(|e| e.to_string())?;
-        for field in unread {
-            self.warnings.push(format!(
-                "{}: {} hook `{}`: `{field}` is not used by carapace",
-                self.source.describe(),
-                event.name(),
-                handler.path.display()
-            ));
-        }
-        let timeout = match handler.timeout {
-            None => DEFAULT_TIMEOUT,
-            Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Duration::from_secs_f64(s),
-            Some(s) => {
-                return Err(format!(
-                    "timeout {s} is not a number of seconds between 0 and 3600"
-                ));
-            }
-        };
+        let handler: Handler = self.read(raw, event, "hook", &|_| "not used by carapace")?;
         let path = if handler.path.is_absolute() {
             handler.path
         } else {
             self.base.join(handler.path)
         };
-        Ok(HookSpec {
-            event,
-            matcher: matcher.clone(),
-            kind,
-            path,
-            timeout,
-            fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
+        let spec = HookSpec {
             grants: handler.grants,
-            source: self.source.clone(),
-            command: None,
-            plugin_root: None,
-            condition: condition(handler.condition.as_deref(), event, &self.base, self.source)?,
-            once: handler.once,
-            http: None,
-            prompt: None,
-            in_background: false,
-            mcp_tool: None,
-            agent: None,
-        })
+            ..HookSpec::new(event, matcher.clone(), kind, path, self.source)
+        };
+        self.shared(
+            spec,
+            Shared {
+                timeout: handler.timeout,
+                default_timeout: DEFAULT_TIMEOUT,
+                fail_closed: handler.fail_closed,
+                on_failure: handler.on_failure.as_deref(),
+                condition: handler.condition.as_deref(),
+                once: handler.once,
+            },
+        )
     }
 }
 
@@ -453,68 +463,4 @@ fn condition(
     crate::policy::Rule::parse(text, crate::policy::RuleKind::Ask, source.clone(), &anchors)
         .map(Some)
         .map_err(|e| format!("its `if` is not a permission rule: {e}"))
-}
-
-/// A `command` hook's spec; what it sets that carapace does not honour is
-/// a warning, the hook still loads.
-fn shell_spec(
-    raw: Value,
-    event: HookEventKind,
-    matcher: &Matcher,
-    source: &RuleSource,
-    base: &Path,
-    warnings: &mut Vec<String>,
-) -> Result<HookSpec, String> {
-    let shown = source.describe();
-    let mut unread = Vec::new();
-    let handler: ShellHandler =
-        serde_ignored::deserialize(raw, |path| unread.push(path.to_string()))
-            .map_err(|e| e.to_string())?;
-    for field in unread {
-        let why = SHELL_FIELDS_NOT_HONOURED
-            .iter()
-            .find(|(name, _)| *name == field)
-            .map_or("it is not used by carapace", |(_, why)| why);
-        warnings.push(format!(
-            "{shown}: {} command hook `{}`: `{field}` is not honoured ({why})",
-            event.name(),
-            handler.command
-        ));
-    }
-    let timeout = match handler.timeout {
-        None => SHELL_DEFAULT_TIMEOUT,
-        Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Duration::from_secs_f64(s),
-        Some(s) => {
-            return Err(format!(
-                "timeout {s} is not a number of seconds between 0 and 3600"
-            ));
-        }
-    };
-    let command = match handler.shell.as_deref() {
-        None | Some("bash") | Some("sh") => {
-            ShellLine::Run(super::shell::command_line(&handler.command, &handler.args))
-        }
-        Some(other) => ShellLine::Refused(format!(
-            "it asks for the `{other}` shell, which carapace does not run hooks with"
-        )),
-    };
-    Ok(HookSpec {
-        event,
-        matcher: matcher.clone(),
-        kind: HandlerKind::Shell,
-        path: base.join("hooks"),
-        timeout,
-        fail_closed: handler.fail_closed || blocks_on_failure(handler.on_failure.as_deref()),
-        grants: handler.grants,
-        source: source.clone(),
-        command: Some(command),
-        plugin_root: None,
-        condition: condition(handler.condition.as_deref(), event, base, source)?,
-        once: handler.once,
-        http: None,
-        prompt: None,
-        in_background: handler.in_background,
-        mcp_tool: None,
-        agent: None,
-    })
 }
