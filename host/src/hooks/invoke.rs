@@ -166,60 +166,9 @@ async fn invoke(
             }
         }
         Handler::Shell(shell) => invoke_shell(shell, hook, common, event).await,
-        Handler::Agent(target) => {
-            let Some(verifier) = &services.verifier else {
-                return Invocation::cannot_run("it cannot run: this session runs no agents".into());
-            };
-            let task = target.task(&input_json(common, event));
-            let verified = verifier.verify(task, target.model.clone());
-            match tokio::time::timeout(hook.spec.timeout, verified).await {
-                Ok(Ok((ok, reason))) => Invocation {
-                    result: super::AgentTarget::meaning(kind, ok, &reason),
-                    exit_code: Some(0),
-                    ..Invocation::default()
-                },
-                Ok(Err(e)) => Invocation::failed(e),
-                Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
-            }
-        }
-        Handler::McpTool(target) => {
-            let Some(mcp) = &services.mcp else {
-                return Invocation::cannot_run(
-                    "it cannot run: this session has no MCP servers".into(),
-                );
-            };
-            let arguments = target.arguments(&input_json(common, event));
-            let called = mcp.call(&target.server, &target.tool, arguments);
-            match tokio::time::timeout(hook.spec.timeout, called).await {
-                Ok(Ok((text, false))) => Invocation::from_run(
-                    kind,
-                    &CommandRun {
-                        exit_code: 0,
-                        stdout: text.into_bytes(),
-                        stderr: Vec::new(),
-                    },
-                ),
-                Ok(Ok((text, true))) => Invocation::failed(format!("the tool failed: {text}")),
-                Ok(Err(e)) => Invocation::cannot_run(format!("it cannot run: {e}")),
-                Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
-            }
-        }
-        Handler::Prompt(target) => {
-            let Some(judge) = &services.judge else {
-                return Invocation::cannot_run("it cannot run: this session has no model".into());
-            };
-            let input = input_json(common, event);
-            let judged = tokio::time::timeout(hook.spec.timeout, target.judge(judge, kind, &input));
-            match judged.await {
-                Ok(Ok(result)) => Invocation {
-                    result,
-                    exit_code: Some(0),
-                    ..Invocation::default()
-                },
-                Ok(Err(e)) => Invocation::failed(e),
-                Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
-            }
-        }
+        Handler::Agent(target) => invoke_agent(target, hook, common, event, services).await,
+        Handler::McpTool(target) => invoke_mcp_tool(target, hook, common, event, services).await,
+        Handler::Prompt(target) => invoke_prompt(target, hook, common, event, services).await,
         Handler::Http(target) => {
             let input = input_json(common, event).to_string().into_bytes();
             match target.post(input, hook.spec.timeout).await {
@@ -249,6 +198,83 @@ async fn invoke(
                 Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
             }
         }
+    }
+}
+
+/// An `agent` hook: the session's verifier, under the hook's deadline.
+async fn invoke_agent(
+    target: &super::AgentTarget,
+    hook: &LoadedHook,
+    common: &HookCommon,
+    event: &HookEvent,
+    services: &Services,
+) -> Invocation {
+    let Some(verifier) = &services.verifier else {
+        return Invocation::cannot_run("it cannot run: this session runs no agents".into());
+    };
+    let task = target.task(&input_json(common, event));
+    let verified = verifier.verify(task, target.model.clone());
+    match tokio::time::timeout(hook.spec.timeout, verified).await {
+        Ok(Ok((ok, reason))) => Invocation {
+            result: super::AgentTarget::meaning(event.kind(), ok, &reason),
+            exit_code: Some(0),
+            ..Invocation::default()
+        },
+        Ok(Err(e)) => Invocation::failed(e),
+        Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
+    }
+}
+
+/// An `mcp_tool` hook: a connected server's tool, its text read as a
+/// command hook's stdout.
+async fn invoke_mcp_tool(
+    target: &super::McpToolTarget,
+    hook: &LoadedHook,
+    common: &HookCommon,
+    event: &HookEvent,
+    services: &Services,
+) -> Invocation {
+    let Some(mcp) = &services.mcp else {
+        return Invocation::cannot_run("it cannot run: this session has no MCP servers".into());
+    };
+    let arguments = target.arguments(&input_json(common, event));
+    let called = mcp.call(&target.server, &target.tool, arguments);
+    match tokio::time::timeout(hook.spec.timeout, called).await {
+        Ok(Ok((text, false))) => {
+            let run = CommandRun {
+                exit_code: 0,
+                stdout: text.into_bytes(),
+                stderr: Vec::new(),
+            };
+            Invocation::from_run(event.kind(), &run)
+        }
+        Ok(Ok((text, true))) => Invocation::failed(format!("the tool failed: {text}")),
+        Ok(Err(e)) => Invocation::cannot_run(format!("it cannot run: {e}")),
+        Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
+    }
+}
+
+/// A `prompt` hook: the session's model, asked once.
+async fn invoke_prompt(
+    target: &super::PromptTarget,
+    hook: &LoadedHook,
+    common: &HookCommon,
+    event: &HookEvent,
+    services: &Services,
+) -> Invocation {
+    let Some(judge) = &services.judge else {
+        return Invocation::cannot_run("it cannot run: this session has no model".into());
+    };
+    let input = input_json(common, event);
+    let judged = target.judge(judge, event.kind(), &input);
+    match tokio::time::timeout(hook.spec.timeout, judged).await {
+        Ok(Ok(result)) => Invocation {
+            result,
+            exit_code: Some(0),
+            ..Invocation::default()
+        },
+        Ok(Err(e)) => Invocation::failed(e),
+        Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
     }
 }
 

@@ -59,19 +59,25 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
         v["agent_type"] = json!(agent_type);
     }
     v["hook_event_name"] = json!(event.kind().name());
+    event_fields(&mut v, event);
+    v
+}
+
+/// The fields of `event` itself, beside those every event carries.
+fn event_fields(v: &mut Value, event: &HookEvent) {
     let call_fields = |v: &mut Value, call: &super::HookToolCall| {
         v["tool_name"] = json!(call.tool_name);
         v["tool_input"] = call.tool_input.clone();
         v["tool_use_id"] = json!(call.tool_use_id);
     };
     match event {
-        HookEvent::PreToolUse(call) => call_fields(&mut v, call),
+        HookEvent::PreToolUse(call) => call_fields(v, call),
         HookEvent::PostToolUse {
             call,
             tool_response,
             duration_ms,
         } => {
-            call_fields(&mut v, call);
+            call_fields(v, call);
             v["tool_response"] = tool_response.clone();
             v["duration_ms"] = json!(duration_ms);
         }
@@ -80,7 +86,7 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
             error,
             duration_ms,
         } => {
-            call_fields(&mut v, call);
+            call_fields(v, call);
             v["error"] = json!(error);
             v["is_interrupt"] = json!(false);
             v["duration_ms"] = json!(duration_ms);
@@ -102,7 +108,7 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
         } => {
             v["stop_hook_active"] = json!(stop_hook_active);
             v["last_assistant_message"] = json!(last_assistant_message);
-            no_tasks(&mut v);
+            no_tasks(v);
         }
         HookEvent::SubagentStop {
             stop_hook_active,
@@ -112,7 +118,7 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
             v["stop_hook_active"] = json!(stop_hook_active);
             v["agent_transcript_path"] = json!(agent_transcript_path);
             v["last_assistant_message"] = json!(last_assistant_message);
-            no_tasks(&mut v);
+            no_tasks(v);
         }
         HookEvent::SubagentStart => {}
         HookEvent::StopFailure {
@@ -143,7 +149,6 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
         }
         HookEvent::Notification { message } => v["message"] = json!(message),
     }
-    v
 }
 
 /// Claude Code's `background_tasks` and `session_crons`: carapace's

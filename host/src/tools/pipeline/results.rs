@@ -101,9 +101,12 @@ pub(super) fn denial_source(basis: &Basis) -> DenialSource {
 
 /// A PreToolUse hook's deny: the tool_result is the hook's reason, as is
 /// (models read it as the hook wrote it).
-pub(super) fn hook_denied(call: &ToolCall, reason: String) -> ToolCallResult {
+pub(super) fn hook_denied(call: &ToolCall, reason: String, errored: bool) -> ToolCallResult {
     let reason = if reason.trim().is_empty() {
         format!("A PreToolUse hook denied this {} call.", call.name)
+    } else if errored {
+        // As Claude Code: a deny from a hook that failed says so.
+        format!("PreToolUse:{} hook error: {reason}", call.name)
     } else {
         reason
     };

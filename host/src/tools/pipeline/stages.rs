@@ -160,13 +160,8 @@ impl ToolPipeline {
                     "hook_deny",
                     &Basis::hook(None, None),
                 );
-                // As Claude Code: a deny from a hook that failed says so.
-                let reason = if answer.errored {
-                    format!("PreToolUse:{} hook error: {reason}", call.name)
-                } else {
-                    reason
-                };
-                return settle(Box::new(hook_denied(&call, reason)), notes);
+                let denied = hook_denied(&call, reason, answer.errored);
+                return settle(Box::new(denied), notes);
             }
             Some(HookPermission::Defer) => {
                 notes.deferred = true;
