@@ -259,7 +259,11 @@ impl LoopHooks for CompactHooks {
         })
     }
 
-    fn after_compact(&self) -> BoxFuture<'_, Vec<String>> {
+    fn after_compact(
+        &self,
+        _trigger: carapace::agent::CompactTrigger,
+        _summary: String,
+    ) -> BoxFuture<'_, Vec<String>> {
         Box::pin(async { vec!["CONTEXT-AFTER-COMPACT".into()] })
     }
 }

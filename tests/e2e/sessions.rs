@@ -730,3 +730,77 @@ fn session_end_and_notification_hooks_fire_with_their_fields() -> TestResult {
     assert_eq!(end["session_id"], session_id(&run)?.as_str());
     Ok(())
 }
+
+/// After a manual compaction, SessionStart (`compact`) and then
+/// PostCompact fire, PostCompact told the trigger and the model's summary,
+/// with the fields Claude Code 2.1.332 gives it
+/// (`tests/claude-code/hook-post-compact.json`).
+#[test]
+fn post_compact_is_told_the_summary_as_in_claude_code() -> TestResult {
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/claude-code/hook-post-compact.json"),
+    )?)?;
+    let home = Home::new()?;
+    let script = home.ws.join("hook-script.json");
+    std::fs::write(
+        &script,
+        json!({"PostCompact": {"echo": true}, "SessionStart": {"echo": true}}).to_string(),
+    )?;
+    let probe =
+        std::path::Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("command-hook-probe.wasm");
+    let hook = json!([{"matcher": "", "hooks": [{"type": "wasm-command", "path": probe,
+        "grants": {"read": [script]}}]}]);
+    let settings = json!({"hooks": {"PostCompact": hook, "SessionStart": hook}}).to_string();
+    let server = ScriptedServer::start(vec![
+        Reply::text("first answer"),
+        Reply::text("we said hello"),
+    ])?;
+    let first = home.run(&server, &["-p", "hello"])?;
+    ok(&first)?;
+    let id = session_id(&first)?;
+    let done = home.run(
+        &server,
+        &[
+            "-p",
+            "/compact",
+            "--resume",
+            &id,
+            "--settings",
+            &settings,
+            "--include-hook-events",
+        ],
+    )?;
+    ok(&done)?;
+    let told: Vec<Value> = lines(&done.stdout)?
+        .iter()
+        .filter(|l| l["subtype"] == "hook_response")
+        .filter_map(|l| serde_json::from_str(l["stderr"].as_str()?).ok())
+        .collect();
+    let names: Vec<&str> = told
+        .iter()
+        .filter_map(|t| t["hook_event_name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["SessionStart", "SessionStart", "PostCompact"],
+        "resume, compact, then PostCompact"
+    );
+    let post = told.last().ok_or("no PostCompact")?;
+    assert_eq!(post["trigger"], "manual");
+    assert_eq!(post["compact_summary"], "we said hello");
+    let theirs = recorded["hook_inputs"]
+        .as_array()
+        .and_then(|all| all.iter().find(|h| h["hook_event_name"] == "PostCompact"))
+        .ok_or("no recorded PostCompact")?;
+    let keys = |v: &Value| {
+        let mut k: Vec<String> = v
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(post), keys(theirs), "PostCompact's fields");
+    Ok(())
+}

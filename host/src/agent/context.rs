@@ -383,7 +383,7 @@ pub async fn compact(
     content.extend(
         request
             .hooks
-            .after_compact()
+            .after_compact(request.trigger, summary.trim().to_string())
             .await
             .into_iter()
             .map(|text| ContentBlock::Text { text }),

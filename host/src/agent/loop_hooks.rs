@@ -121,9 +121,14 @@ pub trait LoopHooks: Send + Sync {
         })
     }
 
-    /// SessionStart with `source: compact`, after a compaction: context for
-    /// the new history.
-    fn after_compact(&self) -> BoxFuture<'_, Vec<String>> {
+    /// After a compaction (`trigger`, the model's `summary`): SessionStart
+    /// with `source: compact` — context for the new history — then
+    /// PostCompact, told.
+    fn after_compact(
+        &self,
+        _trigger: CompactTrigger,
+        _summary: String,
+    ) -> BoxFuture<'_, Vec<String>> {
         Box::pin(async { Vec::new() })
     }
 

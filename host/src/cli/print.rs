@@ -254,6 +254,10 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
     ) -> QueryOutcome {
         let QueuedInput { text, images, .. } = input;
         if let Some(instructions) = compact_command(&text).filter(|_| self.session.slash_commands) {
+            // A prompt of its own, as Claude Code's hooks are told.
+            if let Some(hooks) = self.session.hooks {
+                hooks.begin_prompt();
+            }
             return compact_now(deps, config, messages, instructions, sink).await;
         }
         match expand(self.session.commands, text).await {

@@ -318,7 +318,8 @@ fn event_to_wit(event: &HookEvent) -> Option<wit::Event> {
         HookEvent::Notification { message } => wit::Event::Notification(message.clone()),
         HookEvent::SubagentStart
         | HookEvent::StopFailure { .. }
-        | HookEvent::InstructionsLoaded { .. } => return None,
+        | HookEvent::InstructionsLoaded { .. }
+        | HookEvent::PostCompact { .. } => return None,
     })
 }
 

@@ -20,10 +20,11 @@ pub enum HookEventKind {
     SubagentStart,
     StopFailure,
     InstructionsLoaded,
+    PostCompact,
 }
 
 impl HookEventKind {
-    pub const ALL: [HookEventKind; 14] = [
+    pub const ALL: [HookEventKind; 15] = [
         HookEventKind::PreToolUse,
         HookEventKind::PostToolUse,
         HookEventKind::PostToolUseFailure,
@@ -38,6 +39,7 @@ impl HookEventKind {
         HookEventKind::SubagentStart,
         HookEventKind::StopFailure,
         HookEventKind::InstructionsLoaded,
+        HookEventKind::PostCompact,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +58,7 @@ impl HookEventKind {
             HookEventKind::SubagentStart => "SubagentStart",
             HookEventKind::StopFailure => "StopFailure",
             HookEventKind::InstructionsLoaded => "InstructionsLoaded",
+            HookEventKind::PostCompact => "PostCompact",
         }
     }
 
@@ -123,6 +126,11 @@ pub enum HookEvent {
         /// What the user was shown.
         last_assistant_message: String,
     },
+    /// A compaction ended: what triggered it and the model's summary.
+    PostCompact {
+        trigger: String,
+        compact_summary: String,
+    },
     /// A memory file was read into the model's instructions.
     InstructionsLoaded {
         file_path: String,
@@ -165,6 +173,7 @@ impl HookEvent {
             HookEvent::SubagentStart => HookEventKind::SubagentStart,
             HookEvent::StopFailure { .. } => HookEventKind::StopFailure,
             HookEvent::InstructionsLoaded { .. } => HookEventKind::InstructionsLoaded,
+            HookEvent::PostCompact { .. } => HookEventKind::PostCompact,
         }
     }
 

@@ -359,7 +359,8 @@ pub(super) fn failed(
         | HookEventKind::Notification
         | HookEventKind::SubagentStart
         | HookEventKind::StopFailure
-        | HookEventKind::InstructionsLoaded => HandlerResult {
+        | HookEventKind::InstructionsLoaded
+        | HookEventKind::PostCompact => HandlerResult {
             stop: Some(reason),
             error: Some(message),
             ..HandlerResult::default()
@@ -384,6 +385,7 @@ pub(super) fn matcher_subject(
         }
         HookEvent::StopFailure { error, .. } => Some(error.clone()),
         HookEvent::InstructionsLoaded { load_reason, .. } => Some(load_reason.clone()),
+        HookEvent::PostCompact { trigger, .. } => Some(trigger.clone()),
         _ => None,
     }
 }

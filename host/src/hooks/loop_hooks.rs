@@ -114,24 +114,39 @@ impl LoopHooks for HookRuntime {
         })
     }
 
-    fn after_compact(&self) -> BoxFuture<'_, Vec<String>> {
+    fn after_compact(
+        &self,
+        trigger: CompactTrigger,
+        summary: String,
+    ) -> BoxFuture<'_, Vec<String>> {
         Box::pin(async move {
-            if !self.handles(HookEventKind::SessionStart) {
-                return Vec::new();
+            let mut context = Vec::new();
+            if self.handles(HookEventKind::SessionStart) {
+                let answer = self
+                    .run(HookEvent::SessionStart {
+                        source: "compact".into(),
+                    })
+                    .await;
+                context = answer
+                    .additional_context
+                    .into_iter()
+                    .filter(|c| !c.trim().is_empty())
+                    .map(|c| {
+                        format!(
+                            "<system-reminder>\nSessionStart hook context: {c}\n</system-reminder>"
+                        )
+                    })
+                    .collect();
             }
-            let answer = self
-                .run(HookEvent::SessionStart {
-                    source: "compact".into(),
+            // Told, not asked, as Claude Code 2.1.332 fires it.
+            if self.handles(HookEventKind::PostCompact) {
+                self.run(HookEvent::PostCompact {
+                    trigger: trigger.as_str().into(),
+                    compact_summary: summary,
                 })
                 .await;
-            answer
-                .additional_context
-                .into_iter()
-                .filter(|c| !c.trim().is_empty())
-                .map(|c| {
-                    format!("<system-reminder>\nSessionStart hook context: {c}\n</system-reminder>")
-                })
-                .collect()
+            }
+            context
         })
     }
 }

@@ -51,6 +51,7 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
             | HookEventKind::InstructionsLoaded
             | HookEventKind::SubagentStart
             | HookEventKind::StopFailure
+            | HookEventKind::PostCompact
     ) {
         v["permission_mode"] = json!(common.permission_mode);
     }
@@ -127,6 +128,13 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
         } => {
             v["error"] = json!(error);
             v["last_assistant_message"] = json!(last_assistant_message);
+        }
+        HookEvent::PostCompact {
+            trigger,
+            compact_summary,
+        } => {
+            v["trigger"] = json!(trigger);
+            v["compact_summary"] = json!(compact_summary);
         }
         HookEvent::InstructionsLoaded {
             file_path,

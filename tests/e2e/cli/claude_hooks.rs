@@ -139,7 +139,7 @@ fn a_pre_tool_use_hook_that_cannot_run_refuses_the_call() -> TestResult {
 fn a_newer_claude_code_setup_loads_and_what_cannot_run_guards_closed() -> TestResult {
     let setup = Setup::new(json!({
         "PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}],
-        "PostCompact": [{"hooks": [{"type": "command", "command": "true"}]}],
+        "Setup": [{"hooks": [{"type": "command", "command": "true"}]}],
         "TaskCreated": [{"hooks": [{"type": "command", "command": "true"}]}],
         "Stop": [{"hooks": [{"type": "http", "url": "http://127.0.0.1:9/stop"}]}],
         "PostToolUse": [{"matcher": "^Ba", "hooks": [
@@ -167,7 +167,7 @@ fn a_newer_claude_code_setup_loads_and_what_cannot_run_guards_closed() -> TestRe
     );
     for named in [
         "PermissionRequest",
-        "PostCompact",
+        "Setup",
         "TaskCreated",
         "`http`",
         "`function`",
