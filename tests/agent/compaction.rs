@@ -263,6 +263,7 @@ impl LoopHooks for CompactHooks {
         &self,
         _trigger: carapace::agent::CompactTrigger,
         _summary: String,
+        _model: String,
     ) -> BoxFuture<'_, Vec<String>> {
         Box::pin(async { vec!["CONTEXT-AFTER-COMPACT".into()] })
     }

@@ -802,5 +802,32 @@ fn post_compact_is_told_the_summary_as_in_claude_code() -> TestResult {
         k
     };
     assert_eq!(keys(post), keys(theirs), "PostCompact's fields");
+    // The SessionStarts before it: a resume tells the history's age, size
+    // and cache cost; a compaction the model — the fields Claude Code gives.
+    for source in ["resume", "compact"] {
+        let pick = |all: &[Value]| {
+            all.iter()
+                .find(|h| h["hook_event_name"] == "SessionStart" && h["source"] == source)
+                .map(keys)
+        };
+        let recorded_inputs = recorded["hook_inputs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            pick(&told),
+            pick(&recorded_inputs),
+            "SessionStart ({source})"
+        );
+    }
+    let resumed = told
+        .iter()
+        .find(|h| h["source"] == "resume")
+        .ok_or("no resume")?;
+    assert!(
+        resumed["context_tokens"].as_u64().is_some_and(|t| t > 0),
+        "{resumed}"
+    );
+    assert_eq!(resumed["prompt_cache_likely_expired"], false);
     Ok(())
 }

@@ -383,7 +383,11 @@ pub async fn compact(
     content.extend(
         request
             .hooks
-            .after_compact(request.trigger, summary.trim().to_string())
+            .after_compact(
+                request.trigger,
+                summary.trim().to_string(),
+                request.model_name.to_string(),
+            )
             .await
             .into_iter()
             .map(|text| ContentBlock::Text { text }),

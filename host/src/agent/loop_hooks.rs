@@ -128,6 +128,7 @@ pub trait LoopHooks: Send + Sync {
         &self,
         _trigger: CompactTrigger,
         _summary: String,
+        _model: String,
     ) -> BoxFuture<'_, Vec<String>> {
         Box::pin(async { Vec::new() })
     }

@@ -71,7 +71,8 @@ pub async fn run_print<O: RunOutput>(
 ) -> Option<QueryOutcome> {
     printer.start();
     let hooks = SessionHooks(print_session.hooks);
-    let mut session_context = match hooks.start(print_session.source).await {
+    let details = start_details(&print_session, &config.model);
+    let mut session_context = match hooks.start(print_session.source, details).await {
         Ok(context) => context,
         Err(reason) => {
             let outcome = QueryOutcome::without_turn(
@@ -289,6 +290,35 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
     }
 }
 
+/// What a resumed session's SessionStart tells about its history: how
+/// long since its last response (its transcript's last write), its size,
+/// and what writing it to the prompt cache again would cost (input at
+/// 1.25 times its price, the cache's write rate).
+fn start_details(session: &PrintSession<'_>, model: &str) -> crate::hooks::StartDetails {
+    if session.source != StartSource::Resume {
+        return crate::hooks::StartDetails::default();
+    }
+    let seconds_since_last_response = session
+        .transcript
+        .and_then(|t| std::fs::metadata(t.path()).ok())
+        .and_then(|m| m.modified().ok())
+        .and_then(|at| at.elapsed().ok())
+        .map_or(0, |age| age.as_secs());
+    let context_tokens = estimate_tokens(&session.history);
+    let estimated_cache_write_usd = crate::model::price(model).map(|price| {
+        let dollars = context_tokens as f64 / 1e6 * price.input_per_mtok * 1.25;
+        (dollars * 1e4).ceil() / 1e4
+    });
+    crate::hooks::StartDetails {
+        model: None,
+        resumed: Some(crate::hooks::ResumedHistory {
+            seconds_since_last_response,
+            context_tokens,
+            estimated_cache_write_usd,
+        }),
+    }
+}
+
 /// The hooks print mode runs around the loop: SessionStart, UserPromptSubmit
 /// and SessionEnd.
 struct SessionHooks<'a>(Option<&'a HookRuntime>);
@@ -300,7 +330,11 @@ impl SessionHooks<'_> {
 
     /// SessionStart's context for the first prompt, or why the session
     /// must not start (a failing hook that fails closed).
-    async fn start(&self, source: StartSource) -> Result<Vec<String>, String> {
+    async fn start(
+        &self,
+        source: StartSource,
+        details: crate::hooks::StartDetails,
+    ) -> Result<Vec<String>, String> {
         let Some(hooks) = self.handling(HookEventKind::SessionStart) else {
             if let Some(hooks) = self.0 {
                 hooks.instructions_loaded().await;
@@ -310,6 +344,7 @@ impl SessionHooks<'_> {
         let answer = hooks
             .run(HookEvent::SessionStart {
                 source: source.as_str().into(),
+                details,
             })
             .await;
         if let Some(reason) = answer.stop {

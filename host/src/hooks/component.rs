@@ -312,7 +312,7 @@ fn event_to_wit(event: &HookEvent) -> Option<wit::Event> {
             last_assistant_message: last_assistant_message.clone(),
         }),
         HookEvent::UserPromptSubmit { prompt } => wit::Event::UserPromptSubmit(prompt.clone()),
-        HookEvent::SessionStart { source } => wit::Event::SessionStart(source.clone()),
+        HookEvent::SessionStart { source, .. } => wit::Event::SessionStart(source.clone()),
         HookEvent::SessionEnd { reason } => wit::Event::SessionEnd(reason.clone()),
         HookEvent::PreCompact { trigger, .. } => wit::Event::PreCompact(trigger.clone()),
         HookEvent::Notification { message } => wit::Event::Notification(message.clone()),

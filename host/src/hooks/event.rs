@@ -142,6 +142,7 @@ pub enum HookEvent {
     },
     SessionStart {
         source: String,
+        details: StartDetails,
     },
     SessionEnd {
         reason: String,
@@ -205,6 +206,27 @@ impl HookEvent {
             _ => None,
         }
     }
+}
+
+/// What a SessionStart tells beyond its source, as Claude Code 2.1.332
+/// does.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StartDetails {
+    /// The model, after a compaction.
+    pub model: Option<String>,
+    /// A resumed session's history: how old and how large.
+    pub resumed: Option<ResumedHistory>,
+}
+
+/// A resumed history, as the SessionStart of a resume describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResumedHistory {
+    pub seconds_since_last_response: u64,
+    /// The history's size, estimated.
+    pub context_tokens: u64,
+    /// What writing it to the prompt cache again would cost, in dollars
+    /// (`None`: the model's price is unknown).
+    pub estimated_cache_write_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -377,7 +377,7 @@ pub(super) fn matcher_subject(
         HookEvent::PreToolUse(call)
         | HookEvent::PostToolUse { call, .. }
         | HookEvent::PostToolUseFailure { call, .. } => Some(call.tool_name.clone()),
-        HookEvent::SessionStart { source } => Some(source.clone()),
+        HookEvent::SessionStart { source, .. } => Some(source.clone()),
         HookEvent::SessionEnd { reason } => Some(reason.clone()),
         HookEvent::PreCompact { trigger, .. } => Some(trigger.clone()),
         HookEvent::SubagentStart | HookEvent::SubagentStop { .. } => {

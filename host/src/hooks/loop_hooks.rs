@@ -118,6 +118,7 @@ impl LoopHooks for HookRuntime {
         &self,
         trigger: CompactTrigger,
         summary: String,
+        model: String,
     ) -> BoxFuture<'_, Vec<String>> {
         Box::pin(async move {
             let mut context = Vec::new();
@@ -125,6 +126,10 @@ impl LoopHooks for HookRuntime {
                 let answer = self
                     .run(HookEvent::SessionStart {
                         source: "compact".into(),
+                        details: super::StartDetails {
+                            model: Some(model),
+                            resumed: None,
+                        },
                     })
                     .await;
                 context = answer

@@ -32,7 +32,10 @@ pub use agent_hook::{AgentTarget, AgentVerifier, VERIFIER_AGENT_TYPE};
 pub use answers::{PostToolUseAnswer, PreToolUseAnswer, StopAnswer};
 pub use approval::{Held, HookApprovals};
 pub use component::{CommandHook, CommandRun, HookComponent, HookError};
-pub use event::{HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall};
+pub use event::{
+    HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall,
+    ResumedHistory, StartDetails,
+};
 pub use http::{HttpHookError, HttpHookLimits, HttpTarget};
 pub use loop_hooks::stop_decision;
 pub use mcp_tool::{McpToolCaller, McpToolTarget};

@@ -37,11 +37,12 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
     // As Claude Code 2.1.332: events about the session, not a call, carry
     // no mode; those before the first prompt no prompt either.
     let kind = event.kind();
-    if !matches!(
-        kind,
-        HookEventKind::SessionStart | HookEventKind::InstructionsLoaded
-    ) && let Some(prompt_id) = &common.prompt_id
-    {
+    // A compaction happens within a prompt; a session's start before one.
+    let before_a_prompt = match event {
+        HookEvent::SessionStart { source, .. } => source != "compact",
+        _ => kind == HookEventKind::InstructionsLoaded,
+    };
+    if !before_a_prompt && let Some(prompt_id) = &common.prompt_id {
         v["prompt_id"] = json!(prompt_id);
     }
     if !matches!(
@@ -146,7 +147,19 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
             v["load_reason"] = json!(load_reason);
         }
         HookEvent::UserPromptSubmit { prompt } => v["prompt"] = json!(prompt),
-        HookEvent::SessionStart { source } => v["source"] = json!(source),
+        HookEvent::SessionStart { source, details } => {
+            v["source"] = json!(source);
+            if let Some(resumed) = &details.resumed {
+                v["seconds_since_last_response"] = json!(resumed.seconds_since_last_response);
+                v["context_tokens"] = json!(resumed.context_tokens);
+                // Anthropic's prompt cache keeps an entry five minutes.
+                v["prompt_cache_likely_expired"] = json!(resumed.seconds_since_last_response > 300);
+                v["estimated_cache_write_usd"] = json!(resumed.estimated_cache_write_usd);
+            }
+            if let Some(model) = &details.model {
+                v["model"] = json!(model);
+            }
+        }
         HookEvent::SessionEnd { reason } => v["reason"] = json!(reason),
         HookEvent::PreCompact {
             trigger,
