@@ -33,11 +33,7 @@ pub struct AgentTarget {
 impl AgentTarget {
     /// The verifier's task for the event whose JSON is `event`.
     pub fn task(&self, event: &serde_json::Value) -> String {
-        let event = event.to_string();
-        match self.prompt.contains("$ARGUMENTS") {
-            true => self.prompt.replace("$ARGUMENTS", &event),
-            false => format!("{}\n\n{event}", self.prompt),
-        }
+        super::prompt::with_event(&self.prompt, event)
     }
 
     /// What the verdict means for the event.

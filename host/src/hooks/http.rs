@@ -225,32 +225,10 @@ impl HttpTarget {
                     .is_none_or(|all| all.iter().any(|n| n == name))
                 && !super::shell::is_carapace_variable(name)
         };
-        let mut out = String::new();
-        let mut rest = value;
-        while let Some(at) = rest.find('$') {
-            out.push_str(&rest[..at]);
-            let after = &rest[at + 1..];
-            let (name, next) = match after.strip_prefix('{') {
-                Some(braced) => match braced.find('}') {
-                    Some(end) => (&braced[..end], &braced[end + 1..]),
-                    None => ("", after),
-                },
-                None => {
-                    let end = after
-                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                        .unwrap_or(after.len());
-                    (&after[..end], &after[end..])
-                }
-            };
-            if name.is_empty() {
-                out.push('$');
-            } else if may_read(name) {
-                out.push_str(&std::env::var(name).unwrap_or_default());
-            }
-            rest = next;
-        }
-        out.push_str(rest);
-        out
+        super::shell::expand_variables(value, &|name: &str| match may_read(name) {
+            true => std::env::var(name).unwrap_or_default(),
+            false => String::new(),
+        })
     }
 }
 

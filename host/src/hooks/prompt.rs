@@ -47,12 +47,7 @@ impl PromptTarget {
         kind: HookEventKind,
         input: &Value,
     ) -> Result<HandlerResult, String> {
-        let event = input.to_string();
-        let text = if self.prompt.contains("$ARGUMENTS") {
-            self.prompt.replace("$ARGUMENTS", &event)
-        } else {
-            format!("{}\n\n{event}", self.prompt)
-        };
+        let text = with_event(&self.prompt, input);
         let request = MessagesRequest {
             model: match &self.model {
                 Some(model) => model.clone(),
@@ -105,6 +100,16 @@ impl PromptTarget {
                 ..HandlerResult::default()
             },
         }
+    }
+}
+
+/// A hook's prompt with the event's JSON where it says `$ARGUMENTS`, or
+/// after it when it says nowhere (a `prompt` or an `agent` hook's).
+pub(super) fn with_event(prompt: &str, event: &Value) -> String {
+    let event = event.to_string();
+    match prompt.contains("$ARGUMENTS") {
+        true => prompt.replace("$ARGUMENTS", &event),
+        false => format!("{prompt}\n\n{event}"),
     }
 }
 

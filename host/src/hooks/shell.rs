@@ -241,7 +241,7 @@ fn env_line(line: &str, known: &[(String, String)]) -> Option<(String, String)> 
 }
 
 fn expand(text: &str, known: &[(String, String)]) -> String {
-    let lookup = |name: &str| {
+    expand_variables(text, &|name: &str| {
         known
             .iter()
             .rev()
@@ -249,7 +249,12 @@ fn expand(text: &str, known: &[(String, String)]) -> String {
             .map(|(_, v)| v.clone())
             .or_else(|| (name == "PATH").then(|| crate::sandbox::DEFAULT_PATH.to_string()))
             .unwrap_or_default()
-    };
+    })
+}
+
+/// `text` with each `$NAME` and `${NAME}` replaced by `lookup(NAME)`;
+/// nothing is run. A `$` that names nothing stays.
+pub(super) fn expand_variables(text: &str, lookup: &dyn Fn(&str) -> String) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(at) = rest.find('$') {

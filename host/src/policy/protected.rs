@@ -35,14 +35,9 @@ pub const SHELL_START_UP: &[&str] = &[
 /// sandbox's table, one for the policy and every sandboxed writer.
 pub use crate::sandbox::process::PROTECTED_NAMES;
 
-/// The names commands find read-only under every write root: the table
-/// above, and `.git` whole (git's own writes go through the user).
-pub fn command_protected_names() -> Vec<String> {
-    std::iter::once(".git")
-        .chain(PROTECTED_NAMES.iter().map(|(name, _)| *name))
-        .map(str::to_string)
-        .collect()
-}
+/// The names commands find read-only under every write root: the
+/// sandbox's list, one for commands and every other writer.
+pub use crate::sandbox::process::command_protected_names;
 
 /// Inside a git directory, what makes git run programs or read another
 /// configuration: the command sandbox's list, one for both.

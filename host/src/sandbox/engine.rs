@@ -282,17 +282,13 @@ impl CallCore {
 /// directory under any name; a staging directory is exempt (only the
 /// granted file ever leaves it).
 fn guest_rules(staging: &StagingPool) -> CreationRules {
-    let names: Vec<String> = std::iter::once(".git")
-        .chain(
-            super::process::PROTECTED_NAMES
-                .iter()
-                .map(|(name, _)| *name),
-        )
-        .map(str::to_string)
-        .collect();
     let root = staging.root();
     let exempt = vec![std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())];
-    CreationRules::new(&names, Vec::new(), exempt)
+    CreationRules::new(
+        &super::process::command_protected_names(),
+        Vec::new(),
+        exempt,
+    )
 }
 
 /// Implements `WasiView` for a world whose context has a `core` field.

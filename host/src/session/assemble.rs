@@ -258,18 +258,18 @@ impl SessionBuilder {
         let mut warnings = Vec::new();
         let mut specs = Vec::new();
         if self.hooks {
-            let mut approvals = crate::hooks::HookApprovals::load(&self.paths.config_dir);
+            // Read only when a project's hooks are there to judge.
+            let mut approvals = None;
             for (value, source) in &settings.hooks {
                 match crate::hooks::parse(value, source) {
                     Ok((parsed, parse_warnings)) => {
                         warnings.extend(parse_warnings);
-                        specs.extend(approved(
-                            parsed,
-                            source,
+                        let judged = Judged {
                             settings,
-                            &mut approvals,
-                            &mut warnings,
-                        ));
+                            config_dir: &self.paths.config_dir,
+                            approvals: &mut approvals,
+                        };
+                        specs.extend(approved(parsed, source, judged, &mut warnings));
                     }
                     // What cannot be read at all may have guarded calls.
                     Err(e) => {
@@ -280,7 +280,7 @@ impl SessionBuilder {
                     }
                 }
             }
-            if let Err(e) = approvals.save() {
+            if let Some(Err(e)) = approvals.as_ref().map(|a| a.save()) {
                 warnings.push(format!("cannot keep the approved hooks: {e}"));
             }
             for plugin in plugins {
@@ -523,11 +523,18 @@ fn plugin_hooks(
 /// PreToolUse hook stands as a guard refusing what it matches; others are
 /// named in a warning. The user's and the administrator's hooks are
 /// theirs: not judged.
+/// What judging a project's hooks by their content needs: the approvals,
+/// read from carapace's folder the first time a project's hooks need them.
+struct Judged<'a> {
+    settings: &'a Settings,
+    config_dir: &'a Path,
+    approvals: &'a mut Option<crate::hooks::HookApprovals>,
+}
+
 fn approved(
     specs: Vec<crate::hooks::HookSpec>,
     source: &crate::policy::RuleSource,
-    settings: &Settings,
-    approvals: &mut crate::hooks::HookApprovals,
+    judged: Judged<'_>,
     warnings: &mut Vec<String>,
 ) -> Vec<crate::hooks::HookSpec> {
     let (crate::policy::SourceKind::Project, Some(file)) = (source.kind, &source.file) else {
@@ -535,7 +542,10 @@ fn approved(
     };
     // `.claude/settings.json` belongs to the folder holding `.claude`.
     let project = file.parent().and_then(Path::parent).unwrap_or(file);
-    let approve = settings.trust.approves_as_it_is();
+    let approve = judged.settings.trust.approves_as_it_is();
+    let approvals = judged
+        .approvals
+        .get_or_insert_with(|| crate::hooks::HookApprovals::load(judged.config_dir));
     let (mut run, held) = approvals.judge(project, file, specs, approve);
     for crate::hooks::Held { spec, why } in held {
         warnings.push(why.clone());

@@ -47,16 +47,12 @@ impl Rule {
     }
 }
 
-/// The host of a URL (without scheme, user, port or path).
+/// The host of a URL, as the HTTP client reads it.
 fn host_of(url: &str) -> Option<String> {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit('@').next()?;
-    let host = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next()?,
-        None => host.split(':').next()?,
-    };
-    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+    reqwest::Url::parse(url)
+        .ok()?
+        .host_str()
+        .map(str::to_string)
 }
 
 #[cfg(test)]

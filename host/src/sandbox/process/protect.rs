@@ -203,6 +203,16 @@ pub const PROTECTED_NAMES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The names no sandboxed writer may make and commands find read-only
+/// under every write root: the table above, and `.git` whole (git's own
+/// writes go through the user).
+pub fn command_protected_names() -> Vec<String> {
+    std::iter::once(".git")
+        .chain(PROTECTED_NAMES.iter().map(|(name, _)| *name))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Inside a git directory, what makes git run programs or read another
 /// configuration.
 pub const GIT_CONTROL: &[&str] = &["config", "config.worktree", "hooks", "commondir"];
