@@ -21,6 +21,7 @@ mod marketplace;
 mod plugin;
 pub mod print;
 mod sdk;
+mod session_hooks;
 mod worker;
 
 pub use flags::{Cli, Command, InputFormat, McpCommand, Unsupported};

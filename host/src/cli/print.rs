@@ -1,13 +1,13 @@
 //! Print mode: one prompt (or a stream of user messages on stdin) through
 //! the loop, its lines on stdout.
 
+use super::session_hooks::{SessionHooks, start_details};
 use crate::agent::{
     AgentEvent, CommandState, CompactRequest, CompactTrigger, EventSink, InputQueue, QueryConfig,
     QueryDeps, QueryOutcome, QueuedInput, Terminal, compact, estimate_tokens, query,
 };
 use crate::control::{Controller, TurnSlot};
 use crate::hooks::HookRuntime;
-use crate::hooks::{HookEvent, HookEventKind};
 use crate::model::{ContentBlock, ImageSource, Message, Role, cost_usd};
 use crate::output::{RunOutput, SharedPrinter};
 use crate::session::StartSource;
@@ -71,7 +71,12 @@ pub async fn run_print<O: RunOutput>(
 ) -> Option<QueryOutcome> {
     printer.start();
     let hooks = SessionHooks(print_session.hooks);
-    let details = start_details(&print_session, &config.model);
+    let details = start_details(
+        print_session.source,
+        print_session.transcript,
+        &print_session.history,
+        &config.model,
+    );
     let mut session_context = match hooks.start(print_session.source, details).await {
         Ok(context) => context,
         Err(reason) => {
@@ -290,118 +295,6 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
     }
 }
 
-/// What a resumed session's SessionStart tells about its history: how
-/// long since its last response (its transcript's last write), its size,
-/// and what writing it to the prompt cache again would cost (input at
-/// 1.25 times its price, the cache's write rate).
-fn start_details(session: &PrintSession<'_>, model: &str) -> crate::hooks::StartDetails {
-    if session.source != StartSource::Resume {
-        return crate::hooks::StartDetails::default();
-    }
-    let seconds_since_last_response = session
-        .transcript
-        .and_then(|t| std::fs::metadata(t.path()).ok())
-        .and_then(|m| m.modified().ok())
-        .and_then(|at| at.elapsed().ok())
-        .map_or(0, |age| age.as_secs());
-    let context_tokens = estimate_tokens(&session.history);
-    let estimated_cache_write_usd = crate::model::price(model).map(|price| {
-        let dollars = context_tokens as f64 / 1e6 * price.input_per_mtok * 1.25;
-        (dollars * 1e4).ceil() / 1e4
-    });
-    crate::hooks::StartDetails {
-        model: None,
-        resumed: Some(crate::hooks::ResumedHistory {
-            seconds_since_last_response,
-            context_tokens,
-            estimated_cache_write_usd,
-        }),
-    }
-}
-
-/// The hooks print mode runs around the loop: SessionStart, UserPromptSubmit
-/// and SessionEnd.
-struct SessionHooks<'a>(Option<&'a HookRuntime>);
-
-impl SessionHooks<'_> {
-    fn handling(&self, kind: HookEventKind) -> Option<&HookRuntime> {
-        self.0.filter(|h| h.handles(kind))
-    }
-
-    /// SessionStart's context for the first prompt, or why the session
-    /// must not start (a failing hook that fails closed).
-    async fn start(
-        &self,
-        source: StartSource,
-        details: crate::hooks::StartDetails,
-    ) -> Result<Vec<String>, String> {
-        let Some(hooks) = self.handling(HookEventKind::SessionStart) else {
-            if let Some(hooks) = self.0 {
-                hooks.instructions_loaded().await;
-            }
-            return Ok(Vec::new());
-        };
-        let answer = hooks
-            .run(HookEvent::SessionStart {
-                source: source.as_str().into(),
-                details,
-            })
-            .await;
-        if let Some(reason) = answer.stop {
-            hooks.notify_stop(HookEventKind::SessionStart, &reason);
-            return Err(reason);
-        }
-        hooks.instructions_loaded().await;
-        Ok(reminders("SessionStart", answer.additional_context))
-    }
-
-    /// UserPromptSubmit: the prompt's extra context, or the outcome of a
-    /// blocked prompt (nothing is sent to the model).
-    async fn prompt(
-        &self,
-        prompt: &str,
-        sink: &mut dyn EventSink,
-    ) -> Result<Vec<String>, QueryOutcome> {
-        if let Some(hooks) = self.0 {
-            hooks.begin_prompt();
-        }
-        let Some(hooks) = self.handling(HookEventKind::UserPromptSubmit) else {
-            return Ok(Vec::new());
-        };
-        let answer = hooks
-            .run(HookEvent::UserPromptSubmit {
-                prompt: prompt.to_string(),
-            })
-            .await;
-        if let Some(reason) = answer.block.or(answer.stop) {
-            let content = format!(
-                "UserPromptSubmit hook blocked the prompt: {reason}\n\nThe prompt was: {prompt}"
-            );
-            sink.emit(AgentEvent::Informational {
-                content: content.clone(),
-                level: "warning",
-                prevent_continuation: true,
-            });
-            return Err(QueryOutcome::without_turn(
-                Terminal::HookStopped,
-                content,
-                Vec::new(),
-            ));
-        }
-        Ok(reminders("UserPromptSubmit", answer.additional_context))
-    }
-
-    async fn end(&self) {
-        if let Some(hooks) = self.handling(HookEventKind::SessionEnd) {
-            hooks
-                .run(HookEvent::SessionEnd {
-                    reason: "other".into(),
-                })
-                .await;
-        }
-    }
-}
-
 /// `/compact [instructions]`: the user asks for a compaction now.
 fn compact_command(text: &str) -> Option<Option<&str>> {
     let rest = text.trim().strip_prefix("/compact")?;
@@ -468,14 +361,6 @@ async fn compact_now(
             QueryOutcome::without_turn(Terminal::Completed, message, history)
         }
     }
-}
-
-fn reminders(event: &str, contexts: Vec<String>) -> Vec<String> {
-    contexts
-        .into_iter()
-        .filter(|c| !c.trim().is_empty())
-        .map(|c| format!("<system-reminder>\n{event} hook context: {c}\n</system-reminder>"))
-        .collect()
 }
 
 /// What a prompt becomes: sent (a custom command expanded into its texts)
