@@ -389,10 +389,12 @@ async fn other_temp_directories_are_out_of_reach() -> TestResult {
 
 #[tokio::test]
 async fn nothing_outlives_the_call() -> TestResult {
-    let escape =
-        "setsid sh -c 'sleep 1; echo late > {ws}/late' > /dev/null 2>&1 < /dev/null & echo started";
-    let stalled =
-        "setsid sh -c 'sleep 1; echo late > {ws}/late-too' > /dev/null 2>&1 < /dev/null & sleep 30";
+    // Each command waits until its child has left the session before it
+    // returns, times out or is abandoned: otherwise, on a loaded machine,
+    // the call could end before the child detached, and the control would
+    // lose a survivor to the race rather than to the sandbox.
+    let escape = "setsid sh -c 'touch {ws}/gone; sleep 1; echo late > {ws}/late' > /dev/null 2>&1 < /dev/null & until [ -e {ws}/gone ]; do sleep 0.01; done; echo started";
+    let stalled = "setsid sh -c 'touch {ws}/gone-too; sleep 4; echo late > {ws}/late-too' > /dev/null 2>&1 < /dev/null & until [ -e {ws}/gone-too ]; do sleep 0.01; done; sleep 30";
     for strong in [true, false] {
         let b = bench(if strong {
             Setup::default()
@@ -405,10 +407,13 @@ async fn nothing_outlives_the_call() -> TestResult {
         let abandon = stalled
             .replace("{ws}", &ws)
             .replace("late-too", "late-three")
-            .replace("& sleep 30", "& touch abandoned-started; sleep 30");
+            .replace("gone-too", "gone-three")
+            .replace("done; sleep 30", "done; touch abandoned-started; sleep 30");
         let returned = b.bash(&escape);
+        // Long enough for the child to detach however slow the machine, and
+        // shorter than the child's wait before it writes.
         let timed_out =
-            b.bash_with(json!({"command": stalled.replace("{ws}", &ws), "timeout": 300}));
+            b.bash_with(json!({"command": stalled.replace("{ws}", &ws), "timeout": 3000}));
         // And a call abandoned mid-way (the session is cancelled) once its
         // command has started what would outlive it.
         let started = b.ws.join("abandoned-started");
