@@ -75,6 +75,8 @@ fn typed(ws: &Path) -> Value {
 mod escapes;
 #[path = "hooks/failures.rs"]
 mod failures;
+#[path = "hooks/middleware.rs"]
+mod middleware;
 #[path = "hooks/post_tool_use.rs"]
 mod post_tool_use;
 #[path = "hooks/pre_tool_use.rs"]

@@ -42,6 +42,10 @@ pub struct Setup {
     /// A settings `hooks` value: real hook components, loaded as the CLI
     /// loads them (they replace `hooks`).
     pub hook_settings: Option<Value>,
+    /// `hooks` values as several settings files hold them, each with the
+    /// kind of file it is in (managed, user, project…): tiers for
+    /// middleware hooks. They replace `hook_settings` when set.
+    pub hook_layers: Vec<(Value, SourceKind)>,
     /// The policy (bypassPermissions in the workspace unless set).
     pub policy: Option<Policy>,
     /// The context limits (the model's, by default).
@@ -86,6 +90,7 @@ impl Setup {
             max_budget_usd: None,
             abort: CancellationToken::new(),
             hook_settings: None,
+            hook_layers: Vec::new(),
             policy: None,
             context: None,
             history_log: None,
@@ -144,9 +149,12 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         probe,
         Arc::new(Ceiling::none().with_files("/", FileAccess::Write)),
     )?;
-    let hook_runtime = match &setup.hook_settings {
-        Some(value) => Some(Arc::new(load_hooks(&sandbox, value, cwd).await?)),
-        None => None,
+    let hook_runtime = match (&setup.hook_settings, setup.hook_layers.is_empty()) {
+        (_, false) => Some(Arc::new(
+            load_layers(&sandbox, &setup.hook_layers, cwd).await?,
+        )),
+        (Some(value), true) => Some(Arc::new(load_hooks(&sandbox, value, cwd).await?)),
+        (None, true) => None,
     };
     let policy = setup
         .policy
@@ -314,6 +322,63 @@ pub async fn load_hooks(
     load_hooks_at_home(sandbox, value, cwd, Path::new("/nonexistent-home")).await
 }
 
+/// Loads `hooks` values from settings files of the given kinds, in
+/// order, as the CLI does; what loading warned of is returned.
+pub async fn load_layers_warning(
+    sandbox: &Sandbox,
+    layers: &[(Value, SourceKind)],
+    cwd: &Path,
+) -> Result<(HookRuntime, Vec<String>), BoxError> {
+    let mut specs = Vec::new();
+    let mut warnings = Vec::new();
+    for (value, kind) in layers {
+        let source = RuleSource {
+            kind: *kind,
+            file: None,
+        };
+        let (parsed, parse_warnings) = carapace::hooks::parse(value, &source)?;
+        specs.extend(parsed);
+        warnings.extend(parse_warnings);
+    }
+    let home = Path::new("/nonexistent-home");
+    let (runtime, load_warnings) =
+        HookRuntime::load(sandbox, specs, common(cwd), home, &home.join(".carapace")).await?;
+    warnings.extend(load_warnings);
+    Ok((runtime, warnings))
+}
+
+/// [`load_layers_warning`], where any warning is a failure.
+pub async fn load_layers(
+    sandbox: &Sandbox,
+    layers: &[(Value, SourceKind)],
+    cwd: &Path,
+) -> Result<HookRuntime, BoxError> {
+    let (runtime, warnings) = load_layers_warning(sandbox, layers, cwd).await?;
+    if !warnings.is_empty() {
+        return Err(format!("hook warnings: {warnings:?}").into());
+    }
+    Ok(runtime)
+}
+
+fn common(cwd: &Path) -> HookCommon {
+    HookCommon {
+        session_id: "00000000-0000-4000-8000-000000000000".into(),
+        transcript_path: String::new(),
+        cwd: cwd.display().to_string(),
+        permission_mode: "bypassPermissions".into(),
+        prompt_id: None,
+        agent: None,
+    }
+}
+
+/// The middleware test hook (`tests/plugins/middleware-probe`).
+pub fn middleware_probe() -> String {
+    Path::new(env!("CARAPACE_TEST_GUESTS_DIR"))
+        .join("middleware_probe.wasm")
+        .display()
+        .to_string()
+}
+
 /// [`load_hooks`] for a user whose home directory is `home`.
 pub async fn load_hooks_at_home(
     sandbox: &Sandbox,
@@ -326,16 +391,8 @@ pub async fn load_hooks_at_home(
         file: None,
     };
     let (specs, _warnings) = carapace::hooks::parse(value, &source)?;
-    let common = HookCommon {
-        session_id: "00000000-0000-4000-8000-000000000000".into(),
-        transcript_path: String::new(),
-        cwd: cwd.display().to_string(),
-        permission_mode: "bypassPermissions".into(),
-        prompt_id: None,
-        agent: None,
-    };
     let (runtime, warnings) =
-        HookRuntime::load(sandbox, specs, common, home, &home.join(".carapace")).await?;
+        HookRuntime::load(sandbox, specs, common(cwd), home, &home.join(".carapace")).await?;
     if !warnings.is_empty() {
         return Err(format!("hook warnings: {warnings:?}").into());
     }

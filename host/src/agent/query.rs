@@ -32,7 +32,7 @@ pub async fn query(
 
 impl Run<'_, '_> {
     async fn run(mut self, messages: Vec<Message>) -> QueryOutcome {
-        self.tool_specs = self.deps.tools.specs();
+        self.tool_specs = self.deps.tools.offer().await;
         let mut state = State::initial(messages);
         loop {
             match self.iteration(state).await {
@@ -52,7 +52,7 @@ impl Run<'_, '_> {
         // Tool sets that changed during the last turn are offered from this
         // one on; unchanged, the specs stay the same object.
         if state.turn_count > 1 && self.deps.tools.refresh().await {
-            self.tool_specs = self.deps.tools.specs();
+            self.tool_specs = self.deps.tools.offer().await;
         }
         self.totals.mark("query_setup_start");
         if self.deps.abort.is_cancelled() {

@@ -81,6 +81,19 @@ impl ToolRuntime for ToolSubset {
             .collect()
     }
 
+    fn offer(&self) -> BoxFuture<'_, Vec<ToolSpec>> {
+        Box::pin(async {
+            let offered = self.parent.offer().await;
+            if self.is_whole() {
+                return offered;
+            }
+            offered
+                .into_iter()
+                .filter(|spec| self.offers(&spec.name))
+                .collect()
+        })
+    }
+
     fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {
         if let Some(observer) = &self.observer {
             observer(&call);

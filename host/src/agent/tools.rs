@@ -155,6 +155,12 @@ pub trait ToolRuntime: Send + Sync + 'static {
     /// validation and its plan (concurrency safety, needs).
     fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation>;
 
+    /// The tools offered to the model for a run, as `specs` says once
+    /// whatever judges the offer (middleware hooks) has judged it.
+    fn offer(&self) -> BoxFuture<'_, Vec<ToolSpec>> {
+        Box::pin(async { self.specs() })
+    }
+
     /// Between turns: takes in tool sets that changed (an MCP server's
     /// `notifications/tools/list_changed`). `true` when `specs` changed.
     fn refresh(&self) -> BoxFuture<'_, bool> {

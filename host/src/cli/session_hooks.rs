@@ -57,6 +57,10 @@ impl SessionHooks<'_> {
         source: StartSource,
         details: crate::hooks::StartDetails,
     ) -> Result<Vec<String>, String> {
+        if let Some(hooks) = self.0 {
+            let start = crate::hooks::MiddlewareEvent::SessionStart;
+            hooks.tell_middleware(start, source.as_str()).await;
+        }
         let Some(hooks) = self.handling(HookEventKind::SessionStart) else {
             if let Some(hooks) = self.0 {
                 hooks.instructions_loaded().await;
@@ -114,6 +118,10 @@ impl SessionHooks<'_> {
     }
 
     pub(super) async fn end(&self) {
+        if let Some(hooks) = self.0 {
+            let end = crate::hooks::MiddlewareEvent::SessionEnd;
+            hooks.tell_middleware(end, "other").await;
+        }
         if let Some(hooks) = self.handling(HookEventKind::SessionEnd) {
             hooks
                 .run(HookEvent::SessionEnd {

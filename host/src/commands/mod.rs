@@ -51,6 +51,9 @@ pub struct PluginDir {
     /// Why what it would run (hooks, MCP servers) is held back: an
     /// installed plugin whose content is not what was approved.
     pub held: Option<String>,
+    /// The settings that enabled it (`None`: `--plugin-dir`, the user's
+    /// own choice): its middleware hooks sit in their tier.
+    pub enabled_by: Option<crate::policy::SourceKind>,
 }
 
 impl PluginDir {
@@ -80,6 +83,7 @@ impl PluginDir {
             name,
             root: root.to_path_buf(),
             held: None,
+            enabled_by: None,
         })
     }
 }

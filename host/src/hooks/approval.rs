@@ -130,6 +130,11 @@ pub fn digest(spec: &HookSpec, project: &Path) -> String {
         spec.grants,
     );
     hash.update(entry.as_bytes());
+    // Only where there is one, so that digests approved before middleware
+    // existed still match.
+    if let Some(middleware) = &spec.middleware {
+        hash.update(format!("|{:?}|{}", middleware.tier, middleware.options).as_bytes());
+    }
     for file in files_run(spec, project) {
         hash.update(file.display().to_string().as_bytes());
         match std::fs::metadata(&file) {

@@ -207,6 +207,7 @@ impl CommandHook {
             capture_stdout: true,
             cwd: Some(cwd.to_string()),
             env: vec![("CLAUDE_PROJECT_DIR".into(), cwd.to_string())],
+            clock: None,
         };
         let ran = self
             .engine

@@ -63,6 +63,18 @@ pub enum HandlerKind {
     /// Claude Code's `agent` hook: a read-only verifier decides (see
     /// `hooks::agent_hook`).
     Agent,
+    /// A `carapace:hook@0.2.0` middleware component (see
+    /// `hooks::middleware`): registered for engine events, seated in a
+    /// tier, handed a `next`.
+    Middleware,
+}
+
+/// A middleware hook's seat and what its entry passes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MiddlewareEntry {
+    pub tier: super::tier::Tier,
+    /// The entry's `options` (`null` when it has none).
+    pub options: Value,
 }
 
 /// What a `command` hook runs.
@@ -164,6 +176,10 @@ pub struct HookSpec {
     pub mcp_tool: Option<super::mcp_tool::McpToolTarget>,
     /// An `agent` hook's task and model.
     pub agent: Option<super::agent_hook::AgentTarget>,
+    /// A middleware hook's seat and options (`Middleware` only; such a spec
+    /// stands as a PreToolUse spec matching every call, so that one held
+    /// back or unreadable refuses the calls it would have seen).
+    pub middleware: Option<MiddlewareEntry>,
 }
 
 impl HookSpec {
@@ -194,6 +210,7 @@ impl HookSpec {
             in_background: false,
             mcp_tool: None,
             agent: None,
+            middleware: None,
         }
     }
 }
@@ -232,6 +249,10 @@ pub fn parse(
         base,
     };
     for (event_name, groups) in by_event {
+        if event_name == MIDDLEWARE_KEY {
+            parsed.middleware_entries(groups);
+            continue;
+        }
         let Some(event) = HookEventKind::parse(&event_name) else {
             parsed.warnings.push(format!(
                 "{shown}: `{event_name}` hooks do not run: carapace does not fire that event"
@@ -264,6 +285,10 @@ pub fn parse(
     Ok((parsed.specs, parsed.warnings))
 }
 
+/// The `hooks` key whose entries are middleware components, not Claude
+/// Code matcher groups: `"Middleware": [{"path": "…", "seat": "last"}]`.
+pub const MIDDLEWARE_KEY: &str = "Middleware";
+
 /// What one settings file's hooks came to, as they are read.
 pub(super) struct Parsed<'a> {
     pub(super) specs: Vec<HookSpec>,
@@ -277,7 +302,7 @@ impl Parsed<'_> {
     /// A hook that cannot run: a warning, and for PreToolUse a guard that
     /// refuses what it matches — a guard that cannot run must not look
     /// like one that passed.
-    fn cannot_run(&mut self, event: HookEventKind, matcher: Matcher, why: String) {
+    pub(super) fn cannot_run(&mut self, event: HookEventKind, matcher: Matcher, why: String) {
         let shown = self.source.describe();
         let guards = event == HookEventKind::PreToolUse;
         self.warnings.push(format!(

@@ -132,6 +132,24 @@ struct McpToolHandler {
     once: bool,
 }
 
+/// A `Middleware` entry: a `carapace:hook@0.2.0` component.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MiddlewareHandler {
+    path: PathBuf,
+    /// Seconds, for the hook's own work (not what its `next` runs).
+    timeout: Option<f64>,
+    #[serde(default)]
+    grants: HookGrants,
+    /// `first` (the default) or `last`: managed settings only.
+    seat: Option<String>,
+    #[serde(default)]
+    options: Value,
+}
+
+/// A middleware hook's own work is small: it has this long by default.
+const MIDDLEWARE_DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Claude Code's default timeout for a `prompt` hook.
 const PROMPT_DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -423,6 +441,68 @@ impl Parsed<'_> {
                 once: handler.once,
             },
         )
+    }
+}
+
+impl Parsed<'_> {
+    /// The `Middleware` entries of one file. One that cannot be read is a
+    /// warning and a guard refusing every call: a middleware hook may be
+    /// what stands between the model and a tool.
+    pub(super) fn middleware_entries(&mut self, entries: Value) {
+        let entries = match serde_json::from_value::<Vec<Value>>(entries) {
+            Ok(entries) => entries,
+            Err(e) => {
+                let why = format!("`Middleware` is not a list of hooks: {e}");
+                return self.cannot_run(HookEventKind::PreToolUse, Matcher::All, why);
+            }
+        };
+        for raw in entries {
+            match self.middleware(raw) {
+                Ok(spec) => self.specs.push(spec),
+                Err(why) => self.cannot_run(HookEventKind::PreToolUse, Matcher::All, why),
+            }
+        }
+    }
+
+    fn middleware(&mut self, raw: Value) -> Result<HookSpec, String> {
+        let event = HookEventKind::PreToolUse;
+        let handler: MiddlewareHandler =
+            self.read(raw, event, "middleware hook", &|_| "not used by carapace")?;
+        let managed = self.source.kind == crate::policy::SourceKind::Managed;
+        let last = match handler.seat.as_deref() {
+            None | Some("first") => false,
+            Some("last") => true,
+            Some(other) => return Err(format!("seat `{other}` is neither `first` nor `last`")),
+        };
+        if handler.seat.is_some() && !managed {
+            self.warnings.push(format!(
+                "{}: a middleware hook's `seat` is honoured in managed settings only; it sits in the {} tier",
+                self.source.describe(),
+                super::tier::Tier::of(self.source.kind, false).name()
+            ));
+        }
+        let path = if handler.path.is_absolute() {
+            handler.path
+        } else {
+            self.base.join(handler.path)
+        };
+        Ok(HookSpec {
+            grants: handler.grants,
+            timeout: seconds(handler.timeout, MIDDLEWARE_DEFAULT_TIMEOUT)?,
+            // What cannot answer refuses: middleware may be a guard.
+            fail_closed: true,
+            middleware: Some(super::config::MiddlewareEntry {
+                tier: super::tier::Tier::of(self.source.kind, last),
+                options: handler.options,
+            }),
+            ..HookSpec::new(
+                event,
+                Matcher::All,
+                HandlerKind::Middleware,
+                path,
+                self.source,
+            )
+        })
     }
 }
 

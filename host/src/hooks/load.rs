@@ -117,6 +117,11 @@ pub(super) async fn load_one(
             )));
         }
         HandlerKind::Shell => return Ok(load_shell(sandbox, spec, places)),
+        HandlerKind::Middleware => {
+            return Ok(Loaded::NotForThisEvent(format!(
+                "hook {path}: middleware is seated, not run per event"
+            )));
+        }
         HandlerKind::Http | HandlerKind::Prompt | HandlerKind::McpTool | HandlerKind::Agent => {
             return Ok(Loaded::NotForThisEvent(format!(
                 "hook {path}: an http or prompt hook without its target"
@@ -159,7 +164,11 @@ fn load_shell(sandbox: &Sandbox, spec: &HookSpec, places: &Places<'_>) -> Loaded
 /// The capabilities a hook's settings grant; protected locations are never
 /// granted for writing (a hook must not be able to rewrite settings, hooks
 /// or shell start-up files).
-fn grant_for(spec: &HookSpec, home: &Path, config_dir: &Path) -> Result<Grant, HookLoadError> {
+pub(super) fn grant_for(
+    spec: &HookSpec,
+    home: &Path,
+    config_dir: &Path,
+) -> Result<Grant, HookLoadError> {
     let base = spec
         .source
         .file

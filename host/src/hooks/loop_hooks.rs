@@ -122,6 +122,8 @@ impl LoopHooks for HookRuntime {
     ) -> BoxFuture<'_, Vec<String>> {
         Box::pin(async move {
             let mut context = Vec::new();
+            self.tell_middleware(super::MiddlewareEvent::SessionStart, "compact")
+                .await;
             if self.handles(HookEventKind::SessionStart) {
                 let answer = self
                     .run(HookEvent::SessionStart {

@@ -24,9 +24,12 @@ mod invoke;
 mod load;
 mod loop_hooks;
 mod mcp_tool;
+mod middleware;
 mod prompt;
 mod protocol;
+mod seated;
 mod shell;
+mod tier;
 
 pub use agent_hook::{AgentTarget, AgentVerifier, VERIFIER_AGENT_TYPE};
 pub use answers::{PostToolUseAnswer, PreToolUseAnswer, StopAnswer};
@@ -39,12 +42,17 @@ pub use event::{
 pub use http::{HttpHookError, HttpHookLimits, HttpTarget};
 pub use loop_hooks::stop_decision;
 pub use mcp_tool::{McpToolCaller, McpToolTarget};
+pub use middleware::{
+    EventKind as MiddlewareEvent, Offer as ToolOffer, Spawn as SubagentSpawn, ToolCallIn,
+    ToolResultOut,
+};
 pub use prompt::{PromptJudge, PromptTarget};
 pub use shell::is_carapace_variable;
+pub use tier::Tier;
 
 pub use config::{
-    DEFAULT_TIMEOUT, HandlerKind, HookConfigError, HookGrants, HookSpec, Matcher, ShellLine, parse,
-    unreadable_guard,
+    DEFAULT_TIMEOUT, HandlerKind, HookConfigError, HookGrants, HookSpec, MIDDLEWARE_KEY, Matcher,
+    MiddlewareEntry, ShellLine, parse, unreadable_guard,
 };
 pub use protocol::{HandlerResult, aggregate, from_command, from_json, from_outcome, input_json};
 
@@ -150,6 +158,8 @@ pub struct HookRuntime {
     /// What `prompt` and `mcp_tool` hooks call: the session's model and
     /// its MCP servers, once it has them.
     services: std::sync::RwLock<Services>,
+    /// Middleware hooks, in their seats.
+    middleware: middleware::Middleware,
 }
 
 /// What hooks that call into the session use.
@@ -187,6 +197,7 @@ impl HookRuntime {
             agent_calls: Mutex::default(),
             instructions: Mutex::default(),
             services: Default::default(),
+            middleware: Default::default(),
         }
     }
 
@@ -205,12 +216,20 @@ impl HookRuntime {
         // One component may serve several events: load each file once.
         let mut typed: Vec<(std::path::PathBuf, HookComponent)> = Vec::new();
         let mut commands: Vec<(std::path::PathBuf, CommandHook)> = Vec::new();
+        let mut middleware = middleware::Middleware::default();
         for spec in specs {
             let places = load::Places {
                 home,
                 config_dir,
                 project: Path::new(&common.cwd),
             };
+            if spec.kind == HandlerKind::Middleware {
+                if let Some(guard) = seated::seat(&mut middleware, sandbox, &spec, &places).await {
+                    warnings.push(guard.0);
+                    hooks.push(guard.1);
+                }
+                continue;
+            }
             let loaded = load_one(sandbox, &spec, &mut typed, &mut commands, &places).await;
             match loaded {
                 Ok(Loaded::Ready(ready)) => {
@@ -241,6 +260,7 @@ impl HookRuntime {
                 agent_calls: Mutex::default(),
                 instructions: Mutex::default(),
                 services: Default::default(),
+                middleware,
             },
             warnings,
         ))
@@ -261,12 +281,13 @@ impl HookRuntime {
     }
 
     /// Each loaded hook in a line: its event, what it matches, its kind,
-    /// its file and where it was configured (`/hooks`).
+    /// its file and where it was configured (`/hooks`); then the middleware
+    /// in their seats (not the user's to switch off: they may guard).
     pub fn describe(&self) -> Vec<String> {
         let Ok(hooks) = self.hooks.read() else {
             return Vec::new();
         };
-        hooks
+        let mut lines: Vec<String> = hooks
             .iter()
             .enumerate()
             .map(|(index, hook)| {
@@ -286,6 +307,7 @@ impl HookRuntime {
                     config::HandlerKind::Prompt => "prompt",
                     config::HandlerKind::McpTool => "mcp_tool",
                     config::HandlerKind::Agent => "agent",
+                    config::HandlerKind::Middleware => "middleware",
                 };
                 let off = match hook.off.load(std::sync::atomic::Ordering::SeqCst) {
                     true => " — off for this session",
@@ -298,7 +320,13 @@ impl HookRuntime {
                     spec.source.describe()
                 )
             })
-            .collect()
+            .collect();
+        lines.extend(
+            self.describe_middleware()
+                .into_iter()
+                .map(|l| format!("- {l}")),
+        );
+        lines
     }
 
     /// Switches hook `number` (as [`Self::describe`] numbers them) on or
@@ -336,7 +364,7 @@ impl HookRuntime {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.hooks.read().map_or(true, |hooks| hooks.is_empty())
+        self.hooks.read().map_or(true, |hooks| hooks.is_empty()) && self.middleware.is_empty()
     }
 
     /// A new user prompt begins: its id is told to the hooks of every event

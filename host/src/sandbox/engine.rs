@@ -333,6 +333,9 @@ pub(crate) struct CallIo {
     /// Variables that say where the guest is (`CLAUDE_PROJECT_DIR`): names
     /// of places, granting nothing.
     pub(crate) env: Vec<(String, String)>,
+    /// The deadline's clock, when the call waits on the host for work that
+    /// is not its own (a middleware hook's `next`); else wall time.
+    pub(crate) clock: Option<Arc<super::limits::CallClock>>,
 }
 
 /// What a call left on its standard streams.
@@ -439,11 +442,19 @@ impl EngineInner {
         // fire even while the guest spins.
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
-        let outcome = tokio::time::timeout(limits.deadline, async {
+        let work = async {
             let bindings = instantiate(&mut store).await.map_err(|e| (true, e))?;
             call(&bindings, &mut store).await.map_err(|e| (false, e))
-        })
-        .await;
+        };
+        let outcome = match io.clock {
+            None => tokio::time::timeout(limits.deadline, work)
+                .await
+                .map_err(|_| ()),
+            Some(clock) => tokio::select! {
+                outcome = work => Ok(outcome),
+                () = clock.expired(started, limits.deadline) => Err(()),
+            },
+        };
         // Files the guest created under a write grant are saved only when the
         // call returned normally: a trap or a timeout leaves them unsaved.
         let committed = match &outcome {

@@ -110,3 +110,69 @@ impl wasmtime::ResourceLimiter for CallLimiter {
         MAX_MEMORIES
     }
 }
+
+/// A call's running time, which stops while the call waits on its host
+/// for something that is not its own work: a middleware hook's deadline
+/// covers the hook, not the tool call its `next` runs.
+#[derive(Debug, Default)]
+pub struct CallClock {
+    state: std::sync::Mutex<ClockState>,
+    resumed: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default)]
+struct ClockState {
+    paused_since: Option<std::time::Instant>,
+    paused_for: Duration,
+}
+
+/// The clock stands still while this lives.
+pub struct ClockPause<'a>(&'a CallClock);
+
+impl Drop for ClockPause<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.0.state.lock()
+            && let Some(since) = state.paused_since.take()
+        {
+            state.paused_for += since.elapsed();
+        }
+        self.0.resumed.notify_waiters();
+    }
+}
+
+impl CallClock {
+    /// Stops the clock until the pause is dropped.
+    pub fn pause(&self) -> ClockPause<'_> {
+        if let Ok(mut state) = self.state.lock() {
+            state
+                .paused_since
+                .get_or_insert_with(std::time::Instant::now);
+        }
+        ClockPause(self)
+    }
+
+    /// Resolves once the call has run for `limit` since `started`, not
+    /// counting its pauses.
+    pub(crate) async fn expired(&self, started: std::time::Instant, limit: Duration) {
+        loop {
+            let resumed = self.resumed.notified();
+            let (paused, paused_for) = match self.state.lock() {
+                Ok(state) => (state.paused_since.is_some(), state.paused_for),
+                // A poisoned clock counts as never paused.
+                Err(_) => (false, Duration::ZERO),
+            };
+            if paused {
+                resumed.await;
+                continue;
+            }
+            let due = started + limit + paused_for;
+            if std::time::Instant::now() >= due {
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(due.into()) => {}
+                () = resumed => {}
+            }
+        }
+    }
+}

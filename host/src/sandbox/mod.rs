@@ -34,7 +34,7 @@ pub use cache::{CacheOutcome, ComponentCache, digest};
 pub use engine::{Sandbox, SandboxConfig, SandboxEngine};
 pub use grant::{FileAccess, Grant, GrantError};
 pub use hosts::{HostPattern, HostPatternError, is_internal, is_off_limits};
-pub use limits::CallLimits;
+pub use limits::{CallClock, CallLimits, ClockPause};
 pub use process::{
     BackgroundShells, CommandEnv, CommandOutput, DEFAULT_PATH, DeniedPaths, Feed, ProcessConfig,
     SandboxLayer, ShellReport, ShellStatus, move_aside, run_command_fed, system_read_roots,

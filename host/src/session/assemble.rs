@@ -507,6 +507,11 @@ fn plugin_hooks(
                 .into_iter()
                 .map(|mut spec| {
                     spec.plugin_root = Some(plugin.root.clone());
+                    if let Some(entry) = spec.middleware.as_mut() {
+                        // In the tier of the settings that enabled it.
+                        let by = plugin.enabled_by.unwrap_or(crate::policy::SourceKind::User);
+                        entry.tier = crate::hooks::Tier::of(by, false);
+                    }
                     if spec.kind == crate::hooks::HandlerKind::Shell {
                         spec.path = plugin.root.clone();
                     }

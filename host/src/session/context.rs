@@ -132,6 +132,7 @@ impl SessionBuilder {
                         ));
                     }
                     folder.held = plugin.held;
+                    folder.enabled_by = settings.enabled_plugin_sources.get(&plugin.id).copied();
                     folders.push(folder);
                 }
                 Err(e) => warnings.push(format!("plugin `{}` not loaded: {e}", plugin.id)),

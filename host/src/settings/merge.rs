@@ -323,6 +323,9 @@ impl Settings {
         {
             for (id, on) in &file.enabled_plugins {
                 self.enabled_plugins.entry(id.clone()).or_insert(*on);
+                self.enabled_plugin_sources
+                    .entry(id.clone())
+                    .or_insert(source.kind);
             }
         }
         let admitted = !from_project

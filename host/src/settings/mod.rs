@@ -315,6 +315,9 @@ pub struct Settings {
     /// highest source first-wins per plugin (a project's only in a
     /// trusted workspace).
     pub enabled_plugins: BTreeMap<String, bool>,
+    /// Which settings said so for each plugin in `enabled_plugins`: a
+    /// plugin's middleware hooks sit in that source's tier.
+    pub enabled_plugin_sources: BTreeMap<String, SourceKind>,
     /// Whether executables brought by project files may load.
     pub trust: WorkspaceTrust,
     /// `sandbox.required`: refuse commands when the OS sandbox is missing.

@@ -13,6 +13,7 @@
 //! Imports: `agent`, `files`, `hooks`, `model`, `prompt`, `sandbox`, `tools`,
 //! `transcript` — folders below it; nothing that imports it.
 
+mod spawn;
 mod verifier;
 
 pub use verifier::HookVerifier;
@@ -311,14 +312,43 @@ impl SubagentRunner {
         task: Option<(String, String)>,
     ) -> Result<ToolOutput, ToolFailure> {
         let agent = self.agent(input)?;
-        let agent_type = agent.name.as_str();
         let prompt = input["prompt"].as_str().unwrap_or_default();
         if prompt.trim().is_empty() {
             return Err(ToolFailure::InvalidInput("the prompt is empty".into()));
         }
+        let child = Child {
+            tool_use_id,
+            agent: &agent,
+            input,
+        };
+        if self
+            .hooks
+            .has_middleware(crate::hooks::MiddlewareEvent::SubagentSpawn)
+        {
+            return self
+                .spawn_through_middleware(child, prompt, abort, task)
+                .await;
+        }
+        self.run_child(child, prompt, abort, task).await
+    }
+
+    /// The child, started with `prompt`, to its end.
+    async fn run_child(
+        &self,
+        child: Child<'_>,
+        prompt: &str,
+        abort: CancellationToken,
+        task: Option<(String, String)>,
+    ) -> Result<ToolOutput, ToolFailure> {
+        let Child {
+            tool_use_id,
+            agent,
+            input,
+        } = child;
+        let agent_type = agent.name.as_str();
         let agent_id = format!("agent-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let tools = self.child_tools(&agent, &agent_id)?;
-        let config = self.child_config(&agent, input);
+        let tools = self.child_tools(agent, &agent_id)?;
+        let config = self.child_config(agent, input);
         let transcript = self.child_transcript(&agent_id, agent_type);
         let hooks = ChildHooks {
             hooks: self.hooks.clone(),
@@ -490,6 +520,14 @@ fn output_text(output: &ToolOutput) -> String {
             ToolContent::Image { .. } => None,
         })
         .collect()
+}
+
+/// A child about to start: the Agent call that starts it.
+#[derive(Clone, Copy)]
+struct Child<'a> {
+    tool_use_id: &'a str,
+    agent: &'a AgentDefinition,
+    input: &'a Value,
 }
 
 /// The child's events, shown as the parent's Agent call's.

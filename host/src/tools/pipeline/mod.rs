@@ -15,6 +15,7 @@
 //! did not decide, and decides each call exactly once.
 
 mod ask;
+mod middleware;
 mod results;
 mod skill;
 mod stages;
@@ -85,6 +86,9 @@ pub struct ToolPipeline {
     checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
     /// MCP servers the SDK turned off (`mcp_toggle`), kept to turn back on.
     disabled_mcp: std::sync::Mutex<Vec<Arc<crate::mcp::McpServer>>>,
+    /// What the middleware last left of the tool list, in order, with the
+    /// descriptions they gave (`None`: no middleware judges the list).
+    offered: std::sync::RwLock<Option<Vec<(String, String)>>>,
 }
 
 impl ToolPipeline {
@@ -108,6 +112,7 @@ impl ToolPipeline {
             skills: skill::Skills::default(),
             checkpoints: None,
             disabled_mcp: Default::default(),
+            offered: Default::default(),
         }
     }
 
@@ -385,7 +390,7 @@ impl ToolPipeline {
     /// question when one is due, the sandbox.
     pub async fn run_nested(&self, call: ToolCall) -> ToolCallResult {
         match self.prepared(&call).await {
-            Ok((tool, handle, plan)) => self.run_call(tool, handle, call, plan).await,
+            Ok((tool, handle, plan)) => self.run_hooked(tool, handle, call, plan).await,
             Err(result) => *result,
         }
     }
@@ -491,18 +496,24 @@ impl ReadyCall for PreparedCall {
             call,
             plan,
         } = *self;
-        async move { pipeline.run_call(tool, handle, call, plan).await }.boxed()
+        async move { pipeline.run_hooked(tool, handle, call, plan).await }.boxed()
     }
 }
 
 impl ToolRuntime for ToolPipeline {
     fn specs(&self) -> Vec<ToolSpec> {
         let policy = self.policy();
-        self.registry()
+        let specs = self
+            .registry()
             .specs()
             .into_iter()
             .filter(|spec| policy.hidden_by(&spec.name).is_none())
-            .collect()
+            .collect();
+        self.as_offered(specs)
+    }
+
+    fn offer(&self) -> BoxFuture<'_, Vec<ToolSpec>> {
+        self.offer_through_middleware().boxed()
     }
 
     fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {

@@ -44,9 +44,10 @@ impl ToolPipeline {
     /// lookup: the tool by name, unless a bare deny rule hides it; an
     /// unknown name gets a suggestion.
     pub(super) fn lookup(&self, call: &ToolCall) -> Staged<Arc<RegisteredTool>> {
-        let found = match self.policy().hidden_by(&call.name) {
-            Some(_) => None,
-            None => self
+        let hidden = self.policy().hidden_by(&call.name).is_some() || self.withheld(&call.name);
+        let found = match hidden {
+            true => None,
+            false => self
                 .registry
                 .read()
                 .ok()
