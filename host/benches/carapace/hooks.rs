@@ -248,5 +248,87 @@ async fn sandboxed_and_http(
         .await?;
         report(name, &samples, note);
     }
+    middleware_chains(cache, common, call).await
+}
+
+/// Middleware around one tool call: one hook, then twenty across the four
+/// tiers, each passing the call on with `next` (the tool stands in as an
+/// answer that costs nothing, so the rows are what the hooks cost).
+async fn middleware_chains(
+    cache: &Path,
+    common: &carapace::hooks::HookCommon,
+    call: &carapace::hooks::HookToolCall,
+) -> BenchResult {
+    use carapace::hooks::{HookRuntime, ToolCallIn, ToolResultOut};
+    use carapace::policy::{RuleSource, SourceKind};
+    use futures::FutureExt;
+    const N: usize = 500;
+    let probe = Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("middleware_probe.wasm");
+    let sandbox = Sandbox::new(SandboxConfig {
+        cache_dir: cache.to_path_buf(),
+        ..SandboxConfig::default()
+    })?;
+    let seats = [
+        (SourceKind::Managed, json!({})),
+        (SourceKind::User, json!({})),
+        (SourceKind::Project, json!({})),
+        (SourceKind::Managed, json!({"seat": "last"})),
+    ];
+    for (name, count) in [("middleware_1", 1), ("middleware_chain_20", 20)] {
+        let mut specs = Vec::new();
+        for n in 0..count {
+            let (kind, extra) = &seats[n % seats.len()];
+            let mut entry =
+                json!({"path": probe.display().to_string(), "options": {"role": "pass"}});
+            if let Some(seat) = extra.get("seat") {
+                entry["seat"] = seat.clone();
+            }
+            let source = RuleSource {
+                kind: *kind,
+                file: None,
+            };
+            let (parsed, _) = carapace::hooks::parse(&json!({"Middleware": [entry]}), &source)?;
+            specs.extend(parsed);
+        }
+        let home = Path::new("/nonexistent-home");
+        let (hooks, _) = HookRuntime::load(
+            &sandbox,
+            specs,
+            common.clone(),
+            home,
+            &home.join(".carapace"),
+        )
+        .await?;
+        let given = ToolCallIn {
+            name: call.tool_name.clone(),
+            input: call.tool_input.clone(),
+            id: call.tool_use_id.clone(),
+        };
+        let samples = time_async(N, |_| {
+            let (hooks, given) = (&hooks, given.clone());
+            async move {
+                let out = hooks
+                    .around_tool_call(given, |_| {
+                        async {
+                            ToolResultOut {
+                                content: json!("ok"),
+                                is_error: false,
+                            }
+                        }
+                        .boxed()
+                    })
+                    .await;
+                match out.is_error {
+                    true => Err(format!("the chain refused: {}", out.content).into()),
+                    false => Ok(()),
+                }
+            }
+        })
+        .await?;
+        let note = format!(
+            "{count} middleware hook(s) (Rust, pass with `next`) around one tool call, instance per hook per call"
+        );
+        report(name, &samples, &note);
+    }
     Ok(())
 }
