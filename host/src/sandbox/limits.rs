@@ -176,3 +176,27 @@ impl CallClock {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[tokio::test]
+    async fn time_paused_does_not_count_toward_the_limit() {
+        let clock = CallClock::default();
+        let started = Instant::now();
+        let limit = Duration::from_millis(100);
+        {
+            let _paused = clock.pause();
+            // While paused, the limit cannot pass however long it lasts.
+            let expired =
+                tokio::time::timeout(Duration::from_millis(250), clock.expired(started, limit))
+                    .await;
+            assert!(expired.is_err(), "expired while paused");
+        }
+        // Resumed: the 100 ms count from what ran, not from the start.
+        clock.expired(started, limit).await;
+        assert!(started.elapsed() >= Duration::from_millis(350));
+    }
+}

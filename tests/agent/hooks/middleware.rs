@@ -383,3 +383,32 @@ async fn a_middleware_entry_that_cannot_load_refuses_every_call() -> TestResult 
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn a_hooks_deadline_covers_its_own_work_not_the_call_its_next_runs() -> TestResult {
+    let (_dir, ws) = workspace()?;
+    // The hook may run for 1 s; the call it passes on takes 1.5 s.
+    let mut setup = Setup::new(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Probe",
+            json!({"attempts": [{"op": "sleep", "ms": 1500}]}),
+        )]),
+        Reply::text("ok"),
+    ]);
+    setup.hook_layers = vec![(
+        probe(
+            json!({"role": "pass", "tag": "outer"}),
+            json!({"timeout": 1}),
+        ),
+        SourceKind::User,
+    )];
+    let run = support::run(setup, &ws, one("sleep")).await?;
+    let result = tool_result(&run, 1, "toolu_1");
+    let text = content_text(&result);
+    assert!(
+        text.contains("slept") && text.ends_with("[outer]"),
+        "{result}"
+    );
+    Ok(())
+}
