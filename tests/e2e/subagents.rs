@@ -627,3 +627,61 @@ fn a_child_cannot_end_its_parents_plan_mode() -> TestResult {
     assert!(!target.exists());
     Ok(())
 }
+
+/// `--settings` seating the middleware probe with `options`.
+fn middleware_settings(dir: &std::path::Path, options: Value) -> Result<String, std::io::Error> {
+    let probe =
+        std::path::Path::new(env!("CARAPACE_TEST_GUESTS_DIR")).join("middleware_probe.wasm");
+    let file = dir.join("middleware-settings.json");
+    let settings = json!({"hooks": {"Middleware": [{"path": probe, "options": options}]}});
+    std::fs::write(&file, settings.to_string())?;
+    Ok(file.display().to_string())
+}
+
+#[test]
+fn a_middleware_hook_rewrites_a_spawns_prompt_or_refuses_it() -> TestResult {
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    // Rewritten: the child is started with the hook's prompt.
+    let settings = middleware_settings(
+        home.path(),
+        json!({"role": "spawn", "agent": "Explore", "prefix": "Stay read-only. "}),
+    )?;
+    let server = ScriptedServer::start(vec![
+        agent_call("FIND THE PORT"),
+        Reply::text("CHILD REPORT: port 8080"),
+        Reply::text("done"),
+    ])?;
+    let args = ["-p", "delegate", "--settings", settings.as_str()];
+    let run = support::run(&server, ws.path(), &args)?;
+    assert_eq!(run.status, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        requests[1].body["messages"][0]["content"][1]["text"],
+        "Stay read-only. FIND THE PORT"
+    );
+    // Refused: no child runs, and the Agent call's result says why.
+    let settings = middleware_settings(
+        home.path(),
+        json!({"role": "spawn", "agent": "general-purpose"}),
+    )?;
+    let server = ScriptedServer::start(vec![agent_call("FIND THE PORT"), Reply::text("done")])?;
+    let args = ["-p", "delegate", "--settings", settings.as_str()];
+    let run = support::run(&server, ws.path(), &args)?;
+    assert_eq!(run.status, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "no child request");
+    let last = requests[1].body["messages"]
+        .as_array()
+        .and_then(|m| m.last().cloned())
+        .unwrap_or_default();
+    assert_eq!(last["content"][0]["is_error"], true);
+    assert!(
+        last["content"][0]["content"]
+            .to_string()
+            .contains("the general-purpose agent is not allowed here"),
+        "{last}"
+    );
+    Ok(())
+}
