@@ -708,3 +708,107 @@ async fn a_turn_that_fails_tells_stop_failure_hooks_as_in_claude_code() -> TestR
     assert_eq!(ours[0]["error"], theirs[0]["error"]);
     Ok(())
 }
+
+// ---- PermissionRequest: a hook answers the question in the user's place ----
+
+/// `recording` played in the default mode (so the Write is asked about),
+/// with the echoing command probe on `events` answering per `script`.
+async fn replay_asking(
+    recording: &Recording,
+    events: &[&str],
+    script: Value,
+) -> Result<(Run, tempfile::TempDir), Box<dyn std::error::Error>> {
+    replay(recording, |setup, ws| {
+        setup.policy = Some(carapace::policy::Policy::new(
+            carapace::policy::PermissionMode::Default,
+            ws,
+        ));
+        if support::hook_script(ws, script).is_ok() {
+            let mut settings = serde_json::Map::new();
+            for event in events {
+                settings.insert(
+                    event.to_string(),
+                    json!([{"matcher": "*", "hooks": [support::command_probe(ws)]}]),
+                );
+            }
+            setup.hook_settings = Some(Value::Object(settings));
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_call_asked_about_tells_permission_request_hooks_as_in_claude_code() -> TestResult {
+    let recording = Recording::load("hook-permission-request")?;
+    let events = ["PermissionRequest", "PreToolUse", "PostToolUse"];
+    let script: serde_json::Map<String, Value> = events
+        .iter()
+        .map(|e| (e.to_string(), json!({"echo": true})))
+        .collect();
+    let (run, dir) = replay_asking(&recording, &events, Value::Object(script)).await?;
+    let ws = std::fs::canonicalize(dir.path())?;
+    let ours: Vec<Value> = hook_inputs(&run)
+        .into_iter()
+        .map(|v| serde_json::from_str(&v.to_string().replace(&ws.display().to_string(), "{ws}")))
+        .collect::<Result<_, _>>()?;
+    let theirs = recording.value["hook_inputs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names = |all: &[Value]| -> Vec<Value> {
+        all.iter().map(|v| v["hook_event_name"].clone()).collect()
+    };
+    assert_eq!(names(&ours), names(&theirs), "the events, in order");
+    let (ours, theirs) = (&ours[1], &theirs[1]);
+    assert_eq!(keys(ours), keys(theirs), "PermissionRequest's fields");
+    // (The harness tells hooks a fixed mode; the binary tells the session's.)
+    for field in ["tool_name", "tool_input", "permission_suggestions"] {
+        assert_eq!(ours[field], theirs[field], "{field}");
+    }
+    assert!(
+        !dir.path().join("new.txt").exists(),
+        "nobody answered: not run"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_permission_request_hook_allows_or_denies_as_in_claude_code() -> TestResult {
+    let allow = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+        "decision": {"behavior": "allow"}}});
+    let recording = Recording::load("hook-permission-allow")?;
+    let (run, dir) = replay_asking(
+        &recording,
+        &["PermissionRequest"],
+        json!({"PermissionRequest": {"stdout": allow}}),
+    )
+    .await?;
+    assert!(
+        dir.path().join("new.txt").exists(),
+        "the hook's allow ran it"
+    );
+    assert_eq!(run.result()["permission_denials"], json!([]));
+    assert_eq!(sent_results(&run, 1).len(), 1);
+    assert!(!sent_results(&run, 1)[0].1, "{:?}", sent_results(&run, 1));
+
+    let deny = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+        "decision": {"behavior": "deny", "message": "not today"}}});
+    let recording = Recording::load("hook-permission-deny")?;
+    let (run, dir) = replay_asking(
+        &recording,
+        &["PermissionRequest"],
+        json!({"PermissionRequest": {"stdout": deny}}),
+    )
+    .await?;
+    assert!(!dir.path().join("new.txt").exists());
+    let theirs = recording.value["requests"][1][1]["content"][0].clone();
+    let expected = theirs["content"]
+        .as_str()
+        .and_then(|t| t.split("\n\n<system-reminder>").next())
+        .ok_or("no recorded result")?;
+    assert_eq!(sent_results(&run, 1), vec![(expected.to_string(), true)]);
+    let denied = run.lines_of("system", Some("permission_denied"));
+    assert_eq!(denied.len(), 1);
+    assert_eq!(denied[0]["decided_by"], "hook");
+    Ok(())
+}

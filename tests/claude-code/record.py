@@ -192,7 +192,44 @@ SCENARIOS = {
         {"hooks": answering_hook("Stop", "",
             "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"Stop\", "
             "\"additionalContext\": \"also run the tests\"}}'")}),
+    # (n) a call that needs asking in print mode: PermissionRequest, and
+    # what a hook's answer to it does.
+    "hook-permission-request": ([
+        reply([tool("toolu_write", "Write", {"file_path": "{ws}/new.txt", "content": "x"})],
+              "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Write"], {},
+        dump_hooks("PermissionRequest", "PermissionDenied", "PreToolUse", "PostToolUse")),
+    "hook-permission-request-bash": ([
+        reply([tool("toolu_bash", "Bash", {"command": "touch made.txt"})], "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Bash"], {}, dump_hooks("PermissionRequest")),
+    "hook-permission-allow": ([
+        reply([tool("toolu_write", "Write", {"file_path": "{ws}/new.txt", "content": "x"})],
+              "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Write"], {},
+        {"hooks": {**answering_hook("PermissionRequest", "Write",
+            "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PermissionRequest\", "
+            "\"decision\": {\"behavior\": \"allow\"}}}'"),
+                   **dump_hooks("PostToolUse")["hooks"]}}),
+    "hook-permission-deny": ([
+        reply([tool("toolu_write", "Write", {"file_path": "{ws}/new.txt", "content": "x"})],
+              "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Write", "--permission-mode", "default"], {},
+        {"hooks": answering_hook("PermissionRequest", "Write",
+            "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PermissionRequest\", "
+            "\"decision\": {\"behavior\": \"deny\", \"message\": \"not today\"}}}'")}),
+    # (o) a custom command's expansion: UserPromptExpansion.
+    "hook-prompt-expansion": ([reply([text("hi")])], ["--tools", "Read"], {},
+        dump_hooks("UserPromptExpansion", "UserPromptSubmit")),
 }
+
+# Scenarios whose prompt is not "hello", and files they need in the
+# workspace.
+PROMPTS = {"hook-prompt-expansion": "/greet Alice"}
+FILES = {"hook-prompt-expansion": {".claude/commands/greet.md": "Say hello to $ARGUMENTS.\n"}}
 
 
 def fill(value, ws):
@@ -208,6 +245,10 @@ def record(name):
         os.makedirs(home)
         with open(os.path.join(ws, "notes.txt"), "w") as f:
             f.write("hello file\n")
+        for path, content in FILES.get(name, {}).items():
+            os.makedirs(os.path.dirname(os.path.join(ws, path)), exist_ok=True)
+            with open(os.path.join(ws, path), "w") as f:
+                f.write(content)
         if name.startswith("hook-events"):
             with open(os.path.join(ws, "CLAUDE.md"), "w") as f:
                 f.write("Project notes.\n")
@@ -222,7 +263,7 @@ def record(name):
                "ANTHROPIC_BASE_URL": url, "DISABLE_TELEMETRY": "1",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                "DISABLE_ERROR_REPORTING": "1", "HOOK_LOG": hook_log, **env_extra}
-        argv = [CLAUDE, "-p", "hello", "--output-format", "stream-json", "--verbose",
+        argv = [CLAUDE, "-p", PROMPTS.get(name, "hello"), "--output-format", "stream-json", "--verbose",
                 "--model", "claude-sonnet-4-5", *args]
         if settings:
             settings_path = os.path.join(scratch, "settings.json")

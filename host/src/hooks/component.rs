@@ -320,7 +320,9 @@ fn event_to_wit(event: &HookEvent) -> Option<wit::Event> {
         HookEvent::SubagentStart
         | HookEvent::StopFailure { .. }
         | HookEvent::InstructionsLoaded { .. }
-        | HookEvent::PostCompact { .. } => return None,
+        | HookEvent::PostCompact { .. }
+        | HookEvent::PermissionRequest { .. }
+        | HookEvent::UserPromptExpansion { .. } => return None,
     })
 }
 

@@ -21,10 +21,12 @@ pub enum HookEventKind {
     StopFailure,
     InstructionsLoaded,
     PostCompact,
+    PermissionRequest,
+    UserPromptExpansion,
 }
 
 impl HookEventKind {
-    pub const ALL: [HookEventKind; 15] = [
+    pub const ALL: [HookEventKind; 17] = [
         HookEventKind::PreToolUse,
         HookEventKind::PostToolUse,
         HookEventKind::PostToolUseFailure,
@@ -40,6 +42,8 @@ impl HookEventKind {
         HookEventKind::StopFailure,
         HookEventKind::InstructionsLoaded,
         HookEventKind::PostCompact,
+        HookEventKind::PermissionRequest,
+        HookEventKind::UserPromptExpansion,
     ];
 
     pub fn name(self) -> &'static str {
@@ -59,6 +63,8 @@ impl HookEventKind {
             HookEventKind::StopFailure => "StopFailure",
             HookEventKind::InstructionsLoaded => "InstructionsLoaded",
             HookEventKind::PostCompact => "PostCompact",
+            HookEventKind::PermissionRequest => "PermissionRequest",
+            HookEventKind::UserPromptExpansion => "UserPromptExpansion",
         }
     }
 
@@ -155,6 +161,23 @@ pub enum HookEvent {
     Notification {
         message: String,
     },
+    /// A call would be asked about: a hook may answer in the user's place.
+    PermissionRequest {
+        call: HookToolCall,
+        /// What "always allow" would add (Claude Code's
+        /// `permission_suggestions`).
+        suggestions: serde_json::Value,
+    },
+    /// A prompt that is a custom command, about to be expanded.
+    UserPromptExpansion {
+        /// `slash_command`.
+        expansion_type: String,
+        command_name: String,
+        command_args: String,
+        /// Where the command is defined (`projectSettings`, …).
+        command_source: String,
+        prompt: String,
+    },
 }
 
 impl HookEvent {
@@ -175,6 +198,8 @@ impl HookEvent {
             HookEvent::StopFailure { .. } => HookEventKind::StopFailure,
             HookEvent::InstructionsLoaded { .. } => HookEventKind::InstructionsLoaded,
             HookEvent::PostCompact { .. } => HookEventKind::PostCompact,
+            HookEvent::PermissionRequest { .. } => HookEventKind::PermissionRequest,
+            HookEvent::UserPromptExpansion { .. } => HookEventKind::UserPromptExpansion,
         }
     }
 
@@ -183,7 +208,8 @@ impl HookEvent {
         match self {
             HookEvent::PreToolUse(call)
             | HookEvent::PostToolUse { call, .. }
-            | HookEvent::PostToolUseFailure { call, .. } => Some(call),
+            | HookEvent::PostToolUseFailure { call, .. }
+            | HookEvent::PermissionRequest { call, .. } => Some(call),
             _ => None,
         }
     }
@@ -193,7 +219,8 @@ impl HookEvent {
         match self {
             HookEvent::PreToolUse(call)
             | HookEvent::PostToolUse { call, .. }
-            | HookEvent::PostToolUseFailure { call, .. } => Some(&call.tool_use_id),
+            | HookEvent::PostToolUseFailure { call, .. }
+            | HookEvent::PermissionRequest { call, .. } => Some(&call.tool_use_id),
             _ => None,
         }
     }

@@ -337,7 +337,7 @@ pub(super) fn failed(
         format!("{message}. It fails closed, so this is blocked.")
     };
     match kind {
-        HookEventKind::PreToolUse => HandlerResult {
+        HookEventKind::PreToolUse | HookEventKind::PermissionRequest => HandlerResult {
             decision: Some(HookPermission::Deny),
             reason: Some(reason),
             error: Some(message),
@@ -348,7 +348,8 @@ pub(super) fn failed(
         | HookEventKind::PostToolBatch
         | HookEventKind::Stop
         | HookEventKind::SubagentStop
-        | HookEventKind::UserPromptSubmit => HandlerResult {
+        | HookEventKind::UserPromptSubmit
+        | HookEventKind::UserPromptExpansion => HandlerResult {
             block: Some(reason),
             error: Some(message),
             ..HandlerResult::default()
@@ -376,7 +377,9 @@ pub(super) fn matcher_subject(
     match event {
         HookEvent::PreToolUse(call)
         | HookEvent::PostToolUse { call, .. }
-        | HookEvent::PostToolUseFailure { call, .. } => Some(call.tool_name.clone()),
+        | HookEvent::PostToolUseFailure { call, .. }
+        | HookEvent::PermissionRequest { call, .. } => Some(call.tool_name.clone()),
+        HookEvent::UserPromptExpansion { command_name, .. } => Some(command_name.clone()),
         HookEvent::SessionStart { source, .. } => Some(source.clone()),
         HookEvent::SessionEnd { reason } => Some(reason.clone()),
         HookEvent::PreCompact { trigger, .. } => Some(trigger.clone()),

@@ -169,6 +169,25 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
             v["custom_instructions"] = json!(custom_instructions);
         }
         HookEvent::Notification { message } => v["message"] = json!(message),
+        // As Claude Code 2.1.332: the call without its id.
+        HookEvent::PermissionRequest { call, suggestions } => {
+            v["tool_name"] = json!(call.tool_name);
+            v["tool_input"] = call.tool_input.clone();
+            v["permission_suggestions"] = suggestions.clone();
+        }
+        HookEvent::UserPromptExpansion {
+            expansion_type,
+            command_name,
+            command_args,
+            command_source,
+            prompt,
+        } => {
+            v["expansion_type"] = json!(expansion_type);
+            v["command_name"] = json!(command_name);
+            v["command_args"] = json!(command_args);
+            v["command_source"] = json!(command_source);
+            v["prompt"] = json!(prompt);
+        }
     }
 }
 
@@ -191,6 +210,7 @@ fn blocks(kind: HookEventKind) -> bool {
             | HookEventKind::Stop
             | HookEventKind::SubagentStop
             | HookEventKind::UserPromptSubmit
+            | HookEventKind::UserPromptExpansion
             // Checked against Claude Code 2.1.197: exit 2 (or a JSON
             // block) stops the compaction.
             | HookEventKind::PreCompact
@@ -227,7 +247,7 @@ pub fn from_command(kind: HookEventKind, run: &CommandRun) -> HandlerResult {
                 stderr
             };
             match kind {
-                HookEventKind::PreToolUse => HandlerResult {
+                HookEventKind::PreToolUse | HookEventKind::PermissionRequest => HandlerResult {
                     decision: Some(HookPermission::Deny),
                     reason: Some(reason),
                     ..HandlerResult::default()
@@ -314,6 +334,9 @@ pub fn from_json(kind: HookEventKind, v: &Value) -> HandlerResult {
         };
         result.reason = text(&specific["permissionDecisionReason"]).or(result.reason);
     }
+    if kind == HookEventKind::PermissionRequest {
+        permission_request_answer(&mut result, &specific["decision"]);
+    }
     if specific["updatedInput"].is_object() {
         result.updated_input = Some(specific["updatedInput"].clone());
     }
@@ -326,6 +349,33 @@ pub fn from_json(kind: HookEventKind, v: &Value) -> HandlerResult {
         }
     }
     result
+}
+
+/// A PermissionRequest hook's `decision`: `behavior` allow (with
+/// `updatedInput`) or deny (with `message`; `interrupt` stops the run).
+fn permission_request_answer(result: &mut HandlerResult, decision: &Value) {
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    match decision["behavior"].as_str() {
+        Some("allow") => {
+            result.decision = Some(HookPermission::Allow);
+            if decision["updatedInput"].is_object() {
+                result.updated_input = Some(decision["updatedInput"].clone());
+            }
+        }
+        Some("deny") => {
+            result.decision = Some(HookPermission::Deny);
+            result.reason = text(&decision["message"]).or(result.reason.take());
+            if decision["interrupt"] == true {
+                let why = result.reason.clone();
+                result.stop = result
+                    .stop
+                    .take()
+                    .or(why)
+                    .or(Some("interrupted by a hook".into()));
+            }
+        }
+        _ => {}
+    }
 }
 
 /// What a typed hook's outcome means.

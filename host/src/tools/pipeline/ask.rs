@@ -7,7 +7,7 @@
 use super::ToolPipeline;
 use super::stages::Staged;
 use crate::agent::ToolCall;
-use crate::hooks::{HookEvent, HookEventKind};
+use crate::hooks::{HookEvent, HookEventKind, HookPermission, HookToolCall};
 use crate::policy::{BasisKind, HookAnswer, Outcome, Verdict};
 use crate::sandbox::{CallPlan, Grant, PlanError, ToolContent, ToolInvocation};
 use crate::tools::registry::{RegisteredTool, ToolHandle};
@@ -52,9 +52,16 @@ pub trait PermissionPrompter: Send + Sync {
 
 /// How an `Ask` was settled.
 enum AskAnswer {
-    Approved { updated_input: Option<Value> },
+    Approved {
+        updated_input: Option<Value>,
+    },
     Refused(String),
     RefusedInterrupting(String),
+    /// A PermissionRequest hook answered no: its message is the result.
+    RefusedByHook {
+        message: String,
+        interrupt: bool,
+    },
 }
 
 impl ToolPipeline {
@@ -167,6 +174,14 @@ impl ToolPipeline {
                         self.audit(call, plan, &Grant::none(), "ask_refused", &basis);
                         Err(Box::new(self.denied(call, message, &basis)))
                     }
+                    AskAnswer::RefusedByHook { message, interrupt } => {
+                        self.audit(call, plan, &Grant::none(), "ask_refused", &basis);
+                        let mut refused = super::results::hook_denied(call, message, false);
+                        if let Some(denial) = &mut refused.denial {
+                            denial.interrupts_turn = interrupt;
+                        }
+                        Err(Box::new(refused))
+                    }
                     AskAnswer::RefusedInterrupting(message) => {
                         self.audit(call, plan, &Grant::none(), "ask_refused", &basis);
                         let mut refused = self.denied(call, message, &basis);
@@ -182,6 +197,9 @@ impl ToolPipeline {
 
     async fn ask_notified(&self, request: PromptRequest<'_>) -> AskAnswer {
         let (call, question) = (request.call, request.question);
+        if let Some(answer) = self.permission_request_hooks(call).await {
+            return answer;
+        }
         if let Some(hooks) = self.hooks_for(HookEventKind::Notification) {
             hooks
                 .run(HookEvent::Notification {
@@ -218,6 +236,34 @@ impl ToolPipeline {
             };
         }
         self.ask_prompt_tool(call, question).await
+    }
+
+    /// PermissionRequest hooks, before anyone is asked: an allow or a deny
+    /// settles the question in the user's place; no answer asks as usual.
+    async fn permission_request_hooks(&self, call: &ToolCall) -> Option<AskAnswer> {
+        let hooks = self.hooks_for(HookEventKind::PermissionRequest)?;
+        let answer = hooks
+            .run(HookEvent::PermissionRequest {
+                call: HookToolCall {
+                    tool_name: call.name.clone(),
+                    tool_input: call.input.clone(),
+                    tool_use_id: call.id.clone(),
+                },
+                suggestions: permission_suggestions(&call.name),
+            })
+            .await;
+        match answer.decision? {
+            HookPermission::Allow => Some(AskAnswer::Approved {
+                updated_input: answer.updated_input,
+            }),
+            HookPermission::Deny => Some(AskAnswer::RefusedByHook {
+                message: answer.reason.unwrap_or_else(|| {
+                    format!("A PermissionRequest hook denied this {} call.", call.name)
+                }),
+                interrupt: answer.stop.is_some(),
+            }),
+            HookPermission::Ask | HookPermission::Defer => None,
+        }
     }
 
     /// The permission prompt tool's answer; without one the answer is no,
@@ -279,5 +325,18 @@ or name a --permission-prompt-tool."
                 "{question} The permission prompt tool gave no usable answer (expected {{\"behavior\": \"allow\" or \"deny\"}})."
             )),
         }
+    }
+}
+
+/// What saying "always" to a call of `tool` would add, as Claude Code
+/// 2.1.332 offers it to PermissionRequest hooks: for a file edit, edits
+/// accepted for the session; otherwise a rule allowing the tool.
+fn permission_suggestions(tool: &str) -> Value {
+    match tool {
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => {
+            json!([{"type": "setMode", "mode": "acceptEdits", "destination": "session"}])
+        }
+        _ => json!([{"type": "addRules", "rules": [{"toolName": tool}],
+                     "behavior": "allow", "destination": "session"}]),
     }
 }
