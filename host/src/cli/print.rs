@@ -266,25 +266,43 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
             }
             return compact_now(deps, config, messages, instructions, sink).await;
         }
-        match expand(self.session.commands, text).await {
-            Expansion::Answer(text) => answer_locally(text, messages, sink),
-            Expansion::Send {
-                prompt,
-                texts,
-                model,
-            } => match self.hooks.prompt(&prompt, sink).await {
-                Err(mut outcome) => {
-                    outcome.messages = messages;
-                    outcome
+        let command = match invoked(self.session.commands, &text) {
+            Invoked::Answer(answer) => return answer_locally(answer, messages, sink),
+            Invoked::Plain => None,
+            Invoked::Command(command, args) => Some((command, args)),
+        };
+        // UserPromptSubmit first, then (a command) UserPromptExpansion, then
+        // the command starts: Claude Code 2.1.332's order.
+        let mut context = match self.hooks.prompt(&text, sink).await {
+            Ok(context) => context,
+            Err(mut outcome) => {
+                outcome.messages = messages;
+                return outcome;
+            }
+        };
+        let (texts, model) = match (command, self.session.commands) {
+            (Some((command, args)), Some(commands)) => {
+                match self.hooks.expansion(&command, &args, &text, sink).await {
+                    Ok(more) => context.extend(more),
+                    Err(mut outcome) => {
+                        outcome.messages = messages;
+                        return outcome;
+                    }
                 }
-                Ok(context) => {
-                    let session_context = std::mem::take(session_context);
-                    messages.push(user_message(session_context, images, texts, context));
-                    let config = with_model(config, model);
-                    query(deps, &config, messages, sink).await
+                match commands.pipeline.start(&command, &args).await {
+                    Ok(instructions) => (
+                        vec![command.header(&args), instructions],
+                        command.model.clone(),
+                    ),
+                    Err(why) => return answer_locally(why, messages, sink),
                 }
-            },
-        }
+            }
+            _ => (vec![text], None),
+        };
+        let session_context = std::mem::take(session_context);
+        messages.push(user_message(session_context, images, texts, context));
+        let config = with_model(config, model);
+        query(deps, &config, messages, sink).await
     }
 
     /// Makes the transcript durable at the end of a turn.
@@ -365,13 +383,12 @@ async fn compact_now(
 
 /// What a prompt becomes: sent (a custom command expanded into its texts)
 /// or answered here (an unknown command).
-enum Expansion {
-    Send {
-        prompt: String,
-        texts: Vec<String>,
-        /// The model a command's front matter names for its turn.
-        model: Option<String>,
-    },
+enum Invoked {
+    /// Not a command: the prompt goes as it is.
+    Plain,
+    /// A command or skill the user named, with its arguments.
+    Command(crate::commands::CustomCommand, String),
+    /// Answered here, without a request (an unknown command).
     Answer(String),
 }
 
@@ -416,35 +433,18 @@ fn turn_changes(
     Some(changed)
 }
 
-/// A skill or command is started here (its `` !`command` `` spans run);
-/// one that cannot start is answered with why, without a request.
-async fn expand(commands: Option<SlashCommands<'_>>, prompt: String) -> Expansion {
+/// What the prompt names: a command or skill of the catalogue, one that
+/// does not exist (answered here), or none.
+fn invoked(commands: Option<SlashCommands<'_>>, prompt: &str) -> Invoked {
     use crate::commands::Invocation;
     let Some(commands) = commands else {
-        return Expansion::Send {
-            texts: vec![prompt.clone()],
-            prompt,
-            model: None,
-        };
+        return Invoked::Plain;
     };
     let catalogue = commands.pipeline.catalogue().unwrap_or_default();
-    match catalogue.invocation(&prompt) {
-        Invocation::Known { command, args } => {
-            match commands.pipeline.start(command, &args).await {
-                Ok(instructions) => Expansion::Send {
-                    texts: vec![command.header(&args), instructions],
-                    prompt,
-                    model: command.model.clone(),
-                },
-                Err(why) => Expansion::Answer(why),
-            }
-        }
-        Invocation::Unknown(answer) => Expansion::Answer(answer),
-        Invocation::NotACommand => Expansion::Send {
-            texts: vec![prompt.clone()],
-            prompt,
-            model: None,
-        },
+    match catalogue.invocation(prompt) {
+        Invocation::Known { command, args } => Invoked::Command(command.clone(), args),
+        Invocation::Unknown(answer) => Invoked::Answer(answer),
+        Invocation::NotACommand => Invoked::Plain,
     }
 }
 

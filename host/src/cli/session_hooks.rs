@@ -117,6 +117,48 @@ impl SessionHooks<'_> {
         Ok(reminders("UserPromptSubmit", answer.additional_context))
     }
 
+    /// UserPromptExpansion, before a command the prompt names starts: its
+    /// extra context, or the outcome of a blocked expansion.
+    pub(super) async fn expansion(
+        &self,
+        command: &crate::commands::CustomCommand,
+        args: &str,
+        prompt: &str,
+        sink: &mut dyn EventSink,
+    ) -> Result<Vec<String>, QueryOutcome> {
+        let Some(hooks) = self.handling(HookEventKind::UserPromptExpansion) else {
+            return Ok(Vec::new());
+        };
+        let answer = hooks
+            .run(HookEvent::UserPromptExpansion {
+                expansion_type: "slash_command".into(),
+                command_name: command.name.clone(),
+                command_args: args.to_string(),
+                command_source: match command.origin {
+                    crate::commands::Origin::Project => "projectSettings".into(),
+                    crate::commands::Origin::User => "userSettings".into(),
+                },
+                prompt: prompt.to_string(),
+            })
+            .await;
+        if let Some(reason) = answer.block.or(answer.stop) {
+            let content = format!(
+                "UserPromptExpansion hook blocked the command: {reason}\n\nThe prompt was: {prompt}"
+            );
+            sink.emit(AgentEvent::Informational {
+                content: content.clone(),
+                level: "warning",
+                prevent_continuation: true,
+            });
+            return Err(QueryOutcome::without_turn(
+                Terminal::HookStopped,
+                content,
+                Vec::new(),
+            ));
+        }
+        Ok(reminders("UserPromptExpansion", answer.additional_context))
+    }
+
     pub(super) async fn end(&self) {
         if let Some(hooks) = self.0 {
             let end = crate::hooks::MiddlewareEvent::SessionEnd;

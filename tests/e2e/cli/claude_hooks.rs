@@ -813,3 +813,106 @@ fn an_agent_hooks_verifier_can_change_nothing() -> TestResult {
     );
     Ok(())
 }
+
+/// A prompt naming a custom command tells UserPromptSubmit, then
+/// UserPromptExpansion (with the command's name, arguments and source),
+/// then the command starts — as Claude Code 2.1.332 does
+/// (`tests/claude-code/hook-prompt-expansion.json`); an expansion hook's
+/// block stops the command before it starts: no request is made.
+#[test]
+fn a_custom_command_tells_user_prompt_expansion_as_in_claude_code() -> TestResult {
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/claude-code/hook-prompt-expansion.json"),
+    )?)?;
+    let dump_to = |logs: &Path| {
+        json!({"type": "command",
+            "command": "(cat; echo) >> \"$CLAUDE_PROJECT_DIR/logs/hooks.jsonl\"",
+            "grants": {"write": [logs.display().to_string()]}})
+    };
+    let setup = Setup::new(json!({}))?;
+    let logs = setup.ws.join("logs");
+    std::fs::create_dir(&logs)?;
+    let hooks = json!({
+        "UserPromptSubmit": [{"hooks": [dump_to(&logs)]}],
+        "UserPromptExpansion": [{"matcher": "greet", "hooks": [dump_to(&logs)]}],
+    });
+    std::fs::write(
+        setup.ws.join(".claude/settings.json"),
+        json!({"hooks": hooks}).to_string(),
+    )?;
+    std::fs::create_dir_all(setup.ws.join(".claude/commands"))?;
+    std::fs::write(
+        setup.ws.join(".claude/commands/greet.md"),
+        "Say hello to $ARGUMENTS.\n",
+    )?;
+    let server = ScriptedServer::start(vec![Reply::text("hi")])?;
+    let run = |server: &ScriptedServer| {
+        support::against(server, &setup.ws)
+            .env("HOME", &setup.home)
+            .env("CARAPACE_CONFIG_DIR", setup.home.join(".carapace"))
+            .args([
+                "-p",
+                "/greet Alice",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+            ])
+            .arg("--trust-workspace")
+            .output()
+    };
+    let out = support::Run::from_output(run(&server)?)?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let ws = setup.ws.display().to_string();
+    let ours: Vec<Value> = std::fs::read_to_string(logs.join("hooks.jsonl"))?
+        .replace(&ws, "{ws}")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let theirs = recorded["hook_inputs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names = |all: &[Value]| -> Vec<Value> {
+        all.iter().map(|v| v["hook_event_name"].clone()).collect()
+    };
+    assert_eq!(names(&ours), names(&theirs));
+    for field in [
+        "expansion_type",
+        "command_name",
+        "command_args",
+        "command_source",
+        "prompt",
+    ] {
+        assert_eq!(ours[1][field], theirs[1][field], "{field}");
+    }
+    let keys = |v: &Value| {
+        let mut k: Vec<String> = v
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&ours[1]), keys(&theirs[1]));
+    assert!(
+        server.requests()[0]
+            .body
+            .to_string()
+            .contains("Say hello to Alice."),
+        "the command was expanded"
+    );
+    // A blocking expansion hook: the command never starts.
+    let hooks = json!({"UserPromptExpansion": [{"hooks": [{"type": "command",
+        "command": "echo 'no greetings today' >&2; exit 2"}]}]});
+    std::fs::write(
+        setup.ws.join(".claude/settings.json"),
+        json!({"hooks": hooks}).to_string(),
+    )?;
+    let server = ScriptedServer::start(vec![Reply::text("hi")])?;
+    let out = support::Run::from_output(run(&server)?)?;
+    assert!(server.requests().is_empty(), "{}", out.stdout);
+    assert!(out.stdout.contains("no greetings today"), "{}", out.stdout);
+    Ok(())
+}
