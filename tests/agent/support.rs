@@ -250,6 +250,7 @@ pub async fn run(setup: Setup, cwd: &Path, prompts: Prompts) -> Result<Run, BoxE
         slash_commands: true,
         commands: None,
         notifications: None,
+        setup: None,
     };
     let outcome = run_print(&deps, &config, printer, prompts, session)
         .await

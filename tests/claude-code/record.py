@@ -221,6 +221,17 @@ SCENARIOS = {
         {"hooks": answering_hook("PermissionRequest", "Write",
             "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PermissionRequest\", "
             "\"decision\": {\"behavior\": \"deny\", \"message\": \"not today\"}}}'")}),
+    # (p) Setup: the hidden --init / --init-only / --maintenance flags.
+    "hook-setup-init": ([reply([text("hi")])], ["--tools", "Read", "--init"], {},
+        dump_hooks("Setup", "SessionStart", "UserPromptSubmit")),
+    "hook-setup-init-only": ([reply([text("hi")])], ["--tools", "Read", "--init-only"], {},
+        dump_hooks("Setup", "SessionStart", "UserPromptSubmit")),
+    "hook-setup-maintenance": ([reply([text("hi")])], ["--tools", "Read", "--maintenance"], {},
+        dump_hooks("Setup", "SessionStart", "UserPromptSubmit")),
+    "hook-setup-context": ([reply([text("hi")])], ["--tools", "Read", "--init"], {},
+        {"hooks": answering_hook("Setup", "",
+            "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"Setup\", "
+            "\"additionalContext\": \"setup says hi\"}}'")}),
     # (o) a custom command's expansion: UserPromptExpansion.
     "hook-prompt-expansion": ([reply([text("hi")])], ["--tools", "Read"], {},
         dump_hooks("UserPromptExpansion", "UserPromptSubmit")),
@@ -295,6 +306,9 @@ def record(name):
             "requests": [unfill(json.loads(l)["body"].get("messages", [])[1:])
                          for l in requests.splitlines() if l.strip()
                          if json.loads(l)["path"] == "/v1/messages"],
+            "first_message": next((unfill(json.loads(l)["body"].get("messages", [None])[0])
+                                   for l in requests.splitlines() if l.strip()
+                                   if json.loads(l)["path"] == "/v1/messages"), None),
             "request_params": [{k: v for k, v in json.loads(l)["body"].items()
                                 if k in ("output_config", "thinking", "tools", "max_tokens")}
                                for l in requests.splitlines() if l.strip()

@@ -191,6 +191,19 @@ pub struct Cli {
     #[arg(long)]
     pub disable_slash_commands: bool,
 
+    /// Run Setup hooks (trigger `init`), then go on (hidden, as Claude
+    /// Code's).
+    #[arg(long, hide = true)]
+    pub init: bool,
+
+    /// Run Setup (`init`) and SessionStart hooks, then exit.
+    #[arg(long, hide = true, conflicts_with = "init")]
+    pub init_only: bool,
+
+    /// Run Setup hooks (trigger `maintenance`), then go on.
+    #[arg(long, hide = true, conflicts_with_all = ["init", "init_only"])]
+    pub maintenance: bool,
+
     /// A display name for the session (kept in its transcript).
     #[arg(short = 'n', long)]
     pub name: Option<String>,
@@ -300,6 +313,21 @@ pub struct Unsupported {
     pub max_thinking_tokens: Option<String>,
     #[arg(long, hide = true)]
     pub thinking: Option<String>,
+}
+
+impl Cli {
+    /// The Setup hooks `--init`, `--init-only` or `--maintenance` asks for.
+    pub fn setup_run(&self) -> Option<super::print::SetupRun> {
+        let trigger = match (self.init || self.init_only, self.maintenance) {
+            (true, _) => "init",
+            (false, true) => "maintenance",
+            (false, false) => return None,
+        };
+        Some(super::print::SetupRun {
+            trigger,
+            then_exit: self.init_only,
+        })
+    }
 }
 
 impl Unsupported {

@@ -207,6 +207,7 @@ async fn print_mode(cli: Cli, report: Option<&worker::WorkerReport>) -> anyhow::
             pipeline: &session.pipeline,
         }),
         notifications: Some(session.queue.clone()),
+        setup: cli.setup_run(),
     };
     let result_printer = printer.clone();
     let outcome = run_print(&deps, &config, printer, prompts, print_session).await;

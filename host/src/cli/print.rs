@@ -51,6 +51,19 @@ pub struct PrintSession<'a> {
     /// Where background agents' reports arrive (one-prompt mode: each
     /// runs a turn after the prompt's; the run ends when none is pending).
     pub notifications: Option<Arc<InputQueue>>,
+    /// `--init`, `--init-only`, `--maintenance`: Setup hooks before the
+    /// session starts.
+    pub setup: Option<SetupRun>,
+}
+
+/// Setup hooks to run before the session starts, and whether to stop
+/// there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetupRun {
+    /// `init` or `maintenance`.
+    pub trigger: &'static str,
+    /// `--init-only`: Setup and SessionStart, then no prompt.
+    pub then_exit: bool,
 }
 
 /// What `/name` starts (the pipeline's skills and commands as they are
@@ -69,8 +82,17 @@ pub async fn run_print<O: RunOutput>(
     prompts: Prompts,
     mut print_session: PrintSession<'_>,
 ) -> Option<QueryOutcome> {
-    printer.start();
     let hooks = SessionHooks(print_session.hooks);
+    if let Some(setup) = print_session.setup {
+        if setup.then_exit {
+            hooks.setup_only(setup.trigger).await;
+            return None;
+        }
+        printer.start();
+        hooks.setup(setup.trigger).await;
+    } else {
+        printer.start();
+    }
     let details = start_details(
         print_session.source,
         print_session.transcript,

@@ -117,6 +117,33 @@ impl SessionHooks<'_> {
         Ok(reminders("UserPromptSubmit", answer.additional_context))
     }
 
+    /// Setup (`--init`, `--maintenance`): told, not asked — as in Claude
+    /// Code 2.1.332, what the hooks answer does not reach the model.
+    pub(super) async fn setup(&self, trigger: &str) {
+        if let Some(hooks) = self.handling(HookEventKind::Setup) {
+            hooks
+                .run(HookEvent::Setup {
+                    trigger: trigger.into(),
+                })
+                .await;
+        }
+    }
+
+    /// `--init-only`: Setup, then SessionStart (`startup`), quietly, and
+    /// no prompt.
+    pub(super) async fn setup_only(&self, trigger: &str) {
+        let Some(hooks) = self.0 else { return };
+        self.setup(trigger).await;
+        if hooks.handles(HookEventKind::SessionStart) {
+            hooks
+                .run(HookEvent::SessionStart {
+                    source: "startup".into(),
+                    details: Default::default(),
+                })
+                .await;
+        }
+    }
+
     /// UserPromptExpansion, before a command the prompt names starts: its
     /// extra context, or the outcome of a blocked expansion.
     pub(super) async fn expansion(

@@ -322,7 +322,8 @@ fn event_to_wit(event: &HookEvent) -> Option<wit::Event> {
         | HookEvent::InstructionsLoaded { .. }
         | HookEvent::PostCompact { .. }
         | HookEvent::PermissionRequest { .. }
-        | HookEvent::UserPromptExpansion { .. } => return None,
+        | HookEvent::UserPromptExpansion { .. }
+        | HookEvent::Setup { .. } => return None,
     })
 }
 

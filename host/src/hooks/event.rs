@@ -23,10 +23,11 @@ pub enum HookEventKind {
     PostCompact,
     PermissionRequest,
     UserPromptExpansion,
+    Setup,
 }
 
 impl HookEventKind {
-    pub const ALL: [HookEventKind; 17] = [
+    pub const ALL: [HookEventKind; 18] = [
         HookEventKind::PreToolUse,
         HookEventKind::PostToolUse,
         HookEventKind::PostToolUseFailure,
@@ -44,6 +45,7 @@ impl HookEventKind {
         HookEventKind::PostCompact,
         HookEventKind::PermissionRequest,
         HookEventKind::UserPromptExpansion,
+        HookEventKind::Setup,
     ];
 
     pub fn name(self) -> &'static str {
@@ -65,6 +67,7 @@ impl HookEventKind {
             HookEventKind::PostCompact => "PostCompact",
             HookEventKind::PermissionRequest => "PermissionRequest",
             HookEventKind::UserPromptExpansion => "UserPromptExpansion",
+            HookEventKind::Setup => "Setup",
         }
     }
 
@@ -168,6 +171,11 @@ pub enum HookEvent {
         /// `permission_suggestions`).
         suggestions: serde_json::Value,
     },
+    /// `--init` (`init`) or `--maintenance` (`maintenance`), before the
+    /// session starts.
+    Setup {
+        trigger: String,
+    },
     /// A prompt that is a custom command, about to be expanded.
     UserPromptExpansion {
         /// `slash_command`.
@@ -200,6 +208,7 @@ impl HookEvent {
             HookEvent::PostCompact { .. } => HookEventKind::PostCompact,
             HookEvent::PermissionRequest { .. } => HookEventKind::PermissionRequest,
             HookEvent::UserPromptExpansion { .. } => HookEventKind::UserPromptExpansion,
+            HookEvent::Setup { .. } => HookEventKind::Setup,
         }
     }
 

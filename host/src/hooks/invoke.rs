@@ -361,7 +361,8 @@ pub(super) fn failed(
         | HookEventKind::SubagentStart
         | HookEventKind::StopFailure
         | HookEventKind::InstructionsLoaded
-        | HookEventKind::PostCompact => HandlerResult {
+        | HookEventKind::PostCompact
+        | HookEventKind::Setup => HandlerResult {
             stop: Some(reason),
             error: Some(message),
             ..HandlerResult::default()
@@ -380,6 +381,7 @@ pub(super) fn matcher_subject(
         | HookEvent::PostToolUseFailure { call, .. }
         | HookEvent::PermissionRequest { call, .. } => Some(call.tool_name.clone()),
         HookEvent::UserPromptExpansion { command_name, .. } => Some(command_name.clone()),
+        HookEvent::Setup { trigger } => Some(trigger.clone()),
         HookEvent::SessionStart { source, .. } => Some(source.clone()),
         HookEvent::SessionEnd { reason } => Some(reason.clone()),
         HookEvent::PreCompact { trigger, .. } => Some(trigger.clone()),

@@ -40,7 +40,10 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
     // A compaction happens within a prompt; a session's start before one.
     let before_a_prompt = match event {
         HookEvent::SessionStart { source, .. } => source != "compact",
-        _ => kind == HookEventKind::InstructionsLoaded,
+        _ => matches!(
+            kind,
+            HookEventKind::InstructionsLoaded | HookEventKind::Setup
+        ),
     };
     if !before_a_prompt && let Some(prompt_id) = &common.prompt_id {
         v["prompt_id"] = json!(prompt_id);
@@ -53,6 +56,7 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
             | HookEventKind::SubagentStart
             | HookEventKind::StopFailure
             | HookEventKind::PostCompact
+            | HookEventKind::Setup
     ) {
         v["permission_mode"] = json!(common.permission_mode);
     }
@@ -169,6 +173,7 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
             v["custom_instructions"] = json!(custom_instructions);
         }
         HookEvent::Notification { message } => v["message"] = json!(message),
+        HookEvent::Setup { trigger } => v["trigger"] = json!(trigger),
         // As Claude Code 2.1.332: the call without its id.
         HookEvent::PermissionRequest { call, suggestions } => {
             v["tool_name"] = json!(call.tool_name);

@@ -916,3 +916,81 @@ fn a_custom_command_tells_user_prompt_expansion_as_in_claude_code() -> TestResul
     assert!(out.stdout.contains("no greetings today"), "{}", out.stdout);
     Ok(())
 }
+
+/// `--init` and `--maintenance` tell Setup hooks (with the trigger) before
+/// SessionStart, and the run goes on; `--init-only` tells Setup and
+/// SessionStart and stops, with no request — each as Claude Code 2.1.332
+/// (`tests/claude-code/hook-setup-*.json`).
+#[test]
+fn setup_hooks_run_for_init_and_maintenance_as_in_claude_code() -> TestResult {
+    for (flag, name) in [
+        ("--init", "hook-setup-init"),
+        ("--maintenance", "hook-setup-maintenance"),
+        ("--init-only", "hook-setup-init-only"),
+    ] {
+        let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/claude-code/{name}.json")),
+        )?)?;
+        let setup = Setup::new(json!({}))?;
+        let logs = setup.ws.join("logs");
+        std::fs::create_dir(&logs)?;
+        let dump = json!({"type": "command",
+            "command": "(cat; echo) >> \"$CLAUDE_PROJECT_DIR/logs/hooks.jsonl\"",
+            "grants": {"write": [logs.display().to_string()]}});
+        let hooks: serde_json::Map<String, Value> = ["Setup", "SessionStart", "UserPromptSubmit"]
+            .iter()
+            .map(|e| {
+                (
+                    e.to_string(),
+                    json!([{"matcher": "*", "hooks": [dump.clone()]}]),
+                )
+            })
+            .collect();
+        std::fs::write(
+            setup.ws.join(".claude/settings.json"),
+            json!({"hooks": hooks}).to_string(),
+        )?;
+        let server = ScriptedServer::start(vec![Reply::text("hi")])?;
+        let output = support::against(&server, &setup.ws)
+            .env("HOME", &setup.home)
+            .env("CARAPACE_CONFIG_DIR", setup.home.join(".carapace"))
+            .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
+            .args([flag, "--trust-workspace"])
+            .output()?;
+        let run = support::Run::from_output(output)?;
+        assert_eq!(run.status, Some(0), "{flag}: {}", run.stderr);
+        let ours: Vec<Value> = std::fs::read_to_string(logs.join("hooks.jsonl"))?
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()?;
+        let theirs = recorded["hook_inputs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let summary = |all: &[Value]| -> Vec<(Value, Value, Vec<String>)> {
+            all.iter()
+                .map(|v| {
+                    let mut keys: Vec<String> = v
+                        .as_object()
+                        .map(|o| o.keys().cloned().collect())
+                        .unwrap_or_default();
+                    keys.sort();
+                    (v["hook_event_name"].clone(), v["trigger"].clone(), keys)
+                })
+                .collect()
+        };
+        assert_eq!(summary(&ours), summary(&theirs), "{flag}");
+        if flag == "--init-only" {
+            // Nothing printed but what Claude Code prints: no lines.
+            let printed = run.stdout.lines().filter(|l| !l.contains("\"init\"")).count();
+            assert_eq!(printed, 0, "{}", run.stdout);
+        }
+        assert_eq!(
+            server.requests().len(),
+            recorded["requests"].as_array().map_or(0, Vec::len),
+            "{flag}"
+        );
+    }
+    Ok(())
+}

@@ -191,6 +191,7 @@ async fn run_turns(session: Arc<Session>, output: AcpOutput, turn: TurnSlot) {
             pipeline: &session.pipeline,
         }),
         notifications: None,
+        setup: None,
     };
     let prompts = Prompts::Stream(session.queue.clone());
     run_print(&deps, &run.config, output, prompts, print_session).await;

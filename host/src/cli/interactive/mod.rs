@@ -169,6 +169,7 @@ async fn one_session(cli: &Cli) -> anyhow::Result<(Ending, String)> {
             pipeline: &session.pipeline,
         }),
         notifications: None,
+        setup: None,
     };
     let history = commands::PromptHistory::for_project(&session.paths);
     let mut app = opening(&session, run, &history);
