@@ -983,7 +983,11 @@ fn setup_hooks_run_for_init_and_maintenance_as_in_claude_code() -> TestResult {
         assert_eq!(summary(&ours), summary(&theirs), "{flag}");
         if flag == "--init-only" {
             // Nothing printed but what Claude Code prints: no lines.
-            let printed = run.stdout.lines().filter(|l| !l.contains("\"init\"")).count();
+            let printed = run
+                .stdout
+                .lines()
+                .filter(|l| !l.contains("\"init\""))
+                .count();
             assert_eq!(printed, 0, "{}", run.stdout);
         }
         assert_eq!(
