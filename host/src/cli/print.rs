@@ -409,7 +409,7 @@ enum Invoked {
     /// Not a command: the prompt goes as it is.
     Plain,
     /// A command or skill the user named, with its arguments.
-    Command(crate::commands::CustomCommand, String),
+    Command(Box<crate::commands::CustomCommand>, String),
     /// Answered here, without a request (an unknown command).
     Answer(String),
 }
@@ -464,7 +464,7 @@ fn invoked(commands: Option<SlashCommands<'_>>, prompt: &str) -> Invoked {
     };
     let catalogue = commands.pipeline.catalogue().unwrap_or_default();
     match catalogue.invocation(prompt) {
-        Invocation::Known { command, args } => Invoked::Command(command.clone(), args),
+        Invocation::Known { command, args } => Invoked::Command(Box::new(command.clone()), args),
         Invocation::Unknown(answer) => Invoked::Answer(answer),
         Invocation::NotACommand => Invoked::Plain,
     }
