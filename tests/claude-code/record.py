@@ -232,6 +232,35 @@ SCENARIOS = {
         {"hooks": answering_hook("Setup", "",
             "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"Setup\", "
             "\"additionalContext\": \"setup says hi\"}}'")}),
+    # (q) asyncRewake: a background hook whose exit 2 wakes the model.
+    "hook-async-rewake": ([
+        reply([tool("toolu_read", "Read", {"file_path": "{ws}/notes.txt"})], "tool_use"),
+        reply([text("done")]),
+        reply([text("woken")]),
+    ], ["--tools", "Read"], {},
+        {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command",
+            "asyncRewake": True,
+            "command": "cat > /dev/null; sleep 1; echo 'lint found 2 problems' >&2; exit 2"}]}]}}),
+    "hook-post-exit2": ([
+        reply([tool("toolu_read", "Read", {"file_path": "{ws}/notes.txt"})], "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Read"], {},
+        {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command",
+            "command": "cat > /dev/null; echo 'lint found 2 problems' >&2; exit 2"}]}]}}),
+    "hook-async-rewake-pass": ([
+        reply([tool("toolu_read", "Read", {"file_path": "{ws}/notes.txt"})], "tool_use"),
+        reply([text("done")]),
+        reply([text("woken")]),
+    ], ["--tools", "Read"], {},
+        {"hooks": {"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command",
+            "asyncRewake": True,
+            "command": "cat > /dev/null; sleep 1; echo 'all good'; exit 0"}]}]}}),
+    "hook-status-message": ([
+        reply([tool("toolu_read", "Read", {"file_path": "{ws}/notes.txt"})], "tool_use"),
+        reply([text("done")]),
+    ], ["--tools", "Read"], {},
+        {"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [{"type": "command",
+            "statusMessage": "Checking the read", "command": "cat > /dev/null"}]}]}}),
     # (o) a custom command's expansion: UserPromptExpansion.
     "hook-prompt-expansion": ([reply([text("hi")])], ["--tools", "Read"], {},
         dump_hooks("UserPromptExpansion", "UserPromptSubmit")),

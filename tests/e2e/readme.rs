@@ -127,6 +127,7 @@ const NOT_READ: &[(&str, &str)] = &[
         "CLAUDE_PLUGIN_ROOT",
         "set for a plugin's hooks and expanded in its MCP configuration",
     ),
+    ("CLAUDE_PROJECT_DIR", "set for hooks, naming the project"),
 ];
 
 /// The host's code: its sources without comment lines and test modules
@@ -143,7 +144,8 @@ fn host_sources_without_tests() -> std::io::Result<String> {
         // Code only: not comments (their examples), not tests.
         let code = source.split("#[cfg(test)]\nmod ").next().unwrap_or("");
         for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-            text.push_str(line);
+            // A quote as a character literal opens no string.
+            text.push_str(&line.replace("'\"'", "''").replace("'\\\"'", "''"));
             text.push('\n');
         }
     }

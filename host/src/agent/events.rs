@@ -68,6 +68,9 @@ pub enum AgentEvent {
         /// `PreToolUse:Bash`, `Stop`, … as Claude Code names it.
         hook_name: String,
         hook_event: String,
+        /// The hook's `statusMessage`, shown while it runs (the screen's
+        /// status line; never printed).
+        status_message: Option<String>,
     },
     /// A hook handler finished (printed with `--include-hook-events`).
     HookResponse {

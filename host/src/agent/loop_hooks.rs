@@ -99,6 +99,12 @@ pub enum PreCompactDecision {
 pub trait LoopHooks: Send + Sync {
     fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision>;
 
+    /// What the hooks' own model requests cost since the last call (a
+    /// `prompt` hook's judge): the run's cost counts it.
+    fn take_spent_usd(&self) -> f64 {
+        0.0
+    }
+
     fn after_batch(&self, _batch: Vec<BatchCall>) -> BoxFuture<'_, BatchDecision> {
         Box::pin(async {
             BatchDecision::Continue {

@@ -170,7 +170,7 @@ impl Run<'_, '_> {
             error,
             stop_reason,
             usage: totals.usage,
-            cost_usd: totals.cost_usd,
+            cost_usd: totals.cost_usd + self.deps.hooks.take_spent_usd(),
             permission_denials: totals.denials,
             transitions: totals.transitions,
             api_duration: totals.api_duration,

@@ -180,6 +180,9 @@ pub struct HookSpec {
     /// stands as a PreToolUse spec matching every call, so that one held
     /// back or unreadable refuses the calls it would have seen).
     pub middleware: Option<MiddlewareEntry>,
+    /// Claude Code's `statusMessage`: what the screen shows while the hook
+    /// runs.
+    pub status_message: Option<String>,
 }
 
 impl HookSpec {
@@ -211,6 +214,7 @@ impl HookSpec {
             mcp_tool: None,
             agent: None,
             middleware: None,
+            status_message: None,
         }
     }
 }
@@ -387,7 +391,7 @@ mod tests {
         let value = json!({
             "PreToolUse": [{"matcher": "Bash", "hooks": [
                 {"type": "wasm", "path": "hooks/p.wasm", "timeout": 5, "failClosed": true, "grants": {"write": ["/audit"]}},
-                {"type": "command", "command": "echo shell", "statusMessage": "checking", "timeout": 3}
+                {"type": "command", "command": "echo shell", "statusMessage": "checking", "timeout": 3, "retryOnFailure": true}
             ]}],
             "Stop": [{"hooks": [{"type": "wasm-command", "path": "/abs/stop.wasm"}]}]
         });
@@ -402,6 +406,7 @@ mod tests {
             })?;
         assert_eq!(shell.command, Some(ShellLine::Run("echo shell".into())));
         assert_eq!(shell.timeout, Duration::from_secs(3));
+        assert_eq!(shell.status_message.as_deref(), Some("checking"));
         assert_eq!(
             warnings.len(),
             1,

@@ -35,6 +35,8 @@ struct Handler {
     condition: Option<String>,
     #[serde(default)]
     once: bool,
+    /// Claude Code's `statusMessage`.
+    status_message: Option<String>,
 }
 
 /// Claude Code's `command` handler, as its settings write it; `grants` and
@@ -59,11 +61,18 @@ struct ShellHandler {
     /// Claude Code's `async`: runs in the background, deciding nothing.
     #[serde(rename = "async", default)]
     in_background: bool,
+    /// Claude Code's `asyncRewake`: in the background, but its exit 2
+    /// reaches the model. carapace waits for it, as Claude Code's print
+    /// mode does, so that its objection goes with the call's result.
+    #[serde(default)]
+    async_rewake: bool,
     /// Claude Code's `if` (a permission rule).
     #[serde(rename = "if")]
     condition: Option<String>,
     #[serde(default)]
     once: bool,
+    /// Claude Code's `statusMessage`.
+    status_message: Option<String>,
 }
 
 /// Claude Code's `http` handler.
@@ -88,6 +97,8 @@ struct HttpHandler {
     condition: Option<String>,
     #[serde(default)]
     once: bool,
+    /// Claude Code's `statusMessage`.
+    status_message: Option<String>,
 }
 
 /// Claude Code's `prompt` handler.
@@ -108,6 +119,8 @@ struct PromptHandler {
     condition: Option<String>,
     #[serde(default)]
     once: bool,
+    /// Claude Code's `statusMessage`.
+    status_message: Option<String>,
 }
 
 /// Claude Code's `mcp_tool` handler.
@@ -130,6 +143,8 @@ struct McpToolHandler {
     condition: Option<String>,
     #[serde(default)]
     once: bool,
+    /// Claude Code's `statusMessage`.
+    status_message: Option<String>,
 }
 
 /// A `Middleware` entry: a `carapace:hook@0.2.0` component.
@@ -172,13 +187,11 @@ fn seconds(value: Option<f64>, default: Duration) -> Result<Duration, String> {
 
 /// Fields of a `command` hook that carapace reads but does not honour
 /// as Claude Code does, and what it does instead.
-const SHELL_FIELDS_NOT_HONOURED: &[(&str, &str)] = &[
-    ("asyncRewake", "it runs to its end before the call goes on"),
-    ("statusMessage", "no message is shown while it runs"),
-];
+const SHELL_FIELDS_NOT_HONOURED: &[(&str, &str)] = &[];
 
 /// The fields every handler type shares, as one handler wrote them.
 struct Shared<'a> {
+    status_message: Option<String>,
     timeout: Option<f64>,
     default_timeout: Duration,
     fail_closed: bool,
@@ -240,6 +253,7 @@ impl Parsed<'_> {
             fail_closed: shared.fail_closed || blocks_on_failure(shared.on_failure),
             condition: condition(shared.condition, spec.event, &self.base, self.source)?,
             once: shared.once,
+            status_message: shared.status_message,
             ..spec
         })
     }
@@ -270,7 +284,7 @@ impl Parsed<'_> {
         let spec = HookSpec {
             grants: handler.grants,
             command: Some(command),
-            in_background: handler.in_background,
+            in_background: handler.in_background && !handler.async_rewake,
             ..HookSpec::new(
                 event,
                 matcher.clone(),
@@ -282,6 +296,7 @@ impl Parsed<'_> {
         self.shared(
             spec,
             Shared {
+                status_message: handler.status_message,
                 timeout: handler.timeout,
                 default_timeout: SHELL_DEFAULT_TIMEOUT,
                 fail_closed: handler.fail_closed,
@@ -319,6 +334,7 @@ impl Parsed<'_> {
         self.shared(
             spec,
             Shared {
+                status_message: handler.status_message,
                 timeout: handler.timeout,
                 default_timeout: DEFAULT_TIMEOUT,
                 fail_closed: handler.fail_closed,
@@ -365,6 +381,7 @@ impl Parsed<'_> {
         self.shared(
             spec,
             Shared {
+                status_message: handler.status_message,
                 timeout: handler.timeout,
                 default_timeout,
                 fail_closed: handler.fail_closed,
@@ -402,6 +419,7 @@ impl Parsed<'_> {
         self.shared(
             spec,
             Shared {
+                status_message: handler.status_message,
                 timeout: handler.timeout,
                 default_timeout: DEFAULT_TIMEOUT,
                 fail_closed: handler.fail_closed,
@@ -433,6 +451,7 @@ impl Parsed<'_> {
         self.shared(
             spec,
             Shared {
+                status_message: handler.status_message,
                 timeout: handler.timeout,
                 default_timeout: DEFAULT_TIMEOUT,
                 fail_closed: handler.fail_closed,

@@ -34,6 +34,8 @@ pub(super) struct Invocation {
     /// The handler could not run at all (not a wrong answer): a
     /// PreToolUse hook's call is refused for it.
     pub(super) cannot_run: bool,
+    /// What the handler's model requests cost (a `prompt` hook's judge).
+    pub(super) cost_usd: f64,
 }
 
 impl Invocation {
@@ -75,6 +77,7 @@ impl Invocation {
             exit_code: Some(run.exit_code),
             failure,
             cannot_run: false,
+            cost_usd: 0.0,
         }
     }
 }
@@ -129,6 +132,36 @@ pub(super) async fn invoke_all(
 }
 
 async fn invoke(
+    hook: &LoadedHook,
+    common: &HookCommon,
+    event: &HookEvent,
+    services: &Services,
+) -> Invocation {
+    let mut invocation = invoke_handler(hook, common, event, services).await;
+    let kind = event.kind();
+    let after_a_call = matches!(
+        kind,
+        HookEventKind::PostToolUse | HookEventKind::PostToolUseFailure
+    );
+    if let (true, Some(call), Some(reason)) =
+        (after_a_call, event.tool_call(), &invocation.result.block)
+    {
+        // As Claude Code 2.1.332 tells the model (beside the result).
+        let from = match &hook.spec.command {
+            Some(super::ShellLine::Run(line)) => format!(" from command: \"{line}\": [{line}]"),
+            _ => String::new(),
+        };
+        let told = format!(
+            "{}:{} hook blocking error{from}: {reason}",
+            kind.name(),
+            call.tool_name
+        );
+        invocation.result.block = Some(told);
+    }
+    invocation
+}
+
+async fn invoke_handler(
     hook: &LoadedHook,
     common: &HookCommon,
     event: &HookEvent,
@@ -268,12 +301,16 @@ async fn invoke_prompt(
     let input = input_json(common, event);
     let judged = target.judge(judge, event.kind(), &input);
     match tokio::time::timeout(hook.spec.timeout, judged).await {
-        Ok(Ok(result)) => Invocation {
+        Ok((Ok(result), cost_usd)) => Invocation {
             result,
             exit_code: Some(0),
+            cost_usd,
             ..Invocation::default()
         },
-        Ok(Err(e)) => Invocation::failed(e),
+        Ok((Err(e), cost_usd)) => Invocation {
+            cost_usd,
+            ..Invocation::failed(e)
+        },
         Err(_) => Invocation::failed(format!("timed out after {:?}", hook.spec.timeout)),
     }
 }

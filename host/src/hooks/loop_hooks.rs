@@ -23,6 +23,13 @@ pub fn stop_decision(answer: StopAnswer) -> StopDecision {
 }
 
 impl LoopHooks for HookRuntime {
+    fn take_spent_usd(&self) -> f64 {
+        self.spent_usd
+            .lock()
+            .map(|mut spent| std::mem::take(&mut *spent))
+            .unwrap_or(0.0)
+    }
+
     fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision> {
         Box::pin(async move {
             if !self.handles(HookEventKind::Stop) {

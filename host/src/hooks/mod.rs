@@ -160,6 +160,8 @@ pub struct HookRuntime {
     services: std::sync::RwLock<Services>,
     /// Middleware hooks, in their seats.
     middleware: middleware::Middleware,
+    /// What hooks' own model requests cost since the loop last took it.
+    spent_usd: Mutex<f64>,
 }
 
 /// What hooks that call into the session use.
@@ -198,6 +200,7 @@ impl HookRuntime {
             instructions: Mutex::default(),
             services: Default::default(),
             middleware: Default::default(),
+            spent_usd: Mutex::new(0.0),
         }
     }
 
@@ -261,6 +264,7 @@ impl HookRuntime {
                 instructions: Mutex::default(),
                 services: Default::default(),
                 middleware,
+                spent_usd: Mutex::new(0.0),
             },
             warnings,
         ))
@@ -454,12 +458,19 @@ impl HookRuntime {
                 hook_id: hook_id.clone(),
                 hook_name: hook_name.clone(),
                 hook_event: kind.name().to_string(),
+                status_message: hook.spec.status_message.clone(),
             });
             started.push((hook, hook_id));
         }
         let services = self.services.read().map(|s| s.clone()).unwrap_or_default();
         let invocations = invoke_all(&started, &common, &event, services).await;
         let mut results = Vec::with_capacity(started.len());
+        let spent: f64 = invocations.iter().map(|i| i.cost_usd).sum();
+        if spent > 0.0
+            && let Ok(mut total) = self.spent_usd.lock()
+        {
+            *total += spent;
+        }
         for ((hook, hook_id), invocation) in started.into_iter().zip(invocations) {
             let result = match &invocation.failure {
                 None => invocation.result.clone(),

@@ -41,11 +41,26 @@ pub struct PromptJudge {
 
 impl PromptTarget {
     /// Asks `judge` about the event whose JSON is `input`.
+    /// The judge's decision, and what asking it cost (counted into the
+    /// session's cost, as Claude Code counts it, even when the answer is
+    /// unusable).
     pub async fn judge(
         &self,
         judge: &PromptJudge,
         kind: HookEventKind,
         input: &Value,
+    ) -> (Result<HandlerResult, String>, f64) {
+        let mut cost = 0.0;
+        let decided = self.decide(judge, kind, input, &mut cost).await;
+        (decided, cost)
+    }
+
+    async fn decide(
+        &self,
+        judge: &PromptJudge,
+        kind: HookEventKind,
+        input: &Value,
+        cost: &mut f64,
     ) -> Result<HandlerResult, String> {
         let text = with_event(&self.prompt, input);
         let request = MessagesRequest {
@@ -72,7 +87,8 @@ impl PromptTarget {
                 "additionalProperties": false
             }})),
         };
-        let answer = ask(judge.model.as_ref(), &request).await?;
+        let (answer, usage) = ask(judge.model.as_ref(), &request).await?;
+        *cost = crate::model::cost_usd(&request.model, &usage);
         let verdict: Value = serde_json::from_str(answer.trim())
             .map_err(|e| format!("the judge's answer is not JSON ({e}): {answer}"))?;
         let Some(ok) = verdict["ok"].as_bool() else {
@@ -114,7 +130,10 @@ pub(super) fn with_event(prompt: &str, event: &Value) -> String {
 }
 
 /// The text of one response, streamed to its end.
-async fn ask(model: &dyn Model, request: &MessagesRequest) -> Result<String, String> {
+async fn ask(
+    model: &dyn Model,
+    request: &MessagesRequest,
+) -> Result<(String, crate::model::Usage), String> {
     let failed = |e: crate::model::ModelError| format!("the judge could not be asked: {e}");
     let mut stream = model.stream(request).await.map_err(failed)?;
     let mut assembler = ResponseAssembler::new();
@@ -124,12 +143,13 @@ async fn ask(model: &dyn Model, request: &MessagesRequest) -> Result<String, Str
     if !assembler.is_stopped() {
         return Err("the judge's answer ended before it was complete".into());
     }
-    Ok(assembler
+    let text = assembler
         .content()
         .iter()
         .filter_map(|block| match block {
             crate::model::ContentBlock::Text { text, .. } => Some(text.as_str()),
             _ => None,
         })
-        .collect())
+        .collect();
+    Ok((text, assembler.usage()))
 }

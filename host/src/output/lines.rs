@@ -274,6 +274,7 @@ impl<W: Write + Send> Printer<W> {
                 hook_id,
                 hook_name,
                 hook_event,
+                ..
             } => {
                 if !self.include_hook_events {
                     return None;

@@ -98,10 +98,11 @@ async fn a_post_tool_use_block_tells_the_model_why() -> TestResult {
         vec![Transition::NextTurn],
         "the loop goes on"
     );
+    // Inside the call's result, as Claude Code tells a PostToolUse block.
+    let told = content_text(&tool_result(&run, 1, "toolu_1"));
     assert!(
-        texts(&results_message(&run, 1))
-            .join("")
-            .contains("LINT_FAILED: fix the style")
+        told.starts_with("1\talpha\n2\n\n<system-reminder>\nPostToolUse:Read hook blocking error: LINT_FAILED: fix the style"),
+        "{told}"
     );
     Ok(())
 }

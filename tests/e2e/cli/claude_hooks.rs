@@ -138,12 +138,13 @@ fn a_pre_tool_use_hook_that_cannot_run_refuses_the_call() -> TestResult {
 #[test]
 fn a_newer_claude_code_setup_loads_and_what_cannot_run_guards_closed() -> TestResult {
     let setup = Setup::new(json!({
-        "PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}],
-        "Setup": [{"hooks": [{"type": "command", "command": "true"}]}],
+        "PermissionDenied": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}],
+        "ConfigChange": [{"hooks": [{"type": "command", "command": "true"}]}],
         "TaskCreated": [{"hooks": [{"type": "command", "command": "true"}]}],
         "Stop": [{"hooks": [{"type": "http", "url": "http://127.0.0.1:9/stop"}]}],
         "PostToolUse": [{"matcher": "^Ba", "hooks": [
-            {"type": "command", "command": "sh .claude/hooks/remind.sh", "statusMessage": "reminding"}
+            {"type": "command", "command": "sh .claude/hooks/remind.sh", "statusMessage": "reminding",
+             "retryOnFailure": true}
         ]}],
         "PreToolUse": [{"matcher": "Write, Edit", "hooks": [
             {"type": "function", "path": "guard.wasm"}
@@ -166,12 +167,12 @@ fn a_newer_claude_code_setup_loads_and_what_cannot_run_guards_closed() -> TestRe
         run.stderr
     );
     for named in [
-        "PermissionRequest",
-        "Setup",
+        "PermissionDenied",
+        "ConfigChange",
         "TaskCreated",
         "`http`",
         "`function`",
-        "statusMessage",
+        "retryOnFailure",
     ] {
         assert!(
             run.stderr.contains(named),
@@ -437,6 +438,7 @@ fn a_prompt_hook_asks_the_model_and_its_no_refuses_as_in_claude_code() -> TestRe
             .env("CARAPACE_CONFIG_DIR", setup.home.join(".carapace"))
             .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
             .args(["--permission-mode", "acceptEdits", "--trust-workspace"])
+            .args(["--model", "claude-sonnet-4-5"])
             .output()?;
         let run = support::Run::from_output(output)?;
         assert_eq!(run.status, Some(0), "{}", run.stderr);
@@ -489,6 +491,13 @@ fn a_prompt_hook_asks_the_model_and_its_no_refuses_as_in_claude_code() -> TestRe
             .unwrap_or_default();
         assert_eq!(result["terminal_reason"], "hook_stopped");
         assert_eq!(requests.len(), 2, "the run ends after the refused call");
+        // The judge's request is counted, as Claude Code counts it.
+        let theirs = recorded["stdout"]
+            .as_array()
+            .and_then(|lines| lines.iter().find(|l| l["type"] == "result"))
+            .map(|l| l["total_cost_usd"].clone())
+            .unwrap_or_default();
+        assert_eq!(result["total_cost_usd"], theirs, "{result}");
     }
     Ok(())
 }
@@ -994,6 +1003,56 @@ fn setup_hooks_run_for_init_and_maintenance_as_in_claude_code() -> TestResult {
             server.requests().len(),
             recorded["requests"].as_array().map_or(0, Vec::len),
             "{flag}"
+        );
+    }
+    Ok(())
+}
+
+/// A PostToolUse command hook's exit 2 reaches the model inside the call's
+/// result, in Claude Code 2.1.332's words (`hook-post-exit2.json`); an
+/// `asyncRewake` hook's exit 2 too (`hook-async-rewake.json`: print mode
+/// waits for it), and its exit 0 adds nothing (`hook-async-rewake-pass`).
+#[test]
+fn a_post_tool_use_hooks_objection_goes_with_the_result_as_in_claude_code() -> TestResult {
+    for name in [
+        "hook-post-exit2",
+        "hook-async-rewake",
+        "hook-async-rewake-pass",
+    ] {
+        let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/claude-code/{name}.json")),
+        )?)?;
+        let setup = Setup::new(recorded["settings"]["hooks"].clone())?;
+        std::fs::write(setup.ws.join("notes.txt"), "hello file\n")?;
+        let ws = setup.ws.display().to_string();
+        let script = recorded["script"].to_string().replace("{ws}", &ws);
+        let replies = serde_json::from_str::<Vec<Value>>(&script)?
+            .iter()
+            .map(Reply::from_script)
+            .collect::<Result<Vec<_>, _>>()?;
+        let server = ScriptedServer::start(replies)?;
+        let run = setup.run(&server)?;
+        assert_eq!(run.status, Some(0), "{name}: {}", run.stderr);
+        let theirs = recorded["requests"][1][1]["content"][0]["content"]
+            .as_str()
+            .and_then(|t| t.split("\n\n<system-reminder>\n<total_tokens>").next())
+            .ok_or("no recorded result")?;
+        let ours = server
+            .requests()
+            .get(1)
+            .map(|r| r.body["messages"][2]["content"][0]["content"].clone())
+            .ok_or("no second request")?;
+        // (Claude Code trims the result's end where it adds its own
+        // reminder of the tokens left.)
+        assert_eq!(
+            ours.as_str().map(str::trim_end),
+            Some(theirs.trim_end()),
+            "{name}"
+        );
+        assert_eq!(
+            server.requests().len(),
+            recorded["requests"].as_array().map_or(0, Vec::len),
+            "{name}"
         );
     }
     Ok(())

@@ -4,6 +4,8 @@
 //! screen is idle, running a turn, or asking; a key means something
 //! according to which.
 
+pub use super::status::Status;
+use super::status::status_line;
 use crate::agent::{AgentEvent, Terminal, ToolCallResult};
 use crate::model::{ContentBlock, StreamEvent};
 use crate::policy::PermissionMode;
@@ -11,7 +13,7 @@ use crate::tui::approval::{ApprovalChoice, ApprovalPrompt, ApprovalRequest};
 use crate::tui::cells::{Cell, NoticeLevel, ToolCell, ToolState};
 use crate::tui::input::Composer;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -55,20 +57,6 @@ pub enum Action {
     Interrupt,
     Exit,
     CycleMode,
-}
-
-/// What the status line shows.
-#[derive(Debug, Clone, Default)]
-pub struct Status {
-    pub model: String,
-    pub mode: Option<PermissionMode>,
-    /// The context the last request sent, in tokens.
-    pub context_tokens: u64,
-    pub cost_usd: f64,
-    /// Background shells running now.
-    pub shells: usize,
-    /// Background agents running now.
-    pub agents: usize,
 }
 
 pub struct App {
@@ -289,6 +277,14 @@ impl App {
     fn on_notice(&mut self, event: AgentEvent) {
         match &event {
             AgentEvent::TaskStarted { .. } => self.status.agents += 1,
+            AgentEvent::HookStarted {
+                hook_id,
+                status_message: Some(message),
+                ..
+            } => self.status.hooks.push((hook_id.clone(), message.clone())),
+            AgentEvent::HookResponse { hook_id, .. } => {
+                self.status.hooks.retain(|(id, _)| id != hook_id);
+            }
             AgentEvent::TaskNotification { .. } => {
                 self.status.agents = self.status.agents.saturating_sub(1);
             }
@@ -503,7 +499,16 @@ impl App {
                 Some((at + row, column))
             }
         };
-        live.push(self.status_line(color));
+        let running = match self.phase {
+            Phase::Running(since) => Some(since),
+            _ => None,
+        };
+        live.push(status_line(
+            &self.status,
+            running,
+            self.exit_armed.is_some(),
+            color,
+        ));
         Frame {
             finished,
             live,
@@ -577,39 +582,6 @@ impl App {
     pub fn ticking(&self) -> bool {
         matches!(self.phase, Phase::Running(_)) || self.exit_armed.is_some()
     }
-
-    fn status_line(&self, color: bool) -> Line<'static> {
-        let mode = self.status.mode.map(|m| m.as_str()).unwrap_or("default");
-        let mut parts = vec![self.status.model.clone(), mode.to_string()];
-        if self.status.context_tokens > 0 {
-            parts.push(format!("{} tokens", thousands(self.status.context_tokens)));
-        }
-        parts.push(format!("${:.4}", self.status.cost_usd));
-        for (count, what) in [(self.status.shells, "shell"), (self.status.agents, "agent")] {
-            if count > 0 {
-                parts.push(format!(
-                    "{count} background {what}{} running",
-                    if count == 1 { "" } else { "s" }
-                ));
-            }
-        }
-        if let Phase::Running(since) = self.phase {
-            parts.push(format!(
-                "working {}s · esc to interrupt",
-                since.elapsed().as_secs()
-            ));
-        }
-        if self.exit_armed.is_some() {
-            parts.push("press Ctrl-C again to exit".into());
-        }
-        let style = match (color, self.status.mode) {
-            (true, Some(PermissionMode::AcceptEdits)) => Style::new().fg(Color::Magenta),
-            (true, Some(PermissionMode::Plan)) => Style::new().fg(Color::Cyan),
-            (true, Some(PermissionMode::BypassPermissions)) => Style::new().fg(Color::Red),
-            _ => Style::new().add_modifier(Modifier::DIM),
-        };
-        Line::styled(format!("  {}", parts.join(" · ")), style)
-    }
 }
 
 /// How an event is said as a line of its own, when it is.
@@ -680,13 +652,6 @@ fn answered(request: &ApprovalRequest, choice: &ApprovalChoice) -> String {
         }
         ApprovalChoice::Refuse(Some(instead)) => format!("Refused: {call} · {instead}"),
         ApprovalChoice::Refuse(None) => format!("Refused: {call}"),
-    }
-}
-
-fn thousands(n: u64) -> String {
-    match n {
-        0..1_000 => n.to_string(),
-        _ => format!("{:.1}k", n as f64 / 1000.0),
     }
 }
 

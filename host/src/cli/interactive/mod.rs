@@ -11,6 +11,7 @@ mod history;
 pub(super) mod mentions;
 mod picker;
 mod prompter;
+mod status;
 
 pub use app::UiEvent;
 

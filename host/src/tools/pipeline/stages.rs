@@ -376,14 +376,7 @@ impl ToolPipeline {
             }
         };
         let answer = hooks.post_tool_use(event).await;
-        let mut context = contexts(kind.name(), &call.name, &answer.context);
-        if let Some(reason) = &answer.block {
-            context.push(format!(
-                "<system-reminder>\nA {} hook objected to the {} call: {reason}\n</system-reminder>",
-                kind.name(),
-                call.name
-            ));
-        }
+        let context = contexts(kind.name(), &call.name, &answer.context);
         if let Some(output) = answer.updated_output {
             match replacement_output(output) {
                 Ok(content) if !failed => result.content = content,
@@ -397,6 +390,19 @@ impl ToolPipeline {
                     kind.name(),
                     call.name
                 )),
+            }
+        }
+        if let Some(told) = &answer.block {
+            // Inside the result, as Claude Code 2.1.332 sends it.
+            let reminder = format!("\n\n<system-reminder>\n{told}\n\n</system-reminder>");
+            match &mut result.content {
+                ToolResultContent::Text(text) => {
+                    text.truncate(text.trim_end().len());
+                    text.push_str(&reminder);
+                }
+                ToolResultContent::Blocks(blocks) => {
+                    blocks.push(crate::model::ToolResultBlock::Text { text: reminder })
+                }
             }
         }
         if let Some(reason) = &answer.stop {
