@@ -128,6 +128,14 @@ const NOT_READ: &[(&str, &str)] = &[
         "set for a plugin's hooks and expanded in its MCP configuration",
     ),
     ("CLAUDE_PROJECT_DIR", "set for hooks, naming the project"),
+    (
+        "CLAUDE_ENV_FILE",
+        "set for SessionStart hooks, naming the file they write",
+    ),
+    (
+        "GIT_TERMINAL_PROMPT",
+        "set (0) for the git commands carapace runs itself",
+    ),
 ];
 
 /// The host's code: its sources without comment lines and test modules
