@@ -600,6 +600,42 @@ fn hooks_lists_the_hooks_that_run() -> TestResult {
     screen.exit()
 }
 
+/// A hook's `statusMessage` shows on the status line while it runs (the
+/// hook waits for a file the test makes once it has seen the message).
+#[test]
+fn a_hooks_status_message_shows_while_it_runs() -> TestResult {
+    let dir = workspace()?;
+    std::fs::write(dir.path().join("notes.txt"), "hello\n")?;
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [
+        {"type": "command", "statusMessage": "Checking the read",
+         "command": "until [ -e \"$CLAUDE_PROJECT_DIR/release\" ]; do sleep 0.05; done"}
+    ]}]}});
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_1",
+            "Read",
+            json!({"file_path": dir.path().join("notes.txt")}),
+        )]),
+        Reply::text("read it"),
+    ])?;
+    let mut screen = Screen::open(
+        &server,
+        dir.path(),
+        &[
+            "--settings",
+            &settings.to_string(),
+            "--allowedTools",
+            "Read",
+        ],
+    )?;
+    screen.wait_for("> ")?;
+    screen.send("read the notes")?;
+    screen.wait_for("Checking the read…")?;
+    std::fs::write(dir.path().join("release"), "")?;
+    screen.wait_for("read it")?;
+    screen.exit()
+}
+
 #[test]
 fn a_mentioned_file_is_read_through_the_rules_and_goes_with_the_message() -> TestResult {
     let dir = workspace()?;
