@@ -100,19 +100,8 @@ impl SessionHooks<'_> {
             })
             .await;
         if let Some(reason) = answer.block.or(answer.stop) {
-            let content = format!(
-                "UserPromptSubmit hook blocked the prompt: {reason}\n\nThe prompt was: {prompt}"
-            );
-            sink.emit(AgentEvent::Informational {
-                content: content.clone(),
-                level: "warning",
-                prevent_continuation: true,
-            });
-            return Err(QueryOutcome::without_turn(
-                Terminal::HookStopped,
-                content,
-                Vec::new(),
-            ));
+            let told = format!("UserPromptSubmit hook blocked the prompt: {reason}");
+            return Err(blocked(told, prompt, sink));
         }
         Ok(reminders("UserPromptSubmit", answer.additional_context))
     }
@@ -169,19 +158,8 @@ impl SessionHooks<'_> {
             })
             .await;
         if let Some(reason) = answer.block.or(answer.stop) {
-            let content = format!(
-                "UserPromptExpansion hook blocked the command: {reason}\n\nThe prompt was: {prompt}"
-            );
-            sink.emit(AgentEvent::Informational {
-                content: content.clone(),
-                level: "warning",
-                prevent_continuation: true,
-            });
-            return Err(QueryOutcome::without_turn(
-                Terminal::HookStopped,
-                content,
-                Vec::new(),
-            ));
+            let told = format!("UserPromptExpansion hook blocked the command: {reason}");
+            return Err(blocked(told, prompt, sink));
         }
         Ok(reminders("UserPromptExpansion", answer.additional_context))
     }
@@ -199,6 +177,18 @@ impl SessionHooks<'_> {
                 .await;
         }
     }
+}
+
+/// A prompt a hook blocked: the user is told why (nothing goes to the
+/// model), and the run ends without a turn.
+fn blocked(told: String, prompt: &str, sink: &mut dyn EventSink) -> QueryOutcome {
+    let content = format!("{told}\n\nThe prompt was: {prompt}");
+    sink.emit(AgentEvent::Informational {
+        content: content.clone(),
+        level: "warning",
+        prevent_continuation: true,
+    });
+    QueryOutcome::without_turn(Terminal::HookStopped, content, Vec::new())
 }
 
 fn reminders(event: &str, contexts: Vec<String>) -> Vec<String> {

@@ -51,7 +51,7 @@ pub struct HookComponent {
 
 /// Limits for asking a hook which events it handles. Interpreted languages
 /// bring their runtime's heap: the memory is that of an invocation.
-const METADATA_LIMITS: CallLimits = CallLimits {
+pub(super) const METADATA_LIMITS: CallLimits = CallLimits {
     deadline: std::time::Duration::from_secs(10),
     memory_bytes: 256 << 20,
     output_bytes: 1 << 20,

@@ -275,9 +275,7 @@ fn a_command_hook_cannot_escape_its_sandbox_though_it_could_unconfined() -> Test
 /// compared, its fields are.
 #[test]
 fn every_event_claude_code_fires_in_print_mode_fires_with_its_fields() -> TestResult {
-    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/claude-code/hook-events-all.json"),
-    )?)?;
+    let recorded = support::recording("hook-events-all")?;
     let events: Vec<String> = recorded["settings"]["hooks"]
         .as_object()
         .map(|o| o.keys().cloned().collect())
@@ -285,9 +283,7 @@ fn every_event_claude_code_fires_in_print_mode_fires_with_its_fields() -> TestRe
     let setup = Setup::new(json!({}))?;
     let logs = setup.ws.join("logs");
     std::fs::create_dir(&logs)?;
-    let dump = json!({"type": "command",
-        "command": "(cat; echo) >> \"$CLAUDE_PROJECT_DIR/logs/hooks.jsonl\"",
-        "grants": {"write": [logs.display().to_string()]}});
+    let dump = dump_to(&logs);
     let hooks: serde_json::Map<String, Value> = events
         .iter()
         .map(|e| {
@@ -318,11 +314,7 @@ fn every_event_claude_code_fires_in_print_mode_fires_with_its_fields() -> TestRe
         .output()?;
     let run = support::Run::from_output(output)?;
     assert_eq!(run.status, Some(0), "{}", run.stderr);
-    let ours: Vec<Value> = std::fs::read_to_string(logs.join("hooks.jsonl"))?
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(serde_json::from_str)
-        .collect::<Result<_, _>>()?;
+    let ours: Vec<Value> = dumped(&logs)?;
     let theirs: Vec<Value> = recorded["hook_inputs"]
         .as_array()
         .cloned()
@@ -415,9 +407,7 @@ fn if_and_once_choose_when_a_hook_runs_as_in_claude_code() -> TestResult {
 /// Control: `ok: true` lets the Write run.
 #[test]
 fn a_prompt_hook_asks_the_model_and_its_no_refuses_as_in_claude_code() -> TestResult {
-    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/claude-code/hook-prompt-deny.json"),
-    )?)?;
+    let recorded = support::recording("hook-prompt-deny")?;
     let hooks = recorded["settings"]["hooks"].clone();
     for ok in [false, true] {
         let setup = Setup::new(hooks.clone())?;
@@ -708,9 +698,7 @@ fn a_project_hook_that_changed_since_it_was_trusted_does_not_run() -> TestResult
 /// lets the Write run.
 #[test]
 fn an_agent_hook_runs_a_read_only_verifier_as_in_claude_code() -> TestResult {
-    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/claude-code/hook-agent-deny.json"),
-    )?)?;
+    let recorded = support::recording("hook-agent-deny")?;
     let hooks = recorded["settings"]["hooks"].clone();
     for ok in [false, true] {
         let setup = Setup::new(hooks.clone())?;
@@ -830,15 +818,7 @@ fn an_agent_hooks_verifier_can_change_nothing() -> TestResult {
 /// block stops the command before it starts: no request is made.
 #[test]
 fn a_custom_command_tells_user_prompt_expansion_as_in_claude_code() -> TestResult {
-    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/claude-code/hook-prompt-expansion.json"),
-    )?)?;
-    let dump_to = |logs: &Path| {
-        json!({"type": "command",
-            "command": "(cat; echo) >> \"$CLAUDE_PROJECT_DIR/logs/hooks.jsonl\"",
-            "grants": {"write": [logs.display().to_string()]}})
-    };
+    let recorded = support::recording("hook-prompt-expansion")?;
     let setup = Setup::new(json!({}))?;
     let logs = setup.ws.join("logs");
     std::fs::create_dir(&logs)?;
@@ -937,15 +917,11 @@ fn setup_hooks_run_for_init_and_maintenance_as_in_claude_code() -> TestResult {
         ("--maintenance", "hook-setup-maintenance"),
         ("--init-only", "hook-setup-init-only"),
     ] {
-        let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/claude-code/{name}.json")),
-        )?)?;
+        let recorded = support::recording(name)?;
         let setup = Setup::new(json!({}))?;
         let logs = setup.ws.join("logs");
         std::fs::create_dir(&logs)?;
-        let dump = json!({"type": "command",
-            "command": "(cat; echo) >> \"$CLAUDE_PROJECT_DIR/logs/hooks.jsonl\"",
-            "grants": {"write": [logs.display().to_string()]}});
+        let dump = dump_to(&logs);
         let hooks: serde_json::Map<String, Value> = ["Setup", "SessionStart", "UserPromptSubmit"]
             .iter()
             .map(|e| {
@@ -968,11 +944,7 @@ fn setup_hooks_run_for_init_and_maintenance_as_in_claude_code() -> TestResult {
             .output()?;
         let run = support::Run::from_output(output)?;
         assert_eq!(run.status, Some(0), "{flag}: {}", run.stderr);
-        let ours: Vec<Value> = std::fs::read_to_string(logs.join("hooks.jsonl"))?
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(serde_json::from_str)
-            .collect::<Result<_, _>>()?;
+        let ours: Vec<Value> = dumped(&logs)?;
         let theirs = recorded["hook_inputs"]
             .as_array()
             .cloned()
@@ -1019,9 +991,7 @@ fn a_post_tool_use_hooks_objection_goes_with_the_result_as_in_claude_code() -> T
         "hook-async-rewake",
         "hook-async-rewake-pass",
     ] {
-        let recorded: Value = serde_json::from_str(&std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/claude-code/{name}.json")),
-        )?)?;
+        let recorded = support::recording(name)?;
         let setup = Setup::new(recorded["settings"]["hooks"].clone())?;
         std::fs::write(setup.ws.join("notes.txt"), "hello file\n")?;
         let ws = setup.ws.display().to_string();
@@ -1056,4 +1026,21 @@ fn a_post_tool_use_hooks_objection_goes_with_the_result_as_in_claude_code() -> T
         );
     }
     Ok(())
+}
+
+/// A `command` hook that appends its stdin to `logs/hooks.jsonl` (the
+/// folder it is granted).
+fn dump_to(logs: &Path) -> Value {
+    json!({"type": "command",
+        "command": "(cat; echo) >> \"$CLAUDE_PROJECT_DIR/logs/hooks.jsonl\"",
+        "grants": {"write": [logs.display().to_string()]}})
+}
+
+/// What the [`dump_to`] hooks were given, in order.
+fn dumped(logs: &Path) -> Result<Vec<Value>, Box<dyn std::error::Error>> {
+    Ok(std::fs::read_to_string(logs.join("hooks.jsonl"))?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?)
 }

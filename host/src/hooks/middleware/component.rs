@@ -6,8 +6,8 @@
 //! and waits for the answer, with the hook's clock stopped — a hook's
 //! deadline covers its own work, not the tool call its `next` runs.
 
-use super::{EventKind, Offer, Spawn, ToolCallIn, ToolResultOut};
-use crate::hooks::component::HookError;
+use super::types::{EventKind, Offer, Spawn, ToolCallIn, ToolResultOut};
+use crate::hooks::component::{HookError, METADATA_LIMITS};
 use crate::sandbox::world::{CallCore, CallIo, EngineInner, World, link_file_streams, wasi_view};
 use crate::sandbox::{CallClock, CallLimits, Grant, Sandbox, SandboxError};
 use serde_json::Value;
@@ -151,13 +151,6 @@ pub(super) struct MiddlewareComponent {
     pre: v0_2::MiddlewareHookPre<MiddlewareState>,
     events: Arc<[EventKind]>,
 }
-
-/// Limits for asking a component which events it handles.
-const METADATA_LIMITS: CallLimits = CallLimits {
-    deadline: std::time::Duration::from_secs(10),
-    memory_bytes: 256 << 20,
-    output_bytes: 1 << 20,
-};
 
 impl MiddlewareComponent {
     pub(super) async fn load(

@@ -10,6 +10,7 @@
 
 mod chain;
 mod component;
+mod types;
 
 use super::tier::Tier;
 use chain::{Flow, Ran, Seated, Terminal};
@@ -19,47 +20,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::oneshot;
-
-/// The events a middleware hook can register for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum EventKind {
-    ToolCall,
-    ToolList,
-    SubagentSpawn,
-    SessionStart,
-    SessionEnd,
-}
-
-/// A tool call as middleware sees it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCallIn {
-    pub name: String,
-    pub input: Value,
-    pub id: String,
-}
-
-/// What the model sees of a call: a string or content blocks.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolResultOut {
-    pub content: Value,
-    pub is_error: bool,
-}
-
-/// A tool offered to the model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Offer {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Value,
-}
-
-/// A subagent about to start.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Spawn {
-    pub agent_type: String,
-    pub description: String,
-    pub prompt: String,
-}
+pub use types::{EventKind, Offer, Spawn, ToolCallIn, ToolResultOut};
 
 /// The session's middleware hooks, in chain order.
 #[derive(Default)]
