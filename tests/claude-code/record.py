@@ -261,6 +261,12 @@ SCENARIOS = {
     ], ["--tools", "Read"], {},
         {"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [{"type": "command",
             "statusMessage": "Checking the read", "command": "cat > /dev/null"}]}]}}),
+    # (r) MessageDisplay: which assistant texts are told, with what.
+    "hook-message-display": ([
+        reply([text("Let me look."), tool("toolu_read", "Read", {"file_path": "{ws}/notes.txt"})],
+              "tool_use"),
+        reply([text("It says hello."), text("Second block.")]),
+    ], ["--tools", "Read"], {}, dump_hooks("MessageDisplay", "Stop")),
     # (o) a custom command's expansion: UserPromptExpansion.
     "hook-prompt-expansion": ([reply([text("hi")])], ["--tools", "Read"], {},
         dump_hooks("UserPromptExpansion", "UserPromptSubmit")),

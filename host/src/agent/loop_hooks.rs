@@ -99,6 +99,12 @@ pub enum PreCompactDecision {
 pub trait LoopHooks: Send + Sync {
     fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision>;
 
+    /// The response's text blocks, as the user is shown them (Claude
+    /// Code's MessageDisplay, one per block). Told, not asked.
+    fn message_display(&self, _turn_id: &str, _texts: Vec<String>) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
     /// What the hooks' own model requests cost since the last call (a
     /// `prompt` hook's judge): the run's cost counts it.
     fn take_spent_usd(&self) -> f64 {

@@ -77,6 +77,19 @@ impl Run<'_, '_> {
         if !response.content.is_empty() {
             self.deps.history.response(&response.content);
         }
+        let shown: Vec<String> = response
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                crate::model::ContentBlock::Text { text, .. } if !text.is_empty() => {
+                    Some(text.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        if !shown.is_empty() {
+            self.deps.hooks.message_display(&self.turn_id, shown).await;
+        }
         self.totals.usage.add(&response.usage);
         self.totals.cost_usd += cost_usd(&self.model, &response.usage);
         if let Some(budget) = self.config.max_budget_usd

@@ -221,6 +221,9 @@ pub(super) struct Run<'r, 'a> {
     pub model: String,
     pub fallbacks: std::slice::Iter<'r, String>,
     pub tool_specs: Vec<ToolSpec>,
+    /// This run's id, told to MessageDisplay hooks (Claude Code's
+    /// `turn_id`).
+    pub turn_id: String,
 }
 
 impl<'r, 'a> Run<'r, 'a> {
@@ -249,6 +252,7 @@ impl<'r, 'a> Run<'r, 'a> {
             model: crate::model::resolve_model(&config.model),
             fallbacks: config.fallback_models.iter(),
             tool_specs: Vec::new(),
+            turn_id: uuid::Uuid::new_v4().to_string(),
         }
     }
 }

@@ -323,7 +323,8 @@ fn event_to_wit(event: &HookEvent) -> Option<wit::Event> {
         | HookEvent::PostCompact { .. }
         | HookEvent::PermissionRequest { .. }
         | HookEvent::UserPromptExpansion { .. }
-        | HookEvent::Setup { .. } => return None,
+        | HookEvent::Setup { .. }
+        | HookEvent::MessageDisplay { .. } => return None,
     })
 }
 

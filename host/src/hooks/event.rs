@@ -24,10 +24,11 @@ pub enum HookEventKind {
     PermissionRequest,
     UserPromptExpansion,
     Setup,
+    MessageDisplay,
 }
 
 impl HookEventKind {
-    pub const ALL: [HookEventKind; 18] = [
+    pub const ALL: [HookEventKind; 19] = [
         HookEventKind::PreToolUse,
         HookEventKind::PostToolUse,
         HookEventKind::PostToolUseFailure,
@@ -46,6 +47,7 @@ impl HookEventKind {
         HookEventKind::PermissionRequest,
         HookEventKind::UserPromptExpansion,
         HookEventKind::Setup,
+        HookEventKind::MessageDisplay,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,6 +70,7 @@ impl HookEventKind {
             HookEventKind::PermissionRequest => "PermissionRequest",
             HookEventKind::UserPromptExpansion => "UserPromptExpansion",
             HookEventKind::Setup => "Setup",
+            HookEventKind::MessageDisplay => "MessageDisplay",
         }
     }
 
@@ -176,6 +179,12 @@ pub enum HookEvent {
     Setup {
         trigger: String,
     },
+    /// One text block of a response, as it is shown.
+    MessageDisplay {
+        turn_id: String,
+        message_id: String,
+        text: String,
+    },
     /// A prompt that is a custom command, about to be expanded.
     UserPromptExpansion {
         /// `slash_command`.
@@ -209,6 +218,7 @@ impl HookEvent {
             HookEvent::PermissionRequest { .. } => HookEventKind::PermissionRequest,
             HookEvent::UserPromptExpansion { .. } => HookEventKind::UserPromptExpansion,
             HookEvent::Setup { .. } => HookEventKind::Setup,
+            HookEvent::MessageDisplay { .. } => HookEventKind::MessageDisplay,
         }
     }
 

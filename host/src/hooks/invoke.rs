@@ -399,7 +399,8 @@ pub(super) fn failed(
         | HookEventKind::StopFailure
         | HookEventKind::InstructionsLoaded
         | HookEventKind::PostCompact
-        | HookEventKind::Setup => HandlerResult {
+        | HookEventKind::Setup
+        | HookEventKind::MessageDisplay => HandlerResult {
             stop: Some(reason),
             error: Some(message),
             ..HandlerResult::default()

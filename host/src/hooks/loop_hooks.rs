@@ -30,6 +30,23 @@ impl LoopHooks for HookRuntime {
             .unwrap_or(0.0)
     }
 
+    fn message_display(&self, turn_id: &str, texts: Vec<String>) -> BoxFuture<'_, ()> {
+        let turn_id = turn_id.to_string();
+        Box::pin(async move {
+            if !self.handles(HookEventKind::MessageDisplay) {
+                return;
+            }
+            for text in texts {
+                self.run(HookEvent::MessageDisplay {
+                    turn_id: turn_id.clone(),
+                    message_id: uuid::Uuid::new_v4().to_string(),
+                    text,
+                })
+                .await;
+            }
+        })
+    }
+
     fn on_stop(&self, input: StopHookInput) -> BoxFuture<'_, StopDecision> {
         Box::pin(async move {
             if !self.handles(HookEventKind::Stop) {

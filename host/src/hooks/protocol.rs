@@ -57,6 +57,7 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
             | HookEventKind::StopFailure
             | HookEventKind::PostCompact
             | HookEventKind::Setup
+            | HookEventKind::MessageDisplay
     ) {
         v["permission_mode"] = json!(common.permission_mode);
     }
@@ -174,6 +175,19 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
         }
         HookEvent::Notification { message } => v["message"] = json!(message),
         HookEvent::Setup { trigger } => v["trigger"] = json!(trigger),
+        // As Claude Code 2.1.332: each block whole, so the first and last
+        // piece of itself.
+        HookEvent::MessageDisplay {
+            turn_id,
+            message_id,
+            text,
+        } => {
+            v["turn_id"] = json!(turn_id);
+            v["message_id"] = json!(message_id);
+            v["index"] = json!(0);
+            v["final"] = json!(true);
+            v["delta"] = json!(text);
+        }
         // As Claude Code 2.1.332: the call without its id.
         HookEvent::PermissionRequest { call, suggestions } => {
             v["tool_name"] = json!(call.tool_name);

@@ -267,9 +267,8 @@ fn a_command_hook_cannot_escape_its_sandbox_though_it_could_unconfined() -> Test
 /// `tests/claude-code/hook-events-all.json`, each event's stdin dumped by a
 /// `command` hook) fires here too, with the same fields, in the same order
 /// of first appearance. Claude Code's background-subagent notification (a
-/// second UserPromptSubmit) and its MessageDisplay have no counterpart:
-/// carapace's subagents answer in their call, and it streams no display
-/// events. For the same reason SubagentStop comes before the Agent call's
+/// second UserPromptSubmit) has no counterpart: carapace's subagents
+/// answer in their call. For the same reason SubagentStop comes before the Agent call's
 /// PostToolUse here (a foreground child ends inside its call), after it in
 /// Claude Code (whose child ran on in the background); its place is not
 /// compared, its fields are.
@@ -319,7 +318,7 @@ fn every_event_claude_code_fires_in_print_mode_fires_with_its_fields() -> TestRe
         .as_array()
         .cloned()
         .unwrap_or_default();
-    let without_counterpart = ["MessageDisplay"];
+    let without_counterpart: [&str; 0] = [];
     let order = |all: &[Value]| {
         let mut seen: Vec<String> = Vec::new();
         for v in all {
@@ -1043,4 +1042,69 @@ fn dumped(logs: &Path) -> Result<Vec<Value>, Box<dyn std::error::Error>> {
         .filter(|l| !l.trim().is_empty())
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()?)
+}
+
+/// Each text block the user is shown tells MessageDisplay (the same
+/// `turn_id` for the prompt's run, a `message_id` each, the block whole as
+/// `delta`), a child's text none, as Claude Code 2.1.332
+/// (`hook-message-display.json`).
+#[test]
+fn each_shown_text_block_tells_message_display_as_in_claude_code() -> TestResult {
+    let recorded = support::recording("hook-message-display")?;
+    let setup = Setup::new(json!({}))?;
+    let logs = setup.ws.join("logs");
+    std::fs::create_dir(&logs)?;
+    let hooks = json!({
+        "MessageDisplay": [{"hooks": [dump_to(&logs)]}],
+        "Stop": [{"hooks": [dump_to(&logs)]}],
+    });
+    std::fs::write(
+        setup.ws.join(".claude/settings.json"),
+        json!({"hooks": hooks}).to_string(),
+    )?;
+    std::fs::write(setup.ws.join("notes.txt"), "hello file\n")?;
+    let ws = setup.ws.display().to_string();
+    let script = recorded["script"].to_string().replace("{ws}", &ws);
+    let replies = serde_json::from_str::<Vec<Value>>(&script)?
+        .iter()
+        .map(Reply::from_script)
+        .collect::<Result<Vec<_>, _>>()?;
+    let server = ScriptedServer::start(replies)?;
+    let run = setup.run(&server)?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let ours = dumped(&logs)?;
+    let theirs = recorded["hook_inputs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let told = |all: &[Value]| -> Vec<(Value, Value, Value, Value)> {
+        all.iter()
+            .map(|v| {
+                (
+                    v["hook_event_name"].clone(),
+                    v["delta"].clone(),
+                    v["index"].clone(),
+                    v["final"].clone(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(told(&ours), told(&theirs));
+    let keys = |v: &Value| {
+        let mut k: Vec<String> = v
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&ours[0]), keys(&theirs[0]));
+    let turns: Vec<&Value> = ours[..3].iter().map(|v| &v["turn_id"]).collect();
+    assert!(turns.iter().all(|t| *t == turns[0]), "one turn: {turns:?}");
+    let ids: std::collections::HashSet<String> = ours[..3]
+        .iter()
+        .map(|v| v["message_id"].to_string())
+        .collect();
+    assert_eq!(ids.len(), 3, "a message id each");
+    Ok(())
 }
