@@ -267,6 +267,12 @@ SCENARIOS = {
               "tool_use"),
         reply([text("It says hello."), text("Second block.")]),
     ], ["--tools", "Read"], {}, dump_hooks("MessageDisplay", "Stop")),
+    # (s) PreSkillShellCommand: a command's `!` span, told and refused.
+    "hook-skill-shell": ([reply([text("hi")])], ["--tools", "Read,Bash"], {},
+        dump_hooks("PreSkillShellCommand")),
+    "hook-skill-shell-block": ([reply([text("hi")])], ["--tools", "Read,Bash"], {},
+        {"hooks": answering_hook("PreSkillShellCommand", "",
+            "echo 'no shell in skills' >&2; exit 2")}),
     # (o) a custom command's expansion: UserPromptExpansion.
     "hook-prompt-expansion": ([reply([text("hi")])], ["--tools", "Read"], {},
         dump_hooks("UserPromptExpansion", "UserPromptSubmit")),
@@ -274,8 +280,11 @@ SCENARIOS = {
 
 # Scenarios whose prompt is not "hello", and files they need in the
 # workspace.
-PROMPTS = {"hook-prompt-expansion": "/greet Alice"}
-FILES = {"hook-prompt-expansion": {".claude/commands/greet.md": "Say hello to $ARGUMENTS.\n"}}
+PROMPTS = {"hook-prompt-expansion": "/greet Alice", "hook-skill-shell": "/today",
+           "hook-skill-shell-block": "/today"}
+TODAY = {".claude/commands/today.md": "---\nallowed-tools: Bash(echo:*)\n---\nToday: !`echo sunny`\n"}
+FILES = {"hook-prompt-expansion": {".claude/commands/greet.md": "Say hello to $ARGUMENTS.\n"},
+         "hook-skill-shell": TODAY, "hook-skill-shell-block": TODAY}
 
 
 def fill(value, ws):

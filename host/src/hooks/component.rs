@@ -324,7 +324,8 @@ fn event_to_wit(event: &HookEvent) -> Option<wit::Event> {
         | HookEvent::PermissionRequest { .. }
         | HookEvent::UserPromptExpansion { .. }
         | HookEvent::Setup { .. }
-        | HookEvent::MessageDisplay { .. } => return None,
+        | HookEvent::MessageDisplay { .. }
+        | HookEvent::PreSkillShellCommand { .. } => return None,
     })
 }
 

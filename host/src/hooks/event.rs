@@ -25,10 +25,11 @@ pub enum HookEventKind {
     UserPromptExpansion,
     Setup,
     MessageDisplay,
+    PreSkillShellCommand,
 }
 
 impl HookEventKind {
-    pub const ALL: [HookEventKind; 19] = [
+    pub const ALL: [HookEventKind; 20] = [
         HookEventKind::PreToolUse,
         HookEventKind::PostToolUse,
         HookEventKind::PostToolUseFailure,
@@ -48,6 +49,7 @@ impl HookEventKind {
         HookEventKind::UserPromptExpansion,
         HookEventKind::Setup,
         HookEventKind::MessageDisplay,
+        HookEventKind::PreSkillShellCommand,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +73,7 @@ impl HookEventKind {
             HookEventKind::UserPromptExpansion => "UserPromptExpansion",
             HookEventKind::Setup => "Setup",
             HookEventKind::MessageDisplay => "MessageDisplay",
+            HookEventKind::PreSkillShellCommand => "PreSkillShellCommand",
         }
     }
 
@@ -179,6 +182,15 @@ pub enum HookEvent {
     Setup {
         trigger: String,
     },
+    /// A skill's or command's `` !`command` `` span, about to run.
+    PreSkillShellCommand {
+        call: HookToolCall,
+        command_name: String,
+        /// `projectSettings` or `userSettings`.
+        command_source: String,
+        /// `user` (`/name`) or `model` (the Skill tool).
+        invoked_by: String,
+    },
     /// One text block of a response, as it is shown.
     MessageDisplay {
         turn_id: String,
@@ -219,6 +231,7 @@ impl HookEvent {
             HookEvent::UserPromptExpansion { .. } => HookEventKind::UserPromptExpansion,
             HookEvent::Setup { .. } => HookEventKind::Setup,
             HookEvent::MessageDisplay { .. } => HookEventKind::MessageDisplay,
+            HookEvent::PreSkillShellCommand { .. } => HookEventKind::PreSkillShellCommand,
         }
     }
 

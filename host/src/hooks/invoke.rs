@@ -374,7 +374,9 @@ pub(super) fn failed(
         format!("{message}. It fails closed, so this is blocked.")
     };
     match kind {
-        HookEventKind::PreToolUse | HookEventKind::PermissionRequest => HandlerResult {
+        HookEventKind::PreToolUse
+        | HookEventKind::PermissionRequest
+        | HookEventKind::PreSkillShellCommand => HandlerResult {
             decision: Some(HookPermission::Deny),
             reason: Some(reason),
             error: Some(message),
@@ -418,6 +420,7 @@ pub(super) fn matcher_subject(
         | HookEvent::PostToolUse { call, .. }
         | HookEvent::PostToolUseFailure { call, .. }
         | HookEvent::PermissionRequest { call, .. } => Some(call.tool_name.clone()),
+        HookEvent::PreSkillShellCommand { command_name, .. } => Some(command_name.clone()),
         HookEvent::UserPromptExpansion { command_name, .. } => Some(command_name.clone()),
         HookEvent::Setup { trigger } => Some(trigger.clone()),
         HookEvent::SessionStart { source, .. } => Some(source.clone()),

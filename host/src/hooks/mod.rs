@@ -566,6 +566,16 @@ impl HookRuntime {
         }
     }
 
+    /// A warning line for the user that stops nothing (a hook refused a
+    /// step, and the run goes on).
+    pub fn inform(&self, content: String) {
+        self.emit(AgentEvent::Informational {
+            content,
+            level: "warning",
+            prevent_continuation: false,
+        });
+    }
+
     /// Tells the user the run stops because of a hook.
     pub fn notify_stop(&self, event: HookEventKind, reason: &str) {
         self.emit(AgentEvent::Informational {

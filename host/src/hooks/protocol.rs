@@ -175,6 +175,17 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
         }
         HookEvent::Notification { message } => v["message"] = json!(message),
         HookEvent::Setup { trigger } => v["trigger"] = json!(trigger),
+        HookEvent::PreSkillShellCommand {
+            call,
+            command_name,
+            command_source,
+            invoked_by,
+        } => {
+            call_fields(v, call);
+            v["command_name"] = json!(command_name);
+            v["command_source"] = json!(command_source);
+            v["invoked_by"] = json!(invoked_by);
+        }
         // As Claude Code 2.1.332: each block whole, so the first and last
         // piece of itself.
         HookEvent::MessageDisplay {
@@ -266,7 +277,9 @@ pub fn from_command(kind: HookEventKind, run: &CommandRun) -> HandlerResult {
                 stderr
             };
             match kind {
-                HookEventKind::PreToolUse | HookEventKind::PermissionRequest => HandlerResult {
+                HookEventKind::PreToolUse
+                | HookEventKind::PermissionRequest
+                | HookEventKind::PreSkillShellCommand => HandlerResult {
                     decision: Some(HookPermission::Deny),
                     reason: Some(reason),
                     ..HandlerResult::default()
@@ -329,16 +342,20 @@ pub fn from_json(kind: HookEventKind, v: &Value) -> HandlerResult {
         result.stop = Some(text(&v["stopReason"]).unwrap_or_else(|| "stopped by a hook".into()));
     }
     let reason = text(&v["reason"]);
-    match (kind, v["decision"].as_str()) {
-        (HookEventKind::PreToolUse, Some("approve" | "allow")) => {
+    let decides = matches!(
+        kind,
+        HookEventKind::PreToolUse | HookEventKind::PreSkillShellCommand
+    );
+    match (decides, v["decision"].as_str()) {
+        (true, Some("approve" | "allow")) => {
             result.decision = Some(HookPermission::Allow);
             result.reason = reason.clone();
         }
-        (HookEventKind::PreToolUse, Some("block" | "deny")) => {
+        (true, Some("block" | "deny")) => {
             result.decision = Some(HookPermission::Deny);
             result.reason = reason.clone();
         }
-        (k, Some("block")) if blocks(k) => {
+        (false, Some("block")) if blocks(kind) => {
             result.block = Some(reason.clone().unwrap_or_else(|| "blocked by a hook".into()));
         }
         _ => {}

@@ -1108,3 +1108,95 @@ fn each_shown_text_block_tells_message_display_as_in_claude_code() -> TestResult
     assert_eq!(ids.len(), 3, "a message id each");
     Ok(())
 }
+
+/// A command's `` !`command` `` span tells PreSkillShellCommand (the call,
+/// the command's name and source, who invoked it); a hook's exit 2 leaves
+/// the span unrun, says so in its place and tells the user, and the turn
+/// goes on — as Claude Code 2.1.332 (`hook-skill-shell*.json`).
+#[test]
+fn a_commands_shell_span_tells_pre_skill_shell_command_as_in_claude_code() -> TestResult {
+    for name in ["hook-skill-shell", "hook-skill-shell-block"] {
+        let recorded = support::recording(name)?;
+        let setup = Setup::new(json!({}))?;
+        let logs = setup.ws.join("logs");
+        std::fs::create_dir(&logs)?;
+        let answer = match name {
+            "hook-skill-shell" => dump_to(&logs),
+            _ => json!({"type": "command", "command": "echo 'no shell in skills' >&2; exit 2"}),
+        };
+        std::fs::write(
+            setup.ws.join(".claude/settings.json"),
+            json!({"hooks": {"PreSkillShellCommand": [{"hooks": [answer]}]}}).to_string(),
+        )?;
+        std::fs::create_dir_all(setup.ws.join(".claude/commands"))?;
+        std::fs::write(
+            setup.ws.join(".claude/commands/today.md"),
+            "---\nallowed-tools: Bash(echo:*)\n---\nToday: !`echo sunny`\n",
+        )?;
+        let server = ScriptedServer::start(vec![Reply::text("hi")])?;
+        let output = support::against(&server, &setup.ws)
+            .env("HOME", &setup.home)
+            .env("CARAPACE_CONFIG_DIR", setup.home.join(".carapace"))
+            .args([
+                "-p",
+                "/today",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+            ])
+            .arg("--trust-workspace")
+            .output()?;
+        let run = support::Run::from_output(output)?;
+        assert_eq!(run.status, Some(0), "{name}: {}", run.stderr);
+        let sent = server.requests()[0].body["messages"][0]["content"].clone();
+        let theirs = recorded["first_message"]["content"].clone();
+        let last_text = |blocks: &Value| {
+            blocks
+                .as_array()
+                .and_then(|b| b.last())
+                .map(|b| b["text"].clone())
+                .unwrap_or_default()
+        };
+        assert_eq!(last_text(&sent), last_text(&theirs), "{name}");
+        if name == "hook-skill-shell" {
+            let ours = dumped(&logs)?;
+            let theirs = &recorded["hook_inputs"][0];
+            let keys = |v: &Value| {
+                let mut k: Vec<String> = v
+                    .as_object()
+                    .map(|o| o.keys().cloned().collect())
+                    .unwrap_or_default();
+                k.sort();
+                k
+            };
+            assert_eq!(keys(&ours[0]), keys(theirs));
+            for field in [
+                "tool_name",
+                "tool_input",
+                "command_name",
+                "command_source",
+                "invoked_by",
+            ] {
+                assert_eq!(ours[0][field], theirs[field], "{field}");
+            }
+            assert!(
+                ours[0]["tool_use_id"]
+                    .as_str()
+                    .is_some_and(|id| id.ends_with(":inner:preamble-0"))
+            );
+        } else {
+            let told = lines(&run.stdout)?
+                .into_iter()
+                .find(|l| l["subtype"] == "informational")
+                .ok_or("no informational line")?;
+            let recorded_line = recorded["stdout"]
+                .as_array()
+                .and_then(|l| l.iter().find(|l| l["subtype"] == "informational"))
+                .cloned()
+                .unwrap_or_default();
+            assert_eq!(told["content"], recorded_line["content"]);
+            assert_eq!(told["level"], recorded_line["level"]);
+        }
+    }
+    Ok(())
+}

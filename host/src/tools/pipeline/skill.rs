@@ -16,6 +16,7 @@ use super::results::result_text;
 use crate::agent::{ToolCall, ToolCallResult};
 use crate::commands::expand::{ShellSpan, fill, shell_spans};
 use crate::commands::{CustomCommand, CustomCommands, Origin};
+use crate::hooks::{HookEvent, HookEventKind, HookPermission, HookToolCall};
 use crate::model::ToolResultContent;
 use crate::policy::{CallApproval, Policy, Rule, RuleKind, RuleSource, SourceKind};
 use crate::tools::skill::SKILL_TOOL;
@@ -96,7 +97,7 @@ impl ToolPipeline {
             );
         }
         let args = call.input["args"].as_str().unwrap_or_default().trim();
-        match self.start(entry, args).await {
+        match self.start_by(entry, args, "model").await {
             Ok(instructions) => {
                 let mut structured = json!({"success": true, "commandName": entry.name});
                 if !entry.allowed_tools.is_empty() {
@@ -126,24 +127,77 @@ impl ToolPipeline {
 
     /// Starts `entry` with `args`: its pre-approvals take effect, then its
     /// spans run in order. Returns its instructions, or why it stopped.
+    /// (`/name`: the user starts it.)
     pub async fn start(&self, entry: &CustomCommand, args: &str) -> Result<String, String> {
+        self.start_by(entry, args, "user").await
+    }
+
+    /// [`Self::start`], by `invoked_by` (`user` or `model`).
+    async fn start_by(
+        &self,
+        entry: &CustomCommand,
+        args: &str,
+        invoked_by: &str,
+    ) -> Result<String, String> {
         self.grant_allowed_tools(entry)?;
         let text = entry.instructions(args, &self.session_id);
         let spans = shell_spans(&text);
         let mut outputs = Vec::with_capacity(spans.len());
-        for span in &spans {
-            outputs.push(self.run_span(span).await?);
+        let started = uuid::Uuid::new_v4();
+        for (index, span) in spans.iter().enumerate() {
+            let call = ToolCall {
+                // Claude Code's id for a span's call.
+                id: format!("{started}:inner:preamble-{index}"),
+                name: "Bash".into(),
+                input: json!({"command": span.command}),
+                invalid_input: None,
+            };
+            if let Some(reason) = self.span_refused(entry, &call, invoked_by).await {
+                outputs.push(format!("[not run: blocked by hook: {reason}]"));
+                continue;
+            }
+            outputs.push(self.run_span(span, call).await?);
         }
         Ok(fill(&text, &spans, &outputs))
     }
 
-    async fn run_span(&self, span: &ShellSpan) -> Result<String, String> {
-        let call = ToolCall {
-            id: format!("skill_{}", uuid::Uuid::new_v4().simple()),
-            name: "Bash".into(),
-            input: json!({"command": span.command}),
-            invalid_input: None,
-        };
+    /// PreSkillShellCommand hooks on one span: why they refused it, when
+    /// they did (the user is told; the span's place says it did not run).
+    async fn span_refused(
+        &self,
+        entry: &CustomCommand,
+        call: &ToolCall,
+        invoked_by: &str,
+    ) -> Option<String> {
+        let hooks = self.hooks_for(HookEventKind::PreSkillShellCommand)?;
+        let answer = hooks
+            .run(HookEvent::PreSkillShellCommand {
+                call: HookToolCall {
+                    tool_name: call.name.clone(),
+                    tool_input: call.input.clone(),
+                    tool_use_id: call.id.clone(),
+                },
+                command_name: entry.name.clone(),
+                command_source: match entry.origin {
+                    Origin::Project => "projectSettings".into(),
+                    Origin::User => "userSettings".into(),
+                },
+                invoked_by: invoked_by.into(),
+            })
+            .await;
+        if answer.decision != Some(HookPermission::Deny) {
+            return None;
+        }
+        let reason = answer.reason.unwrap_or_default();
+        let command = call.input["command"].as_str().unwrap_or_default();
+        hooks.inform(format!(
+            "Not run in /{}: {command} (blocked by hook: {reason})",
+            entry.name
+        ));
+        Some(reason)
+    }
+
+    async fn run_span(&self, span: &ShellSpan, call: ToolCall) -> Result<String, String> {
         let result = self.run_nested(call).await;
         let text = result_text(&result.content);
         let text = text
