@@ -123,6 +123,10 @@ pub async fn run_print<O: RunOutput>(
         Prompts::One(prompt) => Some(run.one(history, prompt, &mut session_context).await),
         Prompts::Stream(queue) => run.stream(history, &queue, &mut session_context).await,
     };
+    // What the SDK asked for last is answered before the session ends.
+    if let Some(overrides) = &print_session.overrides {
+        overrides.settled().await;
+    }
     hooks.end().await;
     outcome
 }
@@ -226,6 +230,10 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
         });
         if let Some(checkpoints) = &self.session.checkpoints {
             checkpoints.begin_turn(&input.uuid);
+        }
+        // A model switch asked for before this message is made first.
+        if let Some(overrides) = &self.session.overrides {
+            overrides.settled().await;
         }
         let turn_token = self.deps.abort.child_token();
         if let Some(slot) = &self.session.turn {

@@ -13,6 +13,7 @@
 mod flag_rules;
 mod mcp;
 pub mod mcp_servers;
+mod model_switch;
 mod prompt;
 mod session;
 pub mod start;
@@ -52,11 +53,18 @@ impl Controller {
                 // among them) keep being read.
                 if let Some(answer) = self.session.handle_later(&line["request"]) {
                     let (channel, request_id) = (self.channel.clone(), request_id.to_string());
-                    tokio::spawn(async move { channel.respond(&request_id, answer.await) });
+                    // The turns of messages after it wait until it is
+                    // answered (and so does the session's end).
+                    let mark = self.session.overrides.hold();
+                    tokio::spawn(async move {
+                        channel.respond(&request_id, answer.await);
+                        drop(mark);
+                    });
                     return true;
                 }
                 let answer = self.session.handle(&line["request"], &self.channel);
-                self.channel.respond(request_id, answer);
+                self.channel
+                    .respond(request_id, answer.map_err(ErrorAnswer::from));
                 true
             }
             Some("control_response") => {
@@ -67,6 +75,23 @@ impl Controller {
             // turn's own interrupt ends whatever waits.
             Some("control_cancel_request") => true,
             _ => false,
+        }
+    }
+}
+
+/// An error answer to the SDK: its message, and fields that go beside it
+/// (`error_code`, …).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorAnswer {
+    pub message: String,
+    pub fields: serde_json::Map<String, Value>,
+}
+
+impl From<String> for ErrorAnswer {
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            fields: serde_json::Map::new(),
         }
     }
 }
@@ -181,13 +206,20 @@ impl ControlChannel {
     }
 
     /// Answers a request the SDK sent.
-    pub fn respond(&self, request_id: &str, answer: Result<Value, String>) {
+    pub fn respond(&self, request_id: &str, answer: Result<Value, ErrorAnswer>) {
         let response = match answer {
             Ok(Value::Null) => json!({"subtype": "success", "request_id": request_id}),
             Ok(response) => {
                 json!({"subtype": "success", "request_id": request_id, "response": response})
             }
-            Err(error) => json!({"subtype": "error", "request_id": request_id, "error": error}),
+            Err(error) => {
+                let mut response =
+                    json!({"subtype": "error", "request_id": request_id, "error": error.message});
+                if let Some(object) = response.as_object_mut() {
+                    object.extend(error.fields);
+                }
+                response
+            }
         };
         self.out
             .line(json!({"type": "control_response", "response": response}));

@@ -138,25 +138,30 @@ impl SessionControl {
     pub fn handle_later(
         &self,
         request: &Value,
-    ) -> Option<futures::future::BoxFuture<'static, Result<Value, String>>> {
+    ) -> Option<futures::future::BoxFuture<'static, Result<Value, super::ErrorAnswer>>> {
         let subtype = request["subtype"].as_str()?;
+        if subtype == "set_model" {
+            return self.switch_model_later(request);
+        }
         if !matches!(subtype, "mcp_set_servers" | "mcp_reconnect") {
             return None;
         }
         let Some(servers) = self.mcp.clone() else {
             return Some(Box::pin(std::future::ready(Err(format!(
                 "{subtype}: this session cannot start MCP servers"
-            )))));
+            )
+            .into()))));
         };
         let request = request.clone();
         Some(Box::pin(async move {
-            match request["subtype"].as_str() {
+            let answer = match request["subtype"].as_str() {
                 Some("mcp_set_servers") => servers.set(&request["servers"]).await,
                 _ => match request["serverName"].as_str() {
                     Some(name) => servers.reconnect(name).await,
                     None => Err("mcp_reconnect: no serverName".into()),
                 },
-            }
+            };
+            answer.map_err(super::ErrorAnswer::from)
         }))
     }
 

@@ -42,6 +42,8 @@ pub struct ContextMeter {
     parts: Mutex<ContextParts>,
     messages_tokens: AtomicU64,
     model: Mutex<String>,
+    /// When the last turn ended (the prompt cache lives five minutes).
+    last_turn: Mutex<Option<std::time::Instant>>,
 }
 
 fn tokens(bytes: usize) -> u64 {
@@ -67,6 +69,21 @@ impl ContextMeter {
         if let Ok(mut held) = self.model.lock() {
             *held = model.to_string();
         }
+        if let Ok(mut last) = self.last_turn.lock() {
+            *last = Some(std::time::Instant::now());
+        }
+    }
+
+    /// The history's size, estimated, and whether the last turn ended
+    /// less than five minutes ago.
+    pub fn history(&self) -> (u64, bool) {
+        let warm = self
+            .last_turn
+            .lock()
+            .ok()
+            .and_then(|last| *last)
+            .is_some_and(|at| at.elapsed() < std::time::Duration::from_secs(300));
+        (self.messages_tokens.load(Ordering::Relaxed), warm)
     }
 
     /// The answer to `get_context_usage`.

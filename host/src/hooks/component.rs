@@ -325,7 +325,9 @@ fn event_to_wit(event: &HookEvent) -> Option<wit::Event> {
         | HookEvent::UserPromptExpansion { .. }
         | HookEvent::Setup { .. }
         | HookEvent::MessageDisplay { .. }
-        | HookEvent::PreSkillShellCommand { .. } => return None,
+        | HookEvent::PreSkillShellCommand { .. }
+        | HookEvent::PreModelSwitch(_)
+        | HookEvent::PostModelSwitch(_) => return None,
     })
 }
 

@@ -26,10 +26,12 @@ pub enum HookEventKind {
     Setup,
     MessageDisplay,
     PreSkillShellCommand,
+    PreModelSwitch,
+    PostModelSwitch,
 }
 
 impl HookEventKind {
-    pub const ALL: [HookEventKind; 20] = [
+    pub const ALL: [HookEventKind; 22] = [
         HookEventKind::PreToolUse,
         HookEventKind::PostToolUse,
         HookEventKind::PostToolUseFailure,
@@ -50,6 +52,8 @@ impl HookEventKind {
         HookEventKind::Setup,
         HookEventKind::MessageDisplay,
         HookEventKind::PreSkillShellCommand,
+        HookEventKind::PreModelSwitch,
+        HookEventKind::PostModelSwitch,
     ];
 
     pub fn name(self) -> &'static str {
@@ -74,6 +78,8 @@ impl HookEventKind {
             HookEventKind::Setup => "Setup",
             HookEventKind::MessageDisplay => "MessageDisplay",
             HookEventKind::PreSkillShellCommand => "PreSkillShellCommand",
+            HookEventKind::PreModelSwitch => "PreModelSwitch",
+            HookEventKind::PostModelSwitch => "PostModelSwitch",
         }
     }
 
@@ -191,6 +197,10 @@ pub enum HookEvent {
         /// `user` (`/name`) or `model` (the Skill tool).
         invoked_by: String,
     },
+    /// The session's model is about to change (a hook may block it).
+    PreModelSwitch(ModelSwitch),
+    /// The session's model changed.
+    PostModelSwitch(ModelSwitch),
     /// One text block of a response, as it is shown.
     MessageDisplay {
         turn_id: String,
@@ -232,6 +242,8 @@ impl HookEvent {
             HookEvent::Setup { .. } => HookEventKind::Setup,
             HookEvent::MessageDisplay { .. } => HookEventKind::MessageDisplay,
             HookEvent::PreSkillShellCommand { .. } => HookEventKind::PreSkillShellCommand,
+            HookEvent::PreModelSwitch(_) => HookEventKind::PreModelSwitch,
+            HookEvent::PostModelSwitch(_) => HookEventKind::PostModelSwitch,
         }
     }
 
@@ -285,6 +297,25 @@ pub struct ResumedHistory {
     pub context_tokens: u64,
     /// What writing it to the prompt cache again would cost, in dollars
     /// (`None`: the model's price is unknown).
+    pub estimated_cache_write_usd: Option<f64>,
+}
+
+/// A change of the session's model, as Claude Code 2.1.332 tells it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSwitch {
+    pub from_model: String,
+    pub to_model: String,
+    /// What was asked for (an alias before it was resolved).
+    pub requested_model: String,
+    /// `sdk` (the SDK's `set_model`) or `command` (the screen's `/model`).
+    pub source: String,
+    /// The history's size, estimated.
+    pub context_tokens: u64,
+    /// Whether the last response came less than five minutes ago (the
+    /// prompt cache's life).
+    pub prompt_cache_warm: bool,
+    /// Writing the history to the new model's cache, in dollars (`None`:
+    /// its price is unknown).
     pub estimated_cache_write_usd: Option<f64>,
 }
 

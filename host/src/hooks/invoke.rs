@@ -143,6 +143,11 @@ async fn invoke(
         kind,
         HookEventKind::PostToolUse | HookEventKind::PostToolUseFailure
     );
+    if let (HookEventKind::PreModelSwitch, Some(reason), Some(super::ShellLine::Run(line))) =
+        (kind, &invocation.result.block, &hook.spec.command)
+    {
+        invocation.result.block = Some(format!("[{line}]: {reason}"));
+    }
     if let (true, Some(call), Some(reason)) =
         (after_a_call, event.tool_call(), &invocation.result.block)
     {
@@ -388,7 +393,8 @@ pub(super) fn failed(
         | HookEventKind::Stop
         | HookEventKind::SubagentStop
         | HookEventKind::UserPromptSubmit
-        | HookEventKind::UserPromptExpansion => HandlerResult {
+        | HookEventKind::UserPromptExpansion
+        | HookEventKind::PreModelSwitch => HandlerResult {
             block: Some(reason),
             error: Some(message),
             ..HandlerResult::default()
@@ -402,7 +408,8 @@ pub(super) fn failed(
         | HookEventKind::InstructionsLoaded
         | HookEventKind::PostCompact
         | HookEventKind::Setup
-        | HookEventKind::MessageDisplay => HandlerResult {
+        | HookEventKind::MessageDisplay
+        | HookEventKind::PostModelSwitch => HandlerResult {
             stop: Some(reason),
             error: Some(message),
             ..HandlerResult::default()
@@ -423,6 +430,9 @@ pub(super) fn matcher_subject(
         HookEvent::PreSkillShellCommand { command_name, .. } => Some(command_name.clone()),
         HookEvent::UserPromptExpansion { command_name, .. } => Some(command_name.clone()),
         HookEvent::Setup { trigger } => Some(trigger.clone()),
+        HookEvent::PreModelSwitch(switch) | HookEvent::PostModelSwitch(switch) => {
+            Some(switch.to_model.clone())
+        }
         HookEvent::SessionStart { source, .. } => Some(source.clone()),
         HookEvent::SessionEnd { reason } => Some(reason.clone()),
         HookEvent::PreCompact { trigger, .. } => Some(trigger.clone()),

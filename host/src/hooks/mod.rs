@@ -36,7 +36,7 @@ pub use answers::{PostToolUseAnswer, PreToolUseAnswer, StopAnswer};
 pub use approval::{Held, HookApprovals};
 pub use component::{CommandHook, CommandRun, HookComponent, HookError};
 pub use event::{
-    HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall,
+    HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall, ModelSwitch,
     ResumedHistory, StartDetails,
 };
 pub use http::{HttpHookError, HttpHookLimits, HttpTarget};
@@ -563,6 +563,28 @@ impl HookRuntime {
                 load_reason: "session_start".into(),
             })
             .await;
+        }
+    }
+
+    /// PreModelSwitch: why a hook refuses the switch, if one does (Claude
+    /// Code's words); PostModelSwitch is told once it is made.
+    pub async fn model_switch(&self, switch: &ModelSwitch) -> Result<(), String> {
+        if !self.handles(HookEventKind::PreModelSwitch) {
+            return Ok(());
+        }
+        let answer = self.run(HookEvent::PreModelSwitch(switch.clone())).await;
+        match answer.block.or(answer.stop) {
+            Some(reason) => Err(format!(
+                "Model switch blocked by a PreModelSwitch hook: {reason}"
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// PostModelSwitch, told.
+    pub async fn model_switched(&self, switch: ModelSwitch) {
+        if self.handles(HookEventKind::PostModelSwitch) {
+            self.run(HookEvent::PostModelSwitch(switch)).await;
         }
     }
 

@@ -58,6 +58,8 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
             | HookEventKind::PostCompact
             | HookEventKind::Setup
             | HookEventKind::MessageDisplay
+            | HookEventKind::PreModelSwitch
+            | HookEventKind::PostModelSwitch
     ) {
         v["permission_mode"] = json!(common.permission_mode);
     }
@@ -175,6 +177,19 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
         }
         HookEvent::Notification { message } => v["message"] = json!(message),
         HookEvent::Setup { trigger } => v["trigger"] = json!(trigger),
+        HookEvent::PreModelSwitch(switch) | HookEvent::PostModelSwitch(switch) => {
+            v["from_model"] = json!(switch.from_model);
+            v["to_model"] = json!(switch.to_model);
+            v["requested_model"] = json!(switch.requested_model);
+            v["source"] = json!(switch.source);
+            v["context_tokens"] = json!(switch.context_tokens);
+            v["prompt_cache_warm"] = json!(switch.prompt_cache_warm);
+            v["cache_ttl"] = json!("5m");
+            if let Some(usd) = switch.estimated_cache_write_usd {
+                v["estimated_cache_write_usd"] = json!(usd);
+                v["pricing"] = json!("catalog");
+            }
+        }
         HookEvent::PreSkillShellCommand {
             call,
             command_name,
@@ -241,6 +256,7 @@ fn blocks(kind: HookEventKind) -> bool {
             | HookEventKind::SubagentStop
             | HookEventKind::UserPromptSubmit
             | HookEventKind::UserPromptExpansion
+            | HookEventKind::PreModelSwitch
             // Checked against Claude Code 2.1.197: exit 2 (or a JSON
             // block) stops the compaction.
             | HookEventKind::PreCompact

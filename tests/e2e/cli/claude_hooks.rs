@@ -1200,3 +1200,116 @@ fn a_commands_shell_span_tells_pre_skill_shell_command_as_in_claude_code() -> Te
     }
     Ok(())
 }
+
+/// The SDK's `set_model` tells PreModelSwitch and, once switched,
+/// PostModelSwitch (`from_model`, `to_model`, `requested_model`, `source:
+/// sdk`, the history's size and cache warmth); a PreModelSwitch exit 2
+/// refuses the switch — an error answer with `error_code:
+/// blocked_by_hook` and the model kept, no PostModelSwitch — as Claude
+/// Code 2.1.332 (`hook-model-switch*.json`).
+#[test]
+fn set_model_tells_model_switch_hooks_as_in_claude_code() -> TestResult {
+    use std::io::Write;
+    for name in ["hook-model-switch", "hook-model-switch-block"] {
+        let recorded = support::recording(name)?;
+        let setup = Setup::new(json!({}))?;
+        let logs = setup.ws.join("logs");
+        std::fs::create_dir(&logs)?;
+        let pre = match name {
+            "hook-model-switch" => dump_to(&logs),
+            _ => json!({"type": "command",
+                "command": "cat > /dev/null; echo 'stay on sonnet' >&2; exit 2"}),
+        };
+        let hooks = json!({
+            "PreModelSwitch": [{"hooks": [pre]}],
+            "PostModelSwitch": [{"hooks": [dump_to(&logs)]}],
+        });
+        std::fs::write(
+            setup.ws.join(".claude/settings.json"),
+            json!({"hooks": hooks}).to_string(),
+        )?;
+        let server = ScriptedServer::start(vec![Reply::text("hi"), Reply::text("hi again")])?;
+        let mut child = support::against(&server, &setup.ws)
+            .env("HOME", &setup.home)
+            .env("CARAPACE_CONFIG_DIR", setup.home.join(".carapace"))
+            .args([
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+            ])
+            .args([
+                "--verbose",
+                "--model",
+                "claude-sonnet-4-5",
+                "--trust-workspace",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        let mut stdout = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let user =
+            |text: &str| json!({"type": "user", "message": {"role": "user", "content": text}});
+        let initialize = json!({"type": "control_request", "request_id": "r1",
+            "request": {"subtype": "initialize"}});
+        writeln!(stdin, "{initialize}\n{}", user("hello"))?;
+        // As Claude Code was recorded: the switch after the first turn.
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if std::io::BufRead::read_line(&mut stdout, &mut line)? == 0 {
+                return Err(format!("{name}: the session ended before its first result").into());
+            }
+            if serde_json::from_str::<Value>(&line)?["type"] == "result" {
+                break;
+            }
+        }
+        let switch = json!({"type": "control_request", "request_id": "r2",
+            "request": {"subtype": "set_model", "model": "claude-opus-4-1"}});
+        writeln!(stdin, "{switch}\n{}", user("again"))?;
+        drop(stdin);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest)?;
+        let status = child.wait()?;
+        assert!(status.success(), "{name}: {status}");
+        let answer = lines(&rest)?
+            .into_iter()
+            .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == "r2")
+            .ok_or("no answer to set_model")?;
+        let theirs = &recorded["control_responses"][0]["response"];
+        assert_eq!(answer["response"]["subtype"], theirs["subtype"], "{name}");
+        let models: Vec<Value> = server
+            .requests()
+            .iter()
+            .map(|r| r.body["model"].clone())
+            .collect();
+        if name == "hook-model-switch" {
+            let told = dumped(&logs)?;
+            let names: Vec<&Value> = told.iter().map(|v| &v["hook_event_name"]).collect();
+            assert_eq!(names, ["PreModelSwitch", "PostModelSwitch"]);
+            let keys = |v: &Value| {
+                let mut k: Vec<String> = v
+                    .as_object()
+                    .map(|o| o.keys().cloned().collect())
+                    .unwrap_or_default();
+                k.sort();
+                k
+            };
+            assert_eq!(keys(&told[0]), keys(&recorded["hook_inputs"][0]));
+            for field in ["from_model", "requested_model", "source", "cache_ttl"] {
+                assert_eq!(told[0][field], recorded["hook_inputs"][0][field], "{field}");
+            }
+            assert_eq!(models.last(), Some(&told[0]["to_model"]), "{models:?}");
+        } else {
+            for field in ["error", "error_code", "model"] {
+                assert_eq!(answer["response"][field], theirs[field], "{field}");
+            }
+            assert!(!logs.join("hooks.jsonl").exists(), "no PostModelSwitch");
+            assert_eq!(models.last(), Some(&json!("claude-sonnet-4-5")));
+        }
+    }
+    Ok(())
+}
