@@ -363,6 +363,7 @@ pub async fn load_layers(
 
 fn common(cwd: &Path) -> HookCommon {
     HookCommon {
+        mcp_server: None,
         session_id: "00000000-0000-4000-8000-000000000000".into(),
         transcript_path: String::new(),
         cwd: cwd.display().to_string(),

@@ -25,6 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SERVE = os.environ.get("SERVE", os.path.join(ROOT, "target/debug/examples/serve"))
 CLAUDE = os.environ.get("CLAUDE", "claude")
+# The tests' Python (tests/setup.sh's virtual environment), for MCP servers.
+PYTHON = os.environ.get("PYTHON", os.path.join(ROOT, "target/test-deps/venv/bin/python3"))
 
 
 def text(t):
@@ -273,6 +275,12 @@ SCENARIOS = {
     "hook-skill-shell-block": ([reply([text("hi")])], ["--tools", "Read,Bash"], {},
         {"hooks": answering_hook("PreSkillShellCommand", "",
             "echo 'no shell in skills' >&2; exit 2")}),
+    # (t) an MCP tool's hooks: what they are told of the server.
+    "hook-mcp-tool": ([
+        reply([tool("toolu_mcp", "mcp__notes__add_note", {"text": "buy milk"})], "tool_use"),
+        reply([text("done")]),
+    ], ["--allowedTools", "mcp__notes__add_note", "--mcp-config", "{mcp}"], {},
+        dump_hooks("PreToolUse", "PostToolUse")),
     # (o) a custom command's expansion: UserPromptExpansion.
     "hook-prompt-expansion": ([reply([text("hi")])], ["--tools", "Read"], {},
         dump_hooks("UserPromptExpansion", "UserPromptSubmit")),
@@ -307,6 +315,11 @@ def record(name):
         if name.startswith("hook-events"):
             with open(os.path.join(ws, "CLAUDE.md"), "w") as f:
                 f.write("Project notes.\n")
+        mcp_path = os.path.join(scratch, "mcp.json")
+        with open(mcp_path, "w") as f:
+            json.dump({"mcpServers": {"notes": {"command": PYTHON, "args": [
+                os.path.join(ROOT, "tests/mcp/servers/notes_server.py")]}}}, f)
+        args = [a.replace("{mcp}", mcp_path) for a in args]
         script_path = os.path.join(scratch, "script.json")
         with open(script_path, "w") as f:
             json.dump(fill(script, ws), f)

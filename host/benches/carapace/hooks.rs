@@ -33,6 +33,7 @@ pub(super) async fn hook_benches(cache: &Path, wanted: &dyn Fn(&str) -> bool) ->
         ..SandboxConfig::default()
     })?;
     let common = HookCommon {
+        mcp_server: None,
         session_id: "bench".into(),
         transcript_path: String::new(),
         cwd: ws.display().to_string(),

@@ -38,6 +38,7 @@ pub(super) async fn mcp_benches() -> BenchResult {
             allow_network: false,
         },
         source: "bench".into(),
+        scope: "dynamic",
     };
     // The OS-sandbox helper as installed: the small `carapace-sandbox`.
     let process = ProcessConfig {

@@ -100,6 +100,9 @@ pub struct HookCommon {
     /// The subagent the event comes from (`agent_id`, `agent_type`), when
     /// it is a child loop's.
     pub agent: Option<(String, String)>,
+    /// The MCP server of the call the event is about (its name and where
+    /// it was configured), when the tool is one of a server's.
+    pub mcp_server: Option<(String, String)>,
 }
 
 /// A tool call, its input as JSON (text only at the edge that needs it:

@@ -162,6 +162,8 @@ pub struct HookRuntime {
     middleware: middleware::Middleware,
     /// What hooks' own model requests cost since the loop last took it.
     spent_usd: Mutex<f64>,
+    /// Each MCP server's kind of configuration place (`mcp_server.source`).
+    mcp_scopes: std::sync::RwLock<std::collections::HashMap<String, String>>,
 }
 
 /// What hooks that call into the session use.
@@ -201,6 +203,7 @@ impl HookRuntime {
             services: Default::default(),
             middleware: Default::default(),
             spent_usd: Mutex::new(0.0),
+            mcp_scopes: Default::default(),
         }
     }
 
@@ -265,6 +268,7 @@ impl HookRuntime {
                 services: Default::default(),
                 middleware,
                 spent_usd: Mutex::new(0.0),
+                mcp_scopes: Default::default(),
             },
             warnings,
         ))
@@ -445,6 +449,7 @@ impl HookRuntime {
         }
         common.prompt_id = self.prompt_id.lock().ok().and_then(|p| p.clone());
         common.agent = agent;
+        common.mcp_server = self.mcp_server_of(&event);
         let hook_name = match &subject {
             Some(s) if event.tool_name().is_some() => format!("{}:{s}", kind.name()),
             _ => kind.name().to_string(),
@@ -528,6 +533,26 @@ impl HookRuntime {
         if let Ok(mut services) = self.services.write() {
             services.verifier = Some(verifier);
         }
+    }
+
+    /// Where each of the session's MCP servers was configured, for the
+    /// `mcp_server` of its tools' events.
+    pub fn set_mcp_scopes(&self, scopes: std::collections::HashMap<String, String>) {
+        if let Ok(mut held) = self.mcp_scopes.write() {
+            *held = scopes;
+        }
+    }
+
+    /// The server of an MCP tool's call (`mcp__SERVER__tool`).
+    fn mcp_server_of(&self, event: &HookEvent) -> Option<(String, String)> {
+        let tool = &event.tool_call()?.tool_name;
+        let name = tool.strip_prefix("mcp__")?.split("__").next()?;
+        let scopes = self.mcp_scopes.read().ok()?;
+        let scope = scopes
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| "dynamic".into());
+        Some((name.to_string(), scope))
     }
 
     /// The MCP servers `mcp_tool` hooks call: the session's.

@@ -69,6 +69,10 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
     }
     v["hook_event_name"] = json!(event.kind().name());
     event_fields(&mut v, event);
+    // After the call's own fields, as Claude Code 2.1.332 orders them.
+    if let Some((name, source)) = &common.mcp_server {
+        v["mcp_server"] = json!({"name": name, "source": source});
+    }
     v
 }
 
@@ -538,6 +542,7 @@ mod tests {
     #[test]
     fn the_stdin_json_has_claude_codes_fields() {
         let common = HookCommon {
+            mcp_server: None,
             session_id: "s".into(),
             transcript_path: "/t.jsonl".into(),
             cwd: "/w".into(),

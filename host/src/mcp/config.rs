@@ -26,6 +26,10 @@ pub struct ServerConfig {
     pub transport: Transport,
     /// Where it was configured (a file, or `--mcp-config`).
     pub source: String,
+    /// Claude Code's name for that kind of place, told to hooks as the
+    /// server's `source`: `dynamic` (`--mcp-config`, the SDK), `user`,
+    /// `project`, `plugin`.
+    pub scope: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,6 +212,7 @@ fn parse_server(
         name: name.to_string(),
         transport,
         source: source_name.to_string(),
+        scope: "dynamic",
     })
 }
 

@@ -88,6 +88,12 @@ impl SessionBuilder {
             .filter_map(|s| Some((s.name.clone(), s.outcome.as_ref().ok()?.clone())))
             .collect();
         hooks.set_mcp(Arc::new(super::tools::HookMcpTools(connected)));
+        hooks.set_mcp_scopes(
+            mcp.configs
+                .iter()
+                .map(|c| (c.name.clone(), c.scope.to_string()))
+                .collect(),
+        );
         timing.mark("hooks_loaded");
         warnings.extend(memory.warnings);
         let (user_context, skills_listed) =
@@ -244,6 +250,7 @@ impl SessionBuilder {
         output: &EventRelay,
     ) -> Result<(Arc<HookRuntime>, Vec<String>), SessionError> {
         let common = HookCommon {
+            mcp_server: None,
             session_id: identity.id.clone(),
             transcript_path: if self.history.persist {
                 identity.transcript.label().display().to_string()

@@ -88,21 +88,21 @@ pub(super) fn mcp_configs(
     warnings: &mut Vec<String>,
 ) -> Result<Vec<ServerConfig>, SessionError> {
     let (cwd, config_dir) = (&paths.cwd, &paths.config_dir);
-    let mut sources: Vec<(String, String)> = Vec::new();
+    let mut sources: Vec<(String, String, &'static str)> = Vec::new();
     for value in &setup.configs {
         if value.trim_start().starts_with('{') {
-            sources.push((value.clone(), "--mcp-config".into()));
+            sources.push((value.clone(), "--mcp-config".into(), "dynamic"));
         } else {
             let text = std::fs::read_to_string(value).map_err(|e| {
                 SessionError::Invalid(format!("--mcp-config: reading {value}: {e}"))
             })?;
-            sources.push((text, value.clone()));
+            sources.push((text, value.clone(), "dynamic"));
         }
     }
     if !setup.strict {
         let user = config_dir.join("mcp.json");
         if let Ok(text) = std::fs::read_to_string(&user) {
-            sources.push((text, user.display().to_string()));
+            sources.push((text, user.display().to_string(), "user"));
         }
         let project = cwd.join(".mcp.json");
         if project.is_file()
@@ -115,15 +115,19 @@ pub(super) fn mcp_configs(
             let text = std::fs::read_to_string(&project).map_err(|e| {
                 SessionError::Invalid(format!("reading {}: {e}", project.display()))
             })?;
-            sources.push((text, project.display().to_string()));
+            sources.push((text, project.display().to_string(), "project"));
         }
     }
     let mut servers: Vec<ServerConfig> = Vec::new();
     if !setup.strict {
         servers.extend(plugin_mcp(plugins, settings, env, warnings));
     }
-    for (text, source) in sources {
-        let parsed = crate::mcp::config::parse_all(&text, &source, env, &settings.mcp_expandable)?;
+    for (text, source, scope) in sources {
+        let mut parsed =
+            crate::mcp::config::parse_all(&text, &source, env, &settings.mcp_expandable)?;
+        for server in &mut parsed.servers {
+            server.scope = scope;
+        }
         // One entry carapace cannot start is a warning about that server;
         // the others start.
         warnings.extend(
@@ -178,6 +182,7 @@ fn plugin_mcp(
                         .map(|e| format!("{e}; this server is not started")),
                 );
                 servers.extend(parsed.servers.into_iter().map(|mut server| {
+                    server.scope = "plugin";
                     let plugin_name: String = plugin
                         .name
                         .chars()

@@ -93,6 +93,7 @@ fn session() -> SessionControl {
         mcp: None,
         api_key_source: "none".into(),
         hooks: Arc::new(HookRuntime::empty(HookCommon {
+            mcp_server: None,
             session_id: "fuzz".into(),
             transcript_path: String::new(),
             cwd: "/".into(),

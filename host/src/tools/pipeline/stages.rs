@@ -361,6 +361,14 @@ impl ToolPipeline {
                 // What the tool said it did, in its own (Claude Code's, for
                 // first-party tools) shape; else what the model sees.
                 tool_response: match &result.structured {
+                    // An MCP tool's structured content, as the JSON text
+                    // Claude Code 2.1.332 gives its hooks.
+                    Some(structured) if call.name.starts_with("mcp__") => {
+                        match structured.get("structuredContent") {
+                            Some(object) => serde_json::Value::String(object.to_string()),
+                            None => structured.clone(),
+                        }
+                    }
                     Some(structured) => structured.clone(),
                     // An MCP tool's result as its content blocks, as Claude
                     // Code gives it, even when it is one text.

@@ -199,18 +199,32 @@ impl ToolHandle {
                 let mut content = outcome.content;
                 // Structured content stands in for empty content.
                 if content.is_empty()
-                    && let Some(structured) = outcome.structured
+                    && let Some(structured) = &outcome.structured
                 {
-                    content.push(ToolContent::Text(structured));
+                    content.push(ToolContent::Text(structured.clone()));
                 }
                 Ok(ToolOutput {
+                    structured: mcp_structured(&content, outcome.structured.as_deref()),
                     content,
                     is_error: outcome.is_error,
-                    structured: None,
                 })
             }
         }
     }
+}
+
+/// An MCP result with structured content, in the shape Claude Code reports
+/// it (`tool_use_result`: the text and the `structuredContent` object).
+fn mcp_structured(content: &[ToolContent], structured: Option<&str>) -> Option<String> {
+    let object = serde_json::from_str::<serde_json::Value>(structured?).ok()?;
+    let text: Vec<&str> = content
+        .iter()
+        .filter_map(|c| match c {
+            ToolContent::Text(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    Some(serde_json::json!({"content": text.join("\n"), "structuredContent": object}).to_string())
 }
 
 /// Where a component's bytes are.
