@@ -677,3 +677,6 @@ mod memory_bounds;
 
 #[path = "cli/claude_market.rs"]
 mod claude_market;
+
+#[path = "cli/secrets.rs"]
+mod secrets;

@@ -35,11 +35,14 @@ struct World {
 }
 
 fn world() -> Result<World, BoxError> {
-    let ws_dir = tempfile::tempdir()?;
-    let out_dir = tempfile::tempdir()?;
+    // The workspace and the outside share a private parent (a control
+    // grants it whole); the home is apart.
+    let root_dir = tempfile::tempdir()?;
     let home_dir = tempfile::tempdir()?;
-    let ws = std::fs::canonicalize(ws_dir.path())?;
-    let outside = std::fs::canonicalize(out_dir.path())?;
+    let root = std::fs::canonicalize(root_dir.path())?;
+    let (ws, outside) = (root.join("ws"), root.join("outside"));
+    std::fs::create_dir(&ws)?;
+    std::fs::create_dir(&outside)?;
     let home = std::fs::canonicalize(home_dir.path())?;
     std::fs::write(ws.join("a.txt"), "A_CONTENT")?;
     std::fs::write(ws.join("b.txt"), "B_CONTENT")?;
@@ -50,7 +53,7 @@ fn world() -> Result<World, BoxError> {
     std::fs::create_dir_all(&config_dir)?;
     std::fs::write(config_dir.join("settings.json"), "{}")?;
     Ok(World {
-        _dirs: vec![ws_dir, out_dir, home_dir],
+        _dirs: vec![root_dir, home_dir],
         ws,
         outside,
         home,
@@ -100,6 +103,7 @@ impl World {
                 .iter()
                 .map(|h| HostPattern::parse(h))
                 .collect::<Result<_, _>>()?,
+            credential_files: Vec::new(),
         }))
     }
 }

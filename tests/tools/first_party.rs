@@ -102,6 +102,7 @@ fn bench_reaching(
             home: outside.join("home"),
             config_dir: outside.join("home/.carapace"),
             internal_hosts: internal,
+            credential_files: Vec::new(),
         });
         let spill = outside.join("spill");
         let pipeline = Arc::new(

@@ -4,7 +4,7 @@
 
 use super::shell::{ShellHook, ShellSpec, is_carapace_variable};
 use super::{CommandHook, Handler, HandlerKind, HookComponent, HookLoadError, HookSpec};
-use crate::policy::{protected_entries, protected_reason, resolve_symlinks};
+use crate::policy::{credential_within, protected_entries, protected_reason, resolve_symlinks};
 use crate::sandbox::{FileAccess, Grant, Sandbox};
 use std::path::Path;
 
@@ -210,6 +210,24 @@ pub(super) fn grant_for(
             let path = path.canonicalize().map_err(|e| bad(raw, e.to_string()))?;
             if let Some(reason) = refused_for_hooks(&path, home, config_dir) {
                 return Err(bad(raw, format!("{reason}; hooks are never granted it")));
+            }
+            match credential_within(&path, home, HOOK_TREE_SCAN_LIMIT) {
+                Ok(None) => {}
+                Ok(Some(found)) => {
+                    return Err(bad(
+                        raw,
+                        format!(
+                            "{} holds credentials; hooks are never granted credential files",
+                            found.display()
+                        ),
+                    ));
+                }
+                Err(e) => {
+                    return Err(bad(
+                        raw,
+                        format!("it cannot be checked for credential files ({e})"),
+                    ));
+                }
             }
             if access == FileAccess::Write && path.is_dir() {
                 match protected_entries(&path, home, config_dir, HOOK_TREE_SCAN_LIMIT) {

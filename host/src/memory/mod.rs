@@ -17,7 +17,8 @@
 //! [`DEADLINE`]; the session then drops what a Read deny rule covers
 //! ([`Memory::retain_readable`]).
 //!
-//! Imports nothing of carapace's: a leaf every folder above may use.
+//! Imports only the sandbox's table of credential files (no import pulls
+//! one in): a leaf every folder above may use.
 
 mod attach;
 mod imports;
@@ -132,6 +133,10 @@ impl Memory {
     pub fn load(places: &MemoryPlaces, sources: MemorySources) -> Self {
         let mut loader = Loader {
             cwd: std::fs::canonicalize(&places.cwd).unwrap_or_else(|_| places.cwd.clone()),
+            credentials: crate::sandbox::CredentialFiles::new(
+                &std::fs::canonicalize(&places.home).unwrap_or_else(|_| places.home.clone()),
+                Vec::new(),
+            ),
             started: Some(std::time::Instant::now()),
             ..Loader::default()
         };
@@ -241,6 +246,8 @@ struct Loader {
     seen: HashSet<PathBuf>,
     /// The working directory, with links resolved.
     cwd: PathBuf,
+    /// The credential files no import pulls in.
+    credentials: crate::sandbox::CredentialFiles,
     /// Bytes of text loaded so far.
     total: usize,
     started: Option<std::time::Instant>,
@@ -349,6 +356,14 @@ impl Loader {
     /// project's file imports only from its own folder or the working
     /// directory; the user's and the administrator's import what they name.
     fn import_refused(&self, by: &Path, real: &Path, kind: MemoryKind) -> Option<String> {
+        // Whoever wrote the import: a credential file never joins the
+        // model's context this way.
+        if let Some(found) = self.credentials.by_path(real) {
+            return Some(format!("it is withheld because it holds {}", found.holds));
+        }
+        if crate::sandbox::file_holds_private_key(real) {
+            return Some("it is withheld because it holds a private key".into());
+        }
         if matches!(kind, MemoryKind::User | MemoryKind::Managed) {
             return None;
         }

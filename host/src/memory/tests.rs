@@ -133,3 +133,44 @@ fn an_oversized_or_binary_memory_file_is_skipped_with_a_warning()
     assert_eq!(memory.warnings.len(), 2, "{:?}", memory.warnings);
     Ok(())
 }
+
+/// An import of a credential file — by name, by where it is (the user's
+/// own memory importing `~/.aws`), by a private key inside — is refused
+/// with a warning, whoever wrote it; the control, an ordinary file beside
+/// them, is imported.
+#[test]
+fn no_import_pulls_in_a_credential_file() -> Result<(), Box<dyn std::error::Error>> {
+    let scratch = tempfile::tempdir()?;
+    let root = std::fs::canonicalize(scratch.path())?;
+    std::fs::create_dir_all(root.join("ws"))?;
+    std::fs::create_dir_all(root.join("home/.aws"))?;
+    std::fs::create_dir_all(root.join("home/.claude"))?;
+    std::fs::write(root.join("ws/.env"), "TOKEN=env-secret\n")?;
+    std::fs::write(
+        root.join("ws/notes.txt"),
+        "-----BEGIN RSA PRIVATE KEY-----\nkey-secret\n",
+    )?;
+    std::fs::write(root.join("ws/style.md"), "Use tabs.\n")?;
+    std::fs::write(root.join("home/.aws/credentials"), "aws-secret\n")?;
+    std::fs::write(
+        root.join("ws/CLAUDE.md"),
+        "See @.env and @notes.txt and @style.md\n",
+    )?;
+    std::fs::write(
+        root.join("home/.claude/CLAUDE.md"),
+        format!("Mine: @{}\n", root.join("home/.aws/credentials").display()),
+    )?;
+    let memory = Memory::load(&places(&root), MemorySources::ALL);
+    let text: String = memory.files.iter().map(|f| f.text.as_str()).collect();
+    assert!(text.contains("Use tabs."), "the control: {text}");
+    for secret in ["env-secret", "key-secret", "aws-secret"] {
+        assert!(!text.contains(secret), "{secret} imported");
+    }
+    let withheld = memory
+        .warnings
+        .iter()
+        .filter(|w| w.contains("withheld because it holds"))
+        .count();
+    assert_eq!(withheld, 3, "{:?}", memory.warnings);
+    Ok(())
+}

@@ -17,8 +17,10 @@ use super::verdict::{
     Answered, Approval, Basis, BasisKind, CallApproval, CallRequest, HookAnswer, Need, Outcome,
     Verdict, ask, deny,
 };
-use crate::sandbox::{Capability, Grant, HostPattern};
+use super::withheld::Withheld;
+use crate::sandbox::{Capability, CredentialFiles, Grant, HostPattern};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Everything the policy needs, fixed for a session.
 #[derive(Debug, Clone)]
@@ -37,6 +39,9 @@ pub struct PolicyConfig {
     /// Hosts a granted HTTP capability may reach although they are internal
     /// addresses (`sandbox.allowInternalAddresses`, user settings only).
     pub internal_hosts: Vec<HostPattern>,
+    /// What settings add to the credential files withheld from every tool
+    /// (`sandbox.credentials.files`, the user's own settings only).
+    pub credential_files: Vec<PathBuf>,
 }
 
 impl PolicyConfig {
@@ -54,6 +59,7 @@ impl PolicyConfig {
             config_dir: home.join(".carapace"),
             home,
             internal_hosts: Vec::new(),
+            credential_files: Vec::new(),
         }
     }
 }
@@ -75,6 +81,9 @@ pub struct Policy {
     pub(super) home: PathBuf,
     pub(super) config_dir: PathBuf,
     pub(super) internal_hosts: Vec<HostPattern>,
+    /// The credential files, and the rules that name some: rebuilt with
+    /// the rules.
+    pub(super) withheld: Arc<Withheld>,
 }
 
 impl Policy {
@@ -86,14 +95,33 @@ impl Policy {
         let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let mut working_dirs = vec![real(&config.cwd)];
         working_dirs.extend(config.additional_dirs.iter().map(|d| real(d)));
+        let home = real(&config.home);
+        let files = CredentialFiles::new(&home, config.credential_files);
         Self {
             mode: ModeCell::new(config.mode, config.bypass_allowed),
+            withheld: Arc::new(Withheld::new(files, &home, &config.rules)),
             rules: config.rules,
             working_dirs,
-            home: real(&config.home),
+            home,
             config_dir: resolve_symlinks(&config.config_dir),
             internal_hosts: config.internal_hosts,
         }
+    }
+
+    /// The credential files withheld from this policy's calls, and the
+    /// rules that name some.
+    pub fn withheld(&self) -> Arc<Withheld> {
+        self.withheld.clone()
+    }
+
+    /// The withheld files judged against the rules as they are now.
+    fn rejudged(mut self) -> Self {
+        self.withheld = Arc::new(Withheld::new(
+            self.withheld.files().clone(),
+            &self.home,
+            &self.rules,
+        ));
+        self
     }
 
     pub fn mode(&self) -> PermissionMode {
@@ -130,7 +158,7 @@ impl Policy {
     pub fn with_rules(&self, rules: RuleSet) -> Policy {
         let mut changed = self.clone();
         changed.rules = rules;
-        changed
+        changed.rejudged()
     }
 
     /// This policy with `allows` added (a skill's `allowed-tools`): the
@@ -141,7 +169,7 @@ impl Policy {
         for rule in allows.into_iter().filter(|r| r.kind == RuleKind::Allow) {
             wider.rules.push(rule);
         }
-        wider
+        wider.rejudged()
     }
 
     /// The home and configuration directories protected paths refer to.

@@ -27,6 +27,13 @@ impl Policy {
             } => grant
                 .write_file_as(requested, resolved, file.map(|f| f.id))
                 .map_err(|e| e.to_string()),
+            // A tree's search skips the credential files inside it.
+            Resolved::Tree {
+                dir, write: false, ..
+            } => grant
+                .withholding(self.withheld.clone())
+                .tree(dir, FileAccess::Read)
+                .map_err(|e| e.to_string()),
             Resolved::Tree { dir, write, .. } => grant
                 .tree(
                     dir,

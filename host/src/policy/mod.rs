@@ -25,6 +25,7 @@ mod protected;
 mod read_denials;
 mod rules;
 mod verdict;
+mod withheld;
 
 pub use crate::sandbox::{HostPattern, HostPatternError, is_internal};
 pub use audit::{AuditEntry, AuditLog};
@@ -45,3 +46,4 @@ pub use rules::{
 pub use verdict::{
     Approval, Basis, BasisKind, CallApproval, CallRequest, HookAnswer, Outcome, Question, Verdict,
 };
+pub use withheld::{Withheld, credential_within};

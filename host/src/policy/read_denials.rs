@@ -5,8 +5,10 @@
 
 use super::paths::{Visit, multiply_linked, walk_tree};
 use super::rules::{Family, PathPattern, RuleKind, RuleSet, Specifier, ToolMatcher};
+use super::withheld::Withheld;
 use crate::sandbox::{DeniedPaths, FileId};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Entries a listing may visit before it gives up: a floating pattern
 /// (`*.env`) is matched at every depth of its tree, and a tree this large
@@ -139,6 +141,64 @@ impl ReadDenials {
     }
 }
 
+/// The credential files a command would find: the anchored ones (the
+/// home directory's, what settings add) and, under the command's working
+/// and write roots, every file whose name says it holds credentials and
+/// no allow rule names. A command reads with the OS's own calls, so they
+/// are hidden before it starts (it sees empty stand-ins); outside those
+/// roots a command that names such a file is refused by the policy.
+fn withheld_for_commands(
+    withheld: &Withheld,
+    keep: &[PathBuf],
+    limit: usize,
+) -> Result<Vec<PathBuf>, String> {
+    let mut found: Vec<PathBuf> = withheld
+        .files()
+        .anchored()
+        .into_iter()
+        .filter(|p| p.exists() && withheld.judge(p, false).is_some())
+        .collect();
+    for root in keep {
+        let mut failed = None;
+        let walked = walk_tree(root, limit, |entry| {
+            let named = entry
+                .path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| crate::sandbox::name_holds(n).is_some());
+            if named && withheld.judge(entry.path, false).is_some() {
+                if entry.is_link() {
+                    // What a link names is hidden where it points.
+                    if let Ok(target) = std::fs::canonicalize(entry.path) {
+                        found.push(target);
+                    }
+                } else {
+                    found.push(entry.path.to_path_buf());
+                }
+                return Visit::Skip;
+            }
+            if entry.is_dir() {
+                Visit::Descend
+            } else {
+                Visit::Skip
+            }
+        });
+        if let Err(too_large) = walked {
+            failed = Some(format!(
+                "{} holds more than {} entries ({too_large}): it cannot be searched for credential files (.env, keys, tokens) to keep from the command; the command was not run. Run commands from a smaller folder",
+                root.display(),
+                limit
+            ));
+        }
+        if let Some(why) = failed {
+            return Err(why);
+        }
+    }
+    // A stand-in never covers the command's own folders.
+    found.retain(|p| *p != Path::new("/") && !keep.iter().any(|k| k.starts_with(p)));
+    Ok(found)
+}
+
 /// What the read deny rules cover as the session's rules are now: rules
 /// can join while the session runs (the SDK's `apply_flag_settings`), and
 /// every command started after sees them. Nothing is hidden while no rule
@@ -146,21 +206,24 @@ impl ReadDenials {
 #[derive(Debug)]
 pub struct LiveReadDenials {
     keep: Vec<PathBuf>,
-    current: std::sync::RwLock<Option<ReadDenials>>,
+    current: std::sync::RwLock<(Option<ReadDenials>, Arc<Withheld>)>,
 }
 
 impl LiveReadDenials {
-    pub fn new(rules: &RuleSet, keep: Vec<PathBuf>) -> Self {
+    pub fn new(rules: &RuleSet, withheld: Arc<Withheld>, keep: Vec<PathBuf>) -> Self {
         Self {
-            current: std::sync::RwLock::new(ReadDenials::from_rules(rules, keep.clone())),
+            current: std::sync::RwLock::new((
+                ReadDenials::from_rules(rules, keep.clone()),
+                withheld,
+            )),
             keep,
         }
     }
 
-    /// From now on, what `rules` deny.
-    pub fn update(&self, rules: &RuleSet) {
+    /// From now on, what `rules` deny and withhold.
+    pub fn update(&self, rules: &RuleSet, withheld: Arc<Withheld>) {
         if let Ok(mut current) = self.current.write() {
-            *current = ReadDenials::from_rules(rules, self.keep.clone());
+            *current = (ReadDenials::from_rules(rules, self.keep.clone()), withheld);
         }
     }
 }
@@ -171,10 +234,13 @@ impl DeniedPaths for LiveReadDenials {
             .current
             .read()
             .map_err(|_| "the read deny rules are unusable".to_string())?;
-        match current.as_ref() {
-            Some(denials) => denials.list(),
-            None => Ok(Vec::new()),
-        }
+        let (denials, withheld) = &*current;
+        let mut hidden = match denials {
+            Some(denials) => denials.list()?,
+            None => Vec::new(),
+        };
+        hidden.extend(withheld_for_commands(withheld, &self.keep, WALK_LIMIT)?);
+        Ok(outermost(hidden))
     }
 }
 

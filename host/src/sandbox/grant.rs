@@ -21,6 +21,7 @@
 use super::bound::{self, BoundError, FileId};
 use super::hosts::HostPattern;
 use super::staging::{StagingDir, StagingPool};
+use super::withheld::Withholding;
 use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -66,6 +67,8 @@ struct TreeGrant {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Searchable {
     trees: Vec<PathBuf>,
+    /// Files inside the trees the call may not read.
+    pub(crate) withholding: Option<Arc<dyn Withholding>>,
     /// (the name granted, the file behind it).
     files: Vec<(PathBuf, PathBuf)>,
 }
@@ -106,7 +109,32 @@ pub struct Grant {
     /// user's own settings named them, or configured the server).
     http_internal: Vec<HostPattern>,
     commands: Vec<String>,
+    /// Files inside the granted trees that the call may not read
+    /// (credentials): the host's search skips them.
+    withholding: Withholds,
 }
+
+/// A grant's [`Withholding`]; grants compare equal whatever it is.
+#[derive(Clone, Default)]
+struct Withholds(Option<Arc<dyn Withholding>>);
+
+impl std::fmt::Debug for Withholds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Withholds(..)"
+        } else {
+            "None"
+        })
+    }
+}
+
+impl PartialEq for Withholds {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Withholds {}
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum GrantError {
@@ -241,8 +269,15 @@ impl Grant {
 
     /// What a call may have the host search (`carapace:tool/search`): its
     /// trees, and its files (the name it was granted, the file decided on).
+    /// Files inside the granted trees this call may not read.
+    pub fn withholding(mut self, withholding: Arc<dyn Withholding>) -> Self {
+        self.withholding = Withholds(Some(withholding));
+        self
+    }
+
     pub(crate) fn searchable(&self) -> Searchable {
         Searchable {
+            withholding: self.withholding.0.clone(),
             trees: self.trees.iter().map(|t| t.path.clone()).collect(),
             files: self
                 .files

@@ -27,6 +27,7 @@ pub mod process;
 mod procfs;
 mod staging;
 mod tool;
+mod withheld;
 
 pub(crate) use bound::facts as file_facts;
 pub use bound::{BoundError, FileFacts, FileId};
@@ -48,6 +49,10 @@ pub use tool::{
     CallContext, CallError, CallPlan, Called, Capability, FileStamp, InterruptBehavior, PlanError,
     ReadLedger, SUPPORTED_CONTRACTS, ToolAnnotations, ToolComponent, ToolContent, ToolDefinition,
     ToolFailure, ToolInvocation, ToolOutput,
+};
+pub use withheld::{
+    CredentialFiles, HOME_CREDENTIALS, WithheldFile, Withholding, file_holds_private_key,
+    holds_private_key, name_holds,
 };
 
 use std::time::Duration;

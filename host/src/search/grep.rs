@@ -3,7 +3,7 @@
 //! skipped) and its matcher and searcher, on every core.
 
 use super::confine::{Root, confined, parent_ignore_files};
-use super::{Cancel, MAX_COLUMNS, SearchError, modified_ns, overrides, threads};
+use super::{Cancel, MAX_COLUMNS, SearchError, holds_private_key, modified_ns, overrides, threads};
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
@@ -45,6 +45,20 @@ pub struct GrepRequest {
     pub mode: GrepMode,
     pub before: usize,
     pub after: usize,
+    /// Files the caller may not read: skipped unsearched, and named in
+    /// the outcome.
+    pub withheld: Option<Withheld>,
+}
+
+/// Which files of a tree a search skips (the caller's judgement: this
+/// folder imports none).
+#[derive(Clone)]
+pub struct Withheld(pub std::sync::Arc<dyn Fn(&Path) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for Withheld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Withheld(..)")
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +86,9 @@ pub struct GrepOutcome {
     pub files: Vec<GrepFile>,
     /// The search stopped at [`MAX_KEPT_BYTES`] of lines.
     pub incomplete: bool,
+    /// Files skipped because they hold credentials: by the caller's
+    /// judgement of their path, or found holding a private key.
+    pub withheld: Vec<PathBuf>,
 }
 
 /// Runs one search, confined to `request.root`.
@@ -104,6 +121,7 @@ pub fn grep(request: &GrepRequest, cancel: &Cancel) -> Result<GrepOutcome, Searc
         matcher,
         root: &root,
         found: Mutex::new(Vec::new()),
+        withheld: Mutex::new(Vec::new()),
         kept: AtomicUsize::new(0),
         cancel,
     };
@@ -115,9 +133,12 @@ pub fn grep(request: &GrepRequest, cancel: &Cancel) -> Result<GrepOutcome, Searc
         return Err(SearchError::Cancelled);
     }
     let incomplete = search.kept.load(Ordering::Relaxed) > MAX_KEPT_BYTES;
+    let mut withheld = search.withheld.into_inner().unwrap_or_default();
+    withheld.sort();
     Ok(GrepOutcome {
         files: search.found.into_inner().unwrap_or_default(),
         incomplete,
+        withheld,
     })
 }
 
@@ -159,6 +180,7 @@ struct Search<'a> {
     matcher: RegexMatcher,
     root: &'a Root,
     found: Mutex<Vec<GrepFile>>,
+    withheld: Mutex<Vec<PathBuf>>,
     kept: AtomicUsize,
     cancel: &'a Cancel,
 }
@@ -198,6 +220,10 @@ impl Search<'_> {
     }
 
     fn search_file(&self, searcher: &mut Searcher, path: &Path) {
+        if self.request.withheld.as_ref().is_some_and(|w| (w.0)(path)) {
+            self.withhold(path);
+            return;
+        }
         // A name swapped for a link, or gone, since it was listed: skipped,
         // as ripgrep skips what it cannot open.
         let Ok(file) = self.root.open_file(path) else {
@@ -215,6 +241,12 @@ impl Search<'_> {
         {
             return;
         }
+        // Only a file that matched is read again for a private key: the
+        // check costs nothing where nothing would be shown.
+        if self.request.withheld.is_some() && self.holds_private_key(path) {
+            self.withhold(path);
+            return;
+        }
         let modified = file.metadata().map_or(0, |m| modified_ns(&m));
         let found = GrepFile {
             path: path.to_path_buf(),
@@ -224,6 +256,22 @@ impl Search<'_> {
         };
         if let Ok(mut all) = self.found.lock() {
             all.push(found);
+        }
+    }
+
+    fn withhold(&self, path: &Path) {
+        if let Ok(mut all) = self.withheld.lock() {
+            all.push(path.to_path_buf());
+        }
+    }
+
+    fn holds_private_key(&self, path: &Path) -> bool {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        match self.root.open_file(path) {
+            Ok(mut file) => file.read_to_end(&mut bytes).is_err() || holds_private_key(&bytes),
+            // Unreadable now: not shown either way.
+            Err(_) => true,
         }
     }
 

@@ -21,6 +21,7 @@ fn request(root: &Path, pattern: &str, mode: GrepMode) -> GrepRequest {
         mode,
         before: 0,
         after: 0,
+        withheld: None,
     }
 }
 
@@ -271,5 +272,31 @@ fn patterns_past_their_bound_are_refused_before_anything_is_built()
     // At the bound, a pattern is searched with.
     let fits = "a".repeat(super::MAX_PATTERN_BYTES - 8) + "|alpha";
     assert!(super::grep(&request(&root, &fits, GrepMode::Files), &Cancel::default()).is_ok());
+    Ok(())
+}
+
+/// A search skips what the caller withholds (by its judgement of the
+/// path) and a matching file that holds a private key, and names both;
+/// without a judgement (the control) both are found.
+#[test]
+fn grep_skips_and_names_withheld_files() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let root = std::fs::canonicalize(dir.path())?;
+    write(&root, ".env", "TOKEN=abc\n");
+    write(
+        &root,
+        "keys/k.txt",
+        "TOKEN\n-----BEGIN EC PRIVATE KEY-----\nx\n",
+    );
+    write(&root, "src/a.rs", "let TOKEN = 1;\n");
+    let mut asked = request(&root, "TOKEN", GrepMode::Files);
+    let open = grep(&asked, &Cancel::default())?;
+    assert_eq!(names(&root, &open), [".env", "keys/k.txt", "src/a.rs"]);
+    asked.withheld = Some(Withheld(std::sync::Arc::new(|p: &Path| {
+        p.file_name().is_some_and(|n| n == ".env")
+    })));
+    let found = grep(&asked, &Cancel::default())?;
+    assert_eq!(names(&root, &found), ["src/a.rs"]);
+    assert_eq!(found.withheld, [root.join(".env"), root.join("keys/k.txt")]);
     Ok(())
 }

@@ -88,9 +88,14 @@ impl SessionBuilder {
             home: home.clone(),
             config_dir: config_dir.clone(),
             internal_hosts: settings.internal_addresses.clone(),
+            credential_files: settings.credential_files.clone(),
         });
         // Listed afresh for each command, from the rules as they are then.
-        let read_denials = Arc::new(LiveReadDenials::new(policy.rules(), write_roots.clone()));
+        let read_denials = Arc::new(LiveReadDenials::new(
+            policy.rules(),
+            policy.withheld(),
+            write_roots.clone(),
+        ));
         let read_denied = Some(read_denials.clone() as Arc<dyn DeniedPaths>);
         // Through the SDK's `can_use_tool`, an unlisted host can be asked
         // about: the proxy then runs even with no domain allowed.

@@ -62,6 +62,75 @@ impl FilesystemFile {
     }
 }
 
+/// `sandbox.credentials`, as Claude Code spells it: credential files and
+/// variables kept from commands. Every file entry is withheld from every
+/// tool (`deny`); `mask` (a stand-in that the proxy swaps for the real
+/// value on the way to `injectHosts`) is not carapace's yet, so a masked
+/// entry is withheld too and named in a warning. Read from the user's own
+/// places only: a project could otherwise send a user's secret to a host
+/// of its choosing.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct CredentialsFile {
+    #[serde(default)]
+    files: Vec<CredentialEntry>,
+    #[serde(default)]
+    env_vars: Vec<CredentialEntry>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CredentialEntry {
+    path: Option<String>,
+    name: Option<String>,
+    mode: Option<String>,
+}
+
+impl CredentialsFile {
+    pub(super) fn apply(&self, source: &Source, anchors: &Anchors, settings: &mut Settings) {
+        if self.files.is_empty() && self.env_vars.is_empty() {
+            return;
+        }
+        let shown = source.shown();
+        if source.is_project() {
+            settings.warnings.push(format!(
+                "{shown}: sandbox.credentials is honoured only in user or managed settings or --settings; ignored"
+            ));
+            return;
+        }
+        let folder = source
+            .path
+            .as_ref()
+            .and_then(|p| p.parent())
+            .map_or_else(|| anchors.cwd.clone(), Path::to_path_buf);
+        for entry in &self.files {
+            let Some(path) = entry.path.as_deref().or(entry.name.as_deref()) else {
+                settings.warnings.push(format!(
+                    "{shown}: a sandbox.credentials.files entry names no path; ignored"
+                ));
+                continue;
+            };
+            let absolute = absolute(path, &folder, anchors);
+            if entry.mode.as_deref() == Some("mask") {
+                settings.warnings.push(format!(
+                    "{shown}: sandbox.credentials.files `{path}`: mode `mask` is not honoured yet; the file is withheld from every tool instead (as `deny`)"
+                ));
+            }
+            settings.credential_files.push(absolute);
+        }
+        for entry in self
+            .env_vars
+            .iter()
+            .filter(|e| e.mode.as_deref() == Some("mask"))
+        {
+            settings.warnings.push(format!(
+                "{shown}: sandbox.credentials.envVars `{}`: mode `mask` is not honoured yet; commands do not get the variable (as `deny`, and as every variable carapace is not told to pass)",
+                entry.name.as_deref().unwrap_or("?")
+            ));
+        }
+    }
+}
+
 /// A `sandbox.filesystem` path, absolute (a trailing `/**` or `/` names the
 /// folder itself).
 fn absolute(spec: &str, folder: &Path, anchors: &Anchors) -> PathBuf {

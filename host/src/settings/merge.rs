@@ -49,7 +49,7 @@ impl Source {
 
     /// A project file (shared or local): it widens nothing unless the
     /// workspace is trusted.
-    fn is_project(&self) -> bool {
+    pub(super) fn is_project(&self) -> bool {
         matches!(self.kind, SourceKind::Local | SourceKind::Project)
     }
 
@@ -91,6 +91,8 @@ impl Settings {
         self.merge_definitions(&source);
         self.merge_sandbox(&source)?;
         let anchors = source.anchors(locations);
+        let credentials = std::mem::take(&mut source.file.sandbox.credentials);
+        credentials.apply(&source, &anchors, self);
         let filesystem = std::mem::take(&mut source.file.sandbox.filesystem);
         filesystem.apply(&source, &anchors, self)
     }

@@ -129,6 +129,9 @@ struct SandboxFile {
     /// configurations may expand with `${NAME}`.
     #[serde(default)]
     mcp_expandable_variables: Vec<String>,
+    /// Claude Code's `sandbox.credentials`.
+    #[serde(default)]
+    credentials: claude::CredentialsFile,
 }
 
 /// `pluginSignatures`: trusted cosign public keys by name (PEM text, or
@@ -350,6 +353,9 @@ pub struct Settings {
     pub internal_addresses: Vec<HostPattern>,
     /// `sandbox.mcpExpandableVariables` of the user's own settings.
     pub mcp_expandable: Vec<String>,
+    /// `sandbox.credentials.files` of the user's own settings, absolute:
+    /// withheld from every tool with the built-in credential files.
+    pub credential_files: Vec<PathBuf>,
     /// `permissions.disableBypassPermissionsMode: "disable"` in any file:
     /// bypassPermissions may not be started in or switched to.
     pub bypass_disabled: bool,

@@ -334,7 +334,29 @@ async fn a_hook_is_never_granted_carapaces_credentials_or_the_homes_dotfiles() -
             "ssh's configuration",
         ),
         (json!({"write": [path(&ws)]}), "protected"),
+        // Credential files: by name, inside a tree, by a key in a file.
+        (
+            json!({"read": [path(&ws.join("app/.env"))]}),
+            "holds credentials",
+        ),
+        (
+            json!({"read": [path(&ws.join("app"))]}),
+            "holds credentials",
+        ),
+        (
+            json!({"read": [path(&ws.join("certs/bundle.txt"))]}),
+            "holds credentials",
+        ),
     ] {
+        if why == "holds credentials" {
+            std::fs::create_dir_all(ws.join("app"))?;
+            std::fs::write(ws.join("app/.env"), "TOKEN=x\n")?;
+            std::fs::create_dir_all(ws.join("certs"))?;
+            std::fs::write(
+                ws.join("certs/bundle.txt"),
+                "-----BEGIN EC PRIVATE KEY-----\nx\n",
+            )?;
+        }
         if why == "protected" {
             // A write tree holding a protected entry.
             std::fs::create_dir_all(ws.join(".git/hooks"))?;
@@ -347,7 +369,11 @@ async fn a_hook_is_never_granted_carapaces_credentials_or_the_homes_dotfiles() -
         json!({"env": ["PATH"]}),
         json!({"read": [path(&home.join("projects"))]}),
         json!({"write": [path(&ws.join("audit"))]}),
+        json!({"read": [path(&ws.join("app/settings.toml"))]}),
     ] {
+        if grants.to_string().contains("settings.toml") {
+            std::fs::write(ws.join("app/settings.toml"), "a = 1\n")?;
+        }
         assert_eq!(load(grants.clone()).await, None, "{grants}");
     }
     Ok(())

@@ -243,22 +243,68 @@ async fn a_symlink_planted_in_the_workspace_pointing_out() -> TestResult {
 #[tokio::test]
 async fn a_tree_grant_that_would_expose_a_denied_file() -> TestResult {
     let w = world()?;
-    let home = w.home.to_string_lossy().into_owned();
-    let key = w.home.join(".ssh/id_rsa").to_string_lossy().into_owned();
+    std::fs::create_dir_all(w.home.join("notes"))?;
+    std::fs::write(w.home.join("notes/private.txt"), "PRIVATE_NOTES")?;
+    let home = w.home.join("notes").to_string_lossy().into_owned();
+    let file = w
+        .home
+        .join("notes/private.txt")
+        .to_string_lossy()
+        .into_owned();
     let input = probe(
         json!([need("read-tree", &home)]),
-        json!([{"op": "read", "path": key}]),
+        json!([{"op": "read", "path": file}]),
     );
     let strong = Run::new(w.policy(
         PermissionMode::BypassPermissions,
-        &[(RuleKind::Deny, "Read(~/.ssh/**)")],
+        &[(RuleKind::Deny, "Read(~/notes/private.txt)")],
     )?)
     .call("Probe", input.clone())
     .await?;
     assert!(refused(&strong), "{strong:?}");
+    assert!(text(&strong).contains("denied by"), "{strong:?}");
     let weak = Run::new(w.policy(PermissionMode::BypassPermissions, &[])?)
         .call("Probe", input)
         .await?;
+    assert!(worked(&weak, 0), "{weak:?}");
+    Ok(())
+}
+
+/// A tree holding a credential file is refused to a tool that would read
+/// it through the tree (bypassPermissions, no rules), under another
+/// spelling of the folder too; an allow rule of the user's naming the
+/// folder (the weakened control) lets the same call read the key.
+#[tokio::test]
+async fn a_tree_grant_that_would_expose_a_credential_file() -> TestResult {
+    let w = world()?;
+    let key = w.home.join(".ssh/id_rsa").to_string_lossy().into_owned();
+    for tree in [
+        w.home.to_string_lossy().into_owned(),
+        format!("{}/.ssh/..", w.home.display()),
+        w.home.join(".ssh").to_string_lossy().into_owned(),
+    ] {
+        let input = probe(
+            json!([need("read-tree", &tree)]),
+            json!([{"op": "read", "path": key}]),
+        );
+        let strong = Run::new(w.policy(PermissionMode::BypassPermissions, &[])?)
+            .call("Probe", input.clone())
+            .await?;
+        assert!(
+            text(&strong).contains("withheld because it holds ssh keys"),
+            "{tree}: {strong:?}"
+        );
+    }
+    let input = probe(
+        json!([need("read-tree", &w.home.join(".ssh").to_string_lossy())]),
+        json!([{"op": "read", "path": key}]),
+    );
+    let weak = Run::new(w.policy(
+        PermissionMode::BypassPermissions,
+        &[(RuleKind::Allow, "Read(~/.ssh/**)")],
+    )?)
+    .call("Probe", input)
+    .await?;
     assert!(worked(&weak, 0), "{weak:?}");
     Ok(())
 }

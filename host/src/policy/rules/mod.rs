@@ -353,6 +353,15 @@ impl PathPattern {
         self.literal_prefix.as_deref().unwrap_or(&self.root)
     }
 
+    /// Whether the pattern names `root` or a path below it by its literal
+    /// part (no wildcard above it): `~/.aws/**` names `~/.aws`, `**` does
+    /// not.
+    pub fn names_within(&self, root: &Path) -> bool {
+        self.literal_prefix
+            .as_deref()
+            .is_some_and(|prefix| prefix.starts_with(root))
+    }
+
     /// Whether the pattern covers the whole tree `dir` (every entry in it).
     pub fn covers_tree(&self, dir: &Path) -> bool {
         self.matches(dir, true) || self.matches(&dir.join("\u{1}any-entry"), false)

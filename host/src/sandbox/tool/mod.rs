@@ -29,6 +29,25 @@ pub(crate) struct ToolState {
     searchable: super::grant::Searchable,
     /// What the plugin reads through `wasi:config/store`.
     config: Arc<[(String, String)]>,
+    /// Files the host's search skipped because they hold credentials.
+    withheld: Vec<std::path::PathBuf>,
+}
+
+/// What the call's result says of the files its search skipped, after the
+/// tool's own text.
+fn withheld_note(withheld: &[std::path::PathBuf]) -> Option<ToolContent> {
+    if withheld.is_empty() {
+        return None;
+    }
+    let mut names: Vec<String> = withheld.iter().map(|p| p.display().to_string()).collect();
+    names.sort();
+    names.dedup();
+    Some(ToolContent::Text(format!(
+        "({} not searched: {} withheld because it holds credentials; to let tools read one, add an allow rule naming it, e.g. `Read({})`, to your user settings or pass it with --allowedTools)",
+        names.len(),
+        names.join(", "),
+        names[0],
+    )))
 }
 
 wasi_view!(ToolState);
@@ -600,6 +619,7 @@ impl ToolComponent {
                     shells,
                     searchable,
                     config,
+                    withheld: Vec::new(),
                 },
                 move |store| Box::pin(async move { pre.instantiate(store).await }),
                 f,

@@ -1,7 +1,10 @@
 //! `carapace:tool@0.3.0`: the binding, and its mapping onto host types.
 
 use super::ToolState;
-use super::{CallContext, ToolAnnotations, ToolDefinition, ToolFailure, ToolOutput};
+use super::{
+    CallContext, ToolAnnotations, ToolContent as ToolOutputContent, ToolDefinition, ToolFailure,
+    ToolOutput,
+};
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -60,14 +63,19 @@ pub(super) async fn call(
     };
     let answer = plugin
         .carapace_tool_tool_provider()
-        .call_call(store, tool, input, &context)
+        .call_call(&mut *store, tool, input, &context)
         .await?;
     Ok(match answer {
-        Ok(output) => Ok(ToolOutput {
-            content: output.content.into_iter().map(content).collect(),
-            is_error: output.is_error,
-            structured: output.structured,
-        }),
+        Ok(output) => {
+            let mut content: Vec<ToolOutputContent> =
+                output.content.into_iter().map(content).collect();
+            content.extend(super::withheld_note(&store.data().withheld));
+            Ok(ToolOutput {
+                content,
+                is_error: output.is_error,
+                structured: output.structured,
+            })
+        }
         Err(types::CallError::InvalidInput(m)) => Err(ToolFailure::InvalidInput(m)),
         Err(types::CallError::Failed(m)) => Err(ToolFailure::Failed(m)),
     })
@@ -84,6 +92,11 @@ impl search::Host for ToolState {
     async fn grep(&mut self, request: search::GrepRequest) -> Result<search::GrepOutcome, String> {
         use crate::search::GrepMode;
         let path = request.path.clone();
+        let withheld = self.searchable.withholding.clone().map(|w| {
+            crate::search::Withheld(std::sync::Arc::new(move |p: &std::path::Path| {
+                w.withheld(p).is_some()
+            }))
+        });
         let run = move |root, cancel: &crate::search::Cancel| {
             let request = crate::search::GrepRequest {
                 root,
@@ -100,10 +113,12 @@ impl search::Host for ToolState {
                 },
                 before: request.before as usize,
                 after: request.after as usize,
+                withheld,
             };
             crate::search::grep(&request, cancel)
         };
         let outcome = super::host_impl::search(self, &path, run).await?;
+        self.withheld.extend(outcome.withheld);
         let (named, unlisted) = utf8_named(outcome.files, |f| &f.path);
         Ok(search::GrepOutcome {
             files: named

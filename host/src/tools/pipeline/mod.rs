@@ -211,7 +211,7 @@ impl ToolPipeline {
         });
         let next = Arc::new(self.policy().with_rules(RuleSet::new(all)));
         if let Some(live) = &self.read_denials {
-            live.update(next.rules());
+            live.update(next.rules(), next.withheld());
         }
         match self.policy.write() {
             Ok(mut held) => *held = next,

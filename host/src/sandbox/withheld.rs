@@ -1,0 +1,211 @@
+//! Credential files: what no tool reads, in any mode, unless the user's
+//! own settings name the file. Judged by name (`.env`, private keys,
+//! package-manager tokens, the cloud tools' folders in the home directory,
+//! and what settings add) and, where a name does not say, by content (a
+//! PEM private-key block).
+//!
+//! This is the table; who may read one anyway is the policy's to say, and
+//! it hands the answer down as a [`Withholding`] with each grant.
+
+pub use crate::search::holds_private_key;
+use std::path::{Path, PathBuf};
+
+/// Names that hold credentials wherever they are.
+const NAMES: &[(&str, &str)] = &[
+    (".npmrc", "npm's registry tokens"),
+    (".pypirc", "PyPI upload credentials"),
+    (".netrc", "login credentials"),
+    ("_netrc", "login credentials"),
+    (".git-credentials", "git's stored credentials"),
+];
+
+/// Suffixes of `.env.*` files that are templates, not secrets.
+const TEMPLATES: &[&str] = &[
+    "example", "sample", "template", "dist", "defaults", "schema",
+];
+
+/// Paths under the home directory that hold credentials (a folder
+/// withholds everything inside it).
+pub const HOME_CREDENTIALS: &[(&str, &str)] = &[
+    (".aws", "the AWS tools' credentials"),
+    (".ssh", "ssh keys"),
+    (".config/gcloud", "Google Cloud credentials"),
+    (".azure", "Azure credentials"),
+    (".kube/config", "Kubernetes credentials"),
+    (".docker/config.json", "registry credentials"),
+];
+
+/// Why a file is withheld, and what an allow rule must name to read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WithheldFile {
+    /// What it holds, in words.
+    pub holds: String,
+    /// The file, or the folder it lies in that is withheld whole: an allow
+    /// rule must name this path or one below it.
+    pub root: PathBuf,
+}
+
+/// The credential files of one session: the table, the home directory it
+/// is read against, and the paths settings add
+/// (`sandbox.credentials.files`).
+#[derive(Debug, Clone, Default)]
+pub struct CredentialFiles {
+    home: PathBuf,
+    added: Vec<PathBuf>,
+}
+
+impl CredentialFiles {
+    pub fn new(home: &Path, added: Vec<PathBuf>) -> Self {
+        Self {
+            home: home.to_path_buf(),
+            added,
+        }
+    }
+
+    /// The folders and files withheld by where they are (not by name):
+    /// the home directory's credential paths and what settings add.
+    pub fn anchored(&self) -> Vec<PathBuf> {
+        HOME_CREDENTIALS
+            .iter()
+            .map(|(p, _)| self.home.join(p))
+            .chain(self.added.iter().cloned())
+            .collect()
+    }
+
+    /// Why `path` (absolute, links resolved) is withheld by its path, or
+    /// `None`.
+    pub fn by_path(&self, path: &Path) -> Option<WithheldFile> {
+        for added in &self.added {
+            if path.starts_with(added) {
+                return Some(WithheldFile {
+                    holds: "a credential your settings name (sandbox.credentials.files)".into(),
+                    root: added.clone(),
+                });
+            }
+        }
+        for (rel, holds) in HOME_CREDENTIALS {
+            let root = self.home.join(rel);
+            if path.starts_with(&root) {
+                return Some(WithheldFile {
+                    holds: (*holds).to_string(),
+                    root,
+                });
+            }
+        }
+        let name = path.file_name()?.to_str()?;
+        name_holds(name).map(|holds| WithheldFile {
+            holds: holds.to_string(),
+            root: path.to_path_buf(),
+        })
+    }
+
+    /// Whether a folder may hold a withheld path below it by where it is
+    /// (names can be anywhere; this is for the anchored ones).
+    pub fn holds_anchored(&self, dir: &Path) -> bool {
+        self.anchored().iter().any(|p| p.starts_with(dir))
+    }
+}
+
+/// What a file of this name holds, when its name says it holds
+/// credentials. Compared without regard to case (case-insensitive file
+/// systems exist).
+pub fn name_holds(name: &str) -> Option<&'static str> {
+    let lower = name.to_ascii_lowercase();
+    if let Some((_, holds)) = NAMES.iter().find(|(n, _)| *n == lower) {
+        return Some(holds);
+    }
+    if lower == ".env" {
+        return Some("environment secrets");
+    }
+    if let Some(suffix) = lower.strip_prefix(".env.") {
+        let template = suffix.split('.').any(|part| TEMPLATES.contains(&part));
+        return (!template).then_some("environment secrets");
+    }
+    if lower.ends_with(".pem") || lower.ends_with(".key") {
+        return Some("a key or certificate");
+    }
+    // ssh's key names (`id_rsa`, `id_ed25519_sk`), not their `.pub` halves
+    // nor source files that happen to start so (`id_map.rs`).
+    if let Some(rest) = lower.strip_prefix("id_")
+        && !rest.is_empty()
+        && !rest.contains('.')
+    {
+        return Some("an ssh private key");
+    }
+    None
+}
+
+/// Whether the file at `path` holds a private-key block (read whole; a
+/// file that cannot be read holds nothing readable).
+pub fn file_holds_private_key(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|bytes| holds_private_key(&bytes))
+}
+
+/// What a grant carries down to the host functions that list or search a
+/// granted tree: which files inside it the call may not read.
+pub trait Withholding: Send + Sync + std::fmt::Debug {
+    /// Why `path` is withheld from this call, or `None`.
+    fn withheld(&self, path: &Path) -> Option<WithheldFile>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_hold_credentials_and_names_that_do_not() {
+        for name in [
+            ".env",
+            ".ENV",
+            ".env.local",
+            ".env.production",
+            "id_rsa",
+            "id_ed25519",
+            "server.pem",
+            "tls.key",
+            ".npmrc",
+            ".pypirc",
+            ".netrc",
+            ".git-credentials",
+        ] {
+            assert!(name_holds(name).is_some(), "{name}");
+        }
+        for name in [
+            ".env.example",
+            ".env.sample",
+            ".env.local.template",
+            "id_rsa.pub",
+            "id_map.rs",
+            "env.rs",
+            "README.md",
+            ".envrc",
+            "keys.txt",
+        ] {
+            assert!(name_holds(name).is_none(), "{name}");
+        }
+    }
+
+    #[test]
+    fn home_folders_and_added_paths_are_withheld_whole() {
+        let files = CredentialFiles::new(Path::new("/h"), vec![PathBuf::from("/srv/tokens")]);
+        let aws = files.by_path(Path::new("/h/.aws/credentials"));
+        assert_eq!(aws.map(|w| w.root), Some(PathBuf::from("/h/.aws")));
+        let added = files.by_path(Path::new("/srv/tokens/a"));
+        assert_eq!(added.map(|w| w.root), Some(PathBuf::from("/srv/tokens")));
+        assert!(files.by_path(Path::new("/h/.kube/cache/x")).is_none());
+        assert!(files.by_path(Path::new("/h/project/src/main.rs")).is_none());
+        assert!(files.holds_anchored(Path::new("/h")));
+        assert!(!files.holds_anchored(Path::new("/h/project")));
+    }
+
+    #[test]
+    fn a_private_key_block_is_found_by_content() {
+        let key = b"{\"private_key\": \"-----BEGIN PRIVATE KEY-----\\nMIIE...\"}";
+        assert!(holds_private_key(key));
+        assert!(holds_private_key(
+            b"x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n"
+        ));
+        assert!(!holds_private_key(b"-----BEGIN CERTIFICATE-----\nMII\n"));
+        assert!(!holds_private_key(b"-----BEGIN \n PRIVATE KEY----- later"));
+    }
+}

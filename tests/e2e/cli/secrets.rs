@@ -1,0 +1,303 @@
+//! Credential files are withheld from every tool in every mode: a project
+//! with a `.env`, an `.npmrc` token and a private key by content, a home
+//! with `~/.aws/credentials` and `~/.ssh/id_ed25519`, replayed turns trying
+//! each path through Read, Grep, Edit and commands. Nothing of them reaches
+//! the model with no settings; an allow rule naming the file in the user's
+//! settings (never the project's) makes one readable again.
+
+use super::*;
+use std::path::PathBuf;
+
+/// Each secret and the file that holds it, relative to the workspace
+/// (`~/` for the home directory).
+const SECRETS: &[(&str, &str)] = &[
+    (".env", "TOKEN=env-secret-111\n"),
+    (
+        ".npmrc",
+        "//registry.npmjs.org/:_authToken=npm-secret-222\n",
+    ),
+    (
+        "deploy/service.json",
+        "{\"private_key\": \"-----BEGIN PRIVATE KEY-----\\nkey-secret-555\\n-----END PRIVATE KEY-----\"}\n",
+    ),
+    (
+        "~/.aws/credentials",
+        "[default]\naws_secret_access_key = aws-secret-333\n",
+    ),
+    (
+        "~/.ssh/id_ed25519",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nssh-secret-444\n-----END OPENSSH PRIVATE KEY-----\n",
+    ),
+];
+
+const VALUES: &[&str] = &[
+    "env-secret-111",
+    "npm-secret-222",
+    "aws-secret-333",
+    "ssh-secret-444",
+    "key-secret-555",
+];
+
+struct Home {
+    _dirs: [tempfile::TempDir; 2],
+    ws: PathBuf,
+    home: PathBuf,
+}
+
+impl Home {
+    fn new() -> Result<Self, Box<dyn std::error::Error>> {
+        let dirs = [tempfile::tempdir()?, tempfile::tempdir()?];
+        let ws = std::fs::canonicalize(dirs[0].path())?;
+        let home = std::fs::canonicalize(dirs[1].path())?;
+        for (path, text) in SECRETS {
+            let at = match path.strip_prefix("~/") {
+                Some(rest) => home.join(rest),
+                None => ws.join(path),
+            };
+            if let Some(parent) = at.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(at, text)?;
+        }
+        std::fs::write(ws.join(".env.example"), "TOKEN=put-yours-here\n")?;
+        std::fs::write(ws.join("app.py"), "TOKEN = read_env('TOKEN')\n")?;
+        Ok(Home {
+            _dirs: dirs,
+            ws,
+            home,
+        })
+    }
+
+    fn path(&self, path: &str) -> String {
+        match path.strip_prefix("~/") {
+            Some(rest) => self.home.join(rest),
+            None => self.ws.join(path),
+        }
+        .display()
+        .to_string()
+    }
+
+    fn settings(&self, user: Value, project: Value) -> Result<(), Box<dyn std::error::Error>> {
+        for (dir, value) in [
+            (self.home.join(".claude"), user),
+            (self.ws.join(".claude"), project),
+        ] {
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join("settings.json"), value.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        replies: Vec<Reply>,
+        args: &[&str],
+    ) -> Result<(ScriptedServer, support::Run), Box<dyn std::error::Error>> {
+        let server = ScriptedServer::start(replies)?;
+        let output = support::against(&server, &self.ws)
+            .env("HOME", &self.home)
+            .env("CARAPACE_CONFIG_DIR", self.home.join(".carapace"))
+            .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
+            .arg("--trust-workspace")
+            .args(args)
+            .output()?;
+        Ok((server, support::Run::from_output(output)?))
+    }
+}
+
+fn read(id: &str, path: String) -> Block {
+    Block::tool_use(id, "Read", json!({"file_path": path}))
+}
+
+/// Everything the model was sent, and everything printed.
+fn seen(server: &ScriptedServer, run: &support::Run) -> String {
+    let sent: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["messages"].to_string())
+        .collect();
+    format!("{}\n{}", sent.join("\n"), run.stdout)
+}
+
+/// The tool result the model was sent for `id`.
+fn result_of(server: &ScriptedServer, id: &str) -> String {
+    for request in server.requests() {
+        for message in request.body["messages"].as_array().into_iter().flatten() {
+            for block in message["content"].as_array().into_iter().flatten() {
+                if block["tool_use_id"] == id {
+                    return block["content"].to_string();
+                }
+            }
+        }
+    }
+    String::new()
+}
+
+#[test]
+fn credential_files_are_withheld_from_every_tool_in_every_mode() -> TestResult {
+    for mode in ["default", "acceptEdits", "bypassPermissions"] {
+        let home = Home::new()?;
+        let mut calls: Vec<Block> = SECRETS
+            .iter()
+            .enumerate()
+            .map(|(i, (path, _))| read(&format!("toolu_read{i}"), home.path(path)))
+            .collect();
+        calls.push(Block::tool_use(
+            "toolu_grep",
+            "Grep",
+            json!({"pattern": "secret|put-yours|read_env", "path": home.ws.display().to_string(),
+                   "output_mode": "content"}),
+        ));
+        calls.push(Block::tool_use(
+            "toolu_edit",
+            "Write",
+            json!({"file_path": home.path(".env"), "content": "TOKEN=overwritten\n"}),
+        ));
+        calls.push(Block::tool_use(
+            "toolu_cat",
+            "Bash",
+            json!({"command": "cat .env ~/.aws/credentials"}),
+        ));
+        let (server, run) = home.run(
+            vec![Reply::tool_uses(calls), Reply::text("done")],
+            &["--permission-mode", mode],
+        )?;
+        assert_eq!(run.status, Some(0), "{mode}: {}", run.stderr);
+        let all = seen(&server, &run);
+        for value in VALUES {
+            assert!(!all.contains(value), "{mode}: {value} leaked");
+        }
+        for i in 0..SECRETS.len() {
+            let told = result_of(&server, &format!("toolu_read{i}"));
+            assert!(
+                told.contains("is withheld because it holds"),
+                "{mode}: {told}"
+            );
+        }
+        let told = result_of(&server, "toolu_read0");
+        assert!(
+            told.contains(&format!("Read(/{})", home.path(".env"))),
+            "{told}"
+        );
+        let grep = result_of(&server, "toolu_grep");
+        assert!(
+            grep.contains("not searched") && grep.contains(".npmrc"),
+            "{grep}"
+        );
+        assert!(grep.contains("service.json"), "found by content: {grep}");
+        // The control: what is not a credential is found as ever.
+        assert!(
+            grep.contains("put-yours-here") && grep.contains("read_env"),
+            "{grep}"
+        );
+        let edit = result_of(&server, "toolu_edit");
+        assert!(edit.contains("may not write"), "{mode}: {edit}");
+        assert_eq!(
+            std::fs::read_to_string(home.ws.join(".env"))?,
+            "TOKEN=env-secret-111\n"
+        );
+    }
+    Ok(())
+}
+
+/// A command the analysis cannot follow (an interpreter) reads the
+/// credential files as empty stand-ins (a withheld folder is empty), in
+/// bypassPermissions too; the control — the same command reading a
+/// template beside them — prints it.
+#[test]
+fn a_command_sees_empty_stand_ins_for_credential_files() -> TestResult {
+    let home = Home::new()?;
+    let script = "import sys\nfor p in sys.argv[1:]:\n    try: print(p, repr(open(p).read()))\n    except OSError as e: print(p, 'unreadable', e.errno)";
+    let command = format!(
+        "python3 -c \"{script}\" .env .npmrc {} {} .env.example",
+        home.path("~/.aws/credentials"),
+        home.path("~/.ssh/id_ed25519"),
+    );
+    let (server, run) = home.run(
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_py",
+                "Bash",
+                json!({"command": command}),
+            )]),
+            Reply::text("done"),
+        ],
+        &["--permission-mode", "bypassPermissions"],
+    )?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let told = result_of(&server, "toolu_py");
+    assert!(told.contains(".env ''"), "{told}");
+    // A folder withheld whole is an empty one: nothing is in it.
+    assert!(told.contains("credentials unreadable 2"), "{told}");
+    assert!(told.contains("id_ed25519 unreadable 2"), "{told}");
+    assert!(
+        told.contains("put-yours-here"),
+        "a template is not withheld: {told}"
+    );
+    for value in VALUES {
+        assert!(
+            !seen(&server, &run).contains(value),
+            "{value} leaked: {told}"
+        );
+    }
+    Ok(())
+}
+
+/// An allow rule naming the file in the user's settings (or on the command
+/// line) makes it readable — by Read and by a command; the same rule in the
+/// project's settings does not.
+#[test]
+fn an_allow_rule_of_the_users_own_names_a_credential_file_readable() -> TestResult {
+    for (user, project, flag, readable) in [
+        (json!({}), json!({}), None, false),
+        (
+            json!({}),
+            json!({"permissions": {"allow": ["Read(./.env)", "Read(~/.aws/**)"]}}),
+            None,
+            false,
+        ),
+        (
+            json!({"permissions": {"allow": ["Read(./.env)", "Read(~/.aws/**)"]}}),
+            json!({}),
+            None,
+            true,
+        ),
+        (
+            json!({}),
+            json!({}),
+            Some("Read(./.env),Read(~/.aws/**)"),
+            true,
+        ),
+    ] {
+        let home = Home::new()?;
+        home.settings(user.clone(), project.clone())?;
+        let calls = vec![
+            read("toolu_env", home.path(".env")),
+            read("toolu_aws", home.path("~/.aws/credentials")),
+            read("toolu_npm", home.path(".npmrc")),
+        ];
+        let mut args = vec!["--permission-mode", "bypassPermissions"];
+        if let Some(flag) = flag {
+            args.extend(["--allowedTools", flag]);
+        }
+        let (server, run) = home.run(vec![Reply::tool_uses(calls), Reply::text("done")], &args)?;
+        assert_eq!(run.status, Some(0), "{}", run.stderr);
+        let shown = |id| result_of(&server, id);
+        let case = format!("user {user}, project {project}, flag {flag:?}");
+        assert_eq!(
+            shown("toolu_env").contains("env-secret-111"),
+            readable,
+            "{case}"
+        );
+        assert_eq!(
+            shown("toolu_aws").contains("aws-secret-333"),
+            readable,
+            "{case}"
+        );
+        assert!(
+            !shown("toolu_npm").contains("npm-secret-222"),
+            "not named: {case}"
+        );
+    }
+    Ok(())
+}
