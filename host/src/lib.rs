@@ -20,6 +20,7 @@ pub mod policy;
 pub mod prompt;
 pub mod sandbox;
 pub mod search;
+pub mod secrets;
 pub mod session;
 pub mod settings;
 pub mod subagents;

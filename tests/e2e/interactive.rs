@@ -673,6 +673,30 @@ fn a_mentioned_file_is_read_through_the_rules_and_goes_with_the_message() -> Tes
     screen.exit()
 }
 
+/// `@.env` does not pull the file in with no settings (it is withheld);
+/// the control — the same mention with the file named by an allow rule
+/// on the command line — does.
+#[test]
+fn a_mentioned_credential_file_is_withheld_unless_a_rule_names_it() -> TestResult {
+    for (args, readable) in [(vec![], false), (vec!["--allowedTools", "Read(./.env)"], true)] {
+        let dir = workspace()?;
+        std::fs::write(dir.path().join(".env"), "TOKEN=hunter2\n")?;
+        let server = ScriptedServer::start(vec![Reply::text("read it")])?;
+        let mut screen = Screen::open(&server, dir.path(), &args)?;
+        screen.wait_for("> ")?;
+        screen.send("check @.env")?;
+        screen.wait_for("read it")?;
+        let requests = server.requests();
+        let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
+        assert_eq!(sent.contains("hunter2"), readable, "{args:?}: {sent}");
+        if !readable {
+            assert!(sent.contains("withheld because it holds"), "{sent}");
+        }
+        screen.exit()?;
+    }
+    Ok(())
+}
+
 #[test]
 fn background_shells_show_with_their_state() -> TestResult {
     let dir = workspace()?;

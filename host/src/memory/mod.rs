@@ -17,8 +17,8 @@
 //! [`DEADLINE`]; the session then drops what a Read deny rule covers
 //! ([`Memory::retain_readable`]).
 //!
-//! Imports only the sandbox's table of credential files (no import pulls
-//! one in): a leaf every folder above may use.
+//! Imports only `secrets` (no import pulls a credential file in): a leaf
+//! every folder above may use.
 
 mod attach;
 mod imports;
@@ -133,7 +133,7 @@ impl Memory {
     pub fn load(places: &MemoryPlaces, sources: MemorySources) -> Self {
         let mut loader = Loader {
             cwd: std::fs::canonicalize(&places.cwd).unwrap_or_else(|_| places.cwd.clone()),
-            credentials: crate::sandbox::CredentialFiles::new(
+            credentials: crate::secrets::CredentialFiles::new(
                 &std::fs::canonicalize(&places.home).unwrap_or_else(|_| places.home.clone()),
                 Vec::new(),
             ),
@@ -247,7 +247,7 @@ struct Loader {
     /// The working directory, with links resolved.
     cwd: PathBuf,
     /// The credential files no import pulls in.
-    credentials: crate::sandbox::CredentialFiles,
+    credentials: crate::secrets::CredentialFiles,
     /// Bytes of text loaded so far.
     total: usize,
     started: Option<std::time::Instant>,
@@ -361,7 +361,7 @@ impl Loader {
         if let Some(found) = self.credentials.by_path(real) {
             return Some(format!("it is withheld because it holds {}", found.holds));
         }
-        if crate::sandbox::file_holds_private_key(real) {
+        if crate::secrets::file_holds_private_key(real) {
             return Some("it is withheld because it holds a private key".into());
         }
         if matches!(kind, MemoryKind::User | MemoryKind::Managed) {

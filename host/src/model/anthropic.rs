@@ -121,7 +121,7 @@ impl AnthropicModel {
             .header("anthropic-version", API_VERSION)
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
-            .body(request.body_text());
+            .body(self.without_credential(request.body_text()));
         let mut betas = self.betas.clone();
         if request.task_budget.is_some() && !betas.iter().any(|b| b == TASK_BUDGET_BETA) {
             betas.push(TASK_BUDGET_BETA.to_string());
@@ -241,6 +241,27 @@ where
             }
         }
     })
+}
+
+impl AnthropicModel {
+    /// The request's body with the client's own credential replaced: it
+    /// belongs in the header, and a body holding it (a tool's result, a
+    /// prompt) must not carry it to the model.
+    fn without_credential(&self, body: String) -> String {
+        let (name, value) = match &self.credential {
+            Credential::ApiKey(key) => ("ANTHROPIC_API_KEY", key),
+            Credential::BearerToken(token) => ("ANTHROPIC_AUTH_TOKEN", token),
+        };
+        let mut redactor = crate::secrets::own_credentials().clone();
+        redactor.add(name, value.clone());
+        match redactor.redact(&body) {
+            Some((clean, found)) => {
+                tracing::warn!(?found, "a secret was replaced in a request's body");
+                clean
+            }
+            None => body,
+        }
+    }
 }
 
 impl Model for AnthropicModel {

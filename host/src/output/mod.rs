@@ -213,6 +213,10 @@ impl<W: Write + Send> Printer<W> {
         if self.write_failed {
             return;
         }
+        // The last line: a hook's printed output, a prompt echoed back —
+        // no credential of carapace's reaches the stream.
+        let cleaned = crate::secrets::own_credentials().redact(text);
+        let text = cleaned.as_ref().map_or(text, |(clean, _)| clean.as_str());
         let written = writeln!(self.out, "{text}").and_then(|()| self.out.flush());
         if let Err(e) = written {
             // A closed stdout (a pipe whose reader left) must not end the

@@ -18,7 +18,8 @@ use super::verdict::{
     Verdict, ask, deny,
 };
 use super::withheld::Withheld;
-use crate::sandbox::{Capability, CredentialFiles, Grant, HostPattern};
+use crate::sandbox::{Capability, Grant, HostPattern};
+use crate::secrets::CredentialFiles;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

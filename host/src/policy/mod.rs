@@ -11,7 +11,7 @@
 //! The policy never grants more than a call asked for, never anything outside
 //! the ceiling, and never the model's credentials.
 //!
-//! Imports: `files`, `sandbox` — folders below it; nothing that imports it.
+//! Imports: `files`, `sandbox`, `secrets` — folders below it; nothing that imports it.
 
 mod audit;
 pub mod bash;

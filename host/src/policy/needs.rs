@@ -173,6 +173,7 @@ impl Policy {
             );
         }
         self.command_denied(&analysis)
+            .or_else(|| self.command_withheld(command))
             .or_else(|| self.command_asked(&analysis))
             .or_else(|| match mode {
                 PermissionMode::BypassPermissions => Some(Need::Allow(Basis::of(BasisKind::Mode))),

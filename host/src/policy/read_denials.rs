@@ -141,6 +141,21 @@ impl ReadDenials {
     }
 }
 
+/// Folders filled by tools, not by the user — installed packages, build
+/// output, version control's store — where a user's credentials do not
+/// live: not entered when credential files are looked for (they often hold
+/// most of a tree's entries).
+const NOT_SEARCHED_FOR_CREDENTIALS: &[&str] = &[
+    "node_modules",
+    "target",
+    "__pycache__",
+    ".venv",
+    ".git",
+    ".hg",
+    ".svn",
+    ".jj",
+];
+
 /// The credential files a command would find: the anchored ones (the
 /// home directory's, what settings add) and, under the command's working
 /// and write roots, every file whose name says it holds credentials and
@@ -165,7 +180,7 @@ fn withheld_for_commands(
                 .path
                 .file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| crate::sandbox::name_holds(n).is_some());
+                .is_some_and(|n| crate::secrets::name_holds(n).is_some());
             if named && withheld.judge(entry.path, false).is_some() {
                 if entry.is_link() {
                     // What a link names is hidden where it points.
@@ -177,7 +192,12 @@ fn withheld_for_commands(
                 }
                 return Visit::Skip;
             }
-            if entry.is_dir() {
+            let package_dir = entry.path.file_name().is_some_and(|n| {
+                NOT_SEARCHED_FOR_CREDENTIALS
+                    .iter()
+                    .any(|skip| n == std::ffi::OsStr::new(skip))
+            });
+            if entry.is_dir() && !package_dir {
                 Visit::Descend
             } else {
                 Visit::Skip

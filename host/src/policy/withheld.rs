@@ -11,7 +11,7 @@ use super::needs::Resolved;
 use super::paths::{Visit, walk_tree};
 use super::rules::{Family, Rule, RuleKind, RuleSet, SourceKind, Specifier, ToolMatcher};
 use super::verdict::{Basis, BasisKind, Need};
-use crate::sandbox::{CredentialFiles, WithheldFile, Withholding, file_holds_private_key};
+use crate::secrets::{CredentialFiles, WithheldFile, Withholding, file_holds_private_key};
 use std::path::{Path, PathBuf};
 
 /// Bytes of a file read for a private-key block before it is read by a
@@ -203,6 +203,33 @@ impl Policy {
             }
             _ => None,
         }
+    }
+
+    /// A command line that names a credential file (an existing one, by
+    /// any word of it, `~/` and relative paths read from the working
+    /// directory) is refused in every mode: the sandbox hides those under
+    /// the working directories, this catches the rest of the disk.
+    pub(super) fn command_withheld(&self, line: &str) -> Option<Need> {
+        let cwd = self.working_dirs.first()?;
+        let words = line.split(|c: char| {
+            c.is_whitespace() || matches!(c, '<' | '>' | '|' | ';' | '&' | '(' | ')' | '\'' | '"' | '=' | '`')
+        });
+        for word in words.filter(|w| !w.is_empty()) {
+            let path = match word.strip_prefix("~/") {
+                Some(rest) => self.home.join(rest),
+                None => cwd.join(word),
+            };
+            let Ok(real) = std::fs::canonicalize(&path) else {
+                continue;
+            };
+            if let Some(found) = self.withheld.judge(&real, false) {
+                return Some(Need::Deny(
+                    self.withheld.refusal("The command", &path, &found, false),
+                    Basis::of(BasisKind::Secret),
+                ));
+            }
+        }
+        None
     }
 
     /// A withheld file inside `dir` (or holding it), or why the tree could

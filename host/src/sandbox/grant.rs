@@ -21,7 +21,7 @@
 use super::bound::{self, BoundError, FileId};
 use super::hosts::HostPattern;
 use super::staging::{StagingDir, StagingPool};
-use super::withheld::Withholding;
+use crate::secrets::Withholding;
 use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;

@@ -11,7 +11,7 @@
 //! grant did not name. The API key and the host's environment never reach a
 //! guest.
 //!
-//! Imports: `files`, `search` — folders below it; nothing that imports it.
+//! Imports: `files`, `search`, `secrets` — folders below it; nothing that imports it.
 
 mod bound;
 mod cache;
@@ -27,7 +27,6 @@ pub mod process;
 mod procfs;
 mod staging;
 mod tool;
-mod withheld;
 
 pub(crate) use bound::facts as file_facts;
 pub use bound::{BoundError, FileFacts, FileId};
@@ -50,10 +49,7 @@ pub use tool::{
     ReadLedger, SUPPORTED_CONTRACTS, ToolAnnotations, ToolComponent, ToolContent, ToolDefinition,
     ToolFailure, ToolInvocation, ToolOutput,
 };
-pub use withheld::{
-    CredentialFiles, HOME_CREDENTIALS, WithheldFile, Withholding, file_holds_private_key,
-    holds_private_key, name_holds,
-};
+
 
 use std::time::Duration;
 

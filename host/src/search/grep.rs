@@ -3,7 +3,7 @@
 //! skipped) and its matcher and searcher, on every core.
 
 use super::confine::{Root, confined, parent_ignore_files};
-use super::{Cancel, MAX_COLUMNS, SearchError, holds_private_key, modified_ns, overrides, threads};
+use super::{Cancel, MAX_COLUMNS, SearchError, modified_ns, overrides, threads};
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
@@ -16,6 +16,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// search stops and says its result is incomplete (more than a model could
 /// be shown many times over).
 const MAX_KEPT_BYTES: usize = 32 << 20;
+
+/// Files up to this size are read whole when they must also be checked for
+/// a private key (one read for both); larger ones stream.
+const WHOLE_READ_LIMIT: u64 = 16 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GrepMode {
@@ -51,9 +55,13 @@ pub struct GrepRequest {
 }
 
 /// Which files of a tree a search skips (the caller's judgement: this
-/// folder imports none).
+/// folder imports none): by the path, before the file is opened, and by
+/// the content of a file that matched.
 #[derive(Clone)]
-pub struct Withheld(pub std::sync::Arc<dyn Fn(&Path) -> bool + Send + Sync>);
+pub struct Withheld {
+    pub by_path: std::sync::Arc<dyn Fn(&Path) -> bool + Send + Sync>,
+    pub by_content: fn(&[u8]) -> bool,
+}
 
 impl std::fmt::Debug for Withheld {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -200,6 +208,7 @@ impl Search<'_> {
     fn walk(&self, walk: ignore::WalkParallel) {
         walk.run(|| {
             let mut searcher = self.searcher();
+            let mut buffer = Vec::new();
             Box::new(move |entry| {
                 if self.cancel.is_cancelled() {
                     return WalkState::Quit;
@@ -207,7 +216,7 @@ impl Search<'_> {
                 if let Ok(entry) = entry
                     && entry.file_type().is_some_and(|t| t.is_file())
                 {
-                    self.search_file(&mut searcher, entry.path());
+                    self.search_file(&mut searcher, &mut buffer, entry.path());
                 }
                 WalkState::Continue
             })
@@ -216,11 +225,11 @@ impl Search<'_> {
 
     fn one(&self, path: &Path) {
         let mut searcher = self.searcher();
-        self.search_file(&mut searcher, path);
+        self.search_file(&mut searcher, &mut Vec::new(), path);
     }
 
-    fn search_file(&self, searcher: &mut Searcher, path: &Path) {
-        if self.request.withheld.as_ref().is_some_and(|w| (w.0)(path)) {
+    fn search_file(&self, searcher: &mut Searcher, buffer: &mut Vec<u8>, path: &Path) {
+        if self.request.withheld.as_ref().is_some_and(|w| (w.by_path)(path)) {
             self.withhold(path);
             return;
         }
@@ -234,18 +243,35 @@ impl Search<'_> {
             count: 0,
             lines: Vec::new(),
         };
-        if searcher
-            .search_file(&self.matcher, &file, &mut sink)
-            .is_err()
-            || sink.count == 0
-        {
+        let content_check = self.request.withheld.as_ref().map(|w| w.by_content);
+        let searched = match content_check {
+            // Read once, searched and checked for a private key from the
+            // same bytes (a file this large is searched as it streams, and
+            // read again only if it matched).
+            Some(_) if file.metadata().is_ok_and(|m| m.len() <= WHOLE_READ_LIMIT) => {
+                buffer.clear();
+                let read = std::io::Read::read_to_end(&mut &file, buffer);
+                read.is_ok() && searcher.search_slice(&self.matcher, buffer, &mut sink).is_ok()
+            }
+            _ => {
+                buffer.clear();
+                searcher.search_file(&self.matcher, &file, &mut sink).is_ok()
+            }
+        };
+        if !searched || sink.count == 0 {
             return;
         }
-        // Only a file that matched is read again for a private key: the
-        // check costs nothing where nothing would be shown.
-        if self.request.withheld.is_some() && self.holds_private_key(path) {
-            self.withhold(path);
-            return;
+        // Only a file that matched is checked for a private key: the check
+        // costs nothing where nothing would be shown.
+        if let Some(by_content) = content_check {
+            let holds = match buffer.is_empty() {
+                false => by_content(buffer),
+                true => self.holds_secret(path, by_content),
+            };
+            if holds {
+                self.withhold(path);
+                return;
+            }
         }
         let modified = file.metadata().map_or(0, |m| modified_ns(&m));
         let found = GrepFile {
@@ -265,11 +291,11 @@ impl Search<'_> {
         }
     }
 
-    fn holds_private_key(&self, path: &Path) -> bool {
+    fn holds_secret(&self, path: &Path, by_content: fn(&[u8]) -> bool) -> bool {
         use std::io::Read;
         let mut bytes = Vec::new();
         match self.root.open_file(path) {
-            Ok(mut file) => file.read_to_end(&mut bytes).is_err() || holds_private_key(&bytes),
+            Ok(mut file) => file.read_to_end(&mut bytes).is_err() || by_content(&bytes),
             // Unreadable now: not shown either way.
             Err(_) => true,
         }

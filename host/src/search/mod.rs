@@ -64,22 +64,6 @@ pub const MAX_GLOBS: usize = 256;
 /// The memory a compiled regular expression (and its lazy DFA) may use.
 pub const REGEX_SIZE_LIMIT: usize = 32 << 20;
 
-/// Whether `bytes` hold a PEM private-key block
-/// (`-----BEGIN … PRIVATE KEY-----`).
-pub fn holds_private_key(bytes: &[u8]) -> bool {
-    const BEGIN: &[u8] = b"-----BEGIN ";
-    let finder = memchr::memmem::Finder::new(BEGIN);
-    for start in finder.find_iter(bytes) {
-        let rest = &bytes[start + BEGIN.len()..];
-        let line = &rest[..rest.len().min(64)];
-        let end = line.iter().position(|b| *b == b'\n').unwrap_or(line.len());
-        if memchr::memmem::find(&line[..end], b"PRIVATE KEY-----").is_some() {
-            return true;
-        }
-    }
-    false
-}
-
 /// Refuses a pattern past [`MAX_PATTERN_BYTES`].
 fn bounded(what: &'static str, pattern: &str) -> Result<(), SearchError> {
     if pattern.len() > MAX_PATTERN_BYTES {

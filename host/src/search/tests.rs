@@ -292,9 +292,10 @@ fn grep_skips_and_names_withheld_files() -> Result<(), Box<dyn std::error::Error
     let mut asked = request(&root, "TOKEN", GrepMode::Files);
     let open = grep(&asked, &Cancel::default())?;
     assert_eq!(names(&root, &open), [".env", "keys/k.txt", "src/a.rs"]);
-    asked.withheld = Some(Withheld(std::sync::Arc::new(|p: &Path| {
-        p.file_name().is_some_and(|n| n == ".env")
-    })));
+    asked.withheld = Some(Withheld {
+        by_path: std::sync::Arc::new(|p: &Path| p.file_name().is_some_and(|n| n == ".env")),
+        by_content: |bytes| String::from_utf8_lossy(bytes).contains("PRIVATE KEY-----"),
+    });
     let found = grep(&asked, &Cancel::default())?;
     assert_eq!(names(&root, &found), ["src/a.rs"]);
     assert_eq!(found.withheld, [root.join(".env"), root.join("keys/k.txt")]);

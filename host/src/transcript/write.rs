@@ -189,8 +189,7 @@ impl Transcript {
         let mut guard = self.lock();
         let (target, _) = &mut *guard;
         let Some(target) = target else { return Ok(()) };
-        let lines: Vec<Vec<u8>> = lines.iter().map(encode).collect();
-        target.append(&lines).map_err(io(&self.label))
+        target.append(&encoded(lines)).map_err(io(&self.label))
     }
 }
 
@@ -375,8 +374,7 @@ fn append(target: &mut Target, written: &mut Written, label: &Path, lines: Vec<V
     if written.failed || lines.is_empty() {
         return;
     }
-    let lines: Vec<Vec<u8>> = lines.iter().map(encode).collect();
-    if let Err(e) = handle.append(&lines) {
+    if let Err(e) = handle.append(&encoded(lines)) {
         written.failed = true;
         written.failures_said += 1;
         eprintln!(
@@ -390,6 +388,22 @@ fn append(target: &mut Target, written: &mut Written, label: &Path, lines: Vec<V
         }
         *target = None;
     }
+}
+
+/// The lines as written: each cleaned of carapace's own credentials (the
+/// last line: none reaches the disk), then encoded.
+fn encoded(lines: Vec<Value>) -> Vec<Vec<u8>> {
+    let redactor = crate::secrets::own_credentials();
+    lines
+        .into_iter()
+        .map(|mut line| {
+            let found = redactor.redact_json(&mut line);
+            if !found.is_empty() {
+                tracing::warn!(?found, "a secret was replaced in a transcript line");
+            }
+            encode(&line)
+        })
+        .collect()
 }
 
 fn encode(line: &Value) -> Vec<u8> {

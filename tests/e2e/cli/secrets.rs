@@ -24,6 +24,7 @@ const SECRETS: &[(&str, &str)] = &[
         "~/.aws/credentials",
         "[default]\naws_secret_access_key = aws-secret-333\n",
     ),
+    ("~/proj2/.env", "TOKEN=other-secret-666\n"),
     (
         "~/.ssh/id_ed25519",
         "-----BEGIN OPENSSH PRIVATE KEY-----\nssh-secret-444\n-----END OPENSSH PRIVATE KEY-----\n",
@@ -36,6 +37,7 @@ const VALUES: &[&str] = &[
     "aws-secret-333",
     "ssh-secret-444",
     "key-secret-555",
+    "other-secret-666",
 ];
 
 struct Home {
@@ -158,6 +160,12 @@ fn credential_files_are_withheld_from_every_tool_in_every_mode() -> TestResult {
             "Bash",
             json!({"command": "cat .env ~/.aws/credentials"}),
         ));
+        // Outside the working directory, where no stand-in covers it.
+        calls.push(Block::tool_use(
+            "toolu_cat_other",
+            "Bash",
+            json!({"command": format!("cat < {}", home.path("~/proj2/.env"))}),
+        ));
         let (server, run) = home.run(
             vec![Reply::tool_uses(calls), Reply::text("done")],
             &["--permission-mode", mode],
@@ -190,6 +198,8 @@ fn credential_files_are_withheld_from_every_tool_in_every_mode() -> TestResult {
             grep.contains("put-yours-here") && grep.contains("read_env"),
             "{grep}"
         );
+        let other = result_of(&server, "toolu_cat_other");
+        assert!(other.contains("is withheld because it holds"), "{mode}: {other}");
         let edit = result_of(&server, "toolu_edit");
         assert!(edit.contains("may not write"), "{mode}: {edit}");
         assert_eq!(
@@ -207,12 +217,21 @@ fn credential_files_are_withheld_from_every_tool_in_every_mode() -> TestResult {
 #[test]
 fn a_command_sees_empty_stand_ins_for_credential_files() -> TestResult {
     let home = Home::new()?;
-    let script = "import sys\nfor p in sys.argv[1:]:\n    try: print(p, repr(open(p).read()))\n    except OSError as e: print(p, 'unreadable', e.errno)";
-    let command = format!(
-        "python3 -c \"{script}\" .env .npmrc {} {} .env.example",
+    // The command names none of them (a script reads a list), so only the
+    // sandbox's stand-ins stand between it and the files.
+    let targets = [
+        ".env".to_string(),
+        ".npmrc".to_string(),
         home.path("~/.aws/credentials"),
         home.path("~/.ssh/id_ed25519"),
-    );
+        ".env.example".to_string(),
+    ];
+    std::fs::write(home.ws.join("targets.txt"), targets.join("\n"))?;
+    std::fs::write(
+        home.ws.join("probe.py"),
+        "for p in open('targets.txt').read().split():\n    try: print(p, repr(open(p).read()))\n    except OSError as e: print(p, 'unreadable', e.errno)\n",
+    )?;
+    let command = "python3 probe.py".to_string();
     let (server, run) = home.run(
         vec![
             Reply::tool_uses(vec![Block::tool_use(
@@ -275,6 +294,11 @@ fn an_allow_rule_of_the_users_own_names_a_credential_file_readable() -> TestResu
             read("toolu_env", home.path(".env")),
             read("toolu_aws", home.path("~/.aws/credentials")),
             read("toolu_npm", home.path(".npmrc")),
+            Block::tool_use(
+                "toolu_py",
+                "Bash",
+                json!({"command": "python3 -c \"print(open('.env').read())\""}),
+            ),
         ];
         let mut args = vec!["--permission-mode", "bypassPermissions"];
         if let Some(flag) = flag {
@@ -299,5 +323,72 @@ fn an_allow_rule_of_the_users_own_names_a_credential_file_readable() -> TestResu
             "not named: {case}"
         );
     }
+    Ok(())
+}
+
+/// carapace's own API key, met in a file the model reads, a command's
+/// output and a hook's words, is replaced by a marker naming it before the
+/// model, the stream or the transcript sees it; a value of the same shape
+/// that is no secret of carapace's (the control) passes untouched.
+#[test]
+fn the_api_key_is_redacted_wherever_it_would_reach_the_model_or_the_disk() -> TestResult {
+    const KEY: &str = "sk-ant-redact-test-0123456789";
+    const OTHER: &str = "sk-ant-other-9876543210";
+    let home = Home::new()?;
+    std::fs::write(
+        home.ws.join("notes.sh"),
+        format!("export ANTHROPIC_API_KEY={KEY}\nexport OTHER={OTHER}\n"),
+    )?;
+    let hook = format!(
+        "echo '{{\"hookSpecificOutput\": {{\"hookEventName\": \"UserPromptSubmit\", \"additionalContext\": \"the key is {KEY}\"}}}}'"
+    );
+    home.settings(
+        json!({}),
+        json!({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": hook}]}]}}),
+    )?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![
+            read("toolu_read", home.path("notes.sh")),
+            Block::tool_use("toolu_cat", "Bash", json!({"command": "cat notes.sh"})),
+        ]),
+        Reply::text("done"),
+    ])?;
+    let output = support::against(&server, &home.ws)
+        .env("HOME", &home.home)
+        .env("CARAPACE_CONFIG_DIR", home.home.join(".carapace"))
+        .env("ANTHROPIC_API_KEY", KEY)
+        .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
+        .args(["--trust-workspace", "--permission-mode", "bypassPermissions"])
+        .arg("--include-hook-events")
+        .output()?;
+    let run = support::Run::from_output(output)?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let all = seen(&server, &run);
+    assert!(!all.contains(KEY), "the key leaked: {all}");
+    assert!(all.contains(OTHER), "the control was changed: {all}");
+    for id in ["toolu_read", "toolu_cat"] {
+        let told = result_of(&server, id);
+        assert!(told.contains("[REDACTED: ANTHROPIC_API_KEY]"), "{id}: {told}");
+    }
+    let first = server.requests()[0].body["messages"].to_string();
+    assert!(first.contains("the key is [REDACTED: ANTHROPIC_API_KEY]"), "{first}");
+    let mut stack = vec![home.home.join(".carapace")];
+    let mut transcripts = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)?.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                let text = std::fs::read_to_string(&path)?;
+                assert!(!text.contains(KEY), "{}: {text}", path.display());
+                if text.contains("toolu_read") && path.to_string_lossy().contains("projects") {
+                    transcripts += 1;
+                    assert!(text.contains(OTHER), "the control: {}", path.display());
+                }
+            }
+        }
+    }
+    assert!(transcripts > 0, "no transcript was written");
     Ok(())
 }

@@ -308,3 +308,47 @@ async fn a_tree_grant_that_would_expose_a_credential_file() -> TestResult {
     assert!(worked(&weak, 0), "{weak:?}");
     Ok(())
 }
+
+/// A plugin asking to read a credential file by name — `.env` and a key
+/// found by its content, under other spellings too (`./`, a link) — is
+/// refused in bypassPermissions with no rules; the weakened control, an
+/// allow rule of the user's naming the file, lets it read.
+#[tokio::test]
+async fn a_plugin_reading_a_credential_file() -> TestResult {
+    let w = world()?;
+    std::fs::write(w.ws.join(".env"), "TOKEN=ENV_SECRET")?;
+    std::fs::write(
+        w.ws.join("deploy.json"),
+        "{\"k\": \"-----BEGIN PRIVATE KEY-----\\nKEY_SECRET\"}",
+    )?;
+    std::os::unix::fs::symlink(w.ws.join(".env"), w.ws.join("config.txt"))?;
+    for target in [".env", "./.env", "config.txt", "deploy.json"] {
+        let path = format!("{}/{target}", w.ws.display());
+        let input = probe(
+            json!([need("read-file", &path)]),
+            json!([{"op": "read", "path": path}]),
+        );
+        let strong = Run::new(w.policy(PermissionMode::BypassPermissions, &[])?)
+            .call("Probe", input)
+            .await?;
+        assert!(
+            text(&strong).contains("is withheld because it holds"),
+            "{target}: {strong:?}"
+        );
+    }
+    let path = w.p(".env");
+    let weak = Run::new(w.policy(
+        PermissionMode::BypassPermissions,
+        &[(RuleKind::Allow, "Read(./.env)")],
+    )?)
+    .call(
+        "Probe",
+        probe(
+            json!([need("read-file", &path)]),
+            json!([{"op": "read", "path": path}]),
+        ),
+    )
+    .await?;
+    assert!(worked(&weak, 0), "{weak:?}");
+    Ok(())
+}

@@ -92,11 +92,14 @@ impl search::Host for ToolState {
     async fn grep(&mut self, request: search::GrepRequest) -> Result<search::GrepOutcome, String> {
         use crate::search::GrepMode;
         let path = request.path.clone();
-        let withheld = self.searchable.withholding.clone().map(|w| {
-            crate::search::Withheld(std::sync::Arc::new(move |p: &std::path::Path| {
-                w.withheld(p).is_some()
-            }))
-        });
+        let withheld = self
+            .searchable
+            .withholding
+            .clone()
+            .map(|w| crate::search::Withheld {
+                by_path: std::sync::Arc::new(move |p: &std::path::Path| w.withheld(p).is_some()),
+                by_content: crate::secrets::holds_private_key,
+            });
         let run = move |root, cancel: &crate::search::Cancel| {
             let request = crate::search::GrepRequest {
                 root,

@@ -389,10 +389,10 @@ impl ToolPipeline {
     /// every stage a model's call goes through — the rules, the hooks, the
     /// question when one is due, the sandbox.
     pub async fn run_nested(&self, call: ToolCall) -> ToolCallResult {
-        match self.prepared(&call).await {
+        results::redacted(match self.prepared(&call).await {
             Ok((tool, handle, plan)) => self.run_hooked(tool, handle, call, plan).await,
             Err(result) => *result,
-        }
+        })
     }
 
     /// One call checked and decided as a session's would be — the prepare
@@ -496,7 +496,8 @@ impl ReadyCall for PreparedCall {
             call,
             plan,
         } = *self;
-        async move { pipeline.run_hooked(tool, handle, call, plan).await }.boxed()
+        async move { results::redacted(pipeline.run_hooked(tool, handle, call, plan).await) }
+            .boxed()
     }
 }
 

@@ -7,7 +7,6 @@
 //! This is the table; who may read one anyway is the policy's to say, and
 //! it hands the answer down as a [`Withholding`] with each grant.
 
-pub use crate::search::holds_private_key;
 use std::path::{Path, PathBuf};
 
 /// Names that hold credentials wherever they are.
@@ -50,24 +49,28 @@ pub struct WithheldFile {
 /// (`sandbox.credentials.files`).
 #[derive(Debug, Clone, Default)]
 pub struct CredentialFiles {
-    home: PathBuf,
     added: Vec<PathBuf>,
+    /// The home directory's credential paths, joined once.
+    home_paths: Vec<(PathBuf, &'static str)>,
 }
 
 impl CredentialFiles {
     pub fn new(home: &Path, added: Vec<PathBuf>) -> Self {
         Self {
-            home: home.to_path_buf(),
             added,
+            home_paths: HOME_CREDENTIALS
+                .iter()
+                .map(|(rel, holds)| (home.join(rel), *holds))
+                .collect(),
         }
     }
 
     /// The folders and files withheld by where they are (not by name):
     /// the home directory's credential paths and what settings add.
     pub fn anchored(&self) -> Vec<PathBuf> {
-        HOME_CREDENTIALS
+        self.home_paths
             .iter()
-            .map(|(p, _)| self.home.join(p))
+            .map(|(p, _)| p.clone())
             .chain(self.added.iter().cloned())
             .collect()
     }
@@ -83,12 +86,11 @@ impl CredentialFiles {
                 });
             }
         }
-        for (rel, holds) in HOME_CREDENTIALS {
-            let root = self.home.join(rel);
-            if path.starts_with(&root) {
+        for (root, holds) in &self.home_paths {
+            if path.starts_with(root) {
                 return Some(WithheldFile {
                     holds: (*holds).to_string(),
-                    root,
+                    root: root.clone(),
                 });
             }
         }
@@ -110,29 +112,53 @@ impl CredentialFiles {
 /// credentials. Compared without regard to case (case-insensitive file
 /// systems exist).
 pub fn name_holds(name: &str) -> Option<&'static str> {
-    let lower = name.to_ascii_lowercase();
-    if let Some((_, holds)) = NAMES.iter().find(|(n, _)| *n == lower) {
+    // Called for every file a search or a command's listing meets: no
+    // allocation on the way.
+    let bytes = name.as_bytes();
+    let starts = |prefix: &str| {
+        bytes.len() >= prefix.len() && bytes[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+    };
+    let ends = |suffix: &str| {
+        bytes.len() >= suffix.len()
+            && bytes[bytes.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+    };
+    if let Some((_, holds)) = NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
         return Some(holds);
     }
-    if lower == ".env" {
+    if name.eq_ignore_ascii_case(".env") {
         return Some("environment secrets");
     }
-    if let Some(suffix) = lower.strip_prefix(".env.") {
-        let template = suffix.split('.').any(|part| TEMPLATES.contains(&part));
+    if starts(".env.") {
+        let template = String::from_utf8_lossy(&bytes[5..])
+            .split('.')
+            .any(|part| TEMPLATES.iter().any(|t| t.eq_ignore_ascii_case(part)));
         return (!template).then_some("environment secrets");
     }
-    if lower.ends_with(".pem") || lower.ends_with(".key") {
+    if ends(".pem") || ends(".key") {
         return Some("a key or certificate");
     }
     // ssh's key names (`id_rsa`, `id_ed25519_sk`), not their `.pub` halves
     // nor source files that happen to start so (`id_map.rs`).
-    if let Some(rest) = lower.strip_prefix("id_")
-        && !rest.is_empty()
-        && !rest.contains('.')
-    {
+    if starts("id_") && name.len() > 3 && !name.contains('.') {
         return Some("an ssh private key");
     }
     None
+}
+
+/// Whether `bytes` hold a PEM private-key block
+/// (`-----BEGIN … PRIVATE KEY-----`).
+pub fn holds_private_key(bytes: &[u8]) -> bool {
+    const BEGIN: &[u8] = b"-----BEGIN ";
+    let finder = memchr::memmem::Finder::new(BEGIN);
+    for start in finder.find_iter(bytes) {
+        let rest = &bytes[start + BEGIN.len()..];
+        let line = &rest[..rest.len().min(64)];
+        let end = line.iter().position(|b| *b == b'\n').unwrap_or(line.len());
+        if memchr::memmem::find(&line[..end], b"PRIVATE KEY-----").is_some() {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether the file at `path` holds a private-key block (read whole; a
@@ -180,6 +206,8 @@ mod tests {
             "README.md",
             ".envrc",
             "keys.txt",
+            "é",
+            "ééé.x",
         ] {
             assert!(name_holds(name).is_none(), "{name}");
         }
