@@ -678,7 +678,10 @@ fn a_mentioned_file_is_read_through_the_rules_and_goes_with_the_message() -> Tes
 /// on the command line — does.
 #[test]
 fn a_mentioned_credential_file_is_withheld_unless_a_rule_names_it() -> TestResult {
-    for (args, readable) in [(vec![], false), (vec!["--allowedTools", "Read(./.env)"], true)] {
+    for (args, readable) in [
+        (vec![], false),
+        (vec!["--allowedTools", "Read(./.env)"], true),
+    ] {
         let dir = workspace()?;
         std::fs::write(dir.path().join(".env"), "TOKEN=hunter2\n")?;
         let server = ScriptedServer::start(vec![Reply::text("read it")])?;

@@ -16,6 +16,7 @@
 mod audit;
 pub mod bash;
 mod ceiling;
+mod credential_listing;
 mod decision;
 mod grant;
 mod modes;
@@ -26,6 +27,7 @@ mod read_denials;
 mod rules;
 mod verdict;
 mod withheld;
+mod withheld_rung;
 
 pub use crate::sandbox::{HostPattern, HostPatternError, is_internal};
 pub use audit::{AuditEntry, AuditLog};
@@ -46,4 +48,5 @@ pub use rules::{
 pub use verdict::{
     Approval, Basis, BasisKind, CallApproval, CallRequest, HookAnswer, Outcome, Question, Verdict,
 };
-pub use withheld::{Withheld, credential_within};
+pub use withheld::Withheld;
+pub use withheld_rung::credential_within;

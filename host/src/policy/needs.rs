@@ -33,8 +33,8 @@ impl Policy {
                 _ => None,
             })
             .or_else(|| secret(tool, need))
-            .or_else(|| self.withheld_need(tool, need))
             .or_else(|| self.denied_by_rule(need))
+            .or_else(|| self.withheld_need(tool, need))
             .or_else(|| unlistable_tree(need))
             .or_else(|| self.protected_write(need))
             .or_else(|| self.asked_by_rule(need, rules.ask))

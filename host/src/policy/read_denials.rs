@@ -3,6 +3,7 @@
 //! paths the rules deny are hidden from its view of the filesystem before it
 //! starts, listed afresh for each command.
 
+use super::credential_listing::CredentialListing;
 use super::paths::{Visit, multiply_linked, walk_tree};
 use super::rules::{Family, PathPattern, RuleKind, RuleSet, Specifier, ToolMatcher};
 use super::withheld::Withheld;
@@ -141,21 +142,6 @@ impl ReadDenials {
     }
 }
 
-/// Folders filled by tools, not by the user — installed packages, build
-/// output, version control's store — where a user's credentials do not
-/// live: not entered when credential files are looked for (they often hold
-/// most of a tree's entries).
-const NOT_SEARCHED_FOR_CREDENTIALS: &[&str] = &[
-    "node_modules",
-    "target",
-    "__pycache__",
-    ".venv",
-    ".git",
-    ".hg",
-    ".svn",
-    ".jj",
-];
-
 /// The credential files a command would find: the anchored ones (the
 /// home directory's, what settings add) and, under the command's working
 /// and write roots, every file whose name says it holds credentials and
@@ -164,6 +150,7 @@ const NOT_SEARCHED_FOR_CREDENTIALS: &[&str] = &[
 /// roots a command that names such a file is refused by the policy.
 fn withheld_for_commands(
     withheld: &Withheld,
+    listing: &CredentialListing,
     keep: &[PathBuf],
     limit: usize,
 ) -> Result<Vec<PathBuf>, String> {
@@ -173,45 +160,17 @@ fn withheld_for_commands(
         .into_iter()
         .filter(|p| p.exists() && withheld.judge(p, false).is_some())
         .collect();
-    for root in keep {
-        let mut failed = None;
-        let walked = walk_tree(root, limit, |entry| {
-            let named = entry
-                .path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| crate::secrets::name_holds(n).is_some());
-            if named && withheld.judge(entry.path, false).is_some() {
-                if entry.is_link() {
-                    // What a link names is hidden where it points.
-                    if let Ok(target) = std::fs::canonicalize(entry.path) {
-                        found.push(target);
-                    }
-                } else {
-                    found.push(entry.path.to_path_buf());
-                }
-                return Visit::Skip;
-            }
-            let package_dir = entry.path.file_name().is_some_and(|n| {
-                NOT_SEARCHED_FOR_CREDENTIALS
-                    .iter()
-                    .any(|skip| n == std::ffi::OsStr::new(skip))
-            });
-            if entry.is_dir() && !package_dir {
-                Visit::Descend
-            } else {
-                Visit::Skip
-            }
-        });
-        if let Err(too_large) = walked {
-            failed = Some(format!(
-                "{} holds more than {} entries ({too_large}): it cannot be searched for credential files (.env, keys, tokens) to keep from the command; the command was not run. Run commands from a smaller folder",
-                root.display(),
-                limit
-            ));
+    for (path, is_link) in listing.named(keep, limit)? {
+        if withheld.judge(&path, false).is_none() {
+            continue;
         }
-        if let Some(why) = failed {
-            return Err(why);
+        if is_link {
+            // What a link names is hidden where it points.
+            if let Ok(target) = std::fs::canonicalize(&path) {
+                found.push(target);
+            }
+        } else {
+            found.push(path);
         }
     }
     // A stand-in never covers the command's own folders.
@@ -226,6 +185,8 @@ fn withheld_for_commands(
 #[derive(Debug)]
 pub struct LiveReadDenials {
     keep: Vec<PathBuf>,
+    /// The command folders' credential names, kept between commands.
+    listing: CredentialListing,
     current: std::sync::RwLock<(Option<ReadDenials>, Arc<Withheld>)>,
 }
 
@@ -237,6 +198,7 @@ impl LiveReadDenials {
                 withheld,
             )),
             keep,
+            listing: CredentialListing::default(),
         }
     }
 
@@ -259,7 +221,12 @@ impl DeniedPaths for LiveReadDenials {
             Some(denials) => denials.list()?,
             None => Vec::new(),
         };
-        hidden.extend(withheld_for_commands(withheld, &self.keep, WALK_LIMIT)?);
+        hidden.extend(withheld_for_commands(
+            withheld,
+            &self.listing,
+            &self.keep,
+            WALK_LIMIT,
+        )?);
         Ok(outermost(hidden))
     }
 }

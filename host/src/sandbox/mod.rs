@@ -50,7 +50,6 @@ pub use tool::{
     ToolFailure, ToolInvocation, ToolOutput,
 };
 
-
 use std::time::Duration;
 
 /// What a world defined outside this folder (the hooks' in `hooks/`, the

@@ -229,7 +229,12 @@ impl Search<'_> {
     }
 
     fn search_file(&self, searcher: &mut Searcher, buffer: &mut Vec<u8>, path: &Path) {
-        if self.request.withheld.as_ref().is_some_and(|w| (w.by_path)(path)) {
+        if self
+            .request
+            .withheld
+            .as_ref()
+            .is_some_and(|w| (w.by_path)(path))
+        {
             self.withhold(path);
             return;
         }
@@ -251,11 +256,16 @@ impl Search<'_> {
             Some(_) if file.metadata().is_ok_and(|m| m.len() <= WHOLE_READ_LIMIT) => {
                 buffer.clear();
                 let read = std::io::Read::read_to_end(&mut &file, buffer);
-                read.is_ok() && searcher.search_slice(&self.matcher, buffer, &mut sink).is_ok()
+                read.is_ok()
+                    && searcher
+                        .search_slice(&self.matcher, buffer, &mut sink)
+                        .is_ok()
             }
             _ => {
                 buffer.clear();
-                searcher.search_file(&self.matcher, &file, &mut sink).is_ok()
+                searcher
+                    .search_file(&self.matcher, &file, &mut sink)
+                    .is_ok()
             }
         };
         if !searched || sink.count == 0 {

@@ -161,10 +161,33 @@ pub fn holds_private_key(bytes: &[u8]) -> bool {
     false
 }
 
-/// Whether the file at `path` holds a private-key block (read whole; a
-/// file that cannot be read holds nothing readable).
+/// Bytes of a file read for a private-key block (a key past this is not
+/// looked for: a file this large is not a key file).
+const CONTENT_SCAN_LIMIT: u64 = 64 << 20;
+
+/// Whether the file at `path` holds a private-key block. Only a regular
+/// file is read (opened without blocking: a FIFO or a device planted
+/// under a credential-looking name never stalls the caller), at most
+/// [`CONTENT_SCAN_LIMIT`] bytes of it; what cannot be read holds nothing
+/// readable.
 pub fn file_holds_private_key(path: &Path) -> bool {
-    std::fs::read(path).is_ok_and(|bytes| holds_private_key(&bytes))
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut bytes = Vec::new();
+    file.take(CONTENT_SCAN_LIMIT)
+        .read_to_end(&mut bytes)
+        .is_ok()
+        && holds_private_key(&bytes)
 }
 
 /// What a grant carries down to the host functions that list or search a
@@ -224,6 +247,20 @@ mod tests {
         assert!(files.by_path(Path::new("/h/project/src/main.rs")).is_none());
         assert!(files.holds_anchored(Path::new("/h")));
         assert!(!files.holds_anchored(Path::new("/h/project")));
+    }
+
+    /// A FIFO is never read (it would block the caller until a writer
+    /// came); the control, a regular file holding a key, is.
+    #[test]
+    fn only_a_regular_file_is_read_for_a_key() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let fifo = dir.path().join("key.txt");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU)?;
+        assert!(!file_holds_private_key(&fifo));
+        let file = dir.path().join("real.txt");
+        std::fs::write(&file, "-----BEGIN PRIVATE KEY-----\nx\n")?;
+        assert!(file_holds_private_key(&file));
+        Ok(())
     }
 
     #[test]

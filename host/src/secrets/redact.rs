@@ -39,7 +39,8 @@ impl Redactor {
         if value.len() >= MIN_SECRET_LEN && !self.secrets.iter().any(|(_, v)| *v == value) {
             self.secrets.push((name.to_string(), value));
             // The longest first: a secret holding another is replaced whole.
-            self.secrets.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+            self.secrets
+                .sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
         }
     }
 

@@ -9,7 +9,8 @@ use std::path::Path;
 
 const SECRET: &str = "TOKEN=do-not-leak-4711";
 
-/// A workspace whose committed Claude Code settings deny reading `.env`,
+/// A workspace whose committed Claude Code settings deny reading
+/// `secrets.txt` (a file only the rule keeps: `.env` is withheld anyway),
 /// and a home of its own.
 struct Project {
     _dirs: [tempfile::TempDir; 2],
@@ -27,7 +28,7 @@ impl Project {
             ws.join(".claude/settings.json"),
             project_settings.to_string(),
         )?;
-        std::fs::write(ws.join(".env"), format!("{SECRET}\n"))?;
+        std::fs::write(ws.join("secrets.txt"), format!("{SECRET}\n"))?;
         std::fs::write(ws.join("notes.txt"), "plain notes\n")?;
         Ok(Project {
             _dirs: [ws_dir, home_dir],
@@ -58,11 +59,15 @@ impl Project {
 
 fn calls(ws: &Path) -> Vec<Block> {
     vec![
-        Block::tool_use("toolu_read", "Read", json!({"file_path": ws.join(".env")})),
+        Block::tool_use(
+            "toolu_read",
+            "Read",
+            json!({"file_path": ws.join("secrets.txt")}),
+        ),
         Block::tool_use(
             "toolu_bash",
             "Bash",
-            json!({"command": "cat .env; echo end-of-cat"}),
+            json!({"command": "cat secrets.txt; echo end-of-cat"}),
         ),
         Block::tool_use(
             "toolu_grep",
@@ -83,7 +88,7 @@ fn result_text(results: &[Value], id: &str) -> String {
 #[test]
 fn a_teams_deny_rule_holds_in_every_mode_in_an_untrusted_workspace() -> TestResult {
     let project = Project::new(json!({
-        "permissions": {"deny": ["Read(./.env)"]},
+        "permissions": {"deny": ["Read(./secrets.txt)"]},
         "theme": "dark",
     }))?;
     for mode in ["default", "acceptEdits", "bypassPermissions"] {
@@ -105,7 +110,7 @@ fn a_teams_deny_rule_holds_in_every_mode_in_an_untrusted_workspace() -> TestResu
             .ok_or("no Read result")?;
         assert_eq!(read["is_error"], true, "{mode}: {read}");
         assert!(
-            result_text(&results, "toolu_read").contains("Read(./.env)"),
+            result_text(&results, "toolu_read").contains("Read(./secrets.txt)"),
             "{mode}: the refusal names the rule: {read}"
         );
         assert!(

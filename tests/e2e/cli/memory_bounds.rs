@@ -99,11 +99,22 @@ fn a_repositorys_memory_cannot_pull_in_what_the_read_tool_would_not() -> TestRes
 fn the_users_own_memory_imports_what_it_names() -> TestResult {
     let l = layout()?;
     std::fs::create_dir_all(l.home.join(".claude"))?;
-    std::fs::write(l.home.join(".claude/CLAUDE.md"), "Mine.\n@~/.ssh/id_rsa\n")?;
+    std::fs::create_dir_all(l.home.join("notes"))?;
+    std::fs::write(l.home.join("notes/mine.md"), "MY-OWN-NOTES\n")?;
+    std::fs::write(
+        l.home.join(".claude/CLAUDE.md"),
+        "Mine.\n@~/notes/mine.md\n@~/.ssh/id_rsa\n",
+    )?;
     let (body, stderr) = first_request(&l, &[])?;
     assert!(
-        body.contains(KEY),
-        "control: the import mechanism reads it: {stderr}"
+        body.contains("MY-OWN-NOTES"),
+        "control: the import mechanism reads what it names: {stderr}"
+    );
+    // Except a credential file, whoever imports it.
+    assert!(!body.contains(KEY), "{body}");
+    assert!(
+        stderr.contains("withheld because it holds ssh keys"),
+        "{stderr}"
     );
     Ok(())
 }

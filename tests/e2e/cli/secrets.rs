@@ -199,7 +199,10 @@ fn credential_files_are_withheld_from_every_tool_in_every_mode() -> TestResult {
             "{grep}"
         );
         let other = result_of(&server, "toolu_cat_other");
-        assert!(other.contains("is withheld because it holds"), "{mode}: {other}");
+        assert!(
+            other.contains("is withheld because it holds"),
+            "{mode}: {other}"
+        );
         let edit = result_of(&server, "toolu_edit");
         assert!(edit.contains("may not write"), "{mode}: {edit}");
         assert_eq!(
@@ -358,7 +361,11 @@ fn the_api_key_is_redacted_wherever_it_would_reach_the_model_or_the_disk() -> Te
         .env("CARAPACE_CONFIG_DIR", home.home.join(".carapace"))
         .env("ANTHROPIC_API_KEY", KEY)
         .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
-        .args(["--trust-workspace", "--permission-mode", "bypassPermissions"])
+        .args([
+            "--trust-workspace",
+            "--permission-mode",
+            "bypassPermissions",
+        ])
         .arg("--include-hook-events")
         .output()?;
     let run = support::Run::from_output(output)?;
@@ -368,10 +375,16 @@ fn the_api_key_is_redacted_wherever_it_would_reach_the_model_or_the_disk() -> Te
     assert!(all.contains(OTHER), "the control was changed: {all}");
     for id in ["toolu_read", "toolu_cat"] {
         let told = result_of(&server, id);
-        assert!(told.contains("[REDACTED: ANTHROPIC_API_KEY]"), "{id}: {told}");
+        assert!(
+            told.contains("[REDACTED: ANTHROPIC_API_KEY]"),
+            "{id}: {told}"
+        );
     }
     let first = server.requests()[0].body["messages"].to_string();
-    assert!(first.contains("the key is [REDACTED: ANTHROPIC_API_KEY]"), "{first}");
+    assert!(
+        first.contains("the key is [REDACTED: ANTHROPIC_API_KEY]"),
+        "{first}"
+    );
     let mut stack = vec![home.home.join(".carapace")];
     let mut transcripts = 0;
     while let Some(dir) = stack.pop() {

@@ -207,6 +207,43 @@ pub(super) fn closest_name<'a>(name: &str, known: &'a [String]) -> Option<&'a st
         .map(|(_, k)| k.as_str())
 }
 
+/// `result` with carapace's own credentials replaced wherever they appear
+/// (a file the model read, a command's output, a hook's words): the model,
+/// the stream and the transcript see a marker that names the secret.
+pub(super) fn redacted(mut result: ToolCallResult) -> ToolCallResult {
+    let redactor = crate::secrets::own_credentials();
+    if redactor.is_empty() {
+        return result;
+    }
+    let mut found = Vec::new();
+    match &mut result.content {
+        ToolResultContent::Text(text) => {
+            if let Some((clean, names)) = redactor.redact(text) {
+                *text = clean;
+                found.extend(names);
+            }
+        }
+        ToolResultContent::Blocks(_) => {
+            if let Ok(mut value) = serde_json::to_value(&result.content) {
+                let names = redactor.redact_json(&mut value);
+                if !names.is_empty()
+                    && let Ok(clean) = serde_json::from_value(value)
+                {
+                    result.content = clean;
+                    found.extend(names);
+                }
+            }
+        }
+    }
+    if let Some(structured) = &mut result.structured {
+        found.extend(redactor.redact_json(structured));
+    }
+    if !found.is_empty() {
+        tracing::warn!(id = %result.tool_use_id, ?found, "a secret was replaced in a tool's result");
+    }
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,41 +309,4 @@ mod tests {
             }
         }
     }
-}
-
-/// `result` with carapace's own credentials replaced wherever they appear
-/// (a file the model read, a command's output, a hook's words): the model,
-/// the stream and the transcript see a marker that names the secret.
-pub(super) fn redacted(mut result: ToolCallResult) -> ToolCallResult {
-    let redactor = crate::secrets::own_credentials();
-    if redactor.is_empty() {
-        return result;
-    }
-    let mut found = Vec::new();
-    match &mut result.content {
-        ToolResultContent::Text(text) => {
-            if let Some((clean, names)) = redactor.redact(text) {
-                *text = clean;
-                found.extend(names);
-            }
-        }
-        ToolResultContent::Blocks(_) => {
-            if let Ok(mut value) = serde_json::to_value(&result.content) {
-                let names = redactor.redact_json(&mut value);
-                if !names.is_empty()
-                    && let Ok(clean) = serde_json::from_value(value)
-                {
-                    result.content = clean;
-                    found.extend(names);
-                }
-            }
-        }
-    }
-    if let Some(structured) = &mut result.structured {
-        found.extend(redactor.redact_json(structured));
-    }
-    if !found.is_empty() {
-        tracing::warn!(id = %result.tool_use_id, ?found, "a secret was replaced in a tool's result");
-    }
-    result
 }

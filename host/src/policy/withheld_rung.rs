@@ -1,0 +1,166 @@
+//! The withheld rung: a credential file is refused to every tool in every
+//! mode, bypassPermissions included, unless a rule of the user's own names
+//! it (see `withheld`). A search of a tree skips such files instead of
+//! refusing the search; any other tree that holds one is refused, and so
+//! is a command line that names one.
+
+use super::decision::{LINKED_SCAN_LIMIT, Policy};
+use super::needs::Resolved;
+use super::paths::{Visit, walk_tree};
+use super::rules::Family;
+use super::verdict::{Basis, BasisKind, Need};
+use crate::secrets::{CredentialFiles, WithheldFile, file_holds_private_key};
+use std::path::{Path, PathBuf};
+
+/// A credential file at `path` or inside it (by name, by where it is, by a
+/// private key in it), judged without rules: what a hook's grant may
+/// never reach. `Err` when the tree is larger than `limit` entries.
+pub fn credential_within(
+    path: &Path,
+    home: &Path,
+    limit: usize,
+) -> Result<Option<PathBuf>, super::paths::TreeTooLarge> {
+    let files = CredentialFiles::new(home, Vec::new());
+    let is_credential = |p: &Path| files.by_path(p).is_some() || file_holds_private_key(p);
+    if is_credential(path) {
+        return Ok(Some(path.to_path_buf()));
+    }
+    if let Some(anchored) = files.anchored().into_iter().find(|a| a.starts_with(path))
+        && anchored.exists()
+    {
+        return Ok(Some(anchored));
+    }
+    if !path.is_dir() {
+        return Ok(None);
+    }
+    let mut found = None;
+    walk_tree(path, limit, |entry| {
+        if entry.is_dir() {
+            return Visit::Descend;
+        }
+        if files.by_path(entry.path).is_some()
+            || (!entry.is_link() && file_holds_private_key(entry.path))
+        {
+            found = Some(entry.path.to_path_buf());
+            return Visit::Stop;
+        }
+        Visit::Skip
+    })?;
+    Ok(found)
+}
+
+impl Policy {
+    /// The withheld rung of one need.
+    pub(super) fn withheld_need(&self, tool: &str, need: &Resolved) -> Option<Need> {
+        let deny = |message: String| Need::Deny(message, Basis::of(BasisKind::Secret));
+        match need {
+            Resolved::File {
+                requested,
+                resolved,
+                write,
+                file,
+                is_dir: false,
+            } => {
+                let found = self
+                    .withheld
+                    .judge(resolved, *write)
+                    .or_else(|| self.withheld.judge(requested, *write))
+                    .or_else(|| {
+                        let read = !*write && file.is_some_and(|f| f.is_file);
+                        (read && file_holds_private_key(resolved)).then(|| WithheldFile {
+                            holds: "a private key".into(),
+                            root: resolved.clone(),
+                        })
+                    })
+                    .filter(|f| !self.withheld.named(resolved, &f.root, *write))?;
+                Some(deny(self.withheld.refusal(tool, requested, &found, *write)))
+            }
+            Resolved::Tree { dir, write, .. } => {
+                // A search of a tree skips what is withheld (the grant
+                // carries the judgement); any other use of a tree that
+                // holds a credential could read it.
+                if !write && Family::of_tool(tool) == Some(Family::Read) {
+                    return None;
+                }
+                let found = self.withheld_inside(dir)?;
+                Some(deny(match found {
+                    Ok(file) => format!(
+                        "{tool} may not use the folder {}: it holds {}, which is withheld because it holds {}. Narrow the call to a folder without credentials, or name the file in an allow rule (`{}`) in your user settings.",
+                        dir.display(),
+                        file.root.display(),
+                        file.holds,
+                        self.withheld.rule_for(&file.root, *write),
+                    ),
+                    Err(why) => format!(
+                        "{tool} may not use the folder {}: {why}, so it cannot be checked for credential files.",
+                        dir.display()
+                    ),
+                }))
+            }
+            _ => None,
+        }
+    }
+
+    /// A command line that names a credential file (an existing one, by
+    /// any word of it, `~/` and relative paths read from the working
+    /// directory) is refused in every mode: the sandbox hides those under
+    /// the working directories, this catches the rest of the disk.
+    pub(super) fn command_withheld(&self, line: &str) -> Option<Need> {
+        let cwd = self.working_dirs.first()?;
+        let words = line.split(|c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '<' | '>' | '|' | ';' | '&' | '(' | ')' | '\'' | '"' | '=' | '`'
+                )
+        });
+        for word in words.filter(|w| !w.is_empty()) {
+            let path = match word.strip_prefix("~/") {
+                Some(rest) => self.home.join(rest),
+                None => cwd.join(word),
+            };
+            let Ok(real) = std::fs::canonicalize(&path) else {
+                continue;
+            };
+            if let Some(found) = self.withheld.judge(&real, false) {
+                return Some(Need::Deny(
+                    self.withheld.refusal("The command", &path, &found, false),
+                    Basis::of(BasisKind::Secret),
+                ));
+            }
+        }
+        None
+    }
+
+    /// A withheld file inside `dir` (or holding it), or why the tree could
+    /// not be listed.
+    fn withheld_inside(&self, dir: &Path) -> Option<Result<WithheldFile, String>> {
+        if let Some(found) = self.withheld.judge(dir, false) {
+            return Some(Ok(found));
+        }
+        let files = self.withheld.files();
+        if let Some(root) = files.anchored().into_iter().find(|a| a.starts_with(dir))
+            && root.exists()
+            && let Some(found) = self.withheld.judge(&root, false)
+        {
+            return Some(Ok(found));
+        }
+        let mut found = None;
+        let walked = walk_tree(dir, LINKED_SCAN_LIMIT, |entry| {
+            if entry.is_dir() {
+                return Visit::Descend;
+            }
+            match self.withheld.judge(entry.path, false) {
+                Some(file) => {
+                    found = Some(file);
+                    Visit::Stop
+                }
+                None => Visit::Skip,
+            }
+        });
+        match walked {
+            Err(too_large) => Some(Err(too_large.to_string())),
+            Ok(()) => found.map(Ok),
+        }
+    }
+}
