@@ -32,6 +32,7 @@ impl World {
         std::fs::create_dir_all(home.join(".carapace"))?;
         std::fs::create_dir_all(home.join(".ssh"))?;
         std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE_KEY")?;
+        std::fs::write(home.join("journal.txt"), "PRIVATE_JOURNAL")?;
         std::fs::write(home.join(".bashrc"), "# rc\n")?;
         Ok(Self {
             _dirs: dirs,
@@ -107,7 +108,9 @@ async fn an_untrusted_project_allowing_bash_everywhere() -> TestResult {
     let append = json!({"command": format!("echo PWNED >> '{}'", planted.display())});
     let rc = w.home.join(".bashrc");
     let rc_append = json!({"command": format!("echo PWNED >> '{}'", rc.display())});
-    let steal = json!({"command": format!("cat '{}'", w.home.join(".ssh/id_ed25519").display())});
+    let steal = json!({"command": format!("cat '{}'", w.home.join("journal.txt").display())});
+    let steal_key =
+        json!({"command": format!("cat '{}'", w.home.join(".ssh/id_ed25519").display())});
 
     w.project_settings(bash_everywhere())?;
     let strong = w.session(false).build().await?;
@@ -144,7 +147,18 @@ async fn an_untrusted_project_allowing_bash_everywhere() -> TestResult {
     assert!(rc_appended.is_error, "{}", text(&rc_appended));
     assert_eq!(std::fs::read_to_string(&rc)?, "# rc\n");
     let stolen = call(&weak, "Bash", steal).await;
-    assert!(text(&stolen).contains("PRIVATE_KEY"), "{}", text(&stolen));
+    assert!(
+        text(&stolen).contains("PRIVATE_JOURNAL"),
+        "{}",
+        text(&stolen)
+    );
+    // A credential file stays withheld whoever allowed Bash.
+    let key = call(&weak, "Bash", steal_key).await;
+    assert!(
+        key.is_error && text(&key).contains("withheld because it holds ssh keys"),
+        "{}",
+        text(&key)
+    );
     Ok(())
 }
 

@@ -228,7 +228,8 @@ async fn glob_lists_what_ripgrep_lists() -> TestResult {
 
 /// A read-denied file inside the tree, and a hard link inside the tree to
 /// a read-denied file outside it: neither is ever searched. Control: with
-/// no rule, the same searches find both secrets.
+/// no rule, the same searches find both secrets (named so that they are
+/// not credential files, which are withheld with no rule at all).
 #[tokio::test]
 async fn read_denied_files_and_links_to_them_are_not_searched() -> TestResult {
     let dir = tempfile::tempdir()?;
@@ -236,10 +237,10 @@ async fn read_denied_files_and_links_to_them_are_not_searched() -> TestResult {
     let (ws, outside) = (base.join("ws"), base.join("outside"));
     std::fs::create_dir_all(ws.join("src"))?;
     std::fs::create_dir_all(&outside)?;
-    std::fs::write(ws.join("src/.env"), "TOKEN=SECRET-env\n")?;
+    std::fs::write(ws.join("src/config.secret"), "TOKEN=SECRET-env\n")?;
     std::fs::write(ws.join("src/main.rs"), "fn main() {}\n")?;
-    std::fs::write(outside.join("id_key"), "SECRET-key\n")?;
-    std::fs::hard_link(outside.join("id_key"), ws.join("src/innocent.txt"))?;
+    std::fs::write(outside.join("stash_key"), "SECRET-key\n")?;
+    std::fs::hard_link(outside.join("stash_key"), ws.join("src/innocent.txt"))?;
     let search = |tools: Arc<ToolPipeline>, tool: &'static str, input: Value| async move {
         let result = tools
             .call(ToolCall {
@@ -252,7 +253,7 @@ async fn read_denied_files_and_links_to_them_are_not_searched() -> TestResult {
         (result.is_error, result.content.text())
     };
     let grep = json!({"pattern": "SECRET", "output_mode": "content"});
-    let env_listed = json!({"pattern": "**/.env"});
+    let env_listed = json!({"pattern": "**/*.secret"});
 
     let control = pipeline(&ws).await?;
     let (_, found) = search(control.clone(), "Grep", grep.clone()).await;
@@ -261,13 +262,13 @@ async fn read_denied_files_and_links_to_them_are_not_searched() -> TestResult {
         "{found}"
     );
     let (_, listed) = search(control, "Glob", env_listed.clone()).await;
-    assert!(listed.contains(".env"), "{listed}");
+    assert!(listed.contains("config.secret"), "{listed}");
 
-    let denying_env = pipeline_denying(&ws, &["Read(*.env)".into()]).await?;
+    let denying_env = pipeline_denying(&ws, &["Read(*.secret)".into()]).await?;
     for (tool, input) in [("Grep", &grep), ("Glob", &env_listed)] {
         let (refused, text) = search(denying_env.clone(), tool, input.clone()).await;
         assert!(
-            refused && !text.contains("SECRET") && text.contains("Read(*.env)"),
+            refused && !text.contains("SECRET") && text.contains("Read(*.secret)"),
             "{tool}: {text}"
         );
     }

@@ -160,7 +160,17 @@ fn withheld_for_commands(
         .into_iter()
         .filter(|p| p.exists() && withheld.judge(p, false).is_some())
         .collect();
-    for (path, is_link) in listing.named(keep, limit)? {
+    // Names are looked for in project folders; a folder that holds the
+    // home directory (`/`, `~` given as a write root) is the whole disk's
+    // worth of entries: there only the anchored paths are hidden, and a
+    // command naming a credential file is refused by the policy.
+    let home = withheld.home();
+    let projects: Vec<PathBuf> = keep
+        .iter()
+        .filter(|root| !home.starts_with(root))
+        .cloned()
+        .collect();
+    for (path, is_link) in listing.named(&projects, limit)? {
         if withheld.judge(&path, false).is_none() {
             continue;
         }

@@ -35,6 +35,11 @@ impl Withheld {
         &self.files
     }
 
+    /// The home directory the anchored paths are read against.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
     /// Why `path` is withheld from reading (`write`: writing), judged by
     /// its path, or `None` (not a credential, or a rule names it).
     pub fn judge(&self, path: &Path, write: bool) -> Option<WithheldFile> {
@@ -90,6 +95,10 @@ impl Withheld {
 impl Withholding for Withheld {
     fn withheld(&self, path: &Path) -> Option<WithheldFile> {
         self.judge(path, false)
+    }
+
+    fn lifting_rule(&self, file: &WithheldFile) -> String {
+        self.rule_for(&file.root, false)
     }
 }
 

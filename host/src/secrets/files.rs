@@ -195,6 +195,10 @@ pub fn file_holds_private_key(path: &Path) -> bool {
 pub trait Withholding: Send + Sync + std::fmt::Debug {
     /// Why `path` is withheld from this call, or `None`.
     fn withheld(&self, path: &Path) -> Option<WithheldFile>;
+
+    /// The allow rule that would let tools read `file`, as the user
+    /// writes it.
+    fn lifting_rule(&self, file: &WithheldFile) -> String;
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ pub(super) async fn call(
         Ok(output) => {
             let mut content: Vec<ToolOutputContent> =
                 output.content.into_iter().map(content).collect();
-            content.extend(super::withheld_note(&store.data().withheld));
+            content.extend(super::withheld_note(store.data()));
             Ok(ToolOutput {
                 content,
                 is_error: output.is_error,
