@@ -56,11 +56,29 @@ impl Setup {
         })
     }
 
-    fn run(&self, server: &ScriptedServer) -> Result<support::Run, Box<dyn std::error::Error>> {
-        let output = support::against(server, &self.ws)
+    /// The project's settings hold `hooks` (and nothing else).
+    fn set_hooks(&self, hooks: &impl serde::Serialize) -> Result<(), Box<dyn std::error::Error>> {
+        std::fs::write(
+            self.ws.join(".claude/settings.json"),
+            json!({"hooks": hooks}).to_string(),
+        )?;
+        Ok(())
+    }
+
+    /// `carapace -p hello` in stream-json against `server`, with this
+    /// setup's home.
+    fn command(&self, server: &ScriptedServer) -> std::process::Command {
+        let mut command = support::against(server, &self.ws);
+        command
             .env("HOME", &self.home)
             .env("CARAPACE_CONFIG_DIR", self.home.join(".carapace"))
-            .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
+            .args(["-p", "hello", "--output-format", "stream-json", "--verbose"]);
+        command
+    }
+
+    fn run(&self, server: &ScriptedServer) -> Result<support::Run, Box<dyn std::error::Error>> {
+        let output = self
+            .command(server)
             .args([
                 "--permission-mode",
                 "bypassPermissions",

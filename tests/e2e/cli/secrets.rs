@@ -96,14 +96,20 @@ impl Home {
         args: &[&str],
     ) -> Result<(ScriptedServer, support::Run), Box<dyn std::error::Error>> {
         let server = ScriptedServer::start(replies)?;
-        let output = support::against(&server, &self.ws)
+        let output = self.command(&server).args(args).output()?;
+        Ok((server, support::Run::from_output(output)?))
+    }
+
+    /// `carapace -p hello` in stream-json against `server`, with this home,
+    /// the workspace trusted.
+    fn command(&self, server: &ScriptedServer) -> std::process::Command {
+        let mut command = support::against(server, &self.ws);
+        command
             .env("HOME", &self.home)
             .env("CARAPACE_CONFIG_DIR", self.home.join(".carapace"))
             .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
-            .arg("--trust-workspace")
-            .args(args)
-            .output()?;
-        Ok((server, support::Run::from_output(output)?))
+            .arg("--trust-workspace");
+        command
     }
 }
 
@@ -356,17 +362,14 @@ fn the_api_key_is_redacted_wherever_it_would_reach_the_model_or_the_disk() -> Te
         ]),
         Reply::text("done"),
     ])?;
-    let output = support::against(&server, &home.ws)
-        .env("HOME", &home.home)
-        .env("CARAPACE_CONFIG_DIR", home.home.join(".carapace"))
+    let output = home
+        .command(&server)
         .env("ANTHROPIC_API_KEY", KEY)
-        .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
         .args([
-            "--trust-workspace",
             "--permission-mode",
             "bypassPermissions",
+            "--include-hook-events",
         ])
-        .arg("--include-hook-events")
         .output()?;
     let run = support::Run::from_output(output)?;
     assert_eq!(run.status, Some(0), "{}", run.stderr);

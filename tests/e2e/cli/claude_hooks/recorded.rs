@@ -2,7 +2,26 @@
 //! is told and when, and what its answer does.
 
 use super::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// A setup with no hooks yet and a `logs/` folder for [`dump_to`] hooks.
+fn logged() -> Result<(Setup, PathBuf), Box<dyn std::error::Error>> {
+    let setup = Setup::new(json!({}))?;
+    let logs = setup.ws.join("logs");
+    std::fs::create_dir(&logs)?;
+    Ok((setup, logs))
+}
+
+/// The recording's replies, with its `{ws}` made `ws`.
+fn replies(recorded: &Value, ws: &Path) -> Result<Vec<Reply>, Box<dyn std::error::Error>> {
+    let script = recorded["script"]
+        .to_string()
+        .replace("{ws}", &ws.display().to_string());
+    Ok(serde_json::from_str::<Vec<Value>>(&script)?
+        .iter()
+        .map(Reply::from_script)
+        .collect::<Result<Vec<_>, _>>()?)
+}
 
 /// Every event Claude Code 2.1.332 fires in print mode for a subagent, a
 /// Read, a Write refused in dontAsk and a failed Read (recorded in
@@ -21,9 +40,7 @@ fn every_event_claude_code_fires_in_print_mode_fires_with_its_fields() -> TestRe
         .as_object()
         .map(|o| o.keys().cloned().collect())
         .unwrap_or_default();
-    let setup = Setup::new(json!({}))?;
-    let logs = setup.ws.join("logs");
-    std::fs::create_dir(&logs)?;
+    let (setup, logs) = logged()?;
     let dump = dump_to(&logs);
     let hooks: serde_json::Map<String, Value> = events
         .iter()
@@ -34,18 +51,10 @@ fn every_event_claude_code_fires_in_print_mode_fires_with_its_fields() -> TestRe
             )
         })
         .collect();
-    std::fs::write(
-        setup.ws.join(".claude/settings.json"),
-        json!({"hooks": hooks}).to_string(),
-    )?;
+    setup.set_hooks(&hooks)?;
     std::fs::write(setup.ws.join("CLAUDE.md"), "Project notes.\n")?;
     std::fs::write(setup.ws.join("notes.txt"), "hello file\n")?;
-    let ws = setup.ws.display().to_string();
-    let script = recorded["script"].to_string().replace("{ws}", &ws);
-    let replies = serde_json::from_str::<Vec<Value>>(&script)?
-        .iter()
-        .map(Reply::from_script)
-        .collect::<Result<Vec<_>, _>>()?;
+    let replies = replies(&recorded, &setup.ws)?;
     let server = ScriptedServer::start(replies)?;
     let output = support::against(&server, &setup.ws)
         .env("HOME", &setup.home)
@@ -110,17 +119,12 @@ fn every_event_claude_code_fires_in_print_mode_fires_with_its_fields() -> TestRe
 #[test]
 fn a_custom_command_tells_user_prompt_expansion_as_in_claude_code() -> TestResult {
     let recorded = support::recording("hook-prompt-expansion")?;
-    let setup = Setup::new(json!({}))?;
-    let logs = setup.ws.join("logs");
-    std::fs::create_dir(&logs)?;
+    let (setup, logs) = logged()?;
     let hooks = json!({
         "UserPromptSubmit": [{"hooks": [dump_to(&logs)]}],
         "UserPromptExpansion": [{"matcher": "greet", "hooks": [dump_to(&logs)]}],
     });
-    std::fs::write(
-        setup.ws.join(".claude/settings.json"),
-        json!({"hooks": hooks}).to_string(),
-    )?;
+    setup.set_hooks(&hooks)?;
     std::fs::create_dir_all(setup.ws.join(".claude/commands"))?;
     std::fs::write(
         setup.ws.join(".claude/commands/greet.md"),
@@ -186,10 +190,7 @@ fn a_custom_command_tells_user_prompt_expansion_as_in_claude_code() -> TestResul
     // A blocking expansion hook: the command never starts.
     let hooks = json!({"UserPromptExpansion": [{"hooks": [{"type": "command",
         "command": "echo 'no greetings today' >&2; exit 2"}]}]});
-    std::fs::write(
-        setup.ws.join(".claude/settings.json"),
-        json!({"hooks": hooks}).to_string(),
-    )?;
+    setup.set_hooks(&hooks)?;
     let server = ScriptedServer::start(vec![Reply::text("hi")])?;
     let out = support::Run::from_output(run(&server)?)?;
     assert!(server.requests().is_empty(), "{}", out.stdout);
@@ -209,9 +210,7 @@ fn setup_hooks_run_for_init_and_maintenance_as_in_claude_code() -> TestResult {
         ("--init-only", "hook-setup-init-only"),
     ] {
         let recorded = support::recording(name)?;
-        let setup = Setup::new(json!({}))?;
-        let logs = setup.ws.join("logs");
-        std::fs::create_dir(&logs)?;
+        let (setup, logs) = logged()?;
         let dump = dump_to(&logs);
         let hooks: serde_json::Map<String, Value> = ["Setup", "SessionStart", "UserPromptSubmit"]
             .iter()
@@ -222,10 +221,7 @@ fn setup_hooks_run_for_init_and_maintenance_as_in_claude_code() -> TestResult {
                 )
             })
             .collect();
-        std::fs::write(
-            setup.ws.join(".claude/settings.json"),
-            json!({"hooks": hooks}).to_string(),
-        )?;
+        setup.set_hooks(&hooks)?;
         let server = ScriptedServer::start(vec![Reply::text("hi")])?;
         let output = support::against(&server, &setup.ws)
             .env("HOME", &setup.home)
@@ -285,12 +281,7 @@ fn a_post_tool_use_hooks_objection_goes_with_the_result_as_in_claude_code() -> T
         let recorded = support::recording(name)?;
         let setup = Setup::new(recorded["settings"]["hooks"].clone())?;
         std::fs::write(setup.ws.join("notes.txt"), "hello file\n")?;
-        let ws = setup.ws.display().to_string();
-        let script = recorded["script"].to_string().replace("{ws}", &ws);
-        let replies = serde_json::from_str::<Vec<Value>>(&script)?
-            .iter()
-            .map(Reply::from_script)
-            .collect::<Result<Vec<_>, _>>()?;
+        let replies = replies(&recorded, &setup.ws)?;
         let server = ScriptedServer::start(replies)?;
         let run = setup.run(&server)?;
         assert_eq!(run.status, Some(0), "{name}: {}", run.stderr);
@@ -343,24 +334,14 @@ fn dumped(logs: &Path) -> Result<Vec<Value>, Box<dyn std::error::Error>> {
 #[test]
 fn each_shown_text_block_tells_message_display_as_in_claude_code() -> TestResult {
     let recorded = support::recording("hook-message-display")?;
-    let setup = Setup::new(json!({}))?;
-    let logs = setup.ws.join("logs");
-    std::fs::create_dir(&logs)?;
+    let (setup, logs) = logged()?;
     let hooks = json!({
         "MessageDisplay": [{"hooks": [dump_to(&logs)]}],
         "Stop": [{"hooks": [dump_to(&logs)]}],
     });
-    std::fs::write(
-        setup.ws.join(".claude/settings.json"),
-        json!({"hooks": hooks}).to_string(),
-    )?;
+    setup.set_hooks(&hooks)?;
     std::fs::write(setup.ws.join("notes.txt"), "hello file\n")?;
-    let ws = setup.ws.display().to_string();
-    let script = recorded["script"].to_string().replace("{ws}", &ws);
-    let replies = serde_json::from_str::<Vec<Value>>(&script)?
-        .iter()
-        .map(Reply::from_script)
-        .collect::<Result<Vec<_>, _>>()?;
+    let replies = replies(&recorded, &setup.ws)?;
     let server = ScriptedServer::start(replies)?;
     let run = setup.run(&server)?;
     assert_eq!(run.status, Some(0), "{}", run.stderr);
@@ -409,9 +390,7 @@ fn each_shown_text_block_tells_message_display_as_in_claude_code() -> TestResult
 fn a_commands_shell_span_tells_pre_skill_shell_command_as_in_claude_code() -> TestResult {
     for name in ["hook-skill-shell", "hook-skill-shell-block"] {
         let recorded = support::recording(name)?;
-        let setup = Setup::new(json!({}))?;
-        let logs = setup.ws.join("logs");
-        std::fs::create_dir(&logs)?;
+        let (setup, logs) = logged()?;
         let answer = match name {
             "hook-skill-shell" => dump_to(&logs),
             _ => json!({"type": "command", "command": "echo 'no shell in skills' >&2; exit 2"}),
@@ -504,9 +483,7 @@ fn set_model_tells_model_switch_hooks_as_in_claude_code() -> TestResult {
     use std::io::Write;
     for name in ["hook-model-switch", "hook-model-switch-block"] {
         let recorded = support::recording(name)?;
-        let setup = Setup::new(json!({}))?;
-        let logs = setup.ws.join("logs");
-        std::fs::create_dir(&logs)?;
+        let (setup, logs) = logged()?;
         let pre = match name {
             "hook-model-switch" => dump_to(&logs),
             _ => json!({"type": "command",
@@ -516,10 +493,7 @@ fn set_model_tells_model_switch_hooks_as_in_claude_code() -> TestResult {
             "PreModelSwitch": [{"hooks": [pre]}],
             "PostModelSwitch": [{"hooks": [dump_to(&logs)]}],
         });
-        std::fs::write(
-            setup.ws.join(".claude/settings.json"),
-            json!({"hooks": hooks}).to_string(),
-        )?;
+        setup.set_hooks(&hooks)?;
         let server = ScriptedServer::start(vec![Reply::text("hi"), Reply::text("hi again")])?;
         let mut child = support::against(&server, &setup.ws)
             .env("HOME", &setup.home)
@@ -612,32 +586,22 @@ fn set_model_tells_model_switch_hooks_as_in_claude_code() -> TestResult {
 #[test]
 fn an_mcp_tools_hooks_are_told_its_server_as_in_claude_code() -> TestResult {
     let recorded = support::recording("hook-mcp-tool")?;
-    let setup = Setup::new(json!({}))?;
-    let logs = setup.ws.join("logs");
-    std::fs::create_dir(&logs)?;
+    let (setup, logs) = logged()?;
     let hooks = json!({
         "PreToolUse": [{"matcher": "*", "hooks": [dump_to(&logs)]}],
         "PostToolUse": [{"matcher": "*", "hooks": [dump_to(&logs)]}],
     });
-    std::fs::write(
-        setup.ws.join(".claude/settings.json"),
-        json!({"hooks": hooks}).to_string(),
-    )?;
+    setup.set_hooks(&hooks)?;
     let notes = format!(
         "{}/../tests/mcp/servers/notes_server.py",
         env!("CARGO_MANIFEST_DIR")
     );
     let mcp = json!({"mcpServers": {"notes": {
         "command": carapace_test_support::deps::python(), "args": [notes]}}});
-    let replies = serde_json::from_value::<Vec<Value>>(recorded["script"].clone())?
-        .iter()
-        .map(Reply::from_script)
-        .collect::<Result<Vec<_>, _>>()?;
+    let replies = replies(&recorded, &setup.ws)?;
     let server = ScriptedServer::start(replies)?;
-    let output = support::against(&server, &setup.ws)
-        .env("HOME", &setup.home)
-        .env("CARAPACE_CONFIG_DIR", setup.home.join(".carapace"))
-        .args(["-p", "hello", "--output-format", "stream-json", "--verbose"])
+    let output = setup
+        .command(&server)
         .args([
             "--allowedTools",
             "mcp__notes__add_note",
