@@ -408,3 +408,41 @@ fn the_api_key_is_redacted_wherever_it_would_reach_the_model_or_the_disk() -> Te
     assert!(transcripts > 0, "no transcript was written");
     Ok(())
 }
+
+/// The rule a refusal names is the one that lifts it: taken from the
+/// message of a first run, and given back on the command line, it makes
+/// that very file readable (and no other).
+#[test]
+fn the_rule_a_refusal_names_lifts_it() -> TestResult {
+    for (path, value) in [
+        (".env", "env-secret-111"),
+        ("~/.aws/credentials", "aws-secret-333"),
+        ("deploy/service.json", "key-secret-555"),
+    ] {
+        let home = Home::new()?;
+        let calls = || {
+            vec![
+                read("toolu_one", home.path(path)),
+                read("toolu_other", home.path(".npmrc")),
+            ]
+        };
+        let (server, run) = home.run(vec![Reply::tool_uses(calls()), Reply::text("done")], &[])?;
+        assert_eq!(run.status, Some(0), "{}", run.stderr);
+        let refusal = result_of(&server, "toolu_one");
+        let rule = refusal
+            .split('`')
+            .find(|part| part.starts_with("Read("))
+            .ok_or(format!("{path}: no rule named: {refusal}"))?
+            .to_string();
+        let (server, run) = home.run(
+            vec![Reply::tool_uses(calls()), Reply::text("done")],
+            &["--allowedTools", &rule],
+        )?;
+        assert_eq!(run.status, Some(0), "{}", run.stderr);
+        let one = result_of(&server, "toolu_one");
+        assert!(one.contains(value), "{path} with {rule}: {one}");
+        let other = result_of(&server, "toolu_other");
+        assert!(!other.contains("npm-secret-222"), "{rule}: {other}");
+    }
+    Ok(())
+}
