@@ -2,7 +2,10 @@
 //! credentials, listed before each command — and kept per folder between
 //! commands: a folder whose identity and change time are unchanged has the
 //! same entries (its change time moves whenever an entry is added, removed
-//! or renamed in it), so it costs one `stat` instead of a listing.
+//! or renamed in it), so it costs one `stat` instead of a listing. A folder
+//! changed in the last two seconds is listed again each time: file times
+//! come from a coarse clock, and a change in the same tick would not move
+//! them.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -32,6 +35,10 @@ struct Folder {
     /// Entries named as credentials, and whether each is a link.
     named: Vec<(PathBuf, bool)>,
     entries: usize,
+    /// Changed too recently to be trusted: file times come from a coarse
+    /// clock, so an entry made in the same tick as the last change would
+    /// leave the change time as it was. Listed again until it settles.
+    recent: bool,
 }
 
 /// The listing of one session's command folders, kept between commands.
@@ -62,7 +69,9 @@ impl CredentialListing {
                 continue;
             };
             visited.insert(dir.clone());
-            let fresh = folders.get(&dir).is_some_and(|f| f.stamp == stamp);
+            let fresh = folders
+                .get(&dir)
+                .is_some_and(|f| f.stamp == stamp && !f.recent);
             if !fresh {
                 folders.insert(dir.clone(), list(&dir, stamp));
             }
@@ -96,11 +105,13 @@ fn stamp(dir: &Path) -> Option<(u64, u64, i64, i64)> {
 }
 
 fn list(dir: &Path, stamp: (u64, u64, i64, i64)) -> Folder {
+    let recent = crate::sandbox::process::changed_lately(stamp.2, stamp.3);
     let mut folder = Folder {
         stamp,
         subfolders: Vec::new(),
         named: Vec::new(),
         entries: 0,
+        recent,
     };
     let Ok(entries) = std::fs::read_dir(dir) else {
         return folder;

@@ -33,7 +33,9 @@ pub(crate) use creation::CreationRules;
 pub use env::{CommandEnv, DEFAULT_PATH, system_read_roots};
 pub use helper::helper_main;
 pub use plan::HELPER_ARG;
-pub use protect::{GIT_CONTROL, PROTECTED_NAMES, WalkCache, command_protected_names, is_git_dir};
+pub use protect::{
+    GIT_CONTROL, PROTECTED_NAMES, WalkCache, changed_lately, command_protected_names, is_git_dir,
+};
 
 use plan::{MESSAGE_PREFIX, Plan, REFUSED_EXIT};
 use std::path::{Path, PathBuf};

@@ -63,6 +63,21 @@ pub fn protected_under(roots: &[PathBuf], names: &[String], cache: &WalkCache) -
     found
 }
 
+/// Whether a change time of `secs`.`nanos` is within two seconds of now:
+/// a folder's listing kept by its times is not trusted that soon (file
+/// times come from a coarse clock; a change in the same tick leaves them
+/// as they were).
+pub fn changed_lately(secs: i64, nanos: i64) -> bool {
+    let changed = std::time::UNIX_EPOCH
+        + std::time::Duration::new(
+            u64::try_from(secs).unwrap_or(0),
+            u32::try_from(nanos).unwrap_or(0),
+        );
+    std::time::SystemTime::now()
+        .duration_since(changed)
+        .map_or(true, |age| age < std::time::Duration::from_secs(2))
+}
+
 fn stamp(dir: &Path) -> Option<(u64, i64, i64, i64, i64)> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::symlink_metadata(dir).ok()?;
@@ -83,7 +98,10 @@ fn listing<'a>(
     listed: &'a mut std::collections::HashMap<PathBuf, Listed>,
 ) -> Option<&'a Listed> {
     let now = stamp(dir)?;
-    let fresh = listed.get(dir).is_some_and(|l| l.stamp == now);
+    // A folder changed within the clock's tick of now may change again
+    // without its times moving (file times come from a coarse clock):
+    // read again until it settles.
+    let fresh = listed.get(dir).is_some_and(|l| l.stamp == now) && !changed_lately(now.1, now.2);
     if !fresh {
         let read = read_listing(dir, is_root, names, now)?;
         listed.insert(dir.to_path_buf(), read);
