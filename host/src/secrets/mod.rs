@@ -11,4 +11,4 @@ pub use files::{
     CredentialFiles, HOME_CREDENTIALS, WithheldFile, Withholding, file_holds_private_key,
     holds_private_key, name_holds,
 };
-pub use redact::{Redactor, marker, own_credentials};
+pub use redact::{Redactor, marker, own_credentials, remember};

@@ -94,11 +94,32 @@ impl Redactor {
     }
 }
 
-/// carapace's own credentials, read once from its environment: what every
-/// transcript line, tool result and request body is cleaned of.
-pub fn own_credentials() -> &'static Redactor {
+/// Secrets the process was told of while it runs (a session's masked
+/// values), beside its own credentials.
+static REMEMBERED: std::sync::RwLock<Vec<(String, String)>> = std::sync::RwLock::new(Vec::new());
+
+/// carapace's own credentials (read once from its environment) and every
+/// secret [`remember`]ed since: what every transcript line, tool result,
+/// stream line and request body is cleaned of.
+pub fn own_credentials() -> Redactor {
     static OWN: std::sync::LazyLock<Redactor> = std::sync::LazyLock::new(Redactor::from_env);
-    &OWN
+    let mut redactor = OWN.clone();
+    if let Ok(remembered) = REMEMBERED.read() {
+        for (name, value) in remembered.iter() {
+            redactor.add(name, value.clone());
+        }
+    }
+    redactor
+}
+
+/// From now on, `value` (named `name`) is cleaned from everything
+/// [`own_credentials`] cleans: a masked secret a server might echo back.
+pub fn remember(name: &str, value: &str) {
+    if let Ok(mut remembered) = REMEMBERED.write()
+        && !remembered.iter().any(|(_, v)| v == value)
+    {
+        remembered.push((name.to_string(), value.to_string()));
+    }
 }
 
 /// What stands in for a secret named `name`.

@@ -123,6 +123,18 @@ impl SessionBuilder {
             egress: egress.as_ref().map(|p| p.socket().to_path_buf()),
             ..ProcessConfig::new(cwd)
         };
+        let masks = masked_secrets(settings, warnings);
+        for mask in masks.iter() {
+            // Commands hold the stand-in; the value never leaves carapace
+            // but through the proxy, and never comes back unredacted.
+            process
+                .command_env
+                .set(mask.name.clone(), mask.sentinel.clone());
+            crate::secrets::remember(&mask.name, mask.value());
+        }
+        if let Some(proxy) = &egress {
+            proxy.set_masks(Arc::new(masks));
+        }
         Ok(SessionPolicy {
             policy,
             process,
@@ -200,6 +212,36 @@ fn egress_proxy(
         .map_err(|e| SessionError::Invalid(format!("cannot start the egress proxy: {e}")))?;
     proxy.set_upstream(ports);
     Ok(Some(proxy))
+}
+
+/// `sandbox.credentials.envVars` in `mask` mode: each variable of the
+/// user's environment with a fresh stand-in and the hosts it may go to. A
+/// variable that is not set, or a host that is not one, is a warning.
+fn masked_secrets(
+    settings: &Settings,
+    warnings: &mut Vec<String>,
+) -> crate::sandbox::egress::Masks {
+    use crate::sandbox::egress::{EgressPattern, Mask, Masks};
+    let mut masks = Vec::new();
+    for (name, hosts) in &settings.masked_env {
+        let Ok(value) = std::env::var(name) else {
+            warnings.push(format!(
+                "sandbox.credentials.envVars `{name}` is masked but not set in carapace's environment; commands do not get it"
+            ));
+            continue;
+        };
+        let mut patterns = Vec::new();
+        for host in hosts {
+            match EgressPattern::parse(host) {
+                Ok(pattern) => patterns.push(pattern),
+                Err(e) => warnings.push(format!(
+                    "sandbox.credentials.envVars `{name}`: injectHosts `{host}` is not a host ({e}); it is not sent there"
+                )),
+            }
+        }
+        masks.push(Mask::new(name, value, patterns));
+    }
+    Masks::new(masks, settings.plaintext_inject)
 }
 
 /// Where the administrator's (managed) settings are: `/etc/carapace/`, or

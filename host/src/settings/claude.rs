@@ -64,11 +64,11 @@ impl FilesystemFile {
 
 /// `sandbox.credentials`, as Claude Code spells it: credential files and
 /// variables kept from commands. Every file entry is withheld from every
-/// tool (`deny`); `mask` (a stand-in that the proxy swaps for the real
-/// value on the way to `injectHosts`) is not carapace's yet, so a masked
-/// entry is withheld too and named in a warning. Read from the user's own
-/// places only: a project could otherwise send a user's secret to a host
-/// of its choosing.
+/// tool (`deny`; a masked file is withheld too, with a warning: its
+/// stand-in copy is not carapace's yet); a variable in `mask` mode is given
+/// to commands as a stand-in that the proxy swaps for the real value on
+/// the way to its `injectHosts`. Read from the user's own places only: a
+/// project could otherwise send a user's secret to a host of its choosing.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct CredentialsFile {
@@ -76,6 +76,9 @@ pub(super) struct CredentialsFile {
     files: Vec<CredentialEntry>,
     #[serde(default)]
     env_vars: Vec<CredentialEntry>,
+    /// A masked secret may be put into plain (unencrypted) HTTP too.
+    #[serde(default)]
+    allow_plaintext_inject: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -84,6 +87,9 @@ struct CredentialEntry {
     path: Option<String>,
     name: Option<String>,
     mode: Option<String>,
+    /// Where a masked secret may be sent (else nowhere).
+    #[serde(default)]
+    inject_hosts: Vec<String>,
 }
 
 impl CredentialsFile {
@@ -113,7 +119,7 @@ impl CredentialsFile {
             let absolute = absolute(path, &folder, anchors);
             if entry.mode.as_deref() == Some("mask") {
                 settings.warnings.push(format!(
-                    "{shown}: sandbox.credentials.files `{path}`: mode `mask` is not honoured yet; the file is withheld from every tool instead (as `deny`)"
+                    "{shown}: sandbox.credentials.files `{path}`: mode `mask` is not honoured for files yet; the file is withheld from every tool instead (as `deny`)"
                 ));
             }
             settings.credential_files.push(absolute);
@@ -123,11 +129,17 @@ impl CredentialsFile {
             .iter()
             .filter(|e| e.mode.as_deref() == Some("mask"))
         {
-            settings.warnings.push(format!(
-                "{shown}: sandbox.credentials.envVars `{}`: mode `mask` is not honoured yet; commands do not get the variable (as `deny`, and as every variable carapace is not told to pass)",
-                entry.name.as_deref().unwrap_or("?")
-            ));
+            let Some(name) = entry.name.as_deref() else {
+                settings.warnings.push(format!(
+                    "{shown}: a sandbox.credentials.envVars entry names no variable; ignored"
+                ));
+                continue;
+            };
+            settings
+                .masked_env
+                .push((name.to_string(), entry.inject_hosts.clone()));
         }
+        settings.plaintext_inject |= self.allow_plaintext_inject;
     }
 }
 

@@ -356,6 +356,11 @@ pub struct Settings {
     /// `sandbox.credentials.files` of the user's own settings, absolute:
     /// withheld from every tool with the built-in credential files.
     pub credential_files: Vec<PathBuf>,
+    /// `sandbox.credentials.envVars` in `mask` mode (the user's own
+    /// settings): each variable and the hosts its value may be sent to.
+    pub masked_env: Vec<(String, Vec<String>)>,
+    /// `sandbox.credentials.allowPlaintextInject`.
+    pub plaintext_inject: bool,
     /// `permissions.disableBypassPermissionsMode: "disable"` in any file:
     /// bypassPermissions may not be started in or switched to.
     pub bypass_disabled: bool,

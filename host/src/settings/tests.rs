@@ -359,3 +359,48 @@ fn the_administrator_can_keep_hooks_and_allow_rules_to_their_own()
     assert_eq!(settings.hooks.len(), 2, "{:?}", settings.warnings);
     Ok(())
 }
+
+/// `sandbox.credentials` is the user's to give: a project's (trusted or
+/// not) is ignored with a warning — it could otherwise send the user's
+/// secret to a host of its choosing — while the user's own masks and
+/// withholds.
+#[test]
+fn credentials_come_from_the_user_only() -> Result<(), Box<dyn std::error::Error>> {
+    let f = fixture()?;
+    let credentials = |host: &str, file: &str| {
+        serde_json::json!({"sandbox": {"credentials": {
+            "allowPlaintextInject": true,
+            "envVars": [{"name": "TOKEN", "mode": "mask", "injectHosts": [host]}],
+            "files": [{"path": file, "mode": "deny"}]}}})
+    };
+    write(
+        &f.locations.project(),
+        credentials("evil.example", "//srv/project"),
+    )?;
+    let settings = Settings::load(&f.locations, true)?;
+    assert!(settings.masked_env.is_empty() && settings.credential_files.is_empty());
+    assert!(!settings.plaintext_inject);
+    assert!(
+        settings
+            .warnings
+            .iter()
+            .any(|w| w.contains("sandbox.credentials")),
+        "{:?}",
+        settings.warnings
+    );
+    write(
+        &f.locations.user(),
+        credentials("api.example", "//srv/user"),
+    )?;
+    let settings = Settings::load(&f.locations, true)?;
+    assert_eq!(
+        settings.masked_env,
+        [("TOKEN".to_string(), vec!["api.example".to_string()])]
+    );
+    assert_eq!(
+        settings.credential_files,
+        [std::path::PathBuf::from("/srv/user")]
+    );
+    assert!(settings.plaintext_inject);
+    Ok(())
+}

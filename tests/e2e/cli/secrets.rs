@@ -446,3 +446,89 @@ fn the_rule_a_refusal_names_lifts_it() -> TestResult {
     }
     Ok(())
 }
+
+/// The request heads a test server was sent.
+type Heads = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A loopback HTTP server that keeps each request head it is sent and
+/// answers with it (an echo, as httpbin's `/headers` does).
+fn echo_server() -> Result<(u16, Heads), std::io::Error> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let heads = Heads::default();
+    let kept = heads.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = vec![0u8; 8192];
+            let n = std::io::Read::read(&mut stream, &mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{head}",
+                head.len()
+            );
+            let _ = std::io::Write::write_all(&mut stream, answer.as_bytes());
+            if let Ok(mut all) = kept.lock() {
+                all.push(head);
+            }
+        }
+    });
+    Ok((port, heads))
+}
+
+/// A masked variable: the command holds a stand-in; on the way to its
+/// injectHosts the proxy puts the real value in (the server receives it),
+/// to another allowed host the stand-in is refused (the server receives
+/// nothing) — and the value the server echoes back reaches neither the
+/// model nor the transcript.
+#[test]
+fn a_masked_variable_reaches_only_its_hosts_and_never_the_model() -> TestResult {
+    const TOKEN: &str = "real-token-4f9a2c71e0b3";
+    let (port, heads) = echo_server()?;
+    let home = Home::new()?;
+    let settings = json!({"sandbox": {
+        "network": {"allowedDomains": ["localhost", "127.0.0.1"]},
+        "credentials": {"allowPlaintextInject": true, "envVars": [
+            {"name": "SERVICE_TOKEN", "mode": "mask", "injectHosts": ["localhost"]}]}}});
+    let curl = |id: &str, host: &str| {
+        Block::tool_use(
+            id,
+            "Bash",
+            json!({"command": format!(
+                "echo \"held: $SERVICE_TOKEN\"; curl -s -m 5 -H \"Authorization: Bearer $SERVICE_TOKEN\" http://{host}:{port}/ || echo failed"
+            )}),
+        )
+    };
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![curl("toolu_inject", "localhost")]),
+        Reply::tool_uses(vec![curl("toolu_other", "127.0.0.1")]),
+        Reply::text("done"),
+    ])?;
+    let output = home
+        .command(&server)
+        .env("SERVICE_TOKEN", TOKEN)
+        .args(["--permission-mode", "bypassPermissions"])
+        .args(["--settings", &settings.to_string()])
+        .output()?;
+    let run = support::Run::from_output(output)?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let received = heads.lock().map(|h| h.clone()).unwrap_or_default();
+    assert_eq!(
+        received.len(),
+        1,
+        "only the injected request arrives: {received:?}"
+    );
+    assert!(
+        received[0].contains(&format!("Bearer {TOKEN}")),
+        "{received:?}"
+    );
+    let injected = result_of(&server, "toolu_inject");
+    assert!(injected.contains("held: CARAPACE_MASKED_"), "{injected}");
+    assert!(
+        injected.contains("Bearer [REDACTED: SERVICE_TOKEN]"),
+        "the echo comes back redacted: {injected}"
+    );
+    let other = result_of(&server, "toolu_other");
+    assert!(other.contains("may be sent only to localhost"), "{other}");
+    assert!(!seen(&server, &run).contains(TOKEN), "the token leaked");
+    Ok(())
+}

@@ -27,6 +27,9 @@ pub(super) struct Gate {
     /// (`sandbox.network.httpProxyPort`, `socksProxyPort`), which then
     /// judge in carapace's place.
     upstream: RwLock<Upstream>,
+    /// The session's masked secrets: sentinels put back into real values
+    /// on the way to their hosts, refused elsewhere.
+    masks: RwLock<Arc<super::Masks>>,
 }
 
 /// Ports of the user's own proxies on loopback.
@@ -44,7 +47,18 @@ impl Gate {
             approved: Mutex::default(),
             asking: tokio::sync::Mutex::new(()),
             upstream: RwLock::new(Upstream::default()),
+            masks: RwLock::default(),
         }
+    }
+
+    pub fn set_masks(&self, masks: Arc<super::Masks>) {
+        if let Ok(mut slot) = self.masks.write() {
+            *slot = masks;
+        }
+    }
+
+    pub fn masks(&self) -> Arc<super::Masks> {
+        self.masks.read().map(|m| m.clone()).unwrap_or_default()
     }
 
     pub fn set_upstream(&self, upstream: Upstream) {

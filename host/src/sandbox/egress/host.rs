@@ -121,6 +121,15 @@ pub enum EgressPattern {
     Subdomains(String),
 }
 
+impl std::fmt::Display for EgressPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EgressPattern::Exact(host) => write!(f, "{host}"),
+            EgressPattern::Subdomains(suffix) => write!(f, "*.{suffix}"),
+        }
+    }
+}
+
 impl EgressPattern {
     pub fn parse(text: &str) -> Result<Self, HostError> {
         match text.trim().strip_prefix("*.") {

@@ -7,10 +7,12 @@
 
 mod ask;
 pub mod host;
+mod masks;
 pub mod proxy;
 pub mod rules;
 
 pub use ask::{EgressAsker, Upstream};
 pub use host::{EgressPattern, Host, HostError, canonical};
+pub use masks::{Mask, Masks};
 pub use proxy::EgressProxy;
 pub use rules::{EgressRules, Judgement};

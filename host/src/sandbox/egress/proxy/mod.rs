@@ -83,6 +83,12 @@ impl EgressProxy {
         self.gate.set_asker(asker);
     }
 
+    /// Masked secrets: their sentinels become the real values on the way
+    /// to their hosts, and are refused anywhere else.
+    pub fn set_masks(&self, masks: Arc<super::Masks>) {
+        self.gate.set_masks(masks);
+    }
+
     /// Connections go on to the user's own proxies instead (HTTP, SOCKS5 —
     /// each protocol without one stays judged here).
     pub fn set_upstream(&self, upstream: Upstream) {
@@ -210,10 +216,18 @@ async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), Stri
     }
     // To the origin server in origin form, one request per connection:
     // a second request on it would be carried unjudged.
-    let forwarded = match opening::origin_form(&head[..end]) {
+    let mut forwarded = match opening::origin_form(&head[..end]) {
         Ok(forwarded) => forwarded,
         Err(why) => return refuse_http(&mut client, "400 Bad Request", &why).await,
     };
+    match gate.masks().inject_plain(&forwarded.head, &target.host) {
+        Ok(None) => {}
+        Ok(Some(injected)) => forwarded.head = injected,
+        Err(why) => {
+            tracing::warn!(host = %target.host, "egress: {why}");
+            return refuse_http(&mut client, "403 Forbidden", &why).await;
+        }
+    }
     let upstream = match reach(&target, exact, rules).await {
         Ok(stream) => stream,
         Err(why) => return refuse_http(&mut client, "403 Forbidden", &why).await,
