@@ -49,6 +49,19 @@ pub fn credential_within(
     Ok(found)
 }
 
+/// A small regular file a command line names that holds a private key
+/// (key files are small: a larger file is not read for this, so a command
+/// naming a big log costs nothing).
+fn key_by_content(path: &Path) -> Option<WithheldFile> {
+    const NAMED_FILE_SCAN_LIMIT: u64 = 1 << 20;
+    let small =
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= NAMED_FILE_SCAN_LIMIT);
+    (small && file_holds_private_key(path)).then(|| WithheldFile {
+        holds: "a private key".into(),
+        root: path.to_path_buf(),
+    })
+}
+
 impl Policy {
     /// The withheld rung of one need.
     pub(super) fn withheld_need(&self, tool: &str, need: &Resolved) -> Option<Need> {
@@ -103,8 +116,10 @@ impl Policy {
 
     /// A command line that names a credential file (an existing one, by
     /// any word of it, `~/` and relative paths read from the working
-    /// directory) is refused in every mode: the sandbox hides those under
-    /// the working directories, this catches the rest of the disk.
+    /// directory; by its name, where it is, or a private key in a small
+    /// file) is refused in every mode: the sandbox hides those named as
+    /// credentials under the working directories, this catches the rest of
+    /// the disk and the keys a name does not give away.
     pub(super) fn command_withheld(&self, line: &str) -> Option<Need> {
         let cwd = self.working_dirs.first()?;
         let words = line.split(|c: char| {
@@ -122,7 +137,12 @@ impl Policy {
             let Ok(real) = std::fs::canonicalize(&path) else {
                 continue;
             };
-            if let Some(found) = self.withheld.judge(&real, false) {
+            let found = self
+                .withheld
+                .judge(&real, false)
+                .or_else(|| key_by_content(&real))
+                .filter(|f| !self.withheld.named(&real, &f.root, false));
+            if let Some(found) = found {
                 return Some(Need::Deny(
                     self.withheld.refusal("The command", &path, &found, false),
                     Basis::of(BasisKind::Secret),

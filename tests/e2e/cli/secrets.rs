@@ -166,6 +166,12 @@ fn credential_files_are_withheld_from_every_tool_in_every_mode() -> TestResult {
             "Bash",
             json!({"command": "cat .env ~/.aws/credentials"}),
         ));
+        // A key a name does not give away, named on a command line.
+        calls.push(Block::tool_use(
+            "toolu_cat_key",
+            "Bash",
+            json!({"command": "head -c 200 deploy/service.json"}),
+        ));
         // Outside the working directory, where no stand-in covers it.
         calls.push(Block::tool_use(
             "toolu_cat_other",
@@ -204,6 +210,8 @@ fn credential_files_are_withheld_from_every_tool_in_every_mode() -> TestResult {
             grep.contains("put-yours-here") && grep.contains("read_env"),
             "{grep}"
         );
+        let key = result_of(&server, "toolu_cat_key");
+        assert!(key.contains("holds a private key"), "{mode}: {key}");
         let other = result_of(&server, "toolu_cat_other");
         assert!(
             other.contains("is withheld because it holds"),
