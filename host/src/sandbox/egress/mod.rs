@@ -6,6 +6,7 @@
 //! said it may be reached.
 
 mod ask;
+pub mod authority;
 pub mod host;
 mod masks;
 pub mod proxy;
