@@ -30,6 +30,8 @@ pub(super) struct Gate {
     /// The session's masked secrets: sentinels put back into real values
     /// on the way to their hosts, refused elsewhere.
     masks: RwLock<Arc<super::Masks>>,
+    /// Set when TLS tunnels end at the proxy.
+    termination: RwLock<Option<Arc<super::proxy::Termination>>>,
 }
 
 /// Ports of the user's own proxies on loopback.
@@ -48,7 +50,18 @@ impl Gate {
             asking: tokio::sync::Mutex::new(()),
             upstream: RwLock::new(Upstream::default()),
             masks: RwLock::default(),
+            termination: RwLock::default(),
         }
+    }
+
+    pub fn set_termination(&self, termination: Arc<super::proxy::Termination>) {
+        if let Ok(mut slot) = self.termination.write() {
+            *slot = Some(termination);
+        }
+    }
+
+    pub fn termination(&self) -> Option<Arc<super::proxy::Termination>> {
+        self.termination.read().ok().and_then(|t| t.clone())
     }
 
     pub fn set_masks(&self, masks: Arc<super::Masks>) {

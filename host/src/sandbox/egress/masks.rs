@@ -67,6 +67,20 @@ impl Masks {
     /// were none), or why the request is refused (a sentinel bound
     /// elsewhere, or plain HTTP not allowed for it).
     pub fn inject_plain(&self, head: &[u8], host: &Host) -> Result<Option<Vec<u8>>, String> {
+        self.inject_with(head, host, true)
+    }
+
+    /// The same inside a tunnel the proxy terminated (TLS on both sides).
+    pub fn inject(&self, head: &[u8], host: &Host) -> Result<Option<Vec<u8>>, String> {
+        self.inject_with(head, host, false)
+    }
+
+    fn inject_with(
+        &self,
+        head: &[u8],
+        host: &Host,
+        plain: bool,
+    ) -> Result<Option<Vec<u8>>, String> {
         let mut out: Option<Vec<u8>> = None;
         for mask in &self.masks {
             let current = out.as_deref().unwrap_or(head);
@@ -80,7 +94,7 @@ impl Masks {
                     self.hosts_of(mask)
                 ));
             }
-            if !self.plaintext {
+            if plain && !self.plaintext {
                 return Err(format!(
                     "the request carries the stand-in for {} over plain HTTP; the secret is put in only over HTTPS unless sandbox.credentials.allowPlaintextInject is set",
                     mask.name

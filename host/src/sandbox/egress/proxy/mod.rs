@@ -7,6 +7,9 @@
 //! client asked for. Refused connections get an answer that says why.
 
 mod opening;
+mod terminate;
+
+pub(crate) use terminate::Termination;
 
 use super::ask::{EgressAsker, Gate, Upstream};
 use super::host::{Host, canonical};
@@ -87,6 +90,17 @@ impl EgressProxy {
     /// to their hosts, and are refused anywhere else.
     pub fn set_masks(&self, masks: Arc<super::Masks>) {
         self.gate.set_masks(masks);
+    }
+
+    /// From now on TLS tunnels end at the proxy (`tlsTerminate`): it reads
+    /// each request, so masked secrets reach HTTPS hosts too.
+    pub fn terminate_tls(
+        &self,
+        authority: Arc<super::authority::SessionAuthority>,
+    ) -> Result<(), String> {
+        self.gate
+            .set_termination(Arc::new(terminate::Termination::new(authority)?));
+        Ok(())
     }
 
     /// Connections go on to the user's own proxies instead (HTTP, SOCKS5 —
@@ -206,7 +220,14 @@ async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), Stri
             .await
             .map_err(|e| e.to_string())?;
         let (opening, named) = opening::tunnel_opening(&mut client, after_head).await?;
+        let is_tls = named.is_some();
         check_opening(named, &target)?;
+        if let (true, Some(termination)) = (is_tls, gate.termination()) {
+            let masks = gate.masks();
+            let client = terminate::Prefixed::new(opening, client);
+            let upstream = reach(&target, exact, rules);
+            return terminate::serve(&termination, &masks, &target.host, client, upstream).await;
+        }
         let mut upstream = reach(&target, exact, rules).await?;
         upstream
             .write_all(&opening)

@@ -1,0 +1,230 @@
+//! A CONNECT tunnel the proxy terminates (`sandbox.network.tlsTerminate`):
+//! the command's TLS ends at the proxy, which presents a certificate for
+//! the host from the session's authority (trusted only inside the
+//! sandbox), reads the request, puts each masked secret in place of its
+//! stand-in when the host is one of the secret's injectHosts (refusing the
+//! request when a stand-in is bound elsewhere), and sends it on over TLS
+//! of its own to the real server, verified against the system's trust
+//! store (`SSL_CERT_FILE` honoured). One request per connection: the
+//! request goes on with `Connection: close`, so each request a command
+//! makes is read.
+
+use super::super::authority::SessionAuthority;
+use super::super::host::Host;
+use super::super::masks::Masks;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+
+/// The longest request head read from a terminated tunnel.
+const MAX_HEAD: usize = 64 * 1024;
+
+/// A stream whose first bytes were already read (the ClientHello the proxy
+/// looked at for its server name): they are read again first.
+pub(super) struct Prefixed<S> {
+    prefix: Vec<u8>,
+    at: usize,
+    inner: S,
+}
+
+impl<S> Prefixed<S> {
+    pub(super) fn new(prefix: Vec<u8>, inner: S) -> Self {
+        Self {
+            prefix,
+            at: 0,
+            inner,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.at < self.prefix.len() {
+            let n = (self.prefix.len() - self.at).min(buf.remaining());
+            let at = self.at;
+            buf.put_slice(&self.prefix[at..at + n]);
+            self.at += n;
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Roots the proxy verifies real servers against: the system's store, or
+/// the file `SSL_CERT_FILE` names.
+pub(crate) fn system_roots() -> Result<rustls::RootCertStore, String> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in found.certs {
+        // A certificate the store holds but rustls cannot use is skipped,
+        // as every client of the store does.
+        let _ = roots.add(cert);
+    }
+    if roots.is_empty() {
+        return Err(format!(
+            "no trusted certificate authority could be read from the system's store{}",
+            found
+                .errors
+                .first()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
+        ));
+    }
+    Ok(roots)
+}
+
+/// What a terminated tunnel needs: the authority that speaks for hosts, the
+/// client configuration that reaches the real ones, the session's masks.
+pub(crate) struct Termination {
+    pub authority: Arc<SessionAuthority>,
+    pub upstream: Arc<rustls::ClientConfig>,
+}
+
+impl Termination {
+    pub(crate) fn new(authority: Arc<SessionAuthority>) -> Result<Self, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(system_roots()?)
+            .with_no_client_auth();
+        client.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Self {
+            authority,
+            upstream: Arc::new(client),
+        })
+    }
+}
+
+/// Serves one terminated tunnel: `client` (its ClientHello in `opening`)
+/// to `host`, reached by `upstream` once the request is judged.
+pub(super) async fn serve<C, U>(
+    termination: &Termination,
+    masks: &Masks,
+    host: &Host,
+    client: Prefixed<C>,
+    upstream: impl std::future::Future<Output = Result<U, String>>,
+) -> Result<(), String>
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+    U: AsyncRead + AsyncWrite + Unpin,
+{
+    let name = host.to_string();
+    let server = termination
+        .authority
+        .server_for(&name)
+        .map_err(|e| e.to_string())?;
+    let mut inside = tokio_rustls::TlsAcceptor::from(server)
+        .accept(client)
+        .await
+        .map_err(|e| format!("the command's TLS to {name} failed: {e}"))?;
+    let (head, rest) = read_head(&mut inside).await?;
+    let head = match masks.inject(&head, host) {
+        Ok(injected) => injected.unwrap_or(head),
+        Err(why) => {
+            tracing::warn!(host = %name, "egress: {why}");
+            let body = format!("carapace's proxy refused the request: {why}\n");
+            let answer = format!(
+                "HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = inside.write_all(answer.as_bytes()).await;
+            let _ = inside.shutdown().await;
+            return Err(why);
+        }
+    };
+    let tcp = upstream.await?;
+    let server_name = rustls::pki_types::ServerName::try_from(name.clone())
+        .map_err(|e| format!("{name} is not a server name: {e}"))?;
+    let mut outside = tokio_rustls::TlsConnector::from(termination.upstream.clone())
+        .connect(server_name, tcp)
+        .await
+        .map_err(|e| format!("{name} could not be verified or reached over TLS: {e}"))?;
+    outside
+        .write_all(&closing(&head))
+        .await
+        .map_err(|e| e.to_string())?;
+    outside.write_all(&rest).await.map_err(|e| e.to_string())?;
+    tokio::io::copy_bidirectional(&mut inside, &mut outside)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// The request head (through its blank line) and what followed it.
+async fn read_head(stream: &mut (impl AsyncRead + Unpin)) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            let rest = head.split_off(end + 4);
+            return Ok((head, rest));
+        }
+        if head.len() > MAX_HEAD {
+            return Err(format!("the request head is over {MAX_HEAD} bytes"));
+        }
+        let n = stream.read(&mut buf).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the command closed the tunnel before its request".into());
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// `head` with `Connection: close` in place of any connection header: one
+/// request per connection, so the next one is read too.
+fn closing(head: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(head);
+    let mut lines: Vec<&str> = text
+        .split("\r\n")
+        .filter(|l| {
+            !l.to_ascii_lowercase().starts_with("connection:")
+                && !l.to_ascii_lowercase().starts_with("keep-alive:")
+        })
+        .collect();
+    // The head ends in an empty line (two, split): the header goes before.
+    while lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    lines.push("Connection: close");
+    let mut out = lines.join("\r\n");
+    out.push_str("\r\n\r\n");
+    out.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_forwarded_request_closes_its_connection() {
+        let head = b"GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\nKeep-Alive: 5\r\n\r\n";
+        assert_eq!(
+            String::from_utf8_lossy(&closing(head)),
+            "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+        );
+    }
+}
