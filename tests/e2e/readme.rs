@@ -118,9 +118,13 @@ const NOT_READ: &[(&str, &str)] = &[
     ("HTTPS_PROXY", "set for commands, to the egress proxy"),
     ("ALL_PROXY", "set for commands, to the egress proxy"),
     ("NO_PROXY", "set (empty) for commands"),
+    ("CURL_CA_BUNDLE", "set for commands under tlsTerminate"),
+    ("REQUESTS_CA_BUNDLE", "set for commands under tlsTerminate"),
+    ("GIT_SSL_CAINFO", "set for commands under tlsTerminate"),
+    ("NODE_EXTRA_CA_CERTS", "set for commands under tlsTerminate"),
     (
         "CLAUDE_CODE_OAUTH_TOKEN",
-        "withheld from plugins, never read",
+        "withheld from plugins; read only to be redacted",
     ),
     ("SHA2_256", "a digest's name in a signature"),
     (

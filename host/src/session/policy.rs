@@ -134,6 +134,9 @@ impl SessionBuilder {
         }
         if let Some(proxy) = &egress {
             proxy.set_masks(Arc::new(masks));
+            if settings.tls_terminate {
+                terminate_tls(proxy, &process)?;
+            }
         }
         Ok(SessionPolicy {
             policy,
@@ -212,6 +215,54 @@ fn egress_proxy(
         .map_err(|e| SessionError::Invalid(format!("cannot start the egress proxy: {e}")))?;
     proxy.set_upstream(ports);
     Ok(Some(proxy))
+}
+
+/// The system's bundle of trusted authorities, as a client would read it.
+const SYSTEM_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+];
+
+/// TLS tunnels end at the proxy: a fresh authority for the session, and
+/// commands told to trust it beside the authorities they trusted already
+/// (a bundle of both for OpenSSL, curl, Python and git; the authority
+/// alone for Node, which adds it to its own).
+fn terminate_tls(
+    proxy: &crate::sandbox::egress::EgressProxy,
+    process: &ProcessConfig,
+) -> Result<(), SessionError> {
+    use crate::sandbox::egress::authority::SessionAuthority;
+    let fail = |why: String| SessionError::Invalid(format!("sandbox.network.tlsTerminate: {why}"));
+    let authority = Arc::new(SessionAuthority::new().map_err(|e| fail(e.to_string()))?);
+    proxy.terminate_tls(authority.clone()).map_err(fail)?;
+    let folder = proxy
+        .folder()
+        .ok_or_else(|| fail("the proxy has no folder of its own".into()))?;
+    let own = authority.certificate_pem();
+    let system = std::env::var_os("SSL_CERT_FILE")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(SYSTEM_BUNDLES.iter().map(PathBuf::from))
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default();
+    let (authority_file, bundle_file) = (folder.join("authority.pem"), folder.join("bundle.pem"));
+    std::fs::write(&authority_file, &own).map_err(|e| fail(e.to_string()))?;
+    std::fs::write(&bundle_file, format!("{system}\n{own}")).map_err(|e| fail(e.to_string()))?;
+    let bundle = bundle_file.display().to_string();
+    for name in [
+        "SSL_CERT_FILE",
+        "CURL_CA_BUNDLE",
+        "REQUESTS_CA_BUNDLE",
+        "GIT_SSL_CAINFO",
+    ] {
+        process.command_env.set(name.into(), bundle.clone());
+    }
+    process.command_env.set(
+        "NODE_EXTRA_CA_CERTS".into(),
+        authority_file.display().to_string(),
+    );
+    Ok(())
 }
 
 /// `sandbox.credentials.envVars` in `mask` mode: each variable of the

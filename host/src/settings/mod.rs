@@ -184,6 +184,9 @@ struct NetworkFile {
     http_proxy_port: Option<u16>,
     /// The user's own SOCKS5 proxy on loopback, in place of carapace's.
     socks_proxy_port: Option<u16>,
+    /// TLS tunnels end at carapace's proxy (a per-session authority the
+    /// sandbox trusts), so masked secrets reach HTTPS hosts.
+    tls_terminate: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -361,6 +364,8 @@ pub struct Settings {
     pub masked_env: Vec<(String, Vec<String>)>,
     /// `sandbox.credentials.allowPlaintextInject`.
     pub plaintext_inject: bool,
+    /// `sandbox.network.tlsTerminate` (the user's own settings).
+    pub tls_terminate: bool,
     /// `permissions.disableBypassPermissionsMode: "disable"` in any file:
     /// bypassPermissions may not be started in or switched to.
     pub bypass_disabled: bool,
@@ -483,6 +488,15 @@ impl Settings {
             self.managed_domains_only = true;
         }
         let from_project = matches!(kind, SourceKind::Local | SourceKind::Project);
+        if let Some(terminate) = network.tls_terminate {
+            if from_project {
+                self.warnings.push(format!(
+                    "{shown}: sandbox.network.tlsTerminate is honoured only in user or managed settings or --settings; ignored"
+                ));
+            } else {
+                self.tls_terminate = self.tls_terminate || terminate;
+            }
+        }
         for (port, slot, key) in [
             (
                 network.http_proxy_port,

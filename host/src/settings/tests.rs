@@ -368,7 +368,7 @@ fn the_administrator_can_keep_hooks_and_allow_rules_to_their_own()
 fn credentials_come_from_the_user_only() -> Result<(), Box<dyn std::error::Error>> {
     let f = fixture()?;
     let credentials = |host: &str, file: &str| {
-        serde_json::json!({"sandbox": {"credentials": {
+        serde_json::json!({"sandbox": {"network": {"tlsTerminate": true}, "credentials": {
             "allowPlaintextInject": true,
             "envVars": [{"name": "TOKEN", "mode": "mask", "injectHosts": [host]}],
             "files": [{"path": file, "mode": "deny"}]}}})
@@ -379,7 +379,7 @@ fn credentials_come_from_the_user_only() -> Result<(), Box<dyn std::error::Error
     )?;
     let settings = Settings::load(&f.locations, true)?;
     assert!(settings.masked_env.is_empty() && settings.credential_files.is_empty());
-    assert!(!settings.plaintext_inject);
+    assert!(!settings.plaintext_inject && !settings.tls_terminate);
     assert!(
         settings
             .warnings
@@ -401,6 +401,6 @@ fn credentials_come_from_the_user_only() -> Result<(), Box<dyn std::error::Error
         settings.credential_files,
         [std::path::PathBuf::from("/srv/user")]
     );
-    assert!(settings.plaintext_inject);
+    assert!(settings.plaintext_inject && settings.tls_terminate);
     Ok(())
 }

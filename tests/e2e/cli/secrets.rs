@@ -540,3 +540,112 @@ fn a_masked_variable_reaches_only_its_hosts_and_never_the_model() -> TestResult 
     assert!(!seen(&server, &run).contains(TOKEN), "the token leaked");
     Ok(())
 }
+
+/// A loopback HTTPS server for `localhost` with a certificate from an
+/// authority of the test's own (written to a file carapace is told to
+/// trust through `SSL_CERT_FILE`), keeping each request head it is sent.
+fn tls_echo_server(
+    dir: &std::path::Path,
+) -> Result<(u16, Heads, std::path::PathBuf), Box<dyn std::error::Error>> {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+    let leaf_key = KeyPair::generate()?;
+    let leaf = CertificateParams::new(vec!["localhost".to_string()])?.signed_by(&leaf_key, &ca)?;
+    let ca_file = dir.join("test-ca.pem");
+    std::fs::write(&ca_file, ca.pem())?;
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = std::sync::Arc::new(
+        rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(vec![leaf.der().clone()], key)?,
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let heads = Heads::default();
+    let kept = heads.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let Ok(connection) = rustls::ServerConnection::new(config.clone()) else {
+                continue;
+            };
+            let mut tls = rustls::StreamOwned::new(connection, stream);
+            let mut buf = vec![0u8; 8192];
+            let n = std::io::Read::read(&mut tls, &mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+            let _ = std::io::Write::write_all(&mut tls, answer);
+            tls.conn.send_close_notify();
+            let _ = std::io::Write::flush(&mut tls);
+            if let Ok(mut all) = kept.lock() {
+                all.push(head);
+            }
+        }
+    });
+    Ok((port, heads, ca_file))
+}
+
+/// With `tlsTerminate`, a masked variable reaches an HTTPS host among its
+/// injectHosts (the server, verified by the proxy against the authority
+/// carapace trusts, receives the real value), while the command trusts
+/// the proxy's certificate and only ever holds the stand-in; to another
+/// allowed host over HTTPS the stand-in is refused.
+#[test]
+fn a_masked_variable_reaches_its_https_host_through_the_terminating_proxy() -> TestResult {
+    const TOKEN: &str = "real-tls-token-8d2e61c0a9";
+    let home = Home::new()?;
+    let (port, heads, ca_file) = tls_echo_server(&home.home)?;
+    let settings = json!({"sandbox": {
+        "network": {"allowedDomains": ["localhost", "127.0.0.1"], "tlsTerminate": true},
+        "credentials": {"envVars": [
+            {"name": "SERVICE_TOKEN", "mode": "mask", "injectHosts": ["localhost"]}]}}});
+    let command = format!(
+        "curl -sS -m 10 -H \"Authorization: Bearer $SERVICE_TOKEN\" https://localhost:{port}/ || echo failed"
+    );
+    let elsewhere = format!(
+        "curl -sS -m 10 -H \"Authorization: Bearer $SERVICE_TOKEN\" https://127.0.0.1:{port}/ || echo failed"
+    );
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_tls",
+            "Bash",
+            json!({"command": command}),
+        )]),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_elsewhere",
+            "Bash",
+            json!({"command": elsewhere}),
+        )]),
+        Reply::text("done"),
+    ])?;
+    let output = home
+        .command(&server)
+        .env("SERVICE_TOKEN", TOKEN)
+        .env("SSL_CERT_FILE", &ca_file)
+        .args(["--permission-mode", "bypassPermissions"])
+        .args(["--settings", &settings.to_string()])
+        .output()?;
+    let run = support::Run::from_output(output)?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let told = result_of(&server, "toolu_tls");
+    let received = heads.lock().map(|h| h.clone()).unwrap_or_default();
+    let refused = result_of(&server, "toolu_elsewhere");
+    assert_eq!(received.len(), 1, "{told} {refused} {received:?}");
+    assert!(
+        received[0].contains(&format!("Bearer {TOKEN}")),
+        "{received:?}"
+    );
+    assert!(told.contains("ok"), "{told}");
+    // Another allowed host, over HTTPS too: the stand-in is refused there,
+    // and the server receives nothing more.
+    assert!(
+        refused.contains("may be sent only to localhost"),
+        "{refused}"
+    );
+    assert_eq!(heads.lock().map(|h| h.len()).unwrap_or(0), 1);
+    assert!(!seen(&server, &run).contains(TOKEN), "the token leaked");
+    Ok(())
+}

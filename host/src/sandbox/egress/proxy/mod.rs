@@ -80,6 +80,12 @@ impl EgressProxy {
         &self.socket
     }
 
+    /// The private folder the proxy made for its socket (what commands are
+    /// told to trust is written there), when it made one.
+    pub fn folder(&self) -> Option<&Path> {
+        self._dir.as_ref().map(|d| d.path())
+    }
+
     /// Hosts the lists do not name are asked about through `asker` from
     /// now on (else they are refused).
     pub fn set_asker(&self, asker: Arc<dyn EgressAsker>) {
@@ -220,7 +226,9 @@ async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), Stri
             .await
             .map_err(|e| e.to_string())?;
         let (opening, named) = opening::tunnel_opening(&mut client, after_head).await?;
-        let is_tls = named.is_some();
+        // A TLS record's first byte (a ClientHello with or without a name:
+        // clients send none for an address).
+        let is_tls = opening.first() == Some(&0x16);
         check_opening(named, &target)?;
         if let (true, Some(termination)) = (is_tls, gate.termination()) {
             let masks = gate.masks();
