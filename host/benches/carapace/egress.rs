@@ -71,7 +71,105 @@ pub async fn egress_benches() -> BenchResult {
         &samples,
         "what a plain-HTTP download adds",
     );
+    tls_benches().await
+}
+
+/// What ending TLS at the proxy (`tlsTerminate`) adds to an HTTPS request:
+/// a loopback HTTPS server with a certificate from an authority of the
+/// bench's own, reached straight, through the proxy's plain tunnel, and
+/// through the terminating proxy (its certificate from the session's
+/// authority, the request read, TLS of its own to the server).
+async fn tls_benches() -> BenchResult {
+    use carapace::sandbox::egress::authority::SessionAuthority;
+    let server_authority = SessionAuthority::new()?;
+    let acceptor = tokio_rustls::TlsAcceptor::from(server_authority.server_for("localhost")?);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let mut buf = [0u8; 1024];
+                let _ = tls.read(&mut buf).await;
+                let _ = tls
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong",
+                    )
+                    .await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    let rules = EgressRules::new(&["localhost".into()], &[])?;
+    let plain_proxy = Arc::new(EgressProxy::start_private(Arc::new(rules.clone()))?);
+    let terminating = Arc::new(EgressProxy::start_private(Arc::new(rules))?);
+    let mut server_roots = rustls::RootCertStore::empty();
+    server_roots.add(server_authority.certificate_der())?;
+    let session = Arc::new(SessionAuthority::new()?);
+    terminating.terminate_tls(session.clone(), server_roots.clone())?;
+    let mut session_roots = rustls::RootCertStore::empty();
+    session_roots.add(session.certificate_der())?;
+    let request = format!("GET / HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n");
+    let straight = client(server_roots.clone())?;
+    let samples = time_async(300, |_| {
+        let (connector, request) = (straight.clone(), request.clone());
+        async move {
+            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+            let tls = connector.connect("localhost".try_into()?, tcp).await?;
+            exchange(tls, request.as_bytes()).await
+        }
+    })
+    .await?;
+    report(
+        "egress: an HTTPS request straight to a loopback server",
+        &samples,
+        "the floor",
+    );
+    for (name, proxy, roots, note) in [
+        (
+            "egress: the same through the proxy's tunnel (TLS spliced, unread)",
+            plain_proxy,
+            server_roots,
+            "without tlsTerminate",
+        ),
+        (
+            "egress: the same through the terminating proxy (tlsTerminate)",
+            terminating,
+            session_roots,
+            "a certificate per host, made once; the request read; TLS of the proxy's own to the server",
+        ),
+    ] {
+        let connector = client(roots)?;
+        let samples = time_async(300, |_| {
+            let (proxy, connector, request) = (proxy.clone(), connector.clone(), request.clone());
+            async move {
+                let mut stream = tokio::net::UnixStream::connect(proxy.socket()).await?;
+                stream
+                    .write_all(format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\n").as_bytes())
+                    .await?;
+                let mut established = [0u8; 39];
+                stream.read_exact(&mut established).await?;
+                let tls = connector.connect("localhost".try_into()?, stream).await?;
+                exchange(tls, request.as_bytes()).await
+            }
+        })
+        .await?;
+        report(name, &samples, note);
+    }
     Ok(())
+}
+
+/// A TLS client trusting `roots` only.
+fn client(roots: rustls::RootCertStore) -> Result<tokio_rustls::TlsConnector, rustls::Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
 
 /// Sends `bytes` and reads the answer to its end.

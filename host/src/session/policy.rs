@@ -235,7 +235,10 @@ fn terminate_tls(
     use crate::sandbox::egress::authority::SessionAuthority;
     let fail = |why: String| SessionError::Invalid(format!("sandbox.network.tlsTerminate: {why}"));
     let authority = Arc::new(SessionAuthority::new().map_err(|e| fail(e.to_string()))?);
-    proxy.terminate_tls(authority.clone()).map_err(fail)?;
+    let roots = crate::sandbox::egress::proxy::system_roots().map_err(fail)?;
+    proxy
+        .terminate_tls(authority.clone(), roots)
+        .map_err(fail)?;
     let folder = proxy
         .folder()
         .ok_or_else(|| fail("the proxy has no folder of its own".into()))?;

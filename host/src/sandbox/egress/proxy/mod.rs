@@ -10,6 +10,7 @@ mod opening;
 mod terminate;
 
 pub(crate) use terminate::Termination;
+pub use terminate::system_roots;
 
 use super::ask::{EgressAsker, Gate, Upstream};
 use super::host::{Host, canonical};
@@ -100,12 +101,15 @@ impl EgressProxy {
 
     /// From now on TLS tunnels end at the proxy (`tlsTerminate`): it reads
     /// each request, so masked secrets reach HTTPS hosts too.
+    /// Real servers are verified against `roots` ([`system_roots`]: the
+    /// system's store, or the file `SSL_CERT_FILE` names).
     pub fn terminate_tls(
         &self,
         authority: Arc<super::authority::SessionAuthority>,
+        roots: rustls::RootCertStore,
     ) -> Result<(), String> {
         self.gate
-            .set_termination(Arc::new(terminate::Termination::new(authority)?));
+            .set_termination(Arc::new(terminate::Termination::new(authority, roots)?));
         Ok(())
     }
 

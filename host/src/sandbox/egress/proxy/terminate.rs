@@ -75,7 +75,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
 
 /// Roots the proxy verifies real servers against: the system's store, or
 /// the file `SSL_CERT_FILE` names.
-pub(crate) fn system_roots() -> Result<rustls::RootCertStore, String> {
+pub fn system_roots() -> Result<rustls::RootCertStore, String> {
     let found = rustls_native_certs::load_native_certs();
     let mut roots = rustls::RootCertStore::empty();
     for cert in found.certs {
@@ -104,12 +104,16 @@ pub(crate) struct Termination {
 }
 
 impl Termination {
-    pub(crate) fn new(authority: Arc<SessionAuthority>) -> Result<Self, String> {
+    /// Real servers verified against `roots`.
+    pub(crate) fn new(
+        authority: Arc<SessionAuthority>,
+        roots: rustls::RootCertStore,
+    ) -> Result<Self, String> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut client = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| e.to_string())?
-            .with_root_certificates(system_roots()?)
+            .with_root_certificates(roots)
             .with_no_client_auth();
         client.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Self {
