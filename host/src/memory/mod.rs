@@ -358,11 +358,12 @@ impl Loader {
     fn import_refused(&self, by: &Path, real: &Path, kind: MemoryKind) -> Option<String> {
         // Whoever wrote the import: a credential file never joins the
         // model's context this way.
-        if let Some(found) = self.credentials.by_path(real) {
+        if let Some(found) = self
+            .credentials
+            .by_path(real)
+            .or_else(|| crate::secrets::key_file(real))
+        {
             return Some(format!("it is withheld because it holds {}", found.holds));
-        }
-        if crate::secrets::file_holds_private_key(real) {
-            return Some("it is withheld because it holds a private key".into());
         }
         if matches!(kind, MemoryKind::User | MemoryKind::Managed) {
             return None;

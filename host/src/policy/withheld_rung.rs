@@ -9,26 +9,46 @@ use super::needs::Resolved;
 use super::paths::{Visit, walk_tree};
 use super::rules::Family;
 use super::verdict::{Basis, BasisKind, Need};
-use crate::secrets::{CredentialFiles, WithheldFile, file_holds_private_key};
+use crate::secrets::{CredentialFiles, WithheldFile, key_file};
 use std::path::{Path, PathBuf};
 
 /// A credential file at `path` or inside it (by name, by where it is, by a
-/// private key in it), judged without rules: what a hook's grant may
-/// never reach. `Err` when the tree is larger than `limit` entries.
+/// private key in a regular file), judged without rules: what a hook's
+/// grant may never reach. `Err` when the tree is larger than `limit`
+/// entries.
 pub fn credential_within(
     path: &Path,
     home: &Path,
     limit: usize,
 ) -> Result<Option<PathBuf>, super::paths::TreeTooLarge> {
     let files = CredentialFiles::new(home, Vec::new());
-    let is_credential = |p: &Path| files.by_path(p).is_some() || file_holds_private_key(p);
-    if is_credential(path) {
-        return Ok(Some(path.to_path_buf()));
+    let judge = |p: &Path| {
+        files.by_path(p).or_else(|| {
+            let regular = std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
+            regular.then(|| key_file(p)).flatten()
+        })
+    };
+    Ok(first_credential(path, &files, limit, judge)?.map(|(found, _)| found))
+}
+
+/// The first credential at `path`, at one of the anchored paths inside
+/// it, or anywhere below it (links not followed), by `judge`: the path
+/// that matched, and why.
+fn first_credential(
+    path: &Path,
+    files: &CredentialFiles,
+    limit: usize,
+    judge: impl Fn(&Path) -> Option<WithheldFile>,
+) -> Result<Option<(PathBuf, WithheldFile)>, super::paths::TreeTooLarge> {
+    if let Some(file) = judge(path) {
+        return Ok(Some((path.to_path_buf(), file)));
     }
-    if let Some(anchored) = files.anchored().into_iter().find(|a| a.starts_with(path))
-        && anchored.exists()
-    {
-        return Ok(Some(anchored));
+    for anchored in files.anchored().into_iter().filter(|a| a.starts_with(path)) {
+        if anchored.exists()
+            && let Some(file) = judge(&anchored)
+        {
+            return Ok(Some((anchored, file)));
+        }
     }
     if !path.is_dir() {
         return Ok(None);
@@ -38,13 +58,13 @@ pub fn credential_within(
         if entry.is_dir() {
             return Visit::Descend;
         }
-        if files.by_path(entry.path).is_some()
-            || (!entry.is_link() && file_holds_private_key(entry.path))
-        {
-            found = Some(entry.path.to_path_buf());
-            return Visit::Stop;
+        match judge(entry.path) {
+            Some(file) => {
+                found = Some((entry.path.to_path_buf(), file));
+                Visit::Stop
+            }
+            None => Visit::Skip,
         }
-        Visit::Skip
     })?;
     Ok(found)
 }
@@ -56,10 +76,7 @@ fn key_by_content(path: &Path) -> Option<WithheldFile> {
     const NAMED_FILE_SCAN_LIMIT: u64 = 1 << 20;
     let small =
         std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= NAMED_FILE_SCAN_LIMIT);
-    (small && file_holds_private_key(path)).then(|| WithheldFile {
-        holds: "a private key".into(),
-        root: path.to_path_buf(),
-    })
+    small.then(|| key_file(path)).flatten()
 }
 
 impl Policy {
@@ -80,10 +97,7 @@ impl Policy {
                     .or_else(|| self.withheld.judge(requested, *write))
                     .or_else(|| {
                         let read = !*write && file.is_some_and(|f| f.is_file);
-                        (read && file_holds_private_key(resolved)).then(|| WithheldFile {
-                            holds: "a private key".into(),
-                            root: resolved.clone(),
-                        })
+                        read.then(|| key_file(resolved)).flatten()
                     })
                     .filter(|f| !self.withheld.named(resolved, &f.root, *write))?;
                 Some(deny(self.withheld.refusal(tool, requested, &found, *write)))
@@ -155,32 +169,10 @@ impl Policy {
     /// A withheld file inside `dir` (or holding it), or why the tree could
     /// not be listed.
     fn withheld_inside(&self, dir: &Path) -> Option<Result<WithheldFile, String>> {
-        if let Some(found) = self.withheld.judge(dir, false) {
-            return Some(Ok(found));
-        }
-        let files = self.withheld.files();
-        if let Some(root) = files.anchored().into_iter().find(|a| a.starts_with(dir))
-            && root.exists()
-            && let Some(found) = self.withheld.judge(&root, false)
-        {
-            return Some(Ok(found));
-        }
-        let mut found = None;
-        let walked = walk_tree(dir, LINKED_SCAN_LIMIT, |entry| {
-            if entry.is_dir() {
-                return Visit::Descend;
-            }
-            match self.withheld.judge(entry.path, false) {
-                Some(file) => {
-                    found = Some(file);
-                    Visit::Stop
-                }
-                None => Visit::Skip,
-            }
-        });
-        match walked {
+        let judge = |p: &Path| self.withheld.judge(p, false);
+        match first_credential(dir, self.withheld.files(), LINKED_SCAN_LIMIT, judge) {
             Err(too_large) => Some(Err(too_large.to_string())),
-            Ok(()) => found.map(Ok),
+            Ok(found) => found.map(|(_, file)| Ok(file)),
         }
     }
 }

@@ -249,24 +249,23 @@ impl Search<'_> {
             lines: Vec::new(),
         };
         let content_check = self.request.withheld.as_ref().map(|w| w.by_content);
-        let searched = match content_check {
-            // Read once, searched and checked for a private key from the
-            // same bytes (a file this large is searched as it streams, and
-            // read again only if it matched).
-            Some(_) if file.metadata().is_ok_and(|m| m.len() <= WHOLE_READ_LIMIT) => {
-                buffer.clear();
-                let read = std::io::Read::read_to_end(&mut &file, buffer);
-                read.is_ok()
-                    && searcher
-                        .search_slice(&self.matcher, buffer, &mut sink)
-                        .is_ok()
-            }
-            _ => {
-                buffer.clear();
-                searcher
-                    .search_file(&self.matcher, &file, &mut sink)
+        // Asked once: the size (when the file must be checked for a key)
+        // and, for a file that matched, its modification time.
+        let meta = content_check.and_then(|_| file.metadata().ok());
+        // Read once, searched and checked for a private key from the same
+        // bytes; a file too large for that is searched as it streams, and
+        // read again only if it matched.
+        let whole = meta.as_ref().is_some_and(|m| m.len() <= WHOLE_READ_LIMIT);
+        buffer.clear();
+        let searched = if whole {
+            std::io::Read::read_to_end(&mut &file, buffer).is_ok()
+                && searcher
+                    .search_slice(&self.matcher, buffer, &mut sink)
                     .is_ok()
-            }
+        } else {
+            searcher
+                .search_file(&self.matcher, &file, &mut sink)
+                .is_ok()
         };
         if !searched || sink.count == 0 {
             return;
@@ -274,16 +273,18 @@ impl Search<'_> {
         // Only a file that matched is checked for a private key: the check
         // costs nothing where nothing would be shown.
         if let Some(by_content) = content_check {
-            let holds = match buffer.is_empty() {
-                false => by_content(buffer),
-                true => self.holds_secret(path, by_content),
+            let holds = match whole {
+                true => by_content(buffer),
+                false => self.holds_secret(path, by_content),
             };
             if holds {
                 self.withhold(path);
                 return;
             }
         }
-        let modified = file.metadata().map_or(0, |m| modified_ns(&m));
+        let modified = meta
+            .or_else(|| file.metadata().ok())
+            .map_or(0, |m| modified_ns(&m));
         let found = GrepFile {
             path: path.to_path_buf(),
             modified_ns: modified,

@@ -100,12 +100,6 @@ impl CredentialFiles {
             root: path.to_path_buf(),
         })
     }
-
-    /// Whether a folder may hold a withheld path below it by where it is
-    /// (names can be anywhere; this is for the anchored ones).
-    pub fn holds_anchored(&self, dir: &Path) -> bool {
-        self.anchored().iter().any(|p| p.starts_with(dir))
-    }
 }
 
 /// What a file of this name holds, when its name says it holds
@@ -190,6 +184,15 @@ pub fn file_holds_private_key(path: &Path) -> bool {
         && holds_private_key(&bytes)
 }
 
+/// `path` as a withheld file when it holds a private key (see
+/// [`file_holds_private_key`]): what a name does not give away.
+pub fn key_file(path: &Path) -> Option<WithheldFile> {
+    file_holds_private_key(path).then(|| WithheldFile {
+        holds: "a private key".into(),
+        root: path.to_path_buf(),
+    })
+}
+
 /// What a grant carries down to the host functions that list or search a
 /// granted tree: which files inside it the call may not read.
 pub trait Withholding: Send + Sync + std::fmt::Debug {
@@ -249,8 +252,6 @@ mod tests {
         assert_eq!(added.map(|w| w.root), Some(PathBuf::from("/srv/tokens")));
         assert!(files.by_path(Path::new("/h/.kube/cache/x")).is_none());
         assert!(files.by_path(Path::new("/h/project/src/main.rs")).is_none());
-        assert!(files.holds_anchored(Path::new("/h")));
-        assert!(!files.holds_anchored(Path::new("/h/project")));
     }
 
     /// A FIFO is never read (it would block the caller until a writer

@@ -9,6 +9,6 @@ mod redact;
 
 pub use files::{
     CredentialFiles, HOME_CREDENTIALS, WithheldFile, Withholding, file_holds_private_key,
-    holds_private_key, name_holds,
+    holds_private_key, key_file, name_holds,
 };
 pub use redact::{Redactor, marker, own_credentials, remember};
