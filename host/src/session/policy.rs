@@ -217,13 +217,6 @@ fn egress_proxy(
     Ok(Some(proxy))
 }
 
-/// The system's bundle of trusted authorities, as a client would read it.
-const SYSTEM_BUNDLES: &[&str] = &[
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-    "/etc/ssl/cert.pem",
-];
-
 /// TLS tunnels end at the proxy: a fresh authority for the session, and
 /// commands told to trust it beside the authorities they trusted already
 /// (a bundle of both for OpenSSL, curl, Python and git; the authority
@@ -235,23 +228,21 @@ fn terminate_tls(
     use crate::sandbox::egress::authority::SessionAuthority;
     let fail = |why: String| SessionError::Invalid(format!("sandbox.network.tlsTerminate: {why}"));
     let authority = Arc::new(SessionAuthority::new().map_err(|e| fail(e.to_string()))?);
-    let roots = crate::sandbox::egress::proxy::system_roots().map_err(fail)?;
+    use crate::sandbox::egress::proxy::{pem_bundle, roots_of, system_certificates};
+    // Read once: what the proxy verifies servers by is what commands
+    // trusted before, plus the session's authority.
+    let system = system_certificates().map_err(fail)?;
     proxy
-        .terminate_tls(authority.clone(), roots)
+        .terminate_tls(authority.clone(), roots_of(&system))
         .map_err(fail)?;
     let folder = proxy
         .folder()
         .ok_or_else(|| fail("the proxy has no folder of its own".into()))?;
     let own = authority.certificate_pem();
-    let system = std::env::var_os("SSL_CERT_FILE")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(SYSTEM_BUNDLES.iter().map(PathBuf::from))
-        .find_map(|p| std::fs::read_to_string(p).ok())
-        .unwrap_or_default();
     let (authority_file, bundle_file) = (folder.join("authority.pem"), folder.join("bundle.pem"));
     std::fs::write(&authority_file, &own).map_err(|e| fail(e.to_string()))?;
-    std::fs::write(&bundle_file, format!("{system}\n{own}")).map_err(|e| fail(e.to_string()))?;
+    std::fs::write(&bundle_file, format!("{}{own}", pem_bundle(&system)))
+        .map_err(|e| fail(e.to_string()))?;
     let bundle = bundle_file.display().to_string();
     for name in [
         "SSL_CERT_FILE",

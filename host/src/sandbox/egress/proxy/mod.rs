@@ -10,7 +10,7 @@ mod opening;
 mod terminate;
 
 pub(crate) use terminate::Termination;
-pub use terminate::system_roots;
+pub use terminate::{pem_bundle, roots_of, system_certificates};
 
 use super::ask::{EgressAsker, Gate, Upstream};
 use super::host::{Host, canonical};
@@ -101,8 +101,8 @@ impl EgressProxy {
 
     /// From now on TLS tunnels end at the proxy (`tlsTerminate`): it reads
     /// each request, so masked secrets reach HTTPS hosts too.
-    /// Real servers are verified against `roots` ([`system_roots`]: the
-    /// system's store, or the file `SSL_CERT_FILE` names).
+    /// Real servers are verified against `roots` (the session gives the
+    /// system's: [`system_certificates`]).
     pub fn terminate_tls(
         &self,
         authority: Arc<super::authority::SessionAuthority>,

@@ -12,6 +12,7 @@
 use super::super::authority::SessionAuthority;
 use super::super::host::Host;
 use super::super::masks::Masks;
+use rustls::pki_types::CertificateDer;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -73,17 +74,12 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
     }
 }
 
-/// Roots the proxy verifies real servers against: the system's store, or
-/// the file `SSL_CERT_FILE` names.
-pub fn system_roots() -> Result<rustls::RootCertStore, String> {
+/// The authorities the system trusts: its store, or the file
+/// `SSL_CERT_FILE` names — read once, for the proxy to verify real servers
+/// by and for the commands' bundle.
+pub fn system_certificates() -> Result<Vec<CertificateDer<'static>>, String> {
     let found = rustls_native_certs::load_native_certs();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in found.certs {
-        // A certificate the store holds but rustls cannot use is skipped,
-        // as every client of the store does.
-        let _ = roots.add(cert);
-    }
-    if roots.is_empty() {
+    if found.certs.is_empty() {
         return Err(format!(
             "no trusted certificate authority could be read from the system's store{}",
             found
@@ -93,7 +89,33 @@ pub fn system_roots() -> Result<rustls::RootCertStore, String> {
                 .unwrap_or_default()
         ));
     }
-    Ok(roots)
+    Ok(found.certs)
+}
+
+/// `certs` as roots; a certificate rustls cannot use is skipped, as every
+/// client of the store does.
+pub fn roots_of(certs: &[CertificateDer<'static>]) -> rustls::RootCertStore {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in certs {
+        let _ = roots.add(cert.clone());
+    }
+    roots
+}
+
+/// `certs` as a PEM bundle, the form OpenSSL, curl, Python and git read.
+pub fn pem_bundle(certs: &[CertificateDer<'static>]) -> String {
+    use base64::Engine as _;
+    let mut bundle = String::new();
+    for cert in certs {
+        let text = base64::engine::general_purpose::STANDARD.encode(cert.as_ref());
+        bundle.push_str("-----BEGIN CERTIFICATE-----\n");
+        for line in text.as_bytes().chunks(64) {
+            bundle.push_str(&String::from_utf8_lossy(line));
+            bundle.push('\n');
+        }
+        bundle.push_str("-----END CERTIFICATE-----\n");
+    }
+    bundle
 }
 
 /// What a terminated tunnel needs: the authority that speaks for hosts, the
@@ -230,5 +252,23 @@ mod tests {
             String::from_utf8_lossy(&closing(head)),
             "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
         );
+    }
+
+    /// A bundle reads back as the certificates it was made of.
+    #[test]
+    fn a_pem_bundle_reads_back_whole() -> Result<(), Box<dyn std::error::Error>> {
+        use rustls::pki_types::pem::PemObject;
+        let authorities = [
+            super::super::super::authority::SessionAuthority::new()?,
+            super::super::super::authority::SessionAuthority::new()?,
+        ];
+        let certs: Vec<CertificateDer<'static>> =
+            authorities.iter().map(|a| a.certificate_der()).collect();
+        let bundle = pem_bundle(&certs);
+        let read: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_slice_iter(bundle.as_bytes()).collect::<Result<_, _>>()?;
+        assert_eq!(read, certs);
+        assert_eq!(roots_of(&certs).len(), 2);
+        Ok(())
     }
 }
