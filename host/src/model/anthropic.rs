@@ -252,7 +252,7 @@ impl AnthropicModel {
             Credential::ApiKey(key) => ("ANTHROPIC_API_KEY", key),
             Credential::BearerToken(token) => ("ANTHROPIC_AUTH_TOKEN", token),
         };
-        let mut redactor = crate::secrets::own_credentials();
+        let mut redactor = crate::secrets::Redactor::clone(&crate::secrets::own_credentials());
         redactor.add(name, value.clone());
         match redactor.redact(&body) {
             Some((clean, found)) => {

@@ -94,32 +94,31 @@ impl Redactor {
     }
 }
 
-/// Secrets the process was told of while it runs (a session's masked
-/// values), beside its own credentials.
-static REMEMBERED: std::sync::RwLock<Vec<(String, String)>> = std::sync::RwLock::new(Vec::new());
-
 /// carapace's own credentials (read once from its environment) and every
-/// secret [`remember`]ed since: what every transcript line, tool result,
-/// stream line and request body is cleaned of.
-pub fn own_credentials() -> Redactor {
-    static OWN: std::sync::LazyLock<Redactor> = std::sync::LazyLock::new(Redactor::from_env);
-    let mut redactor = OWN.clone();
-    if let Ok(remembered) = REMEMBERED.read() {
-        for (name, value) in remembered.iter() {
-            redactor.add(name, value.clone());
-        }
+/// secret [`remember`]ed since, rebuilt only when one is remembered: it is
+/// read for every stream line, tool result and transcript line.
+static CURRENT: std::sync::LazyLock<std::sync::RwLock<std::sync::Arc<Redactor>>> =
+    std::sync::LazyLock::new(|| std::sync::RwLock::new(std::sync::Arc::new(Redactor::from_env())));
+
+/// What every transcript line, tool result, stream line and request body
+/// is cleaned of: carapace's own credentials and every remembered secret.
+pub fn own_credentials() -> std::sync::Arc<Redactor> {
+    match CURRENT.read() {
+        Ok(current) => current.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
     }
-    redactor
 }
 
 /// From now on, `value` (named `name`) is cleaned from everything
 /// [`own_credentials`] cleans: a masked secret a server might echo back.
 pub fn remember(name: &str, value: &str) {
-    if let Ok(mut remembered) = REMEMBERED.write()
-        && !remembered.iter().any(|(_, v)| v == value)
-    {
-        remembered.push((name.to_string(), value.to_string()));
-    }
+    let mut current = match CURRENT.write() {
+        Ok(current) => current,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let mut next = Redactor::clone(&current);
+    next.add(name, value.to_string());
+    *current = std::sync::Arc::new(next);
 }
 
 /// What stands in for a secret named `name`.
