@@ -267,14 +267,15 @@ impl Grant {
         &self.commands
     }
 
-    /// What a call may have the host search (`carapace:tool/search`): its
-    /// trees, and its files (the name it was granted, the file decided on).
     /// Files inside the granted trees this call may not read.
     pub fn withholding(mut self, withholding: Arc<dyn Withholding>) -> Self {
         self.withholding = Withholds(Some(withholding));
         self
     }
 
+    /// What a call may have the host search (`carapace:tool/search`): its
+    /// trees (less what it withholds), and its files (the name it was
+    /// granted, the file decided on).
     pub(crate) fn searchable(&self) -> Searchable {
         Searchable {
             withholding: self.withholding.0.clone(),

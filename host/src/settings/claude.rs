@@ -32,11 +32,7 @@ impl FilesystemFile {
         anchors: &Anchors,
         settings: &mut Settings,
     ) -> Result<(), SettingsError> {
-        let folder = source
-            .path
-            .as_ref()
-            .and_then(|p| p.parent())
-            .map_or_else(|| anchors.cwd.clone(), Path::to_path_buf);
+        let folder = settings_folder(source, anchors);
         let rule_source = RuleSource {
             kind: source.kind,
             file: source.path.clone(),
@@ -104,11 +100,7 @@ impl CredentialsFile {
             ));
             return;
         }
-        let folder = source
-            .path
-            .as_ref()
-            .and_then(|p| p.parent())
-            .map_or_else(|| anchors.cwd.clone(), Path::to_path_buf);
+        let folder = settings_folder(source, anchors);
         for entry in &self.files {
             let Some(path) = entry.path.as_deref().or(entry.name.as_deref()) else {
                 settings.warnings.push(format!(
@@ -141,6 +133,16 @@ impl CredentialsFile {
         }
         settings.plaintext_inject |= self.allow_plaintext_inject;
     }
+}
+
+/// The folder of the settings file a source came from (the working
+/// directory for settings given as text): where `/path` entries start.
+fn settings_folder(source: &Source, anchors: &Anchors) -> PathBuf {
+    source
+        .path
+        .as_ref()
+        .and_then(|p| p.parent())
+        .map_or_else(|| anchors.cwd.clone(), Path::to_path_buf)
 }
 
 /// A `sandbox.filesystem` path, absolute (a trailing `/**` or `/` names the
