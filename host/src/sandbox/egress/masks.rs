@@ -5,10 +5,10 @@
 //! sentinel only on the way to that secret's `injectHosts`. A sentinel on
 //! its way anywhere else is refused and reported.
 //!
-//! What the proxy can read is a plain request's head; inside a TLS tunnel
-//! the bytes are opaque until the proxy terminates TLS, so there the
-//! sentinel goes through unchanged (the server sees the stand-in, never the
-//! secret).
+//! What the proxy reads is a request's head: a plain request's, or one
+//! inside a TLS tunnel it terminates (`tlsTerminate`). In a tunnel it does
+//! not terminate the bytes are opaque, and the sentinel goes through
+//! unchanged (the server sees the stand-in, never the secret).
 
 use super::host::{EgressPattern, Host};
 
@@ -39,6 +39,18 @@ impl Mask {
     pub fn value(&self) -> &str {
         &self.value
     }
+
+    /// Where it may go, as a refusal says it.
+    fn hosts_shown(&self) -> String {
+        if self.hosts.is_empty() {
+            return "no host (injectHosts is empty)".into();
+        }
+        self.hosts
+            .iter()
+            .map(|h| h.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// A session's masked secrets, and whether they may be injected into
@@ -52,10 +64,6 @@ pub struct Masks {
 impl Masks {
     pub fn new(masks: Vec<Mask>, plaintext: bool) -> Self {
         Self { masks, plaintext }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.masks.is_empty()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Mask> {
@@ -91,7 +99,7 @@ impl Masks {
                 return Err(format!(
                     "the request carries the stand-in for {}, which may be sent only to {}; refused",
                     mask.name,
-                    self.hosts_of(mask)
+                    mask.hosts_shown()
                 ));
             }
             if plain && !self.plaintext {
@@ -107,17 +115,6 @@ impl Masks {
             ));
         }
         Ok(out)
-    }
-
-    fn hosts_of(&self, mask: &Mask) -> String {
-        if mask.hosts.is_empty() {
-            return "no host (injectHosts is empty)".into();
-        }
-        mask.hosts
-            .iter()
-            .map(|h| h.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
     }
 }
 
