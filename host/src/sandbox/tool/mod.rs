@@ -33,32 +33,6 @@ pub(crate) struct ToolState {
     withheld: Vec<std::path::PathBuf>,
 }
 
-/// What the call's result says of the files its search skipped, after the
-/// tool's own text.
-fn withheld_note(state: &ToolState) -> Option<ToolContent> {
-    let mut names: Vec<&std::path::Path> = state.withheld.iter().map(|p| p.as_path()).collect();
-    names.sort();
-    names.dedup();
-    let first = names.first()?;
-    let rule = state
-        .searchable
-        .withholding
-        .as_ref()
-        .and_then(|w| w.withheld(first).map(|file| w.lifting_rule(&file)))
-        .unwrap_or_else(|| format!("Read(/{})", first.display()));
-    let shown: Vec<String> = names.iter().map(|p| p.display().to_string()).collect();
-    Some(ToolContent::Text(format!(
-        "({} not searched: {} withheld because {} credentials; to let tools read one, add an allow rule naming it, e.g. `{rule}`, to your user settings or pass it with --allowedTools)",
-        shown.len(),
-        shown.join(", "),
-        if shown.len() == 1 {
-            "it holds"
-        } else {
-            "they hold"
-        },
-    )))
-}
-
 wasi_view!(ToolState);
 wasi_http_view!(ToolState);
 

@@ -69,7 +69,7 @@ pub(super) async fn call(
         Ok(output) => {
             let mut content: Vec<ToolOutputContent> =
                 output.content.into_iter().map(content).collect();
-            content.extend(super::withheld_note(store.data()));
+            content.extend(withheld_note(store.data()));
             Ok(ToolOutput {
                 content,
                 is_error: output.is_error,
@@ -79,6 +79,32 @@ pub(super) async fn call(
         Err(types::CallError::InvalidInput(m)) => Err(ToolFailure::InvalidInput(m)),
         Err(types::CallError::Failed(m)) => Err(ToolFailure::Failed(m)),
     })
+}
+
+/// What the call's result says of the files its search skipped, after the
+/// tool's own text.
+fn withheld_note(state: &ToolState) -> Option<ToolOutputContent> {
+    let mut names: Vec<&std::path::Path> = state.withheld.iter().map(|p| p.as_path()).collect();
+    names.sort();
+    names.dedup();
+    let first = names.first()?;
+    let rule = state
+        .searchable
+        .withholding
+        .as_ref()
+        .and_then(|w| w.withheld(first).map(|file| w.lifting_rule(&file)))
+        .unwrap_or_else(|| format!("Read(/{})", first.display()));
+    let shown: Vec<String> = names.iter().map(|p| p.display().to_string()).collect();
+    Some(ToolOutputContent::Text(format!(
+        "({} not searched: {} withheld because {} credentials; to let tools read one, add an allow rule naming it, e.g. `{rule}`, to your user settings or pass it with --allowedTools)",
+        shown.len(),
+        shown.join(", "),
+        if shown.len() == 1 {
+            "it holds"
+        } else {
+            "they hold"
+        },
+    )))
 }
 
 // The host side of `host` and `process`, the same in every version.
