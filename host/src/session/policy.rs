@@ -228,7 +228,7 @@ fn terminate_tls(
     use crate::sandbox::egress::authority::SessionAuthority;
     let fail = |why: String| SessionError::Invalid(format!("sandbox.network.tlsTerminate: {why}"));
     let authority = Arc::new(SessionAuthority::new().map_err(|e| fail(e.to_string()))?);
-    use crate::sandbox::egress::proxy::{pem_bundle, roots_of, system_certificates};
+    use crate::sandbox::egress::authority::{pem_bundle, roots_of, system_certificates};
     // Read once: what the proxy verifies servers by is what commands
     // trusted before, plus the session's authority.
     let system = system_certificates().map_err(fail)?;

@@ -31,7 +31,7 @@ pub(super) struct Gate {
     /// on the way to their hosts, refused elsewhere.
     masks: RwLock<Arc<super::Masks>>,
     /// Set when TLS tunnels end at the proxy.
-    termination: RwLock<Option<Arc<super::proxy::Termination>>>,
+    termination: RwLock<Option<Arc<super::authority::Termination>>>,
 }
 
 /// Ports of the user's own proxies on loopback.
@@ -54,13 +54,13 @@ impl Gate {
         }
     }
 
-    pub fn set_termination(&self, termination: Arc<super::proxy::Termination>) {
+    pub fn set_termination(&self, termination: Arc<super::authority::Termination>) {
         if let Ok(mut slot) = self.termination.write() {
             *slot = Some(termination);
         }
     }
 
-    pub fn termination(&self) -> Option<Arc<super::proxy::Termination>> {
+    pub fn termination(&self) -> Option<Arc<super::authority::Termination>> {
         self.termination.read().ok().and_then(|t| t.clone())
     }
 

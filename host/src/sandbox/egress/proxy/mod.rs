@@ -9,9 +9,6 @@
 mod opening;
 mod terminate;
 
-pub(crate) use terminate::Termination;
-pub use terminate::{pem_bundle, roots_of, system_certificates};
-
 use super::ask::{EgressAsker, Gate, Upstream};
 use super::host::{Host, canonical};
 use super::rules::EgressRules;
@@ -102,14 +99,16 @@ impl EgressProxy {
     /// From now on TLS tunnels end at the proxy (`tlsTerminate`): it reads
     /// each request, so masked secrets reach HTTPS hosts too.
     /// Real servers are verified against `roots` (the session gives the
-    /// system's: [`system_certificates`]).
+    /// system's: [`super::authority::system_certificates`]).
     pub fn terminate_tls(
         &self,
         authority: Arc<super::authority::SessionAuthority>,
         roots: rustls::RootCertStore,
     ) -> Result<(), String> {
         self.gate
-            .set_termination(Arc::new(terminate::Termination::new(authority, roots)?));
+            .set_termination(Arc::new(super::authority::Termination::new(
+                authority, roots,
+            )?));
         Ok(())
     }
 

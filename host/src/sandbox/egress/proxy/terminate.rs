@@ -9,12 +9,10 @@
 //! request goes on with `Connection: close`, so each request a command
 //! makes is read.
 
-use super::super::authority::SessionAuthority;
+use super::super::authority::Termination;
 use super::super::host::Host;
 use super::super::masks::Masks;
-use rustls::pki_types::CertificateDer;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
@@ -71,77 +69,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-/// The authorities the system trusts: its store, or the file
-/// `SSL_CERT_FILE` names — read once, for the proxy to verify real servers
-/// by and for the commands' bundle.
-pub fn system_certificates() -> Result<Vec<CertificateDer<'static>>, String> {
-    let found = rustls_native_certs::load_native_certs();
-    if found.certs.is_empty() {
-        return Err(format!(
-            "no trusted certificate authority could be read from the system's store{}",
-            found
-                .errors
-                .first()
-                .map(|e| format!(" ({e})"))
-                .unwrap_or_default()
-        ));
-    }
-    Ok(found.certs)
-}
-
-/// `certs` as roots; a certificate rustls cannot use is skipped, as every
-/// client of the store does.
-pub fn roots_of(certs: &[CertificateDer<'static>]) -> rustls::RootCertStore {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in certs {
-        let _ = roots.add(cert.clone());
-    }
-    roots
-}
-
-/// `certs` as a PEM bundle, the form OpenSSL, curl, Python and git read.
-pub fn pem_bundle(certs: &[CertificateDer<'static>]) -> String {
-    use base64::Engine as _;
-    let mut bundle = String::new();
-    for cert in certs {
-        let text = base64::engine::general_purpose::STANDARD.encode(cert.as_ref());
-        bundle.push_str("-----BEGIN CERTIFICATE-----\n");
-        for line in text.as_bytes().chunks(64) {
-            bundle.push_str(&String::from_utf8_lossy(line));
-            bundle.push('\n');
-        }
-        bundle.push_str("-----END CERTIFICATE-----\n");
-    }
-    bundle
-}
-
-/// What a terminated tunnel needs: the authority that speaks for hosts, the
-/// client configuration that reaches the real ones, the session's masks.
-pub(crate) struct Termination {
-    pub authority: Arc<SessionAuthority>,
-    pub upstream: Arc<rustls::ClientConfig>,
-}
-
-impl Termination {
-    /// Real servers verified against `roots`.
-    pub(crate) fn new(
-        authority: Arc<SessionAuthority>,
-        roots: rustls::RootCertStore,
-    ) -> Result<Self, String> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut client = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        client.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Ok(Self {
-            authority,
-            upstream: Arc::new(client),
-        })
     }
 }
 
@@ -252,23 +179,5 @@ mod tests {
             String::from_utf8_lossy(&closing(head)),
             "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
         );
-    }
-
-    /// A bundle reads back as the certificates it was made of.
-    #[test]
-    fn a_pem_bundle_reads_back_whole() -> Result<(), Box<dyn std::error::Error>> {
-        use rustls::pki_types::pem::PemObject;
-        let authorities = [
-            super::super::super::authority::SessionAuthority::new()?,
-            super::super::super::authority::SessionAuthority::new()?,
-        ];
-        let certs: Vec<CertificateDer<'static>> =
-            authorities.iter().map(|a| a.certificate_der()).collect();
-        let bundle = pem_bundle(&certs);
-        let read: Vec<CertificateDer<'static>> =
-            CertificateDer::pem_slice_iter(bundle.as_bytes()).collect::<Result<_, _>>()?;
-        assert_eq!(read, certs);
-        assert_eq!(roots_of(&certs).len(), 2);
-        Ok(())
     }
 }
