@@ -211,23 +211,8 @@ pub(super) fn grant_for(
             if let Some(reason) = refused_for_hooks(&path, home, config_dir) {
                 return Err(bad(raw, format!("{reason}; hooks are never granted it")));
             }
-            match credential_within(&path, home, HOOK_TREE_SCAN_LIMIT) {
-                Ok(None) => {}
-                Ok(Some(found)) => {
-                    return Err(bad(
-                        raw,
-                        format!(
-                            "{} holds credentials; hooks are never granted credential files",
-                            found.display()
-                        ),
-                    ));
-                }
-                Err(e) => {
-                    return Err(bad(
-                        raw,
-                        format!("it cannot be checked for credential files ({e})"),
-                    ));
-                }
+            if let Some(reason) = credentials_refused(&path, home) {
+                return Err(bad(raw, reason));
             }
             if access == FileAccess::Write && path.is_dir() {
                 match protected_entries(&path, home, config_dir, HOOK_TREE_SCAN_LIMIT) {
@@ -272,6 +257,19 @@ pub(super) fn grant_for(
         }
     }
     Ok(grant)
+}
+
+/// Why `path` may not be granted to a hook for the credentials at or in
+/// it (or because it cannot be checked for them).
+fn credentials_refused(path: &Path, home: &Path) -> Option<String> {
+    match credential_within(path, home, HOOK_TREE_SCAN_LIMIT) {
+        Ok(None) => None,
+        Ok(Some(found)) => Some(format!(
+            "{} holds credentials; hooks are never granted credential files",
+            found.display()
+        )),
+        Err(e) => Some(format!("it cannot be checked for credential files ({e})")),
+    }
 }
 
 /// Trees a hook's write grant may hold at most (to be checked for protected

@@ -56,29 +56,7 @@ impl SessionBuilder {
             &self.allowed
         };
         let rules = session_rules(settings.rules.clone(), allowed, &self.disallowed, cwd, home)?;
-        // Tool results too large for the model's context are saved here,
-        // where Read may page through them.
-        let spill_dir = identity.dir.join("tool-results");
-        let mut additional_dirs = settings.additional_dirs.clone();
-        additional_dirs.extend(self.add_dirs.iter().map(|d| {
-            if d.is_absolute() {
-                d.clone()
-            } else {
-                cwd.join(d)
-            }
-        }));
-        // Commands may write in the working directory and the directories
-        // the user named (their settings, --add-dir) — never a directory
-        // only a project file names; each command gets its own temp dir.
-        let flag_dirs: Vec<PathBuf> = additional_dirs
-            .iter()
-            .skip(settings.additional_dirs.len())
-            .cloned()
-            .collect();
-        let mut write_roots = vec![cwd.clone()];
-        write_roots.extend(settings.user_dirs.iter().cloned());
-        write_roots.extend(flag_dirs);
-        additional_dirs.push(spill_dir);
+        let (additional_dirs, write_roots) = self.session_dirs(settings, identity);
         let policy = Policy::from_config(PolicyConfig {
             mode: identity.mode,
             bypass_allowed: self.bypass_allowed && !settings.bypass_disabled,
@@ -123,27 +101,45 @@ impl SessionBuilder {
             egress: egress.as_ref().map(|p| p.socket().to_path_buf()),
             ..ProcessConfig::new(cwd)
         };
-        let masks = masked_secrets(settings, warnings);
-        for mask in masks.iter() {
-            // Commands hold the stand-in; the value never leaves carapace
-            // but through the proxy, and never comes back unredacted.
-            process
-                .command_env
-                .set(mask.name.clone(), mask.sentinel.clone());
-            crate::secrets::remember(&mask.name, mask.value());
-        }
-        if let Some(proxy) = &egress {
-            proxy.set_masks(Arc::new(masks));
-            if settings.tls_terminate {
-                terminate_tls(proxy, &process)?;
-            }
-        }
+        use_without_holding(settings, warnings, &process, egress.as_ref())?;
         Ok(SessionPolicy {
             policy,
             process,
             egress,
             read_denials,
         })
+    }
+
+    /// The directories beside the working one that tools may read (the
+    /// settings', `--add-dir`, and where oversized results are saved), and
+    /// where commands may write: the working directory and the directories
+    /// the user named (their settings, `--add-dir`) — never a directory only
+    /// a project file names; each command gets its own temp dir.
+    fn session_dirs(
+        &self,
+        settings: &Settings,
+        identity: &Identity,
+    ) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        let cwd = &self.paths.cwd;
+        let mut additional_dirs = settings.additional_dirs.clone();
+        additional_dirs.extend(self.add_dirs.iter().map(|d| {
+            if d.is_absolute() {
+                d.clone()
+            } else {
+                cwd.join(d)
+            }
+        }));
+        let flag_dirs = additional_dirs
+            .iter()
+            .skip(settings.additional_dirs.len())
+            .cloned();
+        let mut write_roots = vec![cwd.clone()];
+        write_roots.extend(settings.user_dirs.iter().cloned());
+        write_roots.extend(flag_dirs);
+        // Tool results too large for the model's context are saved here,
+        // where Read may page through them.
+        additional_dirs.push(identity.dir.join("tool-results"));
+        (additional_dirs, write_roots)
     }
 }
 
@@ -215,6 +211,32 @@ fn egress_proxy(
         .map_err(|e| SessionError::Invalid(format!("cannot start the egress proxy: {e}")))?;
     proxy.set_upstream(ports);
     Ok(Some(proxy))
+}
+
+/// Masked secrets (`sandbox.credentials` in `mask` mode): commands hold a
+/// stand-in each; the value never leaves carapace but through the proxy,
+/// and never comes back unredacted. With `tlsTerminate` the proxy reads
+/// HTTPS too.
+fn use_without_holding(
+    settings: &Settings,
+    warnings: &mut Vec<String>,
+    process: &ProcessConfig,
+    egress: Option<&crate::sandbox::egress::EgressProxy>,
+) -> Result<(), SessionError> {
+    let masks = masked_secrets(settings, warnings);
+    for mask in masks.iter() {
+        process
+            .command_env
+            .set(mask.name.clone(), mask.sentinel.clone());
+        crate::secrets::remember(&mask.name, mask.value());
+    }
+    if let Some(proxy) = egress {
+        proxy.set_masks(Arc::new(masks));
+        if settings.tls_terminate {
+            terminate_tls(proxy, process)?;
+        }
+    }
+    Ok(())
 }
 
 /// TLS tunnels end at the proxy: a fresh authority for the session, and
