@@ -7,6 +7,7 @@
 //! client asked for. Refused connections get an answer that says why.
 
 mod opening;
+mod requests;
 mod terminate;
 
 use super::ask::{EgressAsker, Gate, Upstream};
@@ -248,53 +249,24 @@ async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), Stri
     }
     // To the origin server in origin form, one request per connection:
     // a second request on it would be carried unjudged.
-    let mut forwarded = match opening::origin_form(&head[..end]) {
+    let forwarded = match opening::origin_form(&head[..end]) {
         Ok(forwarded) => forwarded,
         Err(why) => return refuse_http(&mut client, "400 Bad Request", &why).await,
     };
-    match gate.masks().inject_plain(&forwarded.head, &target.host) {
-        Ok(None) => {}
-        Ok(Some(injected)) => forwarded.head = injected,
-        Err(why) => {
-            tracing::warn!(host = %target.host, "egress: {why}");
-            return refuse_http(&mut client, "403 Forbidden", &why).await;
-        }
+    let masks = gate.masks();
+    let outbound = masks.toward(&target.host, true);
+    // Judged before anything is connected; put in as it goes.
+    if let Err(why) = outbound.head(&forwarded) {
+        tracing::warn!(host = %target.host, "egress: {why}");
+        return refuse_http(&mut client, "403 Forbidden", &why).await;
     }
     let upstream = match reach(&target, exact, rules).await {
         Ok(stream) => stream,
         Err(why) => return refuse_http(&mut client, "403 Forbidden", &why).await,
     };
-    forward_one(client, upstream, forwarded, after_head).await
-}
-
-/// Carries one plain request — its head, exactly its body — and the whole
-/// answer back; nothing else the client sends reaches the server.
-async fn forward_one(
-    mut client: UnixStream,
-    mut upstream: TcpStream,
-    forwarded: opening::Forwarded,
-    after_head: Vec<u8>,
-) -> Result<(), String> {
-    let io = |e: std::io::Error| e.to_string();
-    upstream.write_all(&forwarded.head).await.map_err(io)?;
-    let already = after_head
-        .len()
-        .min(usize::try_from(forwarded.body).unwrap_or(usize::MAX));
-    upstream
-        .write_all(&after_head[..already])
-        .await
-        .map_err(io)?;
-    let rest = forwarded.body.saturating_sub(already as u64);
-    if rest > 0 {
-        let mut body = (&mut client).take(rest);
-        tokio::io::copy(&mut body, &mut upstream)
-            .await
-            .map_err(io)?;
-    }
-    tokio::io::copy(&mut upstream, &mut client)
-        .await
-        .map_err(io)?;
-    Ok(())
+    let mut already = forwarded;
+    already.extend_from_slice(&after_head);
+    requests::carry(client, upstream, already, outbound, true).await
 }
 
 async fn socks5(mut client: UnixStream, gate: &Gate) -> Result<(), String> {

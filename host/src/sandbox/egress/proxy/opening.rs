@@ -106,19 +106,11 @@ fn http_host(bytes: &[u8]) -> Option<Option<String>> {
     }
 }
 
-/// A plain request, as the origin server gets it.
-pub(super) struct Forwarded {
-    pub head: Vec<u8>,
-    /// The bytes of its body (none without `Content-Length`).
-    pub body: u64,
-}
-
 /// A plain proxy request (its whole head, absolute form) as the origin
 /// server takes it: origin form, the proxy's own headers dropped, and
 /// `Connection: close` — one request per connection, so a second request
-/// on it is never carried unjudged. A chunked body is refused (its end
-/// cannot be known without carrying what follows it).
-pub(super) fn origin_form(head: &[u8]) -> Result<Forwarded, String> {
+/// on it is never carried unjudged.
+pub(super) fn origin_form(head: &[u8]) -> Result<Vec<u8>, String> {
     let mut headers = [httparse::EMPTY_HEADER; 128];
     let mut request = httparse::Request::new(&mut headers);
     match request.parse(head) {
@@ -157,21 +149,5 @@ pub(super) fn origin_form(head: &[u8]) -> Result<Forwarded, String> {
         }
     }
     out.extend_from_slice(b"Connection: close\r\n\r\n");
-    let header = |name: &str| {
-        request
-            .headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| String::from_utf8_lossy(h.value).trim().to_string())
-    };
-    if header("transfer-encoding").is_some() {
-        return Err("a chunked request body is not carried; send it with a Content-Length".into());
-    }
-    let body = match header("content-length") {
-        Some(length) => length
-            .parse()
-            .map_err(|_| format!("Content-Length `{length}` is not a number"))?,
-        None => 0,
-    };
-    Ok(Forwarded { head: out, body })
+    Ok(out)
 }

@@ -5,9 +5,8 @@
 //! stand-in when the host is one of the secret's injectHosts (refusing the
 //! request when a stand-in is bound elsewhere), and sends it on over TLS
 //! of its own to the real server, verified against the system's trust
-//! store (`SSL_CERT_FILE` honoured). One request per connection: the
-//! request goes on with `Connection: close`, so each request a command
-//! makes is read.
+//! store (`SSL_CERT_FILE` honoured). Every request on the connection is
+//! read (`requests`), bodies included.
 
 use super::super::authority::Termination;
 use super::super::host::Host;
@@ -95,36 +94,30 @@ where
         .await
         .map_err(|e| format!("the command's TLS to {name} failed: {e}"))?;
     let (head, rest) = read_head(&mut inside).await?;
-    let head = match masks.inject(&head, host) {
-        Ok(injected) => injected.unwrap_or(head),
-        Err(why) => {
-            tracing::warn!(host = %name, "egress: {why}");
-            let body = format!("carapace's proxy refused the request: {why}\n");
-            let answer = format!(
-                "HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = inside.write_all(answer.as_bytes()).await;
-            let _ = inside.shutdown().await;
-            return Err(why);
-        }
-    };
+    let outbound = masks.toward(host, false);
+    // The first request is judged before the server is reached; every
+    // request (this one again) gets its secrets as it goes.
+    if let Err(why) = outbound.head(&head) {
+        tracing::warn!(host = %name, "egress: {why}");
+        let body = format!("carapace's proxy refused the request: {why}\n");
+        let answer = format!(
+            "HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = inside.write_all(answer.as_bytes()).await;
+        let _ = inside.shutdown().await;
+        return Err(why);
+    }
     let tcp = upstream.await?;
     let server_name = rustls::pki_types::ServerName::try_from(name.clone())
         .map_err(|e| format!("{name} is not a server name: {e}"))?;
-    let mut outside = tokio_rustls::TlsConnector::from(termination.upstream.clone())
+    let outside = tokio_rustls::TlsConnector::from(termination.upstream.clone())
         .connect(server_name, tcp)
         .await
         .map_err(|e| format!("{name} could not be verified or reached over TLS: {e}"))?;
-    outside
-        .write_all(&closing(&head))
-        .await
-        .map_err(|e| e.to_string())?;
-    outside.write_all(&rest).await.map_err(|e| e.to_string())?;
-    tokio::io::copy_bidirectional(&mut inside, &mut outside)
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    let mut already = head;
+    already.extend_from_slice(&rest);
+    super::requests::carry(inside, outside, already, outbound, false).await
 }
 
 /// The request head (through its blank line) and what followed it.
@@ -144,40 +137,5 @@ async fn read_head(stream: &mut (impl AsyncRead + Unpin)) -> Result<(Vec<u8>, Ve
             return Err("the command closed the tunnel before its request".into());
         }
         head.extend_from_slice(&buf[..n]);
-    }
-}
-
-/// `head` with `Connection: close` in place of any connection header: one
-/// request per connection, so the next one is read too.
-fn closing(head: &[u8]) -> Vec<u8> {
-    let text = String::from_utf8_lossy(head);
-    let mut lines: Vec<&str> = text
-        .split("\r\n")
-        .filter(|l| {
-            !l.to_ascii_lowercase().starts_with("connection:")
-                && !l.to_ascii_lowercase().starts_with("keep-alive:")
-        })
-        .collect();
-    // The head ends in an empty line (two, split): the header goes before.
-    while lines.last().is_some_and(|l| l.is_empty()) {
-        lines.pop();
-    }
-    lines.push("Connection: close");
-    let mut out = lines.join("\r\n");
-    out.push_str("\r\n\r\n");
-    out.into_bytes()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_forwarded_request_closes_its_connection() {
-        let head = b"GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\nKeep-Alive: 5\r\n\r\n";
-        assert_eq!(
-            String::from_utf8_lossy(&closing(head)),
-            "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
-        );
     }
 }
