@@ -544,15 +544,19 @@ fn a_masked_variable_reaches_only_its_hosts_and_never_the_model() -> TestResult 
 /// A loopback HTTPS server for `localhost` with a certificate from an
 /// authority of the test's own (written to a file carapace is told to
 /// trust through `SSL_CERT_FILE`), keeping each request head it is sent.
-fn tls_echo_server(
+/// A server configuration with a certificate for `localhost` and
+/// 127.0.0.1 from an authority of the test's own, whose certificate is
+/// written in `dir` (the returned path) for carapace to trust.
+fn test_tls(
     dir: &std::path::Path,
-) -> Result<(u16, Heads, std::path::PathBuf), Box<dyn std::error::Error>> {
+) -> Result<(std::sync::Arc<rustls::ServerConfig>, PathBuf), Box<dyn std::error::Error>> {
     use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
     let leaf_key = KeyPair::generate()?;
-    let leaf = CertificateParams::new(vec!["localhost".to_string()])?.signed_by(&leaf_key, &ca)?;
+    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let leaf = CertificateParams::new(names)?.signed_by(&leaf_key, &ca)?;
     let ca_file = dir.join("test-ca.pem");
     std::fs::write(&ca_file, ca.pem())?;
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
@@ -563,6 +567,13 @@ fn tls_echo_server(
             .with_no_client_auth()
             .with_single_cert(vec![leaf.der().clone()], key)?,
     );
+    Ok((config, ca_file))
+}
+
+fn tls_echo_server(
+    dir: &std::path::Path,
+) -> Result<(u16, Heads, std::path::PathBuf), Box<dyn std::error::Error>> {
+    let (config, ca_file) = test_tls(dir)?;
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let port = listener.local_addr()?.port();
     let heads = Heads::default();
@@ -649,3 +660,6 @@ fn a_masked_variable_reaches_its_https_host_through_the_terminating_proxy() -> T
     assert!(!seen(&server, &run).contains(TOKEN), "the token leaked");
     Ok(())
 }
+
+#[path = "secrets_git.rs"]
+mod git;
