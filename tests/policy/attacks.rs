@@ -104,6 +104,7 @@ impl World {
                 .map(|h| HostPattern::parse(h))
                 .collect::<Result<_, _>>()?,
             credential_files: Vec::new(),
+            masked_files: Vec::new(),
         }))
     }
 }

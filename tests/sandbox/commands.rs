@@ -108,6 +108,7 @@ async fn bench(setup: Setup) -> Result<Bench, BoxError> {
         config_dir: outside.join("home/.carapace"),
         internal_hosts: Vec::new(),
         credential_files: Vec::new(),
+        masked_files: Vec::new(),
     });
     let mut write_roots = vec![ws.clone()];
     write_roots.extend(setup.extra_writes.iter().cloned());

@@ -103,6 +103,7 @@ fn bench_reaching(
             config_dir: outside.join("home/.carapace"),
             internal_hosts: internal,
             credential_files: Vec::new(),
+            masked_files: Vec::new(),
         });
         let spill = outside.join("spill");
         let pipeline = Arc::new(

@@ -44,6 +44,7 @@ pub(super) fn policy_benches(file: &Path) -> BenchResult {
         config_dir: "/home/bench/.carapace".into(),
         internal_hosts: vec![],
         credential_files: Vec::new(),
+        masked_files: Vec::new(),
     });
     let ceiling = Ceiling::none()
         .with_files("/", FileAccess::Write)

@@ -43,6 +43,9 @@ pub struct PolicyConfig {
     /// What settings add to the credential files withheld from every tool
     /// (`sandbox.credentials.files`, the user's own settings only).
     pub credential_files: Vec<PathBuf>,
+    /// Those of them commands read as stand-in copies (masked): a command
+    /// may name them.
+    pub masked_files: Vec<PathBuf>,
 }
 
 impl PolicyConfig {
@@ -61,6 +64,7 @@ impl PolicyConfig {
             home,
             internal_hosts: Vec::new(),
             credential_files: Vec::new(),
+            masked_files: Vec::new(),
         }
     }
 }
@@ -97,7 +101,8 @@ impl Policy {
         let mut working_dirs = vec![real(&config.cwd)];
         working_dirs.extend(config.additional_dirs.iter().map(|d| real(d)));
         let home = real(&config.home);
-        let files = CredentialFiles::new(&home, config.credential_files);
+        let files =
+            CredentialFiles::new(&home, config.credential_files).masking(&config.masked_files);
         Self {
             mode: ModeCell::new(config.mode, config.bypass_allowed),
             withheld: Arc::new(Withheld::new(files, &home, &config.rules)),

@@ -151,6 +151,10 @@ impl Policy {
             let Ok(real) = std::fs::canonicalize(&path) else {
                 continue;
             };
+            if self.withheld.files().is_masked(&real) {
+                // The command reads its stand-in copy there.
+                continue;
+            }
             let found = self
                 .withheld
                 .judge(&real, false)

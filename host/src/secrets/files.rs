@@ -50,6 +50,9 @@ pub struct WithheldFile {
 #[derive(Debug, Clone, Default)]
 pub struct CredentialFiles {
     added: Vec<PathBuf>,
+    /// Files commands read as stand-in copies (`mask` mode), links
+    /// resolved.
+    masked: Vec<PathBuf>,
     /// The home directory's credential paths, joined once.
     home_paths: Vec<(PathBuf, &'static str)>,
 }
@@ -58,11 +61,24 @@ impl CredentialFiles {
     pub fn new(home: &Path, added: Vec<PathBuf>) -> Self {
         Self {
             added,
+            masked: Vec::new(),
             home_paths: HOME_CREDENTIALS
                 .iter()
                 .map(|(rel, holds)| (home.join(rel), *holds))
                 .collect(),
         }
+    }
+
+    /// With `masked` read by commands as stand-in copies.
+    pub fn masking(mut self, masked: &[PathBuf]) -> Self {
+        let real = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+        self.masked = masked.iter().map(real).collect();
+        self
+    }
+
+    /// Whether commands read `path` (links resolved) as a stand-in copy.
+    pub fn is_masked(&self, path: &Path) -> bool {
+        self.masked.iter().any(|m| m == path)
     }
 
     /// The folders and files withheld by where they are (not by name):

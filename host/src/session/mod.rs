@@ -27,6 +27,7 @@ mod assemble;
 mod builder;
 mod context;
 mod identity;
+mod masked;
 mod policy;
 mod run;
 mod sources;

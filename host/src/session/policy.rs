@@ -67,6 +67,14 @@ impl SessionBuilder {
             config_dir: config_dir.clone(),
             internal_hosts: settings.internal_addresses.clone(),
             credential_files: settings.credential_files.clone(),
+            masked_files: settings
+                .masked
+                .iter()
+                .filter_map(|m| match &m.source {
+                    crate::settings::MaskedSource::File(path) => Some(path.clone()),
+                    crate::settings::MaskedSource::Variable(_) => None,
+                })
+                .collect(),
         });
         // Listed afresh for each command, from the rules as they are then.
         let read_denials = Arc::new(LiveReadDenials::new(
@@ -80,7 +88,7 @@ impl SessionBuilder {
         let asks = self.prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT)
             && !settings.managed_domains_only;
         let egress = egress_proxy(settings, policy.rules(), asks)?;
-        let process = ProcessConfig {
+        let mut process = ProcessConfig {
             helper: self
                 .helper
                 .clone()
@@ -101,7 +109,7 @@ impl SessionBuilder {
             egress: egress.as_ref().map(|p| p.socket().to_path_buf()),
             ..ProcessConfig::new(cwd)
         };
-        use_without_holding(settings, warnings, &process, egress.as_ref())?;
+        use_without_holding(settings, warnings, &mut process, egress.as_ref())?;
         Ok(SessionPolicy {
             policy,
             process,
@@ -220,21 +228,42 @@ fn egress_proxy(
 fn use_without_holding(
     settings: &Settings,
     warnings: &mut Vec<String>,
-    process: &ProcessConfig,
+    process: &mut ProcessConfig,
     egress: Option<&crate::sandbox::egress::EgressProxy>,
 ) -> Result<(), SessionError> {
-    let masks = masked_secrets(settings, warnings);
-    for mask in masks.iter() {
-        process
-            .command_env
-            .set(mask.name.clone(), mask.sentinel.clone());
+    let stand_ins = super::masked::stand_ins(settings, warnings);
+    for (name, value) in &stand_ins.variables {
+        process.command_env.set(name.clone(), value.clone());
+    }
+    for mask in &stand_ins.masks {
         crate::secrets::remember(&mask.name, mask.value());
     }
-    if let Some(proxy) = egress {
-        proxy.set_masks(Arc::new(masks));
-        if settings.tls_terminate {
-            terminate_tls(proxy, process)?;
+    let Some(proxy) = egress else {
+        for (path, _) in &stand_ins.files {
+            warnings.push(format!(
+                "sandbox.credentials.files `{}` is masked, but commands reach no host (sandbox.network.allowedDomains is empty); it stays withheld",
+                path.display()
+            ));
         }
+        return Ok(());
+    };
+    let folder = proxy.folder().map(Path::to_path_buf);
+    for (n, (path, text)) in stand_ins.files.iter().enumerate() {
+        // The copy lives in the proxy's private folder, gone with it.
+        let copy = folder.as_ref().map(|f| f.join(format!("masked-{n}")));
+        match copy.map(|c| std::fs::write(&c, text).map(|()| c)) {
+            Some(Ok(copy)) => process.covers.push((path.clone(), copy)),
+            Some(Err(e)) => warnings.push(format!(
+                "sandbox.credentials.files `{}`: its stand-in copy cannot be written ({e}); it stays withheld",
+                path.display()
+            )),
+            None => {}
+        }
+    }
+    let masks = crate::sandbox::egress::Masks::new(stand_ins.masks, settings.plaintext_inject);
+    proxy.set_masks(Arc::new(masks));
+    if settings.tls_terminate {
+        terminate_tls(proxy, process)?;
     }
     Ok(())
 }
@@ -245,7 +274,7 @@ fn use_without_holding(
 /// alone for Node, which adds it to its own).
 fn terminate_tls(
     proxy: &crate::sandbox::egress::EgressProxy,
-    process: &ProcessConfig,
+    process: &mut ProcessConfig,
 ) -> Result<(), SessionError> {
     use crate::sandbox::egress::authority::SessionAuthority;
     let fail = |why: String| SessionError::Invalid(format!("sandbox.network.tlsTerminate: {why}"));
@@ -278,38 +307,26 @@ fn terminate_tls(
         "NODE_EXTRA_CA_CERTS".into(),
         authority_file.display().to_string(),
     );
+    // A program that reads the system's store itself (not through those
+    // variables) finds the bundle there too, inside the sandbox only.
+    for store in SYSTEM_STORES {
+        process
+            .covers
+            .push((PathBuf::from(store), bundle_file.clone()));
+    }
     Ok(())
 }
 
-/// `sandbox.credentials.envVars` in `mask` mode: each variable of the
-/// user's environment with a fresh stand-in and the hosts it may go to. A
-/// variable that is not set, or a host that is not one, is a warning.
-fn masked_secrets(
-    settings: &Settings,
-    warnings: &mut Vec<String>,
-) -> crate::sandbox::egress::Masks {
-    use crate::sandbox::egress::{EgressPattern, Mask, Masks};
-    let mut masks = Vec::new();
-    for (name, hosts) in &settings.masked_env {
-        let Ok(value) = std::env::var(name) else {
-            warnings.push(format!(
-                "sandbox.credentials.envVars `{name}` is masked but not set in carapace's environment; commands do not get it"
-            ));
-            continue;
-        };
-        let mut patterns = Vec::new();
-        for host in hosts {
-            match EgressPattern::parse(host) {
-                Ok(pattern) => patterns.push(pattern),
-                Err(e) => warnings.push(format!(
-                    "sandbox.credentials.envVars `{name}`: injectHosts `{host}` is not a host ({e}); it is not sent there"
-                )),
-            }
-        }
-        masks.push(Mask::new(name, value, patterns));
-    }
-    Masks::new(masks, settings.plaintext_inject)
-}
+/// Where Linux distributions keep the bundle of trusted authorities
+/// (Debian and Ubuntu, Fedora and RHEL, Alpine and Arch, openSUSE); those
+/// that exist are covered.
+const SYSTEM_STORES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+    "/etc/ssl/ca-bundle.pem",
+];
 
 /// Where the administrator's (managed) settings are: `/etc/carapace/`, or
 /// the file `CARAPACE_MANAGED_SETTINGS` names when only an administrator

@@ -5,7 +5,7 @@
 //! guard is never dropped, a permission never widened.
 
 use super::merge::Source;
-use super::{Settings, SettingsError};
+use super::{MaskedSecret, MaskedSource, Settings, SettingsError};
 use crate::policy::{Anchors, Rule, RuleKind, RuleSource, SourceKind};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -60,10 +60,9 @@ impl FilesystemFile {
 
 /// `sandbox.credentials`, as Claude Code spells it: credential files and
 /// variables kept from commands. Every file entry is withheld from every
-/// tool (`deny`; a masked file is withheld too, with a warning: its
-/// stand-in copy is not carapace's yet); a variable in `mask` mode is given
-/// to commands as a stand-in that the proxy swaps for the real value on
-/// the way to its `injectHosts`. Read from the user's own places only: a
+/// tool; a file or variable in `mask` mode is given to commands as a
+/// stand-in (a copy of the file with stand-ins in it) that the proxy swaps
+/// for the real value on the way to its `injectHosts`. Read from the user's own places only: a
 /// project could otherwise send a user's secret to a host of its choosing.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -83,6 +82,8 @@ struct CredentialEntry {
     path: Option<String>,
     name: Option<String>,
     mode: Option<String>,
+    /// Only group 1 of each match is masked.
+    extract: Option<String>,
     /// Where a masked secret may be sent (else nowhere).
     #[serde(default)]
     inject_hosts: Vec<String>,
@@ -110,9 +111,11 @@ impl CredentialsFile {
             };
             let absolute = absolute(path, &folder, anchors);
             if entry.mode.as_deref() == Some("mask") {
-                settings.warnings.push(format!(
-                    "{shown}: sandbox.credentials.files `{path}`: mode `mask` is not honoured for files yet; the file is withheld from every tool instead (as `deny`)"
-                ));
+                settings.masked.push(MaskedSecret {
+                    source: MaskedSource::File(absolute.clone()),
+                    extract: entry.extract.clone(),
+                    inject_hosts: entry.inject_hosts.clone(),
+                });
             }
             settings.credential_files.push(absolute);
         }
@@ -127,9 +130,11 @@ impl CredentialsFile {
                 ));
                 continue;
             };
-            settings
-                .masked_env
-                .push((name.to_string(), entry.inject_hosts.clone()));
+            settings.masked.push(MaskedSecret {
+                source: MaskedSource::Variable(name.to_string()),
+                extract: entry.extract.clone(),
+                inject_hosts: entry.inject_hosts.clone(),
+            });
         }
         settings.plaintext_inject |= self.allow_plaintext_inject;
     }

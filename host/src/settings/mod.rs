@@ -359,9 +359,9 @@ pub struct Settings {
     /// `sandbox.credentials.files` of the user's own settings, absolute:
     /// withheld from every tool with the built-in credential files.
     pub credential_files: Vec<PathBuf>,
-    /// `sandbox.credentials.envVars` in `mask` mode (the user's own
-    /// settings): each variable and the hosts its value may be sent to.
-    pub masked_env: Vec<(String, Vec<String>)>,
+    /// `sandbox.credentials` entries in `mask` mode (the user's own
+    /// settings): secrets commands use without holding them.
+    pub masked: Vec<MaskedSecret>,
     /// `sandbox.credentials.allowPlaintextInject`.
     pub plaintext_inject: bool,
     /// `sandbox.network.tlsTerminate` (the user's own settings).
@@ -593,6 +593,28 @@ fn parse(text: &str, shown: &str) -> Result<(SettingsFile, Vec<String>), Setting
         })
         .collect();
     Ok((file, notes))
+}
+
+/// A secret commands use without holding it (`sandbox.credentials` in
+/// `mask` mode): they see a stand-in, and the egress proxy puts the value
+/// in only on the way to `inject_hosts`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaskedSecret {
+    pub source: MaskedSource,
+    /// `extract`: a regular expression; only what its group 1 captures in
+    /// each match is masked, so the rest stays readable (a connection
+    /// string's password).
+    pub extract: Option<String>,
+    pub inject_hosts: Vec<String>,
+}
+
+/// Where a masked secret's value is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MaskedSource {
+    /// A variable of the user's environment.
+    Variable(String),
+    /// A file (absolute): commands read a copy with stand-ins in it.
+    File(PathBuf),
 }
 
 #[cfg(test)]

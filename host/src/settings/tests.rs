@@ -378,7 +378,7 @@ fn credentials_come_from_the_user_only() -> Result<(), Box<dyn std::error::Error
         credentials("evil.example", "//srv/project"),
     )?;
     let settings = Settings::load(&f.locations, true)?;
-    assert!(settings.masked_env.is_empty() && settings.credential_files.is_empty());
+    assert!(settings.masked.is_empty() && settings.credential_files.is_empty());
     assert!(!settings.plaintext_inject && !settings.tls_terminate);
     assert!(
         settings
@@ -394,8 +394,12 @@ fn credentials_come_from_the_user_only() -> Result<(), Box<dyn std::error::Error
     )?;
     let settings = Settings::load(&f.locations, true)?;
     assert_eq!(
-        settings.masked_env,
-        [("TOKEN".to_string(), vec!["api.example".to_string()])]
+        settings.masked,
+        [crate::settings::MaskedSecret {
+            source: crate::settings::MaskedSource::Variable("TOKEN".into()),
+            extract: None,
+            inject_hosts: vec!["api.example".to_string()],
+        }]
     );
     assert_eq!(
         settings.credential_files,

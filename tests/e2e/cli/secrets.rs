@@ -541,9 +541,6 @@ fn a_masked_variable_reaches_only_its_hosts_and_never_the_model() -> TestResult 
     Ok(())
 }
 
-/// A loopback HTTPS server for `localhost` with a certificate from an
-/// authority of the test's own (written to a file carapace is told to
-/// trust through `SSL_CERT_FILE`), keeping each request head it is sent.
 /// A server configuration with a certificate for `localhost` and
 /// 127.0.0.1 from an authority of the test's own, whose certificate is
 /// written in `dir` (the returned path) for carapace to trust.
@@ -570,6 +567,9 @@ fn test_tls(
     Ok((config, ca_file))
 }
 
+/// A loopback HTTPS server for `localhost` with a certificate from an
+/// authority of the test's own (written to a file carapace is told to
+/// trust through `SSL_CERT_FILE`), keeping each request head it is sent.
 fn tls_echo_server(
     dir: &std::path::Path,
 ) -> Result<(u16, Heads, std::path::PathBuf), Box<dyn std::error::Error>> {
@@ -630,6 +630,13 @@ fn a_masked_variable_reaches_its_https_host_through_the_terminating_proxy() -> T
             "Bash",
             json!({"command": elsewhere}),
         )]),
+        // Told nothing by the variables, curl reads the system's store:
+        // inside the sandbox it holds the session's authority too.
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_store",
+            "Bash",
+            json!({"command": format!("env -u SSL_CERT_FILE -u CURL_CA_BUNDLE curl -sS -m 10 https://localhost:{port}/ || echo failed")}),
+        )]),
         Reply::text("done"),
     ])?;
     let output = home
@@ -644,22 +651,27 @@ fn a_masked_variable_reaches_its_https_host_through_the_terminating_proxy() -> T
     let told = result_of(&server, "toolu_tls");
     let received = heads.lock().map(|h| h.clone()).unwrap_or_default();
     let refused = result_of(&server, "toolu_elsewhere");
-    assert_eq!(received.len(), 1, "{told} {refused} {received:?}");
+    // The injected request, and the one trusting the system's store.
+    assert_eq!(received.len(), 2, "{told} {refused} {received:?}");
     assert!(
         received[0].contains(&format!("Bearer {TOKEN}")),
         "{received:?}"
     );
     assert!(told.contains("ok"), "{told}");
     // Another allowed host, over HTTPS too: the stand-in is refused there,
-    // and the server receives nothing more.
+    // and the server receives nothing of it.
     assert!(
         refused.contains("may be sent only to localhost"),
         "{refused}"
     );
-    assert_eq!(heads.lock().map(|h| h.len()).unwrap_or(0), 1);
+    let store = result_of(&server, "toolu_store");
+    assert!(store.contains("ok") && !store.contains("failed"), "{store}");
+    assert_eq!(heads.lock().map(|h| h.len()).unwrap_or(0), 2);
     assert!(!seen(&server, &run).contains(TOKEN), "the token leaked");
     Ok(())
 }
 
 #[path = "secrets_git.rs"]
 mod git;
+#[path = "secrets_masked.rs"]
+mod masked;

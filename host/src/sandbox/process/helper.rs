@@ -53,9 +53,9 @@ fn run(mut plan: Plan) -> i32 {
             )),
         }
     }
-    if !plan.hide.is_empty() && plan.required {
+    if !(plan.hide.is_empty() && plan.covers.is_empty()) && plan.required {
         return refuse(
-            "read deny rules cover paths the command could read, and without a mount namespace they cannot be hidden; the command was not run",
+            "read deny rules or masked credentials cover paths the command could read, and without a mount namespace they cannot be hidden; the command was not run",
         );
     }
     // Degraded: confine this process and become the command.

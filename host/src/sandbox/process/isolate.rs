@@ -294,8 +294,20 @@ fn prepare_mounts(plan: &Plan) -> Result<(), String> {
                 .map_err(|e| format!("cannot make {} read-only: {e}", path.display()))?;
         }
     }
+    let covered: Vec<&Path> = plan.covers.iter().map(|(at, _)| at.as_path()).collect();
     for path in &plan.hide {
-        hide(path).map_err(|e| format!("cannot hide {}: {e}", path.display()))?;
+        hide(path, &covered).map_err(|e| format!("cannot hide {}: {e}", path.display()))?;
+    }
+    // After the hiding: a masked file the credential table hides gets its
+    // stand-in copy on top.
+    for (at, shown) in &plan.covers {
+        bind_read_only(shown, at).map_err(|e| {
+            format!(
+                "cannot show {} in place of {}: {e}",
+                shown.display(),
+                at.display()
+            )
+        })?;
     }
     Ok(())
 }
@@ -357,18 +369,48 @@ fn locked_flags(path: &Path) -> MsFlags {
 
 /// Covers a directory with an empty read-only one, a file with an empty
 /// read-only file (mounts follow symlinks, so what a link points to is
-/// what gets covered).
-fn hide(path: &Path) -> nix::Result<()> {
+/// what gets covered). `covered`: files that get a stand-in copy on top
+/// afterwards; inside a hidden directory each gets an empty file to be
+/// mounted on.
+fn hide(path: &Path, covered: &[&Path]) -> nix::Result<()> {
     let meta = std::fs::metadata(path).map_err(|_| nix::errno::Errno::ENOENT)?;
-    if meta.is_dir() {
-        mount(
-            Some("tmpfs"),
-            path,
-            Some("tmpfs"),
-            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-            Some("size=4k,mode=0555"),
-        )
-    } else {
-        bind_read_only(Path::new("/dev/null"), path)
+    if !meta.is_dir() {
+        return bind_read_only(Path::new("/dev/null"), path);
     }
+    let inside: Vec<&Path> = covered
+        .iter()
+        .filter(|c| c.starts_with(path) && **c != path)
+        .copied()
+        .collect();
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    let first = if inside.is_empty() {
+        flags | MsFlags::MS_RDONLY
+    } else {
+        flags
+    };
+    mount(
+        Some("tmpfs"),
+        path,
+        Some("tmpfs"),
+        first,
+        Some("size=4k,mode=0555"),
+    )?;
+    if inside.is_empty() {
+        return Ok(());
+    }
+    let io = |e: std::io::Error| nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO));
+    for file in inside {
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        std::fs::File::create(file).map_err(io)?;
+    }
+    let none: Option<&str> = None;
+    mount(
+        none,
+        path,
+        none,
+        MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags,
+        none,
+    )
 }

@@ -142,6 +142,10 @@ pub struct ProcessConfig {
     pub protected_names: Vec<String>,
     /// What commands may not read.
     pub read_denied: Option<Arc<dyn DeniedPaths>>,
+    /// Files commands read in place of others: (where, what is read
+    /// there). Masked credentials' stand-in copies; the system's trusted
+    /// authorities with the terminating proxy's.
+    pub covers: Vec<(PathBuf, PathBuf)>,
     /// Variables a SessionStart hook set for the session's commands
     /// (Claude Code's `CLAUDE_ENV_FILE`), shared by every copy of this
     /// configuration.
@@ -204,6 +208,7 @@ impl ProcessConfig {
                 .map(|n| n.to_string())
                 .collect(),
             read_denied: None,
+            covers: Vec::new(),
             read_roots: None,
             command_env: Arc::default(),
             allow_network: false,
@@ -261,6 +266,12 @@ impl ProcessConfig {
             pinned,
             readonly,
             hide,
+            covers: self
+                .covers
+                .iter()
+                .filter(|(at, shown)| at.is_file() && shown.is_file())
+                .cloned()
+                .collect(),
             guard_names: if guarded {
                 self.protected_names.clone()
             } else {

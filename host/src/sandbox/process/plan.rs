@@ -28,6 +28,10 @@ pub(super) struct Plan {
     pub readonly: Vec<PathBuf>,
     /// Existing paths the command must not read.
     pub hide: Vec<PathBuf>,
+    /// Existing files the command reads in place of others, read-only:
+    /// (where, what it reads there) — a masked credential's stand-in copy,
+    /// the system's trusted authorities with the proxy's own.
+    pub covers: Vec<(PathBuf, PathBuf)>,
     /// Names the command may not make at any depth (see `guard`).
     pub guard_names: Vec<String>,
     /// Paths the command may not make.
@@ -74,6 +78,10 @@ impl Plan {
                 "--pin" => plan.pinned.push(PathBuf::from(value("--pin")?)),
                 "--readonly" => plan.readonly.push(PathBuf::from(value("--readonly")?)),
                 "--hide" => plan.hide.push(PathBuf::from(value("--hide")?)),
+                "--cover" => {
+                    let at = PathBuf::from(value("--cover")?);
+                    plan.covers.push((at, PathBuf::from(value("--cover")?)));
+                }
                 "--guard-name" => plan.guard_names.push(value("--guard-name")?),
                 "--guard-path" => plan.guard_paths.push(PathBuf::from(value("--guard-path")?)),
                 "--network" => plan.network = true,
@@ -149,6 +157,9 @@ impl Plan {
                 args.push(path.into());
             }
         }
+        for (at, shown) in &self.covers {
+            args.extend(["--cover".into(), at.into(), shown.into()]);
+        }
         for name in &self.guard_names {
             args.push("--guard-name".into());
             args.push(name.into());
@@ -210,6 +221,7 @@ mod tests {
             pinned: vec!["/w/.git".into()],
             readonly: vec!["/w/.git/config".into()],
             hide: vec!["/h/.ssh".into()],
+            covers: vec![("/h/.npmrc".into(), "/tmp/p/masked-0".into())],
             guard_names: vec![".git".into(), ".cargo/config.toml".into()],
             guard_paths: vec!["/h/.bashrc".into()],
             network: true,
