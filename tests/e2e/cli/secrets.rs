@@ -630,6 +630,13 @@ fn a_masked_variable_reaches_its_https_host_through_the_terminating_proxy() -> T
             "Bash",
             json!({"command": elsewhere}),
         )]),
+        // Inside the tunnel to the secret's host, a request naming
+        // another (a front end shared by many sites routes by it).
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_fronted",
+            "Bash",
+            json!({"command": format!("curl -sS -m 10 -H 'Host: 127.0.0.1' -H \"Authorization: Bearer $SERVICE_TOKEN\" https://localhost:{port}/ || echo failed")}),
+        )]),
         // Told nothing by the variables, curl reads the system's store:
         // inside the sandbox it holds the session's authority too.
         Reply::tool_uses(vec![Block::tool_use(
@@ -664,6 +671,8 @@ fn a_masked_variable_reaches_its_https_host_through_the_terminating_proxy() -> T
         refused.contains("may be sent only to localhost"),
         "{refused}"
     );
+    let fronted = result_of(&server, "toolu_fronted");
+    assert!(fronted.contains("names 127.0.0.1; refused"), "{fronted}");
     let store = result_of(&server, "toolu_store");
     assert!(store.contains("ok") && !store.contains("failed"), "{store}");
     assert_eq!(heads.lock().map(|h| h.len()).unwrap_or(0), 2);

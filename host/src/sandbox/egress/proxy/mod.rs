@@ -238,7 +238,7 @@ async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), Stri
             let masks = gate.masks();
             let client = terminate::Prefixed::new(opening, client);
             let upstream = reach(&target, exact, rules);
-            return terminate::serve(&termination, &masks, &target.host, client, upstream).await;
+            return terminate::serve(&termination, &masks, &target, client, upstream).await;
         }
         let mut upstream = reach(&target, exact, rules).await?;
         upstream
@@ -254,9 +254,8 @@ async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), Stri
         Err(why) => return refuse_http(&mut client, "400 Bad Request", &why).await,
     };
     let masks = gate.masks();
-    let outbound = masks.toward(&target.host, true);
     // Judged before anything is connected; put in as it goes.
-    if let Err(why) = outbound.head(&forwarded) {
+    if let Err(why) = masks.toward(&target.host, true).head(&forwarded) {
         tracing::warn!(host = %target.host, "egress: {why}");
         return refuse_http(&mut client, "403 Forbidden", &why).await;
     }
@@ -266,7 +265,7 @@ async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), Stri
     };
     let mut already = forwarded;
     already.extend_from_slice(&after_head);
-    requests::carry(client, upstream, already, outbound, true).await
+    requests::carry(client, upstream, already, &masks, &target, true).await
 }
 
 async fn socks5(mut client: UnixStream, gate: &Gate) -> Result<(), String> {

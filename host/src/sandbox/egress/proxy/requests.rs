@@ -6,7 +6,8 @@
 //! chunk — so a stand-in is found wherever it is, on the way to its hosts
 //! replaced, anywhere else refused. The answers come back untouched.
 
-use super::super::masks::{Outbound, STAND_IN_LEN};
+use super::super::masks::{Masks, Outbound, STAND_IN_LEN};
+use super::Target;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The longest request head (or chunk-size line) read.
@@ -18,16 +19,17 @@ const BUFFERED_BODY: u64 = 1 << 20;
 /// What is read from the command at a time.
 const PIECE: usize = 64 * 1024;
 
-/// Carries `client`'s requests (the first bytes already read in
-/// `already`) to `upstream` and the answers back. `once`: only the first
-/// request (a plain request through the proxy, whose next one may name
-/// another host).
+/// Carries `client`'s requests to `target` (the first bytes already read
+/// in `already`) over `upstream`, and the answers back. `plain`: a plain
+/// request through the proxy — only the first is carried (the next one
+/// may name another host) — else the inside of a terminated tunnel.
 pub(super) async fn carry<C, U>(
     client: C,
     upstream: U,
     already: Vec<u8>,
-    outbound: Outbound<'_>,
-    once: bool,
+    masks: &Masks,
+    target: &Target,
+    plain: bool,
 ) -> Result<(), String>
 where
     C: AsyncRead + AsyncWrite + Unpin,
@@ -41,8 +43,9 @@ where
             stream: client_in,
             buf: already,
         };
-        let sent = relay(&mut reader, &mut upstream_out, &outbound, once).await;
-        if sent.is_ok() && !once {
+        let outbound = masks.toward(&target.host, plain);
+        let sent = relay(&mut reader, &mut upstream_out, &outbound, target, plain).await;
+        if sent.is_ok() && !plain {
             // The command has no more to send: the server sees the end too.
             let _ = upstream_out.shutdown().await;
         }
@@ -94,7 +97,11 @@ enum Framing {
 }
 
 impl Framing {
-    fn of(head: &[u8]) -> Result<Self, String> {
+    /// How the body of the request `head` ends; a request naming another
+    /// host than the connection's `target` is refused (a front end shared
+    /// by many sites routes by that name: the secret would go there).
+    fn of(head: &[u8], target: &Target) -> Result<Self, String> {
+        names_only(head, target)?;
         let mut headers = [httparse::EMPTY_HEADER; 128];
         let mut request = httparse::Request::new(&mut headers);
         match request.parse(head) {
@@ -126,10 +133,47 @@ impl Framing {
     }
 }
 
+/// Refuses a request head that names another host than `target`, in its
+/// `Host` or its absolute-form target.
+pub(super) fn names_only(head: &[u8], target: &Target) -> Result<(), String> {
+    let mut headers = [httparse::EMPTY_HEADER; 128];
+    let mut request = httparse::Request::new(&mut headers);
+    if !matches!(request.parse(head), Ok(httparse::Status::Complete(_))) {
+        return Err("a request head cannot be read".into());
+    }
+    let host = request
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("host"))
+        .map(|h| String::from_utf8_lossy(h.value).trim().to_string());
+    let named = request.path.and_then(absolute_authority);
+    for name in named.into_iter().chain(host) {
+        if !super::same_host(&name, target) {
+            return Err(format!(
+                "a request on the connection to {} names {name}; refused",
+                target.host
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The host (and port) an absolute-form request target names: a server
+/// goes by it rather than by `Host`.
+fn absolute_authority(uri: &str) -> Option<String> {
+    let (scheme, rest) = uri.split_once("://")?;
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return None;
+    }
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    authority.rsplit('@').next().map(str::to_string)
+}
+
 async fn relay<R, W>(
     reader: &mut Reader<R>,
     upstream: &mut W,
     outbound: &Outbound<'_>,
+    target: &Target,
     once: bool,
 ) -> Result<(), String>
 where
@@ -138,7 +182,7 @@ where
 {
     let io = |e: std::io::Error| e.to_string();
     while let Some(head) = reader.head().await? {
-        let framing = Framing::of(&head)?;
+        let framing = Framing::of(&head, target)?;
         let head = outbound.head(&head)?.unwrap_or(head);
         match framing {
             Framing::None => upstream.write_all(&head).await.map_err(io)?,
@@ -417,15 +461,9 @@ mod tests {
         let host = canonical(host)?;
         let (mut command, client) = tokio::io::duplex(1 << 16);
         let (upstream, mut server) = tokio::io::duplex(1 << 16);
+        let target = Target { host, port: 443 };
         let carried = tokio::spawn(async move {
-            carry(
-                client,
-                upstream,
-                Vec::new(),
-                masks.toward(&host, false),
-                false,
-            )
-            .await
+            carry(client, upstream, Vec::new(), &masks, &target, false).await
         });
         command.write_all(sent.as_bytes()).await?;
         command.shutdown().await?;
@@ -444,14 +482,14 @@ mod tests {
         let (masks, sentinel) = masks()?;
         let body = format!("{{\"token\":\"{sentinel}\"}}");
         let sent = format!(
-            "GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+            "GET /a HTTP/1.1\r\nHost: api.example.com\r\n\r\nPOST /b HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         );
         let (received, _, outcome) = through(masks, "api.example.com", sent).await?;
         assert_eq!(outcome, Ok(()));
         assert_eq!(
             received,
-            "GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 26\r\n\r\n{\"token\":\"the-real-value\"}"
+            "GET /a HTTP/1.1\r\nHost: api.example.com\r\n\r\nPOST /b HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 26\r\n\r\n{\"token\":\"the-real-value\"}"
         );
         Ok(())
     }
@@ -491,6 +529,41 @@ mod tests {
         let plain = "GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc";
         let (received, _, outcome) = through(masks, "evil.example.net", plain.into()).await?;
         assert_eq!((received.as_str(), outcome), (plain, Ok(())));
+        Ok(())
+    }
+
+    /// A front end shared by many sites routes by the name in the request:
+    /// inside the tunnel to the secret's host, a request naming another
+    /// (in `Host`, or an absolute target) is refused before it is sent.
+    #[tokio::test]
+    async fn a_request_naming_another_host_inside_the_tunnel_is_refused() -> TestResult {
+        for (second, goes) in [
+            ("Host: evil.example.net", false),
+            ("Host: evil.example.net:443", false),
+            ("Host: [::1]", false),
+            // Controls: the same host under another spelling, or no name.
+            ("Host: API.Example.com.:443", true),
+            ("X: y", true),
+        ] {
+            let (masks, sentinel) = masks()?;
+            let first = "GET /a HTTP/1.1\r\nHost: api.example.com\r\n\r\n";
+            let sent =
+                format!("{first}GET /b HTTP/1.1\r\n{second}\r\nAuthorization: {sentinel}\r\n\r\n");
+            let (received, answered, outcome) = through(masks, "api.example.com", sent).await?;
+            if goes {
+                assert!(received.contains("the-real-value"), "{second}: {received}");
+                continue;
+            }
+            assert_eq!(received, first, "{second}");
+            assert!(answered.starts_with("HTTP/1.1 403"), "{answered}");
+            assert!(outcome.is_err_and(|e| e.contains("names")));
+        }
+        let (masks, sentinel) = masks()?;
+        let absolute = format!(
+            "GET https://evil.example.net/x HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: {sentinel}\r\n\r\n"
+        );
+        let (received, _, outcome) = through(masks, "api.example.com", absolute).await?;
+        assert!(received.is_empty() && outcome.is_err(), "{received}");
         Ok(())
     }
 }

@@ -9,7 +9,6 @@
 //! read (`requests`), bodies included.
 
 use super::super::authority::Termination;
-use super::super::host::Host;
 use super::super::masks::Masks;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -76,7 +75,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
 pub(super) async fn serve<C, U>(
     termination: &Termination,
     masks: &Masks,
-    host: &Host,
+    target: &super::Target,
     client: Prefixed<C>,
     upstream: impl std::future::Future<Output = Result<U, String>>,
 ) -> Result<(), String>
@@ -84,6 +83,7 @@ where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,
 {
+    let host = &target.host;
     let name = host.to_string();
     let server = termination
         .authority
@@ -97,7 +97,8 @@ where
     let outbound = masks.toward(host, false);
     // The first request is judged before the server is reached; every
     // request (this one again) gets its secrets as it goes.
-    if let Err(why) = outbound.head(&head) {
+    let judged = super::requests::names_only(&head, target).and_then(|()| outbound.head(&head));
+    if let Err(why) = judged {
         tracing::warn!(host = %name, "egress: {why}");
         let body = format!("carapace's proxy refused the request: {why}\n");
         let answer = format!(
@@ -117,7 +118,7 @@ where
         .map_err(|e| format!("{name} could not be verified or reached over TLS: {e}"))?;
     let mut already = head;
     already.extend_from_slice(&rest);
-    super::requests::carry(inside, outside, already, outbound, false).await
+    super::requests::carry(inside, outside, already, masks, target, false).await
 }
 
 /// The request head (through its blank line) and what followed it.
