@@ -159,6 +159,102 @@ async fn tls_benches() -> BenchResult {
         .await?;
         report(name, &samples, note);
     }
+    body_benches(&server_authority).await
+}
+
+/// What reading a request's body costs the terminating proxy: a 64 KiB
+/// POST whose body holds a masked secret's stand-in (read whole, the
+/// secret put in, its length set again), beside the same POST without one.
+async fn body_benches(
+    server_authority: &carapace::sandbox::egress::authority::SessionAuthority,
+) -> BenchResult {
+    use carapace::sandbox::egress::authority::SessionAuthority;
+    use carapace::sandbox::egress::{EgressPattern, Mask, Masks};
+    let acceptor = tokio_rustls::TlsAcceptor::from(server_authority.server_for("localhost")?);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                // The whole request: its body ends in `END`.
+                let mut got = Vec::new();
+                let mut buf = [0u8; 16384];
+                while !got.ends_with(b"END") {
+                    match tls.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = tls
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong",
+                    )
+                    .await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    let rules = EgressRules::new(&["localhost".into()], &[])?;
+    let proxy = Arc::new(EgressProxy::start_private(Arc::new(rules))?);
+    let mut server_roots = rustls::RootCertStore::empty();
+    server_roots.add(server_authority.certificate_der())?;
+    let session = Arc::new(SessionAuthority::new()?);
+    proxy.terminate_tls(session.clone(), server_roots)?;
+    let mask = Mask::new(
+        "TOKEN",
+        "the-real-secret-value".into(),
+        vec![EgressPattern::parse("localhost")?],
+    );
+    let sentinel = mask.sentinel.clone();
+    proxy.set_masks(Arc::new(Masks::new(vec![mask], false)));
+    let mut session_roots = rustls::RootCertStore::empty();
+    session_roots.add(session.certificate_der())?;
+    let connector = client(session_roots)?;
+    for (name, token, note) in [
+        (
+            "egress: a 64 KiB POST through the terminating proxy, no stand-in in it",
+            "no-stand-in-here",
+            "the body read whole and searched",
+        ),
+        (
+            "egress: the same with a masked secret's stand-in in its body",
+            sentinel.as_str(),
+            "the body read whole, searched, the secret put in, its length set again",
+        ),
+    ] {
+        let mut body = format!("token={token}&data=").into_bytes();
+        body.resize(64 * 1024 - 3, b'x');
+        body.extend_from_slice(b"END");
+        let mut request = format!(
+            "POST / HTTP/1.1\r\nHost: localhost:{port}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        request.extend_from_slice(&body);
+        let samples = time_async(300, |_| {
+            let (proxy, connector, request) = (proxy.clone(), connector.clone(), request.clone());
+            async move {
+                let mut stream = tokio::net::UnixStream::connect(proxy.socket()).await?;
+                stream
+                    .write_all(format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\n").as_bytes())
+                    .await?;
+                let mut established = [0u8; 39];
+                stream.read_exact(&mut established).await?;
+                let tls = connector.connect("localhost".try_into()?, stream).await?;
+                exchange(tls, &request).await
+            }
+        })
+        .await?;
+        report(
+            name,
+            &samples,
+            "the body read whole, searched, the secret put in",
+        );
+    }
     Ok(())
 }
 
