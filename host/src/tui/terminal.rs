@@ -27,8 +27,11 @@ impl TerminalGuard {
         execute!(out, EnableBracketedPaste)?;
         // Shift+Enter is told apart from Enter only where the terminal
         // speaks the keyboard protocol (kitty, WezTerm, foot, …); `\`
-        // Enter works everywhere.
-        let keyboard_protocol = terminal::supports_keyboard_enhancement().unwrap_or(false);
+        // Enter works everywhere. Asked once: a later screen's question
+        // would wait on the event reader its key stream holds.
+        static KEYBOARD_PROTOCOL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let keyboard_protocol = *KEYBOARD_PROTOCOL
+            .get_or_init(|| terminal::supports_keyboard_enhancement().unwrap_or(false));
         if keyboard_protocol {
             execute!(
                 out,

@@ -96,6 +96,11 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     // From here to the end, keys typed while no screen reads them (a
     // session being built) wait, as typed, for the next one.
     let _held = crate::tui::terminal::KeysHeld::hold();
+    // One key stream for every screen of the run. Dropping one wakes the
+    // terminal reader it shares with the next; a wake that lands with keys
+    // already waiting takes their (edge-triggered) readiness along, and
+    // they would sit unread until the next key.
+    let mut keys = EventStream::new();
     loop {
         match ending {
             Ending::Leave => break,
@@ -113,7 +118,7 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             },
             Ending::Resume(id) => resume(&mut cli, id),
         }
-        let (next, id) = one_session(&cli).await?;
+        let (next, id) = one_session(&cli, &mut keys).await?;
         ending = next;
         last_id = Some(id);
     }
@@ -142,7 +147,7 @@ fn choose_session(cli: &Cli) -> anyhow::Result<Option<String>> {
 
 /// One session on the screen, from its build to its end; how it ended
 /// and its id.
-async fn one_session(cli: &Cli) -> anyhow::Result<(Ending, String)> {
+async fn one_session(cli: &Cli, keys: &mut EventStream) -> anyhow::Result<(Ending, String)> {
     let session = session_builder(cli, false)?.build().await?;
     print_warnings(&session);
     let Some(run) = &session.run else {
@@ -186,7 +191,7 @@ async fn one_session(cli: &Cli) -> anyhow::Result<(Ending, String)> {
     };
     let queue = Prompts::Stream(session.queue.clone());
     let runner = run_print(&deps, &run.config, output, queue, print_session);
-    let (_, ending) = tokio::join!(runner, screen.run(app, events));
+    let (_, ending) = tokio::join!(runner, screen.run(app, events, keys));
     drop(guard);
     session.shutdown().await;
     Ok((ending?, session.id.clone()))
@@ -305,12 +310,12 @@ impl ScreenLoop<'_> {
         &self,
         mut app: App,
         mut events: mpsc::UnboundedReceiver<UiEvent>,
+        keys: &mut EventStream,
     ) -> anyhow::Result<Ending> {
         use tokio::signal::unix::{SignalKind, signal};
         let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         let size = crossterm::terminal::size().context("reading the terminal's size")?;
         let mut screen = Screen::new(std::io::stdout(), color, size);
-        let mut keys = EventStream::new();
         let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
         let mut hangup = signal(SignalKind::hangup()).context("listening for SIGHUP")?;
         // Ctrl-C is a key here; a SIGINT comes from elsewhere (`kill`).
@@ -330,7 +335,7 @@ impl ScreenLoop<'_> {
                 }
                 key = keys.next() => match key {
                     Some(Ok(Event::Paste(text))) => {
-                        app.on_paste(&with_its_burst(text, &mut keys).await);
+                        app.on_paste(&with_its_burst(text, keys).await);
                         Action::None
                     }
                     Some(Ok(event)) => self.terminal_event(&mut app, &mut screen, event),
