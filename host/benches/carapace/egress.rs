@@ -249,11 +249,7 @@ async fn body_benches(
             }
         })
         .await?;
-        report(
-            name,
-            &samples,
-            "the body read whole, searched, the secret put in",
-        );
+        report(name, &samples, note);
     }
     Ok(())
 }

@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Components larger than this are refused before they are read whole.
-pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+pub use super::oci::MAX_COMPONENT_BYTES;
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {

@@ -9,7 +9,6 @@
 //! Every download is bounded in size and time; credentials come from the
 //! user's docker config; plain HTTP only to a registry on loopback.
 
-use super::install::MAX_COMPONENT_BYTES;
 use super::signature::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION, SignaturePolicy, signature_tag};
 use super::store::digest;
 use futures::StreamExt;
@@ -36,6 +35,10 @@ const MANIFEST_TYPES: &[&str] = &[
 
 /// The largest manifest or policy read.
 const MAX_SMALL_BYTES: u64 = 1 << 20;
+
+/// Components larger than this are refused before they are read whole,
+/// however they are fetched (a registry, a URL, a file).
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 
 /// How long a whole pull may take.
 const PULL_TIMEOUT: Duration = Duration::from_secs(300);

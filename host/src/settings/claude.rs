@@ -171,52 +171,6 @@ fn absolute(spec: &str, folder: &Path, anchors: &Anchors) -> PathBuf {
     }
 }
 
-/// A rule from a Claude Code file that carapace cannot parse: an allow
-/// rule is dropped (nothing widens), a deny or ask rule covers its whole
-/// tool (the guard holds, more broadly). `None` when not even the tool's
-/// name can be read.
-pub(super) fn fallback_rule(
-    text: &str,
-    kind: RuleKind,
-    source: &RuleSource,
-    anchors: &Anchors,
-    error: &crate::policy::RuleError,
-    shown: &str,
-    warnings: &mut Vec<String>,
-) -> Option<Rule> {
-    if kind == RuleKind::Allow {
-        warnings.push(format!(
-            "{shown}: cannot read the allow rule `{text}` ({error}); ignored"
-        ));
-        return None;
-    }
-    let tool = text.split('(').next().unwrap_or("").trim();
-    match Rule::parse(tool, kind, source.clone(), anchors) {
-        Ok(rule) => {
-            warnings.push(format!(
-                "{shown}: cannot read the {} rule `{text}` ({error}); it applies to all of {tool} instead",
-                kind_name(kind)
-            ));
-            Some(rule)
-        }
-        Err(_) => {
-            warnings.push(format!(
-                "{shown}: cannot read the {} rule `{text}` ({error}), nor the tool it names; ignored",
-                kind_name(kind)
-            ));
-            None
-        }
-    }
-}
-
-fn kind_name(kind: RuleKind) -> &'static str {
-    match kind {
-        RuleKind::Allow => "allow",
-        RuleKind::Deny => "deny",
-        RuleKind::Ask => "ask",
-    }
-}
-
 /// What the files say about hooks and rules as a whole, applied once every
 /// file is merged.
 #[derive(Debug, Default)]

@@ -169,17 +169,15 @@ impl Settings {
                 // carapace cannot read is a warning, on the safe side).
                 let rule = match Rule::parse(text, kind_of, rule_source.clone(), &anchors) {
                     Ok(rule) => Some(rule),
-                    Err(e) if source.dialect == Dialect::ClaudeCode => {
-                        super::claude::fallback_rule(
-                            text,
-                            kind_of,
-                            &rule_source,
-                            &anchors,
-                            &e,
-                            shown,
-                            &mut self.warnings,
-                        )
-                    }
+                    Err(e) if source.dialect == Dialect::ClaudeCode => fallback_rule(
+                        text,
+                        kind_of,
+                        &rule_source,
+                        &anchors,
+                        &e,
+                        shown,
+                        &mut self.warnings,
+                    ),
                     Err(e) => {
                         return Err(SettingsError::Rule {
                             path: shown.clone(),
@@ -466,4 +464,50 @@ fn gather(
     *fixed = managed;
     all.get_or_insert_with(Vec::new)
         .extend(list.iter().cloned());
+}
+
+/// A rule from a Claude Code file that carapace cannot parse: an allow
+/// rule is dropped (nothing widens), a deny or ask rule covers its whole
+/// tool (the guard holds, more broadly). `None` when not even the tool's
+/// name can be read.
+fn fallback_rule(
+    text: &str,
+    kind: RuleKind,
+    source: &RuleSource,
+    anchors: &Anchors,
+    error: &crate::policy::RuleError,
+    shown: &str,
+    warnings: &mut Vec<String>,
+) -> Option<Rule> {
+    if kind == RuleKind::Allow {
+        warnings.push(format!(
+            "{shown}: cannot read the allow rule `{text}` ({error}); ignored"
+        ));
+        return None;
+    }
+    let tool = text.split('(').next().unwrap_or("").trim();
+    match Rule::parse(tool, kind, source.clone(), anchors) {
+        Ok(rule) => {
+            warnings.push(format!(
+                "{shown}: cannot read the {} rule `{text}` ({error}); it applies to all of {tool} instead",
+                kind_name(kind)
+            ));
+            Some(rule)
+        }
+        Err(_) => {
+            warnings.push(format!(
+                "{shown}: cannot read the {} rule `{text}` ({error}), nor the tool it names; ignored",
+                kind_name(kind)
+            ));
+            None
+        }
+    }
+}
+
+fn kind_name(kind: RuleKind) -> &'static str {
+    match kind {
+        RuleKind::Allow => "allow",
+        RuleKind::Deny => "deny",
+        RuleKind::Ask => "ask",
+    }
 }

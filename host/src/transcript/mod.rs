@@ -30,6 +30,7 @@
 mod postgres;
 mod read;
 mod store;
+mod target;
 mod write;
 
 pub use postgres::PgStore;

@@ -20,7 +20,7 @@
 //! connection) serves every session of a process.
 
 use super::TranscriptError;
-use super::store::LineTarget;
+use super::target::LineTarget;
 use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,8 @@
 //! and the opening of a new or a resumed session's file.
 
 use super::read::{Loaded, Repair};
-use super::store::{FileTarget, LineTarget, TranscriptPlace};
+use super::store::TranscriptPlace;
+use super::target::{FileTarget, LineTarget};
 use super::{TRANSCRIPT_FORMAT, TranscriptError, io};
 use crate::agent::{CompactTrigger, HistoryLog};
 use crate::checkpoints::{CheckpointLog, CheckpointRecord};
