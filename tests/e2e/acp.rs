@@ -324,12 +324,14 @@ fn wait_for_update(editor: &mut Editor, kind: &str) -> Result<(), Error> {
 }
 
 #[test]
-fn cancel_ends_the_turn_cancelled_and_a_second_prompt_meanwhile_is_refused() -> TestResult {
+fn cancel_ends_the_turn_a_second_prompt_is_refused_and_another_sessions_waits() -> TestResult {
     let workspace = tempfile::tempdir()?;
     let cwd = workspace.path().canonicalize()?;
     let server = ScriptedServer::start(vec![
         slow_text("Thinking it over", Duration::from_secs(30)),
         Reply::text("Back again."),
+        Reply::text("One."),
+        Reply::text("Two."),
     ])?;
     let mut editor = Editor::start(&server, &cwd, &[], &["--max-running", "1"])?;
     editor.initialize()?;
@@ -347,13 +349,19 @@ fn cancel_ends_the_turn_cancelled_and_a_second_prompt_meanwhile_is_refused() -> 
             .is_some_and(|d| d.contains("already running")),
         "{refused}"
     );
-    // One turn at a time in this process: another session is refused.
-    let capped = editor.prompt(&other, "me too")?;
-    assert!(
-        capped["error"]["data"]
-            .as_str()
-            .is_some_and(|d| d.contains("--max-running")),
-        "{capped}"
+    // One turn at a time in this process: another session's prompt waits
+    // for the slot, and a cancel while it waits ends it unrun.
+    let waiting = editor.send(
+        "session/prompt",
+        json!({"sessionId": other, "prompt": [{"type": "text", "text": "me too"}]}),
+    )?;
+    editor.notify("session/cancel", json!({"sessionId": other}))?;
+    let unrun = editor.response(waiting)?;
+    assert_eq!(unrun["result"]["stopReason"], "cancelled", "{unrun}");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the waiting prompt reached the model"
     );
     editor.notify("session/cancel", json!({"sessionId": session}))?;
     let ended = editor.response(running)?;
@@ -367,6 +375,19 @@ fn cancel_ends_the_turn_cancelled_and_a_second_prompt_meanwhile_is_refused() -> 
     let next = editor.prompt(&session, "again")?;
     assert_eq!(next["result"]["stopReason"], "end_turn", "{next}");
     assert!(message_text(&editor).ends_with("Back again."));
+    // A prompt that waits for the slot runs once it frees.
+    let slow = editor.send(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "one"}]}),
+    )?;
+    let queued = editor.send(
+        "session/prompt",
+        json!({"sessionId": other, "prompt": [{"type": "text", "text": "two"}]}),
+    )?;
+    for id in [slow, queued] {
+        let answer = editor.response(id)?;
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    }
     assert_eq!(editor.close()?, Some(0));
     Ok(())
 }

@@ -14,15 +14,35 @@ use support::TestResult;
 
 type Failure = Box<dyn std::error::Error>;
 
-/// The driver, beside the SDK `tests/setup.sh` installed from
+/// The driver `name`, beside the SDK `tests/setup.sh` installed from
 /// `tests/acp/ts/package-lock.json`.
-fn driver() -> Result<PathBuf, Failure> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp/ts/driver.mjs");
+fn driver_named(name: &str) -> Result<PathBuf, Failure> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/acp/ts")
+        .join(name);
     Ok(carapace_test_support::deps::node_driver(
         "acp-ts",
         "@agentclientprotocol/sdk/package.json",
         &source,
     )?)
+}
+
+fn driver() -> Result<PathBuf, Failure> {
+    driver_named("driver.mjs")
+}
+
+/// node with carapace's environment for `server` (a private HOME, the
+/// scripted API), which it passes on to carapace.
+fn node(server: &ScriptedServer, cwd: &Path) -> Command {
+    let carapace = support::against(server, cwd);
+    let mut node = Command::new("node");
+    node.env_clear().current_dir(cwd);
+    for (name, value) in carapace.get_envs() {
+        if let Some(value) = value {
+            node.env(name, value);
+        }
+    }
+    node
 }
 
 #[test]
@@ -87,5 +107,39 @@ fn the_typescript_client_runs_a_turn_with_a_question_and_its_updates() -> TestRe
     ] {
         assert!(kinds.contains(&kind), "no {kind} in {kinds:?}");
     }
+    Ok(())
+}
+
+/// What an editor does with the defaults: fifty sessions opened at once,
+/// then a prompt in each at once. Every session opens, and every prompt
+/// ends `end_turn` — those beyond the turns a process runs at once wait
+/// for a slot instead of being refused.
+#[test]
+fn fifty_sessions_and_fifty_prompts_at_once_all_end_their_turns() -> TestResult {
+    const SESSIONS: usize = 50;
+    let driver = driver_named("many.mjs")?;
+    let workspace = tempfile::tempdir()?;
+    let cwd = workspace.path().canonicalize()?;
+    let replies = (0..SESSIONS)
+        .map(|n| Reply::text(&format!("answer {n}")))
+        .collect();
+    let server = ScriptedServer::start(replies)?;
+    let out = node(&server, &cwd)
+        .arg(&driver)
+        .arg(env!("CARGO_BIN_EXE_carapace"))
+        .arg(&cwd)
+        .arg(SESSIONS.to_string())
+        .output()?;
+    let stdout = String::from_utf8(out.stdout)?;
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim())?;
+    assert_eq!(seen["sessions"], json!({"fulfilled": SESSIONS}), "{seen}");
+    assert_eq!(seen["prompts"], json!({"end_turn": SESSIONS}), "{seen}");
+    assert_eq!(server.requests().len(), SESSIONS);
+    assert_eq!(seen["exit"], 0, "{seen}");
     Ok(())
 }

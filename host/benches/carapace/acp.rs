@@ -123,9 +123,10 @@ fn run(
     server: &ScriptedServer,
     n: usize,
 ) -> Result<Run, Box<dyn std::error::Error>> {
-    let cap = n.to_string();
+    // The defaults: sessions sized from memory, turns beyond the running
+    // limit waiting for a slot.
     let mut child = super::carapace_command(cache, cwd, server)
-        .args(["acp", "--max-sessions", &cap, "--max-running", &cap])
+        .arg("acp")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()?;

@@ -432,12 +432,14 @@ pub enum Command {
     /// `carapace acp -- --model claude-sonnet-4-5`.
     Acp {
         /// Sessions alive at once; `session/new` beyond it is refused.
-        #[arg(long, default_value_t = 16)]
-        max_sessions: usize,
+        /// Default: as many as this machine's (or container's) memory holds
+        /// at 4 MiB a session, between 16 and 10,000.
+        #[arg(long)]
+        max_sessions: Option<usize>,
         /// Turns running at once across all sessions; a prompt beyond it
-        /// is refused.
-        #[arg(long, default_value_t = 4)]
-        max_running: usize,
+        /// waits for one to end. Default: four per processor, at least 4.
+        #[arg(long)]
+        max_running: Option<usize>,
         /// Seconds a permission question waits for the client before it
         /// counts as refused.
         #[arg(long, default_value_t = 300)]

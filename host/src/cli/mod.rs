@@ -67,8 +67,8 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             session_flags,
         }) => {
             let limits = acp::Limits {
-                max_sessions,
-                max_running,
+                max_sessions: max_sessions.unwrap_or_else(acp::sessions_for_memory),
+                max_running: max_running.unwrap_or_else(acp::turns_for_processors),
                 permission_timeout: std::time::Duration::from_secs(permission_timeout),
             };
             acp::serve(acp_session_flags(&cli, session_flags)?, limits).await

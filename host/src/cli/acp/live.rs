@@ -38,6 +38,9 @@ pub struct LiveSession {
     turn: TurnSlot,
     waiter: TurnWaiter,
     busy: AtomicBool,
+    /// Counts `session/cancel`s: a prompt still waiting for a turn slot
+    /// when one comes after it ends `cancelled` without running.
+    cancels: tokio::sync::watch::Sender<u64>,
     runner: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -91,6 +94,7 @@ impl LiveSession {
             turn,
             waiter,
             busy: AtomicBool::new(false),
+            cancels: tokio::sync::watch::Sender::new(0),
             runner: Mutex::new(Some(runner)),
         })
     }
@@ -154,7 +158,15 @@ impl LiveSession {
     /// paired with results, running tools stop as they do on an
     /// interrupt). False when no turn runs.
     pub fn cancel(&self) -> bool {
+        self.cancels.send_modify(|n| *n += 1);
         self.turn.interrupt()
+    }
+
+    /// The `session/cancel`s from now on: taken as a prompt is received,
+    /// in the order the client sent them, so a cancel sent after the
+    /// prompt is seen even before the prompt's task runs.
+    pub fn cancels(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.cancels.subscribe()
     }
 
     /// Ends the session: no more turns, its MCP servers and background

@@ -44,6 +44,39 @@ pub struct Limits {
     pub permission_timeout: Duration,
 }
 
+/// What a session is budgeted in memory when the session limit is sized:
+/// an idle one measures 0.17 MiB (BENCHMARKS.md); the rest is room for
+/// its history, transcript buffers and a turn's streams.
+const SESSION_BUDGET: u64 = 4 << 20;
+
+/// The sessions this machine's memory holds at [`SESSION_BUDGET`] each:
+/// the container's limit (cgroup v2 `memory.max`) where one is set, else
+/// the machine's memory; between 16 and 10,000.
+pub fn sessions_for_memory() -> usize {
+    let limit = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok());
+    let total = limit.or_else(|| {
+        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    });
+    let sessions = total.map_or(16, |bytes| bytes / SESSION_BUDGET);
+    usize::try_from(sessions)
+        .unwrap_or(usize::MAX)
+        .clamp(16, 10_000)
+}
+
+/// Turns at once across sessions: a turn mostly waits on the model, so
+/// four per processor, at least 4.
+pub fn turns_for_processors() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .saturating_mul(4)
+        .max(4)
+}
+
 /// What a `session/new` or `session/load` asks for.
 struct Opening {
     cwd: std::path::PathBuf,
@@ -151,7 +184,11 @@ async fn connect(server: Arc<Server>) -> Result<(), Error> {
                         responder: Responder<PromptResponse>,
                         cx: ConnectionTo<Client>| {
                 let server = prompt.clone();
-                cx.spawn(async move { responder.respond_with_result(server.prompt(request).await) })
+                // Taken here, in the order the client sent its messages.
+                let cancels = server.live(&request.session_id.0).ok().map(|l| l.cancels());
+                cx.spawn(async move {
+                    responder.respond_with_result(server.prompt(request, cancels).await)
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -309,7 +346,11 @@ impl Server {
         Ok(live)
     }
 
-    async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, Error> {
+    async fn prompt(
+        &self,
+        request: PromptRequest,
+        cancels: Option<tokio::sync::watch::Receiver<u64>>,
+    ) -> Result<PromptResponse, Error> {
         let live = self.live(&request.session_id.0)?;
         let (text, images) = content::prompt(&request.prompt).map_err(invalid)?;
         let text = with_mentions(&live, text).await;
@@ -317,11 +358,20 @@ impl Server {
         if live.is_busy() {
             return Err(invalid(PromptError::Busy.to_string()));
         }
-        let Ok(_permit) = self.running.clone().try_acquire_owned() else {
-            return Err(invalid(format!(
-                "{} turns are running, the most this process runs at once (--max-running); try again when one ends",
-                self.limits.max_running
-            )));
+        // Beyond the process's turns at once, the prompt waits for a slot
+        // (the client sees it start then); a cancel meanwhile ends it.
+        let slot = self.running.clone().acquire_owned();
+        let permit = match cancels {
+            Some(mut cancels) => tokio::select! {
+                permit = slot => permit,
+                _ = cancels.changed() => return Ok(PromptResponse::new(StopReason::Cancelled)),
+            },
+            None => slot.await,
+        };
+        let Ok(_permit) = permit else {
+            return Err(
+                Error::internal_error().data(serde_json::json!("the turn slots are closed"))
+            );
         };
         match live.prompt(text, images).await {
             Ok(end) => stop_reason(end).map(PromptResponse::new),
