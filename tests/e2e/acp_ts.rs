@@ -121,7 +121,7 @@ fn fifty_sessions_and_fifty_prompts_at_once_all_end_their_turns() -> TestResult 
     let workspace = tempfile::tempdir()?;
     let cwd = workspace.path().canonicalize()?;
     let replies = (0..SESSIONS)
-        .map(|n| Reply::text(&format!("answer {n}")))
+        .map(|n| Reply::text(format!("answer {n}")))
         .collect();
     let server = ScriptedServer::start(replies)?;
     let out = node(&server, &cwd)
