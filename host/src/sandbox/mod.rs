@@ -15,6 +15,7 @@
 
 mod bound;
 mod cache;
+mod commit;
 pub mod egress;
 mod engine;
 mod file_streams;
