@@ -475,11 +475,18 @@ fn bad_input_gets_json_rpc_errors_and_closing_stdin_mid_turn_ends_cleanly() -> T
             .is_some_and(|d| d.contains("no session")),
         "{nobody}"
     );
+    // What is not there is "not found", not the client's mistake.
+    assert_eq!(nobody["error"]["code"], -32002, "{nobody}");
+    let missing = editor.call(
+        "session/load",
+        json!({"sessionId": "no-such-session", "cwd": cwd, "mcpServers": []}),
+    )?;
+    assert_eq!(missing["error"]["code"], -32002, "{missing}");
     let empty = editor.call(
         "session/new",
         json!({"cwd": "relative/path", "mcpServers": []}),
     )?;
-    assert!(empty.get("error").is_some(), "{empty}");
+    assert_eq!(empty["error"]["code"], -32602, "{empty}");
     let session = editor.new_session(&cwd)?;
     editor.send(
         "session/prompt",
@@ -569,7 +576,7 @@ fn a_loaded_session_replays_its_history_and_goes_on_from_it() -> TestResult {
         "session/load",
         json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
     )?;
-    assert!(again.get("error").is_some(), "{again}");
+    assert_eq!(again["error"]["code"], -32602, "{again}");
     // The next prompt goes on from the history.
     let next = second.prompt(&session, "anything else?")?;
     assert_eq!(next["result"]["stopReason"], "end_turn", "{next}");

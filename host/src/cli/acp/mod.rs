@@ -237,8 +237,43 @@ fn initialize(request: InitializeRequest) -> InitializeResponse {
         .agent_info(Implementation::new("carapace", env!("CARGO_PKG_VERSION")))
 }
 
+/// The client's request cannot be taken as it is (`-32602`).
 fn invalid(message: impl Into<String>) -> Error {
     Error::invalid_params().data(serde_json::json!(message.into()))
+}
+
+/// carapace failed where the request was fine (`-32603`).
+fn internal(message: impl Into<String>) -> Error {
+    Error::internal_error().data(serde_json::json!(message.into()))
+}
+
+/// A session that failed to build, as the protocol names it: a transcript
+/// `session/load` named that is not there is not found (`-32002`);
+/// anything the request itself got wrong is invalid; the rest is
+/// carapace's own failure.
+fn not_started(error: crate::session::SessionError) -> Error {
+    use crate::session::SessionError;
+    use crate::transcript::TranscriptError;
+    let message = format!("the session could not start: {error}");
+    match &error {
+        SessionError::Transcript(TranscriptError::NotFound { .. }) => not_found(message),
+        SessionError::Transcript(TranscriptError::InUse(_))
+        | SessionError::McpConfig(_)
+        | SessionError::Invalid(_) => invalid(message),
+        _ => internal(message),
+    }
+}
+
+/// What the request names is not there (`-32002`).
+fn not_found(message: impl Into<String>) -> Error {
+    use agent_client_protocol::ErrorCode;
+    Error::new(ErrorCode::RESOURCE_NOT_FOUND, "Resource not found")
+        .data(serde_json::json!(message.into()))
+}
+
+/// `id` names no session of this connection.
+fn no_session(id: &str) -> Error {
+    not_found(format!("no session `{id}` on this connection"))
 }
 
 impl Server {
@@ -247,7 +282,7 @@ impl Server {
             .lock()
             .ok()
             .and_then(|sessions| sessions.get(id).cloned())
-            .ok_or_else(|| invalid(format!("no session `{id}` on this connection")))
+            .ok_or_else(|| no_session(id))
     }
 
     async fn new_session(
@@ -319,7 +354,7 @@ impl Server {
         dirs.extend(opening.dirs);
         let replay = opening.resume.is_some();
         let built = super::session_builder_at(&self.cli, false, paths)
-            .map_err(|e| invalid(format!("{e:#}")))?
+            .map_err(|e| internal(format!("{e:#}")))?
             .mcp(McpSetup {
                 configs,
                 strict: self.cli.strict_mcp_config || self.cli.bare,
@@ -330,12 +365,13 @@ impl Server {
                 fork: false,
                 persist: !self.cli.no_session_persistence,
                 name: None,
-                store: super::transcript_store(&self.cli).map_err(|e| invalid(format!("{e:#}")))?,
+                store: super::transcript_store(&self.cli)
+                    .map_err(|e| internal(format!("{e:#}")))?,
             })
             .engine(self.engine.clone())
             .build()
             .await
-            .map_err(|e| invalid(format!("the session could not start: {e}")))?;
+            .map_err(not_started)?;
         for warning in &built.warnings {
             tracing::warn!("session {}: {warning}", built.id);
         }
@@ -369,16 +405,12 @@ impl Server {
             None => slot.await,
         };
         let Ok(_permit) = permit else {
-            return Err(
-                Error::internal_error().data(serde_json::json!("the turn slots are closed"))
-            );
+            return Err(internal("the turn slots are closed"));
         };
         match live.prompt(text, images).await {
             Ok(end) => stop_reason(end).map(PromptResponse::new),
             Err(PromptError::Busy) => Err(invalid(PromptError::Busy.to_string())),
-            Err(PromptError::Ended) => {
-                Err(Error::internal_error().data(serde_json::json!(PromptError::Ended.to_string())))
-            }
+            Err(PromptError::Ended) => Err(internal(PromptError::Ended.to_string())),
         }
     }
 
@@ -408,7 +440,7 @@ impl Server {
             .lock()
             .ok()
             .and_then(|mut sessions| sessions.remove(&id))
-            .ok_or_else(|| invalid(format!("no session `{id}` on this connection")))?;
+            .ok_or_else(|| no_session(&id))?;
         live.close().await;
         Ok(CloseSessionResponse::new())
     }
