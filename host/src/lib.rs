@@ -7,6 +7,7 @@ pub mod checkpoints;
 pub mod cli;
 pub mod commands;
 pub mod control;
+pub mod conversation;
 pub mod files;
 pub mod hooks;
 pub mod marketplace;

@@ -8,7 +8,7 @@ use carapace::agent::{
     CompactTrigger, ContextConfig, LoopHooks, PreCompactDecision, StopDecision, StopHookInput,
     Terminal, Transition,
 };
-use carapace::cli::print::Prompts;
+use carapace::conversation::Prompts;
 use futures::future::BoxFuture;
 use scripted_server::{Block, Reply};
 use serde_json::json;

@@ -10,7 +10,7 @@
 mod support;
 
 use carapace::agent::{Terminal, Transition};
-use carapace::cli::print::Prompts;
+use carapace::conversation::Prompts;
 use carapace::hooks::HookEvent;
 use carapace::policy::{
     Anchors, PermissionMode, Policy, PolicyConfig, Rule, RuleKind, RuleSet, RuleSource, SourceKind,

@@ -7,7 +7,7 @@ mod structured_output;
 mod support;
 
 use carapace::agent::{Terminal, Transition};
-use carapace::cli::print::Prompts;
+use carapace::conversation::Prompts;
 use scripted_server::{Block, Reply, Step};
 use serde_json::{Value, json};
 use std::sync::Arc;

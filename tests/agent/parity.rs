@@ -8,7 +8,7 @@
 mod support;
 
 use carapace::agent::Terminal;
-use carapace::cli::print::Prompts;
+use carapace::conversation::Prompts;
 use scripted_server::Reply;
 use serde_json::{Value, json};
 use std::path::Path;

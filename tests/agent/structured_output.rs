@@ -3,7 +3,7 @@
 
 use super::support::{Setup, TestResult, run, workspace};
 use carapace::agent::{StructuredOutputConfig, Terminal, Transition};
-use carapace::cli::print::Prompts;
+use carapace::conversation::Prompts;
 use scripted_server::{Block, Reply};
 use serde_json::{Value, json};
 

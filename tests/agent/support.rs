@@ -9,7 +9,7 @@ use carapace::agent::{
     ContextConfig, HistoryLog, InputQueue, LoopHooks, NoHistoryLog, NoLoopHooks, QueryConfig,
     QueryDeps, QueryOutcome,
 };
-use carapace::cli::print::{PrintSession, Prompts, run_print};
+use carapace::conversation::{PrintSession, Prompts, run_print};
 use carapace::hooks::HookCommon;
 use carapace::hooks::HookRuntime;
 use carapace::model::{AnthropicModel, RetryPolicy};

@@ -9,7 +9,7 @@ mod builder;
 #[path = "../agent/support.rs"]
 mod support;
 
-use carapace::cli::print::Prompts;
+use carapace::conversation::Prompts;
 use scripted_server::{Block, Reply};
 use serde_json::{Value, json};
 use std::path::Path;

@@ -317,13 +317,13 @@ pub struct Unsupported {
 
 impl Cli {
     /// The Setup hooks `--init`, `--init-only` or `--maintenance` asks for.
-    pub fn setup_run(&self) -> Option<super::print::SetupRun> {
+    pub fn setup_run(&self) -> Option<crate::conversation::SetupRun> {
         let trigger = match (self.init || self.init_only, self.maintenance) {
             (true, _) => "init",
             (false, true) => "maintenance",
             (false, false) => return None,
         };
-        Some(super::print::SetupRun {
+        Some(crate::conversation::SetupRun {
             trigger,
             then_exit: self.init_only,
         })

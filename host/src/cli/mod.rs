@@ -19,14 +19,14 @@ mod flags;
 mod interactive;
 mod marketplace;
 mod plugin;
-pub mod print;
 mod sdk;
-mod session_hooks;
+pub mod stream_input;
 mod worker;
 
 pub use flags::{Cli, Command, InputFormat, McpCommand, Unsupported};
 
 use crate::control::{ControlChannel, SdkPrompter, TurnSlot};
+use crate::conversation::{PrintSession, Prompts, run_print};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use crate::policy::PermissionMode;
 use crate::session::{
@@ -34,7 +34,6 @@ use crate::session::{
     SessionOutput, SessionPaths, SessionRun, ToolSet,
 };
 use anyhow::{Context, bail};
-use print::{PrintSession, Prompts, run_print};
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -203,7 +202,7 @@ async fn print_mode(cli: Cli, report: Option<&worker::WorkerReport>) -> anyhow::
         meter: meter.clone(),
         checkpoints: session.checkpoints.clone(),
         slash_commands,
-        commands: slash_commands.then_some(print::SlashCommands {
+        commands: slash_commands.then_some(crate::conversation::SlashCommands {
             pipeline: &session.pipeline,
         }),
         notifications: Some(session.queue.clone()),

@@ -3,13 +3,14 @@
 //! and its in-process MCP servers.
 
 use super::Cli;
-use super::print::{Prompts, read_input_lines};
+use super::stream_input::read_input_lines;
 use crate::agent::QueryConfig;
 use crate::control::mcp_servers::McpServers;
 use crate::control::start::Start;
 use crate::control::{
     ControlChannel, Controller, SdkMcpLine, SessionControl, SkillsControl, TurnSlot,
 };
+use crate::conversation::Prompts;
 use crate::output::SharedPrinter;
 use crate::session::{Session, SessionRun};
 use std::sync::{Arc, Mutex};

@@ -459,12 +459,12 @@ impl Server {
 /// the Read tool's grant first, as on the interactive screen.
 async fn with_mentions(live: &LiveSession, text: String) -> String {
     let cwd = &live.session.paths.cwd;
-    let files = crate::cli::interactive::mentions::mentioned(&text, cwd);
+    let files = crate::conversation::mentions::mentioned(&text, cwd);
     if files.is_empty() {
         return text;
     }
     let read =
-        crate::cli::interactive::mentions::read_mentions(&live.session.pipeline, cwd, &files).await;
+        crate::conversation::mentions::read_mentions(&live.session.pipeline, cwd, &files).await;
     format!("{read}\n{text}")
 }
 

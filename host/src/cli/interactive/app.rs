@@ -532,14 +532,14 @@ impl App {
                 .map(|(name, what)| (format!("/{name} "), format!("/{name:<14} {what}")))
                 .collect();
         }
-        let Some(typed) = super::mentions::typed_mention(&text) else {
+        let Some(typed) = crate::conversation::mentions::typed_mention(&text) else {
             return Vec::new();
         };
         let cwd = self.cwd.clone();
         let files = self
             .files
-            .get_or_insert_with(|| super::mentions::project_files(&cwd));
-        super::mentions::matching(files, typed)
+            .get_or_insert_with(|| crate::conversation::mentions::project_files(&cwd));
+        crate::conversation::mentions::matching(files, typed)
             .into_iter()
             .map(|file| (format!("@{file} "), format!("@{file}")))
             .collect()

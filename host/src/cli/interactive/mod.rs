@@ -8,17 +8,17 @@
 mod app;
 mod commands;
 mod history;
-pub(super) mod mentions;
 mod picker;
 mod prompter;
 mod status;
 
 pub use app::UiEvent;
 
-use super::print::{PrintSession, Prompts, SlashCommands, run_print};
 use super::{Cli, check_flags, print_warnings, session_builder};
 use crate::agent::{AgentEvent, EventSink, QueryOutcome, QueuedInput};
 use crate::control::TurnSlot;
+use crate::conversation::mentions;
+use crate::conversation::{PrintSession, Prompts, SlashCommands, run_print};
 use crate::output::RunOutput;
 use crate::session::{Session, SessionAsker, SessionOutput};
 use crate::tui::screen::Screen;

@@ -1,0 +1,15 @@
+//! One conversation, many front ends: the turns of a session — prompts
+//! with their `@` mentions read through the session's Read, slash
+//! commands, compaction, the session's lifecycle hooks — driven the same
+//! way for print mode and the SDK, the interactive screen, ACP and the
+//! worker, which sit above it as siblings.
+//!
+//! Imports: `agent`, `control`, `hooks`, `model`, `output`, `session`,
+//! `tools`, `transcript` — rooms below it; nothing that imports it but the
+//! front ends in `cli`.
+
+pub mod mentions;
+mod session_hooks;
+mod turns;
+
+pub use turns::{PrintSession, Prompts, SetupRun, SlashCommands, run_print};
