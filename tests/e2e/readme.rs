@@ -283,18 +283,26 @@ fn struct_fields(source: &str, name: &str) -> Result<Vec<(String, String)>, Stri
         .nth(1)
         .and_then(|rest| rest.split("\n}").next())
         .ok_or_else(|| format!("no struct {name}"))?;
-    Ok(body
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.starts_with("//") && !l.starts_with('#'))
-        .filter_map(|l| l.split_once(':'))
-        .map(|(field, ty)| {
-            (
-                field.trim().to_string(),
-                ty.trim().trim_end_matches(',').to_string(),
-            )
-        })
-        .collect())
+    // A `#[serde(flatten)]` field holds the keys carapace does not read
+    // (to name them in a warning): no key of its own.
+    let mut fields = Vec::new();
+    let mut flattened = false;
+    for line in body.lines().map(str::trim) {
+        if line.starts_with('#') {
+            flattened |= line.contains("serde(flatten)");
+            continue;
+        }
+        if line.starts_with("//") {
+            continue;
+        }
+        if let Some((field, ty)) = line.split_once(':')
+            && !std::mem::take(&mut flattened)
+        {
+            let ty = ty.trim().trim_end_matches(',').to_string();
+            fields.push((field.trim().to_string(), ty));
+        }
+    }
+    Ok(fields)
 }
 
 fn camel(snake: &str) -> String {

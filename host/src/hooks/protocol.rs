@@ -527,4 +527,5 @@ pub fn aggregate(results: Vec<HandlerResult>) -> HandlerResult {
 }
 
 #[cfg(test)]
+#[path = "protocol_tests.rs"]
 mod tests;

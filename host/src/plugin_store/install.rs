@@ -671,4 +671,5 @@ fn manifest_file(path: &Path) -> Result<(Manifest, String), InstallError> {
 }
 
 #[cfg(test)]
+#[path = "install_tests.rs"]
 mod tests;

@@ -74,6 +74,10 @@ pub(super) struct CredentialsFile {
     /// A masked secret may be put into plain (unencrypted) HTTP too.
     #[serde(default)]
     allow_plaintext_inject: bool,
+    /// What carapace does not read (`awsPairs`, `sigv4`): named in a
+    /// warning.
+    #[serde(flatten)]
+    unread: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -87,14 +91,40 @@ struct CredentialEntry {
     /// Where a masked secret may be sent (else nowhere).
     #[serde(default)]
     inject_hosts: Vec<String>,
+    /// What carapace does not read (`decode`, `maskClaims`,
+    /// `onExtractNoMatch`, `maskDuplicates`): named in a warning; the
+    /// secret is masked whole (or by `extract`) instead.
+    #[serde(flatten)]
+    unread: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+impl CredentialEntry {
+    /// A warning naming the fields carapace does not read, if any.
+    fn unread_warning(&self, shown: &str, label: &str) -> Option<String> {
+        if self.unread.is_empty() {
+            return None;
+        }
+        let fields: Vec<&str> = self.unread.keys().map(String::as_str).collect();
+        Some(format!(
+            "{shown}: sandbox.credentials `{label}`: {} not read by carapace; the secret is masked whole (or by extract) instead",
+            fields.join(", ")
+        ))
+    }
 }
 
 impl CredentialsFile {
     pub(super) fn apply(&self, source: &Source, anchors: &Anchors, settings: &mut Settings) {
-        if self.files.is_empty() && self.env_vars.is_empty() {
+        if self.files.is_empty() && self.env_vars.is_empty() && self.unread.is_empty() {
             return;
         }
         let shown = source.shown();
+        if !self.unread.is_empty() {
+            let keys: Vec<&str> = self.unread.keys().map(String::as_str).collect();
+            settings.warnings.push(format!(
+                "{shown}: sandbox.credentials {} not read by carapace; ignored",
+                keys.join(", ")
+            ));
+        }
         if source.is_project() {
             settings.warnings.push(format!(
                 "{shown}: sandbox.credentials is honoured only in user or managed settings or --settings; ignored"
@@ -110,6 +140,7 @@ impl CredentialsFile {
                 continue;
             };
             let absolute = absolute(path, &folder, anchors);
+            settings.warnings.extend(entry.unread_warning(shown, path));
             if entry.mode.as_deref() == Some("mask") {
                 settings.masked.push(MaskedSecret {
                     source: MaskedSource::File(absolute.clone()),
@@ -130,6 +161,7 @@ impl CredentialsFile {
                 ));
                 continue;
             };
+            settings.warnings.extend(entry.unread_warning(shown, name));
             settings.masked.push(MaskedSecret {
                 source: MaskedSource::Variable(name.to_string()),
                 extract: entry.extract.clone(),

@@ -370,7 +370,7 @@ fn credentials_come_from_the_user_only() -> Result<(), Box<dyn std::error::Error
     let credentials = |host: &str, file: &str| {
         serde_json::json!({"sandbox": {"network": {"tlsTerminate": true}, "credentials": {
             "allowPlaintextInject": true,
-            "envVars": [{"name": "TOKEN", "mode": "mask", "injectHosts": [host]}],
+            "envVars": [{"name": "TOKEN", "mode": "mask", "injectHosts": [host], "maskClaims": ["sub"]}],
             "files": [{"path": file, "mode": "deny"}]}}})
     };
     write(
@@ -406,5 +406,15 @@ fn credentials_come_from_the_user_only() -> Result<(), Box<dyn std::error::Error
         [std::path::PathBuf::from("/srv/user")]
     );
     assert!(settings.plaintext_inject && settings.tls_terminate);
+    // Claude Code's fields carapace does not read are named, never dropped
+    // in silence; the entry is honoured without them.
+    assert!(
+        settings
+            .warnings
+            .iter()
+            .any(|w| w.contains("maskClaims not read by carapace")),
+        "{:?}",
+        settings.warnings
+    );
     Ok(())
 }
