@@ -9,7 +9,7 @@ use super::stages::Staged;
 use crate::agent::ToolCall;
 use crate::hooks::{HookEvent, HookEventKind, HookPermission, HookToolCall};
 use crate::policy::{BasisKind, HookAnswer, Outcome, Verdict};
-use crate::sandbox::{CallPlan, Grant, PlanError, ToolContent, ToolInvocation};
+use crate::sandbox::{CallPlan, Grant, ToolContent, ToolInvocation};
 use crate::tools::registry::{RegisteredTool, ToolHandle};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -88,34 +88,10 @@ impl ToolPipeline {
             let Some(updated) = updated.filter(|input| *input != call.input) else {
                 return Ok((call, grant));
             };
-            let problems = tool.schema_errors(&updated);
-            if !problems.is_empty() {
-                return Err(super::stages::settled(
-                    &call,
-                    format!(
-                        "The permission prompt approved {} with an input that fails its schema, so the call was not run:\n{}",
-                        call.name,
-                        problems.join("\n")
-                    ),
-                ));
-            }
-            plan = match handle.plan(&call.name, &updated).await {
-                Ok(plan) => plan,
-                Err(PlanError::Rejected(message)) => {
-                    return Err(super::stages::settled(&call, message));
-                }
-                Err(PlanError::Sandbox(e)) => {
-                    return Err(super::stages::settled(
-                        &call,
-                        format!(
-                            "{} could not check the approved input: {}",
-                            call.name,
-                            e.describe()
-                        ),
-                    ));
-                }
-            };
-            call.input = updated;
+            use super::stages::{InputChanger, re_input, settled};
+            plan = re_input(tool, handle, &mut call, updated, InputChanger::Prompt)
+                .await
+                .map_err(|refused| settled(&call, refused.message))?;
             verdict = match self.decide(tool, &call, &plan, HookAnswer::None) {
                 // The question the prompter answered, with this very input.
                 Verdict {

@@ -40,6 +40,71 @@ pub(super) fn settled(call: &ToolCall, message: impl AsRef<str>) -> Box<ToolCall
     Box::new(ToolCallResult::error(&call.id, message))
 }
 
+/// Who gave a call a new input before it ran.
+#[derive(Clone, Copy)]
+pub(super) enum InputChanger {
+    /// A PreToolUse hook's `updatedInput`.
+    Hook,
+    /// The permission prompt's approval with an `updatedInput`.
+    Prompt,
+}
+
+/// Why a changed input was not taken: the refusal's words, and the schema's
+/// complaints when that was the reason.
+pub(super) struct InputRefused {
+    pub message: String,
+    pub problems: Vec<String>,
+}
+
+/// The one step for an input changed before the call runs: checked
+/// against the tool's schema, planned again (the needs follow the input
+/// the tool will actually get), then adopted. The new plan, or why not.
+pub(super) async fn re_input(
+    tool: &RegisteredTool,
+    handle: &ToolHandle,
+    call: &mut ToolCall,
+    updated: serde_json::Value,
+    changer: InputChanger,
+) -> Result<CallPlan, InputRefused> {
+    let problems = tool.schema_errors(&updated);
+    if !problems.is_empty() {
+        let message = match changer {
+            InputChanger::Hook => format!(
+                "A PreToolUse hook rewrote the input of {} into one that fails its schema, so the call was not run:\n{}",
+                call.name,
+                problems.join("\n")
+            ),
+            InputChanger::Prompt => format!(
+                "The permission prompt approved {} with an input that fails its schema, so the call was not run:\n{}",
+                call.name,
+                problems.join("\n")
+            ),
+        };
+        return Err(InputRefused { message, problems });
+    }
+    let plan = match handle.plan(&call.name, &updated).await {
+        Ok(plan) => plan,
+        Err(PlanError::Rejected(message)) => {
+            return Err(InputRefused {
+                message,
+                problems: Vec::new(),
+            });
+        }
+        Err(PlanError::Sandbox(e)) => {
+            let what = match changer {
+                InputChanger::Hook => "the input a hook gave it",
+                InputChanger::Prompt => "the approved input",
+            };
+            return Err(InputRefused {
+                message: format!("{} could not check {what}: {}", call.name, e.describe()),
+                problems: Vec::new(),
+            });
+        }
+    };
+    call.input = updated;
+    Ok(plan)
+}
+
 impl ToolPipeline {
     /// lookup: the tool by name, unless a bare deny rule hides it; an
     /// unknown name gets a suggestion.
@@ -177,40 +242,19 @@ impl ToolPipeline {
             None => HookAnswer::None,
         };
         if let Some(updated) = answer.updated_input {
-            let problems = tool.schema_errors(&updated);
-            if !problems.is_empty() {
-                hooks.warn(format!(
-                    "PreToolUse hook gave {} an invalid updatedInput ({}); the call was not run",
-                    call.name,
-                    problems.join("; ")
-                ));
-                let result = settled(
-                    &call,
-                    format!(
-                        "A PreToolUse hook rewrote the input of {} into one that fails its schema, so the call was not run:\n{}",
-                        call.name,
-                        problems.join("\n")
-                    ),
-                );
-                return settle(result, notes);
-            }
-            // The needs follow the input the tool will actually get.
-            plan = match handle.plan(&call.name, &updated).await {
-                Ok(plan) => plan,
-                Err(PlanError::Rejected(message)) => return settle(settled(&call, message), notes),
-                Err(PlanError::Sandbox(e)) => {
-                    let result = settled(
-                        &call,
-                        format!(
-                            "{} could not check the input a hook gave it: {}",
+            match re_input(tool, &handle, &mut call, updated, InputChanger::Hook).await {
+                Ok(replanned) => plan = replanned,
+                Err(refused) => {
+                    if !refused.problems.is_empty() {
+                        hooks.warn(format!(
+                            "PreToolUse hook gave {} an invalid updatedInput ({}); the call was not run",
                             call.name,
-                            e.describe()
-                        ),
-                    );
-                    return settle(result, notes);
+                            refused.problems.join("; ")
+                        ));
+                    }
+                    return settle(settled(&call, refused.message), notes);
                 }
-            };
-            call.input = updated;
+            }
         }
         Ok(PreHooked {
             call,
