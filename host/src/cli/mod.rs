@@ -100,6 +100,46 @@ fn acp_session_flags(cli: &Cli, flags: Vec<String>) -> anyhow::Result<Cli> {
     Ok(session)
 }
 
+/// The session's warnings on stderr: a worker's as JSON lines, each with
+/// the session id; anyone else's as text.
+fn warn_about(session: &Session, worker: bool) {
+    if worker {
+        for warning in &session.warnings {
+            worker::log("warn", Some(&session.id), warning);
+        }
+    } else {
+        print_warnings(session);
+    }
+}
+
+/// The SDK's `can_use_tool`, over the control protocol, as the session's
+/// asker (`--permission-prompt-tool stdio`).
+fn sdk_asker(session: &Session, channel: &Arc<ControlChannel>) -> SessionAsker {
+    let mode = session.pipeline.policy().mode_cell().clone();
+    let prompter = Arc::new(SdkPrompter::new(channel.clone(), mode));
+    SessionAsker {
+        calls: prompter.clone(),
+        hosts: prompter,
+    }
+}
+
+/// The session's output joins `printer`: its events, and — as Claude Code
+/// prints them — a `system`/`status` line for every mode change, whoever
+/// made it (the mode's gate tells).
+fn start_printing<P>(session: &Session, printer: &P, asker: Option<SessionAsker>)
+where
+    P: crate::agent::EventSink + crate::control::LineOut + Clone + Send + Sync + 'static,
+{
+    let (out, session_id) = (printer.clone(), session.id.clone());
+    session.start(SessionOutput {
+        events: Box::new(printer.clone()),
+        mode_changes: Some(Box::new(move |mode| {
+            out.line(crate::control::mode_status_line(&session_id, mode));
+        })),
+        asker,
+    });
+}
+
 /// `carapace -p`: one prompt, or the SDK's stream of messages; a worker's
 /// `report` is told when the session is ready and what the result was.
 async fn print_mode(cli: Cli, report: Option<&worker::WorkerReport>) -> anyhow::Result<ExitCode> {
@@ -107,14 +147,7 @@ async fn print_mode(cli: Cli, report: Option<&worker::WorkerReport>) -> anyhow::
     check_flags(&cli)?;
     let prompt = read_prompt(&cli)?;
     let session = session_builder(&cli, prompt.is_none())?.build().await?;
-    match report {
-        // A worker's stderr is JSON lines, each with the session id.
-        Some(_) => session
-            .warnings
-            .iter()
-            .for_each(|w| worker::log("warn", Some(&session.id), w)),
-        None => print_warnings(&session),
-    }
+    warn_about(&session, report.is_some());
     let Some(run) = &session.run else {
         bail!("the session was built without a model");
     };
@@ -135,25 +168,8 @@ async fn print_mode(cli: Cli, report: Option<&worker::WorkerReport>) -> anyhow::
     let asker = channel
         .as_ref()
         .filter(|_| cli.permission_prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT))
-        .map(|channel| {
-            let mode = session.pipeline.policy().mode_cell().clone();
-            let prompter = Arc::new(SdkPrompter::new(channel.clone(), mode));
-            SessionAsker {
-                calls: prompter.clone(),
-                hosts: prompter,
-            }
-        });
-    // As Claude Code: a `system`/`status` line for every mode change,
-    // whoever made it (the mode's gate tells).
-    let (out, session_id) = (printer.clone(), session.id.clone());
-    session.start(SessionOutput {
-        events: Box::new(printer.clone()),
-        mode_changes: Some(Box::new(move |mode| {
-            use crate::control::LineOut;
-            out.line(crate::control::mode_status_line(&session_id, mode));
-        })),
-        asker,
-    });
+        .map(|channel| sdk_asker(&session, channel));
+    start_printing(&session, &printer, asker);
     spawn_signal_handler(session.abort.clone());
     let mut config = run.config.clone();
     let turn = TurnSlot::default();
@@ -182,10 +198,8 @@ async fn print_mode(cli: Cli, report: Option<&worker::WorkerReport>) -> anyhow::
     if let Some(meter) = &meter {
         let parts = context::context_parts(&session, &config, session.loop_tools.as_ref());
         meter.set_parts(parts);
-        meter.set_messages(
-            crate::agent::estimate_tokens(&session.history),
-            &config.model,
-        );
+        let tokens = crate::agent::estimate_tokens(&session.history);
+        meter.set_messages(tokens, &config.model);
     }
     let Some(deps) = session.deps(matches!(prompts, Prompts::Stream(_))) else {
         bail!("the session was built without a model");

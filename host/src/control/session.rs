@@ -165,6 +165,43 @@ impl SessionControl {
         }))
     }
 
+    /// `set_permission_mode`. The gate announces the change (the session's
+    /// listener prints the status line).
+    fn set_permission_mode(&self, request: &Value) -> Result<Value, String> {
+        let wanted = request["mode"].as_str().unwrap_or_default();
+        let mode = PermissionMode::parse(wanted).ok_or_else(|| {
+            format!(
+                "unknown permission mode `{wanted}` (default, acceptEdits, plan, dontAsk, bypassPermissions)"
+            )
+        })?;
+        self.mode
+            .change(mode, ModeChangeBy::ControlRequest)
+            .map_err(|e| e.to_string())?;
+        Ok(json!({"mode": mode.as_str()}))
+    }
+
+    /// `mcp_toggle`: a server's tools offered again, or no longer, from
+    /// the next turn; `mcp_status` says so.
+    fn toggle_mcp(&self, request: &Value) -> Result<Value, String> {
+        let name = request["serverName"]
+            .as_str()
+            .ok_or("mcp_toggle: no serverName")?;
+        let enabled = request["enabled"]
+            .as_bool()
+            .ok_or("mcp_toggle: `enabled` is not true or false")?;
+        let tools = self
+            .tools
+            .as_ref()
+            .ok_or("mcp_toggle: this session has no tools")?;
+        tools.toggle_mcp(name, enabled)?;
+        if let Ok(mut servers) = self.mcp_servers.lock() {
+            for server in servers.iter_mut().filter(|s| s["name"] == name) {
+                server["status"] = json!(if enabled { "connected" } else { "disabled" });
+            }
+        }
+        Ok(Value::Null)
+    }
+
     /// The answer to one request from the SDK (`Err`: an error response).
     pub fn handle(&self, request: &Value, channel: &Arc<ControlChannel>) -> Result<Value, String> {
         match request["subtype"].as_str() {
@@ -174,20 +211,7 @@ impl SessionControl {
                 tracing::debug!(interrupted, "interrupt requested");
                 Ok(Value::Null)
             }
-            Some("set_permission_mode") => {
-                let wanted = request["mode"].as_str().unwrap_or_default();
-                let mode = PermissionMode::parse(wanted).ok_or_else(|| {
-                    format!(
-                        "unknown permission mode `{wanted}` (default, acceptEdits, plan, dontAsk, bypassPermissions)"
-                    )
-                })?;
-                // The gate announces the change (the session's listener
-                // prints the status line).
-                self.mode
-                    .change(mode, ModeChangeBy::ControlRequest)
-                    .map_err(|e| e.to_string())?;
-                Ok(json!({"mode": mode.as_str()}))
-            }
+            Some("set_permission_mode") => self.set_permission_mode(request),
             Some("set_model") => {
                 let model = match &request["model"] {
                     Value::Null => self.default_model.clone(),
@@ -224,25 +248,7 @@ impl SessionControl {
             }
             Some("get_context_usage") => Ok(self.usage.answer()),
             Some("apply_flag_settings") => self.apply_flag_settings(&request["settings"]),
-            Some("mcp_toggle") => {
-                let name = request["serverName"]
-                    .as_str()
-                    .ok_or("mcp_toggle: no serverName")?;
-                let enabled = request["enabled"]
-                    .as_bool()
-                    .ok_or("mcp_toggle: `enabled` is not true or false")?;
-                let tools = self
-                    .tools
-                    .as_ref()
-                    .ok_or("mcp_toggle: this session has no tools")?;
-                tools.toggle_mcp(name, enabled)?;
-                if let Ok(mut servers) = self.mcp_servers.lock() {
-                    for server in servers.iter_mut().filter(|s| s["name"] == name) {
-                        server["status"] = json!(if enabled { "connected" } else { "disabled" });
-                    }
-                }
-                Ok(Value::Null)
-            }
+            Some("mcp_toggle") => self.toggle_mcp(request),
             Some("rewind_files") => {
                 let id = request["user_message_id"]
                     .as_str()
