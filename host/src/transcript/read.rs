@@ -82,38 +82,7 @@ pub(super) fn load_bytes(
         ));
     }
     let line_count = lines.len() as i64;
-    let header = lines
-        .first()
-        .ok_or_else(|| damaged(1, "the file is empty".into()))?;
-    let header: Value =
-        serde_json::from_slice(header).map_err(|e| damaged(1, format!("not a JSON line ({e})")))?;
-    if header["type"] != "header" {
-        return Err(damaged(
-            1,
-            "the first line is not a transcript header".into(),
-        ));
-    }
-    if header["format"].as_u64() != Some(TRANSCRIPT_FORMAT) {
-        return Err(TranscriptError::Format {
-            path: path.to_path_buf(),
-            found: header["format"].to_string(),
-            version: header["version"].as_str().unwrap_or("(unknown)").into(),
-        });
-    }
-    let session_id = header["sessionId"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| damaged(1, "the header has no session id".into()))?;
-    // The id names the files the session goes on writing: it must be the
-    // file's own name, never a path a crafted header chose.
-    if !is_session_id(&session_id) || expected_id != session_id {
-        return Err(damaged(
-            1,
-            format!(
-                "the header's session id {session_id:?} is not this file's name ({expected_id})"
-            ),
-        ));
-    }
+    let session_id = header_session(path, expected_id, lines.first().copied())?;
     let entries = parse_lines(&lines[1..]).map_err(|(index, reason)| damaged(index + 2, reason))?;
     let mut messages: Vec<Message> = Vec::new();
     let mut checkpoints = Vec::new();
@@ -158,6 +127,45 @@ pub(super) fn load_bytes(
         read_len: bytes.len() as u64,
         checkpoints,
     })
+}
+
+/// The session id a transcript's header names: the header must be the
+/// first line, of this format, naming the file's own id.
+fn header_session(
+    path: &Path,
+    expected_id: &str,
+    first: Option<&[u8]>,
+) -> Result<String, TranscriptError> {
+    let damaged = |reason: String| TranscriptError::Damaged {
+        path: path.to_path_buf(),
+        line: 1,
+        reason,
+    };
+    let header = first.ok_or_else(|| damaged("the file is empty".into()))?;
+    let header: Value =
+        serde_json::from_slice(header).map_err(|e| damaged(format!("not a JSON line ({e})")))?;
+    if header["type"] != "header" {
+        return Err(damaged("the first line is not a transcript header".into()));
+    }
+    if header["format"].as_u64() != Some(TRANSCRIPT_FORMAT) {
+        return Err(TranscriptError::Format {
+            path: path.to_path_buf(),
+            found: header["format"].to_string(),
+            version: header["version"].as_str().unwrap_or("(unknown)").into(),
+        });
+    }
+    let session_id = header["sessionId"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| damaged("the header has no session id".into()))?;
+    // The id names the files the session goes on writing: it must be the
+    // file's own name, never a path a crafted header chose.
+    if !is_session_id(&session_id) || expected_id != session_id {
+        return Err(damaged(format!(
+            "the header's session id {session_id:?} is not this file's name ({expected_id})"
+        )));
+    }
+    Ok(session_id)
 }
 
 /// One line after the header, as loading uses it.
