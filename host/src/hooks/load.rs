@@ -24,6 +24,34 @@ pub(super) struct Places<'a> {
     pub project: &'a Path,
 }
 
+/// A hook whose handler is a target — an agent, an MCP server's tool, a
+/// prompt, a URL — ready as it is and holding no grant; `None` for any
+/// other (or a target that is missing).
+fn targeted(spec: &HookSpec) -> Option<Loaded> {
+    let short = |text: &str| -> String { text.chars().take(80).collect() };
+    let (label, handler) = match spec.kind {
+        HandlerKind::Agent => {
+            let target = spec.agent.as_ref()?;
+            (short(&target.prompt), Handler::Agent(target.clone()))
+        }
+        HandlerKind::McpTool => {
+            let target = spec.mcp_tool.as_ref()?;
+            let label = format!("{}:{}", target.server, target.tool);
+            (label, Handler::McpTool(target.clone()))
+        }
+        HandlerKind::Prompt => {
+            let target = spec.prompt.as_ref()?;
+            (short(&target.prompt), Handler::Prompt(target.clone()))
+        }
+        HandlerKind::Http => {
+            let target = spec.http.as_ref()?;
+            (short(&target.url), Handler::Http(target.clone()))
+        }
+        _ => return None,
+    };
+    Some(Loaded::Ready(Box::new((Grant::none(), label, handler))))
+}
+
 /// Loads one spec's component (once per file) and its grant.
 pub(super) async fn load_one(
     sandbox: &Sandbox,
@@ -35,25 +63,8 @@ pub(super) async fn load_one(
     if spec.kind == HandlerKind::Shell {
         return Ok(load_shell(sandbox, spec, places));
     }
-    if let (HandlerKind::Agent, Some(target)) = (spec.kind, &spec.agent) {
-        let label = target.prompt.chars().take(80).collect();
-        let handler = Handler::Agent(target.clone());
-        return Ok(Loaded::Ready(Box::new((Grant::none(), label, handler))));
-    }
-    if let (HandlerKind::McpTool, Some(target)) = (spec.kind, &spec.mcp_tool) {
-        let label = format!("{}:{}", target.server, target.tool);
-        let handler = Handler::McpTool(target.clone());
-        return Ok(Loaded::Ready(Box::new((Grant::none(), label, handler))));
-    }
-    if let (HandlerKind::Prompt, Some(target)) = (spec.kind, &spec.prompt) {
-        let label = target.prompt.chars().take(80).collect();
-        let handler = Handler::Prompt(target.clone());
-        return Ok(Loaded::Ready(Box::new((Grant::none(), label, handler))));
-    }
-    if let (HandlerKind::Http, Some(target)) = (spec.kind, &spec.http) {
-        let label = target.url.chars().take(80).collect();
-        let handler = Handler::Http(target.clone());
-        return Ok(Loaded::Ready(Box::new((Grant::none(), label, handler))));
+    if let Some(loaded) = targeted(spec) {
+        return Ok(loaded);
     }
     let path = spec.path.display().to_string();
     let grant = grant_for(spec, places.home, places.config_dir)?;
