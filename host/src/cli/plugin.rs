@@ -638,7 +638,18 @@ pub async fn tool_call(request: ToolCallRequest, paths: SessionPaths) -> anyhow:
         session_id: session.id.clone(),
         wants_structured: true,
     };
-    let ok = match component.call(&invocation).await {
+    let ok = record_call(&mut report, component.call(&invocation).await);
+    say!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The call's outcome into `report`; whether it succeeded.
+fn record_call(report: &mut Value, outcome: Result<crate::sandbox::Called, CallError>) -> bool {
+    match outcome {
         Ok(called) => {
             report["instance_memory_bytes"] = json!(called.memory_bytes);
             report["result"] = output_json(&called.output);
@@ -656,13 +667,7 @@ pub async fn tool_call(request: ToolCallRequest, paths: SessionPaths) -> anyhow:
             report["result"] = json!({"is_error": true, "sandbox": e.describe()});
             false
         }
-    };
-    say!("{}", serde_json::to_string_pretty(&report)?);
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    }
 }
 
 /// A call's output as `tool call` reports it (an image by its size).
