@@ -351,6 +351,21 @@ struct Reader<R> {
     buf: Vec<u8>,
 }
 
+/// The first request head on `stream` (through its blank line) and what
+/// was read after it: read before the server is reached, to be judged.
+pub(super) async fn first_head<R: AsyncRead + Unpin>(
+    stream: R,
+) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let mut reader = Reader {
+        stream,
+        buf: Vec::new(),
+    };
+    match reader.head().await? {
+        Some(head) => Ok((head, reader.buf)),
+        None => Err("the command closed the tunnel before its request".into()),
+    }
+}
+
 impl<R: AsyncRead + Unpin> Reader<R> {
     /// Reads more into the buffer; `false` at the end.
     async fn fill(&mut self) -> Result<bool, String> {

@@ -12,10 +12,7 @@ use super::super::authority::Termination;
 use super::super::masks::Masks;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-
-/// The longest request head read from a terminated tunnel.
-const MAX_HEAD: usize = 64 * 1024;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 /// A stream whose first bytes were already read (the ClientHello the proxy
 /// looked at for its server name): they are read again first.
@@ -93,7 +90,7 @@ where
         .accept(client)
         .await
         .map_err(|e| format!("the command's TLS to {name} failed: {e}"))?;
-    let (head, rest) = read_head(&mut inside).await?;
+    let (head, rest) = super::requests::first_head(&mut inside).await?;
     let outbound = masks.toward(host, false);
     // The first request is judged before the server is reached; every
     // request (this one again) gets its secrets as it goes.
@@ -119,24 +116,4 @@ where
     let mut already = head;
     already.extend_from_slice(&rest);
     super::requests::carry(inside, outside, already, masks, target, false).await
-}
-
-/// The request head (through its blank line) and what followed it.
-async fn read_head(stream: &mut (impl AsyncRead + Unpin)) -> Result<(Vec<u8>, Vec<u8>), String> {
-    let mut head = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            let rest = head.split_off(end + 4);
-            return Ok((head, rest));
-        }
-        if head.len() > MAX_HEAD {
-            return Err(format!("the request head is over {MAX_HEAD} bytes"));
-        }
-        let n = stream.read(&mut buf).await.map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("the command closed the tunnel before its request".into());
-        }
-        head.extend_from_slice(&buf[..n]);
-    }
 }
