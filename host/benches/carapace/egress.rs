@@ -82,27 +82,11 @@ pub async fn egress_benches() -> BenchResult {
 async fn tls_benches() -> BenchResult {
     use carapace::sandbox::egress::authority::SessionAuthority;
     let server_authority = SessionAuthority::new()?;
-    let acceptor = tokio_rustls::TlsAcceptor::from(server_authority.server_for("localhost")?);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let port = listener.local_addr()?.port();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(stream).await else {
-                    return;
-                };
-                let mut buf = [0u8; 1024];
-                let _ = tls.read(&mut buf).await;
-                let _ = tls
-                    .write_all(
-                        b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong",
-                    )
-                    .await;
-                let _ = tls.shutdown().await;
-            });
-        }
-    });
+    // A GET's request is its head.
+    let port = pong_server(&server_authority, |got| {
+        got.windows(4).any(|w| w == b"\r\n\r\n")
+    })
+    .await?;
     let rules = EgressRules::new(&["localhost".into()], &[])?;
     let plain_proxy = Arc::new(EgressProxy::start_private(Arc::new(rules.clone()))?);
     let terminating = Arc::new(EgressProxy::start_private(Arc::new(rules))?);
@@ -145,16 +129,7 @@ async fn tls_benches() -> BenchResult {
         let connector = client(roots)?;
         let samples = time_async(300, |_| {
             let (proxy, connector, request) = (proxy.clone(), connector.clone(), request.clone());
-            async move {
-                let mut stream = tokio::net::UnixStream::connect(proxy.socket()).await?;
-                stream
-                    .write_all(format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\n").as_bytes())
-                    .await?;
-                let mut established = [0u8; 39];
-                stream.read_exact(&mut established).await?;
-                let tls = connector.connect("localhost".try_into()?, stream).await?;
-                exchange(tls, request.as_bytes()).await
-            }
+            async move { through_tunnel(&proxy, &connector, port, request.as_bytes()).await }
         })
         .await?;
         report(name, &samples, note);
@@ -170,34 +145,8 @@ async fn body_benches(
 ) -> BenchResult {
     use carapace::sandbox::egress::authority::SessionAuthority;
     use carapace::sandbox::egress::{EgressPattern, Mask, Masks};
-    let acceptor = tokio_rustls::TlsAcceptor::from(server_authority.server_for("localhost")?);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let port = listener.local_addr()?.port();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(stream).await else {
-                    return;
-                };
-                // The whole request: its body ends in `END`.
-                let mut got = Vec::new();
-                let mut buf = [0u8; 16384];
-                while !got.ends_with(b"END") {
-                    match tls.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = tls
-                    .write_all(
-                        b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong",
-                    )
-                    .await;
-                let _ = tls.shutdown().await;
-            });
-        }
-    });
+    // The whole request: its body ends in `END`.
+    let port = pong_server(server_authority, |got| got.ends_with(b"END")).await?;
     let rules = EgressRules::new(&["localhost".into()], &[])?;
     let proxy = Arc::new(EgressProxy::start_private(Arc::new(rules))?);
     let mut server_roots = rustls::RootCertStore::empty();
@@ -237,21 +186,67 @@ async fn body_benches(
         request.extend_from_slice(&body);
         let samples = time_async(300, |_| {
             let (proxy, connector, request) = (proxy.clone(), connector.clone(), request.clone());
-            async move {
-                let mut stream = tokio::net::UnixStream::connect(proxy.socket()).await?;
-                stream
-                    .write_all(format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\n").as_bytes())
-                    .await?;
-                let mut established = [0u8; 39];
-                stream.read_exact(&mut established).await?;
-                let tls = connector.connect("localhost".try_into()?, stream).await?;
-                exchange(tls, &request).await
-            }
+            async move { through_tunnel(&proxy, &connector, port, &request).await }
         })
         .await?;
         report(name, &samples, note);
     }
     Ok(())
+}
+
+/// A loopback HTTPS server for `localhost` (its certificate from
+/// `authority`) that reads each request until `whole` says it has it all,
+/// then answers `pong`; its port.
+async fn pong_server(
+    authority: &carapace::sandbox::egress::authority::SessionAuthority,
+    whole: fn(&[u8]) -> bool,
+) -> Result<u16, Box<dyn std::error::Error>> {
+    let acceptor = tokio_rustls::TlsAcceptor::from(authority.server_for("localhost")?);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let mut got = Vec::new();
+                let mut buf = [0u8; 16384];
+                while !whole(&got) {
+                    match tls.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = tls
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong",
+                    )
+                    .await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    Ok(port)
+}
+
+/// `request` over TLS (trusting what `connector` trusts) through a CONNECT
+/// tunnel of `proxy` to `localhost:port`, its answer read to the end.
+async fn through_tunnel(
+    proxy: &EgressProxy,
+    connector: &tokio_rustls::TlsConnector,
+    port: u16,
+    request: &[u8],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut stream = tokio::net::UnixStream::connect(proxy.socket()).await?;
+    stream
+        .write_all(format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\n").as_bytes())
+        .await?;
+    let mut established = [0u8; 39];
+    stream.read_exact(&mut established).await?;
+    let tls = connector.connect("localhost".try_into()?, stream).await?;
+    exchange(tls, request).await
 }
 
 /// A TLS client trusting `roots` only.
