@@ -11,7 +11,7 @@ use carapace::policy::{
 };
 use carapace::sandbox::{CallLimits, FileAccess, Sandbox, ToolComponent};
 use carapace::settings::{Locations, Settings};
-use carapace::tools::{ToolPipeline, ToolRegistry};
+use carapace::tools::{Asker, ToolPipeline, ToolRegistry};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -168,8 +168,10 @@ impl Run {
         let mut registry = ToolRegistry::builtin(&loaded.sandbox).await?;
         registry.add(loaded.probe.clone(), Arc::new(self.ceiling))?;
         let pipeline = Arc::new(
-            ToolPipeline::new(registry, self.policy, self.limits)
-                .with_prompt_tool(self.approver.then(|| "Approver".to_string())),
+            ToolPipeline::new(registry, self.policy, self.limits).with_asker(match self.approver {
+                true => Asker::PromptTool("Approver".to_string()),
+                false => Asker::Nobody,
+            }),
         );
         let call = ToolCall {
             id: "toolu_attack".into(),

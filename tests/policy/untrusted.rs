@@ -6,7 +6,7 @@
 
 use carapace::agent::{ToolCall, ToolCallResult, ToolRuntime};
 use carapace::policy::{PermissionMode, RuleKind};
-use carapace::session::{Session, SessionBuilder, SessionPaths};
+use carapace::session::{Session, SessionBuilder, SessionPaths, SessionSpec};
 use carapace::settings::{Locations, Settings};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -53,7 +53,7 @@ impl World {
         Locations {
             managed: self.home.join("no-managed-settings.json"),
             claude_managed: std::path::PathBuf::from("/nonexistent/claude-managed-settings.json"),
-            cli: None,
+            given: None,
             cwd: self.ws.clone(),
             home: self.home.clone(),
             config_dir: self.home.join(".carapace"),
@@ -62,14 +62,21 @@ impl World {
     }
 
     fn session(&self, trust: bool) -> SessionBuilder {
-        SessionBuilder::new(SessionPaths {
+        self.session_with(trust, Vec::new())
+    }
+
+    /// With directories from the user (`--add-dir`).
+    fn session_with(&self, trust: bool, add_dirs: Vec<PathBuf>) -> SessionBuilder {
+        let mut spec = SessionSpec::new(SessionPaths {
             cwd: self.ws.clone(),
             home: self.home.clone(),
             config_dir: self.home.join(".carapace"),
-        })
-        .trust_workspace(trust)
-        .process_helper(PathBuf::from(env!("CARGO_BIN_EXE_carapace")))
-        .sandbox_config(carapace_test_support::sandbox_config())
+        });
+        spec.settings.trust_workspace = trust;
+        spec.add_dirs = add_dirs;
+        SessionBuilder::new(spec)
+            .process_helper(PathBuf::from(env!("CARGO_BIN_EXE_carapace")))
+            .sandbox_config(carapace_test_support::sandbox_config())
     }
 }
 
@@ -176,8 +183,7 @@ async fn a_trusted_projects_directories_never_widen_where_commands_write() -> Te
     assert!(!keys.exists());
     // The same directories from the user (settings or --add-dir) do.
     let weak = w
-        .session(true)
-        .add_dirs(vec![PathBuf::from("/")])
+        .session_with(true, vec![PathBuf::from("/")])
         .build()
         .await?;
     let appended = call(&weak, "Bash", append).await;

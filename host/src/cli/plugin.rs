@@ -12,7 +12,7 @@ use crate::sandbox::{
     CallContext, CallError, ProcessConfig, Sandbox, SandboxConfig, ToolContent, ToolInvocation,
     ToolOutput,
 };
-use crate::session::{SessionBuilder, SessionPaths, ToolSet};
+use crate::session::{PermissionSpec, SessionPaths, SessionSpec, Sessions, ToolSet};
 use crate::tools::ToolRegistry;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
@@ -336,7 +336,7 @@ fn signature_policy(paths: &SessionPaths) -> anyhow::Result<SignaturePolicy> {
     let locations = crate::settings::Locations {
         managed: crate::session::managed_settings_path().0,
         claude_managed: crate::settings::CLAUDE_MANAGED_SETTINGS.into(),
-        cli: None,
+        given: None,
         cwd: paths.cwd.clone(),
         home: paths.home.clone(),
         config_dir: paths.config_dir.clone(),
@@ -563,16 +563,16 @@ pub async fn tool_call(request: ToolCallRequest, paths: SessionPaths) -> anyhow:
     if !input.is_object() {
         bail!("--input must be a JSON object");
     }
-    let session = SessionBuilder::new(paths)
-        .mode(request.permission_mode)
-        .rules(
-            request.allowed_tools.clone(),
-            request.disallowed_tools.clone(),
-        )
-        .tools(ToolSet::Plugin(request.plugin.clone()))
-        .hooks(false)
-        .build()
-        .await?;
+    let mut spec = SessionSpec::new(paths);
+    spec.permissions = PermissionSpec {
+        mode: request.permission_mode,
+        allowed: request.allowed_tools.clone(),
+        disallowed: request.disallowed_tools.clone(),
+        ..PermissionSpec::default()
+    };
+    spec.tools.set = ToolSet::Plugin(request.plugin.clone());
+    spec.loads.hooks = false;
+    let session = Sessions::new().open(spec).await?;
     for warning in &session.warnings {
         eprintln!("carapace: warning: {warning}");
     }

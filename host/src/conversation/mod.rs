@@ -8,8 +8,14 @@
 //! `tools`, `transcript` — rooms below it; nothing that imports it but the
 //! front ends in `cli`.
 
+mod context;
 pub mod mentions;
+mod printed;
+mod sdk;
 mod session_hooks;
+pub mod stream_input;
 mod turns;
 
+pub use context::context_parts;
+pub use printed::{PrintError, PrintOptions, RunEnd, RunReport, run_printed};
 pub use turns::{PrintSession, Prompts, SetupRun, SlashCommands, run_print};

@@ -110,6 +110,20 @@ pub fn parse_all(
     };
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+    parse_value(value, source_name, env, expandable)
+}
+
+/// [`parse_all`] for a configuration already read as JSON.
+pub fn parse_value(
+    value: serde_json::Value,
+    source_name: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    expandable: &[String],
+) -> Result<Parsed, McpConfigError> {
+    let invalid = |reason: String| McpConfigError::Invalid {
+        source_name: source_name.to_string(),
+        reason,
+    };
     // By name, whatever order the file wrote them in.
     let entries: BTreeMap<String, serde_json::Value> = server_entries(value)
         .map_err(invalid)?

@@ -14,7 +14,7 @@ use crate::agent::{EventRelay, InputQueue};
 use crate::checkpoints::FileCheckpoints;
 use crate::hooks::{HookCommon, HookRuntime};
 use crate::policy::Policy;
-use crate::sandbox::{Sandbox, SandboxEngine};
+use crate::sandbox::Sandbox;
 use crate::settings::{Locations, Settings};
 use crate::transcript::{Opening, Transcript};
 use std::path::{Path, PathBuf};
@@ -110,7 +110,7 @@ impl SessionBuilder {
         let (queue, abort) = (Arc::new(InputQueue::new()), CancellationToken::new());
         let runner = run
             .as_ref()
-            .filter(|_| self.agent_tool)
+            .filter(|_| self.spec.tools.agent_tool)
             .map(|run| RunnerParts {
                 run,
                 hooks: hooks.clone(),
@@ -121,7 +121,9 @@ impl SessionBuilder {
                 identity: &identity,
             });
         let checkpoints = self
-            .checkpoints
+            .spec
+            .loads
+            .file_checkpoints
             .then(|| Arc::new(self.restored_checkpoints(&identity)));
         let main_tools = run.as_ref().and_then(|r| r.main.tools());
         let deferred = run.as_ref().is_some_and(|r| r.main.deferred.is_some());
@@ -159,7 +161,7 @@ impl SessionBuilder {
         );
         Ok(Session {
             id: identity.id,
-            paths: self.paths.clone(),
+            paths: self.spec.paths.clone(),
             dir: identity.dir,
             settings,
             sandbox,
@@ -194,17 +196,20 @@ impl SessionBuilder {
 
     /// The settings files that load, and the trust decision.
     fn load_settings(&self, managed: PathBuf) -> Result<Settings, SessionError> {
-        let paths = &self.paths;
+        let paths = &self.spec.paths;
         let locations = Locations {
             managed,
             claude_managed: crate::settings::CLAUDE_MANAGED_SETTINGS.into(),
-            cli: self.settings.clone(),
+            given: self.spec.settings.given.clone(),
             cwd: paths.cwd.clone(),
             home: paths.home.clone(),
             config_dir: paths.config_dir.clone(),
-            sources: self.setting_sources.clone(),
+            sources: self.spec.settings.sources.clone(),
         };
-        Ok(Settings::load(&locations, self.trust)?)
+        Ok(Settings::load(
+            &locations,
+            self.spec.settings.trust_workspace,
+        )?)
     }
 
     /// The reminders at the head of every request's first user message:
@@ -229,11 +234,8 @@ impl SessionBuilder {
     /// The session's sandbox: on the process's engine when one is shared,
     /// else on an engine of its own.
     fn sandbox(&self, policy: &SessionPolicy) -> Result<Sandbox, SessionError> {
-        let engine = match &self.engine {
-            Some(engine) => engine.clone(),
-            None => SandboxEngine::new(&self.sandbox.clone().unwrap_or_default())?,
-        };
-        let cwd = Some(self.paths.cwd.clone());
+        let engine = self.engine.get()?;
+        let cwd = Some(self.spec.paths.cwd.clone());
         Ok(engine.sandbox(cwd, Some(policy.process.clone())))
     }
 
@@ -252,19 +254,19 @@ impl SessionBuilder {
         let common = HookCommon {
             mcp_server: None,
             session_id: identity.id.clone(),
-            transcript_path: if self.history.persist {
+            transcript_path: if self.spec.history.persist {
                 identity.transcript.label().display().to_string()
             } else {
                 String::new()
             },
-            cwd: self.paths.cwd.display().to_string(),
+            cwd: self.spec.paths.cwd.display().to_string(),
             permission_mode: identity.mode.as_str().to_string(),
             prompt_id: None,
             agent: None,
         };
         let mut warnings = Vec::new();
         let mut specs = Vec::new();
-        if self.hooks {
+        if self.spec.loads.hooks {
             // Read only when a project's hooks are there to judge.
             let mut approvals = None;
             for (value, source) in &settings.hooks {
@@ -273,7 +275,7 @@ impl SessionBuilder {
                         warnings.extend(parse_warnings);
                         let judged = Judged {
                             settings,
-                            config_dir: &self.paths.config_dir,
+                            config_dir: &self.spec.paths.config_dir,
                             approvals: &mut approvals,
                         };
                         specs.extend(approved(parsed, source, judged, &mut warnings));
@@ -308,7 +310,7 @@ impl SessionBuilder {
         let hooks = if specs.is_empty() {
             HookRuntime::empty(common)
         } else {
-            let (home, config_dir) = (&self.paths.home, &self.paths.config_dir);
+            let (home, config_dir) = (&self.spec.paths.home, &self.spec.paths.config_dir);
             let (hooks, load_warnings) =
                 HookRuntime::load(sandbox, specs, common, home, config_dir).await?;
             warnings.extend(load_warnings);
@@ -330,11 +332,11 @@ impl SessionBuilder {
         identity: &Identity,
         user_context: &[String],
     ) -> Result<Option<SessionRun>, SessionError> {
-        let Some(setup) = &self.run else {
+        let Some(setup) = &self.spec.run else {
             return Ok(None);
         };
         let main = MainAgent::find(setup, settings, agents)?;
-        let structured = self.output_schema.is_some();
+        let structured = self.spec.tools.output_schema.is_some();
         let named = [
             &setup.model,
             &settings.model,
@@ -363,8 +365,12 @@ impl SessionBuilder {
             .cloned()
             .collect();
         let today = crate::agent::today();
-        let environment =
-            crate::prompt::Environment::detect(&self.paths.cwd, &other_dirs, &config.model, &today);
+        let environment = crate::prompt::Environment::detect(
+            &self.spec.paths.cwd,
+            &other_dirs,
+            &config.model,
+            &today,
+        );
         if setup.environment_elsewhere {
             config
                 .user_context
@@ -387,13 +393,13 @@ impl SessionBuilder {
     /// restored: a rewind writes them outside any sandbox, so a record a
     /// tampered transcript adds must not name `~/.bashrc`.
     fn restored_checkpoints(&self, identity: &Identity) -> FileCheckpoints {
-        let records = match (&identity.resumed, self.history.fork) {
+        let records = match (&identity.resumed, self.spec.history.fork) {
             (Some(loaded), false) => loaded.checkpoints.clone(),
             _ => Vec::new(),
         };
         // Both spellings of each root: kept paths are the grants' (resolved).
-        let roots: Vec<PathBuf> = std::iter::once(&self.paths.cwd)
-            .chain(&self.add_dirs)
+        let roots: Vec<PathBuf> = std::iter::once(&self.spec.paths.cwd)
+            .chain(&self.spec.add_dirs)
             .flat_map(|root| {
                 [
                     root.clone(),
@@ -425,11 +431,11 @@ impl SessionBuilder {
         if let Some(loaded) = &identity.resumed {
             warnings.extend(loaded.warnings.iter().cloned());
         }
-        if !self.history.persist {
+        if !self.spec.history.persist {
             return Ok(None);
         }
-        let name = self.history.name.as_deref();
-        let opening = match (&identity.resumed, self.history.fork) {
+        let name = self.spec.history.name.as_deref();
+        let opening = match (&identity.resumed, self.spec.history.fork) {
             (Some(loaded), false) => Opening::Resume(loaded),
             (Some(loaded), true) => Opening::New {
                 forked_from: Some(&loaded.session_id),
@@ -443,7 +449,7 @@ impl SessionBuilder {
             },
         };
         let place = identity.transcript.clone();
-        let transcript = Transcript::open(place, &identity.id, &self.paths.cwd, opening)?;
+        let transcript = Transcript::open(place, &identity.id, &self.spec.paths.cwd, opening)?;
         Ok(Some(Arc::new(transcript)))
     }
 }

@@ -94,7 +94,9 @@ impl SessionBuilder {
     /// The `--plugin-dir` folders, each named; one that is not a plugin
     /// folder is an error.
     pub(super) fn opened_plugins(&self) -> Result<Vec<PluginDir>, SessionError> {
-        self.plugin_dirs
+        self.spec
+            .loads
+            .plugin_dirs
             .iter()
             .map(|dir| crate::commands::PluginDir::open(dir).map_err(SessionError::Invalid))
             .collect()
@@ -110,11 +112,13 @@ impl SessionBuilder {
         warnings: &mut Vec<String>,
     ) -> Result<Vec<PluginDir>, SessionError> {
         let mut folders = self.opened_plugins()?;
-        if !self.hooks {
+        if !self.spec.loads.hooks {
             return Ok(folders);
         }
-        let marketplaces =
-            crate::marketplace::Marketplaces::new(&self.paths.config_dir, &self.paths.home);
+        let marketplaces = crate::marketplace::Marketplaces::new(
+            &self.spec.paths.config_dir,
+            &self.spec.paths.home,
+        );
         let on = settings
             .enabled_plugins
             .iter()
@@ -150,16 +154,19 @@ impl SessionBuilder {
         managed_settings: &Path,
     ) -> Result<ContextReading, SessionError> {
         let places = crate::memory::MemoryPlaces {
-            cwd: self.paths.cwd.clone(),
-            home: self.paths.home.clone(),
-            config_dir: self.paths.config_dir.clone(),
+            cwd: self.spec.paths.cwd.clone(),
+            home: self.spec.paths.home.clone(),
+            config_dir: self.spec.paths.config_dir.clone(),
             managed: managed_dirs(managed_settings),
         };
         let (project, user) = self.project_and_user();
         let mut folders = Folders::of(&places.cwd, &places.home, project, user);
         folders.plugins = plugins.to_vec();
-        let skills = self.skills;
-        let sources = memory_sources(self.memory, self.setting_sources.as_deref());
+        let skills = self.spec.loads.skills;
+        let sources = memory_sources(
+            self.spec.loads.memory,
+            self.spec.settings.sources.as_deref(),
+        );
         let today = crate::agent::today();
         let skills =
             std::thread::Builder::new()
@@ -206,7 +213,7 @@ impl SessionBuilder {
     ) -> Option<crate::prompt::OutputStyle> {
         let name = settings.output_style.as_deref()?;
         let (project, user) = self.project_and_user();
-        let (cwd, home) = (&self.paths.cwd, &self.paths.home);
+        let (cwd, home) = (&self.spec.paths.cwd, &self.spec.paths.home);
         let mut folders = crate::prompt::style_folders(cwd, home, project, user);
         // A plugin's styles come last: the project's and yours win a name.
         folders.extend(plugins.iter().map(|p| p.root.join("output-styles")));
@@ -218,7 +225,7 @@ impl SessionBuilder {
 
     /// Whether the project's files and the user's load (`--setting-sources`).
     pub(super) fn project_and_user(&self) -> (bool, bool) {
-        match self.setting_sources.as_deref() {
+        match self.spec.settings.sources.as_deref() {
             None => (true, true),
             Some(kinds) => (
                 kinds.contains(&SourceKind::Project),

@@ -2,10 +2,11 @@
 //! the transcript it resumes — read (and refused if damaged) before
 //! anything is written.
 
-use super::builder::{Resume, SessionBuilder, SessionError};
+use super::builder::{SessionBuilder, SessionError};
+use super::spec::Resume;
 use crate::policy::PermissionMode;
 use crate::settings::Settings;
-use crate::transcript::{Loaded, TranscriptError, TranscriptPlace, is_session_id};
+use crate::transcript::{Loaded, TranscriptError, TranscriptPlace, TranscriptStore, is_session_id};
 use std::path::PathBuf;
 
 /// Who the session is: its id and mode, where its files go, the history
@@ -28,12 +29,14 @@ impl SessionBuilder {
         settings: &Settings,
         warnings: &mut Vec<String>,
     ) -> Result<Identity, SessionError> {
-        let config_dir = &self.paths.config_dir;
+        let config_dir = &self.spec.paths.config_dir;
         let mode = self
+            .spec
+            .permissions
             .mode
             .or(settings.default_mode)
             .unwrap_or(PermissionMode::Default);
-        if let Some(id) = self.session_id.as_ref().filter(|id| !is_session_id(id)) {
+        if let Some(id) = self.spec.id.as_ref().filter(|id| !is_session_id(id)) {
             return Err(SessionError::Invalid(format!(
                 "`{id}` is not a session id (letters, digits, - and _)"
             )));
@@ -47,11 +50,13 @@ impl SessionBuilder {
                 config_dir.display()
             ));
         }
-        let resumed = self.resumed()?;
-        let id = match (&resumed, self.history.fork) {
+        let store = self.store()?;
+        let resumed = self.resumed(&store)?;
+        let id = match (&resumed, self.spec.history.fork) {
             (Some(loaded), false) => {
                 if self
-                    .session_id
+                    .spec
+                    .id
                     .as_ref()
                     .is_some_and(|id| *id != loaded.session_id)
                 {
@@ -63,13 +68,14 @@ impl SessionBuilder {
                 loaded.session_id.clone()
             }
             _ => self
-                .session_id
+                .spec
+                .id
                 .clone()
                 .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
         };
-        let transcript = self.history.store.place(config_dir, &self.paths.cwd, &id);
-        if self.history.persist
-            && (resumed.is_none() || self.history.fork)
+        let transcript = store.place(config_dir, &self.spec.paths.cwd, &id);
+        if self.spec.history.persist
+            && (resumed.is_none() || self.spec.history.fork)
             && transcript.exists()?
         {
             return Err(TranscriptError::AlreadyExists(id).into());
@@ -84,12 +90,11 @@ impl SessionBuilder {
     }
 
     /// The transcript `--resume` / `--continue` names, read.
-    fn resumed(&self) -> Result<Option<Loaded>, SessionError> {
-        let Some(resume) = &self.history.resume else {
+    fn resumed(&self, store: &TranscriptStore) -> Result<Option<Loaded>, SessionError> {
+        let Some(resume) = &self.spec.history.resume else {
             return Ok(None);
         };
-        let (config_dir, cwd) = (&self.paths.config_dir, &self.paths.cwd);
-        let store = &self.history.store;
+        let (config_dir, cwd) = (&self.spec.paths.config_dir, &self.spec.paths.cwd);
         let id = match resume {
             // An id names a file in this workspace's folder, never a path.
             Resume::Id(id) if !is_session_id(id) => {

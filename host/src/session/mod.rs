@@ -29,13 +29,20 @@ mod context;
 mod identity;
 mod masked;
 mod policy;
+mod process;
 mod run;
 mod sources;
+mod spec;
 mod tools;
 
-pub use builder::{HistorySetup, McpSetup, Resume, SessionBuilder, SessionError, ToolSet};
+pub use builder::{SessionBuilder, SessionError};
 pub use policy::managed_settings_path;
+pub use process::Sessions;
 pub use run::{DEFAULT_MODEL, MainAgent, PromptChoice, RunSetup, agent_tools, system_prompt};
+pub use spec::{
+    Asker, GivenSettings, HistorySetup, Loads, McpGiven, McpSetup, PermissionSpec, Resume,
+    SessionSpec, SettingsSpec, ToolSet, ToolSpec,
+};
 
 use crate::agent::{
     EventRelay, EventSink, HistoryLog, InputQueue, NoHistoryLog, QueryConfig, QueryDeps,

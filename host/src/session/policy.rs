@@ -39,7 +39,7 @@ impl SessionBuilder {
             cwd,
             home,
             config_dir,
-        } = &self.paths;
+        } = &self.spec.paths;
         if settings.bypass_disabled
             && identity.mode == crate::policy::PermissionMode::BypassPermissions
         {
@@ -47,19 +47,27 @@ impl SessionBuilder {
                 "bypassPermissions is disabled by the settings (permissions.disableBypassPermissionsMode)".into(),
             ));
         }
-        let allowed: &[String] = if settings.managed_rules_only && !self.allowed.is_empty() {
+        let allowed: &[String] = if settings.managed_rules_only
+            && !self.spec.permissions.allowed.is_empty()
+        {
             warnings.push(
                 "--allowedTools ignored: the managed settings allow their own permission rules only".into(),
             );
             &[]
         } else {
-            &self.allowed
+            &self.spec.permissions.allowed
         };
-        let rules = session_rules(settings.rules.clone(), allowed, &self.disallowed, cwd, home)?;
+        let rules = session_rules(
+            settings.rules.clone(),
+            allowed,
+            &self.spec.permissions.disallowed,
+            cwd,
+            home,
+        )?;
         let (additional_dirs, write_roots) = self.session_dirs(settings, identity);
         let policy = Policy::from_config(PolicyConfig {
             mode: identity.mode,
-            bypass_allowed: self.bypass_allowed && !settings.bypass_disabled,
+            bypass_allowed: self.spec.permissions.bypass_allowed && !settings.bypass_disabled,
             rules: RuleSet::new(rules),
             cwd: cwd.clone(),
             additional_dirs,
@@ -85,7 +93,7 @@ impl SessionBuilder {
         let read_denied = Some(read_denials.clone() as Arc<dyn DeniedPaths>);
         // Through the SDK's `can_use_tool`, an unlisted host can be asked
         // about: the proxy then runs even with no domain allowed.
-        let asks = self.prompt_tool.as_deref() == Some(crate::tools::STDIO_PROMPT)
+        let asks = self.spec.permissions.asker == crate::tools::Asker::Prompter { hosts: true }
             && !settings.managed_domains_only;
         let egress = egress_proxy(settings, policy.rules(), asks)?;
         let mut process = ProcessConfig {
@@ -128,9 +136,9 @@ impl SessionBuilder {
         settings: &Settings,
         identity: &Identity,
     ) -> (Vec<PathBuf>, Vec<PathBuf>) {
-        let cwd = &self.paths.cwd;
+        let cwd = &self.spec.paths.cwd;
         let mut additional_dirs = settings.additional_dirs.clone();
-        additional_dirs.extend(self.add_dirs.iter().map(|d| {
+        additional_dirs.extend(self.spec.add_dirs.iter().map(|d| {
             if d.is_absolute() {
                 d.clone()
             } else {

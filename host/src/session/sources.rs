@@ -4,7 +4,8 @@
 //! agent folders and flags.
 
 use super::SessionPaths;
-use super::builder::{McpSetup, SessionBuilder, SessionError};
+use super::builder::{SessionBuilder, SessionError};
+use super::spec::{McpGiven, McpSetup};
 use crate::commands::PluginDir;
 use crate::mcp::ServerConfig;
 use crate::plugin_store::{Placeholders, PluginStore, Scope};
@@ -24,14 +25,17 @@ impl SessionBuilder {
         settings: &Settings,
         warnings: &mut Vec<String>,
     ) -> Result<Vec<crate::subagents::AgentDefinition>, SessionError> {
-        if !self.agent_tool || self.run.is_none() {
+        if !self.spec.tools.agent_tool || self.spec.run.is_none() {
             return Ok(Vec::new());
         }
-        let (cwd, config_dir) = (&self.paths.cwd, &self.paths.config_dir);
+        let (cwd, config_dir) = (&self.spec.paths.cwd, &self.spec.paths.config_dir);
         // Later groups win a name: Claude Code's folder, then carapace's, at
         // each level.
         let mut groups = vec![
-            crate::subagents::load_dir(&self.paths.home.join(".claude").join("agents"), warnings),
+            crate::subagents::load_dir(
+                &self.spec.paths.home.join(".claude").join("agents"),
+                warnings,
+            ),
             crate::subagents::load_dir(&config_dir.join("agents"), warnings),
         ];
         for plugin in plugins {
@@ -64,19 +68,22 @@ impl SessionBuilder {
                 groups.push(crate::subagents::load_dir(&project, warnings));
             }
         }
-        if let Some(json) = &self.agents_flag {
-            let value: serde_json::Value = serde_json::from_str(json)
-                .map_err(|e| SessionError::Invalid(format!("--agents: not JSON: {e}")))?;
-            groups.push(
-                crate::subagents::parse_json(&value, "--agents").map_err(SessionError::Invalid)?,
-            );
+        if !self.spec.agents.is_empty() {
+            groups.push(self.spec.agents.clone());
         }
         Ok(crate::subagents::merge(groups))
     }
 }
 
-/// The MCP servers of this session: `--mcp-config` (each a file or a JSON
-/// string), then — unless strict — `~/.carapace/mcp.json` and, in a trusted
+/// An MCP configuration in `.mcp.json`'s shape: a file's text, or given
+/// as JSON.
+enum Found {
+    Text(String),
+    Value(serde_json::Value),
+}
+
+/// The MCP servers of this session: those given for it (a file, the same
+/// shape inline, or servers described), then — unless strict — `~/.carapace/mcp.json` and, in a trusted
 /// workspace only, the project's `.mcp.json`. A name configured twice keeps
 /// its first definition.
 pub(super) fn mcp_configs(
@@ -88,21 +95,24 @@ pub(super) fn mcp_configs(
     warnings: &mut Vec<String>,
 ) -> Result<Vec<ServerConfig>, SessionError> {
     let (cwd, config_dir) = (&paths.cwd, &paths.config_dir);
-    let mut sources: Vec<(String, String, &'static str)> = Vec::new();
-    for value in &setup.configs {
-        if value.trim_start().starts_with('{') {
-            sources.push((value.clone(), "--mcp-config".into(), "dynamic"));
-        } else {
-            let text = std::fs::read_to_string(value).map_err(|e| {
-                SessionError::Invalid(format!("--mcp-config: reading {value}: {e}"))
-            })?;
-            sources.push((text, value.clone(), "dynamic"));
-        }
+    let mut sources: Vec<(Found, String, &'static str)> = Vec::new();
+    for config in &setup.given {
+        sources.push(match config {
+            McpGiven::File(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    SessionError::Invalid(format!("--mcp-config: reading {}: {e}", path.display()))
+                })?;
+                (Found::Text(text), path.display().to_string(), "dynamic")
+            }
+            McpGiven::Inline { config, shown } => {
+                (Found::Value(config.clone()), shown.clone(), "dynamic")
+            }
+        });
     }
     if !setup.strict {
         let user = config_dir.join("mcp.json");
         if let Ok(text) = std::fs::read_to_string(&user) {
-            sources.push((text, user.display().to_string(), "user"));
+            sources.push((Found::Text(text), user.display().to_string(), "user"));
         }
         let project = cwd.join(".mcp.json");
         if project.is_file()
@@ -115,16 +125,22 @@ pub(super) fn mcp_configs(
             let text = std::fs::read_to_string(&project).map_err(|e| {
                 SessionError::Invalid(format!("reading {}: {e}", project.display()))
             })?;
-            sources.push((text, project.display().to_string(), "project"));
+            sources.push((Found::Text(text), project.display().to_string(), "project"));
         }
     }
     let mut servers: Vec<ServerConfig> = Vec::new();
     if !setup.strict {
         servers.extend(plugin_mcp(plugins, settings, env, warnings));
     }
-    for (text, source, scope) in sources {
-        let mut parsed =
-            crate::mcp::config::parse_all(&text, &source, env, &settings.mcp_expandable)?;
+    for (found, source, scope) in sources {
+        let mut parsed = match found {
+            Found::Text(text) => {
+                crate::mcp::config::parse_all(&text, &source, env, &settings.mcp_expandable)?
+            }
+            Found::Value(value) => {
+                crate::mcp::config::parse_value(value, &source, env, &settings.mcp_expandable)?
+            }
+        };
         for server in &mut parsed.servers {
             server.scope = scope;
         }

@@ -4,8 +4,9 @@
 //! through.
 
 use super::SessionRun;
-use super::builder::{SessionBuilder, SessionError, ToolSet};
+use super::builder::{SessionBuilder, SessionError};
 use super::policy::SessionPolicy;
+use super::spec::ToolSet;
 use crate::agent::{EventRelay, InputQueue, ToolRuntime, ToolSubset};
 use crate::checkpoints::FileCheckpoints;
 use crate::commands::CustomCommands;
@@ -84,18 +85,19 @@ impl SessionBuilder {
         settings: &Settings,
         warnings: &mut Vec<String>,
     ) -> Result<(ToolRegistry, Vec<serde_json::Value>), SessionError> {
-        if let ToolSet::Plugin(plugin) = &self.tools {
-            let places = Placeholders::current(&self.paths.cwd);
+        if let ToolSet::Plugin(plugin) = &self.spec.tools.set {
+            let places = Placeholders::current(&self.spec.paths.cwd);
             let registry =
-                super::sources::one_plugin(sandbox, &self.paths, &places, settings, plugin).await?;
+                super::sources::one_plugin(sandbox, &self.spec.paths, &places, settings, plugin)
+                    .await?;
             return Ok((registry, Vec::new()));
         }
         let mut registry = ToolRegistry::builtin(sandbox).await?;
-        let plugins = match self.installed_plugins {
+        let plugins = match self.spec.loads.installed_plugins {
             true => super::sources::load_installed(
                 &mut registry,
                 sandbox,
-                &self.paths,
+                &self.spec.paths,
                 settings,
                 warnings,
             ),
@@ -128,11 +130,16 @@ impl SessionBuilder {
             deadline: millis("MCP_TOOL_TIMEOUT", CallLimits::default().deadline)?,
             ..CallLimits::default()
         };
-        let configs = match &self.mcp {
+        let configs = match &self.spec.mcp {
             None => Vec::new(),
-            Some(setup) => {
-                super::sources::mcp_configs(setup, &self.paths, settings, plugins, &env, warnings)?
-            }
+            Some(setup) => super::sources::mcp_configs(
+                setup,
+                &self.spec.paths,
+                settings,
+                plugins,
+                &env,
+                warnings,
+            )?,
         };
         let sdk = configs
             .iter()
@@ -168,13 +175,13 @@ impl SessionBuilder {
         policy: &Policy,
         run: Option<&SessionRun>,
     ) -> Result<(), SessionError> {
-        if matches!(self.tools, ToolSet::Plugin(_)) {
+        if matches!(self.spec.tools.set, ToolSet::Plugin(_)) {
             return Ok(());
         }
         use crate::tools::exit_plan_mode::{ExitPlanModeTool, approval, definition};
         let tool = Arc::new(ExitPlanModeTool::new(policy.mode_cell().clone()));
         registry.add_native_asking(definition(), tool, approval())?;
-        if let Some(run) = run.filter(|_| self.web_search) {
+        if let Some(run) = run.filter(|_| self.spec.tools.web_search) {
             use crate::tools::web_search::{SearchModel, WebSearchTool, approval, definition};
             let search = WebSearchTool::new(SearchModel {
                 model: run.model.clone(),
@@ -231,7 +238,7 @@ impl SessionBuilder {
         let mut made = None;
         let subset = Arc::new_cyclic(|own: &Weak<ToolSubset>| {
             let parent_tools: Weak<dyn ToolRuntime> = own.clone();
-            let (cwd, persist) = (&self.paths.cwd, self.history.persist);
+            let (cwd, persist) = (&self.spec.paths.cwd, self.spec.history.persist);
             let runner = subagent_runner(runner, cwd, persist, parent_tools);
             let tool = Arc::new(AgentTool::new(runner));
             let completed = self.complete(registry, parts, Some((definition, tool.clone())));
@@ -270,15 +277,14 @@ impl SessionBuilder {
             use crate::tools::skill::{SkillTool, approval, definition};
             registry.add_native_asking(definition(), Arc::new(SkillTool), approval())?;
         }
-        if let ToolSet::Only(names) = &self.tools {
+        if let ToolSet::Only(names) = &self.spec.tools.set {
             registry = registry.select(names)?;
         }
-        if let Some(schema) = &self.output_schema {
+        if let Some(schema) = &self.spec.tools.output_schema {
             use crate::tools::structured_output::{StructuredOutputTool, definition};
             registry.add_native(definition(schema), Arc::new(StructuredOutputTool))?;
         }
-        if let Some(prompt_tool) = &self.prompt_tool
-            && prompt_tool != crate::tools::STDIO_PROMPT
+        if let crate::tools::Asker::PromptTool(prompt_tool) = &self.spec.permissions.asker
             && registry.get(prompt_tool).is_none()
         {
             return Err(SessionError::Invalid(format!(
@@ -298,9 +304,9 @@ impl SessionBuilder {
             .with_hooks(parts.hooks)
             .with_session_id(parts.id.to_string())
             .with_audit(AuditLog::at(parts.dir.join("audit.jsonl")))
-            .with_prompt_tool(self.prompt_tool.clone())
+            .with_asker(self.spec.permissions.asker.clone())
             .with_result_spill(parts.dir.join("tool-results"), MAX_RESULT_CHARS)
-            .with_structured_results(self.structured_results)
+            .with_structured_results(self.spec.tools.structured_results)
             .with_read_denials(parts.read_denials);
         if let Some(checkpoints) = parts.checkpoints {
             pipeline = pipeline.with_checkpoints(checkpoints);
@@ -312,7 +318,7 @@ impl SessionBuilder {
     /// a skill the model may call exists or `--tools` names it; and kept by
     /// the `--tools` selection.
     pub(super) fn offers_skill(&self, catalogue: &CustomCommands) -> bool {
-        match &self.tools {
+        match &self.spec.tools.set {
             ToolSet::Plugin(_) => false,
             ToolSet::All => catalogue.has_model_invocable(),
             ToolSet::Only(names) => names.iter().any(|n| n == SKILL_TOOL),

@@ -211,8 +211,8 @@ pub struct Locations {
     pub managed: PathBuf,
     /// Claude Code's managed settings ([`CLAUDE_MANAGED_SETTINGS`]).
     pub claude_managed: PathBuf,
-    /// `--settings`: a file path or inline JSON.
-    pub cli: Option<String>,
+    /// Settings given for one session (`--settings`, a job's).
+    pub given: Option<GivenSettings>,
     pub cwd: PathBuf,
     pub home: PathBuf,
     pub config_dir: PathBuf,
@@ -425,8 +425,8 @@ fn read_sources(locations: &Locations) -> Result<Vec<Source>, SettingsError> {
             ));
         }
     }
-    if let Some(cli) = &locations.cli {
-        let (path, file, notes) = read_cli(cli)?;
+    if let Some(given) = &locations.given {
+        let (path, file, notes) = read_given(given)?;
         sources.push(Source::new(
             SourceKind::CliSettings,
             path,
@@ -562,18 +562,29 @@ fn read_file(path: &Path) -> Result<Option<(SettingsFile, Vec<String>)>, Setting
     parse(&text, &path.display().to_string()).map(Some)
 }
 
-type ReadCli = (Option<PathBuf>, SettingsFile, Vec<String>);
+/// Settings given for one session, above the files.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GivenSettings {
+    /// A settings file's content.
+    Inline(serde_json::Value),
+    /// A settings file.
+    File(PathBuf),
+}
 
-fn read_cli(source: &str) -> Result<ReadCli, SettingsError> {
-    if source.trim_start().starts_with('{') {
-        let (file, notes) = parse(source, "--settings")?;
-        return Ok((None, file, notes));
-    }
-    let path = PathBuf::from(source);
-    match read_file(&path)? {
-        Some((file, notes)) => Ok((Some(path), file, notes)),
+type ReadGiven = (Option<PathBuf>, SettingsFile, Vec<String>);
+
+fn read_given(given: &GivenSettings) -> Result<ReadGiven, SettingsError> {
+    let path = match given {
+        GivenSettings::Inline(value) => {
+            let (file, notes) = parse(&value.to_string(), "--settings")?;
+            return Ok((None, file, notes));
+        }
+        GivenSettings::File(path) => path,
+    };
+    match read_file(path)? {
+        Some((file, notes)) => Ok((Some(path.clone()), file, notes)),
         None => Err(SettingsError::Read {
-            path: source.into(),
+            path: path.display().to_string(),
             reason: "no such file".into(),
         }),
     }

@@ -15,7 +15,7 @@ fn fixture() -> Result<Fixture, Box<dyn std::error::Error>> {
     let locations = Locations {
         managed: etc.path().join("managed-settings.json"),
         claude_managed: etc.path().join("claude-managed-settings.json"),
-        cli: None,
+        given: None,
         cwd: std::fs::canonicalize(work.path())?,
         home: std::fs::canonicalize(home.path())?,
         config_dir: std::fs::canonicalize(home.path())?.join(".carapace"),
@@ -186,7 +186,9 @@ fn precedence_and_merging() -> Result<(), Box<dyn std::error::Error>> {
         &f.locations.local(),
         serde_json::json!({"permissions": {"ask": ["WebFetch"]}}),
     )?;
-    f.locations.cli = Some(r#"{"model": "cli-model"}"#.into());
+    f.locations.given = Some(GivenSettings::Inline(
+        serde_json::json!({"model": "cli-model"}),
+    ));
     let settings = Settings::load(&f.locations, false)?;
     assert_eq!(settings.model.as_deref(), Some("cli-model"));
     assert_eq!(settings.default_mode, Some(PermissionMode::AcceptEdits));

@@ -38,7 +38,7 @@ pub const HOST_TOOLS: &[&str] = &[
     crate::agent::STRUCTURED_OUTPUT_TOOL,
 ];
 pub use pipeline::{
-    CheckedCall, PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline,
+    Asker, CheckedCall, PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline,
 };
 pub use registry::{
     InstalledTools, McpHandle, NativeTool, RegisteredTool, RegistryError, ToolHandle, ToolRegistry,

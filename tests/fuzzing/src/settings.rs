@@ -18,7 +18,7 @@ pub fn run(data: &[u8]) {
     let locations = Locations {
         managed: root.join("managed.json"),
         claude_managed: root.join("claude-managed.json"),
-        cli: None,
+        given: None,
         cwd: root.join("project"),
         home: root.join("home"),
         config_dir: root.join("home/.carapace"),

@@ -2,7 +2,7 @@
 //! Check: a line that parses, written again as the SDK writes a user
 //! message, parses to the same message.
 
-use carapace::cli::stream_input::parse_input_line;
+use carapace::conversation::stream_input::parse_input_line;
 use serde_json::json;
 
 pub fn run(data: &[u8]) {

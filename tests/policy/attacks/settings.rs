@@ -6,7 +6,7 @@ fn locations(w: &World) -> Locations {
     Locations {
         managed: w.home.join("no-managed-settings.json"),
         claude_managed: std::path::PathBuf::from("/nonexistent/claude-managed-settings.json"),
-        cli: None,
+        given: None,
         cwd: w.ws.clone(),
         home: w.home.clone(),
         config_dir: w.config_dir.clone(),

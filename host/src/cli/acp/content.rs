@@ -45,9 +45,9 @@ pub fn prompt(blocks: &[ContentBlock]) -> Result<(String, Vec<ImageSource>), Str
     }
 }
 
-/// The client's MCP servers as an `--mcp-config` JSON: they start through
+/// The client's MCP servers in `.mcp.json`'s shape: they start through
 /// the same sandboxed bridge as the project's `.mcp.json` servers.
-pub fn mcp_config(servers: &[McpServer]) -> Result<Option<String>, String> {
+pub fn mcp_config(servers: &[McpServer]) -> Result<Option<Value>, String> {
     if servers.is_empty() {
         return Ok(None);
     }
@@ -76,7 +76,7 @@ pub fn mcp_config(servers: &[McpServer]) -> Result<Option<String>, String> {
             return Err(format!("two MCP servers are named `{name}`"));
         }
     }
-    Ok(Some(json!({"mcpServers": configured}).to_string()))
+    Ok(Some(json!({"mcpServers": configured})))
 }
 
 fn pairs<'a>(items: impl Iterator<Item = (&'a String, &'a String)>) -> Value {

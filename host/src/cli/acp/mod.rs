@@ -15,9 +15,7 @@ mod live;
 mod options;
 mod updates;
 
-use super::Cli;
-use crate::sandbox::{SandboxConfig, SandboxEngine};
-use crate::session::{HistorySetup, McpSetup, Resume, SessionPaths};
+use crate::session::{Asker, McpGiven, Resume, SessionSpec, Sessions};
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
     Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
@@ -88,32 +86,33 @@ struct Opening {
 
 /// What every session of the connection shares.
 struct Server {
-    /// The session flags given before `acp`.
-    cli: Cli,
+    /// What the session flags after `acp --` describe; each session adds
+    /// its client's directories and servers.
+    base: SessionSpec,
     limits: Limits,
-    engine: SandboxEngine,
+    /// The engine and the transcript stores.
+    opener: Sessions,
     sessions: Mutex<HashMap<String, Arc<LiveSession>>>,
     /// Turns running now, across sessions.
     running: Arc<Semaphore>,
 }
 
-pub async fn serve(mut cli: Cli, limits: Limits) -> anyhow::Result<ExitCode> {
-    super::check_flags(&cli)?;
-    // Every session is new, with an id of its own; prompts come from the
-    // client.
-    if cli.resume.is_some() || cli.continue_session || cli.session_id.is_some() {
-        anyhow::bail!(
-            "--resume, --continue and --session-id are for one session; an ACP client resumes with session/load"
-        );
+/// Serves ACP on stdin/stdout: each `session/new` opens `base` in the
+/// client's directory with its servers.
+pub async fn serve(mut base: SessionSpec, limits: Limits) -> anyhow::Result<ExitCode> {
+    // The client is asked, unless a prompt tool answers.
+    if base.permissions.asker == Asker::Nobody {
+        base.permissions.asker = Asker::Prompter { hosts: false };
     }
-    cli.prompt = None;
-    let engine =
-        SandboxEngine::new(&SandboxConfig::default()).context("starting the sandbox engine")?;
+    // One name would be every session's.
+    base.history.name = None;
+    let opener = Sessions::new();
+    opener.engine().context("starting the sandbox engine")?;
     let server = Arc::new(Server {
         running: Arc::new(Semaphore::new(limits.max_running.max(1))),
-        cli,
+        base,
         limits,
-        engine,
+        opener,
         sessions: Mutex::default(),
     });
     let served = connect(server.clone()).await;
@@ -346,32 +345,19 @@ impl Server {
                 "cwd and additionalDirectories must be absolute paths",
             ));
         }
-        let mut paths = SessionPaths::from_env().map_err(Error::into_internal_error)?;
-        paths.cwd = opening.cwd;
-        let mut configs = self.cli.mcp_config.clone();
-        configs.extend(content::mcp_config(&opening.mcp_servers).map_err(invalid)?);
-        let mut dirs = self.cli.add_dir.clone();
-        dirs.extend(opening.dirs);
+        let mut spec = self.base.clone();
+        spec.paths.cwd = opening.cwd;
+        spec.add_dirs.extend(opening.dirs);
+        let servers = content::mcp_config(&opening.mcp_servers).map_err(invalid)?;
+        if let (Some(mcp), Some(config)) = (&mut spec.mcp, servers) {
+            mcp.given.push(McpGiven::Inline {
+                config,
+                shown: "--mcp-config".into(),
+            });
+        }
         let replay = opening.resume.is_some();
-        let built = super::session_builder_at(&self.cli, false, paths)
-            .map_err(|e| internal(format!("{e:#}")))?
-            .mcp(McpSetup {
-                configs,
-                strict: self.cli.strict_mcp_config || self.cli.bare,
-            })
-            .add_dirs(dirs)
-            .history(HistorySetup {
-                resume: opening.resume.map(Resume::Id),
-                fork: false,
-                persist: !self.cli.no_session_persistence,
-                name: None,
-                store: super::transcript_store(&self.cli)
-                    .map_err(|e| internal(format!("{e:#}")))?,
-            })
-            .engine(self.engine.clone())
-            .build()
-            .await
-            .map_err(not_started)?;
+        spec.history.resume = opening.resume.map(Resume::Id);
+        let built = self.opener.open(spec).await.map_err(not_started)?;
         for warning in &built.warnings {
             tracing::warn!("session {}: {warning}", built.id);
         }

@@ -172,7 +172,7 @@ fn context(session: &Session, app: &App) -> String {
         return "This session has no model.".into();
     };
     let parts =
-        super::super::context::context_parts(session, &run.config, session.loop_tools.as_ref());
+        crate::conversation::context_parts(session, &run.config, session.loop_tools.as_ref());
     let tokens = |bytes: usize| bytes.div_ceil(4);
     let tools: usize = parts.tools.iter().map(|(_, bytes)| bytes).sum();
     let mut lines = vec![

@@ -14,13 +14,13 @@ mod status;
 
 pub use app::UiEvent;
 
-use super::{Cli, check_flags, print_warnings, session_builder};
+use super::{Cli, check_flags, print_warnings};
 use crate::agent::{AgentEvent, EventSink, QueryOutcome, QueuedInput};
 use crate::control::TurnSlot;
 use crate::conversation::mentions;
 use crate::conversation::{PrintSession, Prompts, SlashCommands, run_print};
 use crate::output::RunOutput;
-use crate::session::{Session, SessionAsker, SessionOutput};
+use crate::session::{Asker, Resume, Session, SessionAsker, SessionOutput, SessionSpec, Sessions};
 use crate::tui::screen::Screen;
 use crate::tui::terminal::TerminalGuard;
 use anyhow::{Context, bail};
@@ -83,14 +83,26 @@ pub enum Ending {
     Resume(String),
 }
 
-pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
+pub async fn run(mut cli: Cli, sessions: &Sessions) -> anyhow::Result<ExitCode> {
     check_flags(&cli)?;
     if cli.permission_prompt_tool.is_some() {
         bail!("--permission-prompt-tool is for print mode: the interactive screen asks you itself");
     }
     let mut ending = match cli.resume.as_deref() {
-        Some("") => Ending::Pick,
+        Some("") => {
+            cli.resume = None;
+            Ending::Pick
+        }
         _ => Ending::Clear,
+    };
+    let mut spec = super::spec::session_spec(&cli, false, super::paths()?)?;
+    // The person at the screen answers.
+    spec.permissions.asker = Asker::Prompter { hosts: false };
+    let mut screen = ScreenSession {
+        sessions,
+        spec,
+        slash_commands: !cli.disable_slash_commands,
+        prompt: cli.prompt.take(),
     };
     let mut last_id = None;
     // From here to the end, keys typed while no screen reads them (a
@@ -104,21 +116,16 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     loop {
         match ending {
             Ending::Leave => break,
-            Ending::Clear if last_id.is_some() => {
-                cli.resume = None;
-                cli.continue_session = false;
-                cli.session_id = None;
-                cli.prompt = None;
-            }
+            Ending::Clear if last_id.is_some() => screen.follow(None),
             Ending::Clear => {}
-            Ending::Pick => match choose_session(&cli)? {
-                Some(id) => resume(&mut cli, id),
+            Ending::Pick => match choose_session(sessions, &screen.spec)? {
+                Some(id) => screen.follow(Some(id)),
                 None if last_id.is_none() => return Ok(ExitCode::SUCCESS),
                 None => break,
             },
-            Ending::Resume(id) => resume(&mut cli, id),
+            Ending::Resume(id) => screen.follow(Some(id)),
         }
-        let (next, id) = one_session(&cli, &mut keys).await?;
+        let (next, id) = screen.one(&mut keys).await?;
         ending = next;
         last_id = Some(id);
     }
@@ -128,73 +135,85 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn resume(cli: &mut Cli, id: String) {
-    cli.resume = Some(id);
-    cli.continue_session = false;
-    cli.session_id = None;
-    cli.prompt = None;
-}
-
 /// The picker over this project's sessions; `None` when the person leaves.
-fn choose_session(cli: &Cli) -> anyhow::Result<Option<String>> {
-    let paths = super::paths()?;
-    let sessions = picker::listings(&paths, &super::transcript_store(cli)?)?;
-    if sessions.is_empty() {
+fn choose_session(sessions: &Sessions, spec: &SessionSpec) -> anyhow::Result<Option<String>> {
+    let paths = &spec.paths;
+    let store = sessions.store(spec.history.store.as_deref())?;
+    let listed = picker::listings(paths, &store)?;
+    if listed.is_empty() {
         bail!("there is no session to resume in {}", paths.cwd.display());
     }
-    picker::pick(&sessions)
+    picker::pick(&listed)
 }
 
-/// One session on the screen, from its build to its end; how it ended
-/// and its id.
-async fn one_session(cli: &Cli, keys: &mut EventStream) -> anyhow::Result<(Ending, String)> {
-    let session = session_builder(cli, false)?.build().await?;
-    print_warnings(&session);
-    let Some(run) = &session.run else {
-        bail!("the session was built without a model");
-    };
-    let (ui, events) = mpsc::unbounded_channel();
-    let output = ScreenOutput(ui.clone());
-    start_output(&session, &ui, &output);
-    let Some(deps) = session.deps(true) else {
-        bail!("the session was built without a model");
-    };
-    let turn = TurnSlot::default();
-    let print_session = PrintSession {
-        hooks: Some(session.hooks.as_ref()),
-        history: session.history.clone(),
-        source: session.source,
-        transcript: session.transcript.as_deref(),
-        turn: Some(turn.clone()),
-        model: Some(run.model_name.clone()),
-        overrides: None,
-        meter: None,
-        checkpoints: session.checkpoints.clone(),
-        slash_commands: !cli.disable_slash_commands,
-        commands: (!cli.disable_slash_commands).then_some(SlashCommands {
-            pipeline: &session.pipeline,
-        }),
-        notifications: None,
-        setup: None,
-    };
-    let history = commands::PromptHistory::for_project(&session.paths);
-    let mut app = opening(&session, run, &history);
-    if let Some(prompt) = cli.prompt.clone().filter(|p| !p.trim().is_empty()) {
-        send(&session, &mut app, &history, prompt);
+/// The sessions the screen opens, one after another.
+struct ScreenSession<'a> {
+    sessions: &'a Sessions,
+    spec: SessionSpec,
+    slash_commands: bool,
+    /// The first session's prompt (the command line's).
+    prompt: Option<String>,
+}
+
+impl ScreenSession<'_> {
+    /// The next session: new (`None`) or resuming `id`.
+    fn follow(&mut self, resume: Option<String>) {
+        self.spec.history.resume = resume.map(Resume::Id);
+        self.spec.id = None;
+        self.prompt = None;
     }
-    let guard = TerminalGuard::take().context("taking the terminal")?;
-    let screen = ScreenLoop {
-        session: &session,
-        ui,
-        turn: &turn,
-        history: &history,
-    };
-    let queue = Prompts::Stream(session.queue.clone());
-    let runner = run_print(&deps, &run.config, output, queue, print_session);
-    let (_, ending) = tokio::join!(runner, screen.run(app, events, keys));
-    drop(guard);
-    session.shutdown().await;
-    Ok((ending?, session.id.clone()))
+
+    /// One session on the screen, from its build to its end; how it ended
+    /// and its id.
+    async fn one(&mut self, keys: &mut EventStream) -> anyhow::Result<(Ending, String)> {
+        let session = self.sessions.open(self.spec.clone()).await?;
+        print_warnings(&session);
+        let Some(run) = &session.run else {
+            bail!("the session was built without a model");
+        };
+        let (ui, events) = mpsc::unbounded_channel();
+        let output = ScreenOutput(ui.clone());
+        start_output(&session, &ui, &output);
+        let Some(deps) = session.deps(true) else {
+            bail!("the session was built without a model");
+        };
+        let turn = TurnSlot::default();
+        let print_session = PrintSession {
+            hooks: Some(session.hooks.as_ref()),
+            history: session.history.clone(),
+            source: session.source,
+            transcript: session.transcript.as_deref(),
+            turn: Some(turn.clone()),
+            model: Some(run.model_name.clone()),
+            overrides: None,
+            meter: None,
+            checkpoints: session.checkpoints.clone(),
+            slash_commands: self.slash_commands,
+            commands: self.slash_commands.then_some(SlashCommands {
+                pipeline: &session.pipeline,
+            }),
+            notifications: None,
+            setup: None,
+        };
+        let history = commands::PromptHistory::for_project(&session.paths);
+        let mut app = opening(&session, run, &history);
+        if let Some(prompt) = self.prompt.take().filter(|p| !p.trim().is_empty()) {
+            send(&session, &mut app, &history, prompt);
+        }
+        let guard = TerminalGuard::take().context("taking the terminal")?;
+        let screen = ScreenLoop {
+            session: &session,
+            ui,
+            turn: &turn,
+            history: &history,
+        };
+        let queue = Prompts::Stream(session.queue.clone());
+        let runner = run_print(&deps, &run.config, output, queue, print_session);
+        let (_, ending) = tokio::join!(runner, screen.run(app, events, keys));
+        drop(guard);
+        session.shutdown().await;
+        Ok((ending?, session.id.clone()))
+    }
 }
 
 /// The session's output joins the screen: its events, its mode changes,

@@ -13,9 +13,14 @@
 
 mod http;
 
-use super::{Cli, print_mode};
+use crate::conversation::{PrintError, PrintOptions, RunEnd, RunReport, run_printed};
+use crate::output::OutputFormat;
+use crate::policy::PermissionMode;
+use crate::session::{
+    GivenSettings, HistorySetup, McpGiven, McpSetup, PermissionSpec, PromptChoice, Resume,
+    RunSetup, SessionPaths, SessionSpec, Sessions, ToolSet,
+};
 use anyhow::Context;
-use clap::Parser;
 use http::{Health, Shared};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -106,69 +111,87 @@ impl Job {
         if job.continue_session && (job.session_id.is_none() || job.resume.is_some()) {
             anyhow::bail!("continueSession needs a sessionId, and no resume");
         }
-        Cli::try_parse_from(job.flags()).context("the job's settings")?;
+        job.mode()?;
+        if let Some(id) = &job.session_id {
+            uuid::Uuid::parse_str(id).context("sessionId is not a UUID")?;
+        }
         Ok(job)
     }
 
-    /// The session flags, as `carapace -p` takes them.
-    fn flags(&self) -> Vec<String> {
-        let mut flags: Vec<String> = [
-            "carapace",
-            "-p",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ]
-        .map(String::from)
-        .into();
-        let mut add = |flag: &str, value: Option<String>| {
-            if let Some(value) = value {
-                flags.extend([flag.to_string(), value]);
-            }
+    /// The mode: the job's, else `dontAsk`.
+    fn mode(&self) -> anyhow::Result<PermissionMode> {
+        match self.permission_mode.as_deref() {
+            None => Ok(PermissionMode::DontAsk),
+            Some(name) => PermissionMode::parse(name)
+                .with_context(|| format!("permissionMode `{name}` is not a permission mode")),
+        }
+    }
+
+    /// The session the job describes, in `paths`; `resume` when the store
+    /// has the job's session already.
+    fn spec(&self, paths: SessionPaths, resume: Option<Resume>) -> anyhow::Result<SessionSpec> {
+        let mut spec = SessionSpec::new(paths);
+        spec.id = self.session_id.clone().filter(|_| resume.is_none());
+        spec.settings.given = self.settings.clone().map(GivenSettings::Inline);
+        spec.permissions = PermissionSpec {
+            mode: Some(self.mode()?),
+            allowed: self.allowed_tools.clone(),
+            disallowed: self.disallowed_tools.clone(),
+            ..PermissionSpec::default()
         };
-        add("--model", self.model.clone());
-        add(
-            "--permission-mode",
-            Some(
-                self.permission_mode
-                    .clone()
-                    .unwrap_or_else(|| "dontAsk".into()),
-            ),
-        );
-        add("--max-turns", self.max_turns.map(|n| n.to_string()));
-        add(
-            "--max-budget-usd",
-            self.max_budget_usd.map(|n| n.to_string()),
-        );
-        add("--settings", self.settings.as_ref().map(Value::to_string));
-        add(
-            "--mcp-config",
-            self.mcp_servers
-                .as_ref()
-                .map(|servers| json!({"mcpServers": servers}).to_string()),
-        );
-        add("--session-id", self.session_id.clone());
-        add("--resume", self.resume.clone());
-        add("--transcript-store", self.transcript_store.clone());
-        add("--system-prompt", self.system_prompt.clone());
-        add("--append-system-prompt", self.append_system_prompt.clone());
-        add("--tools", self.tools.as_ref().map(|t| t.join(",")));
-        for (flag, list) in [
-            ("--fallback-model", &self.fallback_model),
-            ("--allowedTools", &self.allowed_tools),
-            ("--disallowedTools", &self.disallowed_tools),
-        ] {
-            if !list.is_empty() {
-                flags.extend([flag.to_string(), list.join(",")]);
-            }
+        // Servers in the job are the only ones: no file's are used.
+        spec.mcp = Some(match &self.mcp_servers {
+            Some(servers) => McpSetup {
+                given: vec![McpGiven::Inline {
+                    config: json!({"mcpServers": servers}),
+                    shown: "the job's mcpServers".into(),
+                }],
+                strict: true,
+            },
+            None => McpSetup::default(),
+        });
+        spec.history = HistorySetup {
+            resume: resume.or_else(|| self.resume.clone().map(Resume::Id)),
+            persist: true,
+            store: self.transcript_store.clone(),
+            ..HistorySetup::default()
+        };
+        spec.run = Some(RunSetup {
+            model: self.model.clone(),
+            fallback_models: self.fallback_model.clone(),
+            max_turns: self.max_turns,
+            max_budget_usd: self.max_budget_usd,
+            prompt: PromptChoice {
+                replace: self.system_prompt.clone(),
+                append: self.append_system_prompt.clone(),
+            },
+            ..RunSetup::default()
+        });
+        spec.tools.set = match self.tools.as_deref() {
+            None => ToolSet::All,
+            Some([only]) if only == "default" => ToolSet::All,
+            Some(names) => ToolSet::Only(names.to_vec()),
+        };
+        spec.tools.agent_tool = true;
+        spec.tools.web_search = true;
+        // stream-json prints each result's `tool_use_result`.
+        spec.tools.structured_results = true;
+        Ok(spec)
+    }
+
+    /// How the run prints: stream-json lines, verbose, as the SDK reads
+    /// them.
+    fn options(&self) -> PrintOptions {
+        PrintOptions {
+            format: OutputFormat::StreamJson,
+            verbose: true,
+            hook_events: self.include_hook_events,
+            partial_messages: false,
+            replay_user_messages: false,
+            slash_commands: true,
+            setup: None,
+            prompt: Some(self.prompt.clone()),
         }
-        if self.mcp_servers.is_some() {
-            flags.push("--strict-mcp-config".into());
-        }
-        if self.include_hook_events {
-            flags.push("--include-hook-events".into());
-        }
-        flags
     }
 }
 
@@ -186,6 +209,7 @@ pub async fn run(
     source: Option<&str>,
     listen: Option<SocketAddr>,
     check: bool,
+    sessions: &Sessions,
 ) -> anyhow::Result<ExitCode> {
     let shared = Arc::new(Mutex::new(Shared::new(listen.is_some())));
     let job = match (source, listen) {
@@ -204,8 +228,8 @@ pub async fn run(
         },
         (None, None) => anyhow::bail!("a worker needs a job file, or --listen"),
     };
-    let cli = match prepare(&job) {
-        Ok(cli) => cli,
+    let spec = match prepare(&job, sessions) {
+        Ok(spec) => spec,
         Err(e) => return Ok(invalid(&e)),
     };
     if let (Some(addr), None) = (job.health, listen) {
@@ -215,10 +239,11 @@ pub async fn run(
         shared: shared.clone(),
         result: job.result.clone(),
     };
-    let code = match print_mode(cli, Some(&report)).await {
-        Ok(code) => code,
+    let code = match run_printed(sessions, spec, job.options(), Some(&report)).await {
+        Ok(RunEnd::Success) => ExitCode::SUCCESS,
+        Ok(RunEnd::Failure) => ExitCode::FAILURE,
         Err(e) => {
-            log("error", None, &format!("{e:#}"));
+            log("error", None, &format!("{:#}", anyhow::Error::from(e)));
             ExitCode::FAILURE
         }
     };
@@ -237,34 +262,39 @@ fn invalid(e: &anyhow::Error) -> ExitCode {
     ExitCode::from(INVALID_JOB)
 }
 
-fn prepare(job: &Job) -> anyhow::Result<Cli> {
-    let mut cli = Cli::try_parse_from(job.flags()).context("the job's settings")?;
-    cli.prompt = Some(job.prompt.clone());
+/// The job's session, in its workspace: a `continueSession` job whose
+/// session the store has resumes it.
+fn prepare(job: &Job, sessions: &Sessions) -> anyhow::Result<SessionSpec> {
     if let Some(workspace) = &job.workspace {
         std::env::set_current_dir(workspace)
             .with_context(|| format!("entering the workspace {}", workspace.display()))?;
     }
+    let paths = super::paths()?;
+    let mut resume = None;
     if let (true, Some(id)) = (job.continue_session, &job.session_id) {
-        let paths = super::paths()?;
-        let store = super::transcript_store(&cli)?;
+        let store = sessions.store(job.transcript_store.as_deref())?;
         if store.place(&paths.config_dir, &paths.cwd, id).exists()? {
             log("info", Some(id), "the session exists: resuming it");
-            cli.resume = Some(id.clone());
-            cli.session_id = None;
+            resume = Some(Resume::Id(id.clone()));
         }
     }
-    Ok(cli)
+    job.spec(paths, resume)
 }
 
 /// What print mode tells a worker.
-pub struct WorkerReport {
+struct WorkerReport {
     shared: Arc<Mutex<Shared>>,
     result: Option<PathBuf>,
 }
 
-impl WorkerReport {
+impl RunReport for WorkerReport {
+    /// As a JSON log line, with the session's id.
+    fn warning(&self, session_id: &str, warning: &str) {
+        log("warn", Some(session_id), warning);
+    }
+
     /// The session is built: ready.
-    pub(super) fn ready(&self, session_id: &str) {
+    fn ready(&self, session_id: &str) {
         if let Ok(mut shared) = self.shared.lock() {
             shared.health = Health::Running {
                 session_id: session_id.to_string(),
@@ -276,15 +306,17 @@ impl WorkerReport {
     /// The run's result line, written to the job's `result` file whole:
     /// to a temporary file beside it, synced, then renamed over it; and
     /// kept for `GET /result`.
-    pub(super) fn finished(&self, line: &Value) -> anyhow::Result<()> {
+    fn finished(&self, line: &Value) -> Result<(), PrintError> {
         if let Ok(mut shared) = self.shared.lock() {
             shared.result = Some(line.clone());
         }
         let Some(path) = &self.result else {
             return Ok(());
         };
-        write_whole(path, format!("{line}\n").as_bytes())
-            .with_context(|| format!("writing the result to {}", path.display()))
+        write_whole(path, format!("{line}\n").as_bytes()).map_err(|source| PrintError::Result {
+            path: path.display().to_string(),
+            source,
+        })
     }
 }
 
@@ -309,17 +341,21 @@ mod tests {
     }
 
     #[test]
-    fn a_job_becomes_print_mode_flags_that_never_ask() -> anyhow::Result<()> {
+    fn a_job_becomes_a_session_that_never_asks() -> anyhow::Result<()> {
         let job = job(
             r#"{"prompt": "go", "model": "m", "allowedTools": ["Read", "Bash(ls:*)"],
                 "mcpServers": {"s": {"command": "x"}}, "maxTurns": 3}"#,
         )?;
-        let cli = Cli::try_parse_from(job.flags())?;
-        assert!(cli.print && cli.verbose && cli.strict_mcp_config);
-        assert_eq!(cli.model.as_deref(), Some("m"));
-        assert_eq!(cli.permission_mode.map(|m| m.as_str()), Some("dontAsk"));
-        assert_eq!(cli.allowed_tools, ["Read,Bash(ls:*)"]);
-        assert_eq!(cli.max_turns, Some(3));
+        let paths = SessionPaths::from_env()?;
+        let spec = job.spec(paths, None)?;
+        assert!(spec.mcp.as_ref().is_some_and(|mcp| mcp.strict));
+        let run = spec.run.as_ref().context("no run")?;
+        assert_eq!(run.model.as_deref(), Some("m"));
+        assert_eq!(run.max_turns, Some(3));
+        assert_eq!(spec.permissions.mode, Some(PermissionMode::DontAsk));
+        assert_eq!(spec.permissions.allowed, ["Read", "Bash(ls:*)"]);
+        let options = job.options();
+        assert!(options.verbose && options.format == OutputFormat::StreamJson);
         Ok(())
     }
 
@@ -338,6 +374,11 @@ mod tests {
                 "needs a sessionId",
             ),
             ("not json", "not a valid job"),
+            (
+                r#"{"prompt": "go", "permissionMode": "yolo"}"#,
+                "not a permission mode",
+            ),
+            (r#"{"prompt": "go", "sessionId": "x/../y"}"#, "not a UUID"),
         ] {
             let error = job(text)
                 .err()

@@ -19,6 +19,33 @@ use std::sync::Arc;
 /// control protocol.
 pub const STDIO_PROMPT: &str = "stdio";
 
+/// Who answers what the policy would ask the user.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Asker {
+    /// Nobody can be asked: the call is refused, with what would allow it.
+    #[default]
+    Nobody,
+    /// A loaded tool answers (`--permission-prompt-tool NAME`).
+    PromptTool(String),
+    /// A front end's prompter, attached when the session starts: the SDK's
+    /// `can_use_tool`, the person at the screen, an ACP client. `hosts`:
+    /// whether it is also asked about a host no rule names (the SDK's is;
+    /// the screen's and ACP's answer calls only, for now).
+    Prompter { hosts: bool },
+}
+
+impl Asker {
+    /// `--permission-prompt-tool`: `stdio` is the SDK, any other name a
+    /// loaded tool.
+    pub fn from_prompt_tool(name: Option<&str>) -> Self {
+        match name {
+            None => Self::Nobody,
+            Some(STDIO_PROMPT) => Self::Prompter { hosts: true },
+            Some(tool) => Self::PromptTool(tool.to_string()),
+        }
+    }
+}
+
 /// Rounds of a prompter answering with a changed input before the call is
 /// refused (each changed input is decided afresh).
 const PROMPT_ROUNDS: usize = 3;
@@ -67,6 +94,11 @@ enum AskAnswer {
 impl ToolPipeline {
     /// The SDK's permission callback (`--permission-prompt-tool stdio`),
     /// once the control protocol is up (set once).
+    /// Who answers what the policy would ask the user.
+    pub fn asker(&self) -> &Asker {
+        &self.asker
+    }
+
     pub fn set_prompter(&self, prompter: Arc<dyn PermissionPrompter>) {
         let _ = self.prompter.set(prompter);
     }
@@ -188,15 +220,10 @@ impl ToolPipeline {
         }
         // The SDK (`--permission-prompt-tool stdio`) or the person at the
         // interactive screen; a prompt tool named otherwise is asked below.
-        let prompter_asks = match self.prompt_tool.as_deref() {
-            Some(STDIO_PROMPT) => true,
-            Some(_) => false,
-            None => self.prompter.get().is_some(),
-        };
-        if prompter_asks {
+        if let Asker::Prompter { .. } = self.asker {
             let Some(prompter) = self.prompter.get() else {
                 return AskAnswer::Refused(format!(
-                    "{question} The permission prompt is the SDK (stdio), which is not connected."
+                    "{question} The permission prompt (the SDK over stdio, or the front end) is not connected."
                 ));
             };
             return match prompter.ask(request).await {
@@ -245,7 +272,7 @@ impl ToolPipeline {
     /// The permission prompt tool's answer; without one the answer is no,
     /// with the reason and what would allow it.
     async fn ask_prompt_tool(&self, call: &ToolCall, question: &str) -> AskAnswer {
-        let Some(prompt_tool) = &self.prompt_tool else {
+        let Asker::PromptTool(prompt_tool) = &self.asker else {
             return AskAnswer::Refused(format!(
                 "{question} carapace is running non-interactively and cannot ask, so the call was denied. \
 To allow it, add a permission rule (--allowedTools or settings), choose another --permission-mode, \

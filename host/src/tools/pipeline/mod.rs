@@ -20,7 +20,7 @@ mod results;
 mod skill;
 mod stages;
 
-pub use ask::{PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT};
+pub use ask::{Asker, PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT};
 
 use crate::agent::{
     InterruptBehavior, Preparation, ReadyCall, ToolCall, ToolCallResult, ToolRuntime,
@@ -60,10 +60,9 @@ pub struct ToolPipeline {
     read_denials: Option<Arc<LiveReadDenials>>,
     limits: CallLimits,
     audit: AuditLog,
-    /// A tool that answers permission questions in print mode
-    /// (`--permission-prompt-tool`; `stdio`: the SDK, through `prompter`).
-    prompt_tool: Option<String>,
-    /// The SDK's permission callback, once the control protocol runs.
+    /// Who answers what the policy would ask the user.
+    asker: Asker,
+    /// The front end's prompter ([`Asker::Prompter`]), once attached.
     prompter: std::sync::OnceLock<Arc<dyn PermissionPrompter>>,
     /// What the model was shown of each file in this session (first-party
     /// tools only).
@@ -101,7 +100,7 @@ impl ToolPipeline {
             read_denials: None,
             limits,
             audit: AuditLog::disabled(),
-            prompt_tool: None,
+            asker: Asker::Nobody,
             prompter: std::sync::OnceLock::new(),
             reads: ReadLedger::new(),
             spill: None,
@@ -164,9 +163,9 @@ impl ToolPipeline {
         self
     }
 
-    /// Asks `tool` (a loaded tool) whenever the policy would ask the user.
-    pub fn with_prompt_tool(mut self, tool: Option<String>) -> Self {
-        self.prompt_tool = tool;
+    /// Who answers whenever the policy would ask the user.
+    pub fn with_asker(mut self, asker: Asker) -> Self {
+        self.asker = asker;
         self
     }
 

@@ -7,7 +7,7 @@ use crate::session::{PromptChoice, Session};
 
 /// What the session's context holds besides its messages, for the SDK's
 /// `get_context_usage`.
-pub(super) fn context_parts(
+pub fn context_parts(
     session: &Session,
     config: &QueryConfig,
     tools: &dyn crate::agent::ToolRuntime,

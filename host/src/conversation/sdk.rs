@@ -2,7 +2,7 @@
 //! the SDK's permission prompter, the session handles its requests act on,
 //! and its in-process MCP servers.
 
-use super::Cli;
+use super::printed::PrintError;
 use super::stream_input::read_input_lines;
 use crate::agent::QueryConfig;
 use crate::control::mcp_servers::McpServers;
@@ -20,7 +20,9 @@ pub struct SdkWiring<'a> {
     /// The control channel (made before the session started: it answers
     /// the session's questions).
     pub channel: Arc<ControlChannel>,
-    pub cli: &'a Cli,
+    /// The model was chosen for the run (an SDK agent's does not replace
+    /// it).
+    pub model_given: bool,
     pub session: &'a Session,
     pub run: &'a SessionRun,
     pub printer: &'a SharedPrinter<std::io::Stdout>,
@@ -33,7 +35,7 @@ pub struct SdkWiring<'a> {
 /// on stdin. What its `initialize` sets (the system prompt, its agents,
 /// its in-process MCP servers) is applied to `config` before the first
 /// turn and the init line.
-pub async fn connect(w: SdkWiring<'_>, config: &mut QueryConfig) -> anyhow::Result<Prompts> {
+pub async fn connect(w: SdkWiring<'_>, config: &mut QueryConfig) -> Result<Prompts, PrintError> {
     let controller = controller(&w, &config.model, &config.user_context);
     let reader = tokio::io::BufReader::new(tokio::io::stdin());
     let queue = w.session.queue.clone();
@@ -114,22 +116,20 @@ fn deferred_agent(
     w: &SdkWiring<'_>,
     name: &str,
     config: &mut QueryConfig,
-) -> anyhow::Result<crate::subagents::AgentDefinition> {
+) -> Result<crate::subagents::AgentDefinition, PrintError> {
     let session = w.session;
     let agent = session
         .agent_tool
         .as_ref()
         .and_then(|tool| tool.definition(name))
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "--agent: no agent type `{name}` is defined, by the session or the SDK (known: {})",
-                agent_names(session).join(", ")
-            )
+        .ok_or_else(|| PrintError::UnknownAgent {
+            name: name.to_string(),
+            known: agent_names(session).join(", "),
         })?;
     if let (Some(subset), Some(names)) = (&session.loop_subset, &agent.tools) {
         subset.restrict(crate::session::agent_tools(names));
     }
-    if w.cli.model.is_none()
+    if !w.model_given
         && let Some(model) = agent.model.clone()
     {
         config.model = model.clone();
@@ -181,7 +181,7 @@ fn controller(w: &SdkWiring<'_>, default_model: &str, user_context: &[String]) -
                     }
                     match &shells {
                         Some(shells) => shells.stop(task).map(|_| ()),
-                        None => Err(format!("No task `{task}` is running in this w.session.")),
+                        None => Err(format!("No task `{task}` is running in this session.")),
                     }
                 })
             }),
@@ -232,7 +232,7 @@ pub async fn connect_sdk_servers(
     session: &Session,
     names: &[String],
     controller: &Controller,
-) -> anyhow::Result<()> {
+) -> Result<(), PrintError> {
     let lines = names
         .iter()
         .map(|name| {
@@ -247,7 +247,8 @@ pub async fn connect_sdk_servers(
         crate::sandbox::CallLimits::default(),
         crate::mcp::DEFAULT_STARTUP,
     )
-    .await?;
+    .await
+    .map_err(PrintError::SdkServers)?;
     for status in &statuses {
         match &status.outcome {
             Ok(server) => {
