@@ -10,6 +10,7 @@
 
 mod context;
 pub mod mentions;
+mod print_error;
 mod printed;
 mod sdk;
 mod session_hooks;
@@ -17,5 +18,6 @@ pub mod stream_input;
 mod turns;
 
 pub use context::context_parts;
-pub use printed::{PrintError, PrintOptions, RunEnd, RunReport, run_printed};
+pub use print_error::PrintError;
+pub use printed::{PrintOptions, RunEnd, RunReport, run_printed};
 pub use turns::{PrintSession, Prompts, SetupRun, SlashCommands, run_print};

@@ -3,39 +3,17 @@
 //! spec, its lines printed, the SDK connected when it drives the run, the
 //! turns run, the session shut down.
 
+use super::print_error::PrintError;
 use super::sdk::{self, SdkWiring};
 use super::turns::{PrintSession, Prompts, SetupRun, SlashCommands, run_print};
 use crate::control::{ControlChannel, SdkPrompter, TurnSlot};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use crate::session::{
-    Asker, Session, SessionAsker, SessionError, SessionOutput, SessionRun, SessionSpec, Sessions,
+    Asker, Session, SessionAsker, SessionOutput, SessionRun, SessionSpec, Sessions,
 };
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// What a print-mode run failed on.
-#[derive(Debug, thiserror::Error)]
-pub enum PrintError {
-    #[error(transparent)]
-    Session(#[from] SessionError),
-    #[error("the session was built without a model")]
-    NoModel,
-    #[error("no prompt, and no SDK to send one")]
-    NoPrompt,
-    #[error(
-        "--agent: no agent type `{name}` is defined, by the session or the SDK (known: {known})"
-    )]
-    UnknownAgent { name: String, known: String },
-    #[error("connecting the SDK's MCP servers")]
-    SdkServers(#[source] crate::sandbox::SandboxError),
-    #[error("writing the result to {path}")]
-    Result {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-}
 
 /// How the run prints, and what it runs besides the session.
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 //! the SDK's permission prompter, the session handles its requests act on,
 //! and its in-process MCP servers.
 
-use super::printed::PrintError;
+use super::print_error::PrintError;
 use super::stream_input::read_input_lines;
 use crate::agent::QueryConfig;
 use crate::control::mcp_servers::McpServers;

@@ -2,11 +2,11 @@
 //! built on (the engine, the transcript store), before anything is
 //! assembled.
 
-use super::process::EngineSlot;
 use super::spec::SessionSpec;
 use crate::sandbox::{SandboxConfig, SandboxEngine};
 use crate::settings::SettingsError;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use crate::hooks::{HookConfigError, HookLoadError};
 use crate::mcp::McpConfigError;
@@ -37,6 +37,42 @@ pub enum SessionError {
     Model(#[from] crate::model::ModelError),
     #[error("{0}")]
     Invalid(String),
+}
+
+/// The engine the sessions are built on: made by the first session that
+/// needs one (its start-up pays for it, not the process's), then shared.
+#[derive(Clone, Default)]
+pub(super) struct EngineSlot {
+    config: SandboxConfig,
+    made: Arc<Mutex<Option<SandboxEngine>>>,
+}
+
+impl EngineSlot {
+    pub(super) fn new(config: SandboxConfig) -> Self {
+        Self {
+            config,
+            made: Arc::default(),
+        }
+    }
+
+    pub(super) fn holding(engine: SandboxEngine) -> Self {
+        Self {
+            config: SandboxConfig::default(),
+            made: Arc::new(Mutex::new(Some(engine))),
+        }
+    }
+
+    pub(super) fn get(&self) -> Result<SandboxEngine, SandboxError> {
+        // A poisoned slot still holds a usable engine (it is only ever
+        // replaced whole).
+        let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(engine) = made.as_ref() {
+            return Ok(engine.clone());
+        }
+        let engine = SandboxEngine::new(&self.config)?;
+        *made = Some(engine.clone());
+        Ok(engine)
+    }
 }
 
 /// A spec and what the process lends it; [`build`](Self::build)

@@ -4,48 +4,12 @@
 //! interactive screen's `/resume`) keeps no statics and no engine of its
 //! own.
 
-use super::builder::{SessionBuilder, SessionError};
+use super::builder::{EngineSlot, SessionBuilder, SessionError};
 use super::{Session, SessionSpec};
-use crate::sandbox::{SandboxConfig, SandboxEngine, SandboxError};
+use crate::sandbox::{SandboxConfig, SandboxEngine};
 use crate::transcript::TranscriptStore;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
-/// The engine the sessions are built on: made by the first session that
-/// needs one (its start-up pays for it, not the process's), then shared.
-#[derive(Clone, Default)]
-pub(super) struct EngineSlot {
-    config: SandboxConfig,
-    made: Arc<Mutex<Option<SandboxEngine>>>,
-}
-
-impl EngineSlot {
-    pub(super) fn new(config: SandboxConfig) -> Self {
-        Self {
-            config,
-            made: Arc::default(),
-        }
-    }
-
-    pub(super) fn holding(engine: SandboxEngine) -> Self {
-        Self {
-            config: SandboxConfig::default(),
-            made: Arc::new(Mutex::new(Some(engine))),
-        }
-    }
-
-    pub(super) fn get(&self) -> Result<SandboxEngine, SandboxError> {
-        // A poisoned slot still holds a usable engine (it is only ever
-        // replaced whole).
-        let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(engine) = made.as_ref() {
-            return Ok(engine.clone());
-        }
-        let engine = SandboxEngine::new(&self.config)?;
-        *made = Some(engine.clone());
-        Ok(engine)
-    }
-}
+use std::sync::Mutex;
 
 /// The process's sessions: opened from specs, on one engine and one
 /// connection per transcript store.

@@ -118,6 +118,14 @@ impl Job {
         Ok(job)
     }
 
+    /// Where transcripts are kept: the job's store, else the process's
+    /// (`CARAPACE_TRANSCRIPT_STORE`, as for `--transcript-store`).
+    fn store(&self) -> Option<String> {
+        self.transcript_store
+            .clone()
+            .or_else(|| std::env::var("CARAPACE_TRANSCRIPT_STORE").ok())
+    }
+
     /// The mode: the job's, else `dontAsk`.
     fn mode(&self) -> anyhow::Result<PermissionMode> {
         match self.permission_mode.as_deref() {
@@ -153,11 +161,15 @@ impl Job {
         spec.history = HistorySetup {
             resume: resume.or_else(|| self.resume.clone().map(Resume::Id)),
             persist: true,
-            store: self.transcript_store.clone(),
+            store: self.store(),
             ..HistorySetup::default()
         };
         spec.run = Some(RunSetup {
-            model: self.model.clone(),
+            // As `--model`: else `ANTHROPIC_MODEL`, before the settings'.
+            model: self
+                .model
+                .clone()
+                .or_else(|| std::env::var("ANTHROPIC_MODEL").ok()),
             fallback_models: self.fallback_model.clone(),
             max_turns: self.max_turns,
             max_budget_usd: self.max_budget_usd,
@@ -272,7 +284,7 @@ fn prepare(job: &Job, sessions: &Sessions) -> anyhow::Result<SessionSpec> {
     let paths = super::paths()?;
     let mut resume = None;
     if let (true, Some(id)) = (job.continue_session, &job.session_id) {
-        let store = sessions.store(job.transcript_store.as_deref())?;
+        let store = sessions.store(job.store().as_deref())?;
         if store.place(&paths.config_dir, &paths.cwd, id).exists()? {
             log("info", Some(id), "the session exists: resuming it");
             resume = Some(Resume::Id(id.clone()));
