@@ -2,6 +2,7 @@
 //! components. The README describes the layout; each module says what it
 //! is and what it must never do.
 
+pub mod acp;
 pub mod agent;
 pub mod checkpoints;
 pub mod cli;
@@ -10,6 +11,7 @@ pub mod control;
 pub mod conversation;
 pub mod files;
 pub mod hooks;
+pub mod interactive;
 pub mod marketplace;
 pub mod mcp;
 pub mod mcp_serve;
@@ -28,3 +30,4 @@ pub mod subagents;
 pub mod tools;
 pub mod transcript;
 pub mod tui;
+pub mod worker;

@@ -187,6 +187,65 @@ fn each_room_imports_only_the_rooms_below_it() -> TestResult {
     Ok(())
 }
 
+/// The front ends — the row under `cli` — each say in their `mod.rs` that
+/// they import no other front end, and do not; `cli` itself is flags and
+/// dispatch, under 2,000 lines.
+#[test]
+fn front_ends_are_siblings_over_one_conversation() -> TestResult {
+    let rows = rows()?;
+    assert_eq!(
+        rows.first().map(|r| r.as_slice()),
+        Some(&["cli".to_string()][..])
+    );
+    let front: BTreeSet<&str> = rows
+        .get(1)
+        .ok_or("no row under cli")?
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert!(
+        front.contains("acp") && front.contains("worker"),
+        "{front:?}"
+    );
+    let house = house()?;
+    let mut wrong = Vec::new();
+    for room in &front {
+        // The room's doc comment, its lines joined.
+        let face = std::fs::read_to_string(src().join(room).join("mod.rs"))?;
+        let said = face.replace("\n//! ", " ").replace("\n//!", " ");
+        if !said.contains("imports no other front end") {
+            wrong.push(format!(
+                "{room}/mod.rs does not say it imports no other front end"
+            ));
+        }
+    }
+    for (module, named) in &house.edges {
+        let Some(room) = module.first().filter(|r| front.contains(r.as_str())) else {
+            continue;
+        };
+        for target in named {
+            if let Some(other) = target
+                .first()
+                .filter(|o| *o != room && front.contains(o.as_str()))
+            {
+                wrong.push(format!(
+                    "{} imports the front end {other}",
+                    module.join("/")
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let mut cli = Vec::new();
+    modules(&src().join("cli"), &mut cli)?;
+    let mut lines = 0;
+    for (_, path) in &cli {
+        lines += std::fs::read_to_string(path)?.lines().count();
+    }
+    assert!(lines > 500 && lines < 2000, "cli/ is {lines} lines");
+    Ok(())
+}
+
 #[test]
 fn no_files_inside_a_room_import_each_other_in_a_circle() -> TestResult {
     let house = house()?;

@@ -13,13 +13,10 @@ macro_rules! say {
     }};
 }
 
-mod acp;
 mod flags;
-mod interactive;
 mod marketplace;
 mod plugin;
 mod spec;
-mod worker;
 
 pub use flags::{Cli, Command, InputFormat, McpCommand, Unsupported};
 
@@ -53,21 +50,21 @@ pub async fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             permission_timeout,
             session_flags,
         }) => {
-            let limits = acp::Limits {
-                max_sessions: max_sessions.unwrap_or_else(acp::sessions_for_memory),
-                max_running: max_running.unwrap_or_else(acp::turns_for_processors),
+            let limits = crate::acp::Limits {
+                max_sessions: max_sessions.unwrap_or_else(crate::acp::sessions_for_memory),
+                max_running: max_running.unwrap_or_else(crate::acp::turns_for_processors),
                 permission_timeout: std::time::Duration::from_secs(permission_timeout),
             };
-            acp::serve(acp_session_spec(&cli, session_flags)?, limits).await
+            crate::acp::serve(acp_session_spec(&cli, session_flags)?, limits).await
         }
         // `carapace --model X acp`: clap takes `acp` after a flag as the
         // prompt, not the subcommand.
         None if cli.prompt.as_deref() == Some("acp") => {
             bail!("session flags go after `acp --`: carapace acp -- --model NAME")
         }
-        None if interactive::wanted(&cli) => interactive::run(cli, &sessions).await,
+        None if screen_wanted(&cli) => screen(cli, &sessions).await,
         Some(Command::Worker { job, listen, check }) => {
-            worker::run(job.as_deref(), listen, check, &sessions).await
+            crate::worker::run(job.as_deref(), listen, check, &sessions).await
         }
         None => print_mode(cli, &sessions).await,
     }
@@ -94,6 +91,35 @@ fn acp_session_spec(cli: &Cli, flags: Vec<String>) -> anyhow::Result<SessionSpec
         );
     }
     spec::session_spec(&session, false, paths()?)
+}
+
+/// Whether `carapace` with these flags opens the screen: no `-p`, text
+/// input, and a terminal on both ends.
+fn screen_wanted(cli: &Cli) -> bool {
+    !cli.print
+        && cli.input_format == InputFormat::Text
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+}
+
+/// `carapace` in a terminal: the interactive screen.
+async fn screen(mut cli: Cli, sessions: &Sessions) -> anyhow::Result<ExitCode> {
+    check_flags(&cli)?;
+    if cli.permission_prompt_tool.is_some() {
+        bail!("--permission-prompt-tool is for print mode: the interactive screen asks you itself");
+    }
+    // `--resume` without an id: the screen's picker chooses.
+    let pick = cli.resume.as_deref() == Some("");
+    if pick {
+        cli.resume = None;
+    }
+    let start = crate::interactive::ScreenStart {
+        spec: spec::session_spec(&cli, false, paths()?)?,
+        pick,
+        slash_commands: !cli.disable_slash_commands,
+        prompt: cli.prompt.take(),
+    };
+    crate::interactive::run(start, sessions).await
 }
 
 /// `carapace -p`: one prompt, or the SDK's stream of messages.

@@ -4,8 +4,9 @@
 //! a sandboxed instance holding only the grant. Nobody is there to answer a
 //! question, so what the policy would ask about is refused.
 //!
-//! Imports: `agent`, `model`, `tools` — folders below it; nothing that
-//! imports it.
+//! A front end, beside `acp`, `interactive` and `worker`: it imports no
+//! other front end, and only `cli` imports it (which opens the session it
+//! serves). Imports: `agent`, `model`, `tools` — rooms below it.
 
 pub mod http;
 

@@ -8,6 +8,14 @@
 //! The protocol itself is Zed's `agent-client-protocol` crate (v1): it
 //! answers malformed JSON-RPC, unknown methods and requests no handler
 //! takes with JSON-RPC errors.
+//!
+//! A front end, beside `interactive`, `worker` and `mcp_serve`: it imports
+//! no other front end, and only `cli` imports it. Each `session/new` is a
+//! [`SessionSpec`] — the command line's, with the client's directory and
+//! servers — opened on the process's [`Sessions`]. It is an edge: what
+//! fails is answered to the client as a protocol error. Imports:
+//! `agent`, `control`, `conversation`, `policy`, `session`, `tools`,
+//! `transcript` and the rooms they stand on.
 
 mod asking;
 mod content;

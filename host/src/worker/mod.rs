@@ -10,6 +10,13 @@
 //! warm pod of a sandbox pool): it is ready while it waits, takes one job
 //! from `POST /job`, and keeps its result line at `GET /result` until it
 //! is told to stop (`http.rs`).
+//!
+//! A front end, beside `acp`, `interactive` and `mcp_serve`: it imports no
+//! other front end, and only `cli` imports it. The job becomes a
+//! [`SessionSpec`] directly (no command line in between) and runs through
+//! the conversation's print-mode run. It is an edge: what fails is a JSON
+//! log line and the exit code. Imports: `conversation`, `output`,
+//! `policy`, `session`, `files`.
 
 mod http;
 
@@ -281,7 +288,7 @@ fn prepare(job: &Job, sessions: &Sessions) -> anyhow::Result<SessionSpec> {
         std::env::set_current_dir(workspace)
             .with_context(|| format!("entering the workspace {}", workspace.display()))?;
     }
-    let paths = super::paths()?;
+    let paths = SessionPaths::from_env().context("reading the working directory")?;
     let mut resume = None;
     if let (true, Some(id)) = (job.continue_session, &job.session_id) {
         let store = sessions.store(job.store().as_deref())?;

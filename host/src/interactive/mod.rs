@@ -1,9 +1,16 @@
-//! `carapace` in a terminal: the interactive screen. The session is built
-//! from the same flags as print mode and runs the same turns (print
-//! mode's stream of user messages, so typing while a turn runs queues the
-//! message and the loop takes it between tool batches); its events come
-//! to the screen, its questions are asked there, and the person's keys
-//! send prompts, interrupt, change the mode and answer.
+//! `carapace` in a terminal: the interactive screen. The session is opened
+//! from the spec the command line made, as print mode's is, and runs the
+//! same turns (print mode's stream of user messages, so typing while a
+//! turn runs queues the message and the loop takes it between tool
+//! batches); its events come to the screen, its questions are asked
+//! there, and the person's keys send prompts, interrupt, change the mode
+//! and answer.
+//!
+//! A front end, beside `acp`, `worker` and `mcp_serve`: it imports no
+//! other front end, and only `cli` imports it. It is an edge too: its
+//! errors end the screen with a message (`anyhow`). Imports: `agent`,
+//! `control`, `conversation`, `output`, `policy`, `session`, `tools`,
+//! `tui` and the rooms they stand on.
 
 mod app;
 mod commands;
@@ -14,7 +21,6 @@ mod status;
 
 pub use app::UiEvent;
 
-use super::{Cli, check_flags, print_warnings};
 use crate::agent::{AgentEvent, EventSink, QueryOutcome, QueuedInput};
 use crate::control::TurnSlot;
 use crate::conversation::mentions;
@@ -30,16 +36,6 @@ use futures::StreamExt;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tokio::sync::mpsc;
-
-/// Whether `carapace` with these flags opens the screen: no `-p`, text
-/// input, and a terminal on both ends.
-pub fn wanted(cli: &Cli) -> bool {
-    use std::io::IsTerminal;
-    !cli.print
-        && cli.input_format == super::InputFormat::Text
-        && std::io::stdin().is_terminal()
-        && std::io::stdout().is_terminal()
-}
 
 /// The session's events and turn ends, sent to the screen.
 #[derive(Clone)]
@@ -83,26 +79,32 @@ pub enum Ending {
     Resume(String),
 }
 
-pub async fn run(mut cli: Cli, sessions: &Sessions) -> anyhow::Result<ExitCode> {
-    check_flags(&cli)?;
-    if cli.permission_prompt_tool.is_some() {
-        bail!("--permission-prompt-tool is for print mode: the interactive screen asks you itself");
-    }
-    let mut ending = match cli.resume.as_deref() {
-        Some("") => {
-            cli.resume = None;
-            Ending::Pick
-        }
-        _ => Ending::Clear,
+/// What the screen opens with.
+pub struct ScreenStart {
+    /// The first session; later ones are the same, new or resumed.
+    pub spec: SessionSpec,
+    /// Choose the session to resume first (`--resume` without an id).
+    pub pick: bool,
+    /// `/name` runs a command (not with `--disable-slash-commands`).
+    pub slash_commands: bool,
+    /// The first session's first prompt.
+    pub prompt: Option<String>,
+}
+
+/// The screen, one session after another until the person leaves.
+pub async fn run(start: ScreenStart, sessions: &Sessions) -> anyhow::Result<ExitCode> {
+    let mut ending = match start.pick {
+        true => Ending::Pick,
+        false => Ending::Clear,
     };
-    let mut spec = super::spec::session_spec(&cli, false, super::paths()?)?;
+    let mut spec = start.spec;
     // The person at the screen answers.
     spec.permissions.asker = Asker::Prompter { hosts: false };
     let mut screen = ScreenSession {
         sessions,
         spec,
-        slash_commands: !cli.disable_slash_commands,
-        prompt: cli.prompt.take(),
+        slash_commands: start.slash_commands,
+        prompt: start.prompt,
     };
     let mut last_id = None;
     // From here to the end, keys typed while no screen reads them (a
@@ -167,7 +169,9 @@ impl ScreenSession<'_> {
     /// and its id.
     async fn one(&mut self, keys: &mut EventStream) -> anyhow::Result<(Ending, String)> {
         let session = self.sessions.open(self.spec.clone()).await?;
-        print_warnings(&session);
+        for warning in &session.warnings {
+            eprintln!("carapace: warning: {warning}");
+        }
         let Some(run) = &session.run else {
             bail!("the session was built without a model");
         };
