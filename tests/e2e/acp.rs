@@ -41,11 +41,17 @@ impl Editor {
         flags: &[&str],
         acp_flags: &[&str],
     ) -> Result<Self, Error> {
-        let mut child = support::against(server, cwd)
-            .arg("acp")
-            .args(acp_flags)
-            .arg("--")
-            .args(flags)
+        Self::spawn(
+            support::against(server, cwd)
+                .arg("acp")
+                .args(acp_flags)
+                .arg("--")
+                .args(flags),
+        )
+    }
+
+    fn spawn(command: &mut std::process::Command) -> Result<Self, Error> {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -73,6 +79,18 @@ impl Editor {
             seen: Vec::new(),
             answer: Answer::Option("allow_once"),
         })
+    }
+
+    /// [`start`](Self::start) with the user's configuration in `config`.
+    fn start_with(
+        server: &ScriptedServer,
+        cwd: &std::path::Path,
+        flags: &[&str],
+        config: &std::path::Path,
+    ) -> Result<Self, Error> {
+        let mut command = support::against(server, cwd);
+        command.env("CARAPACE_CONFIG_DIR", config);
+        Self::spawn(command.arg("acp").arg("--").args(flags))
     }
 
     fn write(&mut self, line: &str) -> Result<(), Error> {
@@ -781,5 +799,96 @@ fn an_image_in_a_prompt_goes_to_the_model_before_the_text() -> TestResult {
     }
     assert_eq!(server.requests().len(), 1);
     assert_eq!(editor.close()?, Some(0));
+    Ok(())
+}
+
+/// The same session — model, mode, rules, directory — asked for by print
+/// mode's flags, by a worker's job and by an ACP client sends the model
+/// the same first request: the three front ends open one spec the same
+/// way.
+#[test]
+fn one_session_from_print_mode_a_worker_and_acp_sends_the_same_first_request() -> TestResult {
+    let workspace = tempfile::tempdir()?;
+    let cwd = workspace.path().join("project");
+    std::fs::create_dir(&cwd)?;
+    let cwd = cwd.canonicalize()?;
+    std::fs::write(cwd.join("CLAUDE.md"), "Answer briefly.\n")?;
+    let config = workspace.path().join("config");
+    let server = ScriptedServer::start(vec![
+        Reply::text("from print mode"),
+        Reply::text("from the worker"),
+        Reply::text("from ACP"),
+    ])?;
+    let flags = [
+        "--model",
+        "claude-spec-test",
+        "--permission-mode",
+        "dontAsk",
+        "--allowedTools",
+        "Read",
+    ];
+    let printed = support::against(&server, &cwd)
+        .env("CARAPACE_CONFIG_DIR", &config)
+        .args([
+            "-p",
+            "same prompt",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .args(flags)
+        .output()?;
+    assert!(
+        printed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&printed.stderr)
+    );
+    let job = json!({"prompt": "same prompt", "workspace": cwd, "model": "claude-spec-test",
+        "permissionMode": "dontAsk", "allowedTools": ["Read"]});
+    let job_file = workspace.path().join("job.json");
+    std::fs::write(&job_file, job.to_string())?;
+    let worked = support::against(&server, workspace.path())
+        .env("CARAPACE_CONFIG_DIR", &config)
+        .arg("worker")
+        .arg(&job_file)
+        .output()?;
+    assert!(
+        worked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&worked.stderr)
+    );
+    let mut editor = Editor::start_with(&server, workspace.path(), &flags, &config)?;
+    editor.initialize()?;
+    let session = editor.new_session(&cwd)?;
+    let done = editor.prompt(&session, "same prompt")?;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(editor.close()?, Some(0));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let first = requests[0].body.clone();
+    assert_eq!(first["model"], "claude-spec-test");
+    assert!(
+        first["messages"].to_string().contains("Answer briefly."),
+        "{first}"
+    );
+    assert!(
+        first["tools"].as_array().is_some_and(|t| t.len() > 5),
+        "{first}"
+    );
+    for (who, request) in [("the worker", &requests[1]), ("ACP", &requests[2])] {
+        for part in [
+            "model",
+            "system",
+            "tools",
+            "messages",
+            "max_tokens",
+            "thinking",
+        ] {
+            assert_eq!(
+                request.body[part], first[part],
+                "{who} sent another `{part}` than print mode"
+            );
+        }
+    }
     Ok(())
 }
