@@ -7,9 +7,10 @@
 //! refusal.
 
 use super::updates::{kind, title};
-use crate::policy::{ModeChangeBy, PermissionMode, Rule, RuleKind, RuleSource, SourceKind};
+use crate::policy::{
+    ModeChangeBy, PermissionMode, Rule, RuleKind, RuleOrigin, RuleSource, SourceKind, Suggestion,
+};
 use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest, ToolPipeline};
-use crate::tui::approval::{AlwaysAllow, always_allow};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -18,7 +19,7 @@ use agent_client_protocol::v1::schema::{
 };
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What a refused call's result says, as Claude Code words it.
@@ -33,8 +34,6 @@ pub struct AcpAsker {
     pub session_id: String,
     pub pipeline: Arc<ToolPipeline>,
     pub timeout: Duration,
-    /// The allow rules "allow always" added, for the session only.
-    added: Mutex<Vec<Rule>>,
 }
 
 /// The client's choice.
@@ -57,15 +56,14 @@ impl AcpAsker {
             session_id,
             pipeline,
             timeout,
-            added: Mutex::default(),
         }
     }
 
     /// Puts one question to the client and waits, at most the timeout.
-    async fn ask_client(&self, call: ToolCallUpdate, always: &AlwaysAllow) -> Choice {
+    async fn ask_client(&self, call: ToolCallUpdate, always: &Suggestion) -> Choice {
         let always = match always {
-            AlwaysAllow::Rule(rule) => format!("Always allow `{rule}` in this session"),
-            AlwaysAllow::AcceptEdits => "Always allow edits in this session".into(),
+            Suggestion::Rule(rule) => format!("Always allow `{rule}` in this session"),
+            Suggestion::AcceptEdits => "Always allow edits in this session".into(),
         };
         let options = vec![
             PermissionOption::new(ONCE, "Allow once", PermissionOptionKind::AllowOnce),
@@ -100,15 +98,15 @@ impl AcpAsker {
 
     /// "Allow always": the rule joins the session's policy, or edits are
     /// accepted from now on (the client is told the mode changed).
-    fn remember(&self, always: AlwaysAllow) -> Result<(), String> {
+    fn remember(&self, always: Suggestion) -> Result<(), String> {
         match always {
-            AlwaysAllow::AcceptEdits => self
+            Suggestion::AcceptEdits => self
                 .pipeline
                 .policy()
                 .mode_cell()
                 .change(PermissionMode::AcceptEdits, ModeChangeBy::User)
                 .map_err(|e| e.to_string()),
-            AlwaysAllow::Rule(text) => {
+            Suggestion::Rule(text) => {
                 let anchors = self.pipeline.policy().anchors();
                 let source = RuleSource {
                     kind: SourceKind::Local,
@@ -116,18 +114,13 @@ impl AcpAsker {
                 };
                 let rule = Rule::parse(&text, RuleKind::Allow, source, &anchors)
                     .map_err(|e| e.to_string())?;
-                let rules = {
-                    let mut added = self.added.lock().map_err(|_| "the rules are unusable")?;
-                    added.push(rule);
-                    added.clone()
-                };
-                self.pipeline.set_flag_rules(rules);
+                self.pipeline.permissions().add(RuleOrigin::Acp, vec![rule]);
                 Ok(())
             }
         }
     }
 
-    async fn decide(&self, call: ToolCallUpdate, always: AlwaysAllow) -> bool {
+    async fn decide(&self, call: ToolCallUpdate, always: Suggestion) -> bool {
         match self.ask_client(call, &always).await {
             Choice::Once => true,
             Choice::Always => {
@@ -155,10 +148,7 @@ impl PermissionPrompter for AcpAsker {
         Box::pin(async move {
             let call = request.call;
             let update = pending_call(&call.id, &call.name, &call.input, request.question);
-            match self
-                .decide(update, always_allow(&call.name, &call.input))
-                .await
-            {
+            match self.decide(update, request.suggestion.clone()).await {
                 true => PromptAnswer::Allow {
                     updated_input: None,
                 },
@@ -182,7 +172,7 @@ impl crate::sandbox::egress::EgressAsker for AcpAsker {
             let question = format!("a command wants to connect to {host}, which no rule names");
             let id = format!("network-{}", uuid::Uuid::new_v4());
             let update = pending_call(&id, crate::control::NETWORK_ACCESS, &input, &question);
-            let always = AlwaysAllow::Rule(format!("WebFetch(domain:{host})"));
+            let always = Suggestion::Rule(format!("WebFetch(domain:{host})"));
             self.decide(update, always).await
         })
     }

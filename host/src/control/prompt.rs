@@ -4,37 +4,34 @@
 //! question, and an input it rewrites is decided again by the pipeline.
 
 use super::ControlChannel;
-use crate::policy::{ModeCell, ModeChangeBy, PermissionMode};
+use crate::policy::{
+    LivePolicy, ModeCell, ModeChangeBy, PermissionMode, Rule, RuleKind, RuleOrigin, RuleSource,
+    SourceKind,
+};
 use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
-
-/// Tool-wide rules the SDK added for the session (`updatedPermissions`).
-#[derive(Default)]
-struct SessionRules {
-    allow: Vec<String>,
-    deny: Vec<String>,
-}
+use std::sync::Arc;
 
 pub struct SdkPrompter {
     channel: Arc<ControlChannel>,
     mode: ModeCell,
-    rules: Mutex<SessionRules>,
+    /// Where the rules its answers add join the session's.
+    permissions: Arc<LivePolicy>,
 }
 
 impl SdkPrompter {
-    pub fn new(channel: Arc<ControlChannel>, mode: ModeCell) -> Self {
+    pub fn new(channel: Arc<ControlChannel>, permissions: Arc<LivePolicy>) -> Self {
         Self {
             channel,
-            mode,
-            rules: Mutex::default(),
+            mode: permissions.current().mode_cell().clone(),
+            permissions,
         }
     }
 
     /// Applies what the SDK asked to change with its answer: the mode, and
-    /// tool-wide allow/deny rules for the rest of the session. Anything
-    /// else is said in a warning and left as it was.
+    /// rules for the rest of the session. Anything else is said in a
+    /// warning and left as it was.
     fn apply(&self, updates: &Value) {
         for update in updates.as_array().into_iter().flatten() {
             match update["type"].as_str() {
@@ -49,28 +46,7 @@ impl SdkPrompter {
                         "carapace: warning: the SDK's permission update {update} names no known mode; nothing changed"
                     ),
                 },
-                Some("addRules") => {
-                    let behavior = update["behavior"].as_str().unwrap_or_default();
-                    for rule in update["rules"].as_array().into_iter().flatten() {
-                        let Some(tool) = rule["toolName"].as_str() else {
-                            continue;
-                        };
-                        if rule["ruleContent"].as_str().is_some_and(|c| !c.is_empty()) {
-                            eprintln!(
-                                "carapace: warning: the SDK's rule {tool}({}) is not applied: only tool-wide rules are kept for the session",
-                                rule["ruleContent"].as_str().unwrap_or_default()
-                            );
-                            continue;
-                        }
-                        if let Ok(mut rules) = self.rules.lock() {
-                            match behavior {
-                                "allow" => rules.allow.push(tool.to_string()),
-                                "deny" => rules.deny.push(tool.to_string()),
-                                _ => {}
-                            }
-                        }
-                    }
-                }
+                Some("addRules") => self.add_rules(update),
                 _ => eprintln!(
                     "carapace: warning: the SDK's permission update {update} is not supported; nothing changed"
                 ),
@@ -78,12 +54,39 @@ impl SdkPrompter {
         }
     }
 
-    fn session_rule(&self, tool: &str) -> Option<bool> {
-        let rules = self.rules.lock().ok()?;
-        if rules.deny.iter().any(|t| t == tool) {
-            return Some(false);
+    /// An `addRules` update: its rules join the session's policy, kept as
+    /// the SDK's, and answer later calls as any rule does. A rule that
+    /// does not parse is named in a warning; the others are kept.
+    fn add_rules(&self, update: &Value) {
+        let kind = match update["behavior"].as_str() {
+            Some("allow") => RuleKind::Allow,
+            Some("deny") => RuleKind::Deny,
+            Some("ask") => RuleKind::Ask,
+            _ => {
+                eprintln!("carapace: warning: the SDK's rules {update} have no behavior; not kept");
+                return;
+            }
+        };
+        let anchors = self.permissions.anchors();
+        let source = RuleSource {
+            kind: SourceKind::CliSettings,
+            file: None,
+        };
+        let mut rules = Vec::new();
+        for rule in update["rules"].as_array().into_iter().flatten() {
+            let Some(tool) = rule["toolName"].as_str() else {
+                continue;
+            };
+            let text = match rule["ruleContent"].as_str().filter(|c| !c.is_empty()) {
+                Some(content) => format!("{tool}({content})"),
+                None => tool.to_string(),
+            };
+            match Rule::parse(&text, kind, source.clone(), &anchors) {
+                Ok(rule) => rules.push(rule),
+                Err(e) => eprintln!("carapace: warning: the SDK's rule {text} is not kept: {e}"),
+            }
         }
-        rules.allow.iter().any(|t| t == tool).then_some(true)
+        self.permissions.add(RuleOrigin::Sdk, rules);
     }
 }
 
@@ -91,26 +94,6 @@ impl PermissionPrompter for SdkPrompter {
     fn ask<'a>(&'a self, request: PromptRequest<'a>) -> BoxFuture<'a, PromptAnswer> {
         Box::pin(async move {
             let call = request.call;
-            // A rule the SDK added earlier answers what a rule may answer.
-            if request.rules_may_answer {
-                match self.session_rule(&call.name) {
-                    Some(true) => {
-                        return PromptAnswer::Allow {
-                            updated_input: None,
-                        };
-                    }
-                    Some(false) => {
-                        return PromptAnswer::Deny {
-                            message: format!(
-                                "{} is denied for this session by the SDK's permission callback.",
-                                call.name
-                            ),
-                            interrupt: false,
-                        };
-                    }
-                    None => {}
-                }
-            }
             let answer = self
                 .channel
                 .request(json!({
@@ -119,12 +102,7 @@ impl PermissionPrompter for SdkPrompter {
                     "input": call.input,
                     "tool_use_id": call.id,
                     "decision_reason": request.question,
-                    "permission_suggestions": [{
-                        "type": "addRules",
-                        "rules": [{"toolName": call.name}],
-                        "behavior": "allow",
-                        "destination": "session",
-                    }],
+                    "permission_suggestions": request.suggestion.to_updates(),
                 }))
                 .await;
             match answer {

@@ -85,8 +85,6 @@ pub struct SessionControl {
     /// `mcp_toggle`, `initialize`'s commands), its rules
     /// (`apply_flag_settings`).
     pub tools: Option<Arc<crate::tools::ToolPipeline>>,
-    /// The rules `apply_flag_settings` set so far.
-    pub flag_rules: super::flag_rules::FlagRules,
 }
 
 /// Stops one background task; `Err` says why it could not.
@@ -334,7 +332,7 @@ impl SessionControl {
                     let pipeline = self.tools.as_ref().ok_or(
                         "apply_flag_settings: this session has no tools to apply rules to",
                     )?;
-                    self.flag_rules.apply(pipeline, key, kind, value)?;
+                    super::flag_rules::apply_flag_rules(pipeline, key, kind, value)?;
                 }
                 _ => eprintln!(
                     "carapace: warning: apply_flag_settings: `permissions.{key}` is read when a session starts (pass it with --settings); it is unchanged"

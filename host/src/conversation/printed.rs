@@ -193,8 +193,10 @@ impl Turns<'_> {
 /// The SDK's `can_use_tool`, over the control protocol, as the session's
 /// asker (`--permission-prompt-tool stdio`).
 fn sdk_asker(session: &Session, channel: &Arc<ControlChannel>) -> SessionAsker {
-    let mode = session.pipeline.policy().mode_cell().clone();
-    let prompter = Arc::new(SdkPrompter::new(channel.clone(), mode));
+    let prompter = Arc::new(SdkPrompter::new(
+        channel.clone(),
+        session.pipeline.permissions().clone(),
+    ));
     SessionAsker {
         calls: prompter.clone(),
         hosts: prompter,

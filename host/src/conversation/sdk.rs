@@ -171,7 +171,6 @@ fn controller(w: &SdkWiring<'_>, default_model: &str, user_context: &[String]) -
             usage: w.meter.cloned().unwrap_or_default(),
             checkpoints: w.session.checkpoints.clone(),
             tools: Some(w.session.pipeline.clone()),
-            flag_rules: Default::default(),
             stop_task: Some({
                 let agents = w.session.agent_tool.clone();
                 let shells = w.session.sandbox.shells().cloned();

@@ -6,13 +6,15 @@
 //! instead goes back to the model as the call's result.
 
 use super::UiEvent;
-use crate::policy::{ModeChangeBy, PermissionMode, Rule, RuleKind, RuleSource, SourceKind};
+use crate::policy::{
+    ModeChangeBy, PermissionMode, Rule, RuleKind, RuleOrigin, RuleSource, SourceKind, Suggestion,
+};
 use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest, ToolPipeline};
-use crate::tui::approval::{AlwaysAllow, ApprovalChoice, ApprovalRequest, RuleScope, always_allow};
+use crate::tui::approval::{AlwaysAllow, ApprovalChoice, ApprovalRequest, RuleScope};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 /// What a refused call's result says, as Claude Code words it.
@@ -26,8 +28,6 @@ pub struct ScreenPrompter {
     /// The project, beneath which that file is written (a repository
     /// controls what is there: nothing is written through its links).
     project: PathBuf,
-    /// The allow rules added from the screen, each with where it is kept.
-    added: Mutex<Vec<Rule>>,
 }
 
 impl ScreenPrompter {
@@ -41,7 +41,6 @@ impl ScreenPrompter {
             pipeline,
             local_settings: project.join(".carapace").join("settings.local.json"),
             project: project.to_path_buf(),
-            added: Mutex::default(),
         }
     }
 
@@ -83,12 +82,9 @@ impl ScreenPrompter {
         };
         let rule =
             Rule::parse(text, RuleKind::Allow, source, &anchors).map_err(|e| e.to_string())?;
-        let rules = {
-            let mut added = self.added.lock().map_err(|_| "the rules are unusable")?;
-            added.push(rule);
-            added.clone()
-        };
-        self.pipeline.set_flag_rules(rules);
+        self.pipeline
+            .permissions()
+            .add(RuleOrigin::Screen, vec![rule]);
         if scope == RuleScope::LocalSettings {
             save_allow_rule(&self.project, &self.local_settings, text).map_err(|e| {
                 format!(
@@ -160,7 +156,7 @@ impl PermissionPrompter for ScreenPrompter {
             let call = request.call;
             let question = ApprovalRequest {
                 tool: call.name.clone(),
-                always: always_allow(&call.name, &call.input),
+                always: offered(&request.suggestion),
                 input: call.input.clone(),
                 question: request.question.to_string(),
                 grants: request.grants.clone(),
@@ -211,6 +207,14 @@ impl crate::sandbox::egress::EgressAsker for ScreenPrompter {
                 ApprovalChoice::Refuse(_) => false,
             }
         })
+    }
+}
+
+/// The policy's "don't ask again", as the screen offers it.
+fn offered(suggestion: &Suggestion) -> AlwaysAllow {
+    match suggestion {
+        Suggestion::Rule(rule) => AlwaysAllow::Rule(rule.clone()),
+        Suggestion::AcceptEdits => AlwaysAllow::AcceptEdits,
     }
 }
 

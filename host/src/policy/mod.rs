@@ -19,12 +19,14 @@ mod ceiling;
 mod credential_listing;
 mod decision;
 mod grant;
+mod live;
 mod modes;
 mod needs;
 mod paths;
 mod protected;
 mod read_denials;
 mod rules;
+mod suggestion;
 mod verdict;
 mod withheld;
 mod withheld_rung;
@@ -34,6 +36,7 @@ pub use audit::{AuditEntry, AuditLog};
 pub use bash::{Analysis, analyse};
 pub use ceiling::{Ceiling, SECRET_ENV};
 pub use decision::{Policy, PolicyConfig};
+pub use live::{LivePolicy, RuleOrigin};
 pub use modes::{ModeCell, ModeChangeBy, ModeListener, ModeRefused, PermissionMode};
 pub use paths::{TreeTooLarge, lexical_absolute, resolve_symlinks};
 pub use protected::{
@@ -45,6 +48,7 @@ pub use rules::{
     Anchors, Family, Rule, RuleError, RuleKind, RuleSet, RuleSource, SourceKind, Subject,
     split_rules,
 };
+pub use suggestion::Suggestion;
 pub use verdict::{
     Approval, Basis, BasisKind, CallApproval, CallRequest, HookAnswer, Outcome, Question, Verdict,
 };

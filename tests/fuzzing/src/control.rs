@@ -109,6 +109,5 @@ fn session() -> SessionControl {
         stop_task: None,
         checkpoints: None,
         tools: None,
-        flag_rules: Default::default(),
     }
 }

@@ -8,7 +8,7 @@ use super::ToolPipeline;
 use super::stages::Staged;
 use crate::agent::ToolCall;
 use crate::hooks::{HookEvent, HookEventKind, HookPermission, HookToolCall};
-use crate::policy::{BasisKind, HookAnswer, Outcome, Verdict};
+use crate::policy::{BasisKind, HookAnswer, Outcome, Suggestion, Verdict};
 use crate::sandbox::{CallPlan, Grant, ToolContent, ToolInvocation};
 use crate::tools::registry::{RegisteredTool, ToolHandle};
 use futures::future::BoxFuture;
@@ -54,9 +54,9 @@ const PROMPT_ROUNDS: usize = 3;
 pub struct PromptRequest<'a> {
     pub call: &'a ToolCall,
     pub question: &'a str,
-    /// Whether an allow rule could have answered this question (the mode's
-    /// default question; not an ask rule, a protected path or a secret).
-    pub rules_may_answer: bool,
+    /// What "don't ask again" would add: the policy's narrowest cover
+    /// for this call, the same for every front end.
+    pub suggestion: Suggestion,
     /// What saying yes grants ("write /ws/src/main.rs", "run the command
     /// sandbox"), as the policy decided it with the question.
     pub grants: Vec<String>,
@@ -163,11 +163,10 @@ impl ToolPipeline {
                 Err(Box::new(self.denied(call, message, &basis)))
             }
             Outcome::Ask(question) => {
-                let rules_may_answer = matches!(basis.kind, BasisKind::Default | BasisKind::Mode);
                 let request = PromptRequest {
                     call,
                     question: &question.text,
-                    rules_may_answer,
+                    suggestion: Suggestion::for_call(&call.name, &call.input),
                     grants: question.grants(),
                 };
                 match self.ask_notified(request).await {
@@ -252,7 +251,7 @@ impl ToolPipeline {
                     tool_input: call.input.clone(),
                     tool_use_id: call.id.clone(),
                 },
-                suggestions: permission_suggestions(&call.name),
+                suggestions: Suggestion::for_call(&call.name, &call.input).to_updates(),
             })
             .await;
         match answer.decision? {
@@ -328,18 +327,5 @@ or name a --permission-prompt-tool."
                 "{question} The permission prompt tool gave no usable answer (expected {{\"behavior\": \"allow\" or \"deny\"}})."
             )),
         }
-    }
-}
-
-/// What saying "always" to a call of `tool` would add, as Claude Code
-/// 2.1.332 offers it to PermissionRequest hooks: for a file edit, edits
-/// accepted for the session; otherwise a rule allowing the tool.
-fn permission_suggestions(tool: &str) -> Value {
-    match tool {
-        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => {
-            json!([{"type": "setMode", "mode": "acceptEdits", "destination": "session"}])
-        }
-        _ => json!([{"type": "addRules", "rules": [{"toolName": tool}],
-                     "behavior": "allow", "destination": "session"}]),
     }
 }

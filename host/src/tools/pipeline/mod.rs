@@ -28,9 +28,7 @@ use crate::agent::{
 use crate::hooks::HookEventKind;
 use crate::hooks::HookRuntime;
 use crate::model::ToolSpec;
-use crate::policy::{
-    Approval, AuditLog, HookAnswer, LiveReadDenials, Policy, Rule, RuleKind, RuleSet, Verdict,
-};
+use crate::policy::{Approval, AuditLog, HookAnswer, LivePolicy, LiveReadDenials, Policy, Verdict};
 use crate::sandbox::{CallLimits, CallPlan, ReadLedger};
 use crate::tools::registry::{RegisteredTool, ToolHandle, ToolRegistry};
 use futures::FutureExt;
@@ -52,12 +50,8 @@ pub struct ToolPipeline {
     /// Connected MCP servers, asked between turns whether their tools
     /// changed; the SDK may add and remove some while the session runs.
     mcp_servers: std::sync::RwLock<Vec<Arc<crate::mcp::McpServer>>>,
-    /// Replaced whole when the SDK sets rules while the session runs.
-    policy: std::sync::RwLock<Arc<Policy>>,
-    /// The rules the session started with (what the SDK sets joins them).
-    base_rules: Vec<Rule>,
-    /// What commands are hidden, recomputed with the rules.
-    read_denials: Option<Arc<LiveReadDenials>>,
+    /// The session's permissions as they are now, and every decision.
+    permissions: Arc<LivePolicy>,
     limits: CallLimits,
     audit: AuditLog,
     /// Who answers what the policy would ask the user.
@@ -95,9 +89,7 @@ impl ToolPipeline {
         Self {
             registry: std::sync::RwLock::new(registry),
             mcp_servers: Default::default(),
-            base_rules: policy.rules().iter().cloned().collect(),
-            policy: std::sync::RwLock::new(Arc::new(policy)),
-            read_denials: None,
+            permissions: Arc::new(LivePolicy::new(policy)),
             limits,
             audit: AuditLog::disabled(),
             asker: Asker::Nobody,
@@ -184,38 +176,19 @@ impl ToolPipeline {
 
     /// The policy as it is now.
     pub fn policy(&self) -> Arc<Policy> {
-        match self.policy.read() {
-            Ok(policy) => policy.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.permissions.current()
+    }
+
+    /// The session's permissions: what was added while it runs, by whom,
+    /// and the decision.
+    pub fn permissions(&self) -> &Arc<LivePolicy> {
+        &self.permissions
     }
 
     /// Recomputes what commands are hidden when the rules change.
-    pub fn with_read_denials(mut self, live: Arc<LiveReadDenials>) -> Self {
-        self.read_denials = Some(live);
+    pub fn with_read_denials(self, live: Arc<LiveReadDenials>) -> Self {
+        self.permissions.keep_in_step(live);
         self
-    }
-
-    /// Rules the SDK sets while the session runs (`apply_flag_settings`),
-    /// on top of the session's own, replacing any it set before: every
-    /// later decision, and what later commands cannot see, follow them.
-    pub fn set_flag_rules(&self, rules: Vec<Rule>) {
-        let mut all = self.base_rules.clone();
-        all.extend(rules);
-        // A deny anywhere beats an allow anywhere.
-        all.sort_by_key(|r| match r.kind {
-            RuleKind::Deny => 0,
-            RuleKind::Ask => 1,
-            RuleKind::Allow => 2,
-        });
-        let next = Arc::new(self.policy().with_rules(RuleSet::new(all)));
-        if let Some(live) = &self.read_denials {
-            live.update(next.rules(), next.withheld());
-        }
-        match self.policy.write() {
-            Ok(mut held) => *held = next,
-            Err(poisoned) => *poisoned.into_inner() = next,
-        }
     }
 
     /// The tools offered to the model: every loaded tool that no bare deny

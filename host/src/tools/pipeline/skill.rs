@@ -18,7 +18,7 @@ use crate::commands::expand::{ShellSpan, fill, shell_spans};
 use crate::commands::{CustomCommand, CustomCommands, Origin};
 use crate::hooks::{HookEvent, HookEventKind, HookPermission, HookToolCall};
 use crate::model::ToolResultContent;
-use crate::policy::{CallApproval, Policy, Rule, RuleKind, RuleSource, SourceKind};
+use crate::policy::{CallApproval, Rule, RuleKind, RuleOrigin, RuleSource, SourceKind};
 use crate::tools::skill::SKILL_TOOL;
 use serde_json::json;
 use std::sync::{Arc, RwLock};
@@ -29,17 +29,11 @@ pub(super) struct Skills {
     catalogue: RwLock<Option<Arc<CustomCommands>>>,
     /// Whether the project's skills may pre-approve tools.
     workspace_trusted: bool,
-    /// The session's policy with every started skill's `allowed-tools`.
-    widened: RwLock<Option<Arc<Policy>>>,
 }
 
 impl Skills {
     fn current(&self) -> Option<Arc<CustomCommands>> {
         self.catalogue.read().ok().and_then(|c| c.clone())
-    }
-
-    pub(super) fn widened(&self) -> Option<Arc<Policy>> {
-        self.widened.read().ok().and_then(|w| w.clone())
     }
 }
 
@@ -238,12 +232,8 @@ impl ToolPipeline {
             .map(|text| Rule::parse(text, RuleKind::Allow, source.clone(), &anchors))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("Skill {}: allowed-tools: {e}", entry.name))?;
-        let Ok(mut widened) = self.skills.widened.write() else {
-            return Err("the session's skill approvals are unusable".into());
-        };
-        let current = self.policy();
-        let base = widened.as_deref().unwrap_or(&current);
-        *widened = Some(Arc::new(base.with_allows(rules)));
+        // They answer only what the rest would ask (see `LivePolicy::decide`).
+        self.permissions().add(RuleOrigin::Skill, rules);
         Ok(())
     }
 }

@@ -10,7 +10,7 @@ use crate::agent::{HookNotes, PermissionDenial, ToolCall, ToolCallResult};
 use crate::hooks::{HookEvent, HookEventKind, HookPermission};
 use crate::model::ToolResultContent;
 use crate::policy::{
-    Approval, AuditEntry, Basis, CallRequest, HookAnswer, Outcome, Verdict, protected_entries,
+    Approval, AuditEntry, Basis, CallRequest, HookAnswer, Verdict, protected_entries,
 };
 use crate::sandbox::{CallContext, CallError, CallPlan, Grant, PlanError, ToolInvocation};
 use crate::tools::registry::{RegisteredTool, ToolHandle};
@@ -293,12 +293,7 @@ impl ToolPipeline {
         if call.name == crate::tools::skill::SKILL_TOOL {
             request = request.naming(super::skill::skill_name(call));
         }
-        let verdict = self.policy().decide(&request);
-        // What a started skill pre-approved answers only what would be asked.
-        match (&verdict.outcome, self.skills.widened()) {
-            (Outcome::Ask(_), Some(wider)) => wider.decide(&request),
-            _ => verdict,
-        }
+        self.permissions().decide(&request)
     }
 
     /// call: the sandboxed call holding exactly `grant`.
