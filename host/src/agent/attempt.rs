@@ -235,22 +235,8 @@ impl Run<'_, '_> {
                         }
                         Assembled::BlockCompleted(completed) => {
                             shown = true;
-                            self.sink.emit(AgentEvent::AssistantBlock {
-                                message_id: message_id.clone(),
-                                model: message_model.clone(),
-                                block: super::history::shown_block(
-                                    &completed.block,
-                                    completed.invalid_tool_input.as_ref(),
-                                ),
-                                usage: assembler.usage(),
-                            });
-                            if let ContentBlock::ToolUse { id, name, input } = completed.block {
-                                tracing::debug!(tool = %name, %id, "tool_use complete; starting it");
-                                executor
-                                    .add(ToolCall { id, name, input, invalid_input: completed.invalid_tool_input })
-                                    .await;
-                                self.deliver(&mut executor, &mut delivered);
-                            }
+                            let message = (&message_id, &message_model, assembler.usage());
+                            self.completed(completed, message, &mut executor, &mut delivered).await;
                         }
                         Assembled::MessageStopped => break,
                         Assembled::Nothing => {}
@@ -276,6 +262,37 @@ impl Run<'_, '_> {
             executor,
             delivered,
         })
+    }
+
+    /// A block the stream completed: shown, and a tool call started at
+    /// once (its result delivered as soon as it is there).
+    async fn completed(
+        &mut self,
+        completed: crate::model::CompletedBlock,
+        (message_id, model, usage): (&String, &String, crate::model::Usage),
+        executor: &mut ToolExecutor,
+        delivered: &mut Vec<ToolCallResult>,
+    ) {
+        self.sink.emit(AgentEvent::AssistantBlock {
+            message_id: message_id.clone(),
+            model: model.clone(),
+            block: super::history::shown_block(
+                &completed.block,
+                completed.invalid_tool_input.as_ref(),
+            ),
+            usage,
+        });
+        if let ContentBlock::ToolUse { id, name, input } = completed.block {
+            tracing::debug!(tool = %name, %id, "tool_use complete; starting it");
+            let call = ToolCall {
+                id,
+                name,
+                input,
+                invalid_input: completed.invalid_tool_input,
+            };
+            executor.add(call).await;
+            self.deliver(executor, delivered);
+        }
     }
 
     fn deliver(&mut self, executor: &mut ToolExecutor, delivered: &mut Vec<ToolCallResult>) {

@@ -78,6 +78,34 @@ pub fn input_json(common: &HookCommon, event: &HookEvent) -> Value {
 
 /// The fields of `event` itself, beside those every event carries.
 fn event_fields(v: &mut Value, event: &HookEvent) {
+    match event {
+        HookEvent::PreToolUse(_)
+        | HookEvent::PostToolUse { .. }
+        | HookEvent::PostToolUseFailure { .. }
+        | HookEvent::PostToolBatch(_)
+        | HookEvent::PreSkillShellCommand { .. }
+        | HookEvent::PermissionRequest { .. } => tool_fields(v, event),
+        HookEvent::Stop { .. }
+        | HookEvent::SubagentStop { .. }
+        | HookEvent::SubagentStart
+        | HookEvent::StopFailure { .. } => stop_fields(v, event),
+        HookEvent::SessionStart { .. }
+        | HookEvent::SessionEnd { .. }
+        | HookEvent::PreCompact { .. }
+        | HookEvent::PostCompact { .. }
+        | HookEvent::InstructionsLoaded { .. }
+        | HookEvent::Setup { .. }
+        | HookEvent::PreModelSwitch(_)
+        | HookEvent::PostModelSwitch(_) => session_fields(v, event),
+        HookEvent::UserPromptSubmit { .. }
+        | HookEvent::UserPromptExpansion { .. }
+        | HookEvent::MessageDisplay { .. }
+        | HookEvent::Notification { .. } => message_fields(v, event),
+    }
+}
+
+/// A tool call's events: the call, and what came of it.
+fn tool_fields(v: &mut Value, event: &HookEvent) {
     let call_fields = |v: &mut Value, call: &super::HookToolCall| {
         v["tool_name"] = json!(call.tool_name);
         v["tool_input"] = call.tool_input.clone();
@@ -115,6 +143,30 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
                     .collect(),
             );
         }
+        HookEvent::PreSkillShellCommand {
+            call,
+            command_name,
+            command_source,
+            invoked_by,
+        } => {
+            call_fields(v, call);
+            v["command_name"] = json!(command_name);
+            v["command_source"] = json!(command_source);
+            v["invoked_by"] = json!(invoked_by);
+        }
+        // As Claude Code 2.1.332: the call without its id.
+        HookEvent::PermissionRequest { call, suggestions } => {
+            v["tool_name"] = json!(call.tool_name);
+            v["tool_input"] = call.tool_input.clone();
+            v["permission_suggestions"] = suggestions.clone();
+        }
+        _ => {}
+    }
+}
+
+/// The events of a turn (or a subagent's) ending.
+fn stop_fields(v: &mut Value, event: &HookEvent) {
+    match event {
         HookEvent::Stop {
             stop_hook_active,
             last_assistant_message,
@@ -141,23 +193,14 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
             v["error"] = json!(error);
             v["last_assistant_message"] = json!(last_assistant_message);
         }
-        HookEvent::PostCompact {
-            trigger,
-            compact_summary,
-        } => {
-            v["trigger"] = json!(trigger);
-            v["compact_summary"] = json!(compact_summary);
-        }
-        HookEvent::InstructionsLoaded {
-            file_path,
-            memory_type,
-            load_reason,
-        } => {
-            v["file_path"] = json!(file_path);
-            v["memory_type"] = json!(memory_type);
-            v["load_reason"] = json!(load_reason);
-        }
-        HookEvent::UserPromptSubmit { prompt } => v["prompt"] = json!(prompt),
+        _ => {}
+    }
+}
+
+/// The session's own events: its start and end, compaction, memory,
+/// setup, model switches.
+fn session_fields(v: &mut Value, event: &HookEvent) {
+    match event {
         HookEvent::SessionStart { source, details } => {
             v["source"] = json!(source);
             if let Some(resumed) = &details.resumed {
@@ -179,7 +222,22 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
             v["trigger"] = json!(trigger);
             v["custom_instructions"] = json!(custom_instructions);
         }
-        HookEvent::Notification { message } => v["message"] = json!(message),
+        HookEvent::PostCompact {
+            trigger,
+            compact_summary,
+        } => {
+            v["trigger"] = json!(trigger);
+            v["compact_summary"] = json!(compact_summary);
+        }
+        HookEvent::InstructionsLoaded {
+            file_path,
+            memory_type,
+            load_reason,
+        } => {
+            v["file_path"] = json!(file_path);
+            v["memory_type"] = json!(memory_type);
+            v["load_reason"] = json!(load_reason);
+        }
         HookEvent::Setup { trigger } => v["trigger"] = json!(trigger),
         HookEvent::PreModelSwitch(switch) | HookEvent::PostModelSwitch(switch) => {
             v["from_model"] = json!(switch.from_model);
@@ -194,16 +252,26 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
                 v["pricing"] = json!("catalog");
             }
         }
-        HookEvent::PreSkillShellCommand {
-            call,
+        _ => {}
+    }
+}
+
+/// The events of what the user sent and was shown.
+fn message_fields(v: &mut Value, event: &HookEvent) {
+    match event {
+        HookEvent::UserPromptSubmit { prompt } => v["prompt"] = json!(prompt),
+        HookEvent::UserPromptExpansion {
+            expansion_type,
             command_name,
+            command_args,
             command_source,
-            invoked_by,
+            prompt,
         } => {
-            call_fields(v, call);
+            v["expansion_type"] = json!(expansion_type);
             v["command_name"] = json!(command_name);
+            v["command_args"] = json!(command_args);
             v["command_source"] = json!(command_source);
-            v["invoked_by"] = json!(invoked_by);
+            v["prompt"] = json!(prompt);
         }
         // As Claude Code 2.1.332: each block whole, so the first and last
         // piece of itself.
@@ -218,25 +286,8 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
             v["final"] = json!(true);
             v["delta"] = json!(text);
         }
-        // As Claude Code 2.1.332: the call without its id.
-        HookEvent::PermissionRequest { call, suggestions } => {
-            v["tool_name"] = json!(call.tool_name);
-            v["tool_input"] = call.tool_input.clone();
-            v["permission_suggestions"] = suggestions.clone();
-        }
-        HookEvent::UserPromptExpansion {
-            expansion_type,
-            command_name,
-            command_args,
-            command_source,
-            prompt,
-        } => {
-            v["expansion_type"] = json!(expansion_type);
-            v["command_name"] = json!(command_name);
-            v["command_args"] = json!(command_args);
-            v["command_source"] = json!(command_source);
-            v["prompt"] = json!(prompt);
-        }
+        HookEvent::Notification { message } => v["message"] = json!(message),
+        _ => {}
     }
 }
 

@@ -317,24 +317,7 @@ pub async fn prepare(
     inputs: &InstallInputs,
 ) -> Result<Candidate, InstallError> {
     let Fetched { wasm, policy, oci } = fetch(cx.http, source, &inputs.signatures).await?;
-    let actual = digest(&wasm);
-    if let Some(expected) = source.pin()
-        && expected != actual
-    {
-        return Err(InstallError::DigestMismatch {
-            expected: expected.to_string(),
-            actual,
-        });
-    }
-    if !wasmparser::Parser::is_component(&wasm) {
-        return Err(InstallError::NotComponent(
-            if wasmparser::Parser::is_core_wasm(&wasm) {
-                "it is a core WebAssembly module, not a component: build for wasm32-wasip2, or wrap it with `wasm-tools component new`"
-            } else {
-                "it is not WebAssembly at all"
-            },
-        ));
-    }
+    let actual = check_bytes(source, &wasm)?;
     // A manifest that is there but wrong fails before anything compiles;
     // one that is missing may be a typed component's, which only its
     // compiled type tells.
@@ -361,48 +344,7 @@ pub async fn prepare(
     };
     let name = manifest.plugin.name.clone();
 
-    // The registry's own checks: valid names, no duplicates, valid schemas.
-    let mut registry = ToolRegistry::default();
-    registry
-        .add(component.clone(), Arc::new(Ceiling::none()))
-        .map_err(InstallError::Tools)?;
-    let mut provided: Vec<String> = component.tools().iter().map(|t| t.name.clone()).collect();
-    let mut listed = manifest.plugin.tools.clone();
-    provided.sort();
-    listed.sort();
-    if provided != listed {
-        return Err(InstallError::ToolMismatch { listed, provided });
-    }
-
-    // Every installed plugin, read once, with the scope it is in.
-    let installed: Vec<(super::Scope, InstalledPlugin)> = std::iter::once(cx.store)
-        .chain(cx.others)
-        .flat_map(|store| {
-            store
-                .list()
-                .into_iter()
-                .flatten()
-                .map(move |plugin| (store.scope(), plugin))
-        })
-        .collect();
-    for tool in &provided {
-        if cx.builtin_tools.contains(tool) {
-            return Err(InstallError::Clash {
-                tool: tool.clone(),
-                owner: "carapace's first-party tools".into(),
-            });
-        }
-        for (scope, plugin) in &installed {
-            let replacing = *scope == cx.store.scope() && plugin.name() == name;
-            if !replacing && plugin.tools.iter().any(|t| &t.name == tool) {
-                return Err(InstallError::Clash {
-                    tool: tool.clone(),
-                    owner: format!("plugin `{}` ({} scope)", plugin.name(), scope.as_str()),
-                });
-            }
-        }
-    }
-
+    check_tools(cx, &component, &manifest)?;
     let replaces = cx.store.get(&name).ok();
     let record = InstalledPlugin {
         contract: component.contract_version().to_string(),
@@ -423,6 +365,80 @@ pub async fn prepare(
         replaces,
         skipped: component.skipped().to_vec(),
     })
+}
+
+/// The bytes are what the source pinned, and a component: their digest.
+fn check_bytes(source: &PluginSource, wasm: &[u8]) -> Result<String, InstallError> {
+    let actual = digest(wasm);
+    if let Some(expected) = source.pin()
+        && expected != actual
+    {
+        return Err(InstallError::DigestMismatch {
+            expected: expected.to_string(),
+            actual,
+        });
+    }
+    if !wasmparser::Parser::is_component(wasm) {
+        return Err(InstallError::NotComponent(
+            if wasmparser::Parser::is_core_wasm(wasm) {
+                "it is a core WebAssembly module, not a component: build for wasm32-wasip2, or wrap it with `wasm-tools component new`"
+            } else {
+                "it is not WebAssembly at all"
+            },
+        ));
+    }
+    Ok(actual)
+}
+
+/// The component's tools pass the registry's own checks (valid names, no
+/// duplicates, valid schemas), are the ones the manifest lists, and
+/// clash with no first-party tool nor any other installed plugin's.
+fn check_tools(
+    cx: &InstallContext<'_>,
+    component: &ToolComponent,
+    manifest: &super::manifest::Manifest,
+) -> Result<(), InstallError> {
+    let name = &manifest.plugin.name;
+    let mut registry = ToolRegistry::default();
+    registry
+        .add(component.clone(), Arc::new(Ceiling::none()))
+        .map_err(InstallError::Tools)?;
+    let mut provided: Vec<String> = component.tools().iter().map(|t| t.name.clone()).collect();
+    let mut listed = manifest.plugin.tools.clone();
+    provided.sort();
+    listed.sort();
+    if provided != listed {
+        return Err(InstallError::ToolMismatch { listed, provided });
+    }
+    // Every installed plugin, read once, with the scope it is in.
+    let installed: Vec<(super::Scope, InstalledPlugin)> = std::iter::once(cx.store)
+        .chain(cx.others)
+        .flat_map(|store| {
+            store
+                .list()
+                .into_iter()
+                .flatten()
+                .map(move |plugin| (store.scope(), plugin))
+        })
+        .collect();
+    for tool in &provided {
+        if cx.builtin_tools.contains(tool) {
+            return Err(InstallError::Clash {
+                tool: tool.clone(),
+                owner: "carapace's first-party tools".into(),
+            });
+        }
+        for (scope, plugin) in &installed {
+            let replacing = *scope == cx.store.scope() && plugin.name() == *name;
+            if !replacing && plugin.tools.iter().any(|t| &t.name == tool) {
+                return Err(InstallError::Clash {
+                    tool: tool.clone(),
+                    owner: format!("plugin `{}` ({} scope)", plugin.name(), scope.as_str()),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes an approved candidate into its store.

@@ -391,7 +391,7 @@ impl EngineInner {
         plugin: &str,
         grant: &Grant,
         limits: &CallLimits,
-        io: CallIo,
+        mut io: CallIo,
         world: impl FnOnce(CallCore) -> W + Send,
         instantiate: impl for<'a> FnOnce(&'a mut Store<W>) -> Boxed<'a, B> + Send,
         call: impl for<'a> FnOnce(&'a B, &'a mut Store<W>) -> Boxed<'a, R> + Send,
@@ -401,30 +401,7 @@ impl EngineInner {
             .capture_stdout
             .then(|| MemoryOutputPipe::new(STDOUT_CAPTURE_BYTES));
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
-        let mut wasi = WasiCtxBuilder::new();
-        if let Some(input) = io.stdin {
-            wasi.stdin(wasmtime_wasi::p2::pipe::MemoryInputPipe::new(input));
-        }
-        if let Some(stdout) = stdout.clone() {
-            wasi.stdout(stdout);
-        }
-        if let Some(cwd) = &io.cwd {
-            // WASI's way (`initial-cwd`) and the convention libcs that do
-            // not read it yet follow (`PWD`). Knowing it grants nothing.
-            wasi.initial_cwd(cwd).env("PWD", cwd);
-        }
-        for (name, value) in &io.env {
-            wasi.env(name, value);
-        }
-        wasi.stderr(stderr.clone())
-            .allow_blocking_current_thread(true)
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false);
-        if self.weakened_sockets {
-            wasi.allow_tcp(true)
-                .socket_addr_check(|_, _| Box::pin(async { true }));
-        }
+        let mut wasi = self.wasi_for(&mut io, stdout.clone(), stderr.clone());
         let staged: StagedGrant = grant
             .apply(&self.staging, &mut wasi)
             .map_err(SandboxError::Grant)?;
@@ -478,34 +455,81 @@ impl EngineInner {
             stderr: stderr.contents().to_vec(),
             memory_bytes,
         };
-        match outcome {
-            Err(_) => Err(SandboxError::Timeout(limits.deadline)),
-            Ok(Ok(value)) => Ok((value, captured)),
-            Ok(Err(_)) if refused_memory => Err(SandboxError::MemoryLimit {
-                limit_bytes: limits.memory_bytes,
-            }),
-            Ok(Err((true, e))) => Err(SandboxError::Instantiate(e)),
-            // A guest that dies writing once stdout is full (Rust's
-            // `print!` panics) died of the cap: say that, not the panic.
-            Ok(Err((false, e)))
-                if captured.stdout.len() >= STDOUT_CAPTURE_BYTES
-                    && e.downcast_ref::<wasmtime_wasi::I32Exit>().is_none() =>
-            {
-                Err(SandboxError::StdoutFull {
-                    limit: STDOUT_CAPTURE_BYTES,
-                })
-            }
-            Ok(Err((false, e))) => Err(SandboxError::Trap {
-                exit_code: e
-                    .downcast_ref::<wasmtime_wasi::I32Exit>()
-                    .map(|exit| exit.0),
-                message: trap_message(&e),
-                stderr: String::from_utf8_lossy(&captured.stderr)
-                    .trim_end()
-                    .to_string(),
-                stdout: captured.stdout,
-            }),
+        call_result(outcome, captured, refused_memory, limits)
+    }
+
+    /// WASI for one call: its standard streams, where it is, no sockets
+    /// (the grant adds the rest).
+    fn wasi_for(
+        &self,
+        io: &mut CallIo,
+        stdout: Option<MemoryOutputPipe>,
+        stderr: MemoryOutputPipe,
+    ) -> WasiCtxBuilder {
+        let mut wasi = WasiCtxBuilder::new();
+        if let Some(input) = io.stdin.take() {
+            wasi.stdin(wasmtime_wasi::p2::pipe::MemoryInputPipe::new(input));
         }
+        if let Some(stdout) = stdout {
+            wasi.stdout(stdout);
+        }
+        if let Some(cwd) = &io.cwd {
+            // WASI's way (`initial-cwd`) and the convention libcs that do
+            // not read it yet follow (`PWD`). Knowing it grants nothing.
+            wasi.initial_cwd(cwd).env("PWD", cwd);
+        }
+        for (name, value) in &io.env {
+            wasi.env(name, value);
+        }
+        wasi.stderr(stderr)
+            .allow_blocking_current_thread(true)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        if self.weakened_sockets {
+            wasi.allow_tcp(true)
+                .socket_addr_check(|_, _| Box::pin(async { true }));
+        }
+        wasi
+    }
+}
+
+/// A call's outcome as the caller sees it: its value and streams, or the
+/// deadline, the memory cap, a failed instantiation, a full stdout or a
+/// trap.
+fn call_result<R>(
+    outcome: Result<Result<R, (bool, wasmtime::Error)>, ()>,
+    captured: Captured,
+    refused_memory: bool,
+    limits: &CallLimits,
+) -> Result<(R, Captured), SandboxError> {
+    match outcome {
+        Err(()) => Err(SandboxError::Timeout(limits.deadline)),
+        Ok(Ok(value)) => Ok((value, captured)),
+        Ok(Err(_)) if refused_memory => Err(SandboxError::MemoryLimit {
+            limit_bytes: limits.memory_bytes,
+        }),
+        Ok(Err((true, e))) => Err(SandboxError::Instantiate(e)),
+        // A guest that dies writing once stdout is full (Rust's `print!`
+        // panics) died of the cap: say that, not the panic.
+        Ok(Err((false, e)))
+            if captured.stdout.len() >= STDOUT_CAPTURE_BYTES
+                && e.downcast_ref::<wasmtime_wasi::I32Exit>().is_none() =>
+        {
+            Err(SandboxError::StdoutFull {
+                limit: STDOUT_CAPTURE_BYTES,
+            })
+        }
+        Ok(Err((false, e))) => Err(SandboxError::Trap {
+            exit_code: e
+                .downcast_ref::<wasmtime_wasi::I32Exit>()
+                .map(|exit| exit.0),
+            message: trap_message(&e),
+            stderr: String::from_utf8_lossy(&captured.stderr)
+                .trim_end()
+                .to_string(),
+            stdout: captured.stdout,
+        }),
     }
 }
 

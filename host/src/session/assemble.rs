@@ -34,9 +34,36 @@ impl Timing {
     }
 }
 
+/// What a session is made of, gathered before anything runs it: its
+/// settings and identity, its policy, sandbox, tools, servers, context
+/// and hooks.
+struct Gathered {
+    settings: Settings,
+    warnings: Vec<String>,
+    identity: Identity,
+    policy: SessionPolicy,
+    sandbox: Sandbox,
+    registry: crate::tools::ToolRegistry,
+    plugins: Vec<serde_json::Value>,
+    mcp: super::tools::SessionMcp,
+    agents: Vec<crate::subagents::AgentDefinition>,
+    memory: super::context::SessionMemory,
+    catalogue: Arc<crate::commands::CustomCommands>,
+    output_style: Option<crate::prompt::OutputStyle>,
+    output: EventRelay,
+    hooks: Arc<HookRuntime>,
+}
+
 impl SessionBuilder {
     pub async fn build(self) -> Result<Session, SessionError> {
         let timing = Timing(std::time::Instant::now());
+        let gathered = self.gather(&timing).await?;
+        self.finish(gathered)
+    }
+
+    /// Everything but the loop: settings, identity, policy, sandbox,
+    /// registry, MCP, context, hooks.
+    async fn gather(&self, timing: &Timing) -> Result<Gathered, SessionError> {
         let (managed, managed_refused) = managed_settings_path();
         // Memory files and skills are read on threads of their own while
         // the rest is assembled: they are what start-up reads most of.
@@ -82,29 +109,55 @@ impl SessionBuilder {
             )
             .await?;
         warnings.extend(hook_warnings);
-        let connected = mcp
-            .statuses
-            .iter()
-            .filter_map(|s| Some((s.name.clone(), s.outcome.as_ref().ok()?.clone())))
-            .collect();
-        hooks.set_mcp(Arc::new(super::tools::HookMcpTools(connected)));
-        hooks.set_mcp_scopes(
-            mcp.configs
-                .iter()
-                .map(|c| (c.name.clone(), c.scope.to_string()))
-                .collect(),
-        );
+        tell_hooks(&hooks, &mcp, &memory);
         timing.mark("hooks_loaded");
-        warnings.extend(memory.warnings);
-        let (user_context, skills_listed) =
-            self.user_context(&catalogue, &policy.policy, memory.reminder);
+        Ok(Gathered {
+            settings,
+            warnings,
+            identity,
+            policy,
+            sandbox,
+            registry,
+            plugins,
+            mcp,
+            agents,
+            memory,
+            catalogue,
+            output_style,
+            output,
+            hooks,
+        })
+    }
+
+    /// The loop on what was gathered: the model, the host tools, the
+    /// pipeline, the system prompt, the transcript.
+    fn finish(&self, g: Gathered) -> Result<Session, SessionError> {
+        let Gathered {
+            settings,
+            mut warnings,
+            identity,
+            policy,
+            sandbox,
+            mut registry,
+            plugins,
+            mcp,
+            agents,
+            mut memory,
+            catalogue,
+            output_style,
+            output,
+            hooks,
+        } = g;
+        warnings.append(&mut memory.warnings);
+        let (user_context, skills_listed) = self.user_context(
+            &catalogue,
+            &policy.policy,
+            std::mem::take(&mut memory.reminder),
+        );
         let mut run =
             self.session_run(&settings, &agents, &policy.policy, &identity, &user_context)?;
         if let Some(run) = &run {
-            hooks.set_judge(crate::hooks::PromptJudge {
-                model: run.model.clone(),
-                model_name: run.model_name.clone(),
-            });
+            hooks.set_judge(run.judge());
         }
         self.plain_host_tools(&mut registry, &sandbox, &policy.policy, run.as_ref())?;
         let (queue, abort) = (Arc::new(InputQueue::new()), CancellationToken::new());
@@ -120,11 +173,7 @@ impl SessionBuilder {
                 agents: &agents,
                 identity: &identity,
             });
-        let checkpoints = self
-            .spec
-            .loads
-            .file_checkpoints
-            .then(|| Arc::new(self.restored_checkpoints(&identity)));
+        let checkpoints = self.checkpoints(&identity);
         let main_tools = run.as_ref().and_then(|r| r.main.tools());
         let deferred = run.as_ref().is_some_and(|r| r.main.deferred.is_some());
         let parts = PipelineParts {
@@ -133,7 +182,7 @@ impl SessionBuilder {
             trusted: settings.trust.is_trusted(),
             hooks: hooks.clone(),
             catalogue: catalogue.clone(),
-            nested_memory: memory.nested,
+            nested_memory: memory.nested.clone(),
             mcp: &mcp,
             id: &identity.id,
             dir: &identity.dir,
@@ -144,21 +193,7 @@ impl SessionBuilder {
             run.choose_system_prompt(tools.runtime.as_ref(), output_style.as_ref());
         }
         // Opened last: a session that fails to assemble leaves no file.
-        let transcript = self.transcript(&identity, &mut warnings)?;
-        if let (Some(checkpoints), Some(transcript)) = (&checkpoints, &transcript) {
-            checkpoints.record_to(transcript.clone());
-        }
-        let source = match identity.resumed {
-            Some(_) => StartSource::Resume,
-            None => StartSource::Startup,
-        };
-        hooks.remember_instructions(
-            memory
-                .files
-                .iter()
-                .map(|(path, kind, _)| (path.display().to_string(), kind.name().to_string()))
-                .collect(),
-        );
+        let transcript = self.transcript(&identity, checkpoints.as_deref(), &mut warnings)?;
         Ok(Session {
             id: identity.id,
             paths: self.spec.paths.clone(),
@@ -170,8 +205,11 @@ impl SessionBuilder {
             pipeline: tools.pipeline,
             plugins,
             warnings,
+            source: match identity.resumed {
+                Some(_) => StartSource::Resume,
+                None => StartSource::Startup,
+            },
             history: identity.resumed.map(|h| h.messages).unwrap_or_default(),
-            source,
             transcript,
             egress: policy.egress,
             sdk_mcp_servers: mcp.sdk,
@@ -388,6 +426,12 @@ impl SessionBuilder {
         }))
     }
 
+    /// Files kept before writes, when the spec asks for rewinds.
+    fn checkpoints(&self, identity: &Identity) -> Option<Arc<FileCheckpoints>> {
+        let wanted = self.spec.loads.file_checkpoints;
+        wanted.then(|| Arc::new(self.restored_checkpoints(identity)))
+    }
+
     /// The file checkpoints a resumed session recorded (none for a new
     /// or forked one). Only files inside the workspace's folders are
     /// restored: a rewind writes them outside any sandbox, so a record a
@@ -426,6 +470,7 @@ impl SessionBuilder {
     fn transcript(
         &self,
         identity: &Identity,
+        checkpoints: Option<&FileCheckpoints>,
         warnings: &mut Vec<String>,
     ) -> Result<Option<Arc<Transcript>>, SessionError> {
         if let Some(loaded) = &identity.resumed {
@@ -450,7 +495,12 @@ impl SessionBuilder {
         };
         let place = identity.transcript.clone();
         let transcript = Transcript::open(place, &identity.id, &self.spec.paths.cwd, opening)?;
-        Ok(Some(Arc::new(transcript)))
+        let transcript = Arc::new(transcript);
+        // The files kept before writes are recorded with the history.
+        if let Some(checkpoints) = checkpoints {
+            checkpoints.record_to(transcript.clone());
+        }
+        Ok(Some(transcript))
     }
 }
 
@@ -603,4 +653,33 @@ fn held_guards(
         }
         Err(_) => Vec::new(),
     }
+}
+
+/// What hooks are told of the session: its MCP servers (an `mcp_tool`
+/// handler's and `mcp_server` of their tools' events) and the memory
+/// files read (InstructionsLoaded).
+fn tell_hooks(
+    hooks: &HookRuntime,
+    mcp: &super::tools::SessionMcp,
+    memory: &super::context::SessionMemory,
+) {
+    let connected = mcp
+        .statuses
+        .iter()
+        .filter_map(|s| Some((s.name.clone(), s.outcome.as_ref().ok()?.clone())))
+        .collect();
+    hooks.set_mcp(Arc::new(super::tools::HookMcpTools(connected)));
+    hooks.set_mcp_scopes(
+        mcp.configs
+            .iter()
+            .map(|c| (c.name.clone(), c.scope.to_string()))
+            .collect(),
+    );
+    hooks.remember_instructions(
+        memory
+            .files
+            .iter()
+            .map(|(path, kind, _)| (path.display().to_string(), kind.name().to_string()))
+            .collect(),
+    );
 }

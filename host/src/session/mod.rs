@@ -179,6 +179,14 @@ pub struct SessionRun {
 }
 
 impl SessionRun {
+    /// What prompt hooks ask: the session's model, as it is at each event.
+    pub(super) fn judge(&self) -> crate::hooks::PromptJudge {
+        crate::hooks::PromptJudge {
+            model: self.model.clone(),
+            model_name: self.model_name.clone(),
+        }
+    }
+
     /// Sets the system prompt for the loop's tools as they are.
     pub(super) fn choose_system_prompt(
         &mut self,

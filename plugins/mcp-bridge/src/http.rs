@@ -82,8 +82,7 @@ pub(super) fn post(
     }
     let pending = outgoing_handler::handle(request, None)
         .map_err(|e| format!("the request to {authority} was refused: {e:?}"))?;
-    OutgoingBody::finish(body, None)
-        .map_err(|e| format!("sending the request failed: {e:?}"))?;
+    OutgoingBody::finish(body, None).map_err(|e| format!("sending the request failed: {e:?}"))?;
     pending.subscribe().block();
     let response = pending
         .get()

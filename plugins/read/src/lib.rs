@@ -128,8 +128,6 @@ fn text_result(path: &str, content: &str, start: u64, lines: u64, total: u64) ->
     }
 }
 
-/// The file's content (numbered lines, or an image) and the structured
-/// result.
 /// The file's content (numbered lines, or an image) and, when `structured`,
 /// the structured result (JSON).
 fn read(
@@ -138,11 +136,6 @@ fn read(
     limit: Option<u64>,
     structured: bool,
 ) -> Result<(Content, Option<String>), String> {
-    // Only what will be read is built: a fresh instance pays for every
-    // page it touches.
-    let describe = |content: &str, start: u64, lines: u64, total: u64| {
-        structured.then(|| text_result(&path.to_string_lossy(), content, start, lines, total))
-    };
     let shown = path.display();
     let file = std::fs::File::open(path).map_err(|e| match e.kind() {
         ErrorKind::NotFound => format!("File does not exist: {shown}"),
@@ -158,144 +151,205 @@ fn read(
         ));
     }
     let (modified_ns, size) = stamp(&meta);
-    let path_text = path.to_string_lossy();
+    let read = Reading {
+        path,
+        structured,
+        stamp: FileStamp { modified_ns, size },
+        len: meta.len(),
+    };
     if meta.len() == 0 {
-        record_read(&path_text, FileStamp { modified_ns, size });
+        read.record();
         return Ok((
             Content::Text(format!(
                 "<system-reminder>The file {shown} exists but is empty.</system-reminder>"
             )),
-            describe("", 1, 0, 0),
+            read.describe("", 1, 0, 0),
         ));
     }
-
     let mut reader = BufReader::new(file);
     let head = reader
         .fill_buf()
         .map_err(|e| format!("Cannot read {shown}: {e}"))?;
     if let Some(media_type) = image_type(head) {
-        if meta.len() > MAX_IMAGE_BYTES {
-            return Err(format!(
-                "{shown} is an image of {} bytes, larger than the {MAX_IMAGE_BYTES}-byte limit for images.",
-                meta.len()
-            ));
-        }
-        let mut data = Vec::with_capacity(meta.len() as usize);
-        reader
-            .read_to_end(&mut data)
-            .map_err(|e| format!("Cannot read {shown}: {e}"))?;
-        record_read(&path_text, FileStamp { modified_ns, size });
-        let structured = structured.then(|| {
-            json!({"type": "image", "file": {
-                "filePath": path_text,
-                "type": media_type,
-                "originalSize": data.len(),
-            }})
-            .to_string()
-        });
-        return Ok((
-            Content::Image(Image {
-                media_type: media_type.to_string(),
-                data,
-            }),
-            structured,
-        ));
+        return read.image(&mut reader, media_type);
     }
     if looks_binary(head) {
         return Err(format!(
             "{shown} is a binary file; Read only returns text and images."
         ));
     }
+    read.text(&mut reader, offset, limit)
+}
 
-    let first = offset.unwrap_or(1).max(1);
-    let limit = limit.unwrap_or(DEFAULT_LINE_LIMIT);
-    let last = first.saturating_add(limit); // exclusive
-    // Sized once: growing a buffer in a fresh instance touches new pages.
-    let expected = usize::try_from(meta.len())
-        .unwrap_or(0)
-        .min(MAX_OUTPUT_CHARS);
-    let mut out = String::with_capacity(expected + expected / 8 + 64);
-    // The returned lines as they are in the file, for the structured result.
-    let mut raw = String::with_capacity(if structured { expected } else { 0 });
-    // Lines are the file split on '\n': a final newline starts one more,
-    // empty line, so "a\nb\n" has three.
-    let mut line_no: u64 = 0;
-    let mut stopped_at: Option<u64> = None;
-    // Whether the line that stopped the read ended with a newline.
-    let mut stopped_on_newline = false;
-    let mut previous_ended_with_newline = true;
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
+/// One file being read.
+struct Reading<'a> {
+    path: &'a Path,
+    /// Whether the structured result is wanted.
+    structured: bool,
+    stamp: FileStamp,
+    len: u64,
+}
+
+/// The lines of one page of a file, as read.
+struct Page {
+    /// The numbered lines.
+    out: String,
+    /// The lines as they are in the file (for the structured result).
+    raw: String,
+    /// The last line number seen.
+    line_no: u64,
+    /// The line the read stopped at (a limit reached), if it stopped.
+    stopped_at: Option<u64>,
+    /// Whether the line that stopped the read ended with a newline.
+    stopped_on_newline: bool,
+}
+
+impl Reading<'_> {
+    /// Only what will be read is built: a fresh instance pays for every
+    /// page it touches.
+    fn describe(&self, content: &str, start: u64, lines: u64, total: u64) -> Option<String> {
+        let path = self.path.to_string_lossy();
+        self.structured
+            .then(|| text_result(&path, content, start, lines, total))
+    }
+
+    /// What the model was shown of the file, for a later Edit's check.
+    fn record(&self) {
+        record_read(&self.path.to_string_lossy(), self.stamp);
+    }
+
+    /// An image, whole, within the size limit.
+    fn image(
+        &self,
+        reader: &mut impl Read,
+        media_type: &str,
+    ) -> Result<(Content, Option<String>), String> {
+        let shown = self.path.display();
+        if self.len > MAX_IMAGE_BYTES {
+            return Err(format!(
+                "{shown} is an image of {} bytes, larger than the {MAX_IMAGE_BYTES}-byte limit for images.",
+                self.len
+            ));
+        }
+        let mut data = Vec::with_capacity(self.len as usize);
+        reader
+            .read_to_end(&mut data)
             .map_err(|e| format!("Cannot read {shown}: {e}"))?;
-        if n == 0 && !previous_ended_with_newline {
-            break;
+        self.record();
+        let structured = self.structured.then(|| {
+            json!({"type": "image", "file": {
+                "filePath": self.path.to_string_lossy(),
+                "type": media_type,
+                "originalSize": data.len(),
+            }})
+            .to_string()
+        });
+        let image = Image {
+            media_type: media_type.to_string(),
+            data,
+        };
+        Ok((Content::Image(image), structured))
+    }
+
+    /// Numbered lines from `offset`, at most `limit` of them and
+    /// `MAX_OUTPUT_CHARS`, with where to go on when there is more.
+    fn text(
+        &self,
+        reader: &mut impl BufRead,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    ) -> Result<(Content, Option<String>), String> {
+        let shown = self.path.display();
+        let first = offset.unwrap_or(1).max(1);
+        let last = first.saturating_add(limit.unwrap_or(DEFAULT_LINE_LIMIT)); // exclusive
+        let mut page = self.page(reader, first, last)?;
+        let line_no = page.line_no;
+        let returned = match page.stopped_at {
+            Some(next) => next.saturating_sub(first),
+            None => line_no.saturating_sub(first) + 1,
+        };
+        // The total counts the lines not returned too: a file has one line
+        // more than it has newlines.
+        let total = match page.stopped_at {
+            Some(_) => {
+                line_no
+                    + u64::from(page.stopped_on_newline)
+                    + newlines_left(reader, &shown.to_string())?
+            }
+            None => line_no,
+        };
+        if line_no < first {
+            return Ok((
+                Content::Text(format!(
+                    "<system-reminder>The file {shown} has {line_no} lines, fewer than the requested offset {first}.</system-reminder>"
+                )),
+                self.describe("", first, 0, total),
+            ));
         }
-        let ended_with_newline = buf.last() == Some(&b'\n');
-        if ended_with_newline {
-            buf.pop();
+        self.record();
+        if let Some(next) = page.stopped_at {
+            page.out.push_str(&format!(
+                "\n\n(The file continues after line {}. Call Read again with offset {next} to see more.)",
+                next - 1
+            ));
         }
-        line_no += 1;
-        if line_no >= last {
-            stopped_at = Some(line_no);
-            stopped_on_newline = ended_with_newline;
-            break;
-        }
-        if line_no >= first {
-            if out.len() >= MAX_OUTPUT_CHARS {
-                stopped_at = Some(line_no);
-                stopped_on_newline = ended_with_newline;
+        let described = self.describe(&page.raw, first, returned, total);
+        Ok((Content::Text(page.out), described))
+    }
+
+    /// Lines `first..last` (the file split on '\n': a final newline starts
+    /// one more, empty line, so "a\nb\n" has three), numbered.
+    fn page(&self, reader: &mut impl BufRead, first: u64, last: u64) -> Result<Page, String> {
+        // Sized once: growing a buffer in a fresh instance touches new pages.
+        let expected = usize::try_from(self.len).unwrap_or(0).min(MAX_OUTPUT_CHARS);
+        let structured = self.structured;
+        let mut page = Page {
+            out: String::with_capacity(expected + expected / 8 + 64),
+            raw: String::with_capacity(if structured { expected } else { 0 }),
+            line_no: 0,
+            stopped_at: None,
+            stopped_on_newline: false,
+        };
+        let mut previous_ended_with_newline = true;
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            let n = reader
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| format!("Cannot read {}: {e}", self.path.display()))?;
+            if n == 0 && !previous_ended_with_newline {
                 break;
             }
-            if line_no > first {
-                out.push('\n');
-                if structured {
-                    raw.push('\n');
+            let ended_with_newline = buf.last() == Some(&b'\n');
+            if ended_with_newline {
+                buf.pop();
+            }
+            page.line_no += 1;
+            let full = page.line_no >= first && page.out.len() >= MAX_OUTPUT_CHARS;
+            if page.line_no >= last || full {
+                page.stopped_at = Some(page.line_no);
+                page.stopped_on_newline = ended_with_newline;
+                break;
+            }
+            if page.line_no >= first {
+                if page.line_no > first {
+                    page.out.push('\n');
+                    if structured {
+                        page.raw.push('\n');
+                    }
+                }
+                push_line(&mut page.out, page.line_no, &buf);
+                if structured && page.raw.len() < MAX_OUTPUT_CHARS {
+                    page.raw.push_str(&String::from_utf8_lossy(&buf));
                 }
             }
-            push_line(&mut out, line_no, &buf);
-            if structured && raw.len() < MAX_OUTPUT_CHARS {
-                raw.push_str(&String::from_utf8_lossy(&buf));
+            if n == 0 {
+                break;
             }
+            previous_ended_with_newline = ended_with_newline;
         }
-        if n == 0 {
-            break;
-        }
-        previous_ended_with_newline = ended_with_newline;
+        Ok(page)
     }
-
-    let returned = match stopped_at {
-        Some(next) => next.saturating_sub(first),
-        None => line_no.saturating_sub(first) + 1,
-    };
-    // The total counts the lines not returned too: a file has one line
-    // more than it has newlines.
-    let total = match stopped_at {
-        Some(_) => {
-            line_no
-                + u64::from(stopped_on_newline)
-                + newlines_left(&mut reader, &shown.to_string())?
-        }
-        None => line_no,
-    };
-    if line_no < first {
-        return Ok((
-            Content::Text(format!(
-                "<system-reminder>The file {shown} has {line_no} lines, fewer than the requested offset {first}.</system-reminder>"
-            )),
-            describe("", first, 0, total),
-        ));
-    }
-    record_read(&path_text, FileStamp { modified_ns, size });
-    if let Some(next) = stopped_at {
-        out.push_str(&format!(
-            "\n\n(The file continues after line {}. Call Read again with offset {next} to see more.)",
-            next - 1
-        ));
-    }
-    Ok((Content::Text(out), describe(&raw, first, returned, total)))
 }
 
 /// The newlines left in `reader`.
