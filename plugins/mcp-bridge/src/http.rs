@@ -19,50 +19,14 @@ pub(super) fn post(
     protocol: Option<&str>,
     message: &Value,
 ) -> Result<Reply, String> {
-    let (https, rest) = if let Some(rest) = endpoint.url.strip_prefix("https://") {
-        (true, rest)
-    } else if let Some(rest) = endpoint.url.strip_prefix("http://") {
-        (false, rest)
-    } else {
-        return Err(format!("`{}` is not an http(s) URL", endpoint.url));
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let headers = Fields::new();
-    let set = |name: &str, value: &str| {
-        headers
-            .append(name, value.as_bytes())
-            .map_err(|e| format!("header `{name}`: {e:?}"))
-    };
-    set("content-type", "application/json")?;
-    set("accept", "application/json, text/event-stream")?;
-    for (name, value) in &endpoint.headers {
-        set(name, value)?;
-    }
-    if let Some(session) = session {
-        set("mcp-session-id", session)?;
-    }
-    if let Some(protocol) = protocol {
-        set("mcp-protocol-version", protocol)?;
-        // The current revision names the method (and the tool) in
-        // headers too, so that proxies can route without the body.
-        if protocol == super::MODERN {
-            if let Some(method) = message.get("method").and_then(Value::as_str) {
-                set("mcp-method", method)?;
-            }
-            if let Some(name) = message.pointer("/params/name").and_then(Value::as_str) {
-                set("mcp-name", name)?;
-            }
-        }
-    }
+    let (scheme, authority, path) = url_parts(&endpoint.url)?;
+    let headers = request_headers(endpoint, session, protocol, message)?;
     let request = OutgoingRequest::new(headers);
     request
         .set_method(&Method::Post)
         .map_err(|()| "invalid method")?;
     request
-        .set_scheme(Some(if https { &Scheme::Https } else { &Scheme::Http }))
+        .set_scheme(Some(&scheme))
         .map_err(|()| "invalid scheme")?;
     request
         .set_authority(Some(authority))
@@ -103,7 +67,64 @@ pub(super) fn post(
         .to_ascii_lowercase();
     drop(headers);
     let body = response.consume().map_err(|()| "no body")?;
-    let stream = body.stream().map_err(|()| "no body stream")?;
+    let text = read_body(&body.stream().map_err(|()| "no body stream")?)?;
+    reply(status, &content_type, session, text)
+}
+
+/// An http(s) URL's scheme, authority and path.
+fn url_parts(url: &str) -> Result<(Scheme, &str, &str), String> {
+    let (scheme, rest) = if let Some(rest) = url.strip_prefix("https://") {
+        (Scheme::Https, rest)
+    } else if let Some(rest) = url.strip_prefix("http://") {
+        (Scheme::Http, rest)
+    } else {
+        return Err(format!("`{url}` is not an http(s) URL"));
+    };
+    Ok(match rest.find('/') {
+        Some(i) => (scheme, &rest[..i], &rest[i..]),
+        None => (scheme, rest, "/"),
+    })
+}
+
+/// A request's headers: JSON in, JSON or SSE out, the configured ones,
+/// the session and the protocol revision (the current one names the
+/// method and the tool too, so that proxies can route without the body).
+fn request_headers(
+    endpoint: &HttpEndpoint,
+    session: Option<&str>,
+    protocol: Option<&str>,
+    message: &Value,
+) -> Result<Fields, String> {
+    let headers = Fields::new();
+    let set = |name: &str, value: &str| {
+        headers
+            .append(name, value.as_bytes())
+            .map_err(|e| format!("header `{name}`: {e:?}"))
+    };
+    set("content-type", "application/json")?;
+    set("accept", "application/json, text/event-stream")?;
+    for (name, value) in &endpoint.headers {
+        set(name, value)?;
+    }
+    if let Some(session) = session {
+        set("mcp-session-id", session)?;
+    }
+    if let Some(protocol) = protocol {
+        set("mcp-protocol-version", protocol)?;
+        if protocol == super::MODERN {
+            if let Some(method) = message.get("method").and_then(Value::as_str) {
+                set("mcp-method", method)?;
+            }
+            if let Some(name) = message.pointer("/params/name").and_then(Value::as_str) {
+                set("mcp-name", name)?;
+            }
+        }
+    }
+    Ok(headers)
+}
+
+/// A response body, whole, within `MAX_BODY_BYTES`.
+fn read_body(stream: &wasi::io::streams::InputStream) -> Result<String, String> {
     let mut bytes = Vec::new();
     loop {
         match stream.blocking_read(64 * 1024) {
@@ -119,9 +140,19 @@ pub(super) fn post(
             Err(e) => return Err(format!("reading the answer failed: {e:?}")),
         }
     }
-    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The messages of a response: a JSON body, an SSE stream's events, or
+/// none (a notification's 202); an error status is an answer only when it
+/// carries a JSON-RPC error.
+fn reply(
+    status: u16,
+    content_type: &str,
+    session: Option<String>,
+    text: String,
+) -> Result<Reply, String> {
     if !(200..300).contains(&status) {
-        // A JSON-RPC error in the body is still an answer.
         if content_type.starts_with("application/json") && !text.trim().is_empty() {
             return Ok(Reply {
                 session,

@@ -372,113 +372,11 @@ impl Guest for Bridge {
         let mut events = Events {
             tools_changed: false,
         };
-        let probe = Session {
-            endpoint: endpoint.clone(),
-            http_session: None,
-            protocol_version: MODERN.into(),
-            server_name: String::new(),
-            server_version: String::new(),
-            instructions: None,
-            tools_list_changed: false,
-        };
-        use_session(&probe);
-        let discovered = request_within(
-            request_id,
-            "server/discover",
-            enveloped(&probe, json!({})),
-            &mut events,
-            Some(DISCOVER_WAIT_MS),
-        );
-        // A broken exchange is an error (over HTTP, an older server may
-        // refuse the probe outright); an error answer or silence means an
-        // older server: fall back to the handshake.
-        let discovered = match discovered {
-            Ok(answer) => answer,
-            Err(_) if endpoint.is_some() => None,
-            Err(e) => return Err(e),
-        };
-        if let Some(Ok(result)) = discovered {
-            let speaks_modern = result
-                .get("supportedVersions")
-                .and_then(Value::as_array)
-                .is_some_and(|v| v.iter().any(|v| v.as_str() == Some(MODERN)));
-            if speaks_modern {
-                let tools_list_changed = result
-                    .pointer("/capabilities/tools/listChanged")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                // (Over HTTP the stream would outlive this instance: list
-                // changes there are not followed yet.)
-                if tools_list_changed && endpoint.is_none() {
-                    // The current revision sends list changes only on a
-                    // `subscriptions/listen` stream; its notifications are
-                    // read with every later operation (and by `drain`).
-                    send(&json!({
-                        "jsonrpc": "2.0",
-                        "id": request_id + 2,
-                        "method": "subscriptions/listen",
-                        "params": enveloped(&probe, json!({"notifications": {"toolsListChanged": true}})),
-                    }))?;
-                }
-                let info = result
-                    .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                return Ok(Session {
-                    endpoint,
-                    http_session: http_session(),
-                    protocol_version: MODERN.into(),
-                    server_name: text_field(&info, "name"),
-                    server_version: text_field(&info, "version"),
-                    instructions: result
-                        .get("instructions")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    tools_list_changed,
-                });
-            }
+        if let Some(session) = discover(endpoint.clone(), request_id, &mut events)? {
+            return Ok(session);
         }
-        // The handshake names its version in the body, not in a header.
-        LINK.with(|link| {
-            if let Link::Http { protocol, .. } = &mut *link.borrow_mut() {
-                *protocol = None;
-            }
-        });
-        let result = request(
-            request_id + 1,
-            "initialize",
-            json!({
-                "protocolVersion": HANDSHAKE_VERSIONS[0],
-                "capabilities": {},
-                "clientInfo": {"name": client_name, "version": client_version},
-            }),
-            &mut events,
-        )?;
-        let version = text_field(&result, "protocolVersion");
-        if !HANDSHAKE_VERSIONS.contains(&version.as_str()) {
-            return Err(format!(
-                "the server speaks MCP revision `{version}`; carapace speaks {MODERN}, {}",
-                HANDSHAKE_VERSIONS.join(", ")
-            ));
-        }
-        set_protocol(&version);
-        send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
-        let info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
-        Ok(Session {
-            endpoint,
-            http_session: http_session(),
-            protocol_version: version,
-            server_name: text_field(&info, "name"),
-            server_version: text_field(&info, "version"),
-            instructions: result
-                .get("instructions")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            tools_list_changed: result
-                .pointer("/capabilities/tools/listChanged")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        })
+        let client = json!({"name": client_name, "version": client_version});
+        handshake(endpoint, client, request_id + 1, &mut events)
     }
 
     fn list_tools(
@@ -577,3 +475,130 @@ impl Guest for Bridge {
 }
 
 export!(Bridge);
+
+/// `server/discover` (the current revision): the session, when the server
+/// speaks it; `None` when it does not (an error answer, or silence).
+fn discover(
+    endpoint: Option<HttpEndpoint>,
+    request_id: u64,
+    events: &mut Events,
+) -> Result<Option<Session>, String> {
+    let probe = Session {
+        endpoint: endpoint.clone(),
+        http_session: None,
+        protocol_version: MODERN.into(),
+        server_name: String::new(),
+        server_version: String::new(),
+        instructions: None,
+        tools_list_changed: false,
+    };
+    use_session(&probe);
+    let discovered = request_within(
+        request_id,
+        "server/discover",
+        enveloped(&probe, json!({})),
+        events,
+        Some(DISCOVER_WAIT_MS),
+    );
+    // A broken exchange is an error (over HTTP, an older server may
+    // refuse the probe outright); an error answer or silence means an
+    // older server: fall back to the handshake.
+    let discovered = match discovered {
+        Ok(answer) => answer,
+        Err(_) if endpoint.is_some() => None,
+        Err(e) => return Err(e),
+    };
+    let Some(Ok(result)) = discovered else {
+        return Ok(None);
+    };
+    let speaks_modern = result
+        .get("supportedVersions")
+        .and_then(Value::as_array)
+        .is_some_and(|v| v.iter().any(|v| v.as_str() == Some(MODERN)));
+    if !speaks_modern {
+        return Ok(None);
+    }
+    let tools_list_changed = result
+        .pointer("/capabilities/tools/listChanged")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    // (Over HTTP the stream would outlive this instance: list changes
+    // there are not followed yet.)
+    if tools_list_changed && endpoint.is_none() {
+        // The current revision sends list changes only on a
+        // `subscriptions/listen` stream; its notifications are read with
+        // every later operation (and by `drain`).
+        send(&json!({
+            "jsonrpc": "2.0",
+            "id": request_id + 2,
+            "method": "subscriptions/listen",
+            "params": enveloped(&probe, json!({"notifications": {"toolsListChanged": true}})),
+        }))?;
+    }
+    let info = result
+        .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
+        .cloned()
+        .unwrap_or(Value::Null);
+    Ok(Some(Session {
+        endpoint,
+        http_session: http_session(),
+        protocol_version: MODERN.into(),
+        server_name: text_field(&info, "name"),
+        server_version: text_field(&info, "version"),
+        instructions: result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        tools_list_changed,
+    }))
+}
+
+/// The `initialize` handshake of the earlier revisions.
+fn handshake(
+    endpoint: Option<HttpEndpoint>,
+    client: Value,
+    request_id: u64,
+    events: &mut Events,
+) -> Result<Session, String> {
+    // The handshake names its version in the body, not in a header.
+    LINK.with(|link| {
+        if let Link::Http { protocol, .. } = &mut *link.borrow_mut() {
+            *protocol = None;
+        }
+    });
+    let result = request(
+        request_id,
+        "initialize",
+        json!({
+            "protocolVersion": HANDSHAKE_VERSIONS[0],
+            "capabilities": {},
+            "clientInfo": client,
+        }),
+        events,
+    )?;
+    let version = text_field(&result, "protocolVersion");
+    if !HANDSHAKE_VERSIONS.contains(&version.as_str()) {
+        return Err(format!(
+            "the server speaks MCP revision `{version}`; carapace speaks {MODERN}, {}",
+            HANDSHAKE_VERSIONS.join(", ")
+        ));
+    }
+    set_protocol(&version);
+    send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+    let info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
+    Ok(Session {
+        endpoint,
+        http_session: http_session(),
+        protocol_version: version,
+        server_name: text_field(&info, "name"),
+        server_version: text_field(&info, "version"),
+        instructions: result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        tools_list_changed: result
+            .pointer("/capabilities/tools/listChanged")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
