@@ -6,6 +6,7 @@
 //! ClientHello's SNI and a plain request's `Host` must name the target the
 //! client asked for. Refused connections get an answer that says why.
 
+mod error;
 mod opening;
 mod requests;
 mod terminate;
@@ -13,6 +14,7 @@ mod terminate;
 use super::ask::{EgressAsker, Gate, Upstream};
 use super::host::{Host, canonical};
 use super::rules::EgressRules;
+use error::ProxyError;
 use opening::{HANDSHAKE, read_more};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -61,7 +63,7 @@ impl EgressProxy {
                 let gate = serving.clone();
                 tokio::spawn(async move {
                     if let Err(why) = serve(stream, &gate).await {
-                        tracing::info!("egress refused or failed: {why}");
+                        tracing::info!("egress refused or failed: {}", why.describe());
                     }
                     drop(slot);
                 });
@@ -133,22 +135,26 @@ struct Target {
     port: u16,
 }
 
-async fn serve(mut client: UnixStream, gate: &Gate) -> Result<(), String> {
+async fn serve(mut client: UnixStream, gate: &Gate) -> Result<(), ProxyError> {
     let mut first = [0u8; 1];
     tokio::time::timeout(HANDSHAKE, client.read_exact(&mut first))
         .await
-        .map_err(|_| "the client said nothing".to_string())?
-        .map_err(|e| e.to_string())?;
+        .map_err(|_| ProxyError::Left("the client said nothing".into()))?
+        .map_err(ProxyError::io("reading from the client"))?;
     if let Some(port) = gate.upstream_for(first[0]) {
         // The user's proxy judges; carapace only carries the bytes there.
         let mut upstream = tokio::time::timeout(HANDSHAKE, TcpStream::connect(("127.0.0.1", port)))
             .await
-            .map_err(|_| format!("connecting to your proxy on port {port} timed out"))?
-            .map_err(|e| format!("cannot reach your proxy on port {port}: {e}"))?;
+            .map_err(|_| {
+                ProxyError::timed_out(format!("connecting to your proxy on port {port} timed out"))
+            })?
+            .map_err(|e| {
+                ProxyError::unreachable(format!("cannot reach your proxy on port {port}"), e)
+            })?;
         upstream
             .write_all(&first)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(ProxyError::io("writing to your proxy"))?;
         return splice(client, upstream).await;
     }
     if first[0] == 5 {
@@ -160,7 +166,7 @@ async fn serve(mut client: UnixStream, gate: &Gate) -> Result<(), String> {
 
 /// Resolves and connects to `target`, which [`Gate::admit`] let through
 /// (`exact`: listed by that very name), or says why not.
-async fn reach(target: &Target, exact: bool, rules: &EgressRules) -> Result<TcpStream, String> {
+async fn reach(target: &Target, exact: bool, rules: &EgressRules) -> Result<TcpStream, ProxyError> {
     let addresses: Vec<SocketAddr> = match &target.host {
         Host::Ip(ip) => vec![SocketAddr::new(*ip, target.port)],
         Host::Name(name) => tokio::time::timeout(
@@ -168,24 +174,24 @@ async fn reach(target: &Target, exact: bool, rules: &EgressRules) -> Result<TcpS
             tokio::net::lookup_host((name.as_str(), target.port)),
         )
         .await
-        .map_err(|_| format!("resolving {name} timed out"))?
-        .map_err(|e| format!("{name} does not resolve: {e}"))?
+        .map_err(|_| ProxyError::timed_out(format!("resolving {name} timed out")))?
+        .map_err(|e| ProxyError::unreachable(format!("{name} does not resolve"), e))?
         .collect(),
     };
     let ips: Vec<IpAddr> = addresses.iter().map(SocketAddr::ip).collect();
     rules
         .may_resolve_to(exact, &ips)
-        .map_err(|why| format!("{}: {why}", target.host))?;
+        .map_err(|why| ProxyError::Refused(format!("{}: {why}", target.host)))?;
     let first = addresses
         .first()
-        .ok_or_else(|| format!("{} has no address", target.host))?;
+        .ok_or_else(|| ProxyError::timed_out(format!("{} has no address", target.host)))?;
     tokio::time::timeout(HANDSHAKE, TcpStream::connect(first))
         .await
-        .map_err(|_| format!("connecting to {} timed out", target.host))?
-        .map_err(|e| format!("cannot connect to {}: {e}", target.host))
+        .map_err(|_| ProxyError::timed_out(format!("connecting to {} timed out", target.host)))?
+        .map_err(|e| ProxyError::unreachable(format!("cannot connect to {}", target.host), e))
 }
 
-async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), String> {
+async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), ProxyError> {
     let rules = &*gate.rules;
     let mut head = vec![first];
     read_head(&mut client, &mut head).await?;
@@ -208,19 +214,18 @@ async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), Stri
     };
     let target = match target {
         Ok(target) => target,
-        Err(why) => return refuse_http(&mut client, "400 Bad Request", &why).await,
+        Err(why) => return refuse_http(&mut client, "400 Bad Request", why).await,
     };
     if !connect && host_header(&text).is_some_and(|h| !same_host(&h, &target)) {
-        return refuse_http(
-            &mut client,
-            "403 Forbidden",
-            "the Host header names another host",
-        )
-        .await;
+        let why = ProxyError::Refused("the Host header names another host".into());
+        return refuse_http(&mut client, "403 Forbidden", why).await;
     }
     let exact = match gate.admit(&target.host).await {
         Ok(exact) => exact,
-        Err(why) => return refuse_http(&mut client, "403 Forbidden", &why).await,
+        Err(why) => {
+            let why = ProxyError::Refused(why);
+            return refuse_http(&mut client, "403 Forbidden", why).await;
+        }
     };
     if connect {
         // What goes through the tunnel is checked before anything is
@@ -228,7 +233,7 @@ async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), Stri
         client
             .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(ProxyError::io("answering the client"))?;
         let (opening, named) = opening::tunnel_opening(&mut client, after_head).await?;
         // A TLS record's first byte (a ClientHello with or without a name:
         // clients send none for an address).
@@ -244,46 +249,51 @@ async fn http(mut client: UnixStream, first: u8, gate: &Gate) -> Result<(), Stri
         upstream
             .write_all(&opening)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(ProxyError::io("sending the opening on"))?;
         return splice(client, upstream).await;
     }
     // To the origin server in origin form, one request per connection:
     // a second request on it would be carried unjudged.
     let forwarded = match opening::origin_form(&head[..end]) {
         Ok(forwarded) => forwarded,
-        Err(why) => return refuse_http(&mut client, "400 Bad Request", &why).await,
+        Err(why) => return refuse_http(&mut client, "400 Bad Request", why).await,
     };
     let masks = gate.masks();
     // Judged before anything is connected; put in as it goes.
     if let Err(why) = masks.toward(&target.host, true).head(&forwarded) {
         tracing::warn!(host = %target.host, "egress: {why}");
-        return refuse_http(&mut client, "403 Forbidden", &why).await;
+        return refuse_http(&mut client, "403 Forbidden", ProxyError::Refused(why)).await;
     }
     let upstream = match reach(&target, exact, rules).await {
         Ok(stream) => stream,
-        Err(why) => return refuse_http(&mut client, "403 Forbidden", &why).await,
+        Err(why) => return refuse_http(&mut client, "403 Forbidden", why).await,
     };
     let mut already = forwarded;
     already.extend_from_slice(&after_head);
     requests::carry(client, upstream, already, &masks, &target, true).await
 }
 
-async fn socks5(mut client: UnixStream, gate: &Gate) -> Result<(), String> {
+async fn socks5(mut client: UnixStream, gate: &Gate) -> Result<(), ProxyError> {
     let rules = &*gate.rules;
-    let io = |e: std::io::Error| e.to_string();
+    let io = |e: std::io::Error| ProxyError::Io {
+        what: "the SOCKS exchange failed".into(),
+        source: e,
+    };
     let methods = client.read_u8().await.map_err(io)?;
     let mut offered = vec![0u8; usize::from(methods)];
     client.read_exact(&mut offered).await.map_err(io)?;
     if !offered.contains(&0) {
         let _ = client.write_all(&[5, 0xff]).await;
-        return Err("the SOCKS client offers no method without authentication".into());
+        return Err(ProxyError::Refused(
+            "the SOCKS client offers no method without authentication".into(),
+        ));
     }
     client.write_all(&[5, 0]).await.map_err(io)?;
     let mut request = [0u8; 4];
     client.read_exact(&mut request).await.map_err(io)?;
     if request[0] != 5 || request[1] != 1 {
         let _ = client.write_all(&[5, 7, 0, 1, 0, 0, 0, 0, 0, 0]).await;
-        return Err("only SOCKS5 CONNECT is served".into());
+        return Err(ProxyError::Refused("only SOCKS5 CONNECT is served".into()));
     }
     let host = match request[3] {
         1 => {
@@ -294,22 +304,23 @@ async fn socks5(mut client: UnixStream, gate: &Gate) -> Result<(), String> {
         4 => {
             let mut v6 = [0u8; 16];
             client.read_exact(&mut v6).await.map_err(io)?;
-            canonical(&std::net::Ipv6Addr::from(v6).to_string()).map_err(|e| e.to_string())
+            canonical(&std::net::Ipv6Addr::from(v6).to_string()).map_err(unreadable_host)
         }
         3 => {
             let len = client.read_u8().await.map_err(io)?;
             let mut name = vec![0u8; usize::from(len)];
             client.read_exact(&mut name).await.map_err(io)?;
-            canonical(&String::from_utf8_lossy(&name)).map_err(|e| e.to_string())
+            canonical(&String::from_utf8_lossy(&name)).map_err(unreadable_host)
         }
-        _ => Err("unknown SOCKS address type".to_string()),
+        _ => Err(ProxyError::Unreadable("unknown SOCKS address type".into())),
     };
     let port = client.read_u16().await.map_err(io)?;
     let admitted = match host {
         Ok(host) => gate
             .admit(&host)
             .await
-            .map(|exact| (Target { host, port }, exact)),
+            .map(|exact| (Target { host, port }, exact))
+            .map_err(ProxyError::Refused),
         Err(why) => Err(why),
     };
     let (target, exact) = match admitted {
@@ -332,11 +343,13 @@ async fn socks5(mut client: UnixStream, gate: &Gate) -> Result<(), String> {
 }
 
 /// Reads up to the end of the request head (`\r\n\r\n`), bounded.
-async fn read_head(client: &mut UnixStream, head: &mut Vec<u8>) -> Result<(), String> {
+async fn read_head(client: &mut UnixStream, head: &mut Vec<u8>) -> Result<(), ProxyError> {
     let mut buf = [0u8; 2048];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
         if head.len() > MAX_HEAD {
-            return Err("the request head is too long".into());
+            return Err(ProxyError::Unreadable(
+                "the request head is too long".into(),
+            ));
         }
         read_more(client, head, &mut buf, "the request head never ended").await?;
     }
@@ -345,12 +358,12 @@ async fn read_head(client: &mut UnixStream, head: &mut Vec<u8>) -> Result<(), St
 
 /// A TLS ClientHello's SNI, or a plain request's `Host`, must name the
 /// target the client asked for.
-fn check_opening(named: Option<String>, target: &Target) -> Result<(), String> {
+fn check_opening(named: Option<String>, target: &Target) -> Result<(), ProxyError> {
     match named {
-        Some(name) if !same_host(&name, target) => Err(format!(
+        Some(name) if !same_host(&name, target) => Err(ProxyError::Refused(format!(
             "the connection to {} names {name} inside; refused",
             target.host
-        )),
+        ))),
         _ => Ok(()),
     }
 }
@@ -369,47 +382,58 @@ fn host_header(head: &str) -> Option<String> {
 }
 
 /// `host:port` (CONNECT's target), `[v6]:port` included.
-fn authority(text: &str, default_port: u16) -> Result<Target, String> {
+fn authority(text: &str, default_port: u16) -> Result<Target, ProxyError> {
     let (host, port) = match text.rsplit_once(':') {
         Some((host, port)) if !host.is_empty() && !port.contains(']') => (
             host,
             port.parse()
-                .map_err(|_| format!("`{text}` has no valid port"))?,
+                .map_err(|_| ProxyError::Unreadable(format!("`{text}` has no valid port")))?,
         ),
         _ => (text, default_port),
     };
-    let host = canonical(host).map_err(|e| e.to_string())?;
+    let host = canonical(host).map_err(unreadable_host)?;
     Ok(Target { host, port })
 }
 
 /// `http://host[:port]/…`: a plain request through the proxy.
-fn absolute_uri(uri: &str) -> Result<Target, String> {
-    let rest = uri
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("`{uri}` is not an absolute http:// URI (use CONNECT for TLS)"))?;
+fn absolute_uri(uri: &str) -> Result<Target, ProxyError> {
+    let rest = uri.strip_prefix("http://").ok_or_else(|| {
+        ProxyError::Unreadable(format!(
+            "`{uri}` is not an absolute http:// URI (use CONNECT for TLS)"
+        ))
+    })?;
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let host_port = rest[..end].rsplit('@').next().unwrap_or_default();
     authority(host_port, 80)
 }
 
-async fn refuse_http(client: &mut UnixStream, status: &str, why: &str) -> Result<(), String> {
-    let body = format!("carapace refused this connection: {why}\n");
+/// A plain request or a CONNECT refused: the client is told why.
+async fn refuse_http(
+    client: &mut UnixStream,
+    status: &str,
+    why: ProxyError,
+) -> Result<(), ProxyError> {
+    let body = format!("carapace refused this connection: {}\n", why.describe());
     let answer = format!(
         "HTTP/1.1 {status}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
     let _ = client.write_all(answer.as_bytes()).await;
-    Err(why.to_string())
+    Err(why)
+}
+
+fn unreadable_host(e: super::host::HostError) -> ProxyError {
+    ProxyError::Unreadable(e.to_string())
 }
 
 async fn splice(
     mut client: impl AsyncRead + AsyncWrite + Unpin,
     mut upstream: impl AsyncRead + AsyncWrite + Unpin,
-) -> Result<(), String> {
+) -> Result<(), ProxyError> {
     tokio::io::copy_bidirectional(&mut client, &mut upstream)
         .await
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(ProxyError::io("carrying the connection"))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! request rewritten for the origin server (origin form, one request per
 //! connection).
 
+use super::error::ProxyError;
 use tokio::io::AsyncReadExt;
 use tokio::net::UnixStream;
 
@@ -20,13 +21,15 @@ pub(super) async fn read_more(
     into: &mut Vec<u8>,
     buf: &mut [u8],
     silent: &str,
-) -> Result<(), String> {
+) -> Result<(), ProxyError> {
     let n = tokio::time::timeout(HANDSHAKE, client.read(buf))
         .await
-        .map_err(|_| silent.to_string())?
-        .map_err(|e| e.to_string())?;
+        .map_err(|_| ProxyError::Left(silent.to_string()))?
+        .map_err(ProxyError::io("reading from the client"))?;
     if n == 0 {
-        return Err("the client closed the connection before saying where it goes".into());
+        return Err(ProxyError::Left(
+            "the client closed the connection before saying where it goes".into(),
+        ));
     }
     into.extend_from_slice(&buf[..n]);
     Ok(())
@@ -40,7 +43,7 @@ pub(super) async fn read_more(
 pub(super) async fn tunnel_opening(
     client: &mut UnixStream,
     already: Vec<u8>,
-) -> Result<(Vec<u8>, Option<String>), String> {
+) -> Result<(Vec<u8>, Option<String>), ProxyError> {
     let mut opening = already;
     let mut buf = [0u8; 4096];
     loop {
@@ -53,7 +56,9 @@ pub(super) async fn tunnel_opening(
             return Ok((opening, name));
         }
         if opening.len() >= MAX_OPENING {
-            return Err("the connection's first message is too long to be judged; refused".into());
+            return Err(ProxyError::Refused(
+                "the connection's first message is too long to be judged; refused".into(),
+            ));
         }
         read_more(
             client,
@@ -67,14 +72,21 @@ pub(super) async fn tunnel_opening(
 
 /// `Some(name)` once `bytes` hold a whole ClientHello (`None` inside when
 /// it names no server); `None` while more is needed.
-pub(super) fn client_hello_name(bytes: &[u8]) -> Result<Option<Option<String>>, String> {
+pub(super) fn client_hello_name(bytes: &[u8]) -> Result<Option<Option<String>>, ProxyError> {
+    let unreadable = |e: rustls::Error| {
+        ProxyError::Unreadable(format!("the TLS ClientHello cannot be read ({e}); refused"))
+    };
     let mut acceptor = rustls::server::Acceptor::default();
     let mut cursor = std::io::Cursor::new(bytes);
     while usize::try_from(cursor.position()).unwrap_or(usize::MAX) < bytes.len() {
         match acceptor.read_tls(&mut cursor) {
             Ok(0) => break,
             Ok(_) => {}
-            Err(e) => return Err(format!("the TLS ClientHello cannot be read ({e}); refused")),
+            Err(e) => {
+                return Err(ProxyError::Unreadable(format!(
+                    "the TLS ClientHello cannot be read ({e}); refused"
+                )));
+            }
         }
     }
     match acceptor.accept() {
@@ -82,7 +94,7 @@ pub(super) fn client_hello_name(bytes: &[u8]) -> Result<Option<Option<String>>, 
             accepted.client_hello().server_name().map(str::to_string),
         )),
         Ok(None) => Ok(None),
-        Err((e, _)) => Err(format!("the TLS ClientHello cannot be read ({e}); refused")),
+        Err((e, _)) => Err(unreadable(e)),
     }
 }
 
@@ -110,15 +122,21 @@ fn http_host(bytes: &[u8]) -> Option<Option<String>> {
 /// server takes it: origin form, the proxy's own headers dropped, and
 /// `Connection: close` — one request per connection, so a second request
 /// on it is never carried unjudged.
-pub(super) fn origin_form(head: &[u8]) -> Result<Vec<u8>, String> {
+pub(super) fn origin_form(head: &[u8]) -> Result<Vec<u8>, ProxyError> {
     let mut headers = [httparse::EMPTY_HEADER; 128];
     let mut request = httparse::Request::new(&mut headers);
     match request.parse(head) {
         Ok(httparse::Status::Complete(_)) => {}
-        _ => return Err("the request head cannot be read".into()),
+        _ => {
+            return Err(ProxyError::Unreadable(
+                "the request head cannot be read".into(),
+            ));
+        }
     }
     let (Some(method), Some(uri)) = (request.method, request.path) else {
-        return Err("the request has no method or target".into());
+        return Err(ProxyError::Unreadable(
+            "the request has no method or target".into(),
+        ));
     };
     let after_scheme = uri.strip_prefix("http://").unwrap_or(uri);
     let path = match after_scheme.find(['/', '?']) {

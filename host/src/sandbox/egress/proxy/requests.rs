@@ -8,6 +8,7 @@
 
 use super::super::masks::{Masks, Outbound, STAND_IN_LEN};
 use super::Target;
+use super::error::ProxyError;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The longest request head (or chunk-size line) read.
@@ -30,7 +31,7 @@ pub(super) async fn carry<C, U>(
     masks: &Masks,
     target: &Target,
     plain: bool,
-) -> Result<(), String>
+) -> Result<(), ProxyError>
 where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,
@@ -53,7 +54,7 @@ where
     };
     tokio::pin!(requests);
     enum First {
-        Sent(Result<(), String>),
+        Sent(Result<(), ProxyError>),
         Answered(std::io::Result<u64>),
     }
     let first = tokio::select! {
@@ -61,15 +62,21 @@ where
         answered = &mut answers => First::Answered(answered),
     };
     let ended = match first {
-        First::Sent(Ok(())) => answers.await.map(drop).map_err(|e| e.to_string()),
+        First::Sent(Ok(())) => answers
+            .await
+            .map(drop)
+            .map_err(ProxyError::io("carrying the answer")),
         First::Answered(answered) => {
             drop(answers);
-            answered.map(drop).map_err(|e| e.to_string())
+            answered
+                .map(drop)
+                .map_err(ProxyError::io("carrying the answer"))
         }
         First::Sent(Err(why)) => {
             drop(answers);
-            tracing::warn!("egress: {why}");
-            let body = format!("carapace's proxy refused the request: {why}\n");
+            let why_text = why.describe();
+            tracing::warn!("egress: {why_text}");
+            let body = format!("carapace's proxy refused the request: {why_text}\n");
             let answer = format!(
                 "HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
@@ -100,13 +107,13 @@ impl Framing {
     /// How the body of the request `head` ends; a request naming another
     /// host than the connection's `target` is refused (a front end shared
     /// by many sites routes by that name: the secret would go there).
-    fn of(head: &[u8], target: &Target) -> Result<Self, String> {
+    fn of(head: &[u8], target: &Target) -> Result<Self, ProxyError> {
         names_only(head, target)?;
         let mut headers = [httparse::EMPTY_HEADER; 128];
         let mut request = httparse::Request::new(&mut headers);
         match request.parse(head) {
             Ok(httparse::Status::Complete(_)) => {}
-            _ => return Err("a request head cannot be read".into()),
+            _ => return Err(unreadable_head()),
         }
         let header = |name: &str| {
             request
@@ -123,9 +130,9 @@ impl Framing {
         }
         match header("content-length") {
             Some(length) => Ok(Self::Length {
-                bytes: length
-                    .parse()
-                    .map_err(|_| format!("Content-Length `{length}` is not a number"))?,
+                bytes: length.parse().map_err(|_| {
+                    ProxyError::Unreadable(format!("Content-Length `{length}` is not a number"))
+                })?,
                 waits_for_continue: header("expect").is_some_and(|e| e == "100-continue"),
             }),
             None => Ok(Self::None),
@@ -135,11 +142,11 @@ impl Framing {
 
 /// Refuses a request head that names another host than `target`, in its
 /// `Host` or its absolute-form target.
-pub(super) fn names_only(head: &[u8], target: &Target) -> Result<(), String> {
+pub(super) fn names_only(head: &[u8], target: &Target) -> Result<(), ProxyError> {
     let mut headers = [httparse::EMPTY_HEADER; 128];
     let mut request = httparse::Request::new(&mut headers);
     if !matches!(request.parse(head), Ok(httparse::Status::Complete(_))) {
-        return Err("a request head cannot be read".into());
+        return Err(unreadable_head());
     }
     let host = request
         .headers
@@ -149,10 +156,10 @@ pub(super) fn names_only(head: &[u8], target: &Target) -> Result<(), String> {
     let named = request.path.and_then(absolute_authority);
     for name in named.into_iter().chain(host) {
         if !super::same_host(&name, target) {
-            return Err(format!(
+            return Err(ProxyError::Refused(format!(
                 "a request on the connection to {} names {name}; refused",
                 target.host
-            ));
+            )));
         }
     }
     Ok(())
@@ -175,15 +182,18 @@ async fn relay<R, W>(
     outbound: &Outbound<'_>,
     target: &Target,
     once: bool,
-) -> Result<(), String>
+) -> Result<(), ProxyError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let io = |e: std::io::Error| e.to_string();
+    let io = ProxyError::io("sending the request on");
     while let Some(head) = reader.head().await? {
         let framing = Framing::of(&head, target)?;
-        let head = outbound.head(&head)?.unwrap_or(head);
+        let head = outbound
+            .head(&head)
+            .map_err(ProxyError::Refused)?
+            .unwrap_or(head);
         match framing {
             Framing::None => upstream.write_all(&head).await.map_err(io)?,
             Framing::Length {
@@ -191,7 +201,7 @@ where
                 waits_for_continue: false,
             } if bytes <= BUFFERED_BODY => {
                 let body = reader.exactly(bytes).await?;
-                match outbound.bytes(&body)? {
+                match outbound.bytes(&body).map_err(ProxyError::Refused)? {
                     Some(injected) => {
                         upstream
                             .write_all(&with_length(&head, injected.len()))
@@ -243,19 +253,20 @@ async fn chunked<R, W>(
     reader: &mut Reader<R>,
     upstream: &mut W,
     outbound: &Outbound<'_>,
-) -> Result<(), String>
+) -> Result<(), ProxyError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let io = |e: std::io::Error| e.to_string();
+    let io = ProxyError::io("sending the request on");
     let mut scan = Scan::new(outbound, true);
     loop {
         let line = reader.line().await?;
         let text = String::from_utf8_lossy(&line);
         let size = text.split(';').next().unwrap_or_default().trim();
-        let size = u64::from_str_radix(size, 16)
-            .map_err(|_| format!("`{}` is not a chunk size", text.trim()))?;
+        let size = u64::from_str_radix(size, 16).map_err(|_| {
+            ProxyError::Unreadable(format!("`{}` is not a chunk size", text.trim()))
+        })?;
         if size == 0 {
             break;
         }
@@ -266,14 +277,19 @@ where
             write_chunk(upstream, &scan.push(&piece)?).await?;
         }
         if !reader.line().await?.is_empty() {
-            return Err("a chunk does not end where its size says".into());
+            return Err(ProxyError::Unreadable(
+                "a chunk does not end where its size says".into(),
+            ));
         }
     }
     write_chunk(upstream, &std::mem::take(&mut scan.held)).await?;
     let mut trailers = b"0\r\n".to_vec();
     loop {
         let line = reader.line().await?;
-        let line = outbound.bytes(&line)?.unwrap_or(line);
+        let line = outbound
+            .bytes(&line)
+            .map_err(ProxyError::Refused)?
+            .unwrap_or(line);
         trailers.extend_from_slice(&line);
         trailers.extend_from_slice(b"\r\n");
         if line.is_empty() {
@@ -283,14 +299,20 @@ where
     upstream.write_all(&trailers).await.map_err(io)
 }
 
-async fn write_chunk(upstream: &mut (impl AsyncWrite + Unpin), data: &[u8]) -> Result<(), String> {
+async fn write_chunk(
+    upstream: &mut (impl AsyncWrite + Unpin),
+    data: &[u8],
+) -> Result<(), ProxyError> {
     if data.is_empty() {
         return Ok(());
     }
     let mut chunk = format!("{:x}\r\n", data.len()).into_bytes();
     chunk.extend_from_slice(data);
     chunk.extend_from_slice(b"\r\n");
-    upstream.write_all(&chunk).await.map_err(|e| e.to_string())
+    upstream
+        .write_all(&chunk)
+        .await
+        .map_err(ProxyError::io("sending the request on"))
 }
 
 /// `head` with its `Content-Length` set to `length`.
@@ -329,14 +351,18 @@ impl<'a> Scan<'a> {
         }
     }
 
-    fn push(&mut self, data: &[u8]) -> Result<Vec<u8>, String> {
+    fn push(&mut self, data: &[u8]) -> Result<Vec<u8>, ProxyError> {
         self.held.extend_from_slice(data);
-        if let Some(injected) = self.outbound.bytes(&self.held)? {
+        let injected = self
+            .outbound
+            .bytes(&self.held)
+            .map_err(ProxyError::Refused)?;
+        if let Some(injected) = injected {
             if !self.rewrite {
-                return Err(format!(
+                return Err(ProxyError::Refused(format!(
                     "the request carries a stand-in in a body the proxy cannot change (over {} KiB with a Content-Length, sent after `Expect: 100-continue`, or after a protocol upgrade); send it with a shorter body or chunked",
                     BUFFERED_BODY / 1024
-                ));
+                )));
             }
             self.held = injected;
         }
@@ -355,52 +381,58 @@ struct Reader<R> {
 /// was read after it: read before the server is reached, to be judged.
 pub(super) async fn first_head<R: AsyncRead + Unpin>(
     stream: R,
-) -> Result<(Vec<u8>, Vec<u8>), String> {
+) -> Result<(Vec<u8>, Vec<u8>), ProxyError> {
     let mut reader = Reader {
         stream,
         buf: Vec::new(),
     };
     match reader.head().await? {
         Some(head) => Ok((head, reader.buf)),
-        None => Err("the command closed the tunnel before its request".into()),
+        None => Err(ProxyError::Left(
+            "the command closed the tunnel before its request".into(),
+        )),
     }
 }
 
 impl<R: AsyncRead + Unpin> Reader<R> {
     /// Reads more into the buffer; `false` at the end.
-    async fn fill(&mut self) -> Result<bool, String> {
+    async fn fill(&mut self) -> Result<bool, ProxyError> {
         let mut piece = vec![0u8; PIECE];
         let n = self
             .stream
             .read(&mut piece)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(ProxyError::io("reading the request"))?;
         self.buf.extend_from_slice(&piece[..n]);
         Ok(n > 0)
     }
 
     /// The next request head, through its blank line; `None` when the
     /// command closed the connection between requests.
-    async fn head(&mut self) -> Result<Option<Vec<u8>>, String> {
+    async fn head(&mut self) -> Result<Option<Vec<u8>>, ProxyError> {
         loop {
             if let Some(end) = memchr::memmem::find(&self.buf, b"\r\n\r\n") {
                 let rest = self.buf.split_off(end + 4);
                 return Ok(Some(std::mem::replace(&mut self.buf, rest)));
             }
             if self.buf.len() > MAX_HEAD {
-                return Err(format!("a request head is over {MAX_HEAD} bytes"));
+                return Err(ProxyError::Unreadable(format!(
+                    "a request head is over {MAX_HEAD} bytes"
+                )));
             }
             if !self.fill().await? {
                 return match self.buf.is_empty() {
                     true => Ok(None),
-                    false => Err("the command closed the connection inside a request head".into()),
+                    false => Err(ProxyError::Left(
+                        "the command closed the connection inside a request head".into(),
+                    )),
                 };
             }
         }
     }
 
     /// One line without its `\r\n`.
-    async fn line(&mut self) -> Result<Vec<u8>, String> {
+    async fn line(&mut self) -> Result<Vec<u8>, ProxyError> {
         loop {
             if let Some(end) = memchr::memmem::find(&self.buf, b"\r\n") {
                 let rest = self.buf.split_off(end + 2);
@@ -409,20 +441,25 @@ impl<R: AsyncRead + Unpin> Reader<R> {
                 return Ok(line);
             }
             if self.buf.len() > MAX_HEAD {
-                return Err("a chunked body's line is too long".into());
+                return Err(ProxyError::Unreadable(
+                    "a chunked body's line is too long".into(),
+                ));
             }
             if !self.fill().await? {
-                return Err("the command closed the connection inside a chunked body".into());
+                return Err(ProxyError::Left(
+                    "the command closed the connection inside a chunked body".into(),
+                ));
             }
         }
     }
 
     /// Exactly `bytes` (at most [`BUFFERED_BODY`]).
-    async fn exactly(&mut self, bytes: u64) -> Result<Vec<u8>, String> {
-        let bytes = usize::try_from(bytes).map_err(|e| e.to_string())?;
+    async fn exactly(&mut self, bytes: u64) -> Result<Vec<u8>, ProxyError> {
+        // At most `BUFFERED_BODY`: it fits.
+        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
         while self.buf.len() < bytes {
             if !self.fill().await? {
-                return Err("the command closed the connection inside a request body".into());
+                return Err(body_left());
             }
         }
         let rest = self.buf.split_off(bytes);
@@ -430,9 +467,9 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     }
 
     /// Between 1 and `most` bytes.
-    async fn some(&mut self, most: u64) -> Result<Vec<u8>, String> {
+    async fn some(&mut self, most: u64) -> Result<Vec<u8>, ProxyError> {
         if self.buf.is_empty() && !self.fill().await? {
-            return Err("the command closed the connection inside a request body".into());
+            return Err(body_left());
         }
         let take = usize::try_from(most)
             .unwrap_or(usize::MAX)
@@ -442,12 +479,20 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     }
 
     /// Whatever comes next; `None` at the end.
-    async fn any(&mut self) -> Result<Option<Vec<u8>>, String> {
+    async fn any(&mut self) -> Result<Option<Vec<u8>>, ProxyError> {
         if self.buf.is_empty() && !self.fill().await? {
             return Ok(None);
         }
         Ok(Some(std::mem::take(&mut self.buf)))
     }
+}
+
+fn unreadable_head() -> ProxyError {
+    ProxyError::Unreadable("a request head cannot be read".into())
+}
+
+fn body_left() -> ProxyError {
+    ProxyError::Left("the command closed the connection inside a request body".into())
 }
 
 #[cfg(test)]
@@ -485,7 +530,7 @@ mod tests {
         let mut received = Vec::new();
         server.read_to_end(&mut received).await?;
         server.shutdown().await?;
-        let outcome = carried.await?;
+        let outcome = carried.await?.map_err(|e| e.describe());
         let mut answered = Vec::new();
         command.read_to_end(&mut answered).await?;
         let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();

@@ -10,6 +10,7 @@
 
 use super::super::authority::Termination;
 use super::super::masks::Masks;
+use super::error::ProxyError;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -74,8 +75,8 @@ pub(super) async fn serve<C, U>(
     masks: &Masks,
     target: &super::Target,
     client: Prefixed<C>,
-    upstream: impl std::future::Future<Output = Result<U, String>>,
-) -> Result<(), String>
+    upstream: impl std::future::Future<Output = Result<U, ProxyError>>,
+) -> Result<(), ProxyError>
 where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,
@@ -85,19 +86,24 @@ where
     let server = termination
         .authority
         .server_for(&name)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| ProxyError::unreachable(format!("no certificate for {name}"), e))?;
     let mut inside = tokio_rustls::TlsAcceptor::from(server)
         .accept(client)
         .await
-        .map_err(|e| format!("the command's TLS to {name} failed: {e}"))?;
+        .map_err(|e| ProxyError::Io {
+            what: format!("the command's TLS to {name} failed"),
+            source: e,
+        })?;
     let (head, rest) = super::requests::first_head(&mut inside).await?;
     let outbound = masks.toward(host, false);
     // The first request is judged before the server is reached; every
     // request (this one again) gets its secrets as it goes.
-    let judged = super::requests::names_only(&head, target).and_then(|()| outbound.head(&head));
+    let judged = super::requests::names_only(&head, target)
+        .and_then(|()| outbound.head(&head).map_err(ProxyError::Refused));
     if let Err(why) = judged {
-        tracing::warn!(host = %name, "egress: {why}");
-        let body = format!("carapace's proxy refused the request: {why}\n");
+        let why_text = why.describe();
+        tracing::warn!(host = %name, "egress: {why_text}");
+        let body = format!("carapace's proxy refused the request: {why_text}\n");
         let answer = format!(
             "HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()
@@ -108,11 +114,16 @@ where
     }
     let tcp = upstream.await?;
     let server_name = rustls::pki_types::ServerName::try_from(name.clone())
-        .map_err(|e| format!("{name} is not a server name: {e}"))?;
+        .map_err(|e| ProxyError::Refused(format!("{name} is not a server name: {e}")))?;
     let outside = tokio_rustls::TlsConnector::from(termination.upstream.clone())
         .connect(server_name, tcp)
         .await
-        .map_err(|e| format!("{name} could not be verified or reached over TLS: {e}"))?;
+        .map_err(|e| {
+            ProxyError::unreachable(
+                format!("{name} could not be verified or reached over TLS"),
+                e,
+            )
+        })?;
     let mut already = head;
     already.extend_from_slice(&rest);
     super::requests::carry(inside, outside, already, masks, target, false).await
