@@ -15,6 +15,7 @@ mod mcp;
 pub mod mcp_servers;
 mod model_switch;
 mod prompt;
+mod request_error;
 mod session;
 pub mod start;
 pub mod turn;
@@ -22,6 +23,7 @@ pub mod usage;
 
 pub use mcp::SdkMcpLine;
 pub use prompt::{NETWORK_ACCESS, SdkPrompter};
+pub use request_error::RequestError;
 pub use session::{
     AgentAdder, SessionControl, SkillsControl, TaskStopper, TurnSlot, mode_status_line,
 };

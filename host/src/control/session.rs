@@ -1,6 +1,7 @@
 //! What the SDK may ask of a running session, and the answers.
 
 use super::ControlChannel;
+use super::request_error::RequestError;
 use crate::hooks::{HookCallbacks, HookRuntime};
 use crate::policy::{ModeCell, ModeChangeBy, PermissionMode, RuleKind};
 use serde_json::{Value, json};
@@ -104,10 +105,10 @@ impl SkillsControl {
         &self,
         pipeline: &crate::tools::ToolPipeline,
         overrides: &super::turn::TurnOverrides,
-    ) -> Result<Value, String> {
-        let current = pipeline
-            .catalogue()
-            .ok_or("reload_skills: this session loads no skills")?;
+    ) -> Result<Value, RequestError> {
+        let current = pipeline.catalogue().ok_or_else(|| {
+            RequestError::unavailable("reload_skills: this session loads no skills")
+        })?;
         let fresh = Arc::new(current.reload());
         for warning in &fresh.warnings {
             eprintln!("carapace: warning: {warning}");
@@ -165,33 +166,33 @@ impl SessionControl {
 
     /// `set_permission_mode`. The gate announces the change (the session's
     /// listener prints the status line).
-    fn set_permission_mode(&self, request: &Value) -> Result<Value, String> {
+    fn set_permission_mode(&self, request: &Value) -> Result<Value, RequestError> {
         let wanted = request["mode"].as_str().unwrap_or_default();
         let mode = PermissionMode::parse(wanted).ok_or_else(|| {
-            format!(
+            RequestError::invalid(format!(
                 "unknown permission mode `{wanted}` (default, acceptEdits, plan, dontAsk, bypassPermissions)"
-            )
+            ))
         })?;
-        self.mode
-            .change(mode, ModeChangeBy::ControlRequest)
-            .map_err(|e| e.to_string())?;
+        self.mode.change(mode, ModeChangeBy::ControlRequest)?;
         Ok(json!({"mode": mode.as_str()}))
     }
 
     /// `mcp_toggle`: a server's tools offered again, or no longer, from
     /// the next turn; `mcp_status` says so.
-    fn toggle_mcp(&self, request: &Value) -> Result<Value, String> {
+    fn toggle_mcp(&self, request: &Value) -> Result<Value, RequestError> {
         let name = request["serverName"]
             .as_str()
-            .ok_or("mcp_toggle: no serverName")?;
+            .ok_or_else(|| RequestError::invalid("mcp_toggle: no serverName"))?;
         let enabled = request["enabled"]
             .as_bool()
-            .ok_or("mcp_toggle: `enabled` is not true or false")?;
+            .ok_or_else(|| RequestError::invalid("mcp_toggle: `enabled` is not true or false"))?;
         let tools = self
             .tools
             .as_ref()
-            .ok_or("mcp_toggle: this session has no tools")?;
-        tools.toggle_mcp(name, enabled)?;
+            .ok_or_else(|| RequestError::unavailable("mcp_toggle: this session has no tools"))?;
+        tools
+            .toggle_mcp(name, enabled)
+            .map_err(RequestError::Failed)?;
         if let Ok(mut servers) = self.mcp_servers.lock() {
             for server in servers.iter_mut().filter(|s| s["name"] == name) {
                 server["status"] = json!(if enabled { "connected" } else { "disabled" });
@@ -201,7 +202,11 @@ impl SessionControl {
     }
 
     /// The answer to one request from the SDK (`Err`: an error response).
-    pub fn handle(&self, request: &Value, channel: &Arc<ControlChannel>) -> Result<Value, String> {
+    pub fn handle(
+        &self,
+        request: &Value,
+        channel: &Arc<ControlChannel>,
+    ) -> Result<Value, RequestError> {
         match request["subtype"].as_str() {
             Some("initialize") => self.initialize(request, channel),
             Some("interrupt") => {
@@ -216,7 +221,11 @@ impl SessionControl {
                     Value::String(model) if !model.trim().is_empty() => {
                         crate::model::resolve_model(model)
                     }
-                    other => return Err(format!("set_model: not a model name: {other}")),
+                    other => {
+                        return Err(RequestError::invalid(format!(
+                            "set_model: not a model name: {other}"
+                        )));
+                    }
                 };
                 self.set_model(model);
                 Ok(Value::Null)
@@ -237,7 +246,9 @@ impl SessionControl {
                             .as_u64()
                             .and_then(|n| u32::try_from(n).ok())
                             .ok_or_else(|| {
-                                format!("set_max_thinking_tokens: not a number of tokens: {value}")
+                                RequestError::invalid(format!(
+                                    "set_max_thinking_tokens: not a number of tokens: {value}"
+                                ))
                             })?,
                     ),
                 };
@@ -250,27 +261,39 @@ impl SessionControl {
             Some("rewind_files") => {
                 let id = request["user_message_id"]
                     .as_str()
-                    .ok_or("rewind_files: no user_message_id")?;
+                    .ok_or_else(|| RequestError::invalid("rewind_files: no user_message_id"))?;
                 let dry_run = request["dry_run"].as_bool().unwrap_or(false);
                 match &self.checkpoints {
                     Some(checkpoints) => serde_json::to_value(checkpoints.rewind(id, dry_run))
-                        .map_err(|e| e.to_string()),
-                    None => Err("File checkpointing is not enabled for this session (the SDK's enableFileCheckpointing).".into()),
+                        .map_err(|e| RequestError::Failed(e.to_string())),
+                    None => Err(RequestError::unavailable(
+                        "File checkpointing is not enabled for this session (the SDK's enableFileCheckpointing).",
+                    )),
                 }
             }
             Some("stop_task") => {
-                let task = request["task_id"].as_str().ok_or("stop_task: no task_id")?;
+                let task = request["task_id"]
+                    .as_str()
+                    .ok_or_else(|| RequestError::invalid("stop_task: no task_id"))?;
                 match &self.stop_task {
-                    Some(stop) => stop(task).map(|()| Value::Null),
-                    None => Err(format!("stop_task: no task `{task}` in this session")),
+                    Some(stop) => stop(task)
+                        .map(|()| Value::Null)
+                        .map_err(RequestError::Failed),
+                    None => Err(RequestError::unavailable(format!(
+                        "stop_task: no task `{task}` in this session"
+                    ))),
                 }
             }
             Some("reload_skills") => match (&self.tools, &self.skills) {
                 (Some(tools), Some(skills)) => skills.reload(tools, &self.overrides),
-                _ => Err("reload_skills: this session loads no skills".into()),
+                _ => Err(RequestError::unavailable(
+                    "reload_skills: this session loads no skills",
+                )),
             },
-            Some(other) => Err(format!("Unsupported control request subtype: {other}")),
-            None => Err("a control request without a subtype".into()),
+            Some(other) => Err(RequestError::unavailable(format!(
+                "Unsupported control request subtype: {other}"
+            ))),
+            None => Err(RequestError::invalid("a control request without a subtype")),
         }
     }
 
@@ -278,10 +301,10 @@ impl SessionControl {
     /// take effect from the next turn (`null` goes back to the session's
     /// own); any other key is read only when a session starts, so it is
     /// named in a warning and left as it was.
-    fn apply_flag_settings(&self, settings: &Value) -> Result<Value, String> {
-        let settings = settings
-            .as_object()
-            .ok_or("apply_flag_settings: `settings` is not an object")?;
+    fn apply_flag_settings(&self, settings: &Value) -> Result<Value, RequestError> {
+        let settings = settings.as_object().ok_or_else(|| {
+            RequestError::invalid("apply_flag_settings: `settings` is not an object")
+        })?;
         for (key, value) in settings {
             match (key.as_str(), value) {
                 ("model", Value::Null) => self.set_model(self.default_model.clone()),
@@ -299,7 +322,9 @@ impl SessionControl {
                     self.apply_permissions(permissions)?
                 }
                 ("model" | "alwaysThinkingEnabled" | "permissions", other) => {
-                    return Err(format!("apply_flag_settings: `{key}` cannot be {other}"));
+                    return Err(RequestError::invalid(format!(
+                        "apply_flag_settings: `{key}` cannot be {other}"
+                    )));
                 }
                 _ => eprintln!(
                     "carapace: warning: apply_flag_settings: `{key}` is read when a session starts (pass it with --settings); it is unchanged"
@@ -312,16 +337,16 @@ impl SessionControl {
     fn apply_permissions(
         &self,
         permissions: &serde_json::Map<String, Value>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RequestError> {
         for (key, value) in permissions {
             match (key.as_str(), value.as_str()) {
                 ("defaultMode", Some(wanted)) => {
                     let mode = PermissionMode::parse(wanted).ok_or_else(|| {
-                        format!("apply_flag_settings: unknown permission mode `{wanted}`")
+                        RequestError::invalid(format!(
+                            "apply_flag_settings: unknown permission mode `{wanted}`"
+                        ))
                     })?;
-                    self.mode
-                        .change(mode, ModeChangeBy::ControlRequest)
-                        .map_err(|e| e.to_string())?;
+                    self.mode.change(mode, ModeChangeBy::ControlRequest)?;
                 }
                 ("allow" | "deny" | "ask", _) => {
                     let kind = match key.as_str() {
@@ -329,10 +354,13 @@ impl SessionControl {
                         "deny" => RuleKind::Deny,
                         _ => RuleKind::Ask,
                     };
-                    let pipeline = self.tools.as_ref().ok_or(
-                        "apply_flag_settings: this session has no tools to apply rules to",
-                    )?;
-                    super::flag_rules::apply_flag_rules(pipeline, key, kind, value)?;
+                    let pipeline = self.tools.as_ref().ok_or_else(|| {
+                        RequestError::unavailable(
+                            "apply_flag_settings: this session has no tools to apply rules to",
+                        )
+                    })?;
+                    super::flag_rules::apply_flag_rules(pipeline, key, kind, value)
+                        .map_err(RequestError::Invalid)?;
                 }
                 _ => eprintln!(
                     "carapace: warning: apply_flag_settings: `permissions.{key}` is read when a session starts (pass it with --settings); it is unchanged"
@@ -348,14 +376,25 @@ impl SessionControl {
         }
     }
 
-    fn initialize(&self, request: &Value, channel: &Arc<ControlChannel>) -> Result<Value, String> {
-        let options = super::start::StartOptions::of(request)?;
+    fn initialize(
+        &self,
+        request: &Value,
+        channel: &Arc<ControlChannel>,
+    ) -> Result<Value, RequestError> {
+        let options = super::start::StartOptions::of(request).map_err(RequestError::Invalid)?;
         let callbacks: Arc<dyn HookCallbacks> = channel.clone();
-        let registered = self.hooks.add_callbacks(&request["hooks"], callbacks)?;
+        let registered = self
+            .hooks
+            .add_callbacks(&request["hooks"], callbacks)
+            .map_err(RequestError::Invalid)?;
         if request["agents"].as_object().is_some_and(|a| !a.is_empty()) {
             match &self.add_agents {
-                Some(add) => add(&request["agents"])?,
-                None => return Err("agents: this session has no Agent tool".into()),
+                Some(add) => add(&request["agents"]).map_err(RequestError::Invalid)?,
+                None => {
+                    return Err(RequestError::unavailable(
+                        "agents: this session has no Agent tool",
+                    ));
+                }
             }
         }
         tracing::debug!(registered, "SDK hook callbacks");

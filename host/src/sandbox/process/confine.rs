@@ -5,6 +5,64 @@ use super::SandboxLayer;
 use super::plan::{Plan, refuse, warn};
 use std::path::PathBuf;
 
+/// Why a layer of the OS sandbox could not be applied to the command's
+/// process; what the refusal (or the warning) says, its causes joined.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ConfineError {
+    #[error("Landlock cannot be set up")]
+    Landlock(#[source] landlock::RulesetError),
+    #[error("the kernel does not enforce Landlock")]
+    LandlockNotEnforced,
+    #[error(
+        "Landlock ABI {abi} cannot stop a command from truncating files outside the write roots (ABI {TRUNCATE_ABI}, Linux 6.2, is needed)"
+    )]
+    NoTruncateControl { abi: i32 },
+    #[error(
+        "without a network namespace, Landlock ABI {NETWORK_ABI} (Linux 6.7) is needed to keep the command off the network"
+    )]
+    NoNetworkControl,
+    #[error("cannot set no_new_privs")]
+    NoNewPrivs(#[source] nix::Error),
+    #[error("cannot limit {what}")]
+    Limit {
+        what: &'static str,
+        #[source]
+        source: nix::Error,
+    },
+    #[error("cannot {what}")]
+    Capabilities {
+        what: String,
+        #[source]
+        source: caps::errors::CapsError,
+    },
+    #[error("cannot build the seccomp filter")]
+    SeccompFilter(#[source] seccompiler::BackendError),
+    #[error("cannot apply seccomp")]
+    Seccomp(#[source] seccompiler::Error),
+    /// The creation guard's own filter or its hand-off.
+    #[error("{0}")]
+    Guard(String),
+    #[error("cannot hand the creation guard its listener")]
+    Handoff(#[source] nix::Error),
+    #[cfg(not(target_os = "linux"))]
+    #[error("no OS sandbox is implemented for this platform")]
+    Unsupported,
+}
+
+impl ConfineError {
+    /// The message with its causes, as the refusal says it.
+    pub(super) fn describe(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(error) = cause {
+            text.push_str(": ");
+            text.push_str(&error.to_string());
+            cause = error.source();
+        }
+        text
+    }
+}
+
 /// The Landlock ABI from which pathname UNIX sockets are governed by
 /// Landlock itself (`LANDLOCK_ACCESS_FS_RESOLVE_UNIX`); below it, seccomp
 /// refuses new UNIX sockets altogether.
@@ -19,7 +77,11 @@ const NETWORK_ABI: i32 = 4;
 /// mount view) and its tree is already limited by a cgroup when
 /// `limited_by_group`.
 #[cfg(target_os = "linux")]
-pub(super) fn apply(plan: &Plan, namespaced: bool, limited_by_group: bool) -> Result<(), String> {
+pub(super) fn apply(
+    plan: &Plan,
+    namespaced: bool,
+    limited_by_group: bool,
+) -> Result<(), ConfineError> {
     let abi = restrict(plan, namespaced)?;
     finish(plan, namespaced, limited_by_group, abi)
 }
@@ -28,14 +90,14 @@ pub(super) fn apply(plan: &Plan, namespaced: bool, limited_by_group: bool) -> Re
 /// dumps, `no_new_privs`, no capabilities. Returns the Landlock ABI the
 /// kernel enforced (what [`finish`] judges by).
 #[cfg(target_os = "linux")]
-pub(super) fn restrict(plan: &Plan, namespaced: bool) -> Result<i32, String> {
+pub(super) fn restrict(plan: &Plan, namespaced: bool) -> Result<i32, ConfineError> {
     let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
     let abi = if plan.uses(SandboxLayer::Landlock) {
         landlock(plan, namespaced)?
     } else {
         0
     };
-    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("cannot set no_new_privs: {e}"))?;
+    nix::sys::prctl::set_no_new_privs().map_err(ConfineError::NoNewPrivs)?;
     if plan.uses(SandboxLayer::Capabilities) {
         drop_capabilities()?;
     }
@@ -48,7 +110,7 @@ pub(super) fn restrict(plan: &Plan, namespaced: bool) -> Result<i32, String> {
 /// its own domain or one nested in it, so the guard — which must read the
 /// command's memory — stays out of the command's reach.
 #[cfg(target_os = "linux")]
-pub(super) fn nest(plan: &Plan, abi: i32) -> Result<i32, String> {
+pub(super) fn nest(plan: &Plan, abi: i32) -> Result<i32, ConfineError> {
     if abi == 0 || !plan.uses(SandboxLayer::GuardIsolation) {
         return Ok(abi);
     }
@@ -60,7 +122,7 @@ pub(super) fn nest(plan: &Plan, abi: i32) -> Result<i32, String> {
 /// where Landlock cannot govern them), so a guard somehow driven by the
 /// command gains nothing the command lacks.
 #[cfg(target_os = "linux")]
-pub(super) fn guard_filter(plan: &Plan, abi: i32) -> Result<(), String> {
+pub(super) fn guard_filter(plan: &Plan, abi: i32) -> Result<(), ConfineError> {
     if !plan.uses(SandboxLayer::Seccomp) || !plan.uses(SandboxLayer::GuardIsolation) {
         return Ok(());
     }
@@ -75,19 +137,15 @@ pub(super) fn finish(
     namespaced: bool,
     limited_by_group: bool,
     abi: i32,
-) -> Result<(), String> {
+) -> Result<(), ConfineError> {
     if plan.uses(SandboxLayer::Limits) && !limited_by_group {
         per_process_limits(plan)?;
     }
     if abi > 0 && abi < TRUNCATE_ABI {
-        return Err(format!(
-            "Landlock ABI {abi} cannot stop a command from truncating files outside the write roots (ABI {TRUNCATE_ABI}, Linux 6.2, is needed)"
-        ));
+        return Err(ConfineError::NoTruncateControl { abi });
     }
     if !plan.network && !namespaced && abi < NETWORK_ABI {
-        return Err(format!(
-            "without a network namespace, Landlock ABI {NETWORK_ABI} (Linux 6.7) is needed to keep the command off the network"
-        ));
+        return Err(ConfineError::NoNetworkControl);
     }
     if plan.uses(SandboxLayer::Seccomp) {
         seccomp(abi < UNIX_SOCKETS_ABI)?;
@@ -100,13 +158,14 @@ pub(super) fn apply(
     _plan: &Plan,
     _namespaced: bool,
     _limited_by_group: bool,
-) -> Result<(), String> {
-    Err("no OS sandbox is implemented for this platform".into())
+) -> Result<(), ConfineError> {
+    Err(ConfineError::Unsupported)
 }
 
 /// Execs the command if confinement worked (or is optional).
-pub(super) fn exec_or_refuse(plan: &Plan, confined: Result<(), String>) -> i32 {
+pub(super) fn exec_or_refuse(plan: &Plan, confined: Result<(), ConfineError>) -> i32 {
     if let Err(reason) = confined {
+        let reason = reason.describe();
         if plan.required {
             return refuse(&format!(
                 "the OS sandbox is required but cannot be applied here ({reason}); the command was not run"
@@ -125,16 +184,20 @@ pub(super) fn exec_or_refuse(plan: &Plan, confined: Result<(), String>) -> i32 {
 /// Without a cgroup: each process gets the memory cap; the user gets the
 /// task cap on top of the tasks it already runs (`RLIMIT_NPROC` counts every
 /// task of the real user; the kernel does not apply it to root).
-fn per_process_limits(plan: &Plan) -> Result<(), String> {
+fn per_process_limits(plan: &Plan) -> Result<(), ConfineError> {
     use nix::sys::resource::{Resource, setrlimit};
     if let Some(memory) = plan.memory {
-        setrlimit(Resource::RLIMIT_DATA, memory, memory)
-            .map_err(|e| format!("cannot limit memory: {e}"))?;
+        setrlimit(Resource::RLIMIT_DATA, memory, memory).map_err(|source| ConfineError::Limit {
+            what: "memory",
+            source,
+        })?;
     }
     if let Some(tasks) = plan.tasks {
         let limit = plan.user_tasks.saturating_add(tasks);
-        setrlimit(Resource::RLIMIT_NPROC, limit, limit)
-            .map_err(|e| format!("cannot limit processes: {e}"))?;
+        setrlimit(Resource::RLIMIT_NPROC, limit, limit).map_err(|source| ConfineError::Limit {
+            what: "processes",
+            source,
+        })?;
     }
     Ok(())
 }
@@ -174,7 +237,7 @@ pub(super) fn count_user_tasks() -> u64 {
 /// signals and abstract UNIX sockets only within the sandbox; no TCP
 /// without a network grant. Returns the ABI the kernel enforced.
 #[cfg(target_os = "linux")]
-fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, String> {
+fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, ConfineError> {
     use landlock::{
         ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, Ruleset,
         RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
@@ -184,9 +247,9 @@ fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, String> {
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(abi))
-        .map_err(|e| e.to_string())?
+        .map_err(ConfineError::Landlock)?
         .scope(Scope::from_all(abi))
-        .map_err(|e| e.to_string())?;
+        .map_err(ConfineError::Landlock)?;
     // Listening (and connecting to what listens) is harmless only in the
     // call's own network namespace, where nothing but its own processes
     // and the bridge is on loopback and nothing leads outside.
@@ -194,7 +257,7 @@ fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, String> {
     if !plan.network && !open_loopback {
         ruleset = ruleset
             .handle_access(AccessNet::from_all(abi))
-            .map_err(|e| e.to_string())?;
+            .map_err(ConfineError::Landlock)?;
     }
     // Only inside the call's own network namespace is loopback the bridge:
     // without one, these ports would be whatever listens on the host.
@@ -215,9 +278,9 @@ fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, String> {
     }
     let status = ruleset
         .create()
-        .map_err(|e| e.to_string())?
+        .map_err(ConfineError::Landlock)?
         .add_rules(path_beneath_rules(readable, AccessFs::from_read(abi)))
-        .map_err(|e| e.to_string())?
+        .map_err(ConfineError::Landlock)?
         .add_rules(path_beneath_rules(
             [
                 "/dev/null",
@@ -228,22 +291,22 @@ fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, String> {
             ],
             AccessFs::from_all(abi),
         ))
-        .map_err(|e| e.to_string())?
+        .map_err(ConfineError::Landlock)?
         .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))
-        .map_err(|e| e.to_string())?
+        .map_err(ConfineError::Landlock)?
         // The bridge to the egress proxy, on the namespace's loopback.
         .add_rules(egress_ports.into_iter().map(|port| {
             Ok::<_, landlock::RulesetError>(landlock::NetPort::new(port, AccessNet::ConnectTcp))
         }))
-        .map_err(|e| e.to_string())?
+        .map_err(ConfineError::Landlock)?
         .restrict_self()
-        .map_err(|e| e.to_string())?;
+        .map_err(ConfineError::Landlock)?;
     let enforced = match status.landlock {
         LandlockStatus::Available { effective_abi, .. } => effective_abi as i32,
         _ => 0,
     };
     match status.ruleset {
-        RulesetStatus::NotEnforced => Err("the kernel does not enforce Landlock".into()),
+        RulesetStatus::NotEnforced => Err(ConfineError::LandlockNotEnforced),
         RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => Ok(enforced),
     }
 }
@@ -251,14 +314,21 @@ fn landlock(plan: &Plan, namespaced: bool) -> Result<i32, String> {
 /// Empties every capability set, the bounding set included, so nothing
 /// the command execs (even as root, even setuid) gets one back.
 #[cfg(target_os = "linux")]
-fn drop_capabilities() -> Result<(), String> {
+fn drop_capabilities() -> Result<(), ConfineError> {
     use caps::CapSet;
     let holds_setpcap = caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP)
-        .map_err(|e| e.to_string())?;
+        .map_err(|source| ConfineError::Capabilities {
+            what: "read the capabilities".into(),
+            source,
+        })?;
     if holds_setpcap {
         for cap in caps::all() {
-            caps::drop(None, CapSet::Bounding, cap)
-                .map_err(|e| format!("cannot drop {cap} from the bounding set: {e}"))?;
+            caps::drop(None, CapSet::Bounding, cap).map_err(|source| {
+                ConfineError::Capabilities {
+                    what: format!("drop {cap} from the bounding set"),
+                    source,
+                }
+            })?;
         }
     }
     for set in [
@@ -267,7 +337,10 @@ fn drop_capabilities() -> Result<(), String> {
         CapSet::Effective,
         CapSet::Permitted,
     ] {
-        caps::clear(None, set).map_err(|e| format!("cannot clear the {set:?} set: {e}"))?;
+        caps::clear(None, set).map_err(|source| ConfineError::Capabilities {
+            what: format!("clear the {set:?} set"),
+            source,
+        })?;
     }
     Ok(())
 }
@@ -276,7 +349,7 @@ fn drop_capabilities() -> Result<(), String> {
 /// where Landlock cannot govern them, new UNIX-domain sockets
 /// (`socketpair` still works: it reaches nothing outside).
 #[cfg(target_os = "linux")]
-fn seccomp(block_unix_sockets: bool) -> Result<(), String> {
+fn seccomp(block_unix_sockets: bool) -> Result<(), ConfineError> {
     use seccompiler::{
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
         SeccompRule,
@@ -293,24 +366,22 @@ fn seccomp(block_unix_sockets: bool) -> Result<(), String> {
             SeccompCmpOp::Eq,
             libc::AF_UNIX as u64,
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(ConfineError::SeccompFilter)?;
         rules.insert(
             libc::SYS_socket,
-            vec![SeccompRule::new(vec![unix]).map_err(|e| e.to_string())?],
+            vec![SeccompRule::new(vec![unix]).map_err(ConfineError::SeccompFilter)?],
         );
     }
     let arch = std::env::consts::ARCH
         .try_into()
-        .map_err(|e: seccompiler::BackendError| e.to_string())?;
+        .map_err(ConfineError::SeccompFilter)?;
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
         arch,
     )
-    .map_err(|e| e.to_string())?;
-    let program: BpfProgram = filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| e.to_string())?;
-    seccompiler::apply_filter(&program).map_err(|e| format!("cannot apply seccomp: {e}"))
+    .map_err(ConfineError::SeccompFilter)?;
+    let program: BpfProgram = filter.try_into().map_err(ConfineError::SeccompFilter)?;
+    seccompiler::apply_filter(&program).map_err(ConfineError::Seccomp)
 }

@@ -246,7 +246,7 @@ pub(super) fn start(plan: &Plan, limited_by_group: bool) -> i32 {
 /// The guard's own filter; `Some(exit code)` when it cannot be applied
 /// and the sandbox is required (the command is ended before it runs).
 fn harden(plan: &Plan, abi: i32, command: Pid) -> Option<i32> {
-    let reason = super::confine::guard_filter(plan, abi).err()?;
+    let reason = super::confine::guard_filter(plan, abi).err()?.describe();
     if !plan.required {
         super::plan::warn(&format!(
             "the creation guard runs without its filter ({reason})"
@@ -262,9 +262,10 @@ fn harden(plan: &Plan, abi: i32, command: Pid) -> Option<i32> {
 
 /// In the command: installs the filter and gives its listener to the
 /// guard.
-fn install_and_send(to_guard: &OwnedFd) -> Result<(), String> {
+fn install_and_send(to_guard: &OwnedFd) -> Result<(), super::confine::ConfineError> {
+    use super::confine::ConfineError;
     use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
-    let listener = install()?;
+    let listener = install().map_err(ConfineError::Guard)?;
     let fds = [listener.as_raw_fd()];
     sendmsg::<()>(
         to_guard.as_raw_fd(),
@@ -273,7 +274,7 @@ fn install_and_send(to_guard: &OwnedFd) -> Result<(), String> {
         MsgFlags::empty(),
         None,
     )
-    .map_err(|e| format!("cannot hand the creation guard its listener: {e}"))?;
+    .map_err(ConfineError::Handoff)?;
     Ok(())
 }
 
