@@ -1,7 +1,8 @@
 //! The `carapace` command line: Claude Code's print-mode flags, so that one
-//! command line works for both. Print mode is flags → a
-//! [`SessionBuilder`] → the built session, started with the printer as its
-//! output → the loop's turns.
+//! command line works for both, and the dispatch to the front ends. The
+//! flags become a [`SessionSpec`](crate::session::SessionSpec) here and
+//! nowhere else (`spec.rs`); print mode runs it through the conversation's
+//! [`run_printed`], the screen, ACP and a worker through their own rooms.
 //!
 //! This is the binary's edge: errors become a message on stderr and exit 1.
 //! It may import every folder; none imports it.

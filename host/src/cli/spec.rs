@@ -131,13 +131,22 @@ fn run_setup(cli: &Cli, sdk: bool) -> anyhow::Result<RunSetup> {
         betas: cli.betas.clone(),
         effort: cli.effort,
         task_budget: cli.task_budget,
-        thinking: cli.unsupported.thinking.clone(),
-        max_thinking_tokens: cli.unsupported.max_thinking_tokens.clone(),
-        prompt: PromptChoice::from_flags(
-            cli.system_prompt.clone(),
-            cli.system_prompt_file.as_deref(),
-            cli.append_system_prompt.clone(),
-        )?,
+        thinking: crate::model::ThinkingChoice::from_flags(
+            cli.unsupported.thinking.as_deref(),
+            cli.unsupported.max_thinking_tokens.as_deref(),
+        )
+        .map_err(anyhow::Error::msg)?,
+        prompt: PromptChoice {
+            replace: match (&cli.system_prompt, &cli.system_prompt_file) {
+                (Some(text), _) => Some(text.clone()),
+                (None, Some(path)) => Some(
+                    std::fs::read_to_string(path)
+                        .with_context(|| format!("--system-prompt-file {}", path.display()))?,
+                ),
+                (None, None) => None,
+            },
+            append: cli.append_system_prompt.clone(),
+        },
         environment_elsewhere: cli.exclude_dynamic_system_prompt_sections,
         agent: cli.agent.clone(),
         sdk,

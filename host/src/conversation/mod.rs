@@ -2,11 +2,14 @@
 //! with their `@` mentions read through the session's Read, slash
 //! commands, compaction, the session's lifecycle hooks — driven the same
 //! way for print mode and the SDK, the interactive screen, ACP and the
-//! worker, which sit above it as siblings.
+//! worker, which sit above it as siblings. Print mode's whole run lives
+//! here too (`run_printed`: the printer, the SDK's control channel and its
+//! late assembly, stream-json input), so `cli` and `worker` share it
+//! without importing each other.
 //!
-//! Imports: `agent`, `control`, `hooks`, `model`, `output`, `session`,
-//! `tools`, `transcript` — rooms below it; nothing that imports it but the
-//! front ends in `cli`.
+//! Imports: `agent`, `control`, `hooks`, `model`, `output`, `policy`,
+//! `session`, `tools`, `transcript` — rooms below it; only the front ends
+//! (`cli`, `acp`, `interactive`, `worker`) import it.
 
 mod context;
 pub mod mentions;

@@ -25,41 +25,50 @@ pub enum ThinkingChoice {
 }
 
 impl ThinkingChoice {
-    /// From Claude Code's knobs, strongest first: `--thinking`,
-    /// `--max-thinking-tokens`, `MAX_THINKING_TOKENS`, the
-    /// `alwaysThinkingEnabled` setting. `Err` for a value none of them
-    /// takes.
-    pub fn from_knobs(
-        flag: Option<&str>,
-        max_flag: Option<&str>,
-        env: Option<&str>,
-        always: Option<bool>,
-    ) -> Result<Self, String> {
+    /// What the flags chose, the stronger first: `--thinking`, then
+    /// `--max-thinking-tokens`; `None` when neither is given. `Err` for a
+    /// value neither takes.
+    pub fn from_flags(flag: Option<&str>, max_flag: Option<&str>) -> Result<Option<Self>, String> {
         if let Some(flag) = flag {
             return match flag {
-                "disabled" | "off" | "false" => Ok(Self::Off),
-                "enabled" | "on" | "true" | "adaptive" => Ok(Self::Default),
+                "disabled" | "off" | "false" => Ok(Some(Self::Off)),
+                "enabled" | "on" | "true" | "adaptive" => Ok(Some(Self::Default)),
                 other => Err(format!(
                     "--thinking takes enabled or disabled, not `{other}`"
                 )),
             };
         }
-        for (name, value) in [
-            ("--max-thinking-tokens", max_flag),
-            ("MAX_THINKING_TOKENS", env),
-        ] {
-            if let Some(value) = value {
-                return match value.trim().parse::<u32>() {
-                    Ok(0) => Ok(Self::Off),
-                    Ok(n) => Ok(Self::Budget(n)),
-                    Err(_) => Err(format!("{name} takes a number of tokens, not `{value}`")),
-                };
-            }
+        max_flag
+            .map(|value| Self::from_tokens("--max-thinking-tokens", value))
+            .transpose()
+    }
+
+    /// From Claude Code's knobs, strongest first: the flags' choice,
+    /// `MAX_THINKING_TOKENS`, the `alwaysThinkingEnabled` setting.
+    pub fn from_knobs(
+        flags: Option<Self>,
+        env: Option<&str>,
+        always: Option<bool>,
+    ) -> Result<Self, String> {
+        if let Some(chosen) = flags {
+            return Ok(chosen);
+        }
+        if let Some(value) = env {
+            return Self::from_tokens("MAX_THINKING_TOKENS", value);
         }
         Ok(match always {
             Some(false) => Self::Off,
             _ => Self::Default,
         })
+    }
+
+    /// A number of tokens (`name` gave it): 0 is off.
+    fn from_tokens(name: &str, value: &str) -> Result<Self, String> {
+        match value.trim().parse::<u32>() {
+            Ok(0) => Ok(Self::Off),
+            Ok(n) => Ok(Self::Budget(n)),
+            Err(_) => Err(format!("{name} takes a number of tokens, not `{value}`")),
+        }
     }
 }
 
@@ -256,7 +265,10 @@ mod tests {
 
     #[test]
     fn the_knobs_in_claude_codes_order() {
-        let knobs = ThinkingChoice::from_knobs;
+        let knobs = |flag, max_flag, env, always| {
+            ThinkingChoice::from_flags(flag, max_flag)
+                .and_then(|flags| ThinkingChoice::from_knobs(flags, env, always))
+        };
         assert_eq!(knobs(None, None, None, None), Ok(ThinkingChoice::Default));
         assert_eq!(
             knobs(None, None, None, Some(false)),

@@ -18,7 +18,12 @@
 //! and dropped in one process, sharing a [`SandboxEngine`](crate::sandbox::SandboxEngine)
 //! and nothing else.
 //!
-//! This folder may import every folder below the front ends (`cli/`):
+//! A session is described by data ([`SessionSpec`]), which every front end
+//! fills in; [`Sessions`] is the one object per process that owns the
+//! engine and the transcript stores and opens sessions from specs.
+//!
+//! This folder may import every folder below the front ends and the
+//! conversation:
 //! `agent`, `model`, `sandbox`, `policy`, `settings`, `hooks`, `mcp`,
 //! `tools`, `subagents`, `transcript`, `plugin_store`, `commands`,
 //! `memory`, `prompt`, `checkpoints`, `files`.

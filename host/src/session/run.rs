@@ -38,9 +38,9 @@ pub struct RunSetup {
     pub betas: Vec<String>,
     pub effort: Option<crate::model::Effort>,
     pub task_budget: Option<u64>,
-    /// `--thinking` and `--max-thinking-tokens`, as given.
-    pub thinking: Option<String>,
-    pub max_thinking_tokens: Option<String>,
+    /// How the model thinks, when the flags chose (`--thinking`,
+    /// `--max-thinking-tokens`); else the environment's and the settings'.
+    pub thinking: Option<crate::model::ThinkingChoice>,
     /// What replaces or extends carapace's system prompt.
     pub prompt: PromptChoice,
     /// `--exclude-dynamic-system-prompt-sections`: the environment goes in
@@ -60,25 +60,6 @@ pub struct RunSetup {
 pub struct PromptChoice {
     pub replace: Option<String>,
     pub append: Option<String>,
-}
-
-impl PromptChoice {
-    /// `--system-prompt` (or the file `--system-prompt-file` names) and
-    /// `--append-system-prompt`.
-    pub fn from_flags(
-        text: Option<String>,
-        file: Option<&std::path::Path>,
-        append: Option<String>,
-    ) -> Result<Self, SessionError> {
-        let replace = match (text, file) {
-            (Some(text), _) => Some(text),
-            (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|e| {
-                SessionError::Invalid(format!("--system-prompt-file {}: {e}", path.display()))
-            })?),
-            (None, None) => None,
-        };
-        Ok(Self { replace, append })
-    }
 }
 
 /// The main agent the session runs as: found, or (with the SDK) a name
@@ -259,8 +240,7 @@ fn loop_config(
         false => None,
     };
     let thinking = crate::model::ThinkingChoice::from_knobs(
-        setup.thinking.as_deref(),
-        setup.max_thinking_tokens.as_deref(),
+        setup.thinking,
         env("MAX_THINKING_TOKENS").as_deref(),
         settings.always_thinking,
     )
