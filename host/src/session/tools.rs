@@ -299,7 +299,7 @@ impl SessionBuilder {
             .collect();
         let mut pipeline = ToolPipeline::new(registry, parts.policy, CallLimits::default())
             .with_skills(parts.catalogue.clone(), parts.trusted)
-            .with_memory(parts.nested_memory)
+            .with_memory(crate::tools::READ_TOOL, parts.nested_memory)
             .with_mcp_servers(connected)
             .with_hooks(parts.hooks)
             .with_session_id(parts.id.to_string())

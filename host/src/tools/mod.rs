@@ -26,6 +26,10 @@ pub use builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
 /// in `subagents/`, which sits above this folder).
 pub const AGENT_TOOL: &str = "Agent";
 
+/// The first-party file reader's name: its results carry the folder memory
+/// they cover (the session attaches it).
+pub const READ_TOOL: &str = "Read";
+
 /// The tools the host runs itself: no plugin may take their names (a
 /// session that offers one would otherwise fail to start).
 pub const HOST_TOOLS: &[&str] = &[

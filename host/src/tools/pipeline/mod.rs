@@ -71,7 +71,8 @@ pub struct ToolPipeline {
     /// (stream-json's `tool_use_result`); PostToolUse hooks always do.
     structured_results: bool,
     /// Memory that joins beside the first Read of a file it covers.
-    memory: Option<Arc<crate::memory::NestedMemory>>,
+    /// Folder memory, and the tool whose results carry it (Read).
+    memory: Option<(String, Arc<crate::memory::NestedMemory>)>,
     /// What the Skill tool and `/name` start, and what started skills
     /// pre-approved.
     skills: skill::Skills,
@@ -129,9 +130,14 @@ impl ToolPipeline {
         self
     }
 
-    /// Attaches folder memory to the Read results it covers.
-    pub fn with_memory(mut self, memory: Arc<crate::memory::NestedMemory>) -> Self {
-        self.memory = Some(memory);
+    /// Attaches folder memory to the results of `tool` (a file's reader,
+    /// its `file_path`) that it covers.
+    pub fn with_memory(
+        mut self,
+        tool: impl Into<String>,
+        memory: Arc<crate::memory::NestedMemory>,
+    ) -> Self {
+        self.memory = Some((tool.into(), memory));
         self
     }
 
@@ -304,11 +310,13 @@ impl ToolPipeline {
             .is_ok_and(|d| d.iter().any(|s| s.name == server.name))
     }
 
-    /// A successful Read of a file that a folder's memory or a scoped rule
+    /// A successful read of a file that a folder's memory or a scoped rule
     /// covers gets that memory beside its result, once per session.
     fn attach_memory(&self, call: &ToolCall, result: &mut ToolCallResult) {
-        let Some(memory) = &self.memory else { return };
-        if call.name != "Read" || result.is_error {
+        let Some((reader, memory)) = &self.memory else {
+            return;
+        };
+        if call.name != *reader || result.is_error {
             return;
         }
         let Some(path) = call.input["file_path"].as_str() else {
