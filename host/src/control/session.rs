@@ -192,7 +192,7 @@ impl SessionControl {
             .ok_or_else(|| RequestError::unavailable("mcp_toggle: this session has no tools"))?;
         tools
             .toggle_mcp(name, enabled)
-            .map_err(RequestError::Failed)?;
+            .map_err(|e| RequestError::Failed(e.to_string()))?;
         if let Ok(mut servers) = self.mcp_servers.lock() {
             for server in servers.iter_mut().filter(|s| s["name"] == name) {
                 server["status"] = json!(if enabled { "connected" } else { "disabled" });

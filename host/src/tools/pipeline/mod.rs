@@ -30,7 +30,7 @@ use crate::hooks::HookRuntime;
 use crate::model::ToolSpec;
 use crate::policy::{Approval, AuditLog, HookAnswer, LivePolicy, LiveReadDenials, Policy, Verdict};
 use crate::sandbox::{CallLimits, CallPlan, ReadLedger};
-use crate::tools::registry::{RegisteredTool, ToolHandle, ToolRegistry};
+use crate::tools::registry::{McpSet, McpToggleError, RegisteredTool, ToolHandle, ToolRegistry};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::path::PathBuf;
@@ -49,7 +49,7 @@ pub struct ToolPipeline {
     registry: std::sync::RwLock<ToolRegistry>,
     /// Connected MCP servers, asked between turns whether their tools
     /// changed; the SDK may add and remove some while the session runs.
-    mcp_servers: std::sync::RwLock<Vec<Arc<crate::mcp::McpServer>>>,
+    mcp: McpSet,
     /// The session's permissions as they are now, and every decision.
     permissions: Arc<LivePolicy>,
     limits: CallLimits,
@@ -78,8 +78,6 @@ pub struct ToolPipeline {
     skills: skill::Skills,
     /// Files kept before each turn's first write (the SDK's rewind).
     checkpoints: Option<Arc<crate::checkpoints::FileCheckpoints>>,
-    /// MCP servers the SDK turned off (`mcp_toggle`), kept to turn back on.
-    disabled_mcp: std::sync::Mutex<Vec<Arc<crate::mcp::McpServer>>>,
     /// What the middleware last left of the tool list, in order, with the
     /// descriptions they gave (`None`: no middleware judges the list).
     offered: std::sync::RwLock<Option<Vec<(String, String)>>>,
@@ -89,7 +87,7 @@ impl ToolPipeline {
     pub fn new(registry: ToolRegistry, policy: Policy, limits: CallLimits) -> Self {
         Self {
             registry: std::sync::RwLock::new(registry),
-            mcp_servers: Default::default(),
+            mcp: McpSet::default(),
             permissions: Arc::new(LivePolicy::new(policy)),
             limits,
             audit: AuditLog::disabled(),
@@ -103,7 +101,6 @@ impl ToolPipeline {
             memory: None,
             skills: skill::Skills::default(),
             checkpoints: None,
-            disabled_mcp: Default::default(),
             offered: Default::default(),
         }
     }
@@ -168,10 +165,8 @@ impl ToolPipeline {
     }
 
     /// Refreshes these servers' tools between turns.
-    pub fn with_mcp_servers(self, servers: Vec<Arc<crate::mcp::McpServer>>) -> Self {
-        if let Ok(mut held) = self.mcp_servers.write() {
-            *held = servers;
-        }
+    pub fn with_mcp_servers(mut self, servers: Vec<Arc<crate::mcp::McpServer>>) -> Self {
+        self.mcp = McpSet::holding(servers);
         self
     }
 
@@ -224,90 +219,25 @@ impl ToolPipeline {
     /// Offers a server's tools from the next request on (the Agent SDK's
     /// servers, connected after the session started); returns warnings.
     pub fn add_mcp_server(&self, server: &Arc<crate::mcp::McpServer>) -> Vec<String> {
-        if let Ok(mut servers) = self.mcp_servers.write() {
-            servers.retain(|s| s.name != server.name);
-            servers.push(server.clone());
-        }
-        match self.registry.write() {
-            Ok(mut registry) => registry.add_mcp(server),
-            Err(_) => vec!["the tool registry is unusable".into()],
-        }
+        self.mcp.add(&self.registry, server)
     }
 
     /// Stops offering a server's tools and forgets it, turned off or not
     /// (the SDK's `mcp_set_servers` and `mcp_reconnect`); the caller shuts
     /// it down.
     pub fn remove_mcp_server(&self, name: &str) -> Option<Arc<crate::mcp::McpServer>> {
-        if let Ok(mut registry) = self.registry.write() {
-            registry.remove_mcp_named(name);
-        }
-        if let Ok(mut disabled) = self.disabled_mcp.lock() {
-            disabled.retain(|s| s.name != name);
-        }
-        let mut servers = self.mcp_servers.write().ok()?;
-        let at = servers.iter().position(|s| s.name == name)?;
-        Some(servers.remove(at))
+        self.mcp.remove(&self.registry, name)
     }
 
     /// Shuts down every server the session holds (its end).
     pub async fn shutdown_mcp(&self) {
-        let servers = self
-            .mcp_servers
-            .write()
-            .map(|mut s| std::mem::take(&mut *s))
-            .unwrap_or_default();
-        for server in servers {
-            server.shutdown().await;
-        }
+        self.mcp.shutdown().await;
     }
 
     /// Stops or starts offering an MCP server's tools, from the next
     /// request on (the SDK's `mcp_toggle`). The server stays connected.
-    pub fn toggle_mcp(&self, name: &str, enabled: bool) -> Result<(), String> {
-        let mut disabled = self
-            .disabled_mcp
-            .lock()
-            .map_err(|_| "the MCP server list is unusable".to_string())?;
-        let mut registry = self
-            .registry
-            .write()
-            .map_err(|_| "the tool registry is unusable".to_string())?;
-        let off = disabled.iter().position(|s| s.name == name);
-        match (enabled, off) {
-            (true, Some(at)) => {
-                let server = disabled.remove(at);
-                for warning in registry.add_mcp(&server) {
-                    tracing::warn!("{warning}");
-                }
-                Ok(())
-            }
-            (false, None) => match registry.remove_mcp_named(name) {
-                Some(server) => {
-                    disabled.push(server);
-                    Ok(())
-                }
-                None => Err(format!(
-                    "No MCP server named `{name}` offers tools in this session."
-                )),
-            },
-            // Already as asked.
-            (true, None)
-                if registry
-                    .names()
-                    .iter()
-                    .any(|n| n.starts_with(&format!("mcp__{name}__"))) =>
-            {
-                Ok(())
-            }
-            (true, None) => Err(format!("No MCP server named `{name}` in this session.")),
-            (false, Some(_)) => Ok(()),
-        }
-    }
-
-    fn is_disabled(&self, server: &crate::mcp::McpServer) -> bool {
-        self.disabled_mcp
-            .lock()
-            .is_ok_and(|d| d.iter().any(|s| s.name == server.name))
+    pub fn toggle_mcp(&self, name: &str, enabled: bool) -> Result<(), McpToggleError> {
+        self.mcp.toggle(&self.registry, name, enabled)
     }
 
     /// A successful read of a file that a folder's memory or a scoped rule
@@ -502,31 +432,6 @@ impl ToolRuntime for ToolPipeline {
     }
 
     fn refresh(&self) -> BoxFuture<'_, bool> {
-        async move {
-            let mut changed = false;
-            let servers = self
-                .mcp_servers
-                .read()
-                .map(|s| s.clone())
-                .unwrap_or_default();
-            for server in servers.iter().filter(|s| !self.is_disabled(s)) {
-                match server.refresh_if_changed().await {
-                    Ok(false) => {}
-                    Ok(true) => {
-                        if let Ok(mut registry) = self.registry.write() {
-                            for warning in registry.replace_mcp(server) {
-                                tracing::warn!("{warning}");
-                            }
-                        }
-                        changed = true;
-                    }
-                    Err(e) => {
-                        tracing::warn!(server = %server.name, "cannot refresh its tools: {e}")
-                    }
-                }
-            }
-            changed
-        }
-        .boxed()
+        self.mcp.refresh(&self.registry).boxed()
     }
 }

@@ -10,6 +10,7 @@
 
 mod handle;
 mod lazy;
+mod mcp_set;
 
 use super::builtin::BUILTIN_PLUGINS;
 use crate::mcp::McpServer;
@@ -20,6 +21,7 @@ use crate::sandbox::{
 };
 pub use handle::{McpHandle, NativeTool, ToolHandle};
 use lazy::{LazyComponent, Source};
+pub use mcp_set::{McpSet, McpToggleError};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
