@@ -6,9 +6,9 @@
 
 use crate::policy::{CallApproval, ModeCell, ModeChangeBy, PermissionMode};
 use crate::sandbox::{CallContext, ToolContent, ToolDefinition, ToolFailure, ToolOutput};
-use crate::tools::NativeTool;
+use crate::tools::TypedNativeTool;
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Claude Code's name for it.
 pub const EXIT_PLAN_MODE_TOOL: &str = "ExitPlanMode";
@@ -47,15 +47,21 @@ impl ExitPlanModeTool {
     }
 }
 
-impl NativeTool for ExitPlanModeTool {
-    fn concurrency_safe(&self) -> bool {
-        false
-    }
+/// ExitPlanMode's input.
+#[derive(serde::Deserialize)]
+pub struct PlanInput {
+    #[serde(default)]
+    plan: String,
+}
 
-    fn call<'a>(
+impl TypedNativeTool for ExitPlanModeTool {
+    type Input = PlanInput;
+    const CONCURRENCY_SAFE: bool = false;
+
+    fn run<'a>(
         &'a self,
         _context: &'a CallContext,
-        input: &'a Value,
+        input: PlanInput,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
             if self.mode.get() != PermissionMode::Plan {
@@ -68,7 +74,7 @@ impl NativeTool for ExitPlanModeTool {
             self.mode
                 .change(PermissionMode::Default, ModeChangeBy::ExitPlanMode)
                 .map_err(|e| ToolFailure::Failed(e.to_string()))?;
-            let plan = input["plan"].as_str().unwrap_or_default();
+            let plan = input.plan;
             Ok(ToolOutput {
                 content: vec![ToolContent::Text(
                     "The user approved your plan. Plan mode is over (the permission mode is now `default`): carry the plan out, keeping any task list up to date as you go."

@@ -46,5 +46,5 @@ pub use pipeline::{
 };
 pub use registry::{
     InstalledTools, McpHandle, NativeTool, RegisteredTool, RegistryError, ToolHandle, ToolRegistry,
-    checked_definition,
+    TypedNativeTool, checked_definition,
 };

@@ -7,9 +7,9 @@ use crate::sandbox::{
     BackgroundShells, CallContext, ShellReport, ShellStatus, ToolContent, ToolDefinition,
     ToolFailure, ToolOutput,
 };
-use crate::tools::NativeTool;
+use crate::tools::TypedNativeTool;
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::Arc;
 
 pub const BASH_OUTPUT_TOOL: &str = "BashOutput";
@@ -61,23 +61,31 @@ pub struct KillShellTool {
     pub shells: Arc<BackgroundShells>,
 }
 
-impl NativeTool for BashOutputTool {
-    fn concurrency_safe(&self) -> bool {
-        true
-    }
+/// BashOutput's input.
+#[derive(serde::Deserialize)]
+pub struct ReadShell {
+    bash_id: String,
+    filter: Option<String>,
+}
 
-    fn call<'a>(
+impl TypedNativeTool for BashOutputTool {
+    type Input = ReadShell;
+    const CONCURRENCY_SAFE: bool = true;
+
+    fn run<'a>(
         &'a self,
         _context: &'a CallContext,
-        input: &'a Value,
+        input: ReadShell,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
-            let id = input["bash_id"].as_str().unwrap_or_default();
-            let filter = match input["filter"].as_str() {
+            let filter = match input.filter.as_deref() {
                 Some(pattern) => Some(output_filter(pattern)?),
                 None => None,
             };
-            let report = self.shells.read(id).map_err(ToolFailure::Failed)?;
+            let report = self
+                .shells
+                .read(&input.bash_id)
+                .map_err(ToolFailure::Failed)?;
             Ok(render(report, filter.as_ref()))
         })
     }
@@ -107,18 +115,23 @@ fn output_filter(pattern: &str) -> Result<regex::Regex, ToolFailure> {
         })
 }
 
-impl NativeTool for KillShellTool {
-    fn concurrency_safe(&self) -> bool {
-        false
-    }
+/// KillShell's input.
+#[derive(serde::Deserialize)]
+pub struct StopShell {
+    shell_id: String,
+}
 
-    fn call<'a>(
+impl TypedNativeTool for KillShellTool {
+    type Input = StopShell;
+    const CONCURRENCY_SAFE: bool = false;
+
+    fn run<'a>(
         &'a self,
         _context: &'a CallContext,
-        input: &'a Value,
+        input: StopShell,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
-            let id = input["shell_id"].as_str().unwrap_or_default();
+            let id = input.shell_id.as_str();
             let before = self.shells.read_status(id).map_err(ToolFailure::Failed)?;
             let status = self.shells.kill(id).await.map_err(ToolFailure::Failed)?;
             let text = match before {

@@ -10,7 +10,7 @@
 use crate::model::{ContentBlock, Message, MessagesRequest, Model, ResponseAssembler, StreamEvent};
 use crate::policy::CallApproval;
 use crate::sandbox::{CallContext, ToolContent, ToolDefinition, ToolFailure, ToolOutput};
-use crate::tools::NativeTool;
+use crate::tools::TypedNativeTool;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -72,34 +72,40 @@ impl WebSearchTool {
     }
 }
 
-impl NativeTool for WebSearchTool {
-    fn concurrency_safe(&self) -> bool {
-        true
-    }
+/// WebSearch's input.
+#[derive(serde::Deserialize)]
+pub struct SearchInput {
+    #[serde(default)]
+    query: String,
+    #[serde(default)]
+    allowed_domains: Vec<String>,
+    #[serde(default)]
+    blocked_domains: Vec<String>,
+}
 
-    fn call<'a>(
+impl TypedNativeTool for WebSearchTool {
+    type Input = SearchInput;
+    const CONCURRENCY_SAFE: bool = true;
+
+    fn run<'a>(
         &'a self,
         _context: &'a CallContext,
-        input: &'a Value,
+        input: SearchInput,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
             let search = &self.search;
-            let query = input["query"]
-                .as_str()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
+            let query = input.query.trim().to_string();
             let mut server_tool = json!({
                 "type": SERVER_TOOL_TYPE,
                 "name": "web_search",
                 "max_uses": MAX_USES,
             });
-            for field in ["allowed_domains", "blocked_domains"] {
-                if let Some(domains) = input
-                    .get(field)
-                    .filter(|d| d.as_array().is_some_and(|a| !a.is_empty()))
-                {
-                    server_tool[field] = domains.clone();
+            for (field, domains) in [
+                ("allowed_domains", &input.allowed_domains),
+                ("blocked_domains", &input.blocked_domains),
+            ] {
+                if !domains.is_empty() {
+                    server_tool[field] = json!(domains);
                 }
             }
             if server_tool.get("allowed_domains").is_some()

@@ -11,6 +11,7 @@
 mod handle;
 mod lazy;
 mod mcp_set;
+mod typed;
 
 use super::builtin::BUILTIN_PLUGINS;
 use crate::mcp::McpServer;
@@ -25,6 +26,7 @@ pub use mcp_set::{McpSet, McpToggleError};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
+pub use typed::TypedNativeTool;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {

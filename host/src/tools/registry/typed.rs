@@ -1,0 +1,44 @@
+//! [`TypedNativeTool`]: a tool the host runs itself whose input is a type
+//! of its own. The pipeline has checked the input against the tool's
+//! schema; it is read into `Input` here, once, so the tool works on fields
+//! rather than on JSON, and an input that does not fit is the model's
+//! input error, never a default the tool runs on.
+
+use super::NativeTool;
+use crate::sandbox::{CallContext, ToolFailure, ToolOutput};
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+pub trait TypedNativeTool: Send + Sync {
+    type Input: serde::de::DeserializeOwned + Send;
+
+    /// Whether several calls may run at once.
+    const CONCURRENCY_SAFE: bool;
+
+    fn run<'a>(
+        &'a self,
+        context: &'a CallContext,
+        input: Self::Input,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>>;
+}
+
+impl<T: TypedNativeTool> NativeTool for T {
+    fn concurrency_safe(&self) -> bool {
+        T::CONCURRENCY_SAFE
+    }
+
+    fn call<'a>(
+        &'a self,
+        context: &'a CallContext,
+        input: &'a Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
+        match T::Input::deserialize(input) {
+            Ok(input) => self.run(context, input),
+            Err(e) => Box::pin(std::future::ready(Err(ToolFailure::InvalidInput(format!(
+                "the input does not fit the tool: {e}"
+            ))))),
+        }
+    }
+}
+
+use serde::Deserialize as _;
