@@ -48,8 +48,8 @@ pub enum InstallError {
     NotComponent(&'static str),
     #[error("this is not a usable tool plugin: {}", .0.describe())]
     Component(#[source] SandboxError),
-    #[error("{0}")]
-    Tools(#[source] RegistryError),
+    #[error(transparent)]
+    Tools(RegistryError),
     #[error(
         "the manifest lists tools {listed:?}, but the component provides {provided:?}: they must be the same"
     )]

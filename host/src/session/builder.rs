@@ -19,7 +19,7 @@ use crate::transcript::TranscriptError;
 pub enum SessionError {
     #[error(transparent)]
     Settings(#[from] SettingsError),
-    #[error("{0}")]
+    #[error(transparent)]
     Rule(#[from] RuleError),
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
