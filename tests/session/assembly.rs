@@ -432,3 +432,31 @@ async fn many_sessions() -> TestResult {
     );
     Ok(())
 }
+
+/// How a front end shows each call comes from where the tool was
+/// registered: the first-party table, a host tool itself; a name no tool
+/// has is "other".
+#[tokio::test]
+async fn each_tools_kind_is_declared_where_it_is_registered() -> TestResult {
+    use carapace::tools::ToolKind;
+    let p = Places::new()?;
+    let engine = carapace_test_support::engine()?;
+    let session = running_session(&p, &engine).await?;
+    for (tool, kind) in [
+        ("Read", ToolKind::Read),
+        ("Edit", ToolKind::Edit),
+        ("Write", ToolKind::Edit),
+        ("Bash", ToolKind::Execute),
+        ("Grep", ToolKind::Search),
+        ("Glob", ToolKind::Search),
+        ("WebFetch", ToolKind::Fetch),
+        ("WebSearch", ToolKind::Fetch),
+        ("Agent", ToolKind::Think),
+        ("TodoWrite", ToolKind::Think),
+        ("mcp__nobody__tool", ToolKind::Other),
+    ] {
+        assert_eq!(session.pipeline.kind_of(tool), kind, "{tool}");
+    }
+    session.shutdown().await;
+    Ok(())
+}

@@ -15,7 +15,7 @@ use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -134,10 +134,15 @@ impl AcpAsker {
     }
 }
 
-fn pending_call(id: &str, name: &str, input: &Value, question: &str) -> ToolCallUpdate {
+fn pending_call(
+    kind: ToolKind,
+    (id, name): (&str, &str),
+    input: &Value,
+    question: &str,
+) -> ToolCallUpdate {
     let fields = ToolCallUpdateFields::new()
         .title(format!("{} — {question}", title(name, input)))
-        .kind(kind(name))
+        .kind(kind)
         .status(ToolCallStatus::Pending)
         .raw_input(input.clone());
     ToolCallUpdate::new(id.to_string(), fields)
@@ -147,7 +152,8 @@ impl PermissionPrompter for AcpAsker {
     fn ask<'a>(&'a self, request: PromptRequest<'a>) -> BoxFuture<'a, PromptAnswer> {
         Box::pin(async move {
             let call = request.call;
-            let update = pending_call(&call.id, &call.name, &call.input, request.question);
+            let kind = kind(&self.pipeline, &call.name);
+            let update = pending_call(kind, (&call.id, &call.name), &call.input, request.question);
             match self.decide(update, request.suggestion.clone()).await {
                 true => PromptAnswer::Allow {
                     updated_input: None,
@@ -171,7 +177,8 @@ impl crate::sandbox::egress::EgressAsker for AcpAsker {
             let input = json!({"host": host});
             let question = format!("a command wants to connect to {host}, which no rule names");
             let id = format!("network-{}", uuid::Uuid::new_v4());
-            let update = pending_call(&id, crate::control::NETWORK_ACCESS, &input, &question);
+            let name = crate::control::NETWORK_ACCESS;
+            let update = pending_call(ToolKind::Other, (&id, name), &input, &question);
             let always = Suggestion::Rule(format!("WebFetch(domain:{host})"));
             self.decide(update, always).await
         })

@@ -55,7 +55,12 @@ impl LiveSession {
     ) -> Arc<Self> {
         let session = Arc::new(session);
         let waiter = TurnWaiter::default();
-        let output = AcpOutput::new(connection.clone(), session.id.clone(), waiter.clone());
+        let output = AcpOutput::new(
+            connection.clone(),
+            session.id.clone(),
+            waiter.clone(),
+            session.pipeline.clone(),
+        );
         if replay {
             output.replay(&session.history);
         }

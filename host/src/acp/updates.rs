@@ -38,15 +38,23 @@ pub struct AcpOutput {
     pub waiter: TurnWaiter,
     /// The calls written so far (name and input), for their outcomes.
     calls: Arc<Mutex<HashMap<String, (String, Value)>>>,
+    /// The session's tools, for how each call is shown.
+    pipeline: Arc<crate::tools::ToolPipeline>,
 }
 
 impl AcpOutput {
-    pub fn new(connection: ConnectionTo<Client>, session_id: String, waiter: TurnWaiter) -> Self {
+    pub fn new(
+        connection: ConnectionTo<Client>,
+        session_id: String,
+        waiter: TurnWaiter,
+        pipeline: Arc<crate::tools::ToolPipeline>,
+    ) -> Self {
         Self {
             connection,
             session_id,
             waiter,
             calls: Arc::default(),
+            pipeline,
         }
     }
 
@@ -81,7 +89,7 @@ impl AcpOutput {
             calls.insert(id.to_string(), (name.to_string(), input.clone()));
         }
         let call = ToolCall::new(id.to_string(), title(name, input))
-            .kind(kind(name))
+            .kind(kind(&self.pipeline, name))
             .status(ToolCallStatus::Pending)
             .locations(locations(input))
             .raw_input(input.clone());
@@ -212,17 +220,19 @@ fn field<'a>(input: &'a Value, name: &str) -> Option<&'a str> {
     input.get(name).and_then(Value::as_str)
 }
 
-/// What kind of call it is, for the client's icon and grouping.
-pub(super) fn kind(name: &str) -> ToolKind {
-    match name {
-        "Read" | "NotebookRead" => ToolKind::Read,
-        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => ToolKind::Edit,
-        "Bash" | "BashOutput" | "KillShell" => ToolKind::Execute,
-        "Grep" | "Glob" => ToolKind::Search,
-        "WebFetch" | "WebSearch" => ToolKind::Fetch,
-        "TodoWrite" | "Agent" | "Task" => ToolKind::Think,
-        "ExitPlanMode" => ToolKind::SwitchMode,
-        _ => ToolKind::Other,
+/// What kind of call it is, for the client's icon and grouping: as the
+/// tool was registered.
+pub(super) fn kind(pipeline: &crate::tools::ToolPipeline, name: &str) -> ToolKind {
+    use crate::tools::ToolKind as Kind;
+    match pipeline.kind_of(name) {
+        Kind::Read => ToolKind::Read,
+        Kind::Edit => ToolKind::Edit,
+        Kind::Execute => ToolKind::Execute,
+        Kind::Search => ToolKind::Search,
+        Kind::Fetch => ToolKind::Fetch,
+        Kind::Think => ToolKind::Think,
+        Kind::SwitchMode => ToolKind::SwitchMode,
+        Kind::Other => ToolKind::Other,
     }
 }
 

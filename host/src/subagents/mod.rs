@@ -170,6 +170,10 @@ impl NativeTool for AgentTool {
         true
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Think
+    }
+
     fn call<'a>(
         &'a self,
         context: &'a CallContext,

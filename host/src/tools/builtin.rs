@@ -5,6 +5,7 @@
 //! compiling any of them: a component is compiled when a call first needs
 //! it.
 
+use super::registry::ToolKind;
 use crate::policy::Ceiling;
 use crate::sandbox::{FileAccess, ToolAnnotations, ToolDefinition};
 
@@ -18,6 +19,8 @@ pub struct BuiltinPlugin {
     pub ceiling: fn() -> Ceiling,
     /// `plugins/<name>/tool.json`: the tool as the plugin defines it.
     pub definition: &'static str,
+    /// What kind of work its tool does, as front ends show it.
+    pub kind: ToolKind,
 }
 
 impl BuiltinPlugin {
@@ -54,12 +57,13 @@ impl BuiltinPlugin {
 }
 
 macro_rules! embedded {
-    ($name:literal, $digest:literal, $ceiling:expr) => {
+    ($name:literal, $digest:literal, $kind:expr, $ceiling:expr) => {
         BuiltinPlugin {
             name: $name,
             wasm: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".wasm")),
             digest: env!(concat!("CARAPACE_DIGEST_", $digest)),
             ceiling: $ceiling,
+            kind: $kind,
             definition: include_str!(concat!(
                 env!("CARGO_MANIFEST_DIR"),
                 "/../plugins/",
@@ -71,20 +75,22 @@ macro_rules! embedded {
 }
 
 pub const BUILTIN_PLUGINS: &[BuiltinPlugin] = &[
-    embedded!("read", "READ", || Ceiling::none()
+    embedded!("read", "READ", ToolKind::Read, || Ceiling::none()
         .with_files("/", FileAccess::Read)),
-    embedded!("write", "WRITE", || Ceiling::none()
+    embedded!("write", "WRITE", ToolKind::Edit, || Ceiling::none()
         .with_files("/", FileAccess::Write)),
-    embedded!("edit", "EDIT", || Ceiling::none()
+    embedded!("edit", "EDIT", ToolKind::Edit, || Ceiling::none()
         .with_files("/", FileAccess::Write)),
-    embedded!("glob", "GLOB", || Ceiling::none()
+    embedded!("glob", "GLOB", ToolKind::Search, || Ceiling::none()
         .with_files("/", FileAccess::Read)),
-    embedded!("grep", "GREP", || Ceiling::none()
+    embedded!("grep", "GREP", ToolKind::Search, || Ceiling::none()
         .with_files("/", FileAccess::Read)),
-    embedded!("bash", "BASH", || Ceiling::none().with_process()),
-    embedded!("webfetch", "WEBFETCH", || Ceiling::none().with_any_host()),
-    embedded!("notebook", "NOTEBOOK", || Ceiling::none()
+    embedded!("bash", "BASH", ToolKind::Execute, || Ceiling::none()
+        .with_process()),
+    embedded!("webfetch", "WEBFETCH", ToolKind::Fetch, || Ceiling::none()
+        .with_any_host()),
+    embedded!("notebook", "NOTEBOOK", ToolKind::Edit, || Ceiling::none()
         .with_files("/", FileAccess::Write)),
     // The task list needs nothing: its ceiling is empty.
-    embedded!("todo", "TODO", Ceiling::none),
+    embedded!("todo", "TODO", ToolKind::Think, Ceiling::none),
 ];

@@ -6,7 +6,7 @@
 
 use crate::policy::{CallApproval, ModeCell, ModeChangeBy, PermissionMode};
 use crate::sandbox::{CallContext, ToolContent, ToolDefinition, ToolFailure, ToolOutput};
-use crate::tools::TypedNativeTool;
+use crate::tools::{ToolKind, TypedNativeTool};
 use futures::future::BoxFuture;
 use serde_json::json;
 
@@ -57,6 +57,7 @@ pub struct PlanInput {
 impl TypedNativeTool for ExitPlanModeTool {
     type Input = PlanInput;
     const CONCURRENCY_SAFE: bool = false;
+    const KIND: ToolKind = ToolKind::SwitchMode;
 
     fn run<'a>(
         &'a self,

@@ -45,6 +45,6 @@ pub use pipeline::{
     Asker, CheckedCall, PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline,
 };
 pub use registry::{
-    InstalledTools, McpHandle, NativeTool, RegisteredTool, RegistryError, ToolHandle, ToolRegistry,
-    TypedNativeTool, checked_definition,
+    InstalledTools, McpHandle, NativeTool, RegisteredTool, RegistryError, ToolHandle, ToolKind,
+    ToolRegistry, TypedNativeTool, checked_definition,
 };

@@ -7,7 +7,7 @@ use crate::sandbox::{
     BackgroundShells, CallContext, ShellReport, ShellStatus, ToolContent, ToolDefinition,
     ToolFailure, ToolOutput,
 };
-use crate::tools::TypedNativeTool;
+use crate::tools::{ToolKind, TypedNativeTool};
 use futures::future::BoxFuture;
 use serde_json::json;
 use std::sync::Arc;
@@ -71,6 +71,7 @@ pub struct ReadShell {
 impl TypedNativeTool for BashOutputTool {
     type Input = ReadShell;
     const CONCURRENCY_SAFE: bool = true;
+    const KIND: ToolKind = ToolKind::Execute;
 
     fn run<'a>(
         &'a self,
@@ -124,6 +125,7 @@ pub struct StopShell {
 impl TypedNativeTool for KillShellTool {
     type Input = StopShell;
     const CONCURRENCY_SAFE: bool = false;
+    const KIND: ToolKind = ToolKind::Execute;
 
     fn run<'a>(
         &'a self,

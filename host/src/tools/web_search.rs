@@ -10,7 +10,7 @@
 use crate::model::{ContentBlock, Message, MessagesRequest, Model, ResponseAssembler, StreamEvent};
 use crate::policy::CallApproval;
 use crate::sandbox::{CallContext, ToolContent, ToolDefinition, ToolFailure, ToolOutput};
-use crate::tools::TypedNativeTool;
+use crate::tools::{ToolKind, TypedNativeTool};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -86,6 +86,7 @@ pub struct SearchInput {
 impl TypedNativeTool for WebSearchTool {
     type Input = SearchInput;
     const CONCURRENCY_SAFE: bool = true;
+    const KIND: ToolKind = ToolKind::Fetch;
 
     fn run<'a>(
         &'a self,

@@ -175,6 +175,14 @@ impl ToolPipeline {
         self.registry.read().map(|r| r.clone()).unwrap_or_default()
     }
 
+    /// What kind of work `name`'s calls do, as it was registered.
+    pub fn kind_of(&self, name: &str) -> crate::tools::ToolKind {
+        self.registry
+            .read()
+            .map(|r| r.kind_of(name))
+            .unwrap_or_default()
+    }
+
     /// The policy as it is now.
     pub fn policy(&self) -> Arc<Policy> {
         self.permissions.current()

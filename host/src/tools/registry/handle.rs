@@ -21,6 +21,11 @@ pub trait NativeTool: Send + Sync {
     /// Whether several calls may run at once (the Agent tool's children do).
     fn concurrency_safe(&self) -> bool;
 
+    /// What kind of work its calls do, as front ends show them.
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Other
+    }
+
     fn call<'a>(
         &'a self,
         context: &'a CallContext,

@@ -11,6 +11,7 @@
 mod handle;
 mod lazy;
 mod mcp_set;
+mod presentation;
 mod typed;
 
 use super::builtin::BUILTIN_PLUGINS;
@@ -23,6 +24,7 @@ use crate::sandbox::{
 pub use handle::{McpHandle, NativeTool, ToolHandle};
 use lazy::{LazyComponent, Source};
 pub use mcp_set::{McpSet, McpToggleError};
+pub use presentation::ToolKind;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -94,6 +96,8 @@ pub struct RegisteredTool {
     pub approval: CallApproval,
     /// The plugin's own limits, when its manifest sets them.
     pub limits: Option<CallLimits>,
+    /// What kind of work its calls do, as front ends show them.
+    pub kind: ToolKind,
 }
 
 /// Where a tool's calls go.
@@ -394,6 +398,11 @@ impl ToolRegistry {
         )
     }
 
+    /// What kind of work `name`'s calls do.
+    pub fn kind_of(&self, name: &str) -> ToolKind {
+        self.get(name).map(|t| t.kind).unwrap_or_default()
+    }
+
     fn add_tools(
         &mut self,
         plugin: &str,
@@ -408,6 +417,15 @@ impl ToolRegistry {
             &provider,
             ToolProvider::FirstParty(_) | ToolProvider::Native(_)
         ) || matches!(&provider, ToolProvider::ThirdParty(lazy) if matches!(lazy.source, Source::Installed { .. }));
+        // Declared where the tool is: the first-party table, a host tool.
+        let kind = match &provider {
+            ToolProvider::FirstParty(_) => BUILTIN_PLUGINS
+                .iter()
+                .find(|p| p.name == plugin)
+                .map_or(ToolKind::Other, |p| p.kind),
+            ToolProvider::Native(tool) => tool.kind(),
+            ToolProvider::ThirdParty(_) | ToolProvider::Mcp(_) => ToolKind::Other,
+        };
         for definition in definitions {
             if let Some(existing) = self.get(&definition.name) {
                 return Err(RegistryError::DuplicateTool {
@@ -432,6 +450,7 @@ impl ToolRegistry {
                 ceiling: ceiling.clone(),
                 approval,
                 limits,
+                kind,
             }));
         }
         Ok(())

@@ -4,7 +4,7 @@
 //! rather than on JSON, and an input that does not fit is the model's
 //! input error, never a default the tool runs on.
 
-use super::NativeTool;
+use super::{NativeTool, ToolKind};
 use crate::sandbox::{CallContext, ToolFailure, ToolOutput};
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -14,6 +14,9 @@ pub trait TypedNativeTool: Send + Sync {
 
     /// Whether several calls may run at once.
     const CONCURRENCY_SAFE: bool;
+
+    /// What kind of work its calls do, as front ends show them.
+    const KIND: ToolKind = ToolKind::Other;
 
     fn run<'a>(
         &'a self,
@@ -25,6 +28,10 @@ pub trait TypedNativeTool: Send + Sync {
 impl<T: TypedNativeTool> NativeTool for T {
     fn concurrency_safe(&self) -> bool {
         T::CONCURRENCY_SAFE
+    }
+
+    fn kind(&self) -> ToolKind {
+        T::KIND
     }
 
     fn call<'a>(
