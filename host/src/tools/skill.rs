@@ -53,6 +53,10 @@ impl NativeTool for SkillTool {
         false
     }
 
+    fn starts_skills(&self) -> bool {
+        true
+    }
+
     fn call<'a>(
         &'a self,
         _context: &'a CallContext,

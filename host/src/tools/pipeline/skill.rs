@@ -19,7 +19,7 @@ use crate::commands::{CustomCommand, CustomCommands, Origin};
 use crate::hooks::{HookEvent, HookEventKind, HookPermission, HookToolCall};
 use crate::model::ToolResultContent;
 use crate::policy::{CallApproval, Rule, RuleKind, RuleOrigin, RuleSource, SourceKind};
-use crate::tools::skill::SKILL_TOOL;
+use crate::tools::registry::RegisteredTool;
 use serde_json::json;
 use std::sync::{Arc, RwLock};
 
@@ -58,15 +58,19 @@ impl ToolPipeline {
         }
     }
 
-    pub(super) fn runs_skill(&self, call: &ToolCall) -> bool {
-        call.name == SKILL_TOOL && self.skills.current().is_some()
+    pub(super) fn runs_skill(&self, tool: &RegisteredTool) -> bool {
+        tool.starts_skills() && self.skills.current().is_some()
     }
 
     /// A Skill call naming a skill that only describes itself is decided
     /// by its needs (none: its start is allowed), not asked as the tool's
     /// other calls are.
-    pub(super) fn skill_approval(&self, call: &ToolCall) -> Option<CallApproval> {
-        if call.name != SKILL_TOOL {
+    pub(super) fn skill_approval(
+        &self,
+        tool: &RegisteredTool,
+        call: &ToolCall,
+    ) -> Option<CallApproval> {
+        if !tool.starts_skills() {
             return None;
         }
         let catalogue = self.skills.current()?;

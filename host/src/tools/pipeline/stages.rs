@@ -285,12 +285,12 @@ impl ToolPipeline {
         hook: HookAnswer,
         approval: Approval,
     ) -> Verdict {
-        let asking = self.skill_approval(call).unwrap_or(tool.approval);
+        let asking = self.skill_approval(tool, call).unwrap_or(tool.approval);
         let mut request = CallRequest::new(&call.name, &plan.needs, &tool.ceiling)
             .asking(asking)
             .with_hook(hook)
             .with_approval(approval);
-        if call.name == crate::tools::skill::SKILL_TOOL {
+        if tool.starts_skills() {
             request = request.naming(super::skill::skill_name(call));
         }
         self.permissions().decide(&request)
@@ -305,7 +305,7 @@ impl ToolPipeline {
         grant: &Grant,
     ) -> ToolCallResult {
         tracing::debug!(tool = %call.name, id = %call.id, granted = ?grant.describe(), "calling tool");
-        if self.runs_skill(call) {
+        if self.runs_skill(tool) {
             return Box::pin(self.call_skill(call)).await;
         }
         let limits = tool.limits.as_ref().unwrap_or(&self.limits);

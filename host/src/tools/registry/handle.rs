@@ -26,6 +26,12 @@ pub trait NativeTool: Send + Sync {
         super::ToolKind::Other
     }
 
+    /// Whether its calls start a skill: the pipeline runs them itself,
+    /// with the session's catalogue (the Skill tool).
+    fn starts_skills(&self) -> bool {
+        false
+    }
+
     fn call<'a>(
         &'a self,
         context: &'a CallContext,

@@ -114,6 +114,11 @@ enum ToolProvider {
 }
 
 impl RegisteredTool {
+    /// Whether its calls start a skill (a host tool that says so).
+    pub fn starts_skills(&self) -> bool {
+        matches!(&self.provider, ToolProvider::Native(tool) if tool.starts_skills())
+    }
+
     /// What runs the tool's calls (loading its component on first use).
     pub async fn handle(&self) -> Result<ToolHandle, SandboxError> {
         match &self.provider {
