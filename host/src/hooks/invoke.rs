@@ -9,6 +9,7 @@ use super::{
     Handler, HandlerResult, HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission,
     LoadedHook, from_command, from_json, from_outcome, input_json,
 };
+use crate::sandbox::describe_chain as chain;
 use crate::sandbox::{CallLimits, SandboxError};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -469,17 +470,6 @@ fn cut(mut text: String) -> String {
     if let Some((at, _)) = text.char_indices().nth(RESPONSE_CHARS) {
         text.truncate(at);
         text.push('…');
-    }
-    text
-}
-
-/// An error and every cause under it, on one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        text.push_str(&format!(": {next}"));
-        cause = next.source();
     }
     text
 }

@@ -138,17 +138,23 @@ pub enum SandboxError {
     Unavailable(String),
 }
 
+/// An error and every source under it, in one line: `what: why: why` —
+/// for the edge that shows an error to a person or a log.
+pub fn describe_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 impl SandboxError {
     /// The error and every source under it, in one line: `what: why: why`.
     pub fn describe(&self) -> String {
-        let mut text = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(cause) = source {
-            text.push_str(": ");
-            text.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        text
+        describe_chain(self)
     }
 
     /// A linking error with what was being linked (`carapace:mcp`, a

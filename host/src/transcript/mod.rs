@@ -24,8 +24,8 @@
 //! PostgreSQL database many workers share (`postgres.rs`), with the same
 //! guarantees.
 //!
-//! Imports: `agent`, `files`, `model` — folders below it; nothing that
-//! imports it.
+//! Imports: `agent`, `files`, `model`, `sandbox` (to describe an error
+//! chain) — folders below it; nothing that imports it.
 
 mod postgres;
 mod read;

@@ -99,13 +99,7 @@ fn store_error(what: &str) -> impl FnOnce(String) -> TranscriptError + '_ {
 /// A client error with its causes (`error connecting to server:
 /// Connection refused`): the crate's own message names none.
 fn text(e: tokio_postgres::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
+    crate::sandbox::describe_chain(&e)
 }
 
 impl PgStore {

@@ -52,14 +52,7 @@ pub(super) enum ConfineError {
 impl ConfineError {
     /// The message with its causes, as the refusal says it.
     pub(super) fn describe(&self) -> String {
-        let mut text = self.to_string();
-        let mut cause = std::error::Error::source(self);
-        while let Some(error) = cause {
-            text.push_str(": ");
-            text.push_str(&error.to_string());
-            cause = error.source();
-        }
-        text
+        crate::sandbox::describe_chain(self)
     }
 }
 
