@@ -7,9 +7,7 @@
 //! refusal.
 
 use super::updates::{kind, title};
-use crate::policy::{
-    ModeChangeBy, PermissionMode, Rule, RuleKind, RuleOrigin, RuleSource, SourceKind, Suggestion,
-};
+use crate::policy::{NotKept, RuleOrigin, Suggestion};
 use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest, ToolPipeline};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
@@ -98,33 +96,17 @@ impl AcpAsker {
 
     /// "Allow always": the rule joins the session's policy, or edits are
     /// accepted from now on (the client is told the mode changed).
-    fn remember(&self, always: Suggestion) -> Result<(), String> {
-        match always {
-            Suggestion::AcceptEdits => self
-                .pipeline
-                .policy()
-                .mode_cell()
-                .change(PermissionMode::AcceptEdits, ModeChangeBy::User)
-                .map_err(|e| e.to_string()),
-            Suggestion::Rule(text) => {
-                let anchors = self.pipeline.policy().anchors();
-                let source = RuleSource {
-                    kind: SourceKind::Local,
-                    file: None,
-                };
-                let rule = Rule::parse(&text, RuleKind::Allow, source, &anchors)
-                    .map_err(|e| e.to_string())?;
-                self.pipeline.permissions().add(RuleOrigin::Acp, vec![rule]);
-                Ok(())
-            }
-        }
+    fn remember(&self, always: &Suggestion) -> Result<(), NotKept> {
+        self.pipeline
+            .permissions()
+            .accept(RuleOrigin::Acp, always, None)
     }
 
     async fn decide(&self, call: ToolCallUpdate, always: Suggestion) -> bool {
         match self.ask_client(call, &always).await {
             Choice::Once => true,
             Choice::Always => {
-                if let Err(problem) = self.remember(always) {
+                if let Err(problem) = self.remember(&always) {
                     tracing::warn!("\"allow always\" was not kept: {problem}");
                 }
                 true
@@ -179,8 +161,7 @@ impl crate::sandbox::egress::EgressAsker for AcpAsker {
             let id = format!("network-{}", uuid::Uuid::new_v4());
             let name = crate::control::NETWORK_ACCESS;
             let update = pending_call(ToolKind::Other, (&id, name), &input, &question);
-            let always = Suggestion::Rule(format!("WebFetch(domain:{host})"));
-            self.decide(update, always).await
+            self.decide(update, Suggestion::for_host(host)).await
         })
     }
 }

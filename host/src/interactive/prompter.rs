@@ -6,9 +6,7 @@
 //! instead goes back to the model as the call's result.
 
 use super::UiEvent;
-use crate::policy::{
-    ModeChangeBy, PermissionMode, Rule, RuleKind, RuleOrigin, RuleSource, SourceKind, Suggestion,
-};
+use crate::policy::{RuleOrigin, Suggestion};
 use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest, ToolPipeline};
 use crate::tui::approval::{AlwaysAllow, ApprovalChoice, ApprovalRequest, RuleScope};
 use futures::future::BoxFuture;
@@ -57,35 +55,22 @@ impl ScreenPrompter {
     /// "Don't ask again": the rule joins the policy (and the settings
     /// file when asked), or the mode changes. What could not be done is
     /// said on the screen; the call itself is approved either way.
-    fn remember(&self, always: AlwaysAllow, scope: RuleScope) {
-        let outcome = match always {
-            AlwaysAllow::AcceptEdits => self
-                .pipeline
-                .policy()
-                .mode_cell()
-                .change(PermissionMode::AcceptEdits, ModeChangeBy::User)
-                .map_err(|e| e.to_string()),
-            AlwaysAllow::Rule(rule) => self.add_rule(&rule, scope),
-        };
-        if let Err(problem) = outcome {
+    fn remember(&self, always: &Suggestion, scope: RuleScope) {
+        if let Err(problem) = self.keep(always, scope) {
             let _ = self.ui.send(UiEvent::Notice(format!(
                 "The choice was not kept: {problem}"
             )));
         }
     }
 
-    fn add_rule(&self, text: &str, scope: RuleScope) -> Result<(), String> {
-        let anchors = self.pipeline.policy().anchors();
-        let source = RuleSource {
-            kind: SourceKind::Local,
-            file: (scope == RuleScope::LocalSettings).then(|| self.local_settings.clone()),
-        };
-        let rule =
-            Rule::parse(text, RuleKind::Allow, source, &anchors).map_err(|e| e.to_string())?;
+    fn keep(&self, always: &Suggestion, scope: RuleScope) -> Result<(), String> {
+        let saved = scope == RuleScope::LocalSettings;
+        let file = saved.then(|| self.local_settings.clone());
         self.pipeline
             .permissions()
-            .add(RuleOrigin::Screen, vec![rule]);
-        if scope == RuleScope::LocalSettings {
+            .accept(RuleOrigin::Screen, always, file)
+            .map_err(|e| e.to_string())?;
+        if let (true, Suggestion::Rule(text)) = (saved, always) {
             save_allow_rule(&self.project, &self.local_settings, text).map_err(|e| {
                 format!(
                     "{} could not be written: {e}",
@@ -165,8 +150,9 @@ impl PermissionPrompter for ScreenPrompter {
                 ApprovalChoice::Once => PromptAnswer::Allow {
                     updated_input: None,
                 },
-                ApprovalChoice::Always(always, scope) => {
-                    self.remember(always, scope);
+                // What the screen offered: the policy's suggestion.
+                ApprovalChoice::Always(_, scope) => {
+                    self.remember(&request.suggestion, scope);
                     PromptAnswer::Allow {
                         updated_input: None,
                     }
@@ -191,17 +177,18 @@ impl PermissionPrompter for ScreenPrompter {
 impl crate::sandbox::egress::EgressAsker for ScreenPrompter {
     fn allow_host<'a>(&'a self, host: &'a str) -> BoxFuture<'a, bool> {
         Box::pin(async move {
+            let always = Suggestion::for_host(host);
             let question = ApprovalRequest {
                 tool: crate::control::NETWORK_ACCESS.into(),
                 input: json!({"host": host}),
                 question: format!("A command wants to connect to {host}, which no rule names."),
                 grants: vec![format!("connect to {host}")],
-                always: AlwaysAllow::Rule(format!("WebFetch(domain:{host})")),
+                always: offered(&always),
             };
             match self.ask_screen(question).await {
                 ApprovalChoice::Once => true,
-                ApprovalChoice::Always(always, scope) => {
-                    self.remember(always, scope);
+                ApprovalChoice::Always(_, scope) => {
+                    self.remember(&always, scope);
                     true
                 }
                 ApprovalChoice::Refuse(_) => false,

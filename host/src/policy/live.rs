@@ -6,10 +6,13 @@
 //! session is made here, on what all of them say now.
 
 use super::decision::Policy;
+use super::modes::{ModeChangeBy, ModeRefused, PermissionMode};
 use super::read_denials::LiveReadDenials;
-use super::rules::{Anchors, Rule, RuleKind, RuleSet};
+use super::rules::{Anchors, Rule, RuleError, RuleKind, RuleSet, RuleSource, SourceKind};
+use super::suggestion::Suggestion;
 use super::verdict::{CallRequest, Outcome, Verdict};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// Who added rules while the session runs.
@@ -26,6 +29,15 @@ pub enum RuleOrigin {
     /// A started skill's `allowed-tools`: they answer only what would
     /// otherwise be asked.
     Skill,
+}
+
+/// Why a "don't ask again" was not kept (the call itself was approved).
+#[derive(Debug, thiserror::Error)]
+pub enum NotKept {
+    #[error(transparent)]
+    Mode(#[from] ModeRefused),
+    #[error(transparent)]
+    Rule(#[from] RuleError),
 }
 
 /// The session's permissions, live.
@@ -78,6 +90,32 @@ impl LivePolicy {
             kept.retain(|rule| rule.kind != kind);
             kept.extend(rules);
         });
+    }
+
+    /// "Don't ask again" to a question `origin` asked: the suggested rule
+    /// joins what `origin` added (kept in `file` when the user saved it
+    /// there), or edits are accepted for the rest of the session.
+    pub fn accept(
+        &self,
+        origin: RuleOrigin,
+        suggestion: &Suggestion,
+        file: Option<PathBuf>,
+    ) -> Result<(), NotKept> {
+        match suggestion {
+            Suggestion::AcceptEdits => Ok(self
+                .current()
+                .mode_cell()
+                .change(PermissionMode::AcceptEdits, ModeChangeBy::User)?),
+            Suggestion::Rule(text) => {
+                let source = RuleSource {
+                    kind: SourceKind::Local,
+                    file,
+                };
+                let rule = Rule::parse(text, RuleKind::Allow, source, &self.anchors())?;
+                self.add(origin, vec![rule]);
+                Ok(())
+            }
+        }
     }
 
     /// Every rule added while the session ran, with who added it.
@@ -202,6 +240,33 @@ mod tests {
         live.replace(RuleOrigin::FlagSettings, RuleKind::Ask, vec![ask]);
         assert!(matches!(command(&live, "rm -rf build"), Outcome::Ask(_)));
         assert!(allowed(&command(&live, "ls")));
+        Ok(())
+    }
+
+    #[test]
+    fn saying_always_keeps_the_suggested_rule_or_accepts_edits() -> Result<(), String> {
+        let cwd = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let live = LivePolicy::new(Policy::new(PermissionMode::Default, cwd.path()));
+        // The control: asked until "always" is said.
+        assert!(matches!(
+            command(&live, "cargo test --all"),
+            Outcome::Ask(_)
+        ));
+        let suggestion =
+            Suggestion::for_call("Bash", &serde_json::json!({"command": "cargo test"}));
+        live.accept(RuleOrigin::Acp, &suggestion, None)
+            .map_err(|e| e.to_string())?;
+        assert!(allowed(&command(&live, "cargo test --all")));
+        assert!(matches!(command(&live, "cargo build"), Outcome::Ask(_)));
+        assert_eq!(live.added()[0].0, RuleOrigin::Acp);
+        live.accept(RuleOrigin::Screen, &Suggestion::AcceptEdits, None)
+            .map_err(|e| e.to_string())?;
+        assert_eq!(live.current().mode(), PermissionMode::AcceptEdits);
+        let broken = Suggestion::Rule("Bash(".into());
+        assert!(matches!(
+            live.accept(RuleOrigin::Screen, &broken, None),
+            Err(NotKept::Rule(_))
+        ));
         Ok(())
     }
 }

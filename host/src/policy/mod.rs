@@ -36,7 +36,7 @@ pub use audit::{AuditEntry, AuditLog};
 pub use bash::{Analysis, analyse};
 pub use ceiling::{Ceiling, SECRET_ENV};
 pub use decision::{Policy, PolicyConfig};
-pub use live::{LivePolicy, RuleOrigin};
+pub use live::{LivePolicy, NotKept, RuleOrigin};
 pub use modes::{ModeCell, ModeChangeBy, ModeListener, ModeRefused, PermissionMode};
 pub use paths::{TreeTooLarge, lexical_absolute, resolve_symlinks};
 pub use protected::{

@@ -40,6 +40,12 @@ impl Suggestion {
         }
     }
 
+    /// A command's connection to `host`, which no rule names: the host's
+    /// WebFetch domain rule (what the sandbox's network lists read).
+    pub fn for_host(host: &str) -> Self {
+        Self::Rule(format!("WebFetch(domain:{host})"))
+    }
+
     /// The same, as the SDK and hooks are told it (Claude Code's
     /// `permission_suggestions`): a session rule, or the edit mode.
     pub fn to_updates(&self) -> Value {
