@@ -8,7 +8,7 @@ use super::asking::AcpAsker;
 use super::updates::{AcpOutput, TurnEnd, TurnWaiter};
 use crate::agent::QueuedInput;
 use crate::control::TurnSlot;
-use crate::conversation::{PrintSession, Prompts, SlashCommands, run_print};
+use crate::conversation::{PrintSession, Prompts, run_print};
 use crate::model::ImageSource;
 use crate::policy::PermissionMode;
 use crate::session::{Session, SessionAsker, SessionOutput};
@@ -193,23 +193,7 @@ async fn run_turns(session: Arc<Session>, output: AcpOutput, turn: TurnSlot) {
         tracing::error!("an ACP session was built without a model");
         return;
     };
-    let print_session = PrintSession {
-        hooks: Some(session.hooks.as_ref()),
-        history: session.history.clone(),
-        source: session.source,
-        transcript: session.transcript.as_deref(),
-        turn: Some(turn),
-        model: Some(run.model_name.clone()),
-        overrides: None,
-        meter: None,
-        checkpoints: session.checkpoints.clone(),
-        slash_commands: true,
-        commands: Some(SlashCommands {
-            pipeline: &session.pipeline,
-        }),
-        notifications: None,
-        setup: None,
-    };
+    let print_session = PrintSession::of(&session, run, turn, true);
     let prompts = Prompts::Stream(session.queue.clone());
     run_print(&deps, &run.config, output, prompts, print_session).await;
 }

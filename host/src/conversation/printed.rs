@@ -5,7 +5,7 @@
 
 use super::print_error::PrintError;
 use super::sdk::{self, SdkWiring};
-use super::turns::{PrintSession, Prompts, SetupRun, SlashCommands, run_print};
+use super::turns::{PrintSession, Prompts, SetupRun, run_print};
 use crate::control::{ControlChannel, SdkPrompter, TurnSlot};
 use crate::output::{OutputFormat, Printer, RunInfo, SharedPrinter};
 use crate::session::{
@@ -168,21 +168,11 @@ impl Turns<'_> {
             .deps(matches!(prompts, Prompts::Stream(_)))
             .ok_or(PrintError::NoModel)?;
         let print_session = PrintSession {
-            hooks: Some(session.hooks.as_ref()),
-            history: session.history.clone(),
-            source: session.source,
-            transcript: session.transcript.as_deref(),
-            turn: Some(turn),
-            model: Some(run.model_name.clone()),
             overrides: Some(overrides.clone()),
             meter: meter.clone(),
-            checkpoints: session.checkpoints.clone(),
-            slash_commands: options.slash_commands,
-            commands: options.slash_commands.then_some(SlashCommands {
-                pipeline: &session.pipeline,
-            }),
             notifications: Some(session.queue.clone()),
             setup: options.setup,
+            ..PrintSession::of(session, run, turn, options.slash_commands)
         };
         let printer = self.printer.clone();
         let outcome = run_print(&deps, &config, self.printer, prompts, print_session).await;

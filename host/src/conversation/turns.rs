@@ -57,6 +57,39 @@ pub struct PrintSession<'a> {
     pub setup: Option<SetupRun>,
 }
 
+impl<'a> PrintSession<'a> {
+    /// A started session's turns as every front end runs them: its hooks,
+    /// history, transcript, model and kept files; `turn` where an
+    /// interrupt finds the running one; `/name` commands when
+    /// `slash_commands`. What only print mode and the SDK add (their
+    /// overrides, the context meter, background reports, Setup hooks) is
+    /// left out.
+    pub fn of(
+        session: &'a crate::session::Session,
+        run: &crate::session::SessionRun,
+        turn: TurnSlot,
+        slash_commands: bool,
+    ) -> Self {
+        Self {
+            hooks: Some(session.hooks.as_ref()),
+            history: session.history.clone(),
+            source: session.source,
+            transcript: session.transcript.as_deref(),
+            turn: Some(turn),
+            model: Some(run.model_name.clone()),
+            overrides: None,
+            meter: None,
+            checkpoints: session.checkpoints.clone(),
+            slash_commands,
+            commands: slash_commands.then_some(SlashCommands {
+                pipeline: &session.pipeline,
+            }),
+            notifications: None,
+            setup: None,
+        }
+    }
+}
+
 /// Setup hooks to run before the session starts, and whether to stop
 /// there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

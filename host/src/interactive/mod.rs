@@ -24,7 +24,7 @@ pub use app::UiEvent;
 use crate::agent::{AgentEvent, EventSink, QueryOutcome, QueuedInput};
 use crate::control::TurnSlot;
 use crate::conversation::mentions;
-use crate::conversation::{PrintSession, Prompts, SlashCommands, run_print};
+use crate::conversation::{PrintSession, Prompts, run_print};
 use crate::output::RunOutput;
 use crate::session::{Asker, Resume, Session, SessionAsker, SessionOutput, SessionSpec, Sessions};
 use crate::tui::screen::Screen;
@@ -182,23 +182,7 @@ impl ScreenSession<'_> {
             bail!("the session was built without a model");
         };
         let turn = TurnSlot::default();
-        let print_session = PrintSession {
-            hooks: Some(session.hooks.as_ref()),
-            history: session.history.clone(),
-            source: session.source,
-            transcript: session.transcript.as_deref(),
-            turn: Some(turn.clone()),
-            model: Some(run.model_name.clone()),
-            overrides: None,
-            meter: None,
-            checkpoints: session.checkpoints.clone(),
-            slash_commands: self.slash_commands,
-            commands: self.slash_commands.then_some(SlashCommands {
-                pipeline: &session.pipeline,
-            }),
-            notifications: None,
-            setup: None,
-        };
+        let print_session = PrintSession::of(&session, run, turn.clone(), self.slash_commands);
         let history = commands::PromptHistory::for_project(&session.paths);
         let mut app = opening(&session, run, &history);
         if let Some(prompt) = self.prompt.take().filter(|p| !p.trim().is_empty()) {
