@@ -104,12 +104,10 @@ pub fn parse_all(
     env: &dyn Fn(&str) -> Option<String>,
     expandable: &[String],
 ) -> Result<Parsed, McpConfigError> {
-    let invalid = |reason: String| McpConfigError::Invalid {
+    let value = serde_json::from_str(text).map_err(|e| McpConfigError::Invalid {
         source_name: source_name.to_string(),
-        reason,
-    };
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        reason: e.to_string(),
+    })?;
     parse_value(value, source_name, env, expandable)
 }
 

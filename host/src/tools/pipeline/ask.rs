@@ -204,7 +204,10 @@ impl ToolPipeline {
 
     async fn ask_notified(&self, request: PromptRequest<'_>) -> AskAnswer {
         let (call, question) = (request.call, request.question);
-        if let Some(answer) = self.permission_request_hooks(call).await {
+        if let Some(answer) = self
+            .permission_request_hooks(call, &request.suggestion)
+            .await
+        {
             return answer;
         }
         if let Some(hooks) = self.hooks_for(HookEventKind::Notification) {
@@ -242,7 +245,11 @@ impl ToolPipeline {
 
     /// PermissionRequest hooks, before anyone is asked: an allow or a deny
     /// settles the question in the user's place; no answer asks as usual.
-    async fn permission_request_hooks(&self, call: &ToolCall) -> Option<AskAnswer> {
+    async fn permission_request_hooks(
+        &self,
+        call: &ToolCall,
+        suggestion: &Suggestion,
+    ) -> Option<AskAnswer> {
         let hooks = self.hooks_for(HookEventKind::PermissionRequest)?;
         let answer = hooks
             .run(HookEvent::PermissionRequest {
@@ -251,7 +258,7 @@ impl ToolPipeline {
                     tool_input: call.input.clone(),
                     tool_use_id: call.id.clone(),
                 },
-                suggestions: Suggestion::for_call(&call.name, &call.input).to_updates(),
+                suggestions: suggestion.to_updates(),
             })
             .await;
         match answer.decision? {
