@@ -5,8 +5,7 @@
 
 use super::ControlChannel;
 use crate::policy::{
-    LivePolicy, ModeCell, ModeChangeBy, PermissionMode, Rule, RuleKind, RuleOrigin, RuleSource,
-    SourceKind,
+    LivePolicy, ModeChangeBy, PermissionMode, Rule, RuleKind, RuleOrigin, RuleSource, SourceKind,
 };
 use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest};
 use futures::future::BoxFuture;
@@ -15,7 +14,6 @@ use std::sync::Arc;
 
 pub struct SdkPrompter {
     channel: Arc<ControlChannel>,
-    mode: ModeCell,
     /// Where the rules its answers add join the session's.
     permissions: Arc<LivePolicy>,
 }
@@ -24,7 +22,6 @@ impl SdkPrompter {
     pub fn new(channel: Arc<ControlChannel>, permissions: Arc<LivePolicy>) -> Self {
         Self {
             channel,
-            mode: permissions.current().mode_cell().clone(),
             permissions,
         }
     }
@@ -37,7 +34,11 @@ impl SdkPrompter {
             match update["type"].as_str() {
                 Some("setMode") => match update["mode"].as_str().and_then(PermissionMode::parse) {
                     Some(mode) => {
-                        if let Err(refused) = self.mode.change(mode, ModeChangeBy::PermissionAnswer)
+                        if let Err(refused) = self
+                            .permissions
+                            .current()
+                            .mode_cell()
+                            .change(mode, ModeChangeBy::PermissionAnswer)
                         {
                             eprintln!("carapace: warning: {refused}; the mode stays as it was");
                         }

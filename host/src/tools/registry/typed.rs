@@ -7,6 +7,7 @@
 use super::{NativeTool, ToolKind};
 use crate::sandbox::{CallContext, ToolFailure, ToolOutput};
 use futures::future::BoxFuture;
+use serde::Deserialize as _;
 use serde_json::Value;
 
 pub trait TypedNativeTool: Send + Sync {
@@ -47,5 +48,3 @@ impl<T: TypedNativeTool> NativeTool for T {
         }
     }
 }
-
-use serde::Deserialize as _;
