@@ -21,19 +21,12 @@ mod spec;
 
 pub use flags::{Cli, Command, InputFormat, McpCommand, Unsupported};
 
-use crate::conversation::{PrintOptions, RunEnd, run_printed};
+use crate::conversation::{PrintOptions, RunEnd, print_warnings, run_printed};
 use crate::output::OutputFormat;
-use crate::session::{PermissionSpec, Session, SessionPaths, SessionSpec, Sessions};
+use crate::session::{PermissionSpec, SessionPaths, SessionSpec, Sessions};
 use anyhow::{Context, bail};
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
-
-/// Prints what assembling the session had to say.
-fn print_warnings(session: &Session) {
-    for warning in &session.warnings {
-        eprintln!("carapace: warning: {warning}");
-    }
-}
 
 fn paths() -> anyhow::Result<SessionPaths> {
     SessionPaths::from_env().context("reading the working directory")

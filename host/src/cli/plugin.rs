@@ -573,9 +573,7 @@ pub async fn tool_call(request: ToolCallRequest, paths: SessionPaths) -> anyhow:
     spec.tools.set = ToolSet::Plugin(request.plugin.clone());
     spec.loads.hooks = false;
     let session = Sessions::new().open(spec).await?;
-    for warning in &session.warnings {
-        eprintln!("carapace: warning: {warning}");
-    }
+    crate::conversation::print_warnings(&session);
     let registry = session.pipeline.registry();
     if registry.get(&request.tool).is_none() {
         bail!(

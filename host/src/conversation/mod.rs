@@ -22,5 +22,5 @@ mod turns;
 
 pub use context::context_parts;
 pub use print_error::PrintError;
-pub use printed::{PrintOptions, RunEnd, RunReport, run_printed};
+pub use printed::{PrintOptions, RunEnd, RunReport, print_warnings, run_printed};
 pub use turns::{PrintSession, Prompts, SetupRun, SlashCommands, run_print};

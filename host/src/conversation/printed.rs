@@ -63,11 +63,13 @@ pub async fn run_printed(
     let started = Instant::now();
     let model_given = spec.run.as_ref().is_some_and(|r| r.model.is_some());
     let session = sessions.open(spec).await?;
-    for warning in &session.warnings {
-        match report {
-            Some(report) => report.warning(&session.id, warning),
-            None => eprintln!("carapace: warning: {warning}"),
+    match report {
+        Some(report) => {
+            for warning in &session.warnings {
+                report.warning(&session.id, warning);
+            }
         }
+        None => print_warnings(&session),
     }
     let Some(run) = &session.run else {
         return Err(PrintError::NoModel);
@@ -109,6 +111,13 @@ pub async fn run_printed(
         Some(outcome) if outcome.is_error() => RunEnd::Failure,
         _ => RunEnd::Success,
     })
+}
+
+/// Prints on stderr what assembling the session had to say.
+pub fn print_warnings(session: &Session) {
+    for warning in &session.warnings {
+        eprintln!("carapace: warning: {warning}");
+    }
 }
 
 /// A started session's turns, printed.

@@ -169,9 +169,7 @@ impl ScreenSession<'_> {
     /// and its id.
     async fn one(&mut self, keys: &mut EventStream) -> anyhow::Result<(Ending, String)> {
         let session = self.sessions.open(self.spec.clone()).await?;
-        for warning in &session.warnings {
-            eprintln!("carapace: warning: {warning}");
-        }
+        crate::conversation::print_warnings(&session);
         let Some(run) = &session.run else {
             bail!("the session was built without a model");
         };
