@@ -313,7 +313,8 @@ async fn cancel_stops_a_sleep_and_the_turn_ends_cancelled() -> TestResult {
     );
     let call = tool_calls(&seen).pop().ok_or("no call")?;
     assert_eq!(call.kind, ToolKind::Execute);
-    assert_eq!(call.title, "Bash: Wait a while");
+    // Titled as the screen shows it: by the command that runs.
+    assert_eq!(call.title, "Bash touch started; sleep 30; touch finished");
     // The call is paired with a result, as every call is.
     let outcome = outcomes(&seen).pop().ok_or("no outcome")?;
     assert_eq!(outcome.tool_call_id.0.as_ref(), "toolu_sleep");

@@ -435,9 +435,9 @@ async fn many_sessions() -> TestResult {
 
 /// How a front end shows each call comes from where the tool was
 /// registered: the first-party table, a host tool itself; a name no tool
-/// has is "other".
+/// has is "other", shown by its input.
 #[tokio::test]
-async fn each_tools_kind_is_declared_where_it_is_registered() -> TestResult {
+async fn each_tools_presentation_is_declared_where_it_is_registered() -> TestResult {
     use carapace::tools::ToolKind;
     let p = Places::new()?;
     let engine = carapace_test_support::engine()?;
@@ -455,8 +455,53 @@ async fn each_tools_kind_is_declared_where_it_is_registered() -> TestResult {
         ("TodoWrite", ToolKind::Think),
         ("mcp__nobody__tool", ToolKind::Other),
     ] {
-        assert_eq!(session.pipeline.kind_of(tool), kind, "{tool}");
+        assert_eq!(session.pipeline.presentation_of(tool).kind, kind, "{tool}");
     }
+    // What the screen and an editor show of a call, from the same view.
+    let view = |tool: &str, input: serde_json::Value| {
+        session.pipeline.presentation_of(tool).view(tool, &input)
+    };
+    let edit = view(
+        "Edit",
+        serde_json::json!({"file_path": "/ws/a.rs", "old_string": "a", "new_string": "b"}),
+    );
+    assert_eq!(
+        (edit.title.as_str(), edit.location.as_deref(), edit.action),
+        ("Edit /ws/a.rs", Some("/ws/a.rs"), "edit a file")
+    );
+    assert_eq!(
+        edit.change.map(|c| (c.old, c.new)),
+        Some((Some("a".into()), "b".into()))
+    );
+    let write = view(
+        "Write",
+        serde_json::json!({"file_path": "/ws/b", "content": "x"}),
+    );
+    assert_eq!(
+        write.change.map(|c| (c.old, c.new)),
+        Some((None, "x".into()))
+    );
+    let grep = view("Grep", serde_json::json!({"pattern": "fn", "path": "src"}));
+    assert_eq!(
+        (grep.subject.as_str(), grep.location.as_deref()),
+        ("fn in src", Some("src"))
+    );
+    assert_eq!(
+        view("Bash", serde_json::json!({"command": "ls"})).action,
+        "run a command"
+    );
+    let todos = view(
+        "TodoWrite",
+        serde_json::json!({"todos": [{"content": "a", "status": "completed", "activeForm": "A"}]}),
+    );
+    assert_eq!(
+        (todos.title.as_str(), todos.todos.len()),
+        ("Update the plan", 1)
+    );
+    let plan = view("ExitPlanMode", serde_json::json!({"plan": "1. x"}));
+    assert_eq!(plan.plan.as_deref(), Some("1. x"));
+    let unknown = view("mcp__nobody__tool", serde_json::json!({"q": 1}));
+    assert_eq!(unknown.title, r#"mcp__nobody__tool {"q":1}"#);
     session.shutdown().await;
     Ok(())
 }

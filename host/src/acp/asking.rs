@@ -6,14 +6,14 @@
 //! the client cancels, fails or leaves unanswered past the timeout is a
 //! refusal.
 
-use super::updates::{kind, title};
+use super::updates::kind;
 use crate::policy::{NotKept, RuleOrigin, Suggestion};
-use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest, ToolPipeline};
+use crate::tools::{CallView, PermissionPrompter, PromptAnswer, PromptRequest, ToolPipeline};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -116,15 +116,10 @@ impl AcpAsker {
     }
 }
 
-fn pending_call(
-    kind: ToolKind,
-    (id, name): (&str, &str),
-    input: &Value,
-    question: &str,
-) -> ToolCallUpdate {
+fn pending_call(view: &CallView, id: &str, input: &Value, question: &str) -> ToolCallUpdate {
     let fields = ToolCallUpdateFields::new()
-        .title(format!("{} — {question}", title(name, input)))
-        .kind(kind)
+        .title(format!("{} — {question}", view.title))
+        .kind(kind(view.kind))
         .status(ToolCallStatus::Pending)
         .raw_input(input.clone());
     ToolCallUpdate::new(id.to_string(), fields)
@@ -134,8 +129,11 @@ impl PermissionPrompter for AcpAsker {
     fn ask<'a>(&'a self, request: PromptRequest<'a>) -> BoxFuture<'a, PromptAnswer> {
         Box::pin(async move {
             let call = request.call;
-            let kind = kind(&self.pipeline, &call.name);
-            let update = pending_call(kind, (&call.id, &call.name), &call.input, request.question);
+            let view = self
+                .pipeline
+                .presentation_of(&call.name)
+                .view(&call.name, &call.input);
+            let update = pending_call(&view, &call.id, &call.input, request.question);
             match self.decide(update, request.suggestion.clone()).await {
                 true => PromptAnswer::Allow {
                     updated_input: None,
@@ -160,7 +158,8 @@ impl crate::sandbox::egress::EgressAsker for AcpAsker {
             let question = format!("a command wants to connect to {host}, which no rule names");
             let id = format!("network-{}", uuid::Uuid::new_v4());
             let name = crate::control::NETWORK_ACCESS;
-            let update = pending_call(ToolKind::Other, (&id, name), &input, &question);
+            let view = crate::tools::Presentation::UNKNOWN.view(name, &input);
+            let update = pending_call(&view, &id, &input, &question);
             self.decide(update, Suggestion::for_host(host)).await
         })
     }

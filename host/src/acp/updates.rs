@@ -1,12 +1,14 @@
 //! A session's events as ACP `session/update` notifications: text and
 //! thinking as they stream, each tool call when the model has written it
-//! (kind, title, locations, raw input), then its outcome (an edit as a
-//! diff, anything else as text), TodoWrite's list as a plan. The end of
+//! (kind, title, location, raw input — as its tool's presentation says),
+//! then its outcome (an edit as a diff, anything else as text), a task
+//! list as a plan. The end of
 //! each turn goes to the prompt that waits for it.
 
 use crate::agent::{AgentEvent, EventSink, QueryOutcome, Terminal};
 use crate::model::{ContentBlock as ModelBlock, Message, Role, StreamEvent};
 use crate::output::RunOutput;
+use crate::tools::{CallView, Todo};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -36,8 +38,8 @@ pub struct AcpOutput {
     pub connection: ConnectionTo<Client>,
     pub session_id: String,
     pub waiter: TurnWaiter,
-    /// The calls written so far (name and input), for their outcomes.
-    calls: Arc<Mutex<HashMap<String, (String, Value)>>>,
+    /// The calls written so far, as shown, for their outcomes.
+    calls: Arc<Mutex<HashMap<String, CallView>>>,
     /// The session's tools, for how each call is shown.
     pipeline: Arc<crate::tools::ToolPipeline>,
 }
@@ -85,38 +87,37 @@ impl AcpOutput {
     }
 
     fn written(&self, id: &str, name: &str, input: &Value) {
-        if let Ok(mut calls) = self.calls.lock() {
-            calls.insert(id.to_string(), (name.to_string(), input.clone()));
-        }
-        let call = ToolCall::new(id.to_string(), title(name, input))
-            .kind(kind(&self.pipeline, name))
+        let view = self.pipeline.presentation_of(name).view(name, input);
+        let call = ToolCall::new(id.to_string(), view.title.clone())
+            .kind(kind(view.kind))
             .status(ToolCallStatus::Pending)
-            .locations(locations(input))
+            .locations(view.location.iter().map(ToolCallLocation::new).collect())
             .raw_input(input.clone());
         self.send(SessionUpdate::ToolCall(call));
-        if name == "TodoWrite" {
-            self.send(SessionUpdate::Plan(Plan::new(plan(input))));
+        if !view.todos.is_empty() {
+            self.send(SessionUpdate::Plan(Plan::new(plan(&view.todos))));
+        }
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.insert(id.to_string(), view);
         }
     }
 
     fn finished(&self, id: &str, failed: bool, text: String, structured: Option<Value>) {
         let call = self.calls.lock().ok().and_then(|mut c| c.remove(id));
-        let diffs = match (&call, failed) {
-            (Some((name, input)), false) => diffs(name, input),
-            _ => Vec::new(),
-        };
-        let content = match diffs.is_empty() {
-            true => vec![ToolCallContent::from(ContentBlock::Text(TextContent::new(
-                text,
-            )))],
-            false => diffs,
+        // An edit that happened is shown as its diff.
+        let change = call.and_then(|view| view.change).filter(|_| !failed);
+        let content = match change {
+            None => ContentBlock::Text(TextContent::new(text)).into(),
+            Some(change) => {
+                ToolCallContent::from(Diff::new(change.path, change.new).old_text(change.old))
+            }
         };
         let fields = ToolCallUpdateFields::new()
             .status(match failed {
                 true => ToolCallStatus::Failed,
                 false => ToolCallStatus::Completed,
             })
-            .content(content)
+            .content(vec![content])
             .raw_output(structured);
         self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
             id.to_string(),
@@ -216,15 +217,11 @@ fn string(value: &Value) -> String {
     value.as_str().unwrap_or_default().to_string()
 }
 
-fn field<'a>(input: &'a Value, name: &str) -> Option<&'a str> {
-    input.get(name).and_then(Value::as_str)
-}
-
 /// What kind of call it is, for the client's icon and grouping: as the
 /// tool was registered.
-pub(super) fn kind(pipeline: &crate::tools::ToolPipeline, name: &str) -> ToolKind {
+pub(super) fn kind(kind: crate::tools::ToolKind) -> ToolKind {
     use crate::tools::ToolKind as Kind;
-    match pipeline.kind_of(name) {
+    match kind {
         Kind::Read => ToolKind::Read,
         Kind::Edit => ToolKind::Edit,
         Kind::Execute => ToolKind::Execute,
@@ -236,78 +233,17 @@ pub(super) fn kind(pipeline: &crate::tools::ToolPipeline, name: &str) -> ToolKin
     }
 }
 
-/// A call's one-line title, as a person would say it.
-pub(super) fn title(name: &str, input: &Value) -> String {
-    let path = field(input, "file_path").or_else(|| field(input, "notebook_path"));
-    match (name, path) {
-        (_, Some(path)) => format!("{name} {path}"),
-        ("Bash", _) => field(input, "description")
-            .or_else(|| field(input, "command"))
-            .map(|d| format!("Bash: {d}"))
-            .unwrap_or_else(|| name.into()),
-        ("Grep" | "Glob", _) => field(input, "pattern")
-            .map(|p| format!("{name} `{p}`"))
-            .unwrap_or_else(|| name.into()),
-        ("WebFetch", _) => field(input, "url")
-            .map(|u| format!("Fetch {u}"))
-            .unwrap_or_else(|| name.into()),
-        ("WebSearch", _) => field(input, "query")
-            .map(|q| format!("Search the web: {q}"))
-            .unwrap_or_else(|| name.into()),
-        ("TodoWrite", _) => "Update the plan".into(),
-        _ => name.into(),
-    }
-}
-
-fn locations(input: &Value) -> Vec<ToolCallLocation> {
-    ["file_path", "notebook_path", "path"]
+/// A task list as plan entries.
+fn plan(todos: &[Todo]) -> Vec<PlanEntry> {
+    todos
         .iter()
-        .filter_map(|f| field(input, f))
-        .take(1)
-        .map(ToolCallLocation::new)
-        .collect()
-}
-
-/// An edit's outcome as diffs of what it replaced.
-fn diffs(name: &str, input: &Value) -> Vec<ToolCallContent> {
-    let Some(path) = field(input, "file_path") else {
-        return Vec::new();
-    };
-    let diff = |old: Option<&str>, new: &str| {
-        ToolCallContent::from(Diff::new(path, new).old_text(old.map(str::to_string)))
-    };
-    match name {
-        "Write" => field(input, "content")
-            .map(|c| vec![diff(None, c)])
-            .unwrap_or_default(),
-        "Edit" => match (field(input, "old_string"), field(input, "new_string")) {
-            (Some(old), Some(new)) => vec![diff(Some(old), new)],
-            _ => Vec::new(),
-        },
-        "MultiEdit" => input["edits"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|e| Some(diff(Some(field(e, "old_string")?), field(e, "new_string")?)))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// TodoWrite's list as plan entries.
-fn plan(input: &Value) -> Vec<PlanEntry> {
-    input["todos"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|todo| {
-            let status = match field(todo, "status")? {
+        .map(|todo| {
+            let status = match todo.status.as_str() {
                 "completed" => PlanEntryStatus::Completed,
                 "in_progress" => PlanEntryStatus::InProgress,
                 _ => PlanEntryStatus::Pending,
             };
-            let content = field(todo, "content")?;
-            Some(PlanEntry::new(content, PlanEntryPriority::Medium, status))
+            PlanEntry::new(todo.content.clone(), PlanEntryPriority::Medium, status)
         })
         .collect()
 }

@@ -4,6 +4,7 @@
 //! screen is idle, running a turn, or asking; a key means something
 //! according to which.
 
+use super::faces::face;
 pub use super::status::Status;
 use super::status::status_line;
 use crate::agent::{AgentEvent, Terminal, ToolCallResult};
@@ -86,6 +87,8 @@ pub struct App {
     /// The project's folder, and its files once `@` asked for them.
     pub cwd: std::path::PathBuf,
     files: Option<Vec<String>>,
+    /// How the session's tools' calls are shown.
+    pub presentations: crate::tools::Presentations,
 }
 
 const EXIT_WINDOW: Duration = Duration::from_secs(2);
@@ -111,6 +114,7 @@ impl App {
             commands: Vec::new(),
             cwd: std::path::PathBuf::new(),
             files: None,
+            presentations: crate::tools::Presentations::default(),
         }
     }
 
@@ -154,7 +158,7 @@ impl App {
         let tool = ToolCell {
             id: call.id.clone(),
             name: call.name.clone(),
-            input: call.input.clone(),
+            face: face(self.presentations.view(&call.name, &call.input)),
             state: ToolState::Running,
             duration: None,
             output: String::new(),
@@ -239,8 +243,8 @@ impl App {
             ContentBlock::ToolUse { id, name, input } => {
                 let tool = ToolCell {
                     id,
+                    face: face(self.presentations.view(&name, &input)),
                     name,
-                    input,
                     state: ToolState::Running,
                     duration: None,
                     output: String::new(),
@@ -637,7 +641,7 @@ fn answered(request: &ApprovalRequest, choice: &ApprovalChoice) -> String {
     let call = format!(
         "{}({})",
         request.tool,
-        crate::tui::cells::summary(&request.tool, &request.input)
+        crate::tui::cells::summary(&request.face)
     );
     match choice {
         ApprovalChoice::Once => format!("Allowed once: {call}"),

@@ -11,7 +11,15 @@ fn app() -> App {
         mode: Some(PermissionMode::Default),
         ..Status::default()
     };
-    App::new(status, Composer::default())
+    let mut app = App::new(status, Composer::default());
+    // Bash as the first-party table declares it: shown by its command.
+    let bash = crate::tools::Presentation {
+        kind: crate::tools::ToolKind::Execute,
+        subject: crate::tools::Subject::Field("command"),
+        ..crate::tools::Presentation::UNKNOWN
+    };
+    app.presentations = [("Bash".to_string(), bash)].into_iter().collect();
+    app
 }
 
 fn delta(text: &str) -> UiEvent {
@@ -136,7 +144,10 @@ fn keys_while_idle_running_and_asking() {
     let (answer, mut answered) = oneshot::channel();
     let request = ApprovalRequest {
         tool: "Bash".into(),
-        input: json!({"command": "ls"}),
+        face: crate::tui::cells::CallFace {
+            subject: "ls".into(),
+            ..Default::default()
+        },
         question: String::new(),
         grants: Vec::new(),
         always: crate::tui::approval::AlwaysAllow::Rule("Bash(ls:*)".into()),

@@ -2,7 +2,9 @@
 //! the screen's cells (prompts, answers, each call with its result), so
 //! the person sees where they left off.
 
+use super::faces::face;
 use crate::model::{ContentBlock, Message, Role};
+use crate::tools::Presentations;
 use crate::tui::cells::{Cell, NoticeLevel, ToolCell, ToolState};
 use std::collections::HashMap;
 
@@ -11,7 +13,7 @@ const SHOWN: usize = 40;
 
 /// The conversation's cells, its last [`SHOWN`], with a note of how many
 /// earlier ones are not shown.
-pub fn cells(history: &[Message]) -> Vec<Cell> {
+pub fn cells(history: &[Message], presentations: &Presentations) -> Vec<Cell> {
     let results: HashMap<&str, (String, bool)> = history
         .iter()
         .flat_map(|m| m.content.iter())
@@ -41,7 +43,7 @@ pub fn cells(history: &[Message]) -> Vec<Cell> {
                     cells.push(Cell::Tool(ToolCell {
                         id: id.clone(),
                         name: name.clone(),
-                        input: input.clone(),
+                        face: face(presentations.view(name, input)),
                         state: if is_error {
                             ToolState::Failed
                         } else {

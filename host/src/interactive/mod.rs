@@ -14,6 +14,7 @@
 
 mod app;
 mod commands;
+mod faces;
 mod history;
 mod picker;
 mod prompter;
@@ -239,7 +240,8 @@ fn opening(
         status,
         crate::tui::input::Composer::with_history(history.load()),
     );
-    for cell in self::history::cells(&session.history) {
+    app.presentations = session.pipeline.presentations();
+    for cell in self::history::cells(&session.history, &app.presentations) {
         app.say(cell);
     }
     app.commands = commands::offered(session);

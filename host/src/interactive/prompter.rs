@@ -6,9 +6,11 @@
 //! instead goes back to the model as the call's result.
 
 use super::UiEvent;
+use super::faces::face;
 use crate::policy::{RuleOrigin, Suggestion};
 use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest, ToolPipeline};
 use crate::tui::approval::{AlwaysAllow, ApprovalChoice, ApprovalRequest, RuleScope};
+use crate::tui::cells::CallFace;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -142,7 +144,11 @@ impl PermissionPrompter for ScreenPrompter {
             let question = ApprovalRequest {
                 tool: call.name.clone(),
                 always: offered(&request.suggestion),
-                input: call.input.clone(),
+                face: face(
+                    self.pipeline
+                        .presentation_of(&call.name)
+                        .view(&call.name, &call.input),
+                ),
                 question: request.question.to_string(),
                 grants: request.grants.clone(),
             };
@@ -180,7 +186,11 @@ impl crate::sandbox::egress::EgressAsker for ScreenPrompter {
             let always = Suggestion::for_host(host);
             let question = ApprovalRequest {
                 tool: crate::control::NETWORK_ACCESS.into(),
-                input: json!({"host": host}),
+                face: CallFace {
+                    subject: host.to_string(),
+                    action: "connect to a host".into(),
+                    ..CallFace::default()
+                },
                 question: format!("A command wants to connect to {host}, which no rule names."),
                 grants: vec![format!("connect to {host}")],
                 always: offered(&always),

@@ -170,8 +170,13 @@ impl NativeTool for AgentTool {
         true
     }
 
-    fn kind(&self) -> crate::tools::ToolKind {
-        crate::tools::ToolKind::Think
+    fn presentation(&self) -> crate::tools::Presentation {
+        crate::tools::Presentation {
+            kind: crate::tools::ToolKind::Think,
+            action: Some("start an agent"),
+            subject: crate::tools::Subject::Field("description"),
+            ..crate::tools::Presentation::UNKNOWN
+        }
     }
 
     fn call<'a>(

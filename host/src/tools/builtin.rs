@@ -5,7 +5,7 @@
 //! compiling any of them: a component is compiled when a call first needs
 //! it.
 
-use super::registry::ToolKind;
+use super::registry::{Change, Presentation, Subject, ToolKind};
 use crate::policy::Ceiling;
 use crate::sandbox::{FileAccess, ToolAnnotations, ToolDefinition};
 
@@ -19,8 +19,8 @@ pub struct BuiltinPlugin {
     pub ceiling: fn() -> Ceiling,
     /// `plugins/<name>/tool.json`: the tool as the plugin defines it.
     pub definition: &'static str,
-    /// What kind of work its tool does, as front ends show it.
-    pub kind: ToolKind,
+    /// How its tool's calls are shown.
+    pub presentation: Presentation,
 }
 
 impl BuiltinPlugin {
@@ -57,13 +57,13 @@ impl BuiltinPlugin {
 }
 
 macro_rules! embedded {
-    ($name:literal, $digest:literal, $kind:expr, $ceiling:expr) => {
+    ($name:literal, $digest:literal, $presentation:expr, $ceiling:expr) => {
         BuiltinPlugin {
             name: $name,
             wasm: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".wasm")),
             digest: env!(concat!("CARAPACE_DIGEST_", $digest)),
             ceiling: $ceiling,
-            kind: $kind,
+            presentation: $presentation,
             definition: include_str!(concat!(
                 env!("CARGO_MANIFEST_DIR"),
                 "/../plugins/",
@@ -74,23 +74,91 @@ macro_rules! embedded {
     };
 }
 
+const FILE: Subject = Subject::Field("file_path");
+const SEARCHED: Subject = Subject::Within {
+    pattern: "pattern",
+    folder: "path",
+};
+const READ: Presentation = Presentation {
+    kind: ToolKind::Read,
+    action: Some("read a file"),
+    lead: None,
+    subject: FILE,
+    location: Some("file_path"),
+    change: Change::None,
+};
+const WRITE: Presentation = Presentation {
+    kind: ToolKind::Edit,
+    action: Some("write a file"),
+    change: Change::Whole,
+    ..READ
+};
+const EDIT: Presentation = Presentation {
+    action: Some("edit a file"),
+    change: Change::Replace,
+    ..WRITE
+};
+const GLOB: Presentation = Presentation {
+    kind: ToolKind::Search,
+    action: Some("search for files"),
+    lead: None,
+    subject: SEARCHED,
+    location: Some("path"),
+    change: Change::None,
+};
+const GREP: Presentation = Presentation {
+    action: Some("search files"),
+    ..GLOB
+};
+const BASH: Presentation = Presentation {
+    kind: ToolKind::Execute,
+    action: Some("run a command"),
+    lead: None,
+    subject: Subject::Field("command"),
+    location: None,
+    change: Change::None,
+};
+const WEBFETCH: Presentation = Presentation {
+    kind: ToolKind::Fetch,
+    action: Some("fetch a page"),
+    lead: Some("Fetch"),
+    subject: Subject::Field("url"),
+    location: None,
+    change: Change::None,
+};
+const NOTEBOOK: Presentation = Presentation {
+    kind: ToolKind::Edit,
+    action: Some("edit a notebook"),
+    lead: None,
+    subject: Subject::Field("notebook_path"),
+    location: Some("notebook_path"),
+    change: Change::None,
+};
+const TODO: Presentation = Presentation {
+    kind: ToolKind::Think,
+    action: Some("update the plan"),
+    lead: Some("Update the plan"),
+    subject: Subject::Nothing,
+    location: None,
+    change: Change::Todos,
+};
+
 pub const BUILTIN_PLUGINS: &[BuiltinPlugin] = &[
-    embedded!("read", "READ", ToolKind::Read, || Ceiling::none()
+    embedded!("read", "READ", READ, || Ceiling::none()
         .with_files("/", FileAccess::Read)),
-    embedded!("write", "WRITE", ToolKind::Edit, || Ceiling::none()
+    embedded!("write", "WRITE", WRITE, || Ceiling::none()
         .with_files("/", FileAccess::Write)),
-    embedded!("edit", "EDIT", ToolKind::Edit, || Ceiling::none()
+    embedded!("edit", "EDIT", EDIT, || Ceiling::none()
         .with_files("/", FileAccess::Write)),
-    embedded!("glob", "GLOB", ToolKind::Search, || Ceiling::none()
+    embedded!("glob", "GLOB", GLOB, || Ceiling::none()
         .with_files("/", FileAccess::Read)),
-    embedded!("grep", "GREP", ToolKind::Search, || Ceiling::none()
+    embedded!("grep", "GREP", GREP, || Ceiling::none()
         .with_files("/", FileAccess::Read)),
-    embedded!("bash", "BASH", ToolKind::Execute, || Ceiling::none()
-        .with_process()),
-    embedded!("webfetch", "WEBFETCH", ToolKind::Fetch, || Ceiling::none()
+    embedded!("bash", "BASH", BASH, || Ceiling::none().with_process()),
+    embedded!("webfetch", "WEBFETCH", WEBFETCH, || Ceiling::none()
         .with_any_host()),
-    embedded!("notebook", "NOTEBOOK", ToolKind::Edit, || Ceiling::none()
+    embedded!("notebook", "NOTEBOOK", NOTEBOOK, || Ceiling::none()
         .with_files("/", FileAccess::Write)),
     // The task list needs nothing: its ceiling is empty.
-    embedded!("todo", "TODO", ToolKind::Think, Ceiling::none),
+    embedded!("todo", "TODO", TODO, Ceiling::none),
 ];

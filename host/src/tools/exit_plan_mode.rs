@@ -6,7 +6,7 @@
 
 use crate::policy::{CallApproval, ModeCell, ModeChangeBy, PermissionMode};
 use crate::sandbox::{CallContext, ToolContent, ToolDefinition, ToolFailure, ToolOutput};
-use crate::tools::{ToolKind, TypedNativeTool};
+use crate::tools::{Change, Presentation, Subject, ToolKind, TypedNativeTool};
 use futures::future::BoxFuture;
 use serde_json::json;
 
@@ -57,7 +57,14 @@ pub struct PlanInput {
 impl TypedNativeTool for ExitPlanModeTool {
     type Input = PlanInput;
     const CONCURRENCY_SAFE: bool = false;
-    const KIND: ToolKind = ToolKind::SwitchMode;
+    const PRESENTATION: Presentation = Presentation {
+        kind: ToolKind::SwitchMode,
+        action: Some("leave plan mode and start"),
+        lead: None,
+        subject: Subject::Nothing,
+        location: None,
+        change: Change::Plan,
+    };
 
     fn run<'a>(
         &'a self,

@@ -45,6 +45,7 @@ pub use pipeline::{
     Asker, CheckedCall, PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline,
 };
 pub use registry::{
-    InstalledTools, McpHandle, NativeTool, RegisteredTool, RegistryError, ToolHandle, ToolKind,
+    CallView, Change, FileChange, InstalledTools, McpHandle, NativeTool, Presentation,
+    Presentations, RegisteredTool, RegistryError, Subject, Todo, ToolHandle, ToolKind,
     ToolRegistry, TypedNativeTool, checked_definition,
 };

@@ -7,7 +7,7 @@ use crate::sandbox::{
     BackgroundShells, CallContext, ShellReport, ShellStatus, ToolContent, ToolDefinition,
     ToolFailure, ToolOutput,
 };
-use crate::tools::{ToolKind, TypedNativeTool};
+use crate::tools::{Presentation, Subject, ToolKind, TypedNativeTool};
 use futures::future::BoxFuture;
 use serde_json::json;
 use std::sync::Arc;
@@ -71,7 +71,12 @@ pub struct ReadShell {
 impl TypedNativeTool for BashOutputTool {
     type Input = ReadShell;
     const CONCURRENCY_SAFE: bool = true;
-    const KIND: ToolKind = ToolKind::Execute;
+    const PRESENTATION: Presentation = Presentation {
+        kind: ToolKind::Execute,
+        action: Some("read a background command's output"),
+        subject: Subject::Field("bash_id"),
+        ..Presentation::UNKNOWN
+    };
 
     fn run<'a>(
         &'a self,
@@ -125,7 +130,12 @@ pub struct StopShell {
 impl TypedNativeTool for KillShellTool {
     type Input = StopShell;
     const CONCURRENCY_SAFE: bool = false;
-    const KIND: ToolKind = ToolKind::Execute;
+    const PRESENTATION: Presentation = Presentation {
+        kind: ToolKind::Execute,
+        action: Some("stop a background command"),
+        subject: Subject::Field("shell_id"),
+        ..Presentation::UNKNOWN
+    };
 
     fn run<'a>(
         &'a self,

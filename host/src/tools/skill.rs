@@ -57,6 +57,14 @@ impl NativeTool for SkillTool {
         true
     }
 
+    fn presentation(&self) -> crate::tools::Presentation {
+        crate::tools::Presentation {
+            action: Some("start a skill"),
+            subject: crate::tools::Subject::Field("skill"),
+            ..crate::tools::Presentation::UNKNOWN
+        }
+    }
+
     fn call<'a>(
         &'a self,
         _context: &'a CallContext,

@@ -10,7 +10,7 @@
 use crate::model::{ContentBlock, Message, MessagesRequest, Model, ResponseAssembler, StreamEvent};
 use crate::policy::CallApproval;
 use crate::sandbox::{CallContext, ToolContent, ToolDefinition, ToolFailure, ToolOutput};
-use crate::tools::{ToolKind, TypedNativeTool};
+use crate::tools::{Presentation, Subject, ToolKind, TypedNativeTool};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -86,7 +86,14 @@ pub struct SearchInput {
 impl TypedNativeTool for WebSearchTool {
     type Input = SearchInput;
     const CONCURRENCY_SAFE: bool = true;
-    const KIND: ToolKind = ToolKind::Fetch;
+    const PRESENTATION: Presentation = Presentation {
+        kind: ToolKind::Fetch,
+        action: Some("search the web"),
+        lead: Some("Search the web:"),
+        subject: Subject::Field("query"),
+        location: None,
+        change: crate::tools::Change::None,
+    };
 
     fn run<'a>(
         &'a self,

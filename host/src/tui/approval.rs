@@ -6,12 +6,11 @@
 //! do instead. Keys 1/2/3, arrows and Enter, Tab for where a rule is kept,
 //! Esc to refuse.
 
-use super::cells::{edit_diff, summary};
+use super::cells::{CallFace, diff_rows};
 use super::text::wrap;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use serde_json::Value;
 
 /// What "don't ask again" would add.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +32,8 @@ pub enum RuleScope {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalRequest {
     pub tool: String,
-    pub input: Value,
+    /// The call as its tool's presentation shows it.
+    pub face: CallFace,
     /// Why it asks (the policy's question).
     pub question: String,
     /// What approving grants, as the policy decided it.
@@ -169,21 +169,23 @@ impl ApprovalPrompt {
         let bold = Style::new().add_modifier(Modifier::BOLD);
         let dim = Style::new().add_modifier(Modifier::DIM);
         let mut rows = vec![Line::styled("─".repeat(width), accent)];
-        let title = format!("{} wants to {}", request.tool, action(&request.tool));
+        let face = &request.face;
+        let title = format!("{} wants to {}", request.tool, face.action);
         rows.extend(wrap(&Line::styled(title, bold), width, "  "));
-        let plan = request.input["plan"]
-            .as_str()
-            .filter(|_| request.tool == "ExitPlanMode");
-        let mut body: Vec<Line<'static>> = match (plan, edit_diff(&request.tool, &request.input)) {
+        // What is approved is shown whole, never clipped: a command's
+        // every line.
+        let mut body: Vec<Line<'static>> = match &face.plan {
             // The plan to approve, as the model wrote it.
-            (Some(plan), _) => super::markdown::render(plan, width.saturating_sub(2)),
-            (None, Some(diff)) => {
-                let mut body = vec![Line::raw(summary(&request.tool, &request.input))];
-                body.extend(diff);
-                body
-            }
-            (None, None) => vec![Line::raw(summary(&request.tool, &request.input))],
+            Some(plan) => super::markdown::render(plan, width.saturating_sub(2)),
+            None => face
+                .subject
+                .lines()
+                .map(|l| Line::raw(l.to_string()))
+                .collect(),
         };
+        if let Some((old, new)) = &face.change {
+            body.extend(diff_rows(old, new));
+        }
         if !request.question.is_empty() {
             body.push(Line::styled(request.question.clone(), dim));
         }
@@ -248,31 +250,16 @@ impl ApprovalPrompt {
     }
 }
 
-fn action(tool: &str) -> &'static str {
-    match tool {
-        "Bash" => "run a command",
-        "Edit" | "MultiEdit" => "edit a file",
-        "Write" => "write a file",
-        "NotebookEdit" => "edit a notebook",
-        "WebFetch" => "fetch a page",
-        "WebSearch" => "search the web",
-        "ExitPlanMode" => "leave plan mode and start",
-        _ => "be used",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tui::text::plain;
-    use serde_json::json;
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
     }
 
     fn bash(command: &str) -> ApprovalRequest {
-        let input = json!({"command": command});
         ApprovalRequest {
             tool: "Bash".into(),
             // What the policy offers: `cargo test …` as a prefix, a script
@@ -284,7 +271,11 @@ mod tests {
                     command.split(' ').take(2).collect::<Vec<_>>().join(" ")
                 ),
             }),
-            input,
+            face: CallFace {
+                subject: command.into(),
+                action: "run a command".into(),
+                ..CallFace::default()
+            },
             question: "Bash needs approval in default mode.".into(),
             grants: vec!["run the command sandbox: writes to /ws, no network".into()],
         }
@@ -332,12 +323,15 @@ mod tests {
     fn the_prompt_shows_the_command_what_it_grants_and_the_options() {
         let prompt = ApprovalPrompt::new(bash("cargo test --all"));
         insta::assert_snapshot!("approval_bash", plain(&prompt.render(72)));
-        let input =
-            json!({"file_path": "/ws/src/main.rs", "old_string": "a\nb\n", "new_string": "a\nc\n"});
         let edit = ApprovalPrompt::new(ApprovalRequest {
             tool: "Edit".into(),
             always: AlwaysAllow::AcceptEdits,
-            input,
+            face: CallFace {
+                subject: "/ws/src/main.rs".into(),
+                action: "edit a file".into(),
+                change: Some(("a\nb\n".into(), "a\nc\n".into())),
+                ..CallFace::default()
+            },
             question: String::new(),
             grants: vec!["write /ws/src/main.rs".into()],
         });
@@ -346,11 +340,13 @@ mod tests {
 
     #[test]
     fn a_plan_to_approve_is_shown_as_written() {
-        let input = json!({"plan": "1. Add the flag\n2. Test it"});
         let prompt = ApprovalPrompt::new(ApprovalRequest {
             tool: "ExitPlanMode".into(),
             always: AlwaysAllow::Rule("ExitPlanMode".into()),
-            input,
+            face: CallFace {
+                plan: Some("1. Add the flag\n2. Test it".into()),
+                ..CallFace::default()
+            },
             question: String::new(),
             grants: Vec::new(),
         });

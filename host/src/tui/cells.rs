@@ -8,7 +8,6 @@ use super::markdown;
 use super::text::wrap;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use serde_json::Value;
 use std::time::Duration;
 
 /// A tool call's state, as its line shows it.
@@ -21,11 +20,38 @@ pub enum ToolState {
     Failed,
 }
 
+/// How much of a call's output the screen shows under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputRows {
+    /// Its first lines.
+    #[default]
+    Head,
+    /// Its last lines (a command's: the end is what matters).
+    Tail,
+    /// How many lines it had (a read's: what it brought is the model's).
+    Count,
+}
+
+/// A call as the screen shows it: made by the session from its tool's
+/// presentation, so the screen keeps no table of tool names.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CallFace {
+    /// The input in a few words (the command, the file, the pattern).
+    pub subject: String,
+    /// What approving lets it do, after "wants to".
+    pub action: String,
+    /// A file's text before and after the call.
+    pub change: Option<(String, String)>,
+    /// A plan to approve, in markdown.
+    pub plan: Option<String>,
+    pub rows: OutputRows,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCell {
     pub id: String,
     pub name: String,
-    pub input: Value,
+    pub face: CallFace,
     pub state: ToolState,
     pub duration: Option<Duration>,
     /// The result's text (or the refusal's reason).
@@ -145,7 +171,7 @@ impl ToolCell {
             Span::raw(indent.to_string()),
             Span::styled(format!("{glyph} "), Style::new().fg(color)),
             Span::styled(self.name.clone(), Style::new().add_modifier(Modifier::BOLD)),
-            Span::raw(format!("({})", summary(&self.name, &self.input))),
+            Span::raw(format!("({})", summary(&self.face))),
             Span::styled(state, DIM),
         ]);
         let body_indent = format!("{indent}  ⎿  ");
@@ -172,12 +198,11 @@ impl ToolCell {
             return Vec::new();
         }
         if self.state == ToolState::Done
-            && let Some(diff) = edit_diff(&self.name, &self.input)
+            && let Some((old, new)) = &self.face.change
         {
-            return diff;
+            return diff_rows(old, new);
         }
-        // What a read brought is the model's; the person sees how much.
-        if self.state == ToolState::Done && self.name == "Read" {
+        if self.state == ToolState::Done && self.face.rows == OutputRows::Count {
             let lines = self.output.lines().count();
             return vec![Line::styled(
                 format!("Read {lines} line{}", plural(lines)),
@@ -190,7 +215,8 @@ impl ToolCell {
             _ => DIM,
         };
         let lines: Vec<&str> = self.output.lines().collect();
-        let shown: Vec<&str> = if self.name == "Bash" {
+        let tail = self.face.rows == OutputRows::Tail;
+        let shown: Vec<&str> = if tail {
             lines[lines.len().saturating_sub(OUTPUT_ROWS)..].to_vec()
         } else {
             lines.iter().take(OUTPUT_ROWS).copied().collect()
@@ -200,7 +226,7 @@ impl ToolCell {
             .map(|l| Line::styled(clip(l, 400), style))
             .collect();
         let more = lines.len() - shown.len();
-        if more > 0 && self.name == "Bash" {
+        if more > 0 && tail {
             let note = format!("… {more} earlier line{}", plural(more));
             body.insert(0, Line::styled(note, DIM));
         } else if more > 0 {
@@ -233,39 +259,9 @@ pub fn duration(d: Duration) -> String {
     }
 }
 
-/// The input said in a few words: the command, the file, the pattern.
-pub fn summary(tool: &str, input: &Value) -> String {
-    let field = |name: &str| input.get(name).and_then(Value::as_str);
-    let text = match tool {
-        "Bash" => field("command").map(str::to_string),
-        "Read" | "Write" | "Edit" | "MultiEdit" => field("file_path").map(str::to_string),
-        "NotebookEdit" => field("notebook_path").map(str::to_string),
-        "Glob" | "Grep" => field("pattern").map(|p| match field("path") {
-            Some(path) => format!("{p} in {path}"),
-            None => p.to_string(),
-        }),
-        "WebFetch" => field("url").map(str::to_string),
-        "WebSearch" => field("query").map(str::to_string),
-        "Agent" | "Task" => field("description").map(str::to_string),
-        "ExitPlanMode" => Some(String::new()),
-        _ => None,
-    };
-    let text = text.unwrap_or_else(|| match input {
-        Value::Object(map) if map.is_empty() => String::new(),
-        other => other.to_string(),
-    });
-    clip(&text.replace('\n', " ⏎ "), 160)
-}
-
-/// An Edit's or Write's change as diff rows, from its input.
-pub fn edit_diff(tool: &str, input: &Value) -> Option<Vec<Line<'static>>> {
-    let field = |name: &str| input.get(name).and_then(Value::as_str);
-    let (old, new) = match tool {
-        "Edit" => (field("old_string")?, field("new_string")?),
-        "Write" => ("", field("content")?),
-        _ => return None,
-    };
-    Some(diff_rows(old, new))
+/// The call's subject on one line, clipped.
+pub fn summary(face: &CallFace) -> String {
+    clip(&face.subject.replace('\n', " ⏎ "), 160)
 }
 
 /// Lines removed and added, each marked and coloured, with a line of
@@ -303,13 +299,12 @@ pub fn diff_rows(old: &str, new: &str) -> Vec<Line<'static>> {
 mod tests {
     use super::*;
     use crate::tui::text::plain;
-    use serde_json::json;
 
-    fn tool(name: &str, input: Value, state: ToolState, output: &str) -> Cell {
+    fn tool(name: &str, face: CallFace, state: ToolState, output: &str) -> Cell {
         Cell::Tool(ToolCell {
             id: "toolu_1".into(),
             name: name.into(),
-            input,
+            face,
             state,
             duration: Some(Duration::from_millis(1234)),
             output: output.into(),
@@ -319,8 +314,12 @@ mod tests {
 
     #[test]
     fn a_tool_line_for_each_state() {
-        let bash =
-            |state, output: &str| tool("Bash", json!({"command": "cargo test"}), state, output);
+        let face = CallFace {
+            subject: "cargo test".into(),
+            rows: OutputRows::Tail,
+            ..CallFace::default()
+        };
+        let bash = |state, output: &str| tool("Bash", face.clone(), state, output);
         let output = (1..=8)
             .map(|n| format!("line {n}"))
             .collect::<Vec<_>>()
@@ -341,7 +340,14 @@ mod tests {
     fn an_edit_shows_its_diff() {
         let edit = tool(
             "Edit",
-            json!({"file_path": "/ws/src/main.rs", "old_string": "fn main() {\n    println!(\"hi\");\n}", "new_string": "fn main() {\n    println!(\"hello\");\n}"}),
+            CallFace {
+                subject: "/ws/src/main.rs".into(),
+                change: Some((
+                    "fn main() {\n    println!(\"hi\");\n}".into(),
+                    "fn main() {\n    println!(\"hello\");\n}".into(),
+                )),
+                ..CallFace::default()
+            },
             ToolState::Done,
             "The file was updated.",
         );

@@ -175,11 +175,19 @@ impl ToolPipeline {
         self.registry.read().map(|r| r.clone()).unwrap_or_default()
     }
 
-    /// What kind of work `name`'s calls do, as it was registered.
-    pub fn kind_of(&self, name: &str) -> crate::tools::ToolKind {
+    /// How `name`'s calls are shown, as it was registered.
+    pub fn presentation_of(&self, name: &str) -> crate::tools::Presentation {
         self.registry
             .read()
-            .map(|r| r.kind_of(name))
+            .map(|r| r.presentation_of(name))
+            .unwrap_or_default()
+    }
+
+    /// How each tool offered now is shown, for a front end to keep.
+    pub fn presentations(&self) -> crate::tools::Presentations {
+        self.registry
+            .read()
+            .map(|r| r.presentations())
             .unwrap_or_default()
     }
 

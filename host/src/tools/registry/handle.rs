@@ -21,9 +21,9 @@ pub trait NativeTool: Send + Sync {
     /// Whether several calls may run at once (the Agent tool's children do).
     fn concurrency_safe(&self) -> bool;
 
-    /// What kind of work its calls do, as front ends show them.
-    fn kind(&self) -> super::ToolKind {
-        super::ToolKind::Other
+    /// How its calls are shown (by default, by their input).
+    fn presentation(&self) -> super::Presentation {
+        super::Presentation::default()
     }
 
     /// Whether its calls start a skill: the pipeline runs them itself,

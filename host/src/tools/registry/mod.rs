@@ -24,7 +24,9 @@ use crate::sandbox::{
 pub use handle::{McpHandle, NativeTool, ToolHandle};
 use lazy::{LazyComponent, Source};
 pub use mcp_set::{McpSet, McpToggleError};
-pub use presentation::ToolKind;
+pub use presentation::{
+    CallView, Change, FileChange, Presentation, Presentations, Subject, Todo, ToolKind,
+};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -96,8 +98,8 @@ pub struct RegisteredTool {
     pub approval: CallApproval,
     /// The plugin's own limits, when its manifest sets them.
     pub limits: Option<CallLimits>,
-    /// What kind of work its calls do, as front ends show them.
-    pub kind: ToolKind,
+    /// How its calls are shown.
+    pub presentation: Presentation,
 }
 
 /// Where a tool's calls go.
@@ -403,9 +405,17 @@ impl ToolRegistry {
         )
     }
 
-    /// What kind of work `name`'s calls do.
-    pub fn kind_of(&self, name: &str) -> ToolKind {
-        self.get(name).map(|t| t.kind).unwrap_or_default()
+    /// How each registered tool's calls are shown.
+    pub fn presentations(&self) -> Presentations {
+        self.tools
+            .iter()
+            .map(|t| (t.definition.name.clone(), t.presentation))
+            .collect()
+    }
+
+    /// How `name`'s calls are shown (a tool not registered: by its input).
+    pub fn presentation_of(&self, name: &str) -> Presentation {
+        self.get(name).map(|t| t.presentation).unwrap_or_default()
     }
 
     fn add_tools(
@@ -423,13 +433,14 @@ impl ToolRegistry {
             ToolProvider::FirstParty(_) | ToolProvider::Native(_)
         ) || matches!(&provider, ToolProvider::ThirdParty(lazy) if matches!(lazy.source, Source::Installed { .. }));
         // Declared where the tool is: the first-party table, a host tool.
-        let kind = match &provider {
+        let presentation = match &provider {
             ToolProvider::FirstParty(_) => BUILTIN_PLUGINS
                 .iter()
                 .find(|p| p.name == plugin)
-                .map_or(ToolKind::Other, |p| p.kind),
-            ToolProvider::Native(tool) => tool.kind(),
-            ToolProvider::ThirdParty(_) | ToolProvider::Mcp(_) => ToolKind::Other,
+                .map(|p| p.presentation)
+                .unwrap_or_default(),
+            ToolProvider::Native(tool) => tool.presentation(),
+            ToolProvider::ThirdParty(_) | ToolProvider::Mcp(_) => Presentation::default(),
         };
         for definition in definitions {
             if let Some(existing) = self.get(&definition.name) {
@@ -455,7 +466,7 @@ impl ToolRegistry {
                 ceiling: ceiling.clone(),
                 approval,
                 limits,
-                kind,
+                presentation,
             }));
         }
         Ok(())

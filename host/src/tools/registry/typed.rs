@@ -4,7 +4,7 @@
 //! rather than on JSON, and an input that does not fit is the model's
 //! input error, never a default the tool runs on.
 
-use super::{NativeTool, ToolKind};
+use super::{NativeTool, Presentation};
 use crate::sandbox::{CallContext, ToolFailure, ToolOutput};
 use futures::future::BoxFuture;
 use serde::Deserialize as _;
@@ -16,8 +16,8 @@ pub trait TypedNativeTool: Send + Sync {
     /// Whether several calls may run at once.
     const CONCURRENCY_SAFE: bool;
 
-    /// What kind of work its calls do, as front ends show them.
-    const KIND: ToolKind = ToolKind::Other;
+    /// How its calls are shown.
+    const PRESENTATION: Presentation;
 
     fn run<'a>(
         &'a self,
@@ -31,8 +31,8 @@ impl<T: TypedNativeTool> NativeTool for T {
         T::CONCURRENCY_SAFE
     }
 
-    fn kind(&self) -> ToolKind {
-        T::KIND
+    fn presentation(&self) -> Presentation {
+        T::PRESENTATION
     }
 
     fn call<'a>(
