@@ -126,6 +126,13 @@ impl LiveSession {
             }
             commands.push(command);
         }
+        for (name, description) in self.session.pipeline.mcp_servers().prompt_commands() {
+            commands.push(AvailableCommand::new(name, description).input(
+                AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(
+                    "the prompt's arguments, in order",
+                )),
+            ));
+        }
         self.output.send(SessionUpdate::AvailableCommandsUpdate(
             AvailableCommandsUpdate::new(commands),
         ));

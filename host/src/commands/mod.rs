@@ -348,17 +348,22 @@ impl CustomCommands {
     }
 }
 
+/// The block that names a command the user typed, with its arguments
+/// (a custom command's, a skill's, an MCP server's prompt's).
+pub fn invocation_header(name: &str, args: &str) -> String {
+    let mut header = format!(
+        "<command-message>{name}</command-message>\n<command-name>/{name}</command-name>\n"
+    );
+    if !args.is_empty() {
+        header.push_str(&format!("<command-args>{args}</command-args>\n"));
+    }
+    header
+}
+
 impl CustomCommand {
     /// The block that names an invocation typed by the user.
     pub fn header(&self, args: &str) -> String {
-        let mut header = format!(
-            "<command-message>{name}</command-message>\n<command-name>/{name}</command-name>\n",
-            name = self.name
-        );
-        if !args.is_empty() {
-            header.push_str(&format!("<command-args>{args}</command-args>\n"));
-        }
-        header
+        invocation_header(&self.name, args)
     }
 
     /// The body with `args` and the session's values put in, a skill's

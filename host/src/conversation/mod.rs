@@ -12,6 +12,7 @@
 //! (`cli`, `acp`, `interactive`, `worker`) import it.
 
 mod context;
+mod mcp_prompts;
 pub mod mentions;
 mod print_error;
 mod printed;

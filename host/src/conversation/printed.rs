@@ -247,6 +247,14 @@ fn printer(
             false => Vec::new(),
             true => std::iter::once("compact".to_string())
                 .chain(session.commands.names())
+                .chain(
+                    session
+                        .pipeline
+                        .mcp_servers()
+                        .prompt_commands()
+                        .into_iter()
+                        .map(|(name, _)| name),
+                )
                 .collect(),
         },
         skills: session.commands.skill_names(),

@@ -330,10 +330,11 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
             }
             return compact_now(deps, config, messages, instructions, sink).await;
         }
-        let command = match invoked(self.session.commands, &text) {
+        let (command, mcp_prompt) = match invoked(self.session.commands, &text) {
             Invoked::Answer(answer) => return answer_locally(answer, messages, sink),
-            Invoked::Plain => None,
-            Invoked::Command(command, args) => Some((command, args)),
+            Invoked::Plain => (None, None),
+            Invoked::Command(command, args) => (Some((command, args)), None),
+            Invoked::McpPrompt(call) => (None, Some(call)),
         };
         // UserPromptSubmit first, then (a command) UserPromptExpansion, then
         // the command starts: Claude Code 2.1.332's order.
@@ -345,6 +346,10 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
             }
         };
         let (texts, model) = match (command, self.session.commands) {
+            (None, _) if let Some(call) = mcp_prompt => match call.expand().await {
+                Ok(texts) => (texts, None),
+                Err(why) => return answer_locally(why, messages, sink),
+            },
             (Some((command, args)), Some(commands)) => {
                 match self.hooks.expansion(&command, &args, &text, sink).await {
                     Ok(more) => context.extend(more),
@@ -452,6 +457,8 @@ enum Invoked {
     Plain,
     /// A command or skill the user named, with its arguments.
     Command(Box<crate::commands::CustomCommand>, String),
+    /// An MCP server's prompt the user named.
+    McpPrompt(Box<super::mcp_prompts::PromptCall>),
     /// Answered here, without a request (an unknown command).
     Answer(String),
 }
@@ -504,12 +511,31 @@ fn invoked(commands: Option<SlashCommands<'_>>, prompt: &str) -> Invoked {
     let Some(commands) = commands else {
         return Invoked::Plain;
     };
+    if let Some(call) = mcp_prompt(commands.pipeline, prompt) {
+        return Invoked::McpPrompt(Box::new(call));
+    }
     let catalogue = commands.pipeline.catalogue().unwrap_or_default();
     match catalogue.invocation(prompt) {
         Invocation::Known { command, args } => Invoked::Command(Box::new(command.clone()), args),
         Invocation::Unknown(answer) => Invoked::Answer(answer),
         Invocation::NotACommand => Invoked::Plain,
     }
+}
+
+/// The MCP prompt `/mcp__server__prompt args` names, if a server offers it.
+fn mcp_prompt(
+    pipeline: &crate::tools::ToolPipeline,
+    prompt: &str,
+) -> Option<super::mcp_prompts::PromptCall> {
+    let rest = prompt.trim_start().strip_prefix('/')?;
+    let (command, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let (server, found) = pipeline.mcp_servers().prompt(command)?;
+    Some(super::mcp_prompts::PromptCall {
+        server,
+        prompt: found,
+        command: command.to_string(),
+        args: args.trim().to_string(),
+    })
 }
 
 /// As Claude Code answers an unknown command: no request, one synthetic

@@ -231,6 +231,7 @@ pub fn offered(session: &Session) -> Vec<(String, String)> {
             Some((name.to_string(), description.trim().to_string()))
         })
         .collect();
+    let prompts = session.pipeline.mcp_servers().prompt_commands();
     for command in session.commands.described(false) {
         let name = command["name"].as_str().unwrap_or_default().to_string();
         if !name.is_empty() && !offered.iter().any(|(n, _)| *n == name) {
@@ -243,6 +244,8 @@ pub fn offered(session: &Session) -> Vec<(String, String)> {
             ));
         }
     }
+    // An MCP server's prompts, after the session's own commands.
+    offered.extend(prompts);
     offered
 }
 

@@ -20,7 +20,7 @@ use wasmtime::component::{HasSelf, Linker};
 mod bindings {
     wasmtime::component::bindgen!({
         world: "mcp-bridge",
-        path: "../wit/mcp/v0.1.0",
+        path: "../wit/mcp/v0.2.0",
         imports: { default: async },
         exports: { default: async },
     });
@@ -89,6 +89,10 @@ pub struct McpSession {
     pub server_version: String,
     pub instructions: Option<String>,
     pub tools_list_changed: bool,
+    /// It offers resources.
+    pub resources: bool,
+    /// It offers prompts.
+    pub prompts: bool,
 }
 
 /// A Streamable HTTP server.
@@ -162,6 +166,40 @@ pub struct McpTool {
     pub description: String,
     pub input_schema: String,
     pub read_only: bool,
+}
+
+/// One of a server's resources or resource templates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpResource {
+    /// Its URI (a template's, for a template).
+    pub uri: String,
+    pub name: String,
+    /// The entry as the server described it, a JSON object the bridge
+    /// wrote.
+    pub entry: String,
+}
+
+/// One of a server's prompts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpPrompt {
+    pub name: String,
+    pub description: Option<String>,
+    /// Its arguments: name, description, whether required.
+    pub arguments: Vec<(String, Option<String>, bool)>,
+}
+
+/// One message of a filled-in prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpPromptMessage {
+    pub assistant: bool,
+    pub content: crate::sandbox::ToolContent,
+}
+
+/// Which of a server's lists to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResourceList {
+    Resources,
+    Templates,
 }
 
 /// The result of one `tools/call`.
@@ -279,6 +317,8 @@ impl McpBridge {
             server_version: s.server_version,
             instructions: s.instructions,
             tools_list_changed: s.tools_list_changed,
+            resources: s.resources,
+            prompts: s.prompts,
         })
     }
 
@@ -323,6 +363,147 @@ impl McpBridge {
         )))
     }
 
+    /// Every resource (or template), following `nextCursor`.
+    pub async fn list_resources(
+        &self,
+        link: &McpLink,
+        session: &McpSession,
+        limits: &CallLimits,
+        (list, next_id): (ResourceList, &(dyn Fn() -> u64 + Sync)),
+        max_pages: usize,
+    ) -> Result<Vec<McpResource>, BridgeError> {
+        let mut resources = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..max_pages {
+            let (wit_session, id, page_cursor) = (to_wit(session), next_id(), cursor.clone());
+            let (page, _events) = self
+                .run(link, limits, move |b, store| {
+                    Box::pin(async move {
+                        let bridge = b.carapace_mcp_bridge();
+                        let cursor = page_cursor.as_deref();
+                        match list {
+                            ResourceList::Resources => {
+                                bridge
+                                    .call_list_resources(store, &wit_session, cursor, id)
+                                    .await
+                            }
+                            ResourceList::Templates => {
+                                bridge
+                                    .call_list_resource_templates(store, &wit_session, cursor, id)
+                                    .await
+                            }
+                        }
+                    })
+                })
+                .await?;
+            resources.extend(page.resources.into_iter().map(|r| McpResource {
+                uri: r.uri,
+                name: r.name,
+                entry: r.entry,
+            }));
+            match page.next_cursor {
+                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+                _ => return Ok(resources),
+            }
+        }
+        Err(BridgeError::Server(format!(
+            "the server's resource list goes on for more than {max_pages} pages"
+        )))
+    }
+
+    /// `resources/read`: `{"contents": [...]}` as the bridge wrote it.
+    pub async fn read_resource(
+        &self,
+        link: &McpLink,
+        session: &McpSession,
+        limits: &CallLimits,
+        request_id: u64,
+        uri: &str,
+    ) -> Result<String, BridgeError> {
+        let (wit_session, uri) = (to_wit(session), uri.to_string());
+        let (contents, _events) = self
+            .run(link, limits, move |b, store| {
+                Box::pin(async move {
+                    b.carapace_mcp_bridge()
+                        .call_read_resource(store, &wit_session, &uri, request_id)
+                        .await
+                })
+            })
+            .await?;
+        Ok(contents)
+    }
+
+    /// Every prompt, following `nextCursor`.
+    pub async fn list_prompts(
+        &self,
+        link: &McpLink,
+        session: &McpSession,
+        limits: &CallLimits,
+        next_id: &(dyn Fn() -> u64 + Sync),
+        max_pages: usize,
+    ) -> Result<Vec<McpPrompt>, BridgeError> {
+        let mut prompts = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..max_pages {
+            let (wit_session, id, page_cursor) = (to_wit(session), next_id(), cursor.clone());
+            let (page, _events) = self
+                .run(link, limits, move |b, store| {
+                    Box::pin(async move {
+                        b.carapace_mcp_bridge()
+                            .call_list_prompts(store, &wit_session, page_cursor.as_deref(), id)
+                            .await
+                    })
+                })
+                .await?;
+            prompts.extend(page.prompts.into_iter().map(|p| {
+                McpPrompt {
+                    name: p.name,
+                    description: p.description,
+                    arguments: p
+                        .arguments
+                        .into_iter()
+                        .map(|a| (a.name, a.description, a.required))
+                        .collect(),
+                }
+            }));
+            match page.next_cursor {
+                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+                _ => return Ok(prompts),
+            }
+        }
+        Err(BridgeError::Server(format!(
+            "the server's prompt list goes on for more than {max_pages} pages"
+        )))
+    }
+
+    /// `prompts/get`: the prompt's messages, filled in with `arguments`.
+    pub async fn get_prompt(
+        &self,
+        link: &McpLink,
+        session: &McpSession,
+        limits: &CallLimits,
+        request_id: u64,
+        (name, arguments): (&str, Vec<(String, String)>),
+    ) -> Result<Vec<McpPromptMessage>, BridgeError> {
+        let (wit_session, name) = (to_wit(session), name.to_string());
+        let (messages, _events) = self
+            .run(link, limits, move |b, store| {
+                Box::pin(async move {
+                    b.carapace_mcp_bridge()
+                        .call_get_prompt(store, &wit_session, &name, &arguments, request_id)
+                        .await
+                })
+            })
+            .await?;
+        Ok(messages
+            .into_iter()
+            .map(|m| McpPromptMessage {
+                assistant: m.role == "assistant",
+                content: content(m.content),
+            })
+            .collect())
+    }
+
     pub async fn call_tool(
         &self,
         link: &McpLink,
@@ -345,17 +526,7 @@ impl McpBridge {
             .await?;
         let (outcome, events) = answer;
         Ok(McpCallOutcome {
-            content: outcome
-                .content
-                .into_iter()
-                .map(|c| match c {
-                    types::Content::Text(text) => crate::sandbox::ToolContent::Text(text),
-                    types::Content::Image(image) => crate::sandbox::ToolContent::Image {
-                        media_type: image.media_type,
-                        data: image.data,
-                    },
-                })
-                .collect(),
+            content: outcome.content.into_iter().map(content).collect(),
             structured: outcome.structured,
             is_error: outcome.is_error,
             tools_changed: events.tools_changed,
@@ -384,6 +555,16 @@ impl McpBridge {
     }
 }
 
+fn content(content: types::Content) -> crate::sandbox::ToolContent {
+    match content {
+        types::Content::Text(text) => crate::sandbox::ToolContent::Text(text),
+        types::Content::Image(image) => crate::sandbox::ToolContent::Image {
+            media_type: image.media_type,
+            data: image.data,
+        },
+    }
+}
+
 fn to_wit(session: &McpSession) -> types::Session {
     types::Session {
         endpoint: session.endpoint.as_ref().map(|e| types::HttpEndpoint {
@@ -396,6 +577,8 @@ fn to_wit(session: &McpSession) -> types::Session {
         server_version: session.server_version.clone(),
         instructions: session.instructions.clone(),
         tools_list_changed: session.tools_list_changed,
+        resources: session.resources,
+        prompts: session.prompts,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod channel;
 pub mod config;
 mod server;
 
+pub use bridge::{McpPrompt, McpPromptMessage, McpResource, ResourceList};
 pub use config::{McpConfigError, ServerConfig, Transport};
 pub use server::McpServer;
 
@@ -40,6 +41,38 @@ impl ServerStatus {
             }
         }
     }
+}
+
+/// A server's instructions kept at most (a server's text is its own; it
+/// should not fill the model's context).
+const MAX_INSTRUCTIONS_CHARS: usize = 10_000;
+
+/// The servers' instructions as the model reads them, in a reminder at
+/// the head of the conversation (where Claude Code places them): each
+/// server's under its name, in the order they were configured.
+pub fn instructions_reminder(servers: &[Arc<McpServer>]) -> Option<String> {
+    let sections: Vec<String> = servers
+        .iter()
+        .filter_map(|server| {
+            let text = server.session().instructions.as_deref()?.trim();
+            if text.is_empty() {
+                return None;
+            }
+            let cut: String = text.chars().take(MAX_INSTRUCTIONS_CHARS).collect();
+            let marker = if cut.len() < text.len() {
+                " [cut short]"
+            } else {
+                ""
+            };
+            Some(format!("## {}\n{cut}{marker}", server.name))
+        })
+        .collect();
+    (!sections.is_empty()).then(|| {
+        format!(
+            "<system-reminder>\n# MCP Server Instructions\n\nThe following MCP servers have provided instructions for how to use their tools and resources:\n\n{}\n</system-reminder>\n",
+            sections.join("\n\n")
+        )
+    })
 }
 
 /// Starts every server at once; a server that fails is reported in its

@@ -2,7 +2,8 @@
 //! tools listed, its calls made — every step in a fresh bridge instance.
 
 use super::bridge::{
-    BridgeError, HttpEndpoint, McpBridge, McpCallOutcome, McpLink, McpSession, McpTool,
+    BridgeError, HttpEndpoint, McpBridge, McpCallOutcome, McpLink, McpPrompt, McpPromptMessage,
+    McpResource, McpSession, McpTool, ResourceList,
 };
 use super::channel::McpChannel;
 use super::config::{ServerConfig, Transport};
@@ -22,6 +23,8 @@ pub struct McpServer {
     link: Arc<McpLink>,
     session: McpSession,
     tools: std::sync::RwLock<Vec<McpTool>>,
+    /// Its prompts, listed when it connected.
+    prompts: Vec<McpPrompt>,
     next_id: AtomicU64,
     /// The server said its tools changed; the list is read again before
     /// the next turn.
@@ -100,17 +103,20 @@ impl McpServer {
                 .initialize(&link, endpoint, &handshake, 1)
                 .await
                 .map_err(|e| e.to_string())?;
-            let server = Arc::new(Self {
+            let mut server = Self {
                 name: name.to_string(),
                 bridge: bridge.clone(),
                 link: link.clone(),
                 session,
                 tools: std::sync::RwLock::new(Vec::new()),
+                prompts: Vec::new(),
                 next_id: AtomicU64::new(4),
                 stale: AtomicBool::new(false),
                 limits,
-            });
+            };
             server.refresh_tools(&handshake).await?;
+            server.prompts = server.read_prompts(&handshake).await?;
+            let server = Arc::new(server);
             Ok::<_, String>(server)
         };
         match tokio::time::timeout(startup, connect).await {
@@ -135,6 +141,70 @@ impl McpServer {
 
     pub fn tools(&self) -> Vec<McpTool> {
         self.tools.read().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Its prompts, as listed when it connected.
+    pub fn prompts(&self) -> &[McpPrompt] {
+        &self.prompts
+    }
+
+    async fn read_prompts(&self, limits: &CallLimits) -> Result<Vec<McpPrompt>, String> {
+        if !self.session.prompts {
+            return Ok(Vec::new());
+        }
+        self.bridge
+            .list_prompts(
+                &self.link,
+                &self.session,
+                limits,
+                &|| self.id(),
+                MAX_TOOL_PAGES,
+            )
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// `prompts/get`: the prompt `name` filled in with `arguments`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Vec<(String, String)>,
+    ) -> Result<Vec<McpPromptMessage>, BridgeError> {
+        let id = self.id();
+        self.bridge
+            .get_prompt(
+                &self.link,
+                &self.session,
+                &self.limits,
+                id,
+                (name, arguments),
+            )
+            .await
+    }
+
+    /// Its resources (or resource templates); none when it offers none.
+    pub async fn resources(&self, list: ResourceList) -> Result<Vec<McpResource>, BridgeError> {
+        if !self.session.resources {
+            return Ok(Vec::new());
+        }
+        let next_id = || self.id();
+        self.bridge
+            .list_resources(
+                &self.link,
+                &self.session,
+                &self.limits,
+                (list, &next_id),
+                MAX_TOOL_PAGES,
+            )
+            .await
+    }
+
+    /// `resources/read`: `{"contents": [...]}` as the bridge wrote it.
+    pub async fn read_resource(&self, uri: &str) -> Result<String, BridgeError> {
+        let id = self.id();
+        self.bridge
+            .read_resource(&self.link, &self.session, &self.limits, id, uri)
+            .await
     }
 
     fn id(&self) -> u64 {

@@ -149,11 +149,16 @@ impl SessionBuilder {
             hooks,
         } = g;
         warnings.append(&mut memory.warnings);
-        let (user_context, skills_listed) = self.user_context(
+        let (mut user_context, skills_listed) = self.user_context(
             &catalogue,
             &policy.policy,
             std::mem::take(&mut memory.reminder),
         );
+        // After the listing (which front ends find first), before memory.
+        if let Some(instructions) = crate::mcp::instructions_reminder(&mcp.set.enabled()) {
+            let at = usize::from(skills_listed);
+            user_context.insert(at, instructions);
+        }
         let mut run =
             self.session_run(&settings, &agents, &policy.policy, &identity, &user_context)?;
         if let Some(run) = &run {

@@ -37,6 +37,9 @@ pub(super) struct SessionMcp {
     /// The Agent SDK's in-process servers, connected once the SDK is.
     pub sdk: Vec<String>,
     pub launcher: McpLauncher,
+    /// The servers connected, as the pipeline and the resource tools
+    /// share them.
+    pub set: Arc<crate::tools::McpSet>,
 }
 
 /// What the pipeline is made of, besides the registry.
@@ -157,11 +160,16 @@ impl SessionBuilder {
             }
         }
         let launcher = McpLauncher::new(sandbox.clone(), policy.process.clone(), limits, startup);
+        let connected = statuses
+            .iter()
+            .filter_map(|s| s.outcome.as_ref().ok().cloned())
+            .collect();
         Ok(SessionMcp {
             statuses,
             configs,
             sdk,
             launcher,
+            set: Arc::new(crate::tools::McpSet::holding(connected)),
         })
     }
 
@@ -291,16 +299,21 @@ impl SessionBuilder {
                 "--permission-prompt-tool: no loaded tool is called `{prompt_tool}`"
             )));
         }
-        let connected = parts
-            .mcp
-            .statuses
-            .iter()
-            .filter_map(|s| s.outcome.as_ref().ok().cloned())
-            .collect();
+        let mcp = parts.mcp;
+        // Offered whenever a server is configured: an SDK's join later.
+        if !mcp.statuses.is_empty() || !mcp.sdk.is_empty() {
+            use crate::tools::mcp_resources::{
+                ListResourcesTool, ReadResourceTool, list_definition, read_definition,
+            };
+            let servers = mcp.set.clone();
+            registry.add_native(list_definition(), Arc::new(ListResourcesTool { servers }))?;
+            let servers = mcp.set.clone();
+            registry.add_native(read_definition(), Arc::new(ReadResourceTool { servers }))?;
+        }
         let mut pipeline = ToolPipeline::new(registry, parts.policy, CallLimits::default())
             .with_skills(parts.catalogue.clone(), parts.trusted)
             .with_memory(crate::tools::READ_TOOL, parts.nested_memory)
-            .with_mcp_servers(connected)
+            .with_mcp_set(mcp.set.clone())
             .with_hooks(parts.hooks)
             .with_session_id(parts.id.to_string())
             .with_audit(AuditLog::at(parts.dir.join("audit.jsonl")))

@@ -13,6 +13,7 @@
 
 mod builtin;
 pub mod exit_plan_mode;
+pub mod mcp_resources;
 mod pipeline;
 mod registry;
 pub mod shells;
@@ -45,7 +46,7 @@ pub use pipeline::{
     Asker, CheckedCall, PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline,
 };
 pub use registry::{
-    CallView, Change, FileChange, InstalledTools, McpHandle, NativeTool, Presentation,
+    CallView, Change, FileChange, InstalledTools, McpHandle, McpSet, NativeTool, Presentation,
     Presentations, RegisteredTool, RegistryError, Subject, Todo, ToolHandle, ToolKind,
     ToolRegistry, TypedNativeTool, checked_definition,
 };

@@ -8,13 +8,14 @@
 
 wit_bindgen::generate!({
     world: "mcp-bridge",
-    path: "../../wit/mcp/v0.1.0",
+    path: "../../wit/mcp/v0.2.0",
 });
 
 use base64::Engine;
 use carapace::mcp::transport;
 use carapace::mcp::types::{
-    CallOutcome, Content, Events, HttpEndpoint, Image, McpTool, Session, ToolPage,
+    CallOutcome, Content, Events, HttpEndpoint, Image, McpTool, PromptMessage, PromptPage,
+    ResourcePage, Session, ToolPage,
 };
 use exports::carapace::mcp::bridge::Guest;
 use serde_json::{Value, json};
@@ -139,6 +140,7 @@ fn set_protocol(version: &str) {
     });
 }
 
+mod catalogue;
 mod http;
 
 /// `params` with the per-request envelope of the current revision.
@@ -452,6 +454,53 @@ impl Guest for Bridge {
         ))
     }
 
+    fn list_resources(
+        session: Session,
+        cursor: Option<String>,
+        request_id: u64,
+    ) -> Result<(ResourcePage, Events), String> {
+        let listing = ("resources/list", "resources", "uri");
+        catalogue::list_resources(&session, listing, cursor, request_id)
+    }
+
+    fn list_resource_templates(
+        session: Session,
+        cursor: Option<String>,
+        request_id: u64,
+    ) -> Result<(ResourcePage, Events), String> {
+        let listing = (
+            "resources/templates/list",
+            "resourceTemplates",
+            "uriTemplate",
+        );
+        catalogue::list_resources(&session, listing, cursor, request_id)
+    }
+
+    fn read_resource(
+        session: Session,
+        uri: String,
+        request_id: u64,
+    ) -> Result<(String, Events), String> {
+        catalogue::read_resource(&session, &uri, request_id)
+    }
+
+    fn list_prompts(
+        session: Session,
+        cursor: Option<String>,
+        request_id: u64,
+    ) -> Result<(PromptPage, Events), String> {
+        catalogue::list_prompts(&session, cursor, request_id)
+    }
+
+    fn get_prompt(
+        session: Session,
+        name: String,
+        arguments: Vec<(String, String)>,
+        request_id: u64,
+    ) -> Result<(Vec<PromptMessage>, Events), String> {
+        catalogue::get_prompt(&session, &name, arguments, request_id)
+    }
+
     fn drain(session: Session) -> Result<Events, String> {
         use_session(&session);
         let mut events = Events {
@@ -491,6 +540,8 @@ fn discover(
         server_version: String::new(),
         instructions: None,
         tools_list_changed: false,
+        resources: false,
+        prompts: false,
     };
     use_session(&probe);
     let discovered = request_within(
@@ -550,7 +601,17 @@ fn discover(
             .and_then(Value::as_str)
             .map(str::to_string),
         tools_list_changed,
+        resources: offers(&result, "resources"),
+        prompts: offers(&result, "prompts"),
     }))
+}
+
+/// Whether the server's capabilities name `what`.
+fn offers(result: &Value, what: &str) -> bool {
+    result
+        .get("capabilities")
+        .and_then(|c| c.get(what))
+        .is_some_and(Value::is_object)
 }
 
 /// The `initialize` handshake of the earlier revisions.
@@ -600,5 +661,7 @@ fn handshake(
             .pointer("/capabilities/tools/listChanged")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        resources: offers(&result, "resources"),
+        prompts: offers(&result, "prompts"),
     })
 }

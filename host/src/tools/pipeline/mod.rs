@@ -49,7 +49,7 @@ pub struct ToolPipeline {
     registry: std::sync::RwLock<ToolRegistry>,
     /// Connected MCP servers, asked between turns whether their tools
     /// changed; the SDK may add and remove some while the session runs.
-    mcp: McpSet,
+    mcp: Arc<McpSet>,
     /// The session's permissions as they are now, and every decision.
     permissions: Arc<LivePolicy>,
     limits: CallLimits,
@@ -87,7 +87,7 @@ impl ToolPipeline {
     pub fn new(registry: ToolRegistry, policy: Policy, limits: CallLimits) -> Self {
         Self {
             registry: std::sync::RwLock::new(registry),
-            mcp: McpSet::default(),
+            mcp: Arc::default(),
             permissions: Arc::new(LivePolicy::new(policy)),
             limits,
             audit: AuditLog::disabled(),
@@ -164,9 +164,10 @@ impl ToolPipeline {
         self
     }
 
-    /// Refreshes these servers' tools between turns.
-    pub fn with_mcp_servers(mut self, servers: Vec<Arc<crate::mcp::McpServer>>) -> Self {
-        self.mcp = McpSet::holding(servers);
+    /// The session's MCP servers: their tools refreshed between turns,
+    /// turned off and on, shut down at the end.
+    pub fn with_mcp_set(mut self, servers: Arc<McpSet>) -> Self {
+        self.mcp = servers;
         self
     }
 
@@ -248,6 +249,11 @@ impl ToolPipeline {
     /// Shuts down every server the session holds (its end).
     pub async fn shutdown_mcp(&self) {
         self.mcp.shutdown().await;
+    }
+
+    /// The MCP servers the session holds.
+    pub fn mcp_servers(&self) -> &McpSet {
+        &self.mcp
     }
 
     /// Stops or starts offering an MCP server's tools, from the next

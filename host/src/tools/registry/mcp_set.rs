@@ -137,6 +137,42 @@ impl McpSet {
         changed
     }
 
+    /// The server prompt a command names (`mcp__server__prompt`), among
+    /// the servers turned on.
+    pub fn prompt(&self, command: &str) -> Option<(Arc<McpServer>, crate::mcp::McpPrompt)> {
+        let rest = command.strip_prefix("mcp__")?;
+        self.enabled().into_iter().find_map(|server| {
+            let name = rest
+                .strip_prefix(server.name.as_str())?
+                .strip_prefix("__")?;
+            let prompt = server.prompts().iter().find(|p| p.name == name)?.clone();
+            Some((server, prompt))
+        })
+    }
+
+    /// Every prompt of the servers turned on, as commands
+    /// (`mcp__server__prompt`) with their descriptions.
+    pub fn prompt_commands(&self) -> Vec<(String, String)> {
+        self.enabled()
+            .iter()
+            .flat_map(|server| {
+                server.prompts().iter().map(|p| {
+                    let name = format!("mcp__{}__{}", server.name, p.name);
+                    (name, p.description.clone().unwrap_or_default())
+                })
+            })
+            .collect()
+    }
+
+    /// The servers connected and turned on.
+    pub fn enabled(&self) -> Vec<Arc<McpServer>> {
+        let servers = self.servers.read().map(|s| s.clone()).unwrap_or_default();
+        servers
+            .into_iter()
+            .filter(|s| !self.is_disabled(s))
+            .collect()
+    }
+
     fn is_disabled(&self, server: &McpServer) -> bool {
         self.disabled
             .lock()
