@@ -775,3 +775,44 @@ fn a_panic_gives_the_terminal_back_before_its_message() -> TestResult {
     assert!(!hidden, "the cursor was left hidden");
     Ok(())
 }
+
+/// `@server:uri` reads an MCP server's resource through ReadMcpResourceTool
+/// and sends it with the message; the server's prompt is offered with the
+/// commands. The control: a rule that denies the tool leaves it unread.
+#[test]
+fn a_mentioned_mcp_resource_is_read_through_the_rules_and_its_prompts_are_offered() -> TestResult {
+    let library =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/servers/library_server.py");
+    let config = json!({"mcpServers": {"library": {
+        "command": carapace_test_support::deps::python(), "args": [library]}}});
+    for denied in [false, true] {
+        let dir = workspace()?;
+        let server = ScriptedServer::start(vec![Reply::text("read it")])?;
+        let mut args = vec!["--mcp-config".to_string(), config.to_string()];
+        if denied {
+            args.extend(["--disallowedTools".into(), "ReadMcpResourceTool".into()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut screen = Screen::open(&server, dir.path(), &args)?;
+        screen.wait_for("> ")?;
+        screen.keys("/mcp__lib")?;
+        screen.wait_for("mcp__library__review")?;
+        screen.keys("\u{15}")?; // Ctrl-U: the line cleared
+        screen.send("summarise @library:library://books/dune")?;
+        screen.wait_for("read it")?;
+        let requests = server.requests();
+        let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
+        match denied {
+            false => assert!(sent.contains("Dune, by Frank Herbert"), "{sent}"),
+            true => {
+                assert!(!sent.contains("Frank Herbert"), "{sent}");
+                assert!(
+                    sent.contains("@library:library://books/dune, which could not be read"),
+                    "{sent}"
+                );
+            }
+        }
+        screen.exit()?;
+    }
+    Ok(())
+}

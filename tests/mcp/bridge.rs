@@ -7,130 +7,16 @@
 //! Their toolchains (npm, Python's `mcp`) are installed by the README's test
 //! command; a missing one fails the test, saying what to install.
 
+mod common;
 #[path = "../e2e/support.rs"]
 mod support;
 
-use scripted_server::{Block, Reply, ScriptedServer};
+use common::{everything, notes, servers_dir, session, session_in};
+use scripted_server::{Block, Reply};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use support::{TestResult, free_port, lines, text_of, wait_for_port};
-
-type BoxError = Box<dyn std::error::Error>;
-
-fn servers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("tests")
-        .join("mcp")
-        .join("servers")
-}
-
-/// A missing toolchain fails the test: it never passes for want of it.
-fn missing(what: &str) -> BoxError {
-    format!("{what} is required; the README's test command installs it").into()
-}
-
-/// The npm server, as `tests/setup.sh` installed it from
-/// `tests/mcp/servers/package-lock.json`.
-fn everything() -> Result<Value, BoxError> {
-    let entry = "@modelcontextprotocol/server-everything/dist/index.js";
-    let installed = carapace_test_support::deps::node_package("mcp-servers", entry)?;
-    let entry = installed.join("node_modules").join(entry);
-    Ok(json!({"command": "node", "args": [entry, "stdio"]}))
-}
-
-/// The Python server (the `mcp` package must be importable).
-fn notes() -> Result<Value, BoxError> {
-    let found = Command::new(carapace_test_support::deps::python())
-        .args(["-c", "import mcp.server.mcpserver"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !found {
-        return Err(missing(
-            "the `mcp` Python package (tests/setup.sh installs it)",
-        ));
-    }
-    Ok(
-        json!({"command": carapace_test_support::deps::python(), "args": [servers_dir().join("notes_server.py")]}),
-    )
-}
-
-struct Session {
-    server: ScriptedServer,
-    status: Option<i32>,
-    out: Vec<Value>,
-    stderr: String,
-}
-
-/// Runs one print-mode session with `servers` as `--mcp-config`.
-fn session(servers: Value, replies: Vec<Reply>, args: &[&str]) -> Result<Session, BoxError> {
-    let ws = tempfile::tempdir()?;
-    session_in(ws.path(), servers, replies, args)
-}
-
-/// [`session`] in a given workspace.
-fn session_in(
-    ws: &Path,
-    servers: Value,
-    replies: Vec<Reply>,
-    args: &[&str],
-) -> Result<Session, BoxError> {
-    let config = ws.join("mcp.json");
-    std::fs::write(&config, json!({"mcpServers": servers}).to_string())?;
-    let server = ScriptedServer::start(replies)?;
-    let output = support::carapace()
-        .current_dir(ws)
-        .env("CARAPACE_CONFIG_DIR", ws.join(".config"))
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .args([
-            "-p",
-            "use the tools",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ])
-        .arg("--mcp-config")
-        .arg(&config)
-        .args(args)
-        .output()?;
-    let stdout = String::from_utf8(output.stdout)?;
-    Ok(Session {
-        server,
-        status: output.status.code(),
-        out: lines(&stdout)?,
-        stderr: String::from_utf8(output.stderr)?,
-    })
-}
-
-impl Session {
-    fn init(&self) -> &Value {
-        &self.out[0]
-    }
-
-    fn server_status(&self, name: &str) -> Value {
-        self.init()["mcp_servers"]
-            .as_array()
-            .and_then(|s| s.iter().find(|s| s["name"] == name).cloned())
-            .unwrap_or(Value::Null)
-    }
-
-    /// The tool_result for `id` in request `n` (0-based).
-    fn result(&self, n: usize, id: &str) -> Result<Value, BoxError> {
-        let requests = self.server.requests();
-        let request = requests.get(n).ok_or(format!("no request {n}"))?;
-        let last = request.body["messages"]
-            .as_array()
-            .and_then(|m| m.last().cloned())
-            .ok_or("no messages")?;
-        Ok(last["content"]
-            .as_array()
-            .and_then(|c| c.iter().find(|r| r["tool_use_id"] == id).cloned())
-            .ok_or(format!("no result for {id}"))?)
-    }
-}
+use support::{TestResult, free_port, text_of, wait_for_port};
 
 #[test]
 fn a_node_server_lists_and_calls_through_the_bridge_and_the_loop() -> TestResult {

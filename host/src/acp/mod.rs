@@ -453,7 +453,7 @@ impl Server {
 /// the Read tool's grant first, as on the interactive screen.
 async fn with_mentions(live: &LiveSession, text: String) -> String {
     let cwd = &live.session.paths.cwd;
-    let files = crate::conversation::mentions::mentioned(&text, cwd);
+    let files = crate::conversation::mentions::mentioned(&text, cwd, &live.session.pipeline);
     if files.is_empty() {
         return text;
     }

@@ -260,7 +260,7 @@ fn send(session: &Session, app: &mut App, history: &commands::PromptHistory, tex
         None => text,
     };
     let uuid = uuid::Uuid::new_v4().to_string();
-    let files = mentions::mentioned(&text, &session.paths.cwd);
+    let files = mentions::mentioned(&text, &session.paths.cwd, &session.pipeline);
     if files.is_empty() {
         session.queue.push(QueuedInput::text(uuid, text));
         return;

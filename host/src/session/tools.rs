@@ -285,6 +285,18 @@ impl SessionBuilder {
             use crate::tools::skill::{SkillTool, approval, definition};
             registry.add_native_asking(definition(), Arc::new(SkillTool), approval())?;
         }
+        let mcp = parts.mcp;
+        // Offered whenever a server is configured (an SDK's join later);
+        // built-in tools, as Claude Code's: `--tools` chooses among them.
+        if !mcp.statuses.is_empty() || !mcp.sdk.is_empty() {
+            use crate::tools::mcp_resources::{
+                ListResourcesTool, ReadResourceTool, list_definition, read_definition,
+            };
+            let servers = mcp.set.clone();
+            registry.add_native(list_definition(), Arc::new(ListResourcesTool { servers }))?;
+            let servers = mcp.set.clone();
+            registry.add_native(read_definition(), Arc::new(ReadResourceTool { servers }))?;
+        }
         if let ToolSet::Only(names) = &self.spec.tools.set {
             registry = registry.select(names)?;
         }
@@ -298,17 +310,6 @@ impl SessionBuilder {
             return Err(SessionError::Invalid(format!(
                 "--permission-prompt-tool: no loaded tool is called `{prompt_tool}`"
             )));
-        }
-        let mcp = parts.mcp;
-        // Offered whenever a server is configured: an SDK's join later.
-        if !mcp.statuses.is_empty() || !mcp.sdk.is_empty() {
-            use crate::tools::mcp_resources::{
-                ListResourcesTool, ReadResourceTool, list_definition, read_definition,
-            };
-            let servers = mcp.set.clone();
-            registry.add_native(list_definition(), Arc::new(ListResourcesTool { servers }))?;
-            let servers = mcp.set.clone();
-            registry.add_native(read_definition(), Arc::new(ReadResourceTool { servers }))?;
         }
         let mut pipeline = ToolPipeline::new(registry, parts.policy, CallLimits::default())
             .with_skills(parts.catalogue.clone(), parts.trusted)

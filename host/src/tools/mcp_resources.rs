@@ -48,8 +48,9 @@ pub fn read_definition() -> ToolDefinition {
     }
 }
 
-/// The servers a call may reach: those connected and turned on.
-fn server(servers: &McpSet, name: &str) -> Result<Arc<McpServer>, ToolFailure> {
+/// The server `name`, among those connected and turned on; a name that is
+/// none of them is the call's error, worded as Claude Code words it.
+fn server(servers: &McpSet, name: &str) -> Result<Arc<McpServer>, ToolOutput> {
     let connected = servers.enabled();
     connected
         .iter()
@@ -57,14 +58,16 @@ fn server(servers: &McpSet, name: &str) -> Result<Arc<McpServer>, ToolFailure> {
         .cloned()
         .ok_or_else(|| {
             let names: Vec<&str> = connected.iter().map(|s| s.name.as_str()).collect();
-            ToolFailure::Failed(format!(
+            let mut output = text(format!(
                 "Server \"{name}\" not found. Available servers: {}",
                 if names.is_empty() {
                     "none".to_string()
                 } else {
                     names.join(", ")
                 }
-            ))
+            ));
+            output.is_error = true;
+            output
         })
 }
 
@@ -123,7 +126,10 @@ impl TypedNativeTool for ListResourcesTool {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
             let servers = match &input.server {
-                Some(name) => vec![server(&self.servers, name)?],
+                Some(name) => match server(&self.servers, name) {
+                    Ok(found) => vec![found],
+                    Err(not_found) => return Ok(not_found),
+                },
                 None => self.servers.enabled(),
             };
             let mut entries = Vec::new();
@@ -161,7 +167,10 @@ impl TypedNativeTool for ReadResourceTool {
         input: ReadInput,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
-            let server = server(&self.servers, &input.server)?;
+            let server = match server(&self.servers, &input.server) {
+                Ok(found) => found,
+                Err(not_found) => return Ok(not_found),
+            };
             let contents = server
                 .read_resource(&input.uri)
                 .await

@@ -115,7 +115,13 @@ fn request_headers(
             if let Some(method) = message.get("method").and_then(Value::as_str) {
                 set("mcp-method", method)?;
             }
-            if let Some(name) = message.pointer("/params/name").and_then(Value::as_str) {
+            // What the request names, for routing: a tool's or a
+            // prompt's `name`, a resource's `uri`.
+            let named = message
+                .pointer("/params/name")
+                .or_else(|| message.pointer("/params/uri"))
+                .and_then(Value::as_str);
+            if let Some(name) = named {
                 set("mcp-name", name)?;
             }
         }

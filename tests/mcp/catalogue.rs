@@ -1,0 +1,241 @@
+//! What an MCP server offers besides tools, as the model and the user meet
+//! it: a server built with the `mcp` Python package (`library_server.py`)
+//! over stdio and over Streamable HTTP, its instructions in the
+//! conversation, its resources through ListMcpResourcesTool and
+//! ReadMcpResourceTool, its prompts as `/mcp__library__review` — each
+//! checked in what reaches the model, as Claude Code 2.1.197 sends it.
+
+mod common;
+#[path = "../e2e/support.rs"]
+mod support;
+
+use common::{BoxError, Session, servers_dir, session_prompting};
+use scripted_server::{Block, Reply};
+use serde_json::{Value, json};
+use std::process::{Child, Command};
+use support::{TestResult, free_port, text_of, wait_for_port};
+
+/// The library server over stdio.
+fn stdio() -> Result<Value, BoxError> {
+    common::notes()?; // the `mcp` package is there
+    Ok(json!({"command": carapace_test_support::deps::python(),
+              "args": [servers_dir().join("library_server.py")]}))
+}
+
+/// The library server over Streamable HTTP, running until dropped.
+struct HttpLibrary {
+    child: Child,
+    url: String,
+}
+
+impl HttpLibrary {
+    fn start() -> Result<Self, BoxError> {
+        common::notes()?;
+        let port = free_port()?;
+        let mut child = Command::new(carapace_test_support::deps::python())
+            .arg(servers_dir().join("library_server.py"))
+            .args(["--http", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        wait_for_port(&mut child, port)?;
+        Ok(Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        })
+    }
+}
+
+impl Drop for HttpLibrary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run(
+    library: Value,
+    replies: Vec<Reply>,
+    prompt: &str,
+    args: &[&str],
+) -> Result<Session, BoxError> {
+    let ws = tempfile::tempdir()?;
+    session_prompting(
+        ws.path(),
+        json!({"library": library}),
+        replies,
+        (prompt, args),
+    )
+}
+
+fn reads_the_library(library: Value) -> TestResult {
+    let s = run(
+        library,
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_list",
+                "ListMcpResourcesTool",
+                json!({}),
+            )]),
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_read",
+                "ReadMcpResourceTool",
+                json!({"server": "library", "uri": "library://books/dune"}),
+            )]),
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_nope",
+                "ReadMcpResourceTool",
+                json!({"server": "nope", "uri": "library://catalogue"}),
+            )]),
+            Reply::text("done"),
+        ],
+        "use the library",
+        // No rule: reading resources is never asked.
+        &[],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    let requests = s.server.requests();
+    let first = &requests.first().ok_or("no request")?.body;
+    // The tools are offered, the instructions placed as Claude Code does.
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .ok_or("no tools")?
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"ListMcpResourcesTool") && tools.contains(&"ReadMcpResourceTool"),
+        "{tools:?}"
+    );
+    let opening = first["messages"][0].to_string();
+    assert!(
+        opening.contains("# MCP Server Instructions\\n\\nThe following MCP servers have provided instructions for how to use their tools and resources:\\n\\n## library\\nBooks are resources: list them before reading one."),
+        "{opening}"
+    );
+    assert!(!first["system"].to_string().contains("Books are resources"));
+    // The listing: the resource and the template, each with its server.
+    let listed = text_of(&s.result(1, "toolu_list")?);
+    let listed: Value = serde_json::from_str(&listed).map_err(|e| format!("{e}: {listed}"))?;
+    assert_eq!(
+        listed,
+        json!([
+            {"name": "catalogue", "uri": "library://catalogue", "description": "Every book's key", "mimeType": "text/plain", "server": "library"},
+            {"name": "book", "uriTemplate": "library://books/{key}", "description": "One book's card", "mimeType": "text/plain", "server": "library"}
+        ])
+    );
+    // A template filled in, read as Claude Code gives it.
+    let read = s.result(2, "toolu_read")?;
+    assert_eq!(
+        serde_json::from_str::<Value>(&text_of(&read))?,
+        json!({"contents": [{"uri": "library://books/dune", "mimeType": "text/plain", "text": "Dune, by Frank Herbert. Shelf SCI."}]})
+    );
+    let nope = s.result(3, "toolu_nope")?;
+    assert_eq!(nope["is_error"], true);
+    assert_eq!(
+        text_of(&nope),
+        "Server \"nope\" not found. Available servers: library"
+    );
+    // Its prompt is a command.
+    let commands = s.init()["slash_commands"].as_array().ok_or("no commands")?;
+    assert!(
+        commands.contains(&json!("mcp__library__review")),
+        "{commands:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_servers_resources_instructions_and_prompts_reach_the_model_over_stdio() -> TestResult {
+    reads_the_library(stdio()?)
+}
+
+#[test]
+fn a_servers_resources_instructions_and_prompts_reach_the_model_over_http() -> TestResult {
+    let library = HttpLibrary::start()?;
+    reads_the_library(json!({"type": "http", "url": library.url}))
+}
+
+#[test]
+fn a_deny_rule_refuses_reading_resources() -> TestResult {
+    let s = run(
+        stdio()?,
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_read",
+                "ReadMcpResourceTool",
+                json!({"server": "library", "uri": "library://catalogue"}),
+            )]),
+            Reply::text("done"),
+        ],
+        "use the library",
+        &["--disallowedTools", "ReadMcpResourceTool"],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    // Denied, it is not offered at all (as Claude Code hides denied tools);
+    // a call to it anyway is refused, never read.
+    let first = &s.server.requests()[0].body;
+    assert!(
+        !first["tools"]
+            .to_string()
+            .contains("\"ReadMcpResourceTool\"")
+    );
+    let refused = s.result(1, "toolu_read")?;
+    assert_eq!(refused["is_error"], true);
+    assert_eq!(
+        text_of(&refused),
+        "<tool_use_error>Error: No such tool available: ReadMcpResourceTool. Did you mean ListMcpResourcesTool?</tool_use_error>"
+    );
+    Ok(())
+}
+
+fn prompt_command(library: Value) -> TestResult {
+    let s = run(
+        library,
+        vec![Reply::text("a review")],
+        "/mcp__library__review Dune witty",
+        &[],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    let requests = s.server.requests();
+    let message = &requests.first().ok_or("no request")?.body["messages"][0]["content"];
+    let texts: Vec<&str> = message
+        .as_array()
+        .ok_or("no content")?
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    let at = texts.len() - 2;
+    assert_eq!(
+        &texts[at..],
+        [
+            "<command-message>mcp__library__review</command-message>\n<command-name>/mcp__library__review</command-name>\n<command-args>Dune witty</command-args>\n",
+            "Write a witty review of Dune.",
+        ]
+    );
+    Ok(())
+}
+
+#[test]
+fn an_mcp_prompt_is_a_command_with_its_arguments_over_stdio_and_http() -> TestResult {
+    prompt_command(stdio()?)?;
+    let library = HttpLibrary::start()?;
+    prompt_command(json!({"type": "http", "url": library.url}))
+}
+
+#[test]
+fn a_prompt_without_its_required_argument_is_answered_without_a_request() -> TestResult {
+    let s = run(
+        stdio()?,
+        vec![Reply::text("unused")],
+        "/mcp__library__review",
+        &[],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    assert!(s.server.requests().is_empty(), "a request was sent");
+    let result = s.out.last().ok_or("no result")?;
+    assert_eq!(
+        result["result"],
+        "/mcp__library__review needs `book` (its arguments, in order: book tone)"
+    );
+    Ok(())
+}
