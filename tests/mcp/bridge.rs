@@ -454,3 +454,40 @@ fn tools_chooses_among_the_built_in_tools_and_mcp_tools_stay() -> TestResult {
     );
     Ok(())
 }
+
+/// A server that wants a login answers 401, here with a JSON body that is
+/// no JSON-RPC message: the server is reported as wanting a login, not as
+/// having sent a malformed message.
+#[test]
+fn a_401_is_reported_as_a_login_the_server_wants() -> TestResult {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut request = [0u8; 8192];
+            let _ = stream.read(&mut request);
+            let body = r#"{"error":"invalid_token","error_description":"sign in first"}"#;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\nwww-authenticate: Bearer\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let s = session(
+        json!({"locked": {"type": "http", "url": url}}),
+        vec![Reply::text("done")],
+        &[],
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    let status = s.server_status("locked");
+    assert_eq!(status["status"], "failed");
+    let error = status["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("the server answered HTTP 401: log in"),
+        "{error}"
+    );
+    Ok(())
+}

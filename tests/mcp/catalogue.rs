@@ -30,11 +30,17 @@ struct HttpLibrary {
 
 impl HttpLibrary {
     fn start() -> Result<Self, BoxError> {
+        Self::started(&[])
+    }
+
+    /// With `extra` arguments (`--legacy`: the 2025 handshake only).
+    fn started(extra: &[&str]) -> Result<Self, BoxError> {
         common::notes()?;
         let port = free_port()?;
         let mut child = Command::new(carapace_test_support::deps::python())
             .arg(servers_dir().join("library_server.py"))
             .args(["--http", &port.to_string()])
+            .args(extra)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()?;
@@ -237,5 +243,43 @@ fn a_prompt_without_its_required_argument_is_answered_without_a_request() -> Tes
         result["result"],
         "/mcp__library__review needs `book` (its arguments, in order: book tone)"
     );
+    Ok(())
+}
+
+/// A server that asks the client something in the middle of its answer
+/// (here `sampling/createMessage`, which carapace does not offer) is
+/// answered at once, over stdio and inside an HTTP answer's SSE stream
+/// alike: the tool's result carries the refusal, not the server's own
+/// timeout.
+#[test]
+fn a_servers_request_mid_answer_is_refused_at_once_over_stdio_and_http() -> TestResult {
+    let mut stdio = stdio()?;
+    stdio["args"]
+        .as_array_mut()
+        .ok_or("no args")?
+        .push(json!("--legacy"));
+    let http = HttpLibrary::started(&["--legacy"])?;
+    for library in [stdio, json!({"type": "http", "url": http.url})] {
+        let s = run(
+            library,
+            vec![
+                Reply::tool_uses(vec![Block::tool_use(
+                    "toolu_sum",
+                    "mcp__library__summarise",
+                    json!({}),
+                )]),
+                Reply::text("done"),
+            ],
+            "summarise",
+            &["--allowedTools", "mcp__library"],
+        )?;
+        assert_eq!(s.status, Some(0), "{}", s.stderr);
+        let result = text_of(&s.result(1, "toolu_sum")?);
+        assert!(
+            result.contains("sampling refused")
+                && result.contains("carapace does not offer `sampling/createMessage`"),
+            "{result}"
+        );
+    }
     Ok(())
 }

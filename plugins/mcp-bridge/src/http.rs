@@ -1,9 +1,16 @@
-//! One Streamable HTTP POST through `wasi:http`.
+//! One Streamable HTTP POST through `wasi:http`. A JSON answer is read
+//! whole; an SSE answer is read event by event as the bridge asks for the
+//! next message, so a request the server makes in the middle of its
+//! answer (an elicitation, a ping) is answered at once rather than after
+//! a stream that waits for it.
 
 use super::HttpEndpoint;
 use serde_json::Value;
 use wasi::http::outgoing_handler;
-use wasi::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme};
+use wasi::http::types::{
+    Fields, IncomingBody, IncomingResponse, Method, OutgoingBody, OutgoingRequest, Scheme,
+};
+use wasi::io::streams::{InputStream, StreamError};
 
 /// The most a response may bring.
 const MAX_BODY_BYTES: usize = 16 << 20;
@@ -11,6 +18,84 @@ const MAX_BODY_BYTES: usize = 16 << 20;
 pub(super) struct Reply {
     pub(super) session: Option<String>,
     pub(super) messages: Vec<String>,
+    /// An SSE answer, still open: its events are read as they come.
+    pub(super) stream: Option<EventStream>,
+}
+
+/// An SSE response being read. The fields drop in order: the stream
+/// before the body it reads, the body before the response it came with.
+pub(super) struct EventStream {
+    stream: InputStream,
+    _body: IncomingBody,
+    _response: IncomingResponse,
+    buffer: Vec<u8>,
+    received: usize,
+}
+
+impl EventStream {
+    /// The next event's data; `None` once the stream has ended.
+    pub(super) fn next_event(&mut self) -> Result<Option<String>, String> {
+        loop {
+            while let Some(block) = self.take_block() {
+                if let Some(data) = event_data(&block) {
+                    return Ok(Some(data));
+                }
+            }
+            match self.stream.blocking_read(64 * 1024) {
+                Ok(chunk) => {
+                    self.received += chunk.len();
+                    if self.received > MAX_BODY_BYTES {
+                        return Err(format!(
+                            "the server's answer is larger than {MAX_BODY_BYTES} bytes"
+                        ));
+                    }
+                    self.buffer.extend(chunk);
+                }
+                Err(StreamError::Closed) => {
+                    // What is left is the last event, unterminated.
+                    let rest =
+                        String::from_utf8_lossy(&std::mem::take(&mut self.buffer)).into_owned();
+                    return Ok(event_data(&rest));
+                }
+                Err(e) => return Err(format!("reading the answer failed: {e:?}")),
+            }
+        }
+    }
+
+    /// The first whole event block in the buffer, taken out of it.
+    fn take_block(&mut self) -> Option<String> {
+        let text = &self.buffer;
+        let end = text.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
+        let crlf = text
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map(|i| (i, 4));
+        let (at, len) = match (end, crlf) {
+            (Some(a), Some(b)) => {
+                if a.0 <= b.0 {
+                    a
+                } else {
+                    b
+                }
+            }
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => return None,
+        };
+        let block: Vec<u8> = self.buffer.drain(..at + len).collect();
+        Some(String::from_utf8_lossy(&block[..at]).into_owned())
+    }
+}
+
+/// The `data` of one SSE event block; `None` for a block without any (a
+/// comment, a keep-alive, an `id:` or `retry:` alone).
+fn event_data(block: &str) -> Option<String> {
+    let data: Vec<&str> = block
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|value| value.strip_prefix(' ').unwrap_or(value))
+        .collect();
+    (!data.is_empty()).then(|| data.join("\n"))
 }
 
 pub(super) fn post(
@@ -67,7 +152,22 @@ pub(super) fn post(
         .to_ascii_lowercase();
     drop(headers);
     let body = response.consume().map_err(|()| "no body")?;
-    let text = read_body(&body.stream().map_err(|()| "no body stream")?)?;
+    let stream = body.stream().map_err(|()| "no body stream")?;
+    if (200..300).contains(&status) && content_type.starts_with("text/event-stream") {
+        return Ok(Reply {
+            session,
+            messages: Vec::new(),
+            stream: Some(EventStream {
+                stream,
+                _body: body,
+                _response: response,
+                buffer: Vec::new(),
+                received: 0,
+            }),
+        });
+    }
+    let text = read_body(&stream)?;
+    drop(stream);
     reply(status, &content_type, session, text)
 }
 
@@ -149,50 +249,37 @@ fn read_body(stream: &wasi::io::streams::InputStream) -> Result<String, String> 
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// The messages of a response: a JSON body, an SSE stream's events, or
-/// none (a notification's 202); an error status is an answer only when it
-/// carries a JSON-RPC error.
+/// The messages of a whole response: a JSON body, or none (a
+/// notification's 202). An error status is an answer only when it carries
+/// a JSON-RPC message; 401 says that the server wants the user signed in.
 fn reply(
     status: u16,
     content_type: &str,
     session: Option<String>,
     text: String,
 ) -> Result<Reply, String> {
-    if !(200..300).contains(&status) {
-        if content_type.starts_with("application/json") && !text.trim().is_empty() {
-            return Ok(Reply {
-                session,
-                messages: vec![text],
-            });
-        }
+    let json_rpc = content_type.starts_with("application/json")
+        && serde_json::from_str::<Value>(&text).is_ok_and(|v| v.get("jsonrpc").is_some());
+    if status == 401 {
+        return Err(
+            "the server answered HTTP 401: log in — it wants an authorization this configuration does not give (an `Authorization` header in the server's `headers`)"
+                .into(),
+        );
+    }
+    if !(200..300).contains(&status) && !json_rpc {
         return Err(format!(
             "the server answered HTTP {status}: {}",
             super::preview(&text)
         ));
     }
-    let messages = if content_type.starts_with("text/event-stream") {
-        sse_data(&text)
-    } else if text.trim().is_empty() {
+    let messages = if text.trim().is_empty() {
         Vec::new() // 202 Accepted for a notification
     } else {
         vec![text]
     };
-    Ok(Reply { session, messages })
-}
-
-/// The `data` of each event of an SSE body.
-fn sse_data(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut data: Vec<&str> = Vec::new();
-    for line in text.lines().chain(std::iter::once("")) {
-        if line.is_empty() {
-            if !data.is_empty() {
-                out.push(data.join("\n"));
-                data.clear();
-            }
-        } else if let Some(value) = line.strip_prefix("data:") {
-            data.push(value.strip_prefix(' ').unwrap_or(value));
-        }
-    }
-    out
+    Ok(Reply {
+        session,
+        messages,
+        stream: None,
+    })
 }

@@ -58,6 +58,8 @@ enum Link {
         session: Option<String>,
         protocol: Option<String>,
         inbox: VecDeque<String>,
+        /// SSE answers still open, oldest first.
+        streams: VecDeque<http::EventStream>,
     },
 }
 
@@ -74,6 +76,7 @@ fn use_session(session: &Session) {
                 session: session.http_session.clone(),
                 protocol: Some(session.protocol_version.clone()),
                 inbox: VecDeque::new(),
+                streams: VecDeque::new(),
             },
             None => Link::Stdio,
         }
@@ -96,27 +99,53 @@ fn send(message: &Value) -> Result<(), String> {
     };
     let reply = http::post(&endpoint, session.as_deref(), protocol.as_deref(), message)?;
     LINK.with(|link| {
-        if let Link::Http { session, inbox, .. } = &mut *link.borrow_mut() {
+        if let Link::Http {
+            session,
+            inbox,
+            streams,
+            ..
+        } = &mut *link.borrow_mut()
+        {
             if reply.session.is_some() {
                 *session = reply.session.clone();
             }
             inbox.extend(reply.messages);
+            streams.extend(reply.stream);
         }
     });
     Ok(())
 }
 
-/// The next message from the server. Over HTTP, everything a request
-/// brings arrives with its POST: an empty inbox is silence.
+/// The next message from the server. Over HTTP, what a request brings
+/// comes with its POST — whole, or as an SSE stream read event by event
+/// (the host's deadline ends a stream that never does); an empty inbox
+/// with no stream open is silence.
 fn receive(timeout_ms: u32) -> Result<Option<String>, String> {
-    let http = LINK.with(|link| match &mut *link.borrow_mut() {
-        Link::Stdio => None,
-        Link::Http { inbox, .. } => Some(inbox.pop_front()),
-    });
-    match http {
-        None => transport::receive(timeout_ms),
-        Some(Some(message)) => Ok(Some(message)),
-        Some(None) => Ok(None),
+    loop {
+        let http = LINK.with(|link| match &mut *link.borrow_mut() {
+            Link::Stdio => None,
+            Link::Http { inbox, streams, .. } => Some(match inbox.pop_front() {
+                Some(message) => Ok(Some(message)),
+                None => match streams.front_mut() {
+                    None => Ok(None),
+                    Some(stream) => match stream.next_event() {
+                        Ok(Some(message)) => Ok(Some(message)),
+                        // Ended: the next stream, or silence.
+                        Ok(None) => {
+                            streams.pop_front();
+                            Err(None)
+                        }
+                        Err(e) => Err(Some(e)),
+                    },
+                },
+            }),
+        });
+        return match http {
+            None => transport::receive(timeout_ms),
+            Some(Ok(message)) => Ok(message),
+            Some(Err(None)) => continue,
+            Some(Err(Some(e))) => Err(e),
+        };
     }
 }
 

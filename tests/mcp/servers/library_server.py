@@ -6,6 +6,9 @@ client for a completion (sampling, which carapace refuses).
 
 Run: python3 library_server.py            (stdio)
      python3 library_server.py --http PORT (Streamable HTTP on 127.0.0.1:PORT/mcp)
+     either with --legacy: `server/discover` is refused, so a client falls
+     back to the 2025-11-25 handshake, where a server may send requests
+     in the middle of its answer (elicitation, sampling)
 """
 
 import sys
@@ -14,7 +17,8 @@ import anyio
 from pydantic import BaseModel
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import SamplingMessage, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp.types import METHOD_NOT_FOUND, RequestParams, SamplingMessage, TextContent
 
 server = MCPServer(
     "library",
@@ -78,14 +82,32 @@ async def summarise(ctx: Context) -> str:
         result = await ctx.session.create_message(
             [SamplingMessage(role="user", content=TextContent(type="text", text="Summarise the library."))],
             max_tokens=50,
+            related_request_id=ctx.request_id,
         )
         return f"sampled: {result.content}"
     except Exception as error:  # the client refused: say how
         return f"sampling refused: {error}"
 
 
+def refuse_discover() -> None:
+    """A 2025-only server: `server/discover` refused, and (over stdio) the
+    probe no longer opens the connection in the 2026 era — a test fixture
+    reaching into the SDK, which otherwise serves both."""
+    import mcp.server.runner as runner
+
+    async def refuse(ctx, params):
+        raise MCPError(METHOD_NOT_FOUND, "this server speaks the 2025 handshake only")
+
+    server._lowlevel_server.add_request_handler("server/discover", RequestParams, refuse)
+    runner._has_modern_envelope = lambda params: False
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    args = sys.argv[1:]
+    if "--legacy" in args:
+        args.remove("--legacy")
+        refuse_discover()
+    if len(args) == 2 and args[0] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(args[1]))
     else:
         server.run()
