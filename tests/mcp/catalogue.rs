@@ -283,3 +283,117 @@ fn a_servers_request_mid_answer_is_refused_at_once_over_stdio_and_http() -> Test
     }
     Ok(())
 }
+
+/// A hook command that tells its input on stderr (hooks run sandboxed:
+/// they write nowhere) and prints `answer`.
+fn hook(answer: &Value) -> Value {
+    json!({"type": "command", "command": format!("cat >&2 && printf '%s' '{answer}'")})
+}
+
+/// What the `event` hook was told, from the stream's hook lines.
+fn hook_input(s: &Session, event: &str) -> Result<Value, BoxError> {
+    let line = s
+        .out
+        .iter()
+        .find(|l| l["subtype"] == "hook_response" && l["hook_event"] == event)
+        .ok_or(format!("no {event} hook ran"))?;
+    Ok(serde_json::from_str(
+        line["stderr"].as_str().unwrap_or_default(),
+    )?)
+}
+
+/// A server's question for the user (elicitation) over either transport
+/// and both ways of asking: print mode, where nobody can be asked, cancels
+/// it as Claude Code does; an Elicitation hook answers it, told the server
+/// and the form; an ElicitationResult hook changes the answer before the
+/// server reads it.
+#[test]
+fn an_elicitation_is_cancelled_in_print_mode_and_hooks_answer_and_change_it() -> TestResult {
+    let mut legacy = stdio()?;
+    legacy["args"]
+        .as_array_mut()
+        .ok_or("no args")?
+        .push(json!("--legacy"));
+    let http = HttpLibrary::started(&["--legacy"])?;
+    // 2025: a request in the middle of the answer; 2026-07-28: an
+    // input_required result and a retry.
+    let cases = [
+        (legacy, "mcp__library__shelve", "Dune shelved on"),
+        (
+            json!({"type": "http", "url": http.url}),
+            "mcp__library__shelve",
+            "Dune shelved on",
+        ),
+        (
+            stdio()?,
+            "mcp__library__shelve_by_round_trip",
+            "Dune shelved on",
+        ),
+    ];
+    for (library, tool, shelved) in cases {
+        let call = || {
+            vec![
+                Reply::tool_uses(vec![Block::tool_use(
+                    "toolu_shelve",
+                    tool,
+                    json!({"title": "Dune"}),
+                )]),
+                Reply::text("done"),
+            ]
+        };
+        let allow = ["--allowedTools", "mcp__library"];
+        let s = run(library.clone(), call(), "shelve it", &allow)?;
+        assert_eq!(s.status, Some(0), "{}", s.stderr);
+        assert_eq!(
+            text_of(&s.result(1, "toolu_shelve")?),
+            "not shelved: cancel",
+            "{tool}"
+        );
+
+        let ws = tempfile::tempdir()?;
+        let accept = json!({"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept", "content": {"shelf": "SCI"}}});
+        let settings =
+            json!({"hooks": {"Elicitation": [{"matcher": "library", "hooks": [hook(&accept)]}]}});
+        let mut args = allow.to_vec();
+        let settings_text = settings.to_string();
+        args.extend(["--settings", &settings_text, "--include-hook-events"]);
+        let servers = json!({"library": library.clone()});
+        let s = session_prompting(ws.path(), servers, call(), ("shelve it", &args))?;
+        let got = text_of(&s.result(1, "toolu_shelve")?);
+        assert!(
+            got.starts_with(&format!("{shelved} SCI")),
+            "{tool}: {got} {}",
+            s.stderr
+        );
+        let told = hook_input(&s, "Elicitation")?;
+        assert_eq!(told["hook_event_name"], "Elicitation");
+        assert_eq!(told["mcp_server_name"], "library");
+        assert_eq!(told["mode"], "form");
+        assert_eq!(told["message"], "Which shelf for Dune?");
+        assert_eq!(
+            told["requested_schema"]["properties"]["shelf"]["type"],
+            "string"
+        );
+
+        let change = json!({"hookSpecificOutput": {"hookEventName": "ElicitationResult", "action": "accept", "content": {"shelf": "CLA"}}});
+        let settings = json!({"hooks": {
+            "Elicitation": [{"hooks": [hook(&accept)]}],
+            "ElicitationResult": [{"matcher": "library", "hooks": [hook(&change)]}],
+        }});
+        let settings_text = settings.to_string();
+        let mut args = allow.to_vec();
+        args.extend(["--settings", &settings_text, "--include-hook-events"]);
+        let servers = json!({"library": library});
+        let s = session_prompting(ws.path(), servers, call(), ("shelve it", &args))?;
+        assert!(
+            text_of(&s.result(1, "toolu_shelve")?).starts_with(&format!("{shelved} CLA")),
+            "{tool}"
+        );
+        let told = hook_input(&s, "ElicitationResult")?;
+        assert_eq!(
+            (told["action"].as_str(), &told["content"]),
+            (Some("accept"), &json!({"shelf": "SCI"}))
+        );
+    }
+    Ok(())
+}

@@ -103,6 +103,13 @@ pub enum AgentEvent {
         /// How long the compaction took (the summary request, mostly).
         duration: Duration,
     },
+    /// A running call's progress, as its MCP server reports it.
+    ToolProgress {
+        tool_use_id: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
     /// A background agent started (`system`/`task_started`).
     TaskStarted {
         task_id: String,

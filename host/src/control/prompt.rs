@@ -140,6 +140,42 @@ impl PermissionPrompter for SdkPrompter {
             }
         })
     }
+
+    /// An MCP server's question, as Claude Code puts it to the SDK: an
+    /// `elicitation` control request, answered with `action` and
+    /// `content`; an SDK that cannot answer cancels it.
+    fn elicit<'a>(
+        &'a self,
+        request: &'a crate::mcp::ElicitRequest,
+    ) -> BoxFuture<'a, crate::mcp::ElicitAnswer> {
+        Box::pin(async move {
+            let mut asked = json!({
+                "subtype": "elicitation",
+                "mcp_server_name": request.server,
+                "message": request.message,
+                "mode": request.mode(),
+            });
+            if let Some(url) = &request.url {
+                asked["url"] = json!(url);
+            }
+            if let Some(id) = &request.elicitation_id {
+                asked["elicitation_id"] = json!(id);
+            }
+            if let Some(schema) = &request.requested_schema {
+                asked["requested_schema"] = schema.clone();
+            }
+            match self.channel.request(asked).await {
+                Ok(answer) => crate::mcp::ElicitAnswer::from_action(
+                    answer["action"].as_str().unwrap_or("cancel"),
+                    answer.get("content").cloned(),
+                ),
+                Err(e) => {
+                    tracing::warn!("the SDK did not answer an elicitation: {e}");
+                    crate::mcp::ElicitAnswer::Cancel
+                }
+            }
+        })
+    }
 }
 
 /// A command's connection to a host the network lists do not name, asked

@@ -327,7 +327,9 @@ fn event_to_wit(event: &HookEvent) -> Option<wit::Event> {
         | HookEvent::MessageDisplay { .. }
         | HookEvent::PreSkillShellCommand { .. }
         | HookEvent::PreModelSwitch(_)
-        | HookEvent::PostModelSwitch(_) => return None,
+        | HookEvent::PostModelSwitch(_)
+        | HookEvent::Elicitation(_)
+        | HookEvent::ElicitationResult(_) => return None,
     })
 }
 

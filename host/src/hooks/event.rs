@@ -28,10 +28,12 @@ pub enum HookEventKind {
     PreSkillShellCommand,
     PreModelSwitch,
     PostModelSwitch,
+    Elicitation,
+    ElicitationResult,
 }
 
 impl HookEventKind {
-    pub const ALL: [HookEventKind; 22] = [
+    pub const ALL: [HookEventKind; 24] = [
         HookEventKind::PreToolUse,
         HookEventKind::PostToolUse,
         HookEventKind::PostToolUseFailure,
@@ -54,6 +56,8 @@ impl HookEventKind {
         HookEventKind::PreSkillShellCommand,
         HookEventKind::PreModelSwitch,
         HookEventKind::PostModelSwitch,
+        HookEventKind::Elicitation,
+        HookEventKind::ElicitationResult,
     ];
 
     pub fn name(self) -> &'static str {
@@ -80,6 +84,8 @@ impl HookEventKind {
             HookEventKind::PreSkillShellCommand => "PreSkillShellCommand",
             HookEventKind::PreModelSwitch => "PreModelSwitch",
             HookEventKind::PostModelSwitch => "PostModelSwitch",
+            HookEventKind::Elicitation => "Elicitation",
+            HookEventKind::ElicitationResult => "ElicitationResult",
         }
     }
 
@@ -210,6 +216,11 @@ pub enum HookEvent {
         message_id: String,
         text: String,
     },
+    /// An MCP server asks the user something: a hook may answer instead.
+    Elicitation(ElicitationAsked),
+    /// The answer to an MCP server's question, before it is sent: a hook
+    /// may change it.
+    ElicitationResult(ElicitationAnswered),
     /// A prompt that is a custom command, about to be expanded.
     UserPromptExpansion {
         /// `slash_command`.
@@ -247,6 +258,8 @@ impl HookEvent {
             HookEvent::PreSkillShellCommand { .. } => HookEventKind::PreSkillShellCommand,
             HookEvent::PreModelSwitch(_) => HookEventKind::PreModelSwitch,
             HookEvent::PostModelSwitch(_) => HookEventKind::PostModelSwitch,
+            HookEvent::Elicitation(_) => HookEventKind::Elicitation,
+            HookEvent::ElicitationResult(_) => HookEventKind::ElicitationResult,
         }
     }
 
@@ -280,6 +293,29 @@ impl HookEvent {
             _ => None,
         }
     }
+}
+
+/// An MCP server's question for the user, as hooks are told it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ElicitationAsked {
+    pub server: String,
+    pub message: String,
+    /// `form` or `url`.
+    pub mode: String,
+    pub url: Option<String>,
+    pub elicitation_id: Option<String>,
+    pub requested_schema: Option<serde_json::Value>,
+}
+
+/// The answer to it, before it goes to the server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ElicitationAnswered {
+    pub server: String,
+    pub elicitation_id: Option<String>,
+    pub mode: String,
+    /// `accept`, `decline` or `cancel`.
+    pub action: String,
+    pub content: Option<serde_json::Value>,
 }
 
 /// What a SessionStart tells beyond its source, as Claude Code 2.1.332

@@ -395,7 +395,9 @@ pub(super) fn failed(
         | HookEventKind::SubagentStop
         | HookEventKind::UserPromptSubmit
         | HookEventKind::UserPromptExpansion
-        | HookEventKind::PreModelSwitch => HandlerResult {
+        | HookEventKind::PreModelSwitch
+        | HookEventKind::Elicitation
+        | HookEventKind::ElicitationResult => HandlerResult {
             block: Some(reason),
             error: Some(message),
             ..HandlerResult::default()
@@ -431,6 +433,8 @@ pub(super) fn matcher_subject(
         HookEvent::PreSkillShellCommand { command_name, .. } => Some(command_name.clone()),
         HookEvent::UserPromptExpansion { command_name, .. } => Some(command_name.clone()),
         HookEvent::Setup { trigger } => Some(trigger.clone()),
+        HookEvent::Elicitation(asked) => Some(asked.server.clone()),
+        HookEvent::ElicitationResult(answered) => Some(answered.server.clone()),
         HookEvent::PreModelSwitch(switch) | HookEvent::PostModelSwitch(switch) => {
             Some(switch.to_model.clone())
         }

@@ -36,8 +36,8 @@ pub use answers::{PostToolUseAnswer, PreToolUseAnswer, StopAnswer};
 pub use approval::{Held, HookApprovals};
 pub use component::{CommandHook, CommandRun, HookComponent, HookError};
 pub use event::{
-    HookCommon, HookEvent, HookEventKind, HookOutcome, HookPermission, HookToolCall, ModelSwitch,
-    ResumedHistory, StartDetails,
+    ElicitationAnswered, ElicitationAsked, HookCommon, HookEvent, HookEventKind, HookOutcome,
+    HookPermission, HookToolCall, ModelSwitch, ResumedHistory, StartDetails,
 };
 pub use http::{HttpHookError, HttpHookLimits, HttpTarget};
 pub use loop_hooks::stop_decision;

@@ -25,6 +25,9 @@ pub struct HandlerResult {
     /// The decision came from a hook that failed (its deny still holds;
     /// the model is told it was a hook error).
     pub errored: bool,
+    /// An Elicitation or ElicitationResult hook's answer: the action and,
+    /// for `accept`, the content.
+    pub elicitation: Option<(String, Option<Value>)>,
 }
 
 /// The JSON a Claude Code command hook reads on stdin.
@@ -101,6 +104,40 @@ fn event_fields(v: &mut Value, event: &HookEvent) {
         | HookEvent::UserPromptExpansion { .. }
         | HookEvent::MessageDisplay { .. }
         | HookEvent::Notification { .. } => message_fields(v, event),
+        HookEvent::Elicitation(_) | HookEvent::ElicitationResult(_) => elicitation_fields(v, event),
+    }
+}
+
+/// An MCP server's question, and its answer, in Claude Code 2.1.332's
+/// fields.
+fn elicitation_fields(v: &mut Value, event: &HookEvent) {
+    match event {
+        HookEvent::Elicitation(asked) => {
+            v["mcp_server_name"] = json!(asked.server);
+            v["message"] = json!(asked.message);
+            v["mode"] = json!(asked.mode);
+            if let Some(url) = &asked.url {
+                v["url"] = json!(url);
+            }
+            if let Some(id) = &asked.elicitation_id {
+                v["elicitation_id"] = json!(id);
+            }
+            if let Some(schema) = &asked.requested_schema {
+                v["requested_schema"] = schema.clone();
+            }
+        }
+        HookEvent::ElicitationResult(answered) => {
+            v["mcp_server_name"] = json!(answered.server);
+            if let Some(id) = &answered.elicitation_id {
+                v["elicitation_id"] = json!(id);
+            }
+            v["mode"] = json!(answered.mode);
+            v["action"] = json!(answered.action);
+            if let Some(content) = &answered.content {
+                v["content"] = content.clone();
+            }
+        }
+        _ => {}
     }
 }
 
@@ -315,6 +352,9 @@ fn blocks(kind: HookEventKind) -> bool {
             // Checked against Claude Code 2.1.197: exit 2 (or a JSON
             // block) stops the compaction.
             | HookEventKind::PreCompact
+            // Declines the server's question (Claude Code 2.1.332).
+            | HookEventKind::Elicitation
+            | HookEventKind::ElicitationResult
     )
 }
 
@@ -444,6 +484,12 @@ pub fn from_json(kind: HookEventKind, v: &Value) -> HandlerResult {
     if kind == HookEventKind::PermissionRequest {
         permission_request_answer(&mut result, &specific["decision"]);
     }
+    if matches!(
+        kind,
+        HookEventKind::Elicitation | HookEventKind::ElicitationResult
+    ) {
+        elicitation_answer(&mut result, kind, specific, reason.as_deref());
+    }
     if specific["updatedInput"].is_object() {
         result.updated_input = Some(specific["updatedInput"].clone());
     }
@@ -456,6 +502,32 @@ pub fn from_json(kind: HookEventKind, v: &Value) -> HandlerResult {
         }
     }
     result
+}
+
+/// An Elicitation(Result) hook's `hookSpecificOutput`: its action and
+/// content, for its own event only; `decline` blocks, as Claude Code
+/// treats it.
+fn elicitation_answer(
+    result: &mut HandlerResult,
+    kind: HookEventKind,
+    specific: &Value,
+    reason: Option<&str>,
+) {
+    if specific["hookEventName"] != kind.name() {
+        return;
+    }
+    let Some(action) = specific["action"].as_str() else {
+        return;
+    };
+    let content = specific.get("content").filter(|c| c.is_object()).cloned();
+    result.elicitation = Some((action.to_string(), content));
+    if action == "decline" {
+        result.block = Some(
+            reason
+                .unwrap_or("the elicitation was declined by a hook")
+                .into(),
+        );
+    }
 }
 
 /// A PermissionRequest hook's `decision`: `behavior` allow (with
@@ -561,6 +633,11 @@ pub fn aggregate(results: Vec<HandlerResult>) -> HandlerResult {
         }
         if out.stop.is_none() {
             out.stop = r.stop;
+        }
+        // Any hook's cancel wins; else the last answer.
+        let cancelled = out.elicitation.as_ref().is_some_and(|(a, _)| a == "cancel");
+        if !cancelled && r.elicitation.is_some() {
+            out.elicitation = r.elicitation;
         }
         messages.extend(r.system_message);
         errors.extend(r.error);

@@ -9,10 +9,11 @@
 //! can only reach the instance that asked for it.
 
 use super::channel::{McpChannel, McpLine};
+use super::requests::{ElicitAnswer, ElicitRequest, McpProgress, ServerRequests};
 use crate::sandbox::world::{
     CallCore, CallIo, EngineInner, HttpParts, World, link_file_streams, wasi_http_view, wasi_view,
 };
-use crate::sandbox::{CacheOutcome, CallLimits, Grant, Sandbox, SandboxError};
+use crate::sandbox::{CacheOutcome, CallClock, CallLimits, Grant, Sandbox, SandboxError};
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::component::{HasSelf, Linker};
@@ -26,7 +27,7 @@ mod bindings {
     });
 }
 
-use bindings::carapace::mcp::{transport, types};
+use bindings::carapace::mcp::{client, transport, types};
 use bindings::{McpBridge as Bindings, McpBridgePre};
 
 /// The bridge world's context: WASI (with no grant), `wasi:http` to the one
@@ -36,6 +37,14 @@ pub(crate) struct BridgeState {
     core: CallCore,
     http: HttpParts,
     mcp: Option<Arc<dyn McpLine>>,
+    /// Who hears the server's progress and answers its questions during
+    /// this operation; none: progress is dropped, questions cancelled.
+    requests: Option<Arc<dyn ServerRequests>>,
+    /// The operation's deadline, touched by progress and paused while
+    /// the user answers.
+    clock: Option<Arc<CallClock>>,
+    /// The server's configured name.
+    server: String,
 }
 
 wasi_view!(BridgeState);
@@ -47,7 +56,9 @@ impl World for BridgeState {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
             .map_err(SandboxError::setup("linking wasi:http"))?;
         transport::add_to_linker::<BridgeState, HasSelf<BridgeState>>(linker, |state| state)
-            .map_err(SandboxError::setup("linking carapace:mcp/transport"))
+            .map_err(SandboxError::setup("linking carapace:mcp/transport"))?;
+        client::add_to_linker::<BridgeState, HasSelf<BridgeState>>(linker, |state| state)
+            .map_err(SandboxError::setup("linking carapace:mcp/client"))
     }
 
     fn core(&mut self) -> &mut CallCore {
@@ -76,6 +87,45 @@ impl transport::Host for BridgeState {
 }
 
 impl types::Host for BridgeState {}
+
+impl client::Host for BridgeState {
+    async fn report_progress(&mut self, update: types::Progress) {
+        if let Some(clock) = &self.clock {
+            clock.touch();
+        }
+        if let Some(requests) = &self.requests {
+            requests.progress(McpProgress {
+                progress: update.progress,
+                total: update.total,
+                message: update.message,
+            });
+        }
+    }
+
+    async fn elicit(&mut self, request: types::Elicitation) -> types::ElicitAnswer {
+        let Some(requests) = self.requests.clone() else {
+            return types::ElicitAnswer::Cancel;
+        };
+        let request = ElicitRequest {
+            server: self.server.clone(),
+            message: request.message,
+            url: request.url,
+            elicitation_id: request.elicitation_id,
+            requested_schema: request
+                .requested_schema
+                .and_then(|s| serde_json::from_str(&s).ok()),
+        };
+        // The user's time is not the server's: the deadline waits.
+        let _paused = self.clock.as_ref().map(|c| c.pause());
+        match requests.elicit(request).await {
+            ElicitAnswer::Accept(content) => {
+                types::ElicitAnswer::Accept(content.map(|c| c.to_string()))
+            }
+            ElicitAnswer::Decline => types::ElicitAnswer::Decline,
+            ElicitAnswer::Cancel => types::ElicitAnswer::Cancel,
+        }
+    }
+}
 
 /// What `initialize` agreed with a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,6 +273,10 @@ pub enum BridgeError {
     Sandbox(SandboxError),
 }
 
+/// How many times its deadline an operation may run in all when the
+/// server keeps reporting progress (each report restarts the deadline).
+pub const MAX_DEADLINE_TIMES: u32 = 10;
+
 /// The bridge, built from `plugins/mcp-bridge` and embedded in the binary.
 pub const BRIDGE_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/mcp-bridge.wasm"));
 
@@ -261,18 +315,49 @@ impl McpBridge {
             Box<dyn std::future::Future<Output = wasmtime::Result<Result<R, String>>> + Send + 'a>,
         > + Send,
     ) -> Result<R, BridgeError> {
+        self.run_answering(link, limits, None, f).await
+    }
+
+    /// [`Self::run`], with `requests` hearing the server's progress
+    /// (which also restarts the deadline, up to ten times it) and
+    /// answering its questions (the deadline waits meanwhile).
+    async fn run_answering<R: Send + 'static>(
+        &self,
+        link: &McpLink,
+        limits: &CallLimits,
+        requests: Option<Arc<dyn ServerRequests>>,
+        f: impl for<'a> FnOnce(
+            &'a Bindings,
+            &'a mut wasmtime::Store<BridgeState>,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = wasmtime::Result<Result<R, String>>> + Send + 'a>,
+        > + Send,
+    ) -> Result<R, BridgeError> {
         let _operation = link.operation.lock().await;
         let pre = self.pre.clone();
         let http = HttpParts::for_grant(&link.grant);
         let mcp = link.channel.clone();
+        let clock = Arc::new(CallClock::idle(limits.deadline * MAX_DEADLINE_TIMES));
+        let io = CallIo {
+            clock: Some(clock.clone()),
+            ..CallIo::default()
+        };
+        let server = link.name.clone();
         let (value, _) = self
             .engine
             .execute(
                 &format!("mcp:{}", link.name),
                 &link.grant,
                 limits,
-                CallIo::default(),
-                move |core| BridgeState { core, http, mcp },
+                io,
+                move |core| BridgeState {
+                    core,
+                    http,
+                    mcp,
+                    requests,
+                    clock: Some(clock),
+                    server,
+                },
                 move |store| Box::pin(async move { pre.instantiate_async(store).await }),
                 f,
             )
@@ -506,17 +591,16 @@ impl McpBridge {
 
     pub async fn call_tool(
         &self,
-        link: &McpLink,
-        session: &McpSession,
+        (link, session): (&McpLink, &McpSession),
         limits: &CallLimits,
         request_id: u64,
-        name: &str,
-        arguments: &str,
+        (name, arguments): (&str, &str),
+        requests: Option<Arc<dyn ServerRequests>>,
     ) -> Result<McpCallOutcome, BridgeError> {
         let wit_session = to_wit(session);
         let (name, arguments) = (name.to_string(), arguments.to_string());
         let answer = self
-            .run(link, limits, move |b, store| {
+            .run_answering(link, limits, requests, move |b, store| {
                 Box::pin(async move {
                     b.carapace_mcp_bridge()
                         .call_call_tool(store, &wit_session, &name, &arguments, request_id)

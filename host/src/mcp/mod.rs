@@ -8,10 +8,12 @@
 pub mod bridge;
 pub mod channel;
 pub mod config;
+mod requests;
 mod server;
 
 pub use bridge::{McpPrompt, McpPromptMessage, McpResource, ResourceList};
 pub use config::{McpConfigError, ServerConfig, Transport};
+pub use requests::{ElicitAnswer, ElicitRequest, McpProgress, ServerRequests};
 pub use server::McpServer;
 
 use crate::sandbox::{CallLimits, ProcessConfig, Sandbox, SandboxError};

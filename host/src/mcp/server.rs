@@ -253,22 +253,22 @@ impl McpServer {
         self.limits
     }
 
-    /// `tools/call`.
+    /// `tools/call`; `requests` hears its progress and answers the
+    /// server's questions.
     pub async fn call(
         &self,
-        tool: &str,
-        arguments: &str,
+        (tool, arguments): (&str, &str),
         limits: &CallLimits,
+        requests: Option<Arc<dyn super::ServerRequests>>,
     ) -> Result<McpCallOutcome, BridgeError> {
         let outcome = self
             .bridge
             .call_tool(
-                &self.link,
-                &self.session,
+                (&self.link, &self.session),
                 limits,
                 self.id(),
-                tool,
-                arguments,
+                (tool, arguments),
+                requests,
             )
             .await?;
         if outcome.tools_changed {

@@ -324,6 +324,9 @@ impl<W: Write + Send> Printer<W> {
             | AgentEvent::Informational { .. }
             | AgentEvent::HookStarted { .. }
             | AgentEvent::HookResponse { .. }) => self.notice_line(event),
+            // Shown on the screen and to an editor; Claude Code's stream
+            // has no line for it.
+            AgentEvent::ToolProgress { .. } => None,
         }
     }
 }

@@ -124,6 +124,11 @@ pub struct CallClock {
 struct ClockState {
     paused_since: Option<std::time::Instant>,
     paused_for: Duration,
+    /// The call said it is still working (an MCP server's progress): its
+    /// deadline counts from here, within `cap`.
+    touched: Option<std::time::Instant>,
+    /// The most the call may run, touched or not.
+    cap: Option<Duration>,
 }
 
 /// The clock stands still while this lives.
@@ -141,6 +146,27 @@ impl Drop for ClockPause<'_> {
 }
 
 impl CallClock {
+    /// A clock whose deadline is an idle time: each [`Self::touch`] starts
+    /// it again, up to `cap` in all.
+    pub fn idle(cap: Duration) -> Self {
+        let clock = Self::default();
+        if let Ok(mut state) = clock.state.lock() {
+            state.cap = Some(cap);
+        }
+        clock
+    }
+
+    /// The call is still working: its deadline counts from now (within
+    /// the cap, on a clock made with [`Self::idle`]).
+    pub fn touch(&self) {
+        if let Ok(mut state) = self.state.lock()
+            && state.cap.is_some()
+        {
+            state.touched = Some(std::time::Instant::now());
+        }
+        self.resumed.notify_waiters();
+    }
+
     /// Stops the clock until the pause is dropped.
     pub fn pause(&self) -> ClockPause<'_> {
         if let Ok(mut state) = self.state.lock() {
@@ -156,16 +182,26 @@ impl CallClock {
     pub(crate) async fn expired(&self, started: std::time::Instant, limit: Duration) {
         loop {
             let resumed = self.resumed.notified();
-            let (paused, paused_for) = match self.state.lock() {
-                Ok(state) => (state.paused_since.is_some(), state.paused_for),
-                // A poisoned clock counts as never paused.
-                Err(_) => (false, Duration::ZERO),
+            let (paused, paused_for, touched, cap) = match self.state.lock() {
+                Ok(state) => (
+                    state.paused_since.is_some(),
+                    state.paused_for,
+                    state.touched,
+                    state.cap,
+                ),
+                // A poisoned clock counts as never paused nor touched.
+                Err(_) => (false, Duration::ZERO, None, None),
             };
             if paused {
                 resumed.await;
                 continue;
             }
-            let due = started + limit + paused_for;
+            let idle_from = touched.unwrap_or(started).max(started);
+            let mut due = idle_from + limit;
+            if let Some(cap) = cap {
+                due = due.min(started + cap);
+            }
+            let due = due + paused_for;
             if std::time::Instant::now() >= due {
                 return;
             }
@@ -198,5 +234,40 @@ mod tests {
         // Resumed: the 100 ms count from what ran, not from the start.
         clock.expired(started, limit).await;
         assert!(started.elapsed() >= Duration::from_millis(350));
+    }
+
+    #[tokio::test]
+    async fn a_touch_restarts_an_idle_deadline_up_to_its_cap() {
+        let limit = Duration::from_millis(100);
+        // Touched every 50 ms, an idle clock runs on — until its cap.
+        let clock = CallClock::idle(Duration::from_millis(400));
+        let started = Instant::now();
+        let touching = async {
+            loop {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                clock.touch();
+            }
+        };
+        tokio::select! {
+            () = clock.expired(started, limit) => {}
+            () = touching => {}
+        }
+        let ran = started.elapsed();
+        assert!(ran >= Duration::from_millis(400), "{ran:?}");
+        assert!(ran < Duration::from_millis(1000), "{ran:?}");
+        // The control: a plain clock ignores touches.
+        let plain = CallClock::default();
+        let started = Instant::now();
+        let touching = async {
+            loop {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                plain.touch();
+            }
+        };
+        tokio::select! {
+            () = plain.expired(started, limit) => {}
+            () = touching => {}
+        }
+        assert!(started.elapsed() < Duration::from_millis(300));
     }
 }

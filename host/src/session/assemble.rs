@@ -192,6 +192,7 @@ impl SessionBuilder {
             id: &identity.id,
             dir: &identity.dir,
             checkpoints: checkpoints.clone(),
+            output: output.clone(),
         };
         let tools = self.pipeline(registry, parts, runner, main_tools, deferred)?;
         if let Some(run) = &mut run {

@@ -56,6 +56,8 @@ pub(super) struct PipelineParts<'a> {
     pub id: &'a str,
     pub dir: &'a Path,
     pub checkpoints: Option<Arc<FileCheckpoints>>,
+    /// The session's output: calls' progress is told there.
+    pub output: crate::agent::EventRelay,
 }
 
 /// The tools as the loop and the front ends reach them.
@@ -316,6 +318,7 @@ impl SessionBuilder {
             .with_memory(crate::tools::READ_TOOL, parts.nested_memory)
             .with_mcp_set(mcp.set.clone())
             .with_hooks(parts.hooks)
+            .with_output(parts.output)
             .with_session_id(parts.id.to_string())
             .with_audit(AuditLog::at(parts.dir.join("audit.jsonl")))
             .with_asker(self.spec.permissions.asker.clone())
@@ -402,7 +405,7 @@ impl crate::hooks::McpToolCaller for HookMcpTools {
                 return Err(format!("no connected MCP server is named `{server}`"));
             };
             let outcome = found
-                .call(tool, &arguments.to_string(), &found.limits())
+                .call((tool, &arguments.to_string()), &found.limits(), None)
                 .await
                 .map_err(|e| format!("`{server}` could not call `{tool}`: {e}"))?;
             let text = outcome

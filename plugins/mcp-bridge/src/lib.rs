@@ -44,6 +44,12 @@ const WAIT_MS: u32 = 30_000;
 
 /// JSON-RPC "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC "invalid params".
+const INVALID_PARAMS: i64 = -32602;
+
+/// Rounds of `input_required` a request may go through before the bridge
+/// gives up on it (a server that asks forever).
+const MAX_INPUT_ROUNDS: usize = 8;
 
 struct Bridge;
 
@@ -169,6 +175,7 @@ fn set_protocol(version: &str) {
     });
 }
 
+mod asks;
 mod catalogue;
 mod http;
 
@@ -182,7 +189,7 @@ fn enveloped(session: &Session, mut params: Value) -> Value {
             json!({
                 "io.modelcontextprotocol/protocolVersion": MODERN,
                 "io.modelcontextprotocol/clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
-                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientCapabilities": asks::capabilities(),
             }),
         );
     }
@@ -192,8 +199,26 @@ fn enveloped(session: &Session, mut params: Value) -> Value {
 /// Sends a request and reads until its response, answering what the server
 /// asks in between and noting the notifications it sends.
 fn request(id: u64, method: &str, params: Value, events: &mut Events) -> Result<Value, String> {
-    request_within(id, method, params, events, None)?
-        .ok_or_else(|| format!("the server did not answer `{method}`"))?
+    let mut params = params;
+    for _ in 0..MAX_INPUT_ROUNDS {
+        let result = request_within(id, method, params.clone(), events, None)?
+            .ok_or_else(|| format!("the server did not answer `{method}`"))??;
+        if !asks::is_input_required(&result) {
+            return Ok(result);
+        }
+        // 2026-07-28: the server's questions answered, the request again.
+        let (responses, state) = asks::input_responses(&result)?;
+        if let Some(object) = params.as_object_mut() {
+            object.insert("inputResponses".into(), responses);
+            match state {
+                Some(state) => object.insert("requestState".into(), state),
+                None => object.remove("requestState"),
+            };
+        }
+    }
+    Err(format!(
+        "the server kept asking for input on `{method}` ({MAX_INPUT_ROUNDS} rounds)"
+    ))
 }
 
 /// [`request`], giving up (`Ok(None)`) after `patience` milliseconds of
@@ -249,22 +274,33 @@ fn handle(
     };
     let method = object.get("method").and_then(Value::as_str);
     match (method, object.get("id")) {
-        // A request from the server: answer ping, refuse the rest.
+        // A request from the server: answered at once — ping, a question
+        // for the user; anything else refused.
         (Some(method), Some(request_id)) => {
-            let reply = if method == "ping" {
-                json!({"jsonrpc": "2.0", "id": request_id, "result": {}})
-            } else {
-                json!({"jsonrpc": "2.0", "id": request_id, "error": {
-                    "code": METHOD_NOT_FOUND,
-                    "message": format!("carapace does not offer `{method}` to servers"),
-                }})
+            let params = object.get("params");
+            let answer = match method {
+                "ping" => Ok(json!({})),
+                "elicitation/create" => asks::elicit(params).map_err(|e| (INVALID_PARAMS, e)),
+                other => Err((
+                    METHOD_NOT_FOUND,
+                    format!("carapace does not offer `{other}` to servers"),
+                )),
+            };
+            let reply = match answer {
+                Ok(result) => json!({"jsonrpc": "2.0", "id": request_id, "result": result}),
+                Err((code, message)) => json!({"jsonrpc": "2.0", "id": request_id, "error": {
+                    "code": code,
+                    "message": message,
+                }}),
             };
             send(&reply)?;
             Ok(None)
         }
         (Some(method), None) => {
-            if method == "notifications/tools/list_changed" {
-                events.tools_changed = true;
+            match method {
+                "notifications/tools/list_changed" => events.tools_changed = true,
+                "notifications/progress" => asks::progress(object.get("params"), id),
+                _ => {}
             }
             Ok(None)
         }
@@ -459,7 +495,10 @@ impl Guest for Bridge {
         let result = request(
             request_id,
             "tools/call",
-            enveloped(&session, json!({"name": name, "arguments": arguments})),
+            asks::with_progress_token(
+                enveloped(&session, json!({"name": name, "arguments": arguments})),
+                request_id,
+            ),
             &mut events,
         )?;
         let content = result
@@ -661,7 +700,7 @@ fn handshake(
         "initialize",
         json!({
             "protocolVersion": HANDSHAKE_VERSIONS[0],
-            "capabilities": {},
+            "capabilities": asks::capabilities(),
             "clientInfo": client,
         }),
         events,

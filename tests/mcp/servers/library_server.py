@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp.types import METHOD_NOT_FOUND, RequestParams, SamplingMessage, TextContent
+from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
 
 server = MCPServer(
     "library",
@@ -56,6 +57,33 @@ async def shelve(title: str, ctx: Context) -> str:
     answer = await ctx.elicit(f"Which shelf for {title}?", Shelf)
     if answer.action == "accept":
         return f"{title} shelved on {answer.data.shelf}"
+    return f"not shelved: {answer.action}"
+
+
+@server.tool()
+async def shelve_by_round_trip(title: str, ctx: Context):
+    """Asks the user which shelf, the 2026-07-28 way: an input_required
+    result first, the answer on the retry."""
+    answers = ctx.input_responses
+    if not answers or "shelf" not in answers:
+        return InputRequiredResult(
+            input_requests={
+                "shelf": ElicitRequest(
+                    params=ElicitRequestFormParams(
+                        message=f"Which shelf for {title}?",
+                        requested_schema={
+                            "type": "object",
+                            "properties": {"shelf": {"type": "string"}},
+                            "required": ["shelf"],
+                        },
+                    )
+                )
+            },
+            request_state="asked-once",
+        )
+    answer = answers["shelf"]
+    if answer.action == "accept":
+        return f"{title} shelved on {answer.content['shelf']} ({ctx.request_state})"
     return f"not shelved: {answer.action}"
 
 

@@ -75,6 +75,15 @@ pub enum PromptAnswer {
 /// `can_use_tool` callback.
 pub trait PermissionPrompter: Send + Sync {
     fn ask<'a>(&'a self, request: PromptRequest<'a>) -> BoxFuture<'a, PromptAnswer>;
+
+    /// An MCP server's question for the user during a call. A front end
+    /// that cannot put it cancels it, as Claude Code's print mode does.
+    fn elicit<'a>(
+        &'a self,
+        _request: &'a crate::mcp::ElicitRequest,
+    ) -> BoxFuture<'a, crate::mcp::ElicitAnswer> {
+        Box::pin(std::future::ready(crate::mcp::ElicitAnswer::Cancel))
+    }
 }
 
 /// How an `Ask` was settled.
@@ -303,7 +312,7 @@ or name a --permission-prompt-tool."
                 let grant = Grant::none();
                 let mut invocation = ToolInvocation::new(prompt_tool, &input, &grant, limits);
                 invocation.reads = Some(&self.reads);
-                handle.call(invocation).await
+                handle.call(invocation, self.call_requests(&call.id)).await
             }
             Err(e) => Err(e.into()),
         };

@@ -17,6 +17,7 @@
 mod ask;
 mod middleware;
 mod results;
+mod server_requests;
 mod skill;
 mod stages;
 
@@ -56,6 +57,8 @@ pub struct ToolPipeline {
     audit: AuditLog,
     /// Who answers what the policy would ask the user.
     asker: Asker,
+    /// Where a call's progress is told (the session's output).
+    output: Option<crate::agent::EventRelay>,
     /// The front end's prompter ([`Asker::Prompter`]), once attached.
     prompter: std::sync::OnceLock<Arc<dyn PermissionPrompter>>,
     /// What the model was shown of each file in this session (first-party
@@ -93,6 +96,7 @@ impl ToolPipeline {
             audit: AuditLog::disabled(),
             asker: Asker::Nobody,
             prompter: std::sync::OnceLock::new(),
+            output: None,
             reads: ReadLedger::new(),
             spill: None,
             hooks: None,
@@ -156,6 +160,26 @@ impl ToolPipeline {
     pub fn with_audit(mut self, audit: AuditLog) -> Self {
         self.audit = audit;
         self
+    }
+
+    /// Where calls' progress is told: the session's output.
+    pub fn with_output(mut self, output: crate::agent::EventRelay) -> Self {
+        self.output = Some(output);
+        self
+    }
+
+    /// Who hears one call's server and answers its questions.
+    fn call_requests(&self, tool_use_id: &str) -> Arc<dyn crate::mcp::ServerRequests> {
+        let prompter = match self.asker {
+            Asker::Prompter { .. } => self.prompter.get().cloned(),
+            Asker::Nobody | Asker::PromptTool(_) => None,
+        };
+        Arc::new(server_requests::CallRequests {
+            tool_use_id: tool_use_id.to_string(),
+            output: self.output.clone(),
+            hooks: self.hooks.clone(),
+            prompter,
+        })
     }
 
     /// Who answers whenever the policy would ask the user.

@@ -94,7 +94,13 @@ impl ToolHandle {
 
     /// Runs one call; the session's read ledger reaches the component only
     /// if it is first-party.
-    pub async fn call(&self, mut invocation: ToolInvocation<'_>) -> Result<ToolOutput, CallError> {
+    /// `requests` hears an MCP server's progress and answers its
+    /// questions.
+    pub async fn call(
+        &self,
+        mut invocation: ToolInvocation<'_>,
+        requests: Arc<dyn crate::mcp::ServerRequests>,
+    ) -> Result<ToolOutput, CallError> {
         match self {
             ToolHandle::Wasm {
                 component,
@@ -111,7 +117,12 @@ impl ToolHandle {
             }
             ToolHandle::Mcp(mcp) => {
                 let input = invocation.input.to_string();
-                let outcome = match mcp.server.call(&mcp.tool, &input, invocation.limits).await {
+                let call = (mcp.tool.as_str(), input.as_str());
+                let outcome = match mcp
+                    .server
+                    .call(call, invocation.limits, Some(requests))
+                    .await
+                {
                     Ok(outcome) => outcome,
                     Err(BridgeError::Server(message)) => return Err(CallError::Failed(message)),
                     Err(BridgeError::Sandbox(e)) => return Err(e.into()),
