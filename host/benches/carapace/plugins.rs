@@ -59,7 +59,7 @@ pub(super) async fn mcp_benches() -> BenchResult {
     let samples = time_async(N, |_| {
         let (server, input, limits) = (&server, &input, &limits);
         async move {
-            let outcome = server.call("echo", input, limits).await?;
+            let outcome = server.call(("echo", input), limits, None).await?;
             if outcome.is_error {
                 return Err("echo failed".into());
             }
