@@ -80,10 +80,22 @@ pub fn session_prompting(
     replies: Vec<Reply>,
     (prompt, args): (&str, &[&str]),
 ) -> Result<Session, BoxError> {
+    session_with_env(ws, servers, replies, (prompt, args), &[])
+}
+
+/// [`session_prompting`] with variables set for carapace.
+pub fn session_with_env(
+    ws: &Path,
+    servers: Value,
+    replies: Vec<Reply>,
+    (prompt, args): (&str, &[&str]),
+    env: &[(&str, &str)],
+) -> Result<Session, BoxError> {
     let config = ws.join("mcp.json");
     std::fs::write(&config, json!({"mcpServers": servers}).to_string())?;
     let server = ScriptedServer::start(replies)?;
     let output = support::carapace()
+        .envs(env.iter().copied())
         .current_dir(ws)
         .env("CARAPACE_CONFIG_DIR", ws.join(".config"))
         .env("ANTHROPIC_BASE_URL", server.url())

@@ -102,6 +102,19 @@ impl AcpOutput {
         }
     }
 
+    /// A running call's progress, as its server reports it: the call in
+    /// progress, with how far it has got.
+    fn progressed(&self, id: &str, progress: f64, total: Option<f64>, message: Option<String>) {
+        let text = crate::agent::progress_text(progress, total, message.as_deref());
+        let fields = ToolCallUpdateFields::new()
+            .status(ToolCallStatus::InProgress)
+            .content(vec![ContentBlock::Text(TextContent::new(text)).into()]);
+        self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            id.to_string(),
+            fields,
+        )));
+    }
+
     fn finished(&self, id: &str, failed: bool, text: String, structured: Option<Value>) {
         let call = self.calls.lock().ok().and_then(|mut c| c.remove(id));
         // An edit that happened is shown as its diff.
@@ -185,6 +198,12 @@ impl EventSink for AcpOutput {
                     );
                 }
             }
+            AgentEvent::ToolProgress {
+                tool_use_id,
+                progress,
+                total,
+                message,
+            } => self.progressed(&tool_use_id, progress, total, message),
             AgentEvent::LocalAnswer { text } => self.text(false, text),
             AgentEvent::Informational { content, .. } => self.text(false, content),
             _ => {}

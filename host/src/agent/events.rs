@@ -183,6 +183,18 @@ pub trait EventSink: Send {
     fn emit(&mut self, event: AgentEvent);
 }
 
+/// A server's progress in a few words: `3/10 shelf 3`.
+pub fn progress_text(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
+    let count = match total {
+        Some(total) => format!("{progress}/{total}"),
+        None => format!("{progress}"),
+    };
+    match message {
+        Some(message) => format!("{count} {message}"),
+        None => count,
+    }
+}
+
 /// Where a session's events go before and after it has an output: made
 /// with the session and handed to everything that reports (hooks,
 /// subagents), attached to the output when the session starts. Events

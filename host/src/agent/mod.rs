@@ -34,7 +34,7 @@ pub use context::{
     CompactError, CompactRequest, Compacted, ContextConfig, ContextTracking, Microcompacted,
     clear_results, compact, context_window, estimate_tokens, microcompact,
 };
-pub use events::{AgentEvent, CommandState, EventRelay, EventSink};
+pub use events::{AgentEvent, CommandState, EventRelay, EventSink, progress_text};
 pub use executor::ToolExecutor;
 pub use history_log::{HistoryLog, NoHistoryLog};
 pub use input::{InputHold, InputQueue, QueuedInput};

@@ -163,6 +163,7 @@ impl App {
             duration: None,
             output: String::new(),
             nested: false,
+            progress: None,
         };
         self.running.push((tool, Instant::now()));
     }
@@ -187,6 +188,21 @@ impl App {
                 self.on_block(block, nested);
             }
             AgentEvent::ToolResult(result) => self.tool_ended(result),
+            AgentEvent::ToolProgress {
+                tool_use_id,
+                progress,
+                total,
+                message,
+            } => {
+                if let Some((tool, _)) = self.running.iter_mut().find(|(t, _)| t.id == tool_use_id)
+                {
+                    tool.progress = Some(crate::agent::progress_text(
+                        progress,
+                        total,
+                        message.as_deref(),
+                    ));
+                }
+            }
             AgentEvent::PermissionDenied(denial) => {
                 if let Some((tool, _)) = self
                     .running
@@ -249,6 +265,7 @@ impl App {
                     duration: None,
                     output: String::new(),
                     nested,
+                    progress: None,
                 };
                 self.running.push((tool, Instant::now()));
             }
@@ -273,7 +290,7 @@ impl App {
             (_, false) => ToolState::Done,
         };
         tool.output = result.content.text();
-        self.say(Cell::Tool(tool));
+        self.say(Cell::Tool(Box::new(tool)));
     }
 
     /// Events that change the screen's counts, or are said as a line of
@@ -316,7 +333,7 @@ impl App {
             tool.state = ToolState::Failed;
             tool.duration = Some(started.elapsed());
             tool.output = "(interrupted)".into();
-            self.say(Cell::Tool(tool));
+            self.say(Cell::Tool(Box::new(tool)));
         }
         match summary.terminal {
             Terminal::AbortedStreaming | Terminal::AbortedTools => self.say(Cell::Notice(
@@ -469,7 +486,7 @@ impl App {
         for (tool, started) in &self.running {
             let mut shown = tool.clone();
             shown.duration = Some(started.elapsed());
-            live.extend(Cell::Tool(shown).render(width));
+            live.extend(Cell::Tool(Box::new(shown)).render(width));
         }
         if !live.is_empty() {
             live.push(Line::default());

@@ -180,3 +180,28 @@ fn slash_offers_the_commands_and_tab_takes_the_first() {
         "the list stays once an argument starts"
     );
 }
+
+#[test]
+fn a_running_calls_progress_shows_on_its_line() {
+    let mut app = app();
+    app.sent("count");
+    app.on_event(UiEvent::Agent(AgentEvent::AssistantBlock {
+        message_id: "msg_1".into(),
+        model: "m".into(),
+        block: ContentBlock::ToolUse {
+            id: "toolu_1".into(),
+            name: "mcp__library__inventory".into(),
+            input: json!({"steps": 3}),
+        },
+        usage: crate::model::Usage::default(),
+    }));
+    assert!(shown(&mut app).contains("running…"));
+    app.on_event(UiEvent::Agent(AgentEvent::ToolProgress {
+        tool_use_id: "toolu_1".into(),
+        progress: 2.0,
+        total: Some(3.0),
+        message: Some("shelf 2".into()),
+    }));
+    let text = shown(&mut app);
+    assert!(text.contains("running… 2/3 shelf 2"), "{text}");
+}

@@ -40,7 +40,7 @@ pub fn cells(history: &[Message], presentations: &Presentations) -> Vec<Cell> {
                 }
                 (Role::Assistant, ContentBlock::ToolUse { id, name, input }) => {
                     let (output, is_error) = results.get(id.as_str()).cloned().unwrap_or_default();
-                    cells.push(Cell::Tool(ToolCell {
+                    cells.push(Cell::Tool(Box::new(ToolCell {
                         id: id.clone(),
                         name: name.clone(),
                         face: face(presentations.view(name, input)),
@@ -52,7 +52,8 @@ pub fn cells(history: &[Message], presentations: &Presentations) -> Vec<Cell> {
                         duration: None,
                         output,
                         nested: false,
-                    }));
+                        progress: None,
+                    })));
                 }
                 _ => {}
             }

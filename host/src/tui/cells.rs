@@ -58,6 +58,8 @@ pub struct ToolCell {
     pub output: String,
     /// A child agent's call: shown indented under its Agent call.
     pub nested: bool,
+    /// How far a running call has got, as its server reports it.
+    pub progress: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +74,7 @@ pub enum Cell {
     User(String),
     Answer(String),
     Thinking(String),
-    Tool(ToolCell),
+    Tool(Box<ToolCell>),
     Notice(NoticeLevel, String),
 }
 
@@ -160,7 +162,10 @@ impl ToolCell {
         };
         let indent = if self.nested { "    " } else { "" };
         let state = match (self.state, self.duration) {
-            (ToolState::Running, _) => " running…".to_string(),
+            (ToolState::Running, _) => match &self.progress {
+                Some(progress) => format!(" running… {progress}"),
+                None => " running…".to_string(),
+            },
             (ToolState::Refused, _) => " refused".to_string(),
             (ToolState::Failed, Some(d)) => format!(" failed · {}", duration(d)),
             (ToolState::Failed, None) => " failed".to_string(),
@@ -301,7 +306,7 @@ mod tests {
     use crate::tui::text::plain;
 
     fn tool(name: &str, face: CallFace, state: ToolState, output: &str) -> Cell {
-        Cell::Tool(ToolCell {
+        Cell::Tool(Box::new(ToolCell {
             id: "toolu_1".into(),
             name: name.into(),
             face,
@@ -309,7 +314,8 @@ mod tests {
             duration: Some(Duration::from_millis(1234)),
             output: output.into(),
             nested: false,
-        })
+            progress: None,
+        }))
     }
 
     #[test]

@@ -104,6 +104,13 @@ async def inventory(steps: int, ctx: Context) -> str:
 
 
 @server.tool()
+async def nap(seconds: float) -> str:
+    """Sleeps, saying nothing meanwhile."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds} s"
+
+
+@server.tool()
 async def summarise(ctx: Context) -> str:
     """Asks the client's model for a summary (sampling)."""
     try:
