@@ -12,6 +12,11 @@ use agent_client_protocol::v1::schema::{
     SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, TextContent,
     ToolCallStatus, ToolKind,
 };
+use agent_client_protocol::v1::schema::{
+    ClientCapabilities, CreateElicitationRequest, CreateElicitationResponse,
+    ElicitationAcceptAction, ElicitationAction, ElicitationCapabilities, ElicitationContentValue,
+    ElicitationFormCapabilities, McpServer, McpServerStdio,
+};
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use scripted_server::{Block, Reply, ScriptedServer};
 use serde_json::json;
@@ -53,6 +58,24 @@ fn answer(seen: &Shared, request: &RequestPermissionRequest) -> RequestPermissio
     }
 }
 
+/// An MCP server's question as this editor answers it: a form naming a
+/// shelf gets `SCI`, anything else is declined.
+fn elicited(request: &CreateElicitationRequest) -> CreateElicitationResponse {
+    let asks_shelf = request.message.contains("Which shelf");
+    match asks_shelf {
+        true => {
+            let content = [(
+                "shelf".to_string(),
+                ElicitationContentValue::from("SCI".to_string()),
+            )];
+            CreateElicitationResponse::new(ElicitationAction::Accept(
+                ElicitationAcceptAction::new().content(std::collections::BTreeMap::from(content)),
+            ))
+        }
+        false => CreateElicitationResponse::new(ElicitationAction::Decline),
+    }
+}
+
 /// Starts `carapace acp` in `cwd` and runs `body` against it as a client.
 async fn with_agent(
     server: &ScriptedServer,
@@ -85,6 +108,12 @@ async fn with_agent(
         .on_receive_request(
             async move |request: RequestPermissionRequest, responder, _cx| {
                 responder.respond(answer(&asks, &request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CreateElicitationRequest, responder, _cx| {
+                responder.respond(elicited(&request))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -320,5 +349,62 @@ async fn cancel_stops_a_sleep_and_the_turn_ends_cancelled() -> TestResult {
     assert_eq!(outcome.tool_call_id.0.as_ref(), "toolu_sleep");
     // The model was asked once: the cancel ended the turn.
     assert_eq!(server.requests().len(), 1);
+    Ok(())
+}
+
+/// An MCP server's question (elicitation) reaches an editor that said it
+/// can show forms, as `elicitation/create`; its answer goes back to the
+/// server. The control: a client that said nothing of forms is not asked,
+/// and the question is cancelled.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_servers_question_is_put_to_an_editor_that_shows_forms() -> TestResult {
+    let library =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/servers/library_server.py");
+    for forms in [true, false] {
+        let (_dir, cwd) = workspace()?;
+        let server = ScriptedServer::start(vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_shelve",
+                "mcp__library__shelve",
+                json!({"title": "Dune"}),
+            )]),
+            Reply::text("shelved"),
+        ])?;
+        let seen = Shared::default();
+        if let Ok(mut seen) = seen.lock() {
+            seen.answers.push_back(PermissionOptionKind::AllowOnce);
+        }
+        let stdio = McpServerStdio::new("library", carapace_test_support::deps::python())
+            .args(vec![library.display().to_string(), "--legacy".into()]);
+        with_agent(&server, &cwd, seen.clone(), async |connection| {
+            let mut capabilities = ClientCapabilities::new();
+            if forms {
+                capabilities = capabilities.elicitation(
+                    ElicitationCapabilities::new().form(ElicitationFormCapabilities::new()),
+                );
+            }
+            connection
+                .send_request(
+                    InitializeRequest::new(ProtocolVersion::V1).client_capabilities(capabilities),
+                )
+                .block_task()
+                .await?;
+            let session = connection
+                .send_request(
+                    NewSessionRequest::new(cwd.clone()).mcp_servers(vec![McpServer::Stdio(stdio)]),
+                )
+                .block_task()
+                .await?;
+            prompt(&connection, &session.session_id.0, "shelve Dune").await?;
+            Ok(())
+        })
+        .await?;
+        let requests = server.requests();
+        let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
+        match forms {
+            true => assert!(sent.contains("Dune shelved on SCI"), "{sent}"),
+            false => assert!(sent.contains("not shelved: cancel"), "{sent}"),
+        }
+    }
     Ok(())
 }

@@ -32,6 +32,8 @@ pub struct AcpAsker {
     pub session_id: String,
     pub pipeline: Arc<ToolPipeline>,
     pub timeout: Duration,
+    /// Which MCP questions the client can show.
+    pub elicitation: super::elicit::ClientElicitation,
 }
 
 /// The client's choice.
@@ -54,6 +56,7 @@ impl AcpAsker {
             session_id,
             pipeline,
             timeout,
+            elicitation: super::elicit::ClientElicitation::default(),
         }
     }
 
@@ -126,6 +129,19 @@ fn pending_call(view: &CallView, id: &str, input: &Value, question: &str) -> Too
 }
 
 impl PermissionPrompter for AcpAsker {
+    fn elicit<'a>(
+        &'a self,
+        request: &'a crate::mcp::ElicitRequest,
+    ) -> BoxFuture<'a, crate::mcp::ElicitAnswer> {
+        let asked = (self.elicitation, self.session_id.as_str());
+        Box::pin(super::elicit::ask_client(
+            &self.connection,
+            asked,
+            request,
+            self.timeout,
+        ))
+    }
+
     fn ask<'a>(&'a self, request: PromptRequest<'a>) -> BoxFuture<'a, PromptAnswer> {
         Box::pin(async move {
             let call = request.call;

@@ -51,7 +51,7 @@ impl LiveSession {
         session: Session,
         connection: ConnectionTo<Client>,
         limits: &Limits,
-        replay: bool,
+        (replay, elicitation): (bool, super::elicit::ClientElicitation),
     ) -> Arc<Self> {
         let session = Arc::new(session);
         let waiter = TurnWaiter::default();
@@ -64,12 +64,14 @@ impl LiveSession {
         if replay {
             output.replay(&session.history);
         }
-        let asker = Arc::new(AcpAsker::new(
+        let mut asker = AcpAsker::new(
             connection,
             session.id.clone(),
             session.pipeline.clone(),
             limits.permission_timeout,
-        ));
+        );
+        asker.elicitation = elicitation;
+        let asker = Arc::new(asker);
         let told = output.clone();
         // Weak: the session keeps this callback.
         let changed = Arc::downgrade(&session);

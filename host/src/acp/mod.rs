@@ -19,6 +19,7 @@
 
 mod asking;
 mod content;
+mod elicit;
 mod live;
 mod options;
 mod updates;
@@ -103,6 +104,9 @@ struct Server {
     sessions: Mutex<HashMap<String, Arc<LiveSession>>>,
     /// Turns running now, across sessions.
     running: Arc<Semaphore>,
+    /// What the client said at `initialize` it can show of MCP servers'
+    /// questions.
+    elicitation: std::sync::OnceLock<elicit::ClientElicitation>,
 }
 
 /// Serves ACP on stdin/stdout: each `session/new` opens `base` in the
@@ -122,6 +126,7 @@ pub async fn serve(mut base: SessionSpec, limits: Limits) -> anyhow::Result<Exit
         limits,
         opener,
         sessions: Mutex::default(),
+        elicitation: std::sync::OnceLock::new(),
     });
     let served = connect(server.clone()).await;
     // stdin closed (or the connection broke): every session ends cleanly,
@@ -140,12 +145,15 @@ pub async fn serve(mut base: SessionSpec, limits: Limits) -> anyhow::Result<Exit
 async fn connect(server: Arc<Server>) -> Result<(), Error> {
     let (new, load, prompt) = (server.clone(), server.clone(), server.clone());
     let (mode, option) = (server.clone(), server.clone());
-    let (cancel, close) = (server.clone(), server);
+    let (cancel, close) = (server.clone(), server.clone());
+    let init = server;
     Agent
         .v1()
         .name("carapace")
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
+                let modes = elicit::ClientElicitation::of(&request.client_capabilities);
+                let _ = init.elicitation.set(modes);
                 responder.respond(initialize(request))
             },
             agent_client_protocol::on_receive_request!(),
@@ -369,7 +377,8 @@ impl Server {
         for warning in &built.warnings {
             tracing::warn!("session {}: {warning}", built.id);
         }
-        let live = LiveSession::start(built, connection, &self.limits, replay);
+        let elicitation = self.elicitation.get().copied().unwrap_or_default();
+        let live = LiveSession::start(built, connection, &self.limits, (replay, elicitation));
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.insert(live.id.clone(), live.clone());
         }
