@@ -816,3 +816,41 @@ fn a_mentioned_mcp_resource_is_read_through_the_rules_and_its_prompts_are_offere
     }
     Ok(())
 }
+
+/// An MCP server's question (elicitation) is a form on the screen: the
+/// person types the shelf, and the server reads it. The control: Esc
+/// cancels, and the server is told so.
+#[test]
+fn an_mcp_servers_question_is_a_form_on_the_screen() -> TestResult {
+    let library =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/servers/library_server.py");
+    let config = json!({"mcpServers": {"library": {
+        "command": carapace_test_support::deps::python(), "args": [library, "--legacy"]}}});
+    for (keys, told) in [
+        ("SCI\r", "Dune shelved on SCI"),
+        ("\u{1b}", "not shelved: cancel"),
+    ] {
+        let dir = workspace()?;
+        let server = ScriptedServer::start(vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_shelve",
+                "mcp__library__shelve",
+                json!({"title": "Dune"}),
+            )]),
+            Reply::text("it is done"),
+        ])?;
+        let config = config.to_string();
+        let args = ["--mcp-config", &config, "--allowedTools", "mcp__library"];
+        let mut screen = Screen::open(&server, dir.path(), &args)?;
+        screen.wait_for("> ")?;
+        screen.send("shelve Dune")?;
+        screen.wait_for("library asks: Which shelf for Dune?")?;
+        screen.keys(keys)?;
+        screen.wait_for("it is done")?;
+        let requests = server.requests();
+        let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
+        assert!(sent.contains(told), "{sent}");
+        screen.exit()?;
+    }
+    Ok(())
+}

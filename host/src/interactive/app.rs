@@ -5,6 +5,7 @@
 //! according to which.
 
 use super::faces::face;
+use super::said::{answered, notice};
 pub use super::status::Status;
 use super::status::status_line;
 use crate::agent::{AgentEvent, Terminal, ToolCallResult};
@@ -12,6 +13,7 @@ use crate::model::{ContentBlock, StreamEvent};
 use crate::policy::PermissionMode;
 use crate::tui::approval::{ApprovalChoice, ApprovalPrompt, ApprovalRequest};
 use crate::tui::cells::{Cell, NoticeLevel, ToolCell, ToolState};
+use crate::tui::form::{ElicitForm, FormAnswer, FormRequest};
 use crate::tui::input::Composer;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::{Modifier, Style};
@@ -24,6 +26,8 @@ pub enum UiEvent {
     Agent(AgentEvent),
     TurnEnded(TurnSummary),
     Ask(ApprovalRequest, oneshot::Sender<ApprovalChoice>),
+    /// An MCP server's question for the person.
+    Elicit(FormRequest, oneshot::Sender<FormAnswer>),
     Mode(PermissionMode),
     Notice(String),
     /// A `!command` the person ran has ended.
@@ -72,6 +76,8 @@ pub struct App {
     /// Calls started and not yet ended, with when they started.
     running: Vec<(ToolCell, Instant)>,
     asking: Option<(ApprovalPrompt, oneshot::Sender<ApprovalChoice>)>,
+    /// An MCP server's form, while it is filled in (before any question).
+    form: Option<(ElicitForm, oneshot::Sender<FormAnswer>)>,
     /// Questions waiting behind the one shown.
     waiting: Vec<(ApprovalRequest, oneshot::Sender<ApprovalChoice>)>,
     /// A first Ctrl-C on an empty prompt, waiting for the second.
@@ -106,6 +112,7 @@ impl App {
             thinking: false,
             running: Vec::new(),
             asking: None,
+            form: None,
             waiting: Vec::new(),
             exit_armed: None,
             queued: 0,
@@ -140,6 +147,13 @@ impl App {
             UiEvent::Ask(request, answer) => match self.asking {
                 None => self.asking = Some((ApprovalPrompt::new(request), answer)),
                 Some(_) => self.waiting.push((request, answer)),
+            },
+            UiEvent::Elicit(request, answer) => match &self.form {
+                // One form at a time: a second is cancelled.
+                Some(_) => {
+                    let _ = answer.send(FormAnswer::Cancel);
+                }
+                None => self.form = Some((ElicitForm::new(request), answer)),
             },
             UiEvent::Mode(mode) => self.status.mode = Some(mode),
             UiEvent::Notice(text) => self.say(Cell::Notice(NoticeLevel::Warning, text)),
@@ -357,6 +371,24 @@ impl App {
 impl App {
     /// A key: the question's while one is open, else the prompt's.
     pub fn on_key(&mut self, key: KeyEvent) -> Action {
+        if let Some((form, _)) = &mut self.form {
+            if let Some(given) = form.key(key)
+                && let Some((form, answer)) = self.form.take()
+            {
+                let said = match &given {
+                    FormAnswer::Accept(_) => "answered",
+                    FormAnswer::Decline => "declined",
+                    FormAnswer::Cancel => "cancelled",
+                };
+                let server = &form.request.server;
+                self.say(Cell::Notice(
+                    NoticeLevel::Info,
+                    format!("{server}'s question {said}"),
+                ));
+                let _ = answer.send(given);
+            }
+            return Action::None;
+        }
         if let Some((prompt, _)) = &mut self.asking {
             if let Some(choice) = prompt.key(key)
                 && let Some((prompt, answer)) = self.asking.take()
@@ -441,14 +473,18 @@ impl App {
     }
 
     pub fn on_paste(&mut self, text: &str) {
-        match &mut self.asking {
-            Some((prompt, _)) => prompt.paste(text),
-            None => self.composer.paste(text),
+        match (&mut self.form, &mut self.asking) {
+            (Some((form, _)), _) => form.paste(text),
+            (None, Some((prompt, _))) => prompt.paste(text),
+            (None, None) => self.composer.paste(text),
         }
     }
 
     /// Ends every open question with a refusal (the screen is closing).
     pub fn refuse_all(&mut self) {
+        if let Some((_, answer)) = self.form.take() {
+            let _ = answer.send(FormAnswer::Cancel);
+        }
         if let Some((_, answer)) = self.asking.take() {
             let _ = answer.send(ApprovalChoice::Refuse(None));
         }
@@ -490,6 +526,14 @@ impl App {
         }
         if !live.is_empty() {
             live.push(Line::default());
+        }
+        if let Some((form, _)) = &self.form {
+            live.extend(form.render(width));
+            return Frame {
+                finished,
+                live,
+                cursor: None,
+            };
         }
         let cursor = match &self.asking {
             Some((prompt, _)) => {
@@ -602,77 +646,6 @@ impl App {
     /// exit prompt), so it is drawn again every half second.
     pub fn ticking(&self) -> bool {
         matches!(self.phase, Phase::Running(_)) || self.exit_armed.is_some()
-    }
-}
-
-/// How an event is said as a line of its own, when it is.
-fn notice(event: AgentEvent) -> Option<(NoticeLevel, String)> {
-    use NoticeLevel::{Error, Info, Warning};
-    Some(match event {
-        AgentEvent::ApiRetry {
-            attempt,
-            max_retries,
-            delay,
-            error_status,
-            ..
-        } => {
-            let status = error_status.map(|s| format!(" ({s})")).unwrap_or_default();
-            let wait = delay.as_secs_f64();
-            (
-                Warning,
-                format!(
-                    "The API failed{status}; retrying in {wait:.0}s (attempt {attempt} of {max_retries})"
-                ),
-            )
-        }
-        AgentEvent::ModelFallback { from, to, .. } => {
-            (Warning, format!("{from} failed; {to} takes over"))
-        }
-        AgentEvent::Warning { message } => (Warning, message),
-        AgentEvent::Informational { content, level, .. } => {
-            (if level == "warning" { Warning } else { Info }, content)
-        }
-        AgentEvent::SyntheticUser { text } => (Info, text),
-        AgentEvent::Error { message, .. } => (Error, message),
-        AgentEvent::CompactBoundary {
-            pre_tokens,
-            post_tokens,
-            ..
-        } => (
-            Info,
-            format!("The conversation was compacted ({pre_tokens} → {post_tokens} tokens)."),
-        ),
-        AgentEvent::TaskStarted { description, .. } => {
-            (Info, format!("Background agent started: {description}"))
-        }
-        AgentEvent::TaskNotification {
-            status, summary, ..
-        } => (Info, format!("Background agent {status}: {summary}")),
-        _ => return None,
-    })
-}
-
-/// The record an answered question leaves in the scrollback.
-fn answered(request: &ApprovalRequest, choice: &ApprovalChoice) -> String {
-    use crate::tui::approval::{AlwaysAllow, RuleScope};
-    let call = format!(
-        "{}({})",
-        request.tool,
-        crate::tui::cells::summary(&request.face)
-    );
-    match choice {
-        ApprovalChoice::Once => format!("Allowed once: {call}"),
-        ApprovalChoice::Always(AlwaysAllow::AcceptEdits, _) => {
-            format!("Allowed: {call} · edits are allowed for the rest of the session")
-        }
-        ApprovalChoice::Always(AlwaysAllow::Rule(rule), RuleScope::Session) => {
-            format!("Allowed: {call} · {rule} for the rest of the session")
-        }
-        ApprovalChoice::Always(AlwaysAllow::Rule(rule), RuleScope::LocalSettings) => {
-            format!("Allowed: {call} · {rule} saved to .carapace/settings.local.json")
-        }
-        ApprovalChoice::Refuse(Some(instead)) => format!("Refused: {call} · {instead}"),
-        ApprovalChoice::Refuse(None) => format!("Refused: {call}"),
     }
 }
 

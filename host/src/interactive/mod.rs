@@ -18,6 +18,7 @@ mod faces;
 mod history;
 mod picker;
 mod prompter;
+mod said;
 mod status;
 
 pub use app::UiEvent;

@@ -138,6 +138,35 @@ fn save_allow_rule(
 }
 
 impl PermissionPrompter for ScreenPrompter {
+    /// An MCP server's question, as a form on the screen; a screen that
+    /// has gone cancels it.
+    fn elicit<'a>(
+        &'a self,
+        request: &'a crate::mcp::ElicitRequest,
+    ) -> BoxFuture<'a, crate::mcp::ElicitAnswer> {
+        use crate::mcp::ElicitAnswer;
+        use crate::tui::form::{FormAnswer, FormRequest};
+        Box::pin(async move {
+            let (answer, answered) = oneshot::channel();
+            let asked = FormRequest {
+                server: request.server.clone(),
+                message: request.message.clone(),
+                url: request.url.clone(),
+                schema: request.requested_schema.clone(),
+            };
+            if self.ui.send(UiEvent::Elicit(asked, answer)).is_err() {
+                return ElicitAnswer::Cancel;
+            }
+            match answered.await {
+                Ok(FormAnswer::Accept(content)) => {
+                    ElicitAnswer::Accept(Some(serde_json::Value::Object(content)))
+                }
+                Ok(FormAnswer::Decline) => ElicitAnswer::Decline,
+                Ok(FormAnswer::Cancel) | Err(_) => ElicitAnswer::Cancel,
+            }
+        })
+    }
+
     fn ask<'a>(&'a self, request: PromptRequest<'a>) -> BoxFuture<'a, PromptAnswer> {
         Box::pin(async move {
             let call = request.call;

@@ -16,6 +16,7 @@
 
 pub mod approval;
 pub mod cells;
+pub mod form;
 pub mod input;
 pub mod markdown;
 pub mod screen;
