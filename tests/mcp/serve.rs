@@ -27,12 +27,26 @@ fn drive(ws: &Path, calls: Value, args: &[&str]) -> Result<Value, Box<dyn std::e
     drive_at(ws, calls, args, None)
 }
 
+/// [`drive`] with the client's `mode` (a pinned revision, or `legacy`).
+fn drive_in(ws: &Path, calls: Value, mode: &str) -> Result<Value, Box<dyn std::error::Error>> {
+    drive_with(ws, calls, &[], (None, mode))
+}
+
 /// [`drive`], over Streamable HTTP at `url` when given.
 fn drive_at(
     ws: &Path,
     calls: Value,
     args: &[&str],
     url: Option<&str>,
+) -> Result<Value, Box<dyn std::error::Error>> {
+    drive_with(ws, calls, args, (url, "auto"))
+}
+
+fn drive_with(
+    ws: &Path,
+    calls: Value,
+    args: &[&str],
+    (url, mode): (Option<&str>, &str),
 ) -> Result<Value, Box<dyn std::error::Error>> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
@@ -51,6 +65,7 @@ fn drive_at(
         )
         .env("CARAPACE_CONFIG_DIR", ws.join(".config"))
         .env("CARAPACE_MCP_URL", url.unwrap_or(""))
+        .env("CARAPACE_MCP_MODE", mode)
         .current_dir(ws)
         .arg(script)
         .arg(env!("CARGO_BIN_EXE_carapace"))
@@ -256,5 +271,81 @@ fn a_typed_component_is_served_with_its_derived_tools() -> TestResult {
     assert_eq!(result(1)["text"], r#"["lines",3]"#, "{}", result(1));
     // Out of a u8's range: refused before the component runs.
     assert_eq!(result(2)["is_error"], true, "{}", result(2));
+    Ok(())
+}
+
+/// Each revision a client asks for is answered in kind: the Python client
+/// pinned to 2026-07-28 (no handshake), the same client on the handshake,
+/// and a 2024-11-05 client, which is answered with 2024-11-05.
+#[test]
+fn each_protocol_revision_is_answered_in_kind() -> TestResult {
+    if !client_available()? {
+        return Err("the `mcp` Python package is required (tests/setup.sh installs it)".into());
+    }
+    let ws = tempfile::tempdir()?;
+    std::fs::write(ws.path().join("notes.txt"), "hello")?;
+    let calls = json!([["Read", {"file_path": ws.path().join("notes.txt")}]]);
+    for (mode, version) in [
+        ("2026-07-28", "2026-07-28"),
+        ("legacy", "2025-11-25"),
+        ("auto", "2026-07-28"),
+    ] {
+        let answer = drive_in(ws.path(), calls.clone(), mode)?;
+        assert_eq!(answer["protocol_version"], version, "{mode}: {answer}");
+        assert!(
+            answer["results"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("hello"),
+            "{mode}: {answer}"
+        );
+    }
+    // A 2024-11-05 client, and a revision nobody speaks, line by line.
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2031-01-01"}}}),
+    ];
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let mut child = support::carapace()
+        .env("CARAPACE_CONFIG_DIR", ws.path().join(".config"))
+        .current_dir(ws.path())
+        .args(["mcp", "serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        stdin.write_all(input.as_bytes())?;
+    }
+    let output = child.wait_with_output()?;
+    let replies: Vec<Value> = String::from_utf8(output.stdout)?
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let reply = |id: i64| {
+        replies
+            .iter()
+            .find(|r| r["id"] == id)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(reply(1)["result"]["protocolVersion"], "2024-11-05");
+    let listed = reply(2)["result"].clone();
+    assert_eq!(
+        (
+            &listed["resultType"],
+            &listed["cacheScope"],
+            &listed["ttlMs"]
+        ),
+        (&json!("complete"), &json!("private"), &json!(0))
+    );
+    assert_eq!(
+        listed["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "carapace"
+    );
+    assert_eq!(reply(3)["error"]["code"], -32022);
+    assert_eq!(reply(3)["error"]["data"]["requested"], "2031-01-01");
     Ok(())
 }

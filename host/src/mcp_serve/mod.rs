@@ -18,7 +18,16 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The revisions served through the `initialize` handshake, newest first.
-const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The current revision: no handshake; each request names the revision
+/// in its `_meta`, and is answered in kind.
+const MODERN: &str = "2026-07-28";
+
+/// JSON-RPC error for a revision this server does not speak.
+const UNSUPPORTED_VERSION: i64 = -32022;
+
+const INSTRUCTIONS: &str = "carapace's tools; every call runs in a WebAssembly sandbox holding only what the policy grants it.";
 
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
@@ -64,30 +73,19 @@ pub async fn answer(pipeline: &Arc<ToolPipeline>, text: &str) -> Option<Value> {
     let id = message.get("id").cloned()?; // a notification: nothing to answer
     let method = message.get("method").and_then(Value::as_str).unwrap_or("");
     let params = message.get("params").cloned().unwrap_or(json!({}));
+    let era = match Era::of(&params) {
+        Ok(era) => era,
+        Err(asked) => return Some(unsupported(id, &asked)),
+    };
     Some(match method {
-        "initialize" => {
-            let asked = params
-                .get("protocolVersion")
-                .and_then(Value::as_str)
-                .unwrap_or(VERSIONS[0]);
-            let version = if VERSIONS.contains(&asked) {
-                asked
-            } else {
-                VERSIONS[0]
-            };
-            result(
-                id,
-                json!({
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": false}},
-                    "serverInfo": {"name": "carapace", "version": env!("CARGO_PKG_VERSION")},
-                    "instructions": "carapace's tools; every call runs in a WebAssembly sandbox holding only what the policy grants it.",
-                }),
-            )
-        }
-        "ping" => result(id, json!({})),
-        "tools/list" => result(id, json!({"tools": tool_list(pipeline)})),
-        "tools/call" => call(pipeline, id, &params).await,
+        "initialize" => initialized(id, &params),
+        "server/discover" => result(id, era.complete(discovered(), true)),
+        "ping" => result(id, era.complete(json!({}), false)),
+        "tools/list" => result(
+            id,
+            era.complete(json!({"tools": tool_list(pipeline)}), true),
+        ),
+        "tools/call" => call(pipeline, id, &params, era).await,
         "" => error(id, INVALID_REQUEST, "a request needs a method"),
         other => error(
             id,
@@ -95,6 +93,94 @@ pub async fn answer(pipeline: &Arc<ToolPipeline>, text: &str) -> Option<Value> {
             &format!("carapace does not serve `{other}`"),
         ),
     })
+}
+
+/// The revision a request speaks: the current one when its `_meta` names
+/// it, else the one the handshake agreed (whose results carry nothing
+/// more). A request naming a revision this server does not speak is
+/// refused with what it does speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Era {
+    Handshake,
+    Modern,
+}
+
+impl Era {
+    fn of(params: &Value) -> Result<Self, String> {
+        let named = params
+            .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
+            .and_then(Value::as_str);
+        match named {
+            None => Ok(Era::Handshake),
+            Some(MODERN) => Ok(Era::Modern),
+            Some(other) => Err(other.to_string()),
+        }
+    }
+
+    /// `result` as this revision answers it: the current one says the
+    /// result is complete and who answered, and how long a listing may be
+    /// cached (not at all: the tools follow the user's settings).
+    fn complete(self, mut result: Value, cacheable: bool) -> Value {
+        if self == Era::Modern
+            && let Some(object) = result.as_object_mut()
+        {
+            object.insert("resultType".into(), json!("complete"));
+            object.insert(
+                "_meta".into(),
+                json!({"io.modelcontextprotocol/serverInfo": server_info()}),
+            );
+            if cacheable {
+                object.insert("cacheScope".into(), json!("private"));
+                object.insert("ttlMs".into(), json!(0));
+            }
+        }
+        result
+    }
+}
+
+fn server_info() -> Value {
+    json!({"name": "carapace", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// `initialize` (the earlier revisions): the client's revision when it is
+/// one of them, else the newest.
+fn initialized(id: Value, params: &Value) -> Value {
+    let asked = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or(VERSIONS[0]);
+    let version = VERSIONS
+        .iter()
+        .find(|v| **v == asked)
+        .unwrap_or(&VERSIONS[0]);
+    result(
+        id,
+        json!({
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": false}},
+            "serverInfo": server_info(),
+            "instructions": INSTRUCTIONS,
+        }),
+    )
+}
+
+/// `server/discover` (the current revision): what this server speaks.
+fn discovered() -> Value {
+    json!({
+        "supportedVersions": [MODERN],
+        "capabilities": {"tools": {"listChanged": false}},
+        "instructions": INSTRUCTIONS,
+    })
+}
+
+fn unsupported(id: Value, asked: &str) -> Value {
+    let mut supported = vec![MODERN];
+    supported.extend(VERSIONS);
+    json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": UNSUPPORTED_VERSION,
+        "message": format!("carapace does not speak MCP revision `{asked}`"),
+        "data": {"supported": supported, "requested": asked},
+    }})
 }
 
 fn tool_list(pipeline: &ToolPipeline) -> Vec<Value> {
@@ -120,7 +206,7 @@ fn tool_list(pipeline: &ToolPipeline) -> Vec<Value> {
         .collect()
 }
 
-async fn call(pipeline: &Arc<ToolPipeline>, id: Value, params: &Value) -> Value {
+async fn call(pipeline: &Arc<ToolPipeline>, id: Value, params: &Value, era: Era) -> Value {
     let Some(name) = params.get("name").and_then(Value::as_str) else {
         return error(id, INVALID_PARAMS, "tools/call needs a tool `name`");
     };
@@ -146,7 +232,8 @@ async fn call(pipeline: &Arc<ToolPipeline>, id: Value, params: &Value) -> Value 
             })
             .collect(),
     };
-    result(id, json!({"content": content, "isError": outcome.is_error}))
+    let answered = json!({"content": content, "isError": outcome.is_error});
+    result(id, era.complete(answered, false))
 }
 
 fn result(id: Value, result: Value) -> Value {

@@ -4,7 +4,8 @@
 
 CALLS_JSON is a list of [tool, arguments]. With CARAPACE_MCP_URL set, the
 client connects to that Streamable HTTP endpoint instead of starting
-`carapace mcp serve` on stdio. Prints one JSON object: the
+`carapace mcp serve` on stdio; CARAPACE_MCP_MODE is the client's `mode`
+(`auto`, `legacy` for the handshake, or a revision it is pinned to). Prints one JSON object: the
 negotiated protocol version, the tools offered, and for each call its text
 and isError.
 """
@@ -26,7 +27,8 @@ async def main() -> None:
         command=binary, args=["mcp", "serve", *sys.argv[4:]], cwd=workdir, env=env
     )
     target = os.environ.get("CARAPACE_MCP_URL") or params
-    async with Client(target, read_timeout_seconds=120) as client:
+    mode = os.environ.get("CARAPACE_MCP_MODE") or "auto"
+    async with Client(target, read_timeout_seconds=120, mode=mode) as client:
         tools = await client.list_tools()
         results = []
         for name, arguments in calls:
