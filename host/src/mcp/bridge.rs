@@ -416,36 +416,26 @@ impl McpBridge {
         next_id: &(dyn Fn() -> u64 + Sync),
         max_pages: usize,
     ) -> Result<Vec<McpTool>, BridgeError> {
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..max_pages {
-            let wit_session = to_wit(session);
-            let id = next_id();
-            let page_cursor = cursor.clone();
-            let answer = self
+        all_pages(("tool list", max_pages), |cursor| async move {
+            let (wit_session, id) = (to_wit(session), next_id());
+            let (page, _events) = self
                 .run(link, limits, move |b, store| {
                     Box::pin(async move {
                         b.carapace_mcp_bridge()
-                            .call_list_tools(store, &wit_session, page_cursor.as_deref(), id)
+                            .call_list_tools(store, &wit_session, cursor.as_deref(), id)
                             .await
                     })
                 })
                 .await?;
-            let (page, _events) = answer;
-            tools.extend(page.tools.into_iter().map(|t| McpTool {
+            let tools = page.tools.into_iter().map(|t| McpTool {
                 name: t.name,
                 description: t.description,
                 input_schema: t.input_schema,
                 read_only: t.read_only,
-            }));
-            match page.next_cursor {
-                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
-                _ => return Ok(tools),
-            }
-        }
-        Err(BridgeError::Server(format!(
-            "the server's tool list goes on for more than {max_pages} pages"
-        )))
+            });
+            Ok((tools.collect(), page.next_cursor))
+        })
+        .await
     }
 
     /// Every resource (or template), following `nextCursor`.
@@ -457,15 +447,13 @@ impl McpBridge {
         (list, next_id): (ResourceList, &(dyn Fn() -> u64 + Sync)),
         max_pages: usize,
     ) -> Result<Vec<McpResource>, BridgeError> {
-        let mut resources = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..max_pages {
-            let (wit_session, id, page_cursor) = (to_wit(session), next_id(), cursor.clone());
+        all_pages(("resource list", max_pages), |cursor| async move {
+            let (wit_session, id) = (to_wit(session), next_id());
             let (page, _events) = self
                 .run(link, limits, move |b, store| {
                     Box::pin(async move {
                         let bridge = b.carapace_mcp_bridge();
-                        let cursor = page_cursor.as_deref();
+                        let cursor = cursor.as_deref();
                         match list {
                             ResourceList::Resources => {
                                 bridge
@@ -481,19 +469,14 @@ impl McpBridge {
                     })
                 })
                 .await?;
-            resources.extend(page.resources.into_iter().map(|r| McpResource {
+            let resources = page.resources.into_iter().map(|r| McpResource {
                 uri: r.uri,
                 name: r.name,
                 entry: r.entry,
-            }));
-            match page.next_cursor {
-                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
-                _ => return Ok(resources),
-            }
-        }
-        Err(BridgeError::Server(format!(
-            "the server's resource list goes on for more than {max_pages} pages"
-        )))
+            });
+            Ok((resources.collect(), page.next_cursor))
+        })
+        .await
     }
 
     /// `resources/read`: `{"contents": [...]}` as the bridge wrote it.
@@ -527,38 +510,27 @@ impl McpBridge {
         next_id: &(dyn Fn() -> u64 + Sync),
         max_pages: usize,
     ) -> Result<Vec<McpPrompt>, BridgeError> {
-        let mut prompts = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..max_pages {
-            let (wit_session, id, page_cursor) = (to_wit(session), next_id(), cursor.clone());
+        all_pages(("prompt list", max_pages), |cursor| async move {
+            let (wit_session, id) = (to_wit(session), next_id());
             let (page, _events) = self
                 .run(link, limits, move |b, store| {
                     Box::pin(async move {
                         b.carapace_mcp_bridge()
-                            .call_list_prompts(store, &wit_session, page_cursor.as_deref(), id)
+                            .call_list_prompts(store, &wit_session, cursor.as_deref(), id)
                             .await
                     })
                 })
                 .await?;
-            prompts.extend(page.prompts.into_iter().map(|p| {
-                McpPrompt {
-                    name: p.name,
-                    description: p.description,
-                    arguments: p
-                        .arguments
-                        .into_iter()
-                        .map(|a| (a.name, a.description, a.required))
-                        .collect(),
-                }
-            }));
-            match page.next_cursor {
-                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
-                _ => return Ok(prompts),
-            }
-        }
-        Err(BridgeError::Server(format!(
-            "the server's prompt list goes on for more than {max_pages} pages"
-        )))
+            let prompts = page.prompts.into_iter().map(|p| McpPrompt {
+                name: p.name,
+                description: p.description,
+                arguments: (p.arguments.into_iter())
+                    .map(|a| (a.name, a.description, a.required))
+                    .collect(),
+            });
+            Ok((prompts.collect(), page.next_cursor))
+        })
+        .await
     }
 
     /// `prompts/get`: the prompt's messages, filled in with `arguments`.
@@ -637,6 +609,31 @@ impl McpBridge {
             .await?;
         Ok(answer.tools_changed)
     }
+}
+
+/// Every page of a listing, each asked with the cursor the one before
+/// gave, until one gives none (or the same again); a listing longer than
+/// `max_pages` is refused rather than followed for ever.
+async fn all_pages<T, Page>(
+    (what, max_pages): (&str, usize),
+    mut page: impl FnMut(Option<String>) -> Page,
+) -> Result<Vec<T>, BridgeError>
+where
+    Page: std::future::Future<Output = Result<(Vec<T>, Option<String>), BridgeError>>,
+{
+    let mut all = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..max_pages {
+        let (items, next) = page(cursor.clone()).await?;
+        all.extend(items);
+        match next {
+            Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+            _ => return Ok(all),
+        }
+    }
+    Err(BridgeError::Server(format!(
+        "the server's {what} goes on for more than {max_pages} pages"
+    )))
 }
 
 fn content(content: types::Content) -> crate::sandbox::ToolContent {

@@ -149,16 +149,11 @@ impl SessionBuilder {
             hooks,
         } = g;
         warnings.append(&mut memory.warnings);
-        let (mut user_context, skills_listed) = self.user_context(
-            &catalogue,
+        let (user_context, skills_listed) = self.user_context(
+            (&catalogue, &mcp),
             &policy.policy,
             std::mem::take(&mut memory.reminder),
         );
-        // After the listing (which front ends find first), before memory.
-        if let Some(instructions) = crate::mcp::instructions_reminder(&mcp.set.enabled()) {
-            let at = usize::from(skills_listed);
-            user_context.insert(at, instructions);
-        }
         let mut run =
             self.session_run(&settings, &agents, &policy.policy, &identity, &user_context)?;
         if let Some(run) = &run {
@@ -211,10 +206,8 @@ impl SessionBuilder {
             pipeline: tools.pipeline,
             plugins,
             warnings,
-            source: match identity.resumed {
-                Some(_) => StartSource::Resume,
-                None => StartSource::Startup,
-            },
+            source: (identity.resumed.as_ref())
+                .map_or(StartSource::Startup, |_| StartSource::Resume),
             history: identity.resumed.map(|h| h.messages).unwrap_or_default(),
             transcript,
             egress: policy.egress,
@@ -257,12 +250,12 @@ impl SessionBuilder {
     }
 
     /// The reminders at the head of every request's first user message:
-    /// the skills listing when the Skill tool is offered and not hidden,
-    /// then the memory files and today's date; whether the listing is
-    /// there.
+    /// the skills listing when the Skill tool is offered and not hidden
+    /// (front ends find it first), the MCP servers' instructions, then the
+    /// memory files and today's date; whether the listing is there.
     fn user_context(
         &self,
-        catalogue: &crate::commands::CustomCommands,
+        (catalogue, mcp): (&crate::commands::CustomCommands, &super::tools::SessionMcp),
         policy: &Policy,
         memory_reminder: String,
     ) -> (Vec<String>, bool) {
@@ -271,6 +264,7 @@ impl SessionBuilder {
             user_context.extend(catalogue.listing());
         }
         let skills_listed = !user_context.is_empty();
+        user_context.extend(crate::mcp::instructions_reminder(&mcp.set.enabled()));
         user_context.push(memory_reminder);
         (user_context, skills_listed)
     }

@@ -12,15 +12,12 @@ wit_bindgen::generate!({
 });
 
 use base64::Engine;
-use carapace::mcp::transport;
 use carapace::mcp::types::{
     CallOutcome, Content, Events, HttpEndpoint, Image, McpTool, PromptMessage, PromptPage,
     ResourcePage, Session, ToolPage,
 };
 use exports::carapace::mcp::bridge::Guest;
 use serde_json::{Value, json};
-use std::cell::RefCell;
-use std::collections::VecDeque;
 
 /// The current revision: stateless, no handshake; every request carries
 /// the protocol version and the client in `params._meta`, and
@@ -53,131 +50,12 @@ const MAX_INPUT_ROUNDS: usize = 8;
 
 struct Bridge;
 
-/// How this instance reaches the server, for its one operation.
-enum Link {
-    /// Lines over the connection the host lent.
-    Stdio,
-    /// Streamable HTTP: each message is a POST; what the server answers
-    /// (one JSON message, or an SSE stream of them) waits in `inbox`.
-    Http {
-        endpoint: HttpEndpoint,
-        session: Option<String>,
-        protocol: Option<String>,
-        inbox: VecDeque<String>,
-        /// SSE answers still open, oldest first.
-        streams: VecDeque<http::EventStream>,
-    },
-}
-
-thread_local! {
-    static LINK: RefCell<Link> = const { RefCell::new(Link::Stdio) };
-}
-
-/// Uses `session`'s link (HTTP when it has an endpoint) for this operation.
-fn use_session(session: &Session) {
-    LINK.with(|link| {
-        *link.borrow_mut() = match &session.endpoint {
-            Some(endpoint) => Link::Http {
-                endpoint: endpoint.clone(),
-                session: session.http_session.clone(),
-                protocol: Some(session.protocol_version.clone()),
-                inbox: VecDeque::new(),
-                streams: VecDeque::new(),
-            },
-            None => Link::Stdio,
-        }
-    });
-}
-
-fn send(message: &Value) -> Result<(), String> {
-    let http = LINK.with(|link| match &*link.borrow() {
-        Link::Stdio => None,
-        Link::Http {
-            endpoint,
-            session,
-            protocol,
-            ..
-        } => Some((endpoint.clone(), session.clone(), protocol.clone())),
-    });
-    let Some((endpoint, session, protocol)) = http else {
-        return transport::send(&message.to_string())
-            .map_err(|e| format!("cannot write to the server: {e}"));
-    };
-    let reply = http::post(&endpoint, session.as_deref(), protocol.as_deref(), message)?;
-    LINK.with(|link| {
-        if let Link::Http {
-            session,
-            inbox,
-            streams,
-            ..
-        } = &mut *link.borrow_mut()
-        {
-            if reply.session.is_some() {
-                *session = reply.session.clone();
-            }
-            inbox.extend(reply.messages);
-            streams.extend(reply.stream);
-        }
-    });
-    Ok(())
-}
-
-/// The next message from the server. Over HTTP, what a request brings
-/// comes with its POST — whole, or as an SSE stream read event by event
-/// (the host's deadline ends a stream that never does); an empty inbox
-/// with no stream open is silence.
-fn receive(timeout_ms: u32) -> Result<Option<String>, String> {
-    loop {
-        let http = LINK.with(|link| match &mut *link.borrow_mut() {
-            Link::Stdio => None,
-            Link::Http { inbox, streams, .. } => Some(match inbox.pop_front() {
-                Some(message) => Ok(Some(message)),
-                None => match streams.front_mut() {
-                    None => Ok(None),
-                    Some(stream) => match stream.next_event() {
-                        Ok(Some(message)) => Ok(Some(message)),
-                        // Ended: the next stream, or silence.
-                        Ok(None) => {
-                            streams.pop_front();
-                            Err(None)
-                        }
-                        Err(e) => Err(Some(e)),
-                    },
-                },
-            }),
-        });
-        return match http {
-            None => transport::receive(timeout_ms),
-            Some(Ok(message)) => Ok(message),
-            Some(Err(None)) => continue,
-            Some(Err(Some(e))) => Err(e),
-        };
-    }
-}
-
-fn is_http() -> bool {
-    LINK.with(|link| matches!(&*link.borrow(), Link::Http { .. }))
-}
-
-/// The HTTP session id the server gave during this operation.
-fn http_session() -> Option<String> {
-    LINK.with(|link| match &*link.borrow() {
-        Link::Http { session, .. } => session.clone(),
-        Link::Stdio => None,
-    })
-}
-
-fn set_protocol(version: &str) {
-    LINK.with(|link| {
-        if let Link::Http { protocol, .. } = &mut *link.borrow_mut() {
-            *protocol = Some(version.to_string());
-        }
-    });
-}
-
 mod asks;
 mod catalogue;
 mod http;
+mod link;
+
+use link::{forget_protocol, http_session, is_http, receive, send, set_protocol, use_session};
 
 /// `params` with the per-request envelope of the current revision.
 fn enveloped(session: &Session, mut params: Value) -> Value {
@@ -690,11 +568,7 @@ fn handshake(
     events: &mut Events,
 ) -> Result<Session, String> {
     // The handshake names its version in the body, not in a header.
-    LINK.with(|link| {
-        if let Link::Http { protocol, .. } = &mut *link.borrow_mut() {
-            *protocol = None;
-        }
-    });
+    forget_protocol();
     let result = request(
         request_id,
         "initialize",

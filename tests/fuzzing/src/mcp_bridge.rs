@@ -91,7 +91,7 @@ pub fn run(data: &[u8]) {
             }
         }
         let _ = bridge
-            .call_tool(&link, &session, &limits, next(), "t", "{\"a\":1}")
+            .call_tool((&link, &session), &limits, next(), ("t", "{\"a\":1}"), None)
             .await;
     });
     let sent = server.sent.lock().map(|s| s.clone()).unwrap_or_default();
