@@ -45,12 +45,13 @@ pub(super) async fn mcp_benches() -> BenchResult {
         helper: Some(PathBuf::from(env!("CARGO_BIN_EXE_carapace-sandbox"))),
         ..ProcessConfig::new(&ws)
     };
+    let credentials = carapace::mcp::Credentials::in_folder(&ws);
     let server = McpServer::start(
         &config,
         &bridge,
         &process,
-        CallLimits::default(),
-        Duration::from_secs(60),
+        (CallLimits::default(), Duration::from_secs(60)),
+        &credentials,
     )
     .await
     .map_err(|e| format!("server-everything: {e}"))?;

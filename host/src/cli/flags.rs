@@ -494,4 +494,17 @@ pub enum McpCommand {
         #[arg(long)]
         http: Option<std::net::SocketAddr>,
     },
+    /// Sign in to an HTTP MCP server that wants a login (OAuth 2.1): the
+    /// page to open is printed, its answer comes back on loopback, and
+    /// the tokens are kept in carapace's private store.
+    Login {
+        /// The server's name, as configured.
+        name: String,
+        /// More MCP configurations, as in a session (a file or JSON).
+        #[arg(long = "mcp-config", num_args = 1..)]
+        mcp_config: Vec<String>,
+        /// Read the project's `.mcp.json` too.
+        #[arg(long)]
+        trust_workspace: bool,
+    },
 }

@@ -190,19 +190,75 @@ fn read_prompt(cli: &Cli) -> anyhow::Result<Option<String>> {
     Ok(prompt)
 }
 
+/// `carapace mcp login NAME`: signs in to the configured HTTP server
+/// `NAME`. The configurations are read as a session reads them.
+async fn mcp_login(
+    name: &str,
+    (mcp_config, trust_workspace): (&[String], bool),
+    paths: SessionPaths,
+    sessions: &Sessions,
+) -> anyhow::Result<ExitCode> {
+    let config_dir = paths.config_dir.clone();
+    let mut spec = SessionSpec::new(paths);
+    spec.settings.trust_workspace = trust_workspace;
+    spec.mcp = Some(crate::session::McpSetup {
+        given: (mcp_config.iter())
+            .map(|c| spec::mcp_given(c))
+            .collect::<anyhow::Result<_>>()?,
+        strict: false,
+    });
+    let session = sessions.open(spec).await?;
+    let found = session.mcp_configs.iter().find(|c| c.name == name);
+    let Some(crate::mcp::Transport::Http { url, .. }) = found.map(|c| &c.transport) else {
+        bail!("no HTTP MCP server named `{name}` is configured here");
+    };
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .context("making the HTTP client")?;
+    let pending = crate::mcp::oauth::begin(&http, url)
+        .await
+        .with_context(|| format!("starting the sign-in to `{name}`"))?;
+    eprintln!(
+        "carapace: open this page to sign in to `{name}`:\n{}",
+        pending.url
+    );
+    let store = crate::mcp::Credentials::in_folder(&config_dir);
+    pending
+        .finish(&http, &store)
+        .await
+        .with_context(|| format!("signing in to `{name}`"))?;
+    eprintln!("carapace: signed in to `{name}`");
+    session.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `carapace mcp serve`: the session's tools, policy and hooks, served.
 async fn mcp_serve(
     command: McpCommand,
     paths: SessionPaths,
     sessions: &Sessions,
 ) -> anyhow::Result<ExitCode> {
-    let McpCommand::Serve {
-        permission_mode,
-        allowed_tools,
-        disallowed_tools,
-        trust_workspace,
-        http,
-    } = command;
+    let (permission_mode, allowed_tools, disallowed_tools, trust_workspace, http) = match command {
+        McpCommand::Serve {
+            permission_mode,
+            allowed_tools,
+            disallowed_tools,
+            trust_workspace,
+            http,
+        } => (
+            permission_mode,
+            allowed_tools,
+            disallowed_tools,
+            trust_workspace,
+            http,
+        ),
+        McpCommand::Login {
+            name,
+            mcp_config,
+            trust_workspace,
+        } => return mcp_login(&name, (&mcp_config, trust_workspace), paths, sessions).await,
+    };
     let mut spec = SessionSpec::new(paths);
     spec.settings.trust_workspace = trust_workspace;
     spec.permissions = PermissionSpec {

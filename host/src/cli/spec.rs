@@ -100,7 +100,7 @@ pub fn given_settings(text: &str) -> anyhow::Result<GivenSettings> {
 }
 
 /// One `--mcp-config`: a file, or its content inline.
-fn mcp_given(text: &str) -> anyhow::Result<McpGiven> {
+pub(super) fn mcp_given(text: &str) -> anyhow::Result<McpGiven> {
     if text.trim_start().starts_with('{') {
         let config = serde_json::from_str(text).context("--mcp-config: not valid JSON")?;
         return Ok(McpGiven::Inline {

@@ -6,13 +6,17 @@
 //! Imports: `hooks`, `sandbox` — folders below it; nothing that imports it.
 
 pub mod bridge;
+mod callback;
 pub mod channel;
 pub mod config;
+mod credentials;
+pub mod oauth;
 mod requests;
 mod server;
 
 pub use bridge::{McpPrompt, McpPromptMessage, McpResource, ResourceList};
 pub use config::{McpConfigError, ServerConfig, Transport};
+pub use credentials::{CREDENTIALS_FILE, Credentials, CredentialsError, SignIn};
 pub use requests::{ElicitAnswer, ElicitRequest, McpProgress, ServerRequests};
 pub use server::McpServer;
 
@@ -83,8 +87,8 @@ pub async fn start_all(
     sandbox: &Sandbox,
     servers: &[ServerConfig],
     process: &ProcessConfig,
-    limits: CallLimits,
-    startup: Duration,
+    (limits, startup): (CallLimits, Duration),
+    credentials: &Credentials,
 ) -> Result<Vec<ServerStatus>, SandboxError> {
     // The SDK's own servers are connected once the SDK is (print mode).
     let servers: Vec<&ServerConfig> = servers
@@ -100,7 +104,8 @@ pub async fn start_all(
         async move {
             ServerStatus {
                 name: config.name.clone(),
-                outcome: McpServer::start(config, &bridge, process, limits, startup).await,
+                outcome: McpServer::start(config, &bridge, process, (limits, startup), credentials)
+                    .await,
             }
         }
     });
@@ -140,27 +145,30 @@ pub struct McpLauncher {
     process: ProcessConfig,
     limits: CallLimits,
     startup: Duration,
+    credentials: Credentials,
 }
 
 impl McpLauncher {
     pub fn new(
         sandbox: Sandbox,
         process: ProcessConfig,
-        limits: CallLimits,
-        startup: Duration,
+        (limits, startup): (CallLimits, Duration),
+        credentials: Credentials,
     ) -> Self {
         Self {
             sandbox,
             process,
             limits,
             startup,
+            credentials,
         }
     }
 
     /// Starts a server the host reaches itself (stdio or HTTP).
     pub async fn start(&self, config: &ServerConfig) -> Result<Arc<McpServer>, String> {
         let bridge = McpBridge::load(&self.sandbox, BRIDGE_WASM).map_err(|e| e.describe())?;
-        McpServer::start(config, &bridge, &self.process, self.limits, self.startup).await
+        let timing = (self.limits, self.startup);
+        McpServer::start(config, &bridge, &self.process, timing, &self.credentials).await
     }
 
     /// Connects a server over a line someone else carries (the SDK's).

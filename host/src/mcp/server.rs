@@ -16,6 +16,36 @@ use std::time::Duration;
 /// Pages of `tools/list` followed before giving up on a server.
 const MAX_TOOL_PAGES: usize = 100;
 
+/// An HTTP server's headers with the bearer token of carapace's sign-in
+/// to it, when there is one and the configuration gives no
+/// `Authorization` of its own (an ended token is refreshed first).
+async fn signed_in(
+    url: &str,
+    headers: &[(String, String)],
+    credentials: &super::Credentials,
+) -> Vec<(String, String)> {
+    let mut headers = headers.to_vec();
+    if headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+    {
+        return headers;
+    }
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default();
+    match super::oauth::bearer(&http, credentials, url).await {
+        Ok(Some(token)) => headers.push(("Authorization".into(), format!("Bearer {token}"))),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(
+            "the sign-in to {url} is unusable: {}",
+            crate::sandbox::describe_chain(&e)
+        ),
+    }
+    headers
+}
+
 /// A connected server.
 pub struct McpServer {
     pub name: String,
@@ -48,8 +78,8 @@ impl McpServer {
         config: &ServerConfig,
         bridge: &McpBridge,
         process: &ProcessConfig,
-        limits: CallLimits,
-        startup: Duration,
+        (limits, startup): (CallLimits, Duration),
+        credentials: &super::Credentials,
     ) -> Result<Arc<Self>, String> {
         let (link, endpoint) = match &config.transport {
             Transport::Stdio {
@@ -72,7 +102,7 @@ impl McpServer {
                 McpLink::http(&config.name, url)?,
                 Some(HttpEndpoint {
                     url: url.clone(),
-                    headers: headers.clone(),
+                    headers: signed_in(url, headers, credentials).await,
                 }),
             ),
             Transport::Sdk => {
@@ -82,7 +112,12 @@ impl McpServer {
                 );
             }
         };
-        Self::connect(&config.name, bridge, link, endpoint, limits, startup).await
+        Self::connect(&config.name, bridge, link, endpoint, limits, startup)
+            .await
+            .map_err(|e| match e.contains("HTTP 401") {
+                true => format!("{e}; sign in with `carapace mcp login {}`", config.name),
+                false => e,
+            })
     }
 
     /// The handshake and the tool list over `link`, within `startup`.

@@ -16,6 +16,10 @@ const NAMES: &[(&str, &str)] = &[
     (".netrc", "login credentials"),
     ("_netrc", "login credentials"),
     (".git-credentials", "git's stored credentials"),
+    (
+        ".mcp-credentials.json",
+        "carapace's sign-ins to MCP servers",
+    ),
 ];
 
 /// Suffixes of `.env.*` files that are templates, not secrets.

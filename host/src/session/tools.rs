@@ -151,8 +151,15 @@ impl SessionBuilder {
             .filter(|c| c.transport == crate::mcp::Transport::Sdk)
             .map(|c| c.name.clone())
             .collect();
-        let statuses =
-            crate::mcp::start_all(sandbox, &configs, &policy.process, limits, startup).await?;
+        let credentials = crate::mcp::Credentials::in_folder(&self.spec.paths.config_dir);
+        let statuses = crate::mcp::start_all(
+            sandbox,
+            &configs,
+            &policy.process,
+            (limits, startup),
+            &credentials,
+        )
+        .await?;
         for status in &statuses {
             match &status.outcome {
                 Ok(server) => warnings.extend(registry.add_mcp(server)),
@@ -161,7 +168,12 @@ impl SessionBuilder {
                 }
             }
         }
-        let launcher = McpLauncher::new(sandbox.clone(), policy.process.clone(), limits, startup);
+        let launcher = McpLauncher::new(
+            sandbox.clone(),
+            policy.process.clone(),
+            (limits, startup),
+            credentials,
+        );
         let connected = statuses
             .iter()
             .filter_map(|s| s.outcome.as_ref().ok().cloned())
