@@ -36,7 +36,7 @@ async fn signed_in(
         .build()
         .unwrap_or_default();
     match super::oauth::bearer(&http, credentials, url).await {
-        Ok(Some(token)) => headers.push(("Authorization".into(), format!("Bearer {token}"))),
+        Ok(Some(token)) => headers.push(bearer_header(&token)),
         Ok(None) => {}
         Err(e) => tracing::warn!(
             "the sign-in to {url} is unusable: {}",
@@ -44,6 +44,20 @@ async fn signed_in(
         ),
     }
     headers
+}
+
+/// The header a sign-in's token goes in. Its value is marked as the
+/// sign-in's own, so a configured `Authorization` is never taken for one.
+fn bearer_header(token: &str) -> (String, String) {
+    (SIGN_IN_HEADER.into(), format!("Bearer {token}"))
+}
+
+/// The sign-in's header name: `Authorization`, spelled so that it is told
+/// from one the configuration gives (HTTP header names are caseless).
+const SIGN_IN_HEADER: &str = "authorization";
+
+fn is_sign_in((name, _): &(String, String)) -> bool {
+    name == SIGN_IN_HEADER
 }
 
 /// A connected server.
@@ -60,6 +74,9 @@ pub struct McpServer {
     /// the next turn.
     stale: AtomicBool,
     limits: CallLimits,
+    /// carapace's sign-in to it (an HTTP server behind OAuth): each
+    /// operation carries the token as it is then, refreshed when it ends.
+    sign_in: std::sync::OnceLock<(super::Credentials, String)>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -112,12 +129,43 @@ impl McpServer {
                 );
             }
         };
-        Self::connect(&config.name, bridge, link, endpoint, limits, startup)
+        // Signed in: the configuration gave no authorization, the store did.
+        let configured = match &config.transport {
+            Transport::Http { headers, .. } => headers.len(),
+            _ => 0,
+        };
+        let signed_in = endpoint.as_ref().is_some_and(|e| e.headers.len() > configured);
+        let server = Self::connect(&config.name, bridge, link, endpoint, limits, startup)
             .await
             .map_err(|e| match e.contains("HTTP 401") {
                 true => format!("{e}; sign in with `carapace mcp login {}`", config.name),
                 false => e,
-            })
+            })?;
+        if let (true, Transport::Http { url, .. }) = (signed_in, &config.transport) {
+            let _ = server.sign_in.set((credentials.clone(), url.clone()));
+        }
+        Ok(server)
+    }
+
+    /// The session as the next operation speaks it: with the sign-in's
+    /// token as it is now (refreshed if it ended since).
+    async fn current(&self) -> std::borrow::Cow<'_, McpSession> {
+        let Some((store, url)) = self.sign_in.get() else {
+            return std::borrow::Cow::Borrowed(&self.session);
+        };
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default();
+        let Ok(Some(token)) = super::oauth::bearer(&http, store, url).await else {
+            return std::borrow::Cow::Borrowed(&self.session);
+        };
+        let mut session = self.session.clone();
+        if let Some(endpoint) = &mut session.endpoint {
+            endpoint.headers.retain(|h| !is_sign_in(h));
+            endpoint.headers.push(bearer_header(&token));
+        }
+        std::borrow::Cow::Owned(session)
     }
 
     /// The handshake and the tool list over `link`, within `startup`.
@@ -145,6 +193,7 @@ impl McpServer {
                 session,
                 tools: std::sync::RwLock::new(Vec::new()),
                 prompts: Vec::new(),
+                sign_in: std::sync::OnceLock::new(),
                 next_id: AtomicU64::new(4),
                 stale: AtomicBool::new(false),
                 limits,
@@ -190,7 +239,7 @@ impl McpServer {
         self.bridge
             .list_prompts(
                 &self.link,
-                &self.session,
+                &*self.current().await,
                 limits,
                 &|| self.id(),
                 MAX_TOOL_PAGES,
@@ -209,7 +258,7 @@ impl McpServer {
         self.bridge
             .get_prompt(
                 &self.link,
-                &self.session,
+                &*self.current().await,
                 &self.limits,
                 id,
                 (name, arguments),
@@ -226,7 +275,7 @@ impl McpServer {
         self.bridge
             .list_resources(
                 &self.link,
-                &self.session,
+                &*self.current().await,
                 &self.limits,
                 (list, &next_id),
                 MAX_TOOL_PAGES,
@@ -238,7 +287,7 @@ impl McpServer {
     pub async fn read_resource(&self, uri: &str) -> Result<String, BridgeError> {
         let id = self.id();
         self.bridge
-            .read_resource(&self.link, &self.session, &self.limits, id, uri)
+            .read_resource(&self.link, &*self.current().await, &self.limits, id, uri)
             .await
     }
 
@@ -251,7 +300,7 @@ impl McpServer {
             .bridge
             .list_tools(
                 &self.link,
-                &self.session,
+                &*self.current().await,
                 limits,
                 &|| self.id(),
                 MAX_TOOL_PAGES,
@@ -271,7 +320,7 @@ impl McpServer {
         if !self.stale.load(Ordering::Relaxed) {
             let changed = self
                 .bridge
-                .tools_changed(&self.link, &self.session, &self.limits)
+                .tools_changed(&self.link, &*self.current().await, &self.limits)
                 .await
                 .map_err(|e| e.to_string())?;
             if !changed {
@@ -299,7 +348,7 @@ impl McpServer {
         let outcome = self
             .bridge
             .call_tool(
-                (&self.link, &self.session),
+                (&self.link, &*self.current().await),
                 limits,
                 self.id(),
                 (tool, arguments),
