@@ -854,3 +854,64 @@ fn an_mcp_servers_question_is_a_form_on_the_screen() -> TestResult {
     }
     Ok(())
 }
+
+/// `/mcp login NAME` on the screen: the server behind OAuth (the `mcp`
+/// package's own authorization server) fails to start, the person signs
+/// in from the screen — the test plays their browser — and the server's
+/// tool is offered and answers from the next turn.
+#[test]
+fn mcp_login_on_the_screen_signs_in_and_reconnects_the_server() -> TestResult {
+    let guarded =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/servers/guarded_server.py");
+    let port = support::free_port()?;
+    let mut server_process = std::process::Command::new(carapace_test_support::deps::python())
+        .arg(guarded)
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    support::wait_for_port(&mut server_process, port)?;
+    let ran = (|| -> TestResult {
+        let dir = workspace()?;
+        let server = ScriptedServer::start(vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_who",
+                "mcp__guarded__whoami",
+                json!({}),
+            )]),
+            Reply::text("all good"),
+        ])?;
+        let config = json!({"mcpServers": {"guarded": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}});
+        let config = config.to_string();
+        let args = ["--mcp-config", &config, "--allowedTools", "mcp__guarded"];
+        let mut screen = Screen::open(&server, dir.path(), &args)?;
+        screen.wait_for("carapace mcp login guarded")?;
+        screen.send("/mcp login guarded")?;
+        screen.wait_for("Open this page to sign in to `guarded`:")?;
+        screen.wait_for("&resource=")?;
+        // The page, as the screen wrapped it.
+        let shown = screen.all();
+        let after = shown
+            .split("Open this page to sign in to `guarded`:")
+            .nth(1)
+            .ok_or("no page")?;
+        let page: String = after
+            .lines()
+            .map(str::trim)
+            .skip_while(|l| l.is_empty())
+            .take_while(|l| !l.is_empty())
+            .collect();
+        let runtime = tokio::runtime::Runtime::new()?;
+        runtime.block_on(async { reqwest::get(&page).await?.text().await })?;
+        screen.wait_for("Signed in to `guarded`")?;
+        screen.send("who am I")?;
+        screen.wait_for("all good")?;
+        let requests = server.requests();
+        let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
+        assert!(sent.contains("you are signed in"), "{sent}");
+        screen.exit()
+    })();
+    let _ = server_process.kill();
+    let _ = server_process.wait();
+    ran
+}

@@ -19,6 +19,7 @@ mod history;
 mod picker;
 mod prompter;
 mod said;
+mod sign_in;
 mod status;
 
 pub use app::UiEvent;
@@ -397,6 +398,11 @@ impl ScreenLoop<'_> {
                 self.turn.interrupt();
             }
             Action::CycleMode => commands::cycle_mode(self.session, app),
+            Action::Submit(text) if text.trim().starts_with("/mcp login ") => {
+                let name = text.trim().trim_start_matches("/mcp login ").trim();
+                app.say(crate::tui::cells::Cell::User(text.clone()));
+                sign_in::sign_in(self.session, &self.ui, name);
+            }
             Action::Submit(text) if text.starts_with('!') && text.len() > 1 => {
                 self.history.append(&text);
                 run_command(self.session, app, &self.ui, text[1..].trim());

@@ -134,7 +134,9 @@ impl McpServer {
             Transport::Http { headers, .. } => headers.len(),
             _ => 0,
         };
-        let signed_in = endpoint.as_ref().is_some_and(|e| e.headers.len() > configured);
+        let signed_in = endpoint
+            .as_ref()
+            .is_some_and(|e| e.headers.len() > configured);
         let server = Self::connect(&config.name, bridge, link, endpoint, limits, startup)
             .await
             .map_err(|e| match e.contains("HTTP 401") {
