@@ -511,3 +511,37 @@ fn permission_rules_applied_while_running_hold_from_the_next_call() -> Result<()
     assert!(result(5).contains("(no output)"), "{}", result(5));
     Ok(())
 }
+
+/// An MCP server's question reaches the SDK as Claude Code puts it (an
+/// `elicitation` control request, here answered by `onElicitation`), and
+/// its answer reaches the server — with no permission callback set.
+#[test]
+fn an_mcp_servers_question_is_answered_by_the_sdks_on_elicitation() -> Result<(), Failure> {
+    let mut library = notes_server()?;
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/servers/library_server.py");
+    library["args"] = json!([script, "--legacy"]);
+    let run = drive_in("elicit", |ws| {
+        let _ = std::fs::write(ws.join("library-server.json"), library.to_string());
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_shelve",
+                "mcp__library__shelve",
+                json!({"title": "Dune"}),
+            )]),
+            Reply::text("shelved"),
+        ]
+    })?;
+    let asked = run
+        .lines
+        .iter()
+        .find(|l| l["kind"] == "elicited")
+        .ok_or_else(|| format!("the SDK was not asked: {}", run.stderr))?;
+    assert_eq!(asked["request"]["serverName"], "library");
+    assert_eq!(asked["request"]["message"], "Which shelf for Dune?");
+    assert_eq!(asked["request"]["mode"], "form");
+    let requests = run.server.requests();
+    let sent = requests.last().ok_or("no request")?.body["messages"].to_string();
+    assert!(sent.contains("Dune shelved on SCI"), "{sent}");
+    Ok(())
+}

@@ -93,6 +93,12 @@ pub async fn run_printed(
         .as_ref()
         .filter(|_| matches!(session.pipeline.asker(), Asker::Prompter { .. }))
         .map(|channel| sdk_asker(&session, channel));
+    // An MCP server's questions go to the SDK whoever answers for calls.
+    if let Some(channel) = &channel {
+        let permissions = session.pipeline.permissions().clone();
+        let sdk = Arc::new(SdkPrompter::new(channel.clone(), permissions));
+        session.pipeline.set_elicitor(sdk);
+    }
     start_printing(&session, &printer, asker);
     spawn_signal_handler(session.abort.clone());
     let turns = Turns {

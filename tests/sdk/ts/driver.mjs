@@ -230,7 +230,25 @@ async function rules() {
   await twoTurns(q, { between: () => next(), after: () => next() });
 }
 
-const scripted = { controls, stop, rewind, toggle, servers, rules };
+// An MCP server's question answered by the SDK's onElicitation, which is
+// told what the server asked; no permission callback is set.
+async function elicit() {
+  const library = JSON.parse(readFileSync(join(process.env.WS, 'library-server.json'), 'utf8'));
+  const options = {
+    ...base,
+    mcpServers: { library },
+    allowedTools: ['mcp__library'],
+    onElicitation: async (request) => {
+      console.log(JSON.stringify({ kind: 'elicited', request }));
+      return { action: 'accept', content: { shelf: 'SCI' } };
+    },
+  };
+  for await (const message of query({ prompt: 'shelve Dune', options })) {
+    console.log(JSON.stringify(message));
+  }
+}
+
+const scripted = { controls, stop, rewind, toggle, servers, rules, elicit };
 const name = process.argv[2];
 if (scripted[name]) {
   try {

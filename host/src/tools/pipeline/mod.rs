@@ -59,6 +59,9 @@ pub struct ToolPipeline {
     asker: Asker,
     /// Where a call's progress is told (the session's output).
     output: Option<crate::agent::EventRelay>,
+    /// Who answers an MCP server's questions when the asker cannot (the
+    /// SDK's control channel, whatever asks about calls).
+    elicitor: std::sync::OnceLock<Arc<dyn PermissionPrompter>>,
     /// The front end's prompter ([`Asker::Prompter`]), once attached.
     prompter: std::sync::OnceLock<Arc<dyn PermissionPrompter>>,
     /// What the model was shown of each file in this session (first-party
@@ -97,6 +100,7 @@ impl ToolPipeline {
             asker: Asker::Nobody,
             prompter: std::sync::OnceLock::new(),
             output: None,
+            elicitor: std::sync::OnceLock::new(),
             reads: ReadLedger::new(),
             spill: None,
             hooks: None,
@@ -162,6 +166,12 @@ impl ToolPipeline {
         self
     }
 
+    /// Who answers MCP servers' questions (set once): the SDK's control
+    /// channel, as Claude Code asks the SDK whoever answers for calls.
+    pub fn set_elicitor(&self, elicitor: Arc<dyn PermissionPrompter>) {
+        let _ = self.elicitor.set(elicitor);
+    }
+
     /// Where calls' progress is told: the session's output.
     pub fn with_output(mut self, output: crate::agent::EventRelay) -> Self {
         self.output = Some(output);
@@ -174,6 +184,7 @@ impl ToolPipeline {
             Asker::Prompter { .. } => self.prompter.get().cloned(),
             Asker::Nobody | Asker::PromptTool(_) => None,
         };
+        let prompter = self.elicitor.get().cloned().or(prompter);
         Arc::new(server_requests::CallRequests {
             tool_use_id: tool_use_id.to_string(),
             output: self.output.clone(),
