@@ -491,3 +491,47 @@ fn a_401_is_reported_as_a_login_the_server_wants() -> TestResult {
     );
     Ok(())
 }
+
+/// The same list change over Streamable HTTP (the current revision, where
+/// the server tells it on a listening stream no bridge instance outlives):
+/// the list is read again between turns, and the new tool is offered from
+/// the next turn.
+#[test]
+fn a_tool_list_change_over_http_is_offered_from_the_next_turn() -> TestResult {
+    let notes = notes()?;
+    let script = notes["args"][0].as_str().ok_or("no script")?.to_string();
+    {
+        let port = free_port()?;
+        let mut server = Command::new(carapace_test_support::deps::python())
+            .arg(&script)
+            .args(["--http", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        wait_for_port(&mut server, port)?;
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let s = session(
+            json!({"notes": {"type": "http", "url": url}}),
+            vec![
+                Reply::tool_uses(vec![Block::tool_use(
+                    "toolu_unlock",
+                    "mcp__notes__unlock_archive",
+                    json!({}),
+                )]),
+                Reply::tool_uses(vec![Block::tool_use(
+                    "toolu_archive",
+                    "mcp__notes__archive",
+                    json!({}),
+                )]),
+                Reply::text("archived"),
+            ],
+            &["--allowedTools", "mcp__notes"],
+        );
+        let _ = server.kill();
+        let _ = server.wait();
+        let s = s?;
+        assert_eq!(s.status, Some(0), "{}", s.stderr);
+        assert_eq!(text_of(&s.result(2, "toolu_archive")?), "archived");
+    }
+    Ok(())
+}

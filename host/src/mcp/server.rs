@@ -297,7 +297,8 @@ impl McpServer {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    async fn refresh_tools(&self, limits: &CallLimits) -> Result<(), String> {
+    /// Reads the tool list again; whether it differs from the one held.
+    async fn refresh_tools(&self, limits: &CallLimits) -> Result<bool, String> {
         let tools = self
             .bridge
             .list_tools(
@@ -309,16 +310,28 @@ impl McpServer {
             )
             .await
             .map_err(|e| e.to_string())?;
-        if let Ok(mut current) = self.tools.write() {
-            *current = tools;
-        }
+        let changed = match self.tools.write() {
+            Ok(mut current) => {
+                let changed = *current != tools;
+                *current = tools;
+                changed
+            }
+            Err(_) => true,
+        };
         self.stale.store(false, Ordering::Relaxed);
-        Ok(())
+        Ok(changed)
     }
 
     /// Reads the tool list again if the server announced a change (during
-    /// a call, or since): `Ok(true)` when it was read again.
+    /// a call, or since): `Ok(true)` when it changed. An HTTP server that
+    /// says its list changes tells it on a stream no bridge instance
+    /// outlives; its list is read again between turns instead, and counts
+    /// as changed when it differs.
     pub async fn refresh_if_changed(&self) -> Result<bool, String> {
+        let polled = self.session.endpoint.is_some() && self.session.tools_list_changed;
+        if polled && !self.stale.load(Ordering::Relaxed) {
+            return self.refresh_tools(&self.limits).await;
+        }
         if !self.stale.load(Ordering::Relaxed) {
             let changed = self
                 .bridge

@@ -17,8 +17,8 @@ import anyio
 from pydantic import BaseModel
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.shared.exceptions import MCPError
-from mcp.types import METHOD_NOT_FOUND, RequestParams, SamplingMessage, TextContent
+import legacy
+from mcp.types import SamplingMessage, TextContent
 from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
 
 server = MCPServer(
@@ -124,24 +124,11 @@ async def summarise(ctx: Context) -> str:
         return f"sampling refused: {error}"
 
 
-def refuse_discover() -> None:
-    """A 2025-only server: `server/discover` refused, and (over stdio) the
-    probe no longer opens the connection in the 2026 era — a test fixture
-    reaching into the SDK, which otherwise serves both."""
-    import mcp.server.runner as runner
-
-    async def refuse(ctx, params):
-        raise MCPError(METHOD_NOT_FOUND, "this server speaks the 2025 handshake only")
-
-    server._lowlevel_server.add_request_handler("server/discover", RequestParams, refuse)
-    runner._has_modern_envelope = lambda params: False
-
-
 if __name__ == "__main__":
     args = sys.argv[1:]
     if "--legacy" in args:
         args.remove("--legacy")
-        refuse_discover()
+        legacy.refuse_discover(server)
     if len(args) == 2 and args[0] == "--http":
         server.run("streamable-http", host="127.0.0.1", port=int(args[1]))
     else:

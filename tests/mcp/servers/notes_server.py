@@ -4,10 +4,13 @@ mid-call, and a tool that adds a tool and announces the change.
 
 Run: python3 notes_server.py            (stdio)
      python3 notes_server.py --http PORT (Streamable HTTP on 127.0.0.1:PORT/mcp)
+     either with --legacy: the 2025 handshake only (legacy.py)
 """
 
 import os
 import sys
+
+import legacy
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -53,7 +56,11 @@ async def unlock_archive(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    args = sys.argv[1:]
+    if "--legacy" in args:
+        args.remove("--legacy")
+        legacy.refuse_discover(server)
+    if len(args) == 2 and args[0] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(args[1]))
     else:
         server.run()
