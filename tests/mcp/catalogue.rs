@@ -399,35 +399,39 @@ fn an_elicitation_is_cancelled_in_print_mode_and_hooks_answer_and_change_it() ->
 }
 
 /// A server that reports progress keeps its call alive past the deadline
-/// (each report restarts it, up to ten times it); the control — a call as
-/// long that says nothing — is stopped at the deadline.
+/// (each report restarts it, up to ten times it), over stdio and over
+/// HTTP (where the reports come in the call's SSE answer); the control — a
+/// call as long that says nothing — is stopped at the deadline.
 #[test]
 fn progress_restarts_a_calls_deadline_and_silence_does_not() -> TestResult {
-    let ws = tempfile::tempdir()?;
-    let calls = vec![
-        // 40 shelves, 50 ms each: 2 s in all, a report every 50 ms.
-        Reply::tool_uses(vec![Block::tool_use(
-            "toolu_count",
-            "mcp__library__inventory",
-            json!({"steps": 40}),
-        )]),
-        Reply::tool_uses(vec![Block::tool_use(
-            "toolu_nap",
-            "mcp__library__nap",
-            json!({"seconds": 2}),
-        )]),
-        Reply::text("done"),
-    ];
-    let s = session_with_env(
-        ws.path(),
-        json!({"library": stdio()?}),
-        calls,
-        ("count", &["--allowedTools", "mcp__library"]),
-        &[("MCP_TOOL_TIMEOUT", "1000")],
-    )?;
-    assert_eq!(s.status, Some(0), "{}", s.stderr);
-    assert_eq!(text_of(&s.result(1, "toolu_count")?), "counted 40 shelves");
-    let nap = text_of(&s.result(2, "toolu_nap")?);
-    assert!(nap.contains("ran longer than its 1s deadline"), "{nap}");
+    let http = HttpLibrary::start()?;
+    for library in [stdio()?, json!({"type": "http", "url": http.url})] {
+        let ws = tempfile::tempdir()?;
+        let calls = vec![
+            // 40 shelves, 50 ms each: 2 s in all, a report every 50 ms.
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_count",
+                "mcp__library__inventory",
+                json!({"steps": 40}),
+            )]),
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_nap",
+                "mcp__library__nap",
+                json!({"seconds": 2}),
+            )]),
+            Reply::text("done"),
+        ];
+        let s = session_with_env(
+            ws.path(),
+            json!({"library": library}),
+            calls,
+            ("count", &["--allowedTools", "mcp__library"]),
+            &[("MCP_TOOL_TIMEOUT", "1000")],
+        )?;
+        assert_eq!(s.status, Some(0), "{}", s.stderr);
+        assert_eq!(text_of(&s.result(1, "toolu_count")?), "counted 40 shelves");
+        let nap = text_of(&s.result(2, "toolu_nap")?);
+        assert!(nap.contains("ran longer than its 1s deadline"), "{nap}");
+    }
     Ok(())
 }
