@@ -364,6 +364,11 @@ async fn an_mcp_servers_question_is_put_to_an_editor_that_shows_forms() -> TestR
         let (_dir, cwd) = workspace()?;
         let server = ScriptedServer::start(vec![
             Reply::tool_uses(vec![Block::tool_use(
+                "toolu_count",
+                "mcp__library__inventory",
+                json!({"steps": 3}),
+            )]),
+            Reply::tool_uses(vec![Block::tool_use(
                 "toolu_shelve",
                 "mcp__library__shelve",
                 json!({"title": "Dune"}),
@@ -372,6 +377,7 @@ async fn an_mcp_servers_question_is_put_to_an_editor_that_shows_forms() -> TestR
         ])?;
         let seen = Shared::default();
         if let Ok(mut seen) = seen.lock() {
+            seen.answers.push_back(PermissionOptionKind::AllowOnce);
             seen.answers.push_back(PermissionOptionKind::AllowOnce);
         }
         let stdio = McpServerStdio::new("library", carapace_test_support::deps::python())
@@ -405,6 +411,14 @@ async fn an_mcp_servers_question_is_put_to_an_editor_that_shows_forms() -> TestR
             true => assert!(sent.contains("Dune shelved on SCI"), "{sent}"),
             false => assert!(sent.contains("not shelved: cancel"), "{sent}"),
         }
+        // The server's progress on the count, told as the call in progress.
+        let progressed = outcomes(&seen).iter().any(|update| {
+            update.tool_call_id.0.as_ref() == "toolu_count"
+                && update.fields.status == Some(ToolCallStatus::InProgress)
+                && serde_json::to_string(&update.fields.content)
+                    .is_ok_and(|c| c.contains("3/3 shelf 3"))
+        });
+        assert!(progressed, "no progress was told");
     }
     Ok(())
 }
