@@ -65,13 +65,18 @@ fn run(
     prompt: &str,
     args: &[&str],
 ) -> Result<Session, BoxError> {
+    run_as("library", library, replies, (prompt, args))
+}
+
+/// [`run`] with the server configured as `name`.
+fn run_as(
+    name: &str,
+    config: Value,
+    replies: Vec<Reply>,
+    (prompt, args): (&str, &[&str]),
+) -> Result<Session, BoxError> {
     let ws = tempfile::tempdir()?;
-    session_prompting(
-        ws.path(),
-        json!({"library": library}),
-        replies,
-        (prompt, args),
-    )
+    session_prompting(ws.path(), json!({ name: config }), replies, (prompt, args))
 }
 
 fn reads_the_library(library: Value) -> TestResult {
@@ -433,5 +438,123 @@ fn progress_restarts_a_calls_deadline_and_silence_does_not() -> TestResult {
         let nap = text_of(&s.result(2, "toolu_nap")?);
         assert!(nap.contains("ran longer than its 1s deadline"), "{nap}");
     }
+    Ok(())
+}
+
+/// The same through a server built with the TypeScript SDK
+/// (`@modelcontextprotocol/server-everything`, on the 2025 handshake): its
+/// instructions, documents and templates, its prompt with arguments, its
+/// question for the user (cancelled in print mode, answered by a hook),
+/// and its progress keeping a call past the deadline.
+#[test]
+fn a_typescript_sdk_servers_resources_prompts_questions_and_progress() -> TestResult {
+    let everything = common::everything()?;
+    let allow = ["--allowedTools", "mcp__everything"];
+    let document = "demo://resource/static/document/features.md";
+    let s = run_as(
+        "everything",
+        everything.clone(),
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_list",
+                "ListMcpResourcesTool",
+                json!({"server": "everything"}),
+            )]),
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_read",
+                "ReadMcpResourceTool",
+                json!({"server": "everything", "uri": document}),
+            )]),
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_ask",
+                "mcp__everything__trigger-elicitation-request",
+                json!({}),
+            )]),
+            Reply::text("done"),
+        ],
+        ("use everything", &allow),
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    let first = &s.server.requests()[0].body;
+    let opening = first["messages"][0].to_string();
+    assert!(
+        opening.contains("## everything"),
+        "no instructions: {opening}"
+    );
+    let listed: Value = serde_json::from_str(&text_of(&s.result(1, "toolu_list")?))?;
+    let listed = listed.as_array().ok_or("not a list")?;
+    assert!(
+        listed
+            .iter()
+            .any(|r| r["uri"] == document && r["server"] == "everything")
+    );
+    assert!(listed.iter().any(|r| {
+        r["uriTemplate"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("demo://resource/dynamic/text/"))
+    }));
+    let read: Value = serde_json::from_str(&text_of(&s.result(2, "toolu_read")?))?;
+    assert_eq!(read["contents"][0]["uri"], document);
+    assert!(
+        read["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty())
+    );
+    assert!(text_of(&s.result(3, "toolu_ask")?).contains("User cancelled the elicitation dialog"));
+
+    // A hook answers the form in the user's place.
+    let accept = json!({"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept", "content": {"name": "Ada"}}});
+    let settings =
+        json!({"hooks": {"Elicitation": [{"matcher": "everything", "hooks": [hook(&accept)]}]}})
+            .to_string();
+    let mut args = allow.to_vec();
+    args.extend(["--settings", &settings]);
+    let answered = run_as(
+        "everything",
+        everything.clone(),
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_ask",
+                "mcp__everything__trigger-elicitation-request",
+                json!({}),
+            )]),
+            Reply::text("done"),
+        ],
+        ("ask me", &args),
+    )?;
+    assert!(text_of(&answered.result(1, "toolu_ask")?).contains("- Name: Ada"));
+
+    // Its prompt as a command.
+    let prompted = run_as(
+        "everything",
+        everything.clone(),
+        vec![Reply::text("sunny")],
+        ("/mcp__everything__args-prompt Paris", &[]),
+    )?;
+    let message = prompted.server.requests()[0].body["messages"][0]["content"].to_string();
+    assert!(message.contains("What's weather in Paris?"), "{message}");
+
+    // Five reports a fifth of a second apart keep a 1 s call past a 0.7 s
+    // deadline.
+    let ws = tempfile::tempdir()?;
+    let progressed = session_with_env(
+        ws.path(),
+        json!({"everything": everything}),
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_long",
+                "mcp__everything__trigger-long-running-operation",
+                json!({"duration": 1, "steps": 5}),
+            )]),
+            Reply::text("done"),
+        ],
+        ("wait", &allow),
+        &[("MCP_TOOL_TIMEOUT", "700")],
+    )?;
+    let long = text_of(&progressed.result(1, "toolu_long")?);
+    assert!(
+        long.starts_with("Long running operation completed"),
+        "{long}"
+    );
     Ok(())
 }
