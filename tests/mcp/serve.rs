@@ -349,3 +349,50 @@ fn each_protocol_revision_is_answered_in_kind() -> TestResult {
     assert_eq!(reply(3)["error"]["data"]["requested"], "2031-01-01");
     Ok(())
 }
+
+/// The TypeScript SDK's client (the 2025 handshake) gets the same tools
+/// and the same answers.
+#[test]
+fn a_typescript_sdk_client_gets_the_tools_and_their_answers() -> TestResult {
+    let sdk = carapace_test_support::deps::node_package(
+        "mcp-servers",
+        "@modelcontextprotocol/sdk/package.json",
+    )?
+    .join("node_modules")
+    .join("@modelcontextprotocol")
+    .join("sdk");
+    let ws = tempfile::tempdir()?;
+    std::fs::write(ws.path().join("notes.txt"), "hello from ts")?;
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/clients/call_carapace.mjs");
+    let calls = json!([["Read", {"file_path": ws.path().join("notes.txt")}]]);
+    let output = Command::new("node")
+        .arg(script)
+        .arg(&sdk)
+        .arg(env!("CARGO_BIN_EXE_carapace"))
+        .arg(ws.path())
+        .arg(calls.to_string())
+        .env("CARAPACE_CONFIG_DIR", ws.path().join(".config"))
+        .output()?;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&output.stdout)?;
+    assert_eq!(answer["server"]["name"], "carapace");
+    assert!(
+        answer["tools"]
+            .as_array()
+            .is_some_and(|t| t.contains(&json!("Read"))),
+        "{answer}"
+    );
+    assert!(
+        answer["results"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("hello from ts"),
+        "{answer}"
+    );
+    Ok(())
+}
