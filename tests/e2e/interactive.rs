@@ -866,7 +866,7 @@ fn mcp_login_on_the_screen_signs_in_and_reconnects_the_server() -> TestResult {
     let port = support::free_port()?;
     let mut server_process = std::process::Command::new(carapace_test_support::deps::python())
         .arg(guarded)
-        .arg(port.to_string())
+        .args(["--http", &port.to_string()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()?;

@@ -11,12 +11,11 @@ mod common;
 #[path = "../e2e/support.rs"]
 mod support;
 
-use common::{everything, notes, servers_dir, session, session_in};
+use common::{HttpServer, everything, notes, servers_dir, session, session_in};
 use scripted_server::{Block, Reply};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Command;
-use support::{TestResult, free_port, text_of, wait_for_port};
+use support::{TestResult, text_of};
 
 #[test]
 fn a_node_server_lists_and_calls_through_the_bridge_and_the_loop() -> TestResult {
@@ -318,18 +317,8 @@ fn mcp_calls_pass_the_same_hooks_and_project_servers_need_trust() -> TestResult 
 
 #[test]
 fn a_streamable_http_server_is_reached_by_the_bridge_over_wasi_http() -> TestResult {
-    let notes = notes()?;
-    // A free port, then the Python server on it.
-    let port = free_port()?;
-    let script = notes["args"][0].as_str().ok_or("no script")?.to_string();
-    let mut server = Command::new(carapace_test_support::deps::python())
-        .arg(script)
-        .args(["--http", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()?;
-    wait_for_port(&mut server, port)?;
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let server = HttpServer::start("notes_server.py", &[], &[])?;
+    let url = &server.url;
     let s = session(
         json!({"remote": {"type": "http", "url": url, "headers": {"X-Test": "1"}}}),
         vec![
@@ -347,8 +336,7 @@ fn a_streamable_http_server_is_reached_by_the_bridge_over_wasi_http() -> TestRes
         ],
         &["--allowedTools", "mcp__remote"],
     );
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     let s = s?;
     assert_eq!(s.status, Some(0), "{}", s.stderr);
     assert_eq!(s.server_status("remote")["status"], "connected");
@@ -498,18 +486,9 @@ fn a_401_is_reported_as_a_login_the_server_wants() -> TestResult {
 /// the next turn.
 #[test]
 fn a_tool_list_change_over_http_is_offered_from_the_next_turn() -> TestResult {
-    let notes = notes()?;
-    let script = notes["args"][0].as_str().ok_or("no script")?.to_string();
     {
-        let port = free_port()?;
-        let mut server = Command::new(carapace_test_support::deps::python())
-            .arg(&script)
-            .args(["--http", &port.to_string()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()?;
-        wait_for_port(&mut server, port)?;
-        let url = format!("http://127.0.0.1:{port}/mcp");
+        let server = HttpServer::start("notes_server.py", &[], &[])?;
+        let url = &server.url;
         let s = session(
             json!({"notes": {"type": "http", "url": url}}),
             vec![
@@ -527,8 +506,7 @@ fn a_tool_list_change_over_http_is_offered_from_the_next_turn() -> TestResult {
             ],
             &["--allowedTools", "mcp__notes"],
         );
-        let _ = server.kill();
-        let _ = server.wait();
+        drop(server);
         let s = s?;
         assert_eq!(s.status, Some(0), "{}", s.stderr);
         assert_eq!(text_of(&s.result(2, "toolu_archive")?), "archived");

@@ -9,54 +9,16 @@ mod common;
 #[path = "../e2e/support.rs"]
 mod support;
 
-use common::{BoxError, Session, servers_dir, session_prompting, session_with_env};
+use common::{BoxError, HttpServer, Session, servers_dir, session_prompting, session_with_env};
 use scripted_server::{Block, Reply};
 use serde_json::{Value, json};
-use std::process::{Child, Command};
-use support::{TestResult, free_port, text_of, wait_for_port};
+use support::{TestResult, text_of};
 
 /// The library server over stdio.
 fn stdio() -> Result<Value, BoxError> {
     common::notes()?; // the `mcp` package is there
     Ok(json!({"command": carapace_test_support::deps::python(),
               "args": [servers_dir().join("library_server.py")]}))
-}
-
-/// The library server over Streamable HTTP, running until dropped.
-struct HttpLibrary {
-    child: Child,
-    url: String,
-}
-
-impl HttpLibrary {
-    fn start() -> Result<Self, BoxError> {
-        Self::started(&[])
-    }
-
-    /// With `extra` arguments (`--legacy`: the 2025 handshake only).
-    fn started(extra: &[&str]) -> Result<Self, BoxError> {
-        common::notes()?;
-        let port = free_port()?;
-        let mut child = Command::new(carapace_test_support::deps::python())
-            .arg(servers_dir().join("library_server.py"))
-            .args(["--http", &port.to_string()])
-            .args(extra)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()?;
-        wait_for_port(&mut child, port)?;
-        Ok(Self {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        })
-    }
-}
-
-impl Drop for HttpLibrary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn run(
@@ -162,7 +124,7 @@ fn a_servers_resources_instructions_and_prompts_reach_the_model_over_stdio() -> 
 
 #[test]
 fn a_servers_resources_instructions_and_prompts_reach_the_model_over_http() -> TestResult {
-    let library = HttpLibrary::start()?;
+    let library = HttpServer::start("library_server.py", &[], &[])?;
     reads_the_library(json!({"type": "http", "url": library.url}))
 }
 
@@ -229,7 +191,7 @@ fn prompt_command(library: Value) -> TestResult {
 #[test]
 fn an_mcp_prompt_is_a_command_with_its_arguments_over_stdio_and_http() -> TestResult {
     prompt_command(stdio()?)?;
-    let library = HttpLibrary::start()?;
+    let library = HttpServer::start("library_server.py", &[], &[])?;
     prompt_command(json!({"type": "http", "url": library.url}))
 }
 
@@ -263,7 +225,7 @@ fn a_servers_request_mid_answer_is_refused_at_once_over_stdio_and_http() -> Test
         .as_array_mut()
         .ok_or("no args")?
         .push(json!("--legacy"));
-    let http = HttpLibrary::started(&["--legacy"])?;
+    let http = HttpServer::start("library_server.py", &["--legacy"], &[])?;
     for library in [stdio, json!({"type": "http", "url": http.url})] {
         let s = run(
             library,
@@ -319,7 +281,7 @@ fn an_elicitation_is_cancelled_in_print_mode_and_hooks_answer_and_change_it() ->
         .as_array_mut()
         .ok_or("no args")?
         .push(json!("--legacy"));
-    let http = HttpLibrary::started(&["--legacy"])?;
+    let http = HttpServer::start("library_server.py", &["--legacy"], &[])?;
     // 2025: a request in the middle of the answer; 2026-07-28: an
     // input_required result and a retry.
     let cases = [
@@ -409,7 +371,7 @@ fn an_elicitation_is_cancelled_in_print_mode_and_hooks_answer_and_change_it() ->
 /// call as long that says nothing — is stopped at the deadline.
 #[test]
 fn progress_restarts_a_calls_deadline_and_silence_does_not() -> TestResult {
-    let http = HttpLibrary::start()?;
+    let http = HttpServer::start("library_server.py", &[], &[])?;
     for library in [stdio()?, json!({"type": "http", "url": http.url})] {
         let ws = tempfile::tempdir()?;
         let calls = vec![

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
-use crate::support::{self, lines};
+use crate::support::{self, free_port, lines, wait_for_port};
 use scripted_server::{Reply, ScriptedServer};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -138,5 +138,39 @@ impl Session {
             .as_array()
             .and_then(|c| c.iter().find(|r| r["tool_use_id"] == id).cloned())
             .ok_or(format!("no result for {id}"))?)
+    }
+}
+
+/// A test server from `tests/mcp/servers` on Streamable HTTP
+/// (`--http PORT`, then `args`), running until dropped.
+pub struct HttpServer {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl HttpServer {
+    pub fn start(script: &str, args: &[&str], env: &[(&str, &Path)]) -> Result<Self, BoxError> {
+        notes()?; // the `mcp` package is there
+        let port = free_port()?;
+        let mut child = Command::new(carapace_test_support::deps::python())
+            .arg(servers_dir().join(script))
+            .args(["--http", &port.to_string()])
+            .args(args)
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        wait_for_port(&mut child, port)?;
+        Ok(Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        })
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -9,41 +9,36 @@ mod common;
 #[path = "../e2e/support.rs"]
 mod support;
 
-use common::{BoxError, servers_dir, session_prompting};
+use common::{BoxError, HttpServer, session_prompting};
 use scripted_server::{Block, Reply};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use support::{TestResult, free_port, text_of, wait_for_port};
+use std::process::Stdio;
+use support::{TestResult, text_of};
 
 /// The guarded server, running until dropped; every token it issued is
 /// logged outside the workspace.
 struct Guarded {
-    child: Child,
-    url: String,
+    server: HttpServer,
     tokens: tempfile::TempDir,
 }
 
 impl Guarded {
-    fn start(token_seconds: u32) -> Result<Self, BoxError> {
-        common::notes()?;
+    fn start(first_token_seconds: u32) -> Result<Self, BoxError> {
         let tokens = tempfile::tempdir()?;
-        let port = free_port()?;
-        let mut child = Command::new(carapace_test_support::deps::python())
-            .arg(servers_dir().join("guarded_server.py"))
-            .arg(port.to_string())
-            .args(["--first-token-seconds", &token_seconds.to_string()])
-            .env("TOKENS_LOG", tokens.path().join("issued"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?;
-        wait_for_port(&mut child, port)?;
-        Ok(Self {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-            tokens,
-        })
+        let log = tokens.path().join("issued");
+        let seconds = first_token_seconds.to_string();
+        let server = HttpServer::start(
+            "guarded_server.py",
+            &["--first-token-seconds", &seconds],
+            &[("TOKENS_LOG", &log)],
+        )?;
+        Ok(Self { server, tokens })
+    }
+
+    fn url(&self) -> &str {
+        &self.server.url
     }
 
     /// Every token issued so far, and whether one was refreshed.
@@ -55,13 +50,6 @@ impl Guarded {
             .map(|(_, token)| token.to_string())
             .collect();
         Ok((tokens, log.lines().any(|l| l.starts_with("refreshed "))))
-    }
-}
-
-impl Drop for Guarded {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -160,10 +148,10 @@ fn signs_in_and_calls(token_seconds: u32) -> TestResult {
     let config = ws.path().join("servers.json");
     std::fs::write(
         &config,
-        json!({"mcpServers": {"guarded": {"type": "http", "url": guarded.url}}}).to_string(),
+        json!({"mcpServers": {"guarded": {"type": "http", "url": guarded.url()}}}).to_string(),
     )?;
     // Before signing in: the server wants a login, and says how.
-    let before = call_whoami(ws.path(), &guarded.url)?;
+    let before = call_whoami(ws.path(), guarded.url())?;
     let status = before.server_status("guarded");
     let error = status["error"].as_str().unwrap_or_default();
     assert!(
@@ -210,7 +198,7 @@ fn signs_in_and_calls(token_seconds: u32) -> TestResult {
         cat.starts_with("<tool_use_error>The command may not read") && cat.contains(withheld),
         "{cat}"
     );
-    let after = call_whoami(ws.path(), &guarded.url)?;
+    let after = call_whoami(ws.path(), guarded.url())?;
     assert_eq!(
         after.server_status("guarded")["status"],
         "connected",

@@ -6,7 +6,7 @@ refresh grant. Consent is given at once (the test plays the browser);
 access tokens live an hour, but with `--first-token-seconds 0` the one a
 login gets has ended at once, so the client must refresh it before use.
 
-Run: python3 guarded_server.py PORT [--first-token-seconds N]
+Run: python3 guarded_server.py --http PORT [--first-token-seconds N]
 
 Every token it issued, and every token it was shown, is appended to
 TOKENS_LOG (an environment variable) when set, so a test can look for
@@ -32,7 +32,7 @@ from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-PORT = int(sys.argv[1])
+PORT = int(sys.argv[sys.argv.index("--http") + 1])
 TOKEN_SECONDS = 3600
 FIRST_TOKEN_SECONDS = (
     int(sys.argv[sys.argv.index("--first-token-seconds") + 1])

@@ -11,7 +11,6 @@ Run: python3 library_server.py            (stdio)
      in the middle of its answer (elicitation, sampling)
 """
 
-import sys
 
 import anyio
 from pydantic import BaseModel
@@ -125,11 +124,4 @@ async def summarise(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if "--legacy" in args:
-        args.remove("--legacy")
-        legacy.refuse_discover(server)
-    if len(args) == 2 and args[0] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(args[1]))
-    else:
-        server.run()
+    legacy.run(server)

@@ -8,7 +8,6 @@ Run: python3 notes_server.py            (stdio)
 """
 
 import os
-import sys
 
 import legacy
 
@@ -56,11 +55,4 @@ async def unlock_archive(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if "--legacy" in args:
-        args.remove("--legacy")
-        legacy.refuse_discover(server)
-    if len(args) == 2 and args[0] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(args[1]))
-    else:
-        server.run()
+    legacy.run(server)
