@@ -35,8 +35,7 @@ Ctrl-C clears the prompt (twice on an empty prompt exits) · Ctrl-D exits
 /context      what the model's context holds
 /hooks        the hooks that run, and on what
 /bashes       background shells and their state
-/mcp          MCP servers and their state
-/mcp login NAME  sign in to the HTTP MCP server NAME (OAuth)
+/mcp [login NAME]  MCP servers and their state, or sign in to one (OAuth)
 /agents       the agent types the Agent tool offers
 /plugins      installed plugins
 /compact [INSTRUCTIONS]  summarise the conversation to free context
