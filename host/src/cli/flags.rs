@@ -420,7 +420,7 @@ pub enum Command {
         #[command(subcommand)]
         action: plugin::ToolCommand,
     },
-    /// carapace as an MCP server.
+    /// MCP: carapace as a server (`serve`), and its sign-ins to servers (`login`).
     Mcp {
         #[command(subcommand)]
         action: McpCommand,
