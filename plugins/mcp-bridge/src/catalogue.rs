@@ -7,7 +7,7 @@ use crate::carapace::mcp::types::{
     Content, Events, McpPrompt as Prompt, McpResource as Resource, PromptArgument, PromptMessage,
     PromptPage, ResourcePage, Session,
 };
-use crate::{enveloped, read_content, request, text_field, use_session};
+use crate::{enveloped, no_events, page, read_content, request, text_field, use_session};
 use serde_json::{Map, Value, json};
 
 /// The fields of a resource entry passed on to the model, as the protocol
@@ -22,27 +22,6 @@ const RESOURCE_FIELDS: &[&str] = &[
     "size",
     "annotations",
 ];
-
-fn no_events() -> Events {
-    Events {
-        tools_changed: false,
-    }
-}
-
-fn page_params(cursor: Option<String>) -> Value {
-    match cursor {
-        Some(cursor) => json!({"cursor": cursor}),
-        None => json!({}),
-    }
-}
-
-fn next_cursor(result: &Value) -> Option<String> {
-    result
-        .get("nextCursor")
-        .and_then(Value::as_str)
-        .filter(|c| !c.is_empty())
-        .map(str::to_string)
-}
 
 /// One entry of `resources/list` (`uri`) or of the templates (`uriTemplate`).
 fn read_resource_entry(entry: &Value, uri_key: &str) -> Result<Resource, String> {
@@ -76,28 +55,16 @@ pub fn list_resources(
     cursor: Option<String>,
     request_id: u64,
 ) -> Result<(ResourcePage, Events), String> {
-    use_session(session);
-    let mut events = no_events();
-    let result = request(
-        request_id,
-        method,
-        enveloped(session, page_params(cursor)),
-        &mut events,
-    )?;
-    let resources = result
-        .get(list_key)
-        .and_then(Value::as_array)
-        .ok_or(format!(
-            "the server's {method} answer has no `{list_key}` list"
-        ))?
-        .iter()
-        .map(|entry| read_resource_entry(entry, uri_key))
-        .collect::<Result<Vec<_>, _>>()?;
-    let page = ResourcePage {
-        resources,
-        next_cursor: next_cursor(&result),
-    };
-    Ok((page, events))
+    let read = |entry: &Value| read_resource_entry(entry, uri_key);
+    let (resources, next_cursor, events) =
+        page(session, (method, list_key), (cursor, request_id), read)?;
+    Ok((
+        ResourcePage {
+            resources,
+            next_cursor,
+        },
+        events,
+    ))
 }
 
 /// One entry of `resources/read`'s `contents`: text as it is, a binary
@@ -187,25 +154,12 @@ pub fn list_prompts(
     cursor: Option<String>,
     request_id: u64,
 ) -> Result<(PromptPage, Events), String> {
-    use_session(session);
-    let mut events = no_events();
-    let result = request(
-        request_id,
-        "prompts/list",
-        enveloped(session, page_params(cursor)),
-        &mut events,
-    )?;
-    let prompts = result
-        .get("prompts")
-        .and_then(Value::as_array)
-        .ok_or("the server's prompts/list answer has no `prompts` list")?
-        .iter()
-        .map(read_prompt)
-        .collect::<Result<Vec<_>, _>>()?;
+    let listing = ("prompts/list", "prompts");
+    let (prompts, next_cursor, events) = page(session, listing, (cursor, request_id), read_prompt)?;
     Ok((
         PromptPage {
             prompts,
-            next_cursor: next_cursor(&result),
+            next_cursor,
         },
         events,
     ))

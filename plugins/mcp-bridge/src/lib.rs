@@ -209,6 +209,45 @@ fn handle(
     }
 }
 
+/// What an operation heard besides its answer, before it heard anything.
+fn no_events() -> Events {
+    Events {
+        tools_changed: false,
+    }
+}
+
+/// One page of the listing `method` (its entries under `key`, each read by
+/// `read`), and the cursor to the next page.
+type Page<T> = (Vec<T>, Option<String>, Events);
+
+fn page<T>(
+    session: &Session,
+    (method, key): (&str, &str),
+    (cursor, request_id): (Option<String>, u64),
+    read: impl Fn(&Value) -> Result<T, String>,
+) -> Result<Page<T>, String> {
+    use_session(session);
+    let mut events = no_events();
+    let params = match cursor {
+        Some(cursor) => json!({"cursor": cursor}),
+        None => json!({}),
+    };
+    let result = request(request_id, method, enveloped(session, params), &mut events)?;
+    let items = result
+        .get(key)
+        .and_then(Value::as_array)
+        .ok_or(format!("the server's {method} answer has no `{key}` list"))?
+        .iter()
+        .map(read)
+        .collect::<Result<Vec<_>, _>>()?;
+    let next_cursor = result
+        .get("nextCursor")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty())
+        .map(str::to_string);
+    Ok((items, next_cursor, events))
+}
+
 fn preview(text: &str) -> String {
     let cut: String = text.chars().take(200).collect();
     if cut.len() < text.len() {
@@ -314,9 +353,7 @@ impl Guest for Bridge {
         client_version: String,
         request_id: u64,
     ) -> Result<Session, String> {
-        let mut events = Events {
-            tools_changed: false,
-        };
+        let mut events = no_events();
         if let Some(session) = discover(endpoint.clone(), request_id, &mut events)? {
             return Ok(session);
         }
@@ -329,32 +366,9 @@ impl Guest for Bridge {
         cursor: Option<String>,
         request_id: u64,
     ) -> Result<(ToolPage, Events), String> {
-        use_session(&session);
-        let mut events = Events {
-            tools_changed: false,
-        };
-        let params = match cursor {
-            Some(cursor) => json!({"cursor": cursor}),
-            None => json!({}),
-        };
-        let result = request(
-            request_id,
-            "tools/list",
-            enveloped(&session, params),
-            &mut events,
-        )?;
-        let tools = result
-            .get("tools")
-            .and_then(Value::as_array)
-            .ok_or("the server's tools/list answer has no `tools` list")?
-            .iter()
-            .map(read_tool)
-            .collect::<Result<Vec<_>, _>>()?;
-        let next_cursor = result
-            .get("nextCursor")
-            .and_then(Value::as_str)
-            .filter(|c| !c.is_empty())
-            .map(str::to_string);
+        let listing = ("tools/list", "tools");
+        let (tools, next_cursor, events) =
+            page(&session, listing, (cursor, request_id), read_tool)?;
         Ok((ToolPage { tools, next_cursor }, events))
     }
 
@@ -365,9 +379,7 @@ impl Guest for Bridge {
         request_id: u64,
     ) -> Result<(CallOutcome, Events), String> {
         use_session(&session);
-        let mut events = Events {
-            tools_changed: false,
-        };
+        let mut events = no_events();
         let arguments: Value = serde_json::from_str(&arguments)
             .map_err(|e| format!("the arguments are not JSON: {e}"))?;
         let result = request(
@@ -449,9 +461,7 @@ impl Guest for Bridge {
 
     fn drain(session: Session) -> Result<Events, String> {
         use_session(&session);
-        let mut events = Events {
-            tools_changed: false,
-        };
+        let mut events = no_events();
         while let Some(line) = receive(0)? {
             let Ok(message) = serde_json::from_str::<Value>(&line) else {
                 continue; // unasked-for noise: nothing waits for it
@@ -519,8 +529,8 @@ fn discover(
         .pointer("/capabilities/tools/listChanged")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    // (Over HTTP the stream would outlive this instance: list changes
-    // there are not followed yet.)
+    // (Over HTTP the stream would outlive this instance: the host reads
+    // the list again between turns instead.)
     if tools_list_changed && endpoint.is_none() {
         // The current revision sends list changes only on a
         // `subscriptions/listen` stream; its notifications are read with
@@ -536,20 +546,34 @@ fn discover(
         .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
         .cloned()
         .unwrap_or(Value::Null);
-    Ok(Some(Session {
+    Ok(Some(session_of(endpoint, MODERN.into(), &result, &info)))
+}
+
+/// The session a `server/discover` or `initialize` answer (`result`)
+/// describes: the server (`info`), its instructions, what it offers.
+fn session_of(
+    endpoint: Option<HttpEndpoint>,
+    protocol_version: String,
+    result: &Value,
+    info: &Value,
+) -> Session {
+    Session {
         endpoint,
         http_session: http_session(),
-        protocol_version: MODERN.into(),
-        server_name: text_field(&info, "name"),
-        server_version: text_field(&info, "version"),
+        protocol_version,
+        server_name: text_field(info, "name"),
+        server_version: text_field(info, "version"),
         instructions: result
             .get("instructions")
             .and_then(Value::as_str)
             .map(str::to_string),
-        tools_list_changed,
-        resources: offers(&result, "resources"),
-        prompts: offers(&result, "prompts"),
-    }))
+        tools_list_changed: result
+            .pointer("/capabilities/tools/listChanged")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        resources: offers(result, "resources"),
+        prompts: offers(result, "prompts"),
+    }
 }
 
 /// Whether the server's capabilities name `what`.
@@ -589,21 +613,5 @@ fn handshake(
     set_protocol(&version);
     send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
     let info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
-    Ok(Session {
-        endpoint,
-        http_session: http_session(),
-        protocol_version: version,
-        server_name: text_field(&info, "name"),
-        server_version: text_field(&info, "version"),
-        instructions: result
-            .get("instructions")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        tools_list_changed: result
-            .pointer("/capabilities/tools/listChanged")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        resources: offers(&result, "resources"),
-        prompts: offers(&result, "prompts"),
-    })
+    Ok(session_of(endpoint, version, &result, &info))
 }
