@@ -212,10 +212,7 @@ async fn mcp_login(
     let Some(crate::mcp::Transport::Http { url, .. }) = found.map(|c| &c.transport) else {
         bail!("no HTTP MCP server named `{name}` is configured here");
     };
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .context("making the HTTP client")?;
+    let http = crate::mcp::oauth::http_client()?;
     let pending = crate::mcp::oauth::begin(&http, url)
         .await
         .with_context(|| format!("starting the sign-in to `{name}`"))?;

@@ -33,15 +33,15 @@ pub fn sign_in(session: &Session, ui: &mpsc::UnboundedSender<UiEvent>, name: &st
     let store = Credentials::in_folder(&session.paths.config_dir);
     let name = name.to_string();
     tokio::spawn(async move {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
         let failed = |e: &dyn std::error::Error| {
             format!(
                 "Signing in to `{name}` failed: {}",
                 crate::sandbox::describe_chain(e)
             )
+        };
+        let http = match crate::mcp::oauth::http_client() {
+            Ok(http) => http,
+            Err(e) => return tell(failed(&e)),
         };
         let pending = match crate::mcp::oauth::begin(&http, &url).await {
             Ok(pending) => pending,

@@ -54,6 +54,17 @@ pub enum OAuthError {
     Listen(#[source] std::io::Error),
     #[error(transparent)]
     Store(#[from] CredentialsError),
+    #[error("cannot make an HTTP client")]
+    Client(#[source] reqwest::Error),
+}
+
+/// The HTTP client sign-ins use: it follows no redirect (an OAuth endpoint
+/// that redirects is not followed elsewhere on the server's say-so).
+pub fn http_client() -> Result<reqwest::Client, OAuthError> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(OAuthError::Client)
 }
 
 /// The protected resource's metadata (RFC 9728), what carapace reads.

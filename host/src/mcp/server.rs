@@ -16,34 +16,50 @@ use std::time::Duration;
 /// Pages of `tools/list` followed before giving up on a server.
 const MAX_TOOL_PAGES: usize = 100;
 
+/// carapace's sign-in to an HTTP server, and the client its token is
+/// refreshed with.
+struct SignedIn {
+    store: super::Credentials,
+    url: String,
+    http: reqwest::Client,
+}
+
 /// An HTTP server's headers with the bearer token of carapace's sign-in
 /// to it, when there is one and the configuration gives no
-/// `Authorization` of its own (an ended token is refreshed first).
+/// `Authorization` of its own (an ended token is refreshed first); the
+/// sign-in, when one is used.
 async fn signed_in(
     url: &str,
     headers: &[(String, String)],
     credentials: &super::Credentials,
-) -> Vec<(String, String)> {
+) -> (Vec<(String, String)>, Option<SignedIn>) {
     let mut headers = headers.to_vec();
     if headers
         .iter()
         .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
     {
-        return headers;
+        return (headers, None);
     }
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_default();
-    match super::oauth::bearer(&http, credentials, url).await {
-        Ok(Some(token)) => headers.push(bearer_header(&token)),
-        Ok(None) => {}
-        Err(e) => tracing::warn!(
-            "the sign-in to {url} is unusable: {}",
-            crate::sandbox::describe_chain(&e)
-        ),
+    let bearer = match super::oauth::http_client() {
+        Ok(http) => super::oauth::bearer(&http, credentials, url)
+            .await
+            .map(|token| token.map(|token| (token, http))),
+        Err(e) => Err(e),
+    };
+    match bearer {
+        Ok(Some((token, http))) => {
+            headers.push(bearer_header(&token));
+            let store = credentials.clone();
+            let url = url.to_string();
+            (headers, Some(SignedIn { store, url, http }))
+        }
+        Ok(None) => (headers, None),
+        Err(e) => {
+            let why = crate::sandbox::describe_chain(&e);
+            tracing::warn!("the sign-in to {url} is unusable: {why}");
+            (headers, None)
+        }
     }
-    headers
 }
 
 /// The header a sign-in's token goes in. Its value is marked as the
@@ -76,7 +92,7 @@ pub struct McpServer {
     limits: CallLimits,
     /// carapace's sign-in to it (an HTTP server behind OAuth): each
     /// operation carries the token as it is then, refreshed when it ends.
-    sign_in: std::sync::OnceLock<(super::Credentials, String)>,
+    sign_in: std::sync::OnceLock<SignedIn>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -98,6 +114,7 @@ impl McpServer {
         (limits, startup): (CallLimits, Duration),
         credentials: &super::Credentials,
     ) -> Result<Arc<Self>, String> {
+        let mut signed = None;
         let (link, endpoint) = match &config.transport {
             Transport::Stdio {
                 command,
@@ -115,13 +132,13 @@ impl McpServer {
                     None,
                 )
             }
-            Transport::Http { url, headers } => (
-                McpLink::http(&config.name, url)?,
-                Some(HttpEndpoint {
-                    url: url.clone(),
-                    headers: signed_in(url, headers, credentials).await,
-                }),
-            ),
+            Transport::Http { url, headers } => {
+                let (headers, sign_in) = signed_in(url, headers, credentials).await;
+                signed = sign_in;
+                let url = url.clone();
+                let endpoint = HttpEndpoint { url, headers };
+                (McpLink::http(&config.name, &endpoint.url)?, Some(endpoint))
+            }
             Transport::Sdk => {
                 return Err(
                     "an SDK server lives in the Agent SDK's process; it is connected when the SDK is"
@@ -129,22 +146,14 @@ impl McpServer {
                 );
             }
         };
-        // Signed in: the configuration gave no authorization, the store did.
-        let configured = match &config.transport {
-            Transport::Http { headers, .. } => headers.len(),
-            _ => 0,
-        };
-        let signed_in = endpoint
-            .as_ref()
-            .is_some_and(|e| e.headers.len() > configured);
         let server = Self::connect(&config.name, bridge, link, endpoint, limits, startup)
             .await
             .map_err(|e| match e.contains("HTTP 401") {
                 true => format!("{e}; sign in with `carapace mcp login {}`", config.name),
                 false => e,
             })?;
-        if let (true, Transport::Http { url, .. }) = (signed_in, &config.transport) {
-            let _ = server.sign_in.set((credentials.clone(), url.clone()));
+        if let Some(signed) = signed {
+            let _ = server.sign_in.set(signed);
         }
         Ok(server)
     }
@@ -152,14 +161,11 @@ impl McpServer {
     /// The session as the next operation speaks it: with the sign-in's
     /// token as it is now (refreshed if it ended since).
     async fn current(&self) -> std::borrow::Cow<'_, McpSession> {
-        let Some((store, url)) = self.sign_in.get() else {
+        let Some(signed) = self.sign_in.get() else {
             return std::borrow::Cow::Borrowed(&self.session);
         };
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
-        let Ok(Some(token)) = super::oauth::bearer(&http, store, url).await else {
+        let bearer = super::oauth::bearer(&signed.http, &signed.store, &signed.url).await;
+        let Ok(Some(token)) = bearer else {
             return std::borrow::Cow::Borrowed(&self.session);
         };
         let mut session = self.session.clone();

@@ -312,7 +312,9 @@ or name a --permission-prompt-tool."
                 let grant = Grant::none();
                 let mut invocation = ToolInvocation::new(prompt_tool, &input, &grant, limits);
                 invocation.reads = Some(&self.reads);
-                handle.call(invocation, self.call_requests(&call.id)).await
+                handle
+                    .call(invocation, self.call_requests(&handle, &call.id))
+                    .await
             }
             Err(e) => Err(e.into()),
         };

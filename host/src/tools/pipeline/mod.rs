@@ -178,19 +178,27 @@ impl ToolPipeline {
         self
     }
 
-    /// Who hears one call's server and answers its questions.
-    fn call_requests(&self, tool_use_id: &str) -> Arc<dyn crate::mcp::ServerRequests> {
+    /// Who hears one call's server and answers its questions: only an MCP
+    /// tool's call has a server to hear.
+    fn call_requests(
+        &self,
+        handle: &ToolHandle,
+        tool_use_id: &str,
+    ) -> Option<Arc<dyn crate::mcp::ServerRequests>> {
+        if !matches!(handle, ToolHandle::Mcp(_)) {
+            return None;
+        }
         let prompter = match self.asker {
             Asker::Prompter { .. } => self.prompter.get().cloned(),
             Asker::Nobody | Asker::PromptTool(_) => None,
         };
         let prompter = self.elicitor.get().cloned().or(prompter);
-        Arc::new(server_requests::CallRequests {
+        Some(Arc::new(server_requests::CallRequests {
             tool_use_id: tool_use_id.to_string(),
             output: self.output.clone(),
             hooks: self.hooks.clone(),
             prompter,
-        })
+        }))
     }
 
     /// Who answers whenever the policy would ask the user.

@@ -323,7 +323,10 @@ impl ToolPipeline {
             reads: Some(&self.reads),
             context,
         };
-        match handle.call(invocation, self.call_requests(&call.id)).await {
+        match handle
+            .call(invocation, self.call_requests(handle, &call.id))
+            .await
+        {
             Ok(output) => to_result(&call.id, output),
             Err(CallError::InvalidInput(message)) => {
                 ToolCallResult::error(&call.id, format!("InputValidationError: {message}"))

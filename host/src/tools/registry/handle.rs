@@ -99,7 +99,7 @@ impl ToolHandle {
     pub async fn call(
         &self,
         mut invocation: ToolInvocation<'_>,
-        requests: Arc<dyn crate::mcp::ServerRequests>,
+        requests: Option<Arc<dyn crate::mcp::ServerRequests>>,
     ) -> Result<ToolOutput, CallError> {
         match self {
             ToolHandle::Wasm {
@@ -118,11 +118,7 @@ impl ToolHandle {
             ToolHandle::Mcp(mcp) => {
                 let input = invocation.input.to_string();
                 let call = (mcp.tool.as_str(), input.as_str());
-                let outcome = match mcp
-                    .server
-                    .call(call, invocation.limits, Some(requests))
-                    .await
-                {
+                let outcome = match mcp.server.call(call, invocation.limits, requests).await {
                     Ok(outcome) => outcome,
                     Err(BridgeError::Server(message)) => return Err(CallError::Failed(message)),
                     Err(BridgeError::Sandbox(e)) => return Err(e.into()),
