@@ -195,24 +195,29 @@ fn a_server_that_cannot_start_is_reported_and_the_session_runs() -> TestResult {
     Ok(())
 }
 
+/// The model unlocks the notes server's archive tool, then calls it.
+fn unlock_then_archive() -> Vec<Reply> {
+    vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_unlock",
+            "mcp__notes__unlock_archive",
+            json!({}),
+        )]),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_archive",
+            "mcp__notes__archive",
+            json!({}),
+        )]),
+        Reply::text("archived"),
+    ]
+}
+
 #[test]
 fn a_tool_list_change_is_offered_from_the_next_turn() -> TestResult {
     let notes = notes()?;
     let s = session(
         json!({"notes": notes}),
-        vec![
-            Reply::tool_uses(vec![Block::tool_use(
-                "toolu_unlock",
-                "mcp__notes__unlock_archive",
-                json!({}),
-            )]),
-            Reply::tool_uses(vec![Block::tool_use(
-                "toolu_archive",
-                "mcp__notes__archive",
-                json!({}),
-            )]),
-            Reply::text("archived"),
-        ],
+        unlock_then_archive(),
         &["--allowedTools", "mcp__notes"],
     )?;
     assert_eq!(s.status, Some(0), "{}", s.stderr);
@@ -486,30 +491,16 @@ fn a_401_is_reported_as_a_login_the_server_wants() -> TestResult {
 /// the next turn.
 #[test]
 fn a_tool_list_change_over_http_is_offered_from_the_next_turn() -> TestResult {
-    {
-        let server = HttpServer::start("notes_server.py", &[], &[])?;
-        let url = &server.url;
-        let s = session(
-            json!({"notes": {"type": "http", "url": url}}),
-            vec![
-                Reply::tool_uses(vec![Block::tool_use(
-                    "toolu_unlock",
-                    "mcp__notes__unlock_archive",
-                    json!({}),
-                )]),
-                Reply::tool_uses(vec![Block::tool_use(
-                    "toolu_archive",
-                    "mcp__notes__archive",
-                    json!({}),
-                )]),
-                Reply::text("archived"),
-            ],
-            &["--allowedTools", "mcp__notes"],
-        );
-        drop(server);
-        let s = s?;
-        assert_eq!(s.status, Some(0), "{}", s.stderr);
-        assert_eq!(text_of(&s.result(2, "toolu_archive")?), "archived");
-    }
+    let server = HttpServer::start("notes_server.py", &[], &[])?;
+    let url = &server.url;
+    let s = session(
+        json!({"notes": {"type": "http", "url": url}}),
+        unlock_then_archive(),
+        &["--allowedTools", "mcp__notes"],
+    );
+    drop(server);
+    let s = s?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    assert_eq!(text_of(&s.result(2, "toolu_archive")?), "archived");
     Ok(())
 }
