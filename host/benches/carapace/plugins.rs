@@ -12,15 +12,15 @@ pub(super) async fn mcp_benches() -> BenchResult {
     use carapace::sandbox::ProcessConfig;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     const N: usize = 300;
-    let entry = Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "../tests/mcp/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    if !entry.exists() {
-        println!(
-            "| mcp_call_bridge | — | — | — | — | server-everything not installed: npm ci --prefix tests/mcp/servers |"
-        );
-        return Ok(());
-    }
+    // Where `tests/setup.sh` installs it, as the MCP tests find it.
+    let probe = "@modelcontextprotocol/server-everything/dist/index.js";
+    let entry = match carapace_test_support::deps::node_package("mcp-servers", probe) {
+        Ok(dir) => dir.join("node_modules").join(probe),
+        Err(why) => {
+            println!("| mcp_call_bridge | — | — | — | — | {why} |");
+            return Ok(());
+        }
+    };
     let dir = tempfile::tempdir()?;
     let ws = std::fs::canonicalize(dir.path())?;
     let cache = tempfile::tempdir()?;
