@@ -183,6 +183,12 @@ fn signs_in_and_calls(token_seconds: u32) -> TestResult {
                 "Bash",
                 json!({"command": "cat .config/.mcp-credentials.json"}),
             )]),
+            // Another spelling: a glob the command line does not name.
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_glob",
+                "Bash",
+                json!({"command": "cat .config/.mcp-cred*; echo END"}),
+            )]),
             Reply::text("done"),
         ],
         ("read it", &["--allowedTools", "Read", "Bash"]),
@@ -197,6 +203,12 @@ fn signs_in_and_calls(token_seconds: u32) -> TestResult {
     assert!(
         cat.starts_with("<tool_use_error>The command may not read") && cat.contains(withheld),
         "{cat}"
+    );
+    // The glob finds an empty stand-in in the file's place.
+    let globbed = text_of(&tries.result(3, "toolu_glob")?);
+    assert!(
+        globbed.contains("END") && !globbed.contains("access_token"),
+        "{globbed}"
     );
     let after = call_whoami(ws.path(), guarded.url())?;
     assert_eq!(
@@ -228,6 +240,27 @@ fn signs_in_and_calls(token_seconds: u32) -> TestResult {
     for token in tokens {
         assert!(!seen.contains(&token), "a token leaked");
     }
+    // Last (its transcript holds the store it read): the control — an
+    // allow rule naming the file lets the same Read read it.
+    let rule = format!("Read(/{})", store.display());
+    let allowed = session_prompting(
+        ws.path(),
+        json!({}),
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_read",
+                "Read",
+                json!({"file_path": store}),
+            )]),
+            Reply::text("done"),
+        ],
+        ("read it", &["--allowedTools", &rule]),
+    )?;
+    let allowed = text_of(&allowed.result(1, "toolu_read")?);
+    assert!(
+        allowed.contains("access_token"),
+        "the control did not read the store: {allowed}"
+    );
     Ok(())
 }
 
