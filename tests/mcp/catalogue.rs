@@ -520,3 +520,102 @@ fn a_typescript_sdk_servers_resources_prompts_questions_and_progress() -> TestRe
     );
     Ok(())
 }
+
+/// The ledger server (`ledger_server.py`) over stdio, with `args`.
+fn ledger_stdio(args: &[&str]) -> Result<Value, BoxError> {
+    common::notes()?;
+    let mut all = vec![json!(servers_dir().join("ledger_server.py"))];
+    all.extend(args.iter().map(|a| json!(a)));
+    Ok(json!({"command": carapace_test_support::deps::python(), "args": all}))
+}
+
+/// The tag the model is told a resource changed with.
+const BALANCE_UPDATE: &str =
+    "<mcp-resource-update server=\\\"ledger\\\" uri=\\\"ledger://balance\\\">";
+
+/// The model reads the balance and the rates, deposits (which changes the
+/// balance), then lists: when the server offers subscriptions, the model
+/// is told once that the balance changed — never before the deposit, and
+/// never about the rates; when it offers none, never.
+fn follows_the_balance(ledger: Value, offers: bool) -> TestResult {
+    let ws = tempfile::tempdir()?;
+    follows_the_balance_in(ws.path(), ledger, offers)
+}
+
+/// [`follows_the_balance`] in the workspace `ws`.
+fn follows_the_balance_in(ws: &std::path::Path, ledger: Value, offers: bool) -> TestResult {
+    let read = |id: &str, uri: &str| {
+        Reply::tool_uses(vec![Block::tool_use(
+            id,
+            "ReadMcpResourceTool",
+            json!({"server": "ledger", "uri": uri}),
+        )])
+    };
+    let replies = vec![
+        read("toolu_balance", "ledger://balance"),
+        read("toolu_rates", "ledger://rates"),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_deposit",
+            "mcp__ledger__deposit",
+            json!({"amount": 5}),
+        )]),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_list",
+            "ListMcpResourcesTool",
+            json!({}),
+        )]),
+        Reply::text("done"),
+    ];
+    let s = session_prompting(
+        ws,
+        json!({"ledger": ledger.clone()}),
+        replies,
+        ("keep the books", &["--allowedTools", "mcp__ledger"]),
+    )?;
+    assert_eq!(s.status, Some(0), "{}", s.stderr);
+    assert_eq!(text_of(&s.result(3, "toolu_deposit")?), "deposited 5");
+    let requests = s.server.requests();
+    let before = requests.get(2).ok_or("no request 2")?.body.to_string();
+    let last = requests.get(4).ok_or("no request 4")?.body.to_string();
+    assert!(!before.contains("<mcp-resource-update"), "{before}");
+    assert_eq!(
+        last.matches(BALANCE_UPDATE).count(),
+        usize::from(offers),
+        "{ledger}: {last}\n{}",
+        s.stderr
+    );
+    assert!(!last.contains("ledger://rates\\\">"), "{last}");
+    Ok(())
+}
+
+#[test]
+fn a_resource_the_model_read_is_followed_where_the_server_offers_subscriptions() -> TestResult {
+    // 2025 over stdio: `resources/subscribe`, once for each resource read
+    // (logged where the sandboxed server may write: the workspace).
+    let ws = tempfile::tempdir()?;
+    let subscriptions = ws.path().join("subscriptions.log");
+    let mut legacy = ledger_stdio(&["--legacy"])?;
+    legacy["env"] = json!({"SUBSCRIPTIONS_LOG": subscriptions});
+    follows_the_balance_in(ws.path(), legacy, true)?;
+    assert_eq!(
+        std::fs::read_to_string(&subscriptions)?,
+        "resources/subscribe ledger://balance\nresources/subscribe ledger://rates\n"
+    );
+    // 2026-07-28 over stdio: a `subscriptions/listen` stream.
+    follows_the_balance(ledger_stdio(&[])?, true)?;
+    // Over HTTP, either revision: read again between turns.
+    for args in [&[][..], &["--legacy"][..]] {
+        let http = HttpServer::start("ledger_server.py", args, &[])?;
+        follows_the_balance(json!({"type": "http", "url": http.url}), true)?;
+    }
+    Ok(())
+}
+
+/// The control: the same server offering no subscriptions is not followed.
+#[test]
+fn a_server_that_offers_no_subscriptions_is_not_followed() -> TestResult {
+    follows_the_balance(ledger_stdio(&["--no-subscribe"])?, false)?;
+    follows_the_balance(ledger_stdio(&["--legacy", "--no-subscribe"])?, false)?;
+    let http = HttpServer::start("ledger_server.py", &["--no-subscribe"], &[])?;
+    follows_the_balance(json!({"type": "http", "url": http.url}), false)
+}

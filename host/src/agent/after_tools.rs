@@ -95,6 +95,10 @@ impl Run<'_, '_> {
                 .emit(AgentEvent::SyntheticUser { text: text.clone() });
         }
         results_message.append(&mut extra);
+        if stopped.is_none() {
+            let notices = self.deps.tools.notices().await;
+            results_message.extend(notices.into_iter().map(|text| ContentBlock::Text { text }));
+        }
         if stopped.is_none() && !matches!(verdict, Verdict::Stop(..)) {
             self.absorb_queued_input(&mut results_message);
         }

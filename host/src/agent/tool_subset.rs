@@ -121,6 +121,10 @@ impl ToolRuntime for ToolSubset {
     fn refresh(&self) -> BoxFuture<'_, bool> {
         self.parent.refresh()
     }
+
+    fn notices(&self) -> BoxFuture<'_, Vec<String>> {
+        self.parent.notices()
+    }
 }
 
 #[cfg(test)]

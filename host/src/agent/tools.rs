@@ -167,6 +167,13 @@ pub trait ToolRuntime: Send + Sync + 'static {
         Box::pin(async { false })
     }
 
+    /// Between turns: what the tools heard that the model should be told
+    /// (a resource it read from an MCP server changed), each a text it
+    /// reads after the results. Taken once.
+    fn notices(&self) -> BoxFuture<'_, Vec<String>> {
+        Box::pin(async { Vec::new() })
+    }
+
     /// Prepares and runs one call to its result (what a caller outside the
     /// loop — `mcp serve`, a test — wants).
     fn call(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, ToolCallResult> {

@@ -9,6 +9,10 @@
 //! can only reach the instance that asked for it.
 
 use super::channel::{McpChannel, McpLine};
+use super::records::{
+    HttpEndpoint, McpCallOutcome, McpEvents, McpPrompt, McpPromptMessage, McpResource, McpSession,
+    McpTool, ResourceList,
+};
 use super::requests::{ElicitAnswer, ElicitRequest, McpProgress, ServerRequests};
 use crate::sandbox::world::{
     CallCore, CallIo, EngineInner, HttpParts, World, link_file_streams, wasi_http_view, wasi_view,
@@ -127,31 +131,6 @@ impl client::Host for BridgeState {
     }
 }
 
-/// What `initialize` agreed with a server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpSession {
-    /// An HTTP server's URL and headers.
-    pub endpoint: Option<HttpEndpoint>,
-    /// The `Mcp-Session-Id` an HTTP server gave.
-    pub http_session: Option<String>,
-    pub protocol_version: String,
-    pub server_name: String,
-    pub server_version: String,
-    pub instructions: Option<String>,
-    pub tools_list_changed: bool,
-    /// It offers resources.
-    pub resources: bool,
-    /// It offers prompts.
-    pub prompts: bool,
-}
-
-/// A Streamable HTTP server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpEndpoint {
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-}
-
 /// How bridge instances reach one server: the lent stdio connection, or
 /// HTTP to its origin (the one host their grant names). Operations on one
 /// server never overlap.
@@ -160,6 +139,9 @@ pub struct McpLink {
     channel: Option<Arc<dyn McpLine>>,
     grant: Grant,
     operation: tokio::sync::Mutex<()>,
+    /// What the server said unasked, gathered from every operation until
+    /// taken.
+    heard: std::sync::Mutex<McpEvents>,
 }
 
 impl McpLink {
@@ -175,6 +157,7 @@ impl McpLink {
             channel: Some(line),
             grant: Grant::none(),
             operation: tokio::sync::Mutex::new(()),
+            heard: std::sync::Mutex::default(),
         })
     }
 
@@ -199,7 +182,22 @@ impl McpLink {
             // when it is internal (a local server).
             grant: Grant::none().http_internal(pattern),
             operation: tokio::sync::Mutex::new(()),
+            heard: std::sync::Mutex::default(),
         }))
+    }
+
+    /// What the server said unasked since it was last taken.
+    pub fn take_heard(&self) -> McpEvents {
+        self.heard
+            .lock()
+            .map(|mut heard| std::mem::take(&mut *heard))
+            .unwrap_or_default()
+    }
+
+    fn note(&self, events: types::Events) {
+        if let Ok(mut heard) = self.heard.lock() {
+            heard.merge(events.tools_changed, events.resources_updated);
+        }
     }
 
     pub async fn shutdown(&self) {
@@ -207,59 +205,6 @@ impl McpLink {
             channel.shutdown().await;
         }
     }
-}
-
-/// One of a server's tools.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpTool {
-    pub name: String,
-    pub description: String,
-    pub input_schema: String,
-    pub read_only: bool,
-}
-
-/// One of a server's resources or resource templates.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpResource {
-    /// Its URI (a template's, for a template).
-    pub uri: String,
-    pub name: String,
-    /// The entry as the server described it, a JSON object the bridge
-    /// wrote.
-    pub entry: String,
-}
-
-/// One of a server's prompts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpPrompt {
-    pub name: String,
-    pub description: Option<String>,
-    /// Its arguments: name, description, whether required.
-    pub arguments: Vec<(String, Option<String>, bool)>,
-}
-
-/// One message of a filled-in prompt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpPromptMessage {
-    pub assistant: bool,
-    pub content: crate::sandbox::ToolContent,
-}
-
-/// Which of a server's lists to read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResourceList {
-    Resources,
-    Templates,
-}
-
-/// The result of one `tools/call`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpCallOutcome {
-    pub content: Vec<crate::sandbox::ToolContent>,
-    pub structured: Option<String>,
-    pub is_error: bool,
-    /// The server said its tool list changed.
-    pub tools_changed: bool,
 }
 
 /// Why an operation on a server gave no answer.
@@ -403,6 +348,7 @@ impl McpBridge {
             instructions: s.instructions,
             tools_list_changed: s.tools_list_changed,
             resources: s.resources,
+            resources_subscribe: s.resources_subscribe,
             prompts: s.prompts,
         })
     }
@@ -418,7 +364,7 @@ impl McpBridge {
     ) -> Result<Vec<McpTool>, BridgeError> {
         all_pages(("tool list", max_pages), |cursor| async move {
             let (wit_session, id) = (to_wit(session), next_id());
-            let (page, _events) = self
+            let (page, events) = self
                 .run(link, limits, move |b, store| {
                     Box::pin(async move {
                         b.carapace_mcp_bridge()
@@ -427,6 +373,7 @@ impl McpBridge {
                     })
                 })
                 .await?;
+            link.note(events);
             let tools = page.tools.into_iter().map(|t| McpTool {
                 name: t.name,
                 description: t.description,
@@ -449,7 +396,7 @@ impl McpBridge {
     ) -> Result<Vec<McpResource>, BridgeError> {
         all_pages(("resource list", max_pages), |cursor| async move {
             let (wit_session, id) = (to_wit(session), next_id());
-            let (page, _events) = self
+            let (page, events) = self
                 .run(link, limits, move |b, store| {
                     Box::pin(async move {
                         let bridge = b.carapace_mcp_bridge();
@@ -469,6 +416,7 @@ impl McpBridge {
                     })
                 })
                 .await?;
+            link.note(events);
             let resources = page.resources.into_iter().map(|r| McpResource {
                 uri: r.uri,
                 name: r.name,
@@ -489,7 +437,7 @@ impl McpBridge {
         uri: &str,
     ) -> Result<String, BridgeError> {
         let (wit_session, uri) = (to_wit(session), uri.to_string());
-        let (contents, _events) = self
+        let (contents, events) = self
             .run(link, limits, move |b, store| {
                 Box::pin(async move {
                     b.carapace_mcp_bridge()
@@ -498,6 +446,7 @@ impl McpBridge {
                 })
             })
             .await?;
+        link.note(events);
         Ok(contents)
     }
 
@@ -512,7 +461,7 @@ impl McpBridge {
     ) -> Result<Vec<McpPrompt>, BridgeError> {
         all_pages(("prompt list", max_pages), |cursor| async move {
             let (wit_session, id) = (to_wit(session), next_id());
-            let (page, _events) = self
+            let (page, events) = self
                 .run(link, limits, move |b, store| {
                     Box::pin(async move {
                         b.carapace_mcp_bridge()
@@ -521,6 +470,7 @@ impl McpBridge {
                     })
                 })
                 .await?;
+            link.note(events);
             let prompts = page.prompts.into_iter().map(|p| McpPrompt {
                 name: p.name,
                 description: p.description,
@@ -543,7 +493,7 @@ impl McpBridge {
         (name, arguments): (&str, Vec<(String, String)>),
     ) -> Result<Vec<McpPromptMessage>, BridgeError> {
         let (wit_session, name) = (to_wit(session), name.to_string());
-        let (messages, _events) = self
+        let (messages, events) = self
             .run(link, limits, move |b, store| {
                 Box::pin(async move {
                     b.carapace_mcp_bridge()
@@ -552,6 +502,7 @@ impl McpBridge {
                 })
             })
             .await?;
+        link.note(events);
         Ok(messages
             .into_iter()
             .map(|m| McpPromptMessage {
@@ -581,24 +532,24 @@ impl McpBridge {
             })
             .await?;
         let (outcome, events) = answer;
+        link.note(events);
         Ok(McpCallOutcome {
             content: outcome.content.into_iter().map(content).collect(),
             structured: outcome.structured,
             is_error: outcome.is_error,
-            tools_changed: events.tools_changed,
         })
     }
 
-    /// Whether the server announced a changed tool list since the last
-    /// operation.
-    pub async fn tools_changed(
+    /// Reads what the server said unasked since the last operation (into
+    /// the link's [`McpLink::take_heard`]).
+    pub async fn drain(
         &self,
         link: &McpLink,
         session: &McpSession,
         limits: &CallLimits,
-    ) -> Result<bool, BridgeError> {
+    ) -> Result<(), BridgeError> {
         let wit_session = to_wit(session);
-        let answer = self
+        let events = self
             .run(link, limits, move |b, store| {
                 Box::pin(async move {
                     b.carapace_mcp_bridge()
@@ -607,7 +558,30 @@ impl McpBridge {
                 })
             })
             .await?;
-        Ok(answer.tools_changed)
+        link.note(events);
+        Ok(())
+    }
+
+    /// Asks the server to say when `uri` changes.
+    pub async fn subscribe_resource(
+        &self,
+        (link, session): (&McpLink, &McpSession),
+        limits: &CallLimits,
+        request_id: u64,
+        uri: &str,
+    ) -> Result<(), BridgeError> {
+        let (wit_session, uri) = (to_wit(session), uri.to_string());
+        let events = self
+            .run(link, limits, move |b, store| {
+                Box::pin(async move {
+                    b.carapace_mcp_bridge()
+                        .call_subscribe_resource(store, &wit_session, &uri, request_id)
+                        .await
+                })
+            })
+            .await?;
+        link.note(events);
+        Ok(())
     }
 }
 
@@ -659,6 +633,7 @@ fn to_wit(session: &McpSession) -> types::Session {
         instructions: session.instructions.clone(),
         tools_list_changed: session.tools_list_changed,
         resources: session.resources,
+        resources_subscribe: session.resources_subscribe,
         prompts: session.prompts,
     }
 }

@@ -11,12 +11,17 @@ pub mod channel;
 pub mod config;
 mod credentials;
 pub mod oauth;
+mod records;
 mod requests;
 mod server;
+mod watch;
 
-pub use bridge::{McpPrompt, McpPromptMessage, McpResource, ResourceList};
 pub use config::{McpConfigError, ServerConfig, Transport};
 pub use credentials::{CREDENTIALS_FILE, Credentials, CredentialsError, SignIn};
+pub use records::{
+    HttpEndpoint, McpCallOutcome, McpEvents, McpPrompt, McpPromptMessage, McpResource, McpSession,
+    McpTool, ResourceList,
+};
 pub use requests::{ElicitAnswer, ElicitRequest, McpProgress, ServerRequests};
 pub use server::McpServer;
 

@@ -1,12 +1,14 @@
 //! One MCP server, connected through the bridge: started, initialised, its
 //! tools listed, its calls made — every step in a fresh bridge instance.
 
-use super::bridge::{
-    BridgeError, HttpEndpoint, McpBridge, McpCallOutcome, McpLink, McpPrompt, McpPromptMessage,
-    McpResource, McpSession, McpTool, ResourceList,
-};
+use super::bridge::{BridgeError, McpBridge, McpLink};
 use super::channel::McpChannel;
 use super::config::{ServerConfig, Transport};
+use super::records::{
+    HttpEndpoint, McpCallOutcome, McpPrompt, McpPromptMessage, McpResource, McpSession, McpTool,
+    ResourceList,
+};
+use super::watch::{Followed, ResourceWatch};
 use crate::sandbox::process::spawn_confined;
 use crate::sandbox::{CallLimits, ProcessConfig};
 use std::sync::Arc;
@@ -89,6 +91,9 @@ pub struct McpServer {
     /// The server said its tools changed; the list is read again before
     /// the next turn.
     stale: AtomicBool,
+    /// The resources the model read, followed when the server offers
+    /// subscriptions.
+    watch: ResourceWatch,
     limits: CallLimits,
     /// carapace's sign-in to it (an HTTP server behind OAuth): each
     /// operation carries the token as it is then, refreshed when it ends.
@@ -204,6 +209,7 @@ impl McpServer {
                 sign_in: std::sync::OnceLock::new(),
                 next_id: AtomicU64::new(4),
                 stale: AtomicBool::new(false),
+                watch: ResourceWatch::default(),
                 limits,
             };
             server.refresh_tools(&handshake).await?;
@@ -292,11 +298,74 @@ impl McpServer {
     }
 
     /// `resources/read`: `{"contents": [...]}` as the bridge wrote it.
+    /// A server that offers subscriptions is asked to say when the
+    /// resource changes (over HTTP, where no stream outlives an operation,
+    /// it is read again between turns instead).
     pub async fn read_resource(&self, uri: &str) -> Result<String, BridgeError> {
+        let contents = self.read_resource_once(uri).await?;
+        if !self.session.resources_subscribe {
+            return Ok(contents);
+        }
+        let first = self.watch.read(uri, &contents) == Followed::New;
+        if first && self.session.endpoint.is_none() {
+            let session = self.current().await;
+            let subscribed = self
+                .bridge
+                .subscribe_resource((&self.link, &session), &self.limits, self.id(), uri)
+                .await;
+            self.absorb();
+            if let Err(e) = subscribed {
+                tracing::warn!(server = %self.name, %uri, "cannot follow the resource: {e}");
+                self.watch.forget(uri);
+            }
+        }
+        Ok(contents)
+    }
+
+    async fn read_resource_once(&self, uri: &str) -> Result<String, BridgeError> {
         let id = self.id();
-        self.bridge
-            .read_resource(&self.link, &*self.current().await, &self.limits, id, uri)
-            .await
+        let session = self.current().await;
+        let contents = (self.bridge)
+            .read_resource(&self.link, &session, &self.limits, id, uri)
+            .await;
+        self.absorb();
+        contents
+    }
+
+    /// The resources the model read that changed since the last time
+    /// asked, each once: what the server said (stdio), or what reads
+    /// again differently (HTTP).
+    pub async fn resource_updates(&self) -> Vec<String> {
+        let followed = self.watch.followed();
+        if followed.is_empty() {
+            return self.watch.take_updated();
+        }
+        if self.session.endpoint.is_none() {
+            let session = self.current().await;
+            if let Err(e) = self.bridge.drain(&self.link, &session, &self.limits).await {
+                tracing::warn!(server = %self.name, "cannot read what it said: {e}");
+            }
+        } else {
+            for uri in followed {
+                match self.read_resource_once(&uri).await {
+                    Ok(contents) => self.watch.reread(&uri, &contents),
+                    Err(e) => tracing::warn!(server = %self.name, %uri, "cannot read again: {e}"),
+                }
+            }
+        }
+        self.absorb();
+        self.watch.take_updated()
+    }
+
+    /// Takes in what the server said unasked during the last operations.
+    fn absorb(&self) {
+        let heard = self.link.take_heard();
+        if heard.tools_changed {
+            self.stale.store(true, Ordering::Relaxed);
+        }
+        for uri in &heard.resources_updated {
+            self.watch.updated_uri(uri);
+        }
     }
 
     fn id(&self) -> u64 {
@@ -339,12 +408,12 @@ impl McpServer {
             return self.refresh_tools(&self.limits).await;
         }
         if !self.stale.load(Ordering::Relaxed) {
-            let changed = self
-                .bridge
-                .tools_changed(&self.link, &*self.current().await, &self.limits)
+            (self.bridge)
+                .drain(&self.link, &*self.current().await, &self.limits)
                 .await
                 .map_err(|e| e.to_string())?;
-            if !changed {
+            self.absorb();
+            if !self.stale.load(Ordering::Relaxed) {
                 return Ok(false);
             }
         }
@@ -375,11 +444,9 @@ impl McpServer {
                 (tool, arguments),
                 requests,
             )
-            .await?;
-        if outcome.tools_changed {
-            self.stale.store(true, Ordering::Relaxed);
-        }
-        Ok(outcome)
+            .await;
+        self.absorb();
+        outcome
     }
 
     pub async fn shutdown(&self) {

@@ -7,7 +7,9 @@ use crate::carapace::mcp::types::{
     Content, Events, McpPrompt as Prompt, McpResource as Resource, PromptArgument, PromptMessage,
     PromptPage, ResourcePage, Session,
 };
-use crate::{enveloped, no_events, page, read_content, request, text_field, use_session};
+use crate::{
+    MODERN, enveloped, no_events, page, read_content, request, send, text_field, use_session,
+};
 use serde_json::{Map, Value, json};
 
 /// The fields of a resource entry passed on to the model, as the protocol
@@ -117,6 +119,37 @@ pub fn read_resource(
         .map(read_contents_entry)
         .collect::<Result<Vec<_>, _>>()?;
     Ok((json!({"contents": contents}).to_string(), events))
+}
+
+/// Asks to hear when `uri` changes. The current revision has no
+/// subscribe request: a `subscriptions/listen` stream naming the resource
+/// is opened and left open (its acknowledgement and notifications are read
+/// by later operations, as list changes are).
+pub fn subscribe(session: &Session, uri: &str, request_id: u64) -> Result<Events, String> {
+    use_session(session);
+    let mut events = no_events();
+    if !session.resources_subscribe {
+        return Err("the server does not offer resource subscriptions".into());
+    }
+    if session.protocol_version != MODERN {
+        request(
+            request_id,
+            "resources/subscribe",
+            json!({"uri": uri}),
+            &mut events,
+        )?;
+        return Ok(events);
+    }
+    if session.endpoint.is_some() {
+        return Err("a subscription stream over HTTP would outlive this bridge instance".into());
+    }
+    send(&json!({
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "subscriptions/listen",
+        "params": enveloped(session, json!({"notifications": {"resourceSubscriptions": [uri]}})),
+    }))?;
+    Ok(events)
 }
 
 fn read_prompt(entry: &Value) -> Result<Prompt, String> {

@@ -177,6 +177,14 @@ fn handle(
         (Some(method), None) => {
             match method {
                 "notifications/tools/list_changed" => events.tools_changed = true,
+                "notifications/resources/updated" => {
+                    let uri = object.get("params").and_then(|p| p.get("uri"));
+                    if let Some(uri) = uri.and_then(Value::as_str)
+                        && !events.resources_updated.iter().any(|u| u == uri)
+                    {
+                        events.resources_updated.push(uri.to_string());
+                    }
+                }
                 "notifications/progress" => asks::progress(object.get("params"), id),
                 _ => {}
             }
@@ -213,6 +221,7 @@ fn handle(
 fn no_events() -> Events {
     Events {
         tools_changed: false,
+        resources_updated: Vec::new(),
     }
 }
 
@@ -459,6 +468,14 @@ impl Guest for Bridge {
         catalogue::get_prompt(&session, &name, arguments, request_id)
     }
 
+    fn subscribe_resource(
+        session: Session,
+        uri: String,
+        request_id: u64,
+    ) -> Result<Events, String> {
+        catalogue::subscribe(&session, &uri, request_id)
+    }
+
     fn drain(session: Session) -> Result<Events, String> {
         use_session(&session);
         let mut events = no_events();
@@ -497,6 +514,7 @@ fn discover(
         instructions: None,
         tools_list_changed: false,
         resources: false,
+        resources_subscribe: false,
         prompts: false,
     };
     use_session(&probe);
@@ -572,6 +590,10 @@ fn session_of(
             .and_then(Value::as_bool)
             .unwrap_or(false),
         resources: offers(result, "resources"),
+        resources_subscribe: result
+            .pointer("/capabilities/resources/subscribe")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         prompts: offers(result, "prompts"),
     }
 }

@@ -499,4 +499,8 @@ impl ToolRuntime for ToolPipeline {
     fn refresh(&self) -> BoxFuture<'_, bool> {
         self.mcp.refresh(&self.registry).boxed()
     }
+
+    fn notices(&self) -> BoxFuture<'_, Vec<String>> {
+        self.mcp.resource_updates().boxed()
+    }
 }

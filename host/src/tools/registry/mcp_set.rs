@@ -137,6 +137,19 @@ impl McpSet {
         changed
     }
 
+    /// The resources the model read that changed since the last time
+    /// asked, as reminders for it (`<mcp-resource-update>`, as Claude Code
+    /// draws them), from each server that is on.
+    pub async fn resource_updates(&self) -> Vec<String> {
+        let mut reminders = Vec::new();
+        for server in self.enabled() {
+            for uri in server.resource_updates().await {
+                reminders.push(resource_update(&server.name, &uri));
+            }
+        }
+        reminders
+    }
+
     /// The server prompt a command names (`mcp__server__prompt`), among
     /// the servers turned on.
     pub fn prompt(&self, command: &str) -> Option<(Arc<McpServer>, crate::mcp::McpPrompt)> {
@@ -177,5 +190,33 @@ impl McpSet {
         self.disabled
             .lock()
             .is_ok_and(|d| d.iter().any(|s| s.name == server.name))
+    }
+}
+
+/// What the model is told when a resource it read changed: the server and
+/// the URI in the tag Claude Code reads, and what to do about it.
+fn resource_update(server: &str, uri: &str) -> String {
+    let attribute = |text: &str| {
+        text.replace('&', "&amp;")
+            .replace('"', "&quot;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    format!(
+        "<mcp-resource-update server=\"{}\" uri=\"{}\">\nThe server says this resource changed since you read it. Read it again with ReadMcpResourceTool if its contents matter to your task.\n</mcp-resource-update>",
+        attribute(server),
+        attribute(uri)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_resource_update_names_the_server_and_the_uri_escaped() {
+        let text = super::resource_update("ledger", "ledger://a?\"x\"<y>");
+        assert!(text.starts_with(
+            "<mcp-resource-update server=\"ledger\" uri=\"ledger://a?&quot;x&quot;&lt;y&gt;\">\n"
+        ));
+        assert!(text.ends_with("\n</mcp-resource-update>"));
     }
 }
