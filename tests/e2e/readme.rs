@@ -285,11 +285,17 @@ fn struct_fields(source: &str, name: &str) -> Result<Vec<(String, String)>, Stri
         .ok_or_else(|| format!("no struct {name}"))?;
     // A `#[serde(flatten)]` field holds the keys carapace does not read
     // (to name them in a warning): no key of its own.
+    // A `rename = "…"` names the key as written (marked `=`).
     let mut fields = Vec::new();
     let mut flattened = false;
+    let mut renamed = None;
     for line in body.lines().map(str::trim) {
         if line.starts_with('#') {
             flattened |= line.contains("serde(flatten)");
+            let rename = line.split("rename = \"").nth(1);
+            if let Some(key) = rename.and_then(|rest| rest.split('"').next()) {
+                renamed = Some(key.to_string());
+            }
             continue;
         }
         if line.starts_with("//") {
@@ -299,7 +305,11 @@ fn struct_fields(source: &str, name: &str) -> Result<Vec<(String, String)>, Stri
             && !std::mem::take(&mut flattened)
         {
             let ty = ty.trim().trim_end_matches(',').to_string();
-            fields.push((field.trim().to_string(), ty));
+            let field = match renamed.take() {
+                Some(key) => format!("={key}"),
+                None => field.trim().to_string(),
+            };
+            fields.push((field, ty));
         }
     }
     Ok(fields)
@@ -328,7 +338,10 @@ fn camel(snake: &str) -> String {
 fn settings_keys(source: &str, name: &str, prefix: &str) -> Result<Vec<String>, String> {
     let mut keys = Vec::new();
     for (field, ty) in struct_fields(source, name)? {
-        let key = format!("{prefix}{}", camel(&field));
+        let key = match field.strip_prefix('=') {
+            Some(key) => format!("{prefix}{key}"),
+            None => format!("{prefix}{}", camel(&field)),
+        };
         if ty.ends_with("File") {
             // A type of another file of the folder: `claude::FilesystemFile`.
             let ty = ty.rsplit("::").next().unwrap_or(&ty);
@@ -368,7 +381,7 @@ fn the_readme_lists_every_settings_key_and_no_other() -> TestResult {
         .collect();
     let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/src/settings");
     let mut source = String::new();
-    for file in ["mod.rs", "claude.rs"] {
+    for file in ["mod.rs", "claude.rs", "auto_mode.rs"] {
         source.push_str(&std::fs::read_to_string(format!("{folder}/{file}"))?);
     }
     let keys = settings_keys(&source, "SettingsFile", "")?;

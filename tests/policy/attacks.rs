@@ -105,6 +105,7 @@ impl World {
                 .collect::<Result<_, _>>()?,
             credential_files: Vec::new(),
             masked_files: Vec::new(),
+            auto_hard_deny: Vec::new(),
         }))
     }
 }

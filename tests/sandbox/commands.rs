@@ -109,6 +109,7 @@ async fn bench(setup: Setup) -> Result<Bench, BoxError> {
         internal_hosts: Vec::new(),
         credential_files: Vec::new(),
         masked_files: Vec::new(),
+        auto_hard_deny: Vec::new(),
     });
     let mut write_roots = vec![ws.clone()];
     write_roots.extend(setup.extra_writes.iter().cloned());

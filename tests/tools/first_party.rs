@@ -104,6 +104,7 @@ fn bench_reaching(
             internal_hosts: internal,
             credential_files: Vec::new(),
             masked_files: Vec::new(),
+            auto_hard_deny: Vec::new(),
         });
         let spill = outside.join("spill");
         let pipeline = Arc::new(

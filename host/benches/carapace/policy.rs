@@ -45,6 +45,7 @@ pub(super) fn policy_benches(file: &Path) -> BenchResult {
         internal_hosts: vec![],
         credential_files: Vec::new(),
         masked_files: Vec::new(),
+        auto_hard_deny: Vec::new(),
     });
     let ceiling = Ceiling::none()
         .with_files("/", FileAccess::Write)

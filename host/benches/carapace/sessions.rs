@@ -361,6 +361,7 @@ fn resume_from_binary(cache: &Path, cwd: &Path, dir: &Path) -> BenchResult {
             thinking: None,
             task_budget: None,
             output_format: None,
+            tool_choice: None,
         }
         .body_text();
         bodies.push(started.elapsed());

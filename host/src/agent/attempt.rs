@@ -72,6 +72,7 @@ impl Run<'_, '_> {
                 ),
                 task_budget: self.config.task_budget,
                 output_format: None,
+                tool_choice: None,
             };
             self.totals.mark("query_api_streaming_start");
             let started = Instant::now();

@@ -356,6 +356,7 @@ pub async fn compact(
             thinking: None,
             task_budget: None,
             output_format: None,
+            tool_choice: None,
         };
         match summarise(request.model, &summary_request).await {
             Err(CompactError::Model(error))

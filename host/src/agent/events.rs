@@ -103,6 +103,17 @@ pub enum AgentEvent {
         /// How long the compaction took (the summary request, mostly).
         duration: Duration,
     },
+    /// The auto mode's classifier judged a call the rules would ask
+    /// about (`system`/`auto_mode_decision`).
+    AutoModeDecision {
+        tool_use_id: String,
+        tool_name: String,
+        /// `allow`, `ask` or `deny`.
+        decision: &'static str,
+        reason: String,
+        /// The model that judged.
+        model: String,
+    },
     /// A running call's progress, as its MCP server reports it.
     ToolProgress {
         tool_use_id: String,

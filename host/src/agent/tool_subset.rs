@@ -125,6 +125,10 @@ impl ToolRuntime for ToolSubset {
     fn notices(&self) -> BoxFuture<'_, Vec<String>> {
         self.parent.notices()
     }
+
+    fn note_user_prompt(&self, text: &str) {
+        self.parent.note_user_prompt(text)
+    }
 }
 
 #[cfg(test)]

@@ -167,6 +167,11 @@ pub trait ToolRuntime: Send + Sync + 'static {
         Box::pin(async { false })
     }
 
+    /// A prompt the user typed (not a subagent's task, not a command's
+    /// expansion): what judges calls on the user's behalf (the auto mode's
+    /// classifier) reads their recent prompts.
+    fn note_user_prompt(&self, _text: &str) {}
+
     /// Between turns: what the tools heard that the model should be told
     /// (a resource it read from an MCP server changed), each a text it
     /// reads after the results. Taken once.

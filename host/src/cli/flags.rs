@@ -90,6 +90,11 @@ pub struct Cli {
     #[arg(long)]
     pub dangerously_skip_permissions: bool,
 
+    /// The model auto mode's classifier asks (else `autoMode.model` in
+    /// settings, else the session's model).
+    #[arg(long)]
+    pub auto_mode_model: Option<String>,
+
     /// Permission rules that allow, e.g. "Read" "Bash(git log:*)" (comma- or
     /// argument-separated).
     #[arg(long = "allowedTools", alias = "allowed-tools", num_args = 1..)]

@@ -86,6 +86,7 @@ fn permissions(cli: &Cli) -> PermissionSpec {
         allowed: cli.allowed_tools.clone(),
         disallowed: cli.disallowed_tools.clone(),
         bypass_allowed: cli.allow_dangerously_skip_permissions,
+        auto_model: cli.auto_mode_model.clone(),
         asker: Asker::from_prompt_tool(cli.permission_prompt_tool.as_deref()),
     }
 }

@@ -345,6 +345,7 @@ impl<O: RunOutput> PrintRun<'_, '_, O> {
                 return outcome;
             }
         };
+        deps.tools.note_user_prompt(&text);
         let (texts, model) = match (command, self.session.commands) {
             (None, _) if let Some(call) = mcp_prompt => match call.expand().await {
                 Ok(texts) => (texts, None),

@@ -80,6 +80,7 @@ impl PromptTarget {
             effort: None,
             thinking: Some(Thinking::Disabled),
             task_budget: None,
+            tool_choice: None,
             output_format: Some(json!({"type": "json_schema", "schema": {
                 "type": "object",
                 "properties": {"ok": {"type": "boolean"}, "reason": {"type": "string"}},

@@ -199,6 +199,9 @@ pub struct MessagesRequest {
     /// `output_config.format`: the shape the answer must take (a prompt
     /// hook's verdict).
     pub output_format: Option<Value>,
+    /// `tool_choice`: the tool the answer must call (the auto mode's
+    /// classifier), when one is forced.
+    pub tool_choice: Option<Value>,
 }
 
 impl MessagesRequest {
@@ -238,6 +241,7 @@ impl MessagesRequest {
                 }),
                 format: self.output_format.as_ref(),
             }),
+            tool_choice: self.tool_choice.as_ref(),
             stream: true,
         };
         // Serializing these types cannot fail: no map has non-string keys.
@@ -267,6 +271,8 @@ struct Body<'a> {
     temperature: Option<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
     output_config: Option<OutputConfig<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'a Value>,
     stream: bool,
 }
 
@@ -451,6 +457,7 @@ mod tests {
             thinking: None,
             task_budget: None,
             output_format: None,
+            tool_choice: None,
         };
         assert_eq!(
             request.to_body(),

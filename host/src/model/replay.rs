@@ -235,6 +235,7 @@ mod tests {
             thinking: None,
             task_budget: None,
             output_format: None,
+            tool_choice: None,
         };
         let mut assembler = ResponseAssembler::new();
         let mut stream = model.stream(&request).await?;

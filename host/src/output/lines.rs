@@ -176,6 +176,23 @@ impl<W: Write + Send> Printer<W> {
                 "session_id": self.info.session_id,
                 "uuid": new_uuid(),
             }),
+            AgentEvent::AutoModeDecision {
+                tool_use_id,
+                tool_name,
+                decision,
+                reason,
+                model,
+            } => json!({
+                "type": "system",
+                "subtype": "auto_mode_decision",
+                "tool_name": tool_name,
+                "tool_use_id": tool_use_id,
+                "decision": decision,
+                "reason": reason,
+                "model": model,
+                "session_id": self.info.session_id,
+                "uuid": new_uuid(),
+            }),
             AgentEvent::ApiRetry {
                 attempt,
                 max_retries,

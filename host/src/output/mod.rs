@@ -315,6 +315,7 @@ impl<W: Write + Send> Printer<W> {
             | AgentEvent::LocalAnswer { .. }
             | AgentEvent::Error { .. }) => self.message_line(event),
             event @ (AgentEvent::PermissionDenied(_)
+            | AgentEvent::AutoModeDecision { .. }
             | AgentEvent::ApiRetry { .. }
             | AgentEvent::ModelFallback { .. }
             | AgentEvent::Tombstone { .. }

@@ -46,6 +46,9 @@ pub struct PolicyConfig {
     /// Those of them commands read as stand-in copies (masked): a command
     /// may name them.
     pub masked_files: Vec<PathBuf>,
+    /// `autoMode.hard_deny` entries written as rules: deny rules in auto
+    /// mode, decided before its classifier is asked.
+    pub auto_hard_deny: Vec<Rule>,
 }
 
 impl PolicyConfig {
@@ -65,6 +68,7 @@ impl PolicyConfig {
             internal_hosts: Vec::new(),
             credential_files: Vec::new(),
             masked_files: Vec::new(),
+            auto_hard_deny: Vec::new(),
         }
     }
 }
@@ -89,6 +93,10 @@ pub struct Policy {
     /// The credential files, and the rules that name some: rebuilt with
     /// the rules.
     pub(super) withheld: Arc<Withheld>,
+    /// `autoMode.hard_deny`'s rules, and this policy with them as deny
+    /// rules: what decides in auto mode.
+    auto_hard_deny: Vec<Rule>,
+    hard_denying: Option<Arc<Policy>>,
 }
 
 impl Policy {
@@ -111,7 +119,25 @@ impl Policy {
             home,
             config_dir: resolve_symlinks(&config.config_dir),
             internal_hosts: config.internal_hosts,
+            auto_hard_deny: config.auto_hard_deny,
+            hard_denying: None,
         }
+        .with_hard_denying()
+    }
+
+    /// Makes the policy auto mode decides with: this one, the hard_deny
+    /// rules added as deny rules.
+    fn with_hard_denying(mut self) -> Self {
+        self.hard_denying = None;
+        if self.auto_hard_deny.is_empty() {
+            return self;
+        }
+        let mut strict = self.clone();
+        for rule in &self.auto_hard_deny {
+            strict.rules.push(rule.clone());
+        }
+        self.hard_denying = Some(Arc::new(strict.rejudged()));
+        self
     }
 
     /// The credential files withheld from this policy's calls, and the
@@ -164,7 +190,7 @@ impl Policy {
     pub fn with_rules(&self, rules: RuleSet) -> Policy {
         let mut changed = self.clone();
         changed.rules = rules;
-        changed.rejudged()
+        changed.rejudged().with_hard_denying()
     }
 
     /// This policy with `allows` added (a skill's `allowed-tools`): the
@@ -175,7 +201,7 @@ impl Policy {
         for rule in allows.into_iter().filter(|r| r.kind == RuleKind::Allow) {
             wider.rules.push(rule);
         }
-        wider.rejudged()
+        wider.rejudged().with_hard_denying()
     }
 
     /// The home and configuration directories protected paths refer to.
@@ -197,7 +223,13 @@ impl Policy {
             (Approval::None, HookAnswer::Allow) => Answered::DefaultQuestions,
             (Approval::None, HookAnswer::None | HookAnswer::Ask(_)) => Answered::Nothing,
         };
-        let verdict = self.decide_with(request, answered);
+        // In auto mode the hard_deny rules are deny rules like any other,
+        // so no answer (the classifier's, a hook's) reaches past them.
+        let deciding = match (self.mode.get(), &self.hard_denying) {
+            (PermissionMode::Auto, Some(strict)) => strict.as_ref(),
+            _ => self,
+        };
+        let verdict = deciding.decide_with(request, answered);
         match (&request.hook, verdict.outcome) {
             // A hook's ask turns what would be allowed into a question; it
             // never loosens a deny or an ask of the policy's own.

@@ -24,6 +24,11 @@ pub enum PermissionMode {
     #[value(name = "bypassPermissions")]
     #[serde(rename = "bypassPermissions")]
     BypassPermissions,
+    /// What the rules would ask about goes to a classifier first, which
+    /// allows it, asks the user, or (where nobody can be asked) refuses.
+    #[value(name = "auto")]
+    #[serde(rename = "auto")]
+    Auto,
 }
 
 impl PermissionMode {
@@ -34,6 +39,7 @@ impl PermissionMode {
             PermissionMode::Plan => "plan",
             PermissionMode::DontAsk => "dontAsk",
             PermissionMode::BypassPermissions => "bypassPermissions",
+            PermissionMode::Auto => "auto",
         }
     }
 
@@ -41,12 +47,13 @@ impl PermissionMode {
         <Self as clap::ValueEnum>::from_str(text, false).ok()
     }
 
-    const ALL: [PermissionMode; 5] = [
+    const ALL: [PermissionMode; 6] = [
         PermissionMode::Default,
         PermissionMode::AcceptEdits,
         PermissionMode::Plan,
         PermissionMode::DontAsk,
         PermissionMode::BypassPermissions,
+        PermissionMode::Auto,
     ];
 }
 
@@ -175,6 +182,7 @@ impl ModeCell {
             PermissionMode::Plan => 2,
             PermissionMode::DontAsk => 3,
             PermissionMode::BypassPermissions => 4,
+            PermissionMode::Auto => 5,
         }
     }
 }

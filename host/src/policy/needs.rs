@@ -181,15 +181,17 @@ impl Policy {
                     "Plan mode does not run commands.".into(),
                     Basis::of(BasisKind::Mode),
                 )),
-                PermissionMode::Default | PermissionMode::AcceptEdits | PermissionMode::DontAsk => {
-                    None
-                }
+                PermissionMode::Default
+                | PermissionMode::AcceptEdits
+                | PermissionMode::DontAsk
+                | PermissionMode::Auto => None,
             })
             .or_else(|| self.command_allowed(&analysis))
             .or_else(|| match mode {
-                PermissionMode::Default | PermissionMode::AcceptEdits | PermissionMode::DontAsk => {
-                    self.read_only_allowed(command, &analysis)
-                }
+                PermissionMode::Default
+                | PermissionMode::AcceptEdits
+                | PermissionMode::DontAsk
+                | PermissionMode::Auto => self.read_only_allowed(command, &analysis),
                 _ => None,
             })
             .unwrap_or_else(|| {

@@ -37,6 +37,8 @@ pub enum BasisKind {
     Hook,
     /// A command line that only reads inside the working directories.
     ReadOnly,
+    /// The auto mode's classifier decided.
+    AutoMode,
 }
 
 impl BasisKind {
@@ -53,6 +55,7 @@ impl BasisKind {
             BasisKind::Approval => "approval",
             BasisKind::Hook => "hook",
             BasisKind::ReadOnly => "read-only",
+            BasisKind::AutoMode => "auto_mode",
         }
     }
 }
@@ -65,6 +68,11 @@ impl Basis {
             rule: hook,
             source,
         }
+    }
+
+    /// The auto mode's classifier's decision.
+    pub fn auto_mode() -> Self {
+        Self::of(BasisKind::AutoMode)
     }
 
     pub(super) fn of(kind: BasisKind) -> Self {
@@ -96,6 +104,7 @@ impl Basis {
             (BasisKind::Approval, _, _) => "the user's approval".into(),
             (BasisKind::Hook, Some(hook), _) => format!("the PreToolUse hook {hook}"),
             (BasisKind::Hook, None, _) => "a PreToolUse hook".into(),
+            (BasisKind::AutoMode, _, _) => "the auto mode's classifier".into(),
             (BasisKind::ReadOnly, _, _) => {
                 "the default policy for commands that only read in the working directories".into()
             }

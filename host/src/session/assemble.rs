@@ -188,6 +188,12 @@ impl SessionBuilder {
             dir: &identity.dir,
             checkpoints: checkpoints.clone(),
             output: output.clone(),
+            auto: (run.as_ref()).map(|run| {
+                run.auto_judge(
+                    self.spec.permissions.auto_model.clone(),
+                    &settings.auto_mode,
+                )
+            }),
         };
         let tools = self.pipeline(registry, parts, runner, main_tools, deferred)?;
         if let Some(run) = &mut run {

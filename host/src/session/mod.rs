@@ -185,6 +185,25 @@ pub struct SessionRun {
 
 impl SessionRun {
     /// What prompt hooks ask: the session's model, as it is at each event.
+    /// The auto mode's classifier: the session's model client, the model
+    /// the flag or settings name (else the session's).
+    pub(super) fn auto_judge(
+        &self,
+        model: Option<String>,
+        auto_mode: &crate::settings::AutoModeSettings,
+    ) -> Arc<crate::tools::auto_mode::AutoJudge> {
+        use crate::tools::auto_mode::{AutoBoundaries, AutoJudge};
+        let boundaries = AutoBoundaries {
+            allow: auto_mode.allow.clone(),
+            soft_deny: auto_mode.soft_deny.clone(),
+            hard_deny: auto_mode.hard_deny.clone(),
+            environment: auto_mode.environment.clone(),
+        };
+        let model = model.or_else(|| auto_mode.model.clone());
+        let names = (model, self.model_name.clone());
+        Arc::new(AutoJudge::new(self.model.clone(), names, boundaries))
+    }
+
     pub(super) fn judge(&self) -> crate::hooks::PromptJudge {
         crate::hooks::PromptJudge {
             model: self.model.clone(),

@@ -83,6 +83,7 @@ impl SessionBuilder {
                     crate::settings::MaskedSource::Variable(_) => None,
                 })
                 .collect(),
+            auto_hard_deny: settings.auto_mode.hard_deny_rules.clone(),
         });
         // Listed afresh for each command, from the rules as they are then.
         let read_denials = Arc::new(LiveReadDenials::new(

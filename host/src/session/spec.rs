@@ -81,6 +81,9 @@ pub struct PermissionSpec {
     /// (`--allow-dangerously-skip-permissions`).
     pub bypass_allowed: bool,
     pub asker: Asker,
+    /// The auto mode classifier's model (`--auto-mode-model`; else
+    /// `autoMode.model`, else the session's).
+    pub auto_model: Option<String>,
 }
 
 pub use crate::tools::Asker;

@@ -58,6 +58,8 @@ pub(super) struct PipelineParts<'a> {
     pub checkpoints: Option<Arc<FileCheckpoints>>,
     /// The session's output: calls' progress is told there.
     pub output: crate::agent::EventRelay,
+    /// The auto mode's classifier, when the session has a model.
+    pub auto: Option<Arc<crate::tools::auto_mode::AutoJudge>>,
 }
 
 /// The tools as the loop and the front ends reach them.
@@ -339,6 +341,9 @@ impl SessionBuilder {
             .with_read_denials(parts.read_denials);
         if let Some(checkpoints) = parts.checkpoints {
             pipeline = pipeline.with_checkpoints(checkpoints);
+        }
+        if let Some(auto) = parts.auto {
+            pipeline = pipeline.with_auto_judge(auto);
         }
         Ok(Arc::new(pipeline))
     }

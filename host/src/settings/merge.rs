@@ -47,6 +47,14 @@ impl Source {
         &self.shown
     }
 
+    /// Where the file's rules come from, as a rule keeps it.
+    pub(super) fn rule_source(&self) -> RuleSource {
+        RuleSource {
+            kind: self.kind,
+            file: self.path.clone(),
+        }
+    }
+
     /// A project file (shared or local): it widens nothing unless the
     /// workspace is trusted.
     pub(super) fn is_project(&self) -> bool {
@@ -91,6 +99,8 @@ impl Settings {
         self.merge_definitions(&source);
         self.merge_sandbox(&source)?;
         let anchors = source.anchors(locations);
+        let auto_mode = std::mem::take(&mut source.file.auto_mode);
+        (self.auto_mode).merge(&auto_mode, &source, &anchors, &mut self.warnings);
         let credentials = std::mem::take(&mut source.file.sandbox.credentials);
         credentials.apply(&source, &anchors, self);
         let filesystem = std::mem::take(&mut source.file.sandbox.filesystem);

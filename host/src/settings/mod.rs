@@ -16,11 +16,13 @@
 //!
 //! Imports: `policy`, `sandbox` — folders below it; nothing that imports it.
 
+mod auto_mode;
 mod claude;
 mod keys;
 mod merge;
 mod trust;
 
+pub use auto_mode::AutoModeSettings;
 pub use trust::{ProjectItem, WorkspaceTrust};
 
 use crate::policy::{HostPattern, PermissionMode, Rule, RuleSource, SourceKind};
@@ -97,6 +99,9 @@ struct SettingsFile {
     trusted_workspaces: Vec<PathBuf>,
     #[serde(default)]
     sandbox: SandboxFile,
+    /// What the auto mode's classifier is told.
+    #[serde(default)]
+    auto_mode: auto_mode::AutoModeFile,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -375,6 +380,9 @@ pub struct Settings {
     /// Paths commands may not write (Claude Code's
     /// `sandbox.filesystem.denyWrite`), absolute.
     pub command_write_denied: Vec<PathBuf>,
+    /// `autoMode`: the auto mode's classifier's instructions and the
+    /// rules it cannot override.
+    pub auto_mode: AutoModeSettings,
     /// What was refused or ignored, to tell the user.
     pub warnings: Vec<String>,
     /// Every file that was read, highest precedence first.

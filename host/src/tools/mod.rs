@@ -11,6 +11,7 @@
 //! `memory`, `model`, `policy`, `sandbox` — folders below it; nothing that
 //! imports it.
 
+pub mod auto_mode;
 mod builtin;
 pub mod exit_plan_mode;
 pub mod mcp_resources;

@@ -143,6 +143,7 @@ impl TypedNativeTool for WebSearchTool {
                     thinking: None,
                     task_budget: None,
                     output_format: None,
+                    tool_choice: None,
                 };
                 let (content, stop_reason) = ask(search.model.as_ref(), &request).await?;
                 found.add(&content)?;

@@ -8,8 +8,9 @@ use super::ToolPipeline;
 use super::stages::Staged;
 use crate::agent::ToolCall;
 use crate::hooks::{HookEvent, HookEventKind, HookPermission, HookToolCall};
-use crate::policy::{BasisKind, HookAnswer, Outcome, Suggestion, Verdict};
+use crate::policy::{Basis, BasisKind, HookAnswer, Outcome, Suggestion, Verdict};
 use crate::sandbox::{CallPlan, Grant, ToolContent, ToolInvocation};
+use crate::tools::auto_mode::AutoDecision;
 use crate::tools::registry::{RegisteredTool, ToolHandle};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -172,9 +173,28 @@ impl ToolPipeline {
                 Err(Box::new(self.denied(call, message, &basis)))
             }
             Outcome::Ask(question) => {
+                let mut asked = question.text.clone();
+                match self.auto_decide(call, &question, &basis).await {
+                    Some(AutoDecision::Allow(_)) => {
+                        let grant = question.approve();
+                        self.audit(call, plan, &grant, "auto_allowed", &basis);
+                        return Ok((grant, None));
+                    }
+                    Some(AutoDecision::Deny(reason)) => {
+                        self.audit(call, plan, &Grant::none(), "auto_denied", &basis);
+                        let message =
+                            format!("Auto mode refused this {} call: {reason}", call.name);
+                        let basis = Basis::auto_mode();
+                        return Err(Box::new(self.denied(call, message, &basis)));
+                    }
+                    Some(AutoDecision::Ask(reason)) => {
+                        asked = format!("{asked} Auto mode left it to the user: {reason}.");
+                    }
+                    None => {}
+                }
                 let request = PromptRequest {
                     call,
-                    question: &question.text,
+                    question: &asked,
                     suggestion: Suggestion::for_call(&call.name, &call.input),
                     grants: question.grants(),
                 };

@@ -15,6 +15,7 @@
 //! did not decide, and decides each call exactly once.
 
 mod ask;
+mod auto;
 mod middleware;
 mod results;
 mod server_requests;
@@ -87,6 +88,8 @@ pub struct ToolPipeline {
     /// What the middleware last left of the tool list, in order, with the
     /// descriptions they gave (`None`: no middleware judges the list).
     offered: std::sync::RwLock<Option<Vec<(String, String)>>>,
+    /// The auto mode's classifier (none: auto mode asks as default does).
+    auto: Option<Arc<crate::tools::auto_mode::AutoJudge>>,
 }
 
 impl ToolPipeline {
@@ -110,7 +113,14 @@ impl ToolPipeline {
             skills: skill::Skills::default(),
             checkpoints: None,
             offered: Default::default(),
+            auto: None,
         }
+    }
+
+    /// The classifier auto mode asks before the user.
+    pub fn with_auto_judge(mut self, judge: Arc<crate::tools::auto_mode::AutoJudge>) -> Self {
+        self.auto = Some(judge);
+        self
     }
 
     /// Asks tools for their structured results on every call (for
@@ -502,5 +512,11 @@ impl ToolRuntime for ToolPipeline {
 
     fn notices(&self) -> BoxFuture<'_, Vec<String>> {
         self.mcp.resource_updates().boxed()
+    }
+
+    fn note_user_prompt(&self, text: &str) {
+        if let Some(judge) = &self.auto {
+            judge.note_prompt(text);
+        }
     }
 }

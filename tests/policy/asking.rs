@@ -1,0 +1,269 @@
+//! Fewer questions without less safety (issue 50), through the binary in
+//! print mode against the scripted server: auto mode's classifier — one
+//! Messages request that must call `permission_decision` — allows, asks
+//! (refused where nobody can be asked) or denies what the rules would ask
+//! about; what it cannot reach past (hard_deny rules, ask rules) is never
+//! put to it; and what it is shown holds no credential.
+
+#[path = "../e2e/support.rs"]
+mod support;
+
+use scripted_server::{Block, RecordedRequest, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use support::{TestResult, text_of};
+
+/// The model's call: a command that writes in the workspace (the rules
+/// ask about it in default mode).
+fn touch() -> Reply {
+    Reply::tool_uses(vec![Block::tool_use(
+        "toolu_touch",
+        "Bash",
+        json!({"command": "touch made.txt", "description": "make a file"}),
+    )])
+}
+
+/// The classifier's answer.
+fn decision(decision: &str, reason: &str) -> Reply {
+    Reply::tool_uses(vec![Block::tool_use(
+        "toolu_judge",
+        "permission_decision",
+        json!({"decision": decision, "reason": reason}),
+    )])
+}
+
+struct Ran {
+    out: support::Run,
+    lines: Vec<Value>,
+    requests: Vec<RecordedRequest>,
+    made: bool,
+}
+
+/// `carapace -p PROMPT` in auto mode (stream-json) with `replies`, and
+/// `args` after.
+fn auto_run(
+    replies: Vec<Reply>,
+    prompt: &str,
+    args: &[&str],
+) -> Result<Ran, Box<dyn std::error::Error>> {
+    let ws = tempfile::tempdir()?;
+    let server = ScriptedServer::start(replies)?;
+    let mut command = support::against(&server, ws.path());
+    command
+        .args(["-p", prompt, "--output-format", "stream-json", "--verbose"])
+        .args(["--permission-mode", "auto"])
+        .args(args);
+    let out = support::Run::from_output(command.output()?)?;
+    let lines = support::lines(&out.stdout)?;
+    Ok(Ran {
+        made: ws.path().join("made.txt").exists(),
+        requests: server.requests(),
+        out,
+        lines,
+    })
+}
+
+impl Ran {
+    fn decisions(&self) -> Vec<&Value> {
+        self.lines
+            .iter()
+            .filter(|l| l["subtype"] == "auto_mode_decision")
+            .collect()
+    }
+
+    /// The touch call's result, in the request after the classifier's.
+    fn touch_result(&self) -> Result<Value, String> {
+        let request = self.requests.last().ok_or("no request")?;
+        let last = request.body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .ok_or("no message")?;
+        last["content"]
+            .as_array()
+            .and_then(|c| c.iter().find(|b| b["tool_use_id"] == "toolu_touch"))
+            .cloned()
+            .ok_or_else(|| "no touch result".to_string())
+    }
+}
+
+#[test]
+fn the_classifier_allows_a_call_the_rules_would_ask_about() -> TestResult {
+    let ran = auto_run(
+        vec![
+            touch(),
+            decision("allow", "the user asked for the file"),
+            Reply::text("done"),
+        ],
+        "make the file made.txt",
+        &[],
+    )?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    assert!(ran.made, "the allowed call ran");
+    // The classifier's request: the decision tool forced, the user's
+    // prompt and the call shown.
+    let judged = &ran.requests.get(1).ok_or("no classifier request")?.body;
+    assert_eq!(
+        judged["tool_choice"],
+        json!({"type": "tool", "name": "permission_decision"})
+    );
+    assert_eq!(judged["tools"].as_array().map(Vec::len), Some(1));
+    let shown = judged["messages"].to_string();
+    assert!(shown.contains("make the file made.txt"), "{shown}");
+    assert!(shown.contains("touch made.txt"), "{shown}");
+    let told = ran.decisions();
+    assert_eq!(told.len(), 1, "{:?}", ran.lines);
+    assert_eq!(told[0]["decision"], "allow");
+    assert_eq!(told[0]["tool_use_id"], "toolu_touch");
+    assert_eq!(told[0]["reason"], "the user asked for the file");
+    Ok(())
+}
+
+#[test]
+fn the_classifier_denies_and_its_reason_is_the_result() -> TestResult {
+    let ran = auto_run(
+        vec![
+            touch(),
+            decision("deny", "nobody asked for files"),
+            Reply::text("done"),
+        ],
+        "say hello",
+        &[],
+    )?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    assert!(!ran.made, "the denied call did not run");
+    let result = ran.touch_result()?;
+    assert_eq!(result["is_error"], true);
+    assert_eq!(
+        text_of(&result),
+        "<tool_use_error>Auto mode refused this Bash call: nobody asked for files</tool_use_error>"
+    );
+    let denied = ran
+        .lines
+        .iter()
+        .find(|l| l["subtype"] == "permission_denied")
+        .ok_or("no permission_denied line")?;
+    assert_eq!(denied["decided_by"], "auto_mode");
+    assert_eq!(ran.decisions()[0]["decision"], "deny");
+    Ok(())
+}
+
+/// Ask, or an answer that is not a decision: in print mode nobody can be
+/// asked, so the call is refused, saying why.
+#[test]
+fn what_the_classifier_leaves_to_the_user_is_refused_in_print_mode() -> TestResult {
+    let garbage = Reply::text("allow");
+    for (answer, why) in [
+        (
+            decision("ask", "deleting is the user's call"),
+            "deleting is the user's call",
+        ),
+        (garbage, "the classifier did not call permission_decision"),
+    ] {
+        let ran = auto_run(vec![touch(), answer, Reply::text("done")], "tidy up", &[])?;
+        assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+        assert!(!ran.made, "nobody approved the call");
+        let text = text_of(&ran.touch_result()?);
+        assert!(
+            text.contains(&format!("Auto mode left it to the user: {why}."))
+                && text.contains("cannot ask"),
+            "{text}"
+        );
+        assert_eq!(ran.decisions()[0]["decision"], "ask");
+    }
+    Ok(())
+}
+
+/// A hard_deny entry written as a rule is a deny rule in auto mode: the
+/// classifier is never asked, and an allow rule for the same call does
+/// not reach past it. The control: the same settings outside auto mode
+/// (hard_deny is auto mode's) let the allowed call run.
+#[test]
+fn a_hard_deny_rule_is_never_put_to_the_classifier() -> TestResult {
+    let settings = json!({"autoMode": {
+        "hard_deny": ["Bash(touch:*)", "Never drop the production database"],
+    }})
+    .to_string();
+    let args = ["--settings", &settings, "--allowedTools", "Bash(touch:*)"];
+    let ran = auto_run(vec![touch(), Reply::text("done")], "make the file", &args)?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    assert!(!ran.made);
+    assert_eq!(ran.requests.len(), 2, "no classifier request");
+    let text = text_of(&ran.touch_result()?);
+    assert!(text.contains("rule `Bash(touch:*)`"), "{text}");
+    assert!(ran.decisions().is_empty());
+
+    let ws = tempfile::tempdir()?;
+    let server = ScriptedServer::start(vec![touch(), Reply::text("done")])?;
+    let mut command = support::against(&server, ws.path());
+    command.args(["-p", "make the file", "--permission-mode", "default"]);
+    let out = support::Run::from_output(command.args(args).output()?)?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    assert!(ws.path().join("made.txt").exists(), "the control ran");
+    Ok(())
+}
+
+/// The classifier reads the hard_deny sentences in its instructions, and
+/// an ask rule's question never goes to it.
+#[test]
+fn an_ask_rule_is_asked_not_classified_and_sentences_reach_the_classifier() -> TestResult {
+    let settings = json!({"permissions": {"ask": ["Bash(touch:*)"]}}).to_string();
+    let ran = auto_run(
+        vec![touch(), Reply::text("done")],
+        "make it",
+        &["--settings", &settings],
+    )?;
+    assert!(!ran.made);
+    assert_eq!(ran.requests.len(), 2, "no classifier request");
+
+    let settings = json!({"autoMode": {
+        "hard_deny": ["Never drop the production database"],
+        "environment": ["This is a throwaway VM"],
+    }})
+    .to_string();
+    let replies = vec![touch(), decision("allow", "fine"), Reply::text("done")];
+    let ran = auto_run(replies, "make it", &["--settings", &settings])?;
+    assert!(ran.made);
+    let system = ran.requests[1].body["system"].to_string();
+    assert!(
+        system.contains("- Never drop the production database"),
+        "{system}"
+    );
+    assert!(system.contains("- This is a throwaway VM"), "{system}");
+    Ok(())
+}
+
+/// carapace's own credential never reaches the classifier, though the
+/// prompt and the call name it. The control: the same text when it is not
+/// carapace's credential reaches the classifier as written.
+#[test]
+fn the_classifier_is_shown_no_credential() -> TestResult {
+    let key = "sk-ant-api03-classifier-must-not-see-this";
+    for (api_key, shown) in [(key, false), ("test-key", true)] {
+        let prompt = format!("make the file; my key is {key}");
+        let call = Reply::tool_uses(vec![Block::tool_use(
+            "toolu_touch",
+            "Bash",
+            json!({"command": format!("touch made.txt # {key}")}),
+        )]);
+        let ws = tempfile::tempdir()?;
+        let replies = vec![call, decision("allow", "ok"), Reply::text("done")];
+        let server = ScriptedServer::start(replies)?;
+        let mut command = support::against(&server, ws.path());
+        command.env("ANTHROPIC_API_KEY", api_key).args([
+            "-p",
+            &prompt,
+            "--permission-mode",
+            "auto",
+        ]);
+        let out = support::Run::from_output(command.output()?)?;
+        assert_eq!(out.status, Some(0), "{}", out.stderr);
+        let requests = server.requests();
+        let judged = requests
+            .get(1)
+            .ok_or("no classifier request")?
+            .body
+            .to_string();
+        assert_eq!(judged.contains(key), shown, "{judged}");
+        assert!(judged.contains("touch made.txt"), "{judged}");
+    }
+    Ok(())
+}
