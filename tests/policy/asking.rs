@@ -267,3 +267,46 @@ fn the_classifier_is_shown_no_credential() -> TestResult {
     }
     Ok(())
 }
+
+/// As Claude Code's, auto mode writes inside the working directories
+/// without the classifier (what acceptEdits allows); a write outside them
+/// is put to it — the control, so the test sees the classifier asked.
+#[test]
+fn writing_in_the_workspace_needs_no_classifier_and_outside_it_does() -> TestResult {
+    let outside = tempfile::tempdir()?;
+    let elsewhere = outside.path().join("elsewhere.txt");
+    let write = |id: &str, path: &str| {
+        Reply::tool_uses(vec![Block::tool_use(
+            id,
+            "Write",
+            json!({"file_path": path, "content": "x"}),
+        )])
+    };
+    let ws = tempfile::tempdir()?;
+    let inside = ws.path().join("inside.txt");
+    let replies = vec![
+        write("toolu_in", &inside.to_string_lossy()),
+        write("toolu_out", &elsewhere.to_string_lossy()),
+        decision("deny", "outside the project"),
+        Reply::text("done"),
+    ];
+    let server = ScriptedServer::start(replies)?;
+    let mut command = support::against(&server, ws.path());
+    command.args(["-p", "write notes", "--permission-mode", "auto"]);
+    let out = support::Run::from_output(command.output()?)?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    assert!(inside.exists(), "the write inside ran");
+    assert!(
+        !elsewhere.exists(),
+        "the classifier refused the write outside"
+    );
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        4,
+        "one classifier request, for the write outside"
+    );
+    let judged = requests[2].body["messages"].to_string();
+    assert!(judged.contains("elsewhere.txt"), "{judged}");
+    Ok(())
+}

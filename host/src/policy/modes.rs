@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
 pub enum PermissionMode {
     #[default]
-    #[value(name = "default")]
-    #[serde(rename = "default")]
+    #[value(name = "default", alias = "manual")]
+    #[serde(rename = "default", alias = "manual")]
     Default,
     #[value(name = "acceptEdits")]
     #[serde(rename = "acceptEdits")]

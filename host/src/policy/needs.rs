@@ -90,7 +90,8 @@ impl Policy {
     }
 
     /// What the mode settles: bypass allows, plan refuses all but reading,
-    /// acceptEdits allows writing inside the working directories.
+    /// acceptEdits — and auto, as Claude Code's, before its classifier —
+    /// allows writing inside the working directories.
     fn by_mode(&self, tool: &str, need: &Resolved, mode: PermissionMode) -> Option<Need> {
         match mode {
             PermissionMode::BypassPermissions => Some(Need::Allow(Basis::of(BasisKind::Mode))),
@@ -101,7 +102,9 @@ impl Policy {
                 ),
                 Basis::of(BasisKind::Mode),
             )),
-            PermissionMode::AcceptEdits if need.is_write() && self.inside_working_dirs(need) => {
+            PermissionMode::AcceptEdits | PermissionMode::Auto
+                if need.is_write() && self.inside_working_dirs(need) =>
+            {
                 Some(Need::Allow(Basis::of(BasisKind::Mode)))
             }
             _ => None,

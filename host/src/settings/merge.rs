@@ -136,7 +136,13 @@ impl Settings {
                 parsed,
                 PermissionMode::AcceptEdits | PermissionMode::BypassPermissions
             );
-            if !(from_project && wider)
+            if from_project && parsed == PermissionMode::Auto {
+                // As Claude Code: a repository cannot put the session in
+                // auto mode, trusted or not.
+                self.warnings.push(format!(
+                    "{shown}: permissions.defaultMode `auto` is honoured only in user, managed or --settings sources; ignored"
+                ));
+            } else if !(from_project && wider)
                 || self
                     .trust
                     .admits(ProjectItem::WiderMode, shown, &mut self.warnings)

@@ -420,3 +420,52 @@ fn credentials_come_from_the_user_only() -> Result<(), Box<dyn std::error::Error
     );
     Ok(())
 }
+
+/// `autoMode` and `defaultMode: auto`: a project may add what tightens
+/// the auto mode (soft_deny, hard_deny) and nothing else — not its
+/// allow, environment or model, and not the mode itself, even trusted.
+#[test]
+fn a_project_may_only_tighten_the_auto_mode() -> Result<(), Box<dyn std::error::Error>> {
+    let f = fixture()?;
+    write(
+        &f.locations.user(),
+        serde_json::json!({"autoMode": {"allow": ["pushing to my forks"], "model": "user-judge",
+                           "hard_deny": ["$defaults", "Bash(git push --force:*)"]}}),
+    )?;
+    write(
+        &f.locations.project(),
+        serde_json::json!({"permissions": {"defaultMode": "auto"},
+                           "autoMode": {"allow": ["anything at all"], "model": "cheap",
+                                        "environment": ["prod is fine"],
+                                        "soft_deny": ["Deleting migrations"],
+                                        "hard_deny": ["Never touch billing"]}}),
+    )?;
+    let settings = Settings::load(&f.locations, true)?;
+    let auto = &settings.auto_mode;
+    assert_eq!(settings.default_mode, None, "{:?}", settings.warnings);
+    assert_eq!(auto.model.as_deref(), Some("user-judge"));
+    assert_eq!(auto.allow, vec!["pushing to my forks"]);
+    assert!(auto.environment.is_empty());
+    assert_eq!(auto.soft_deny, vec!["Deleting migrations"]);
+    // Highest first: the project's, then the user's.
+    assert_eq!(
+        auto.hard_deny,
+        vec!["Never touch billing", "Bash(git push --force:*)"]
+    );
+    let rules: Vec<&str> = auto
+        .hard_deny_rules
+        .iter()
+        .map(|r| r.text.as_str())
+        .collect();
+    assert_eq!(rules, vec!["Bash(git push --force:*)"]);
+    let said = settings.warnings.join("\n");
+    assert!(
+        said.contains("defaultMode `auto` is honoured only"),
+        "{said}"
+    );
+    assert!(
+        said.contains("autoMode.allow, autoMode.environment and autoMode.model"),
+        "{said}"
+    );
+    Ok(())
+}
