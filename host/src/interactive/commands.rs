@@ -271,13 +271,14 @@ fn permissions(session: &Session) -> String {
 }
 
 /// Shift+Tab: default → acceptEdits → plan (→ bypassPermissions, when the
-/// session may reach it) → default.
+/// session may reach it) → auto → default, Claude Code's order.
 pub fn cycle_mode(session: &Session, app: &mut App) {
     let cell = session.pipeline.policy().mode_cell().clone();
     let next = match cell.get() {
         PermissionMode::Default => PermissionMode::AcceptEdits,
         PermissionMode::AcceptEdits => PermissionMode::Plan,
         PermissionMode::Plan if cell.bypass_allowed() => PermissionMode::BypassPermissions,
+        PermissionMode::Plan | PermissionMode::BypassPermissions => PermissionMode::Auto,
         _ => PermissionMode::Default,
     };
     match cell.change(next, ModeChangeBy::User) {
