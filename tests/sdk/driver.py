@@ -280,6 +280,23 @@ async def network_ask_denied():
     await network_ask(False)
 
 
+async def grant_partly():
+    """can_use_tool grants the first domain and the first command a
+    RequestPermissions call names, for the session, and refuses every
+    other question."""
+
+    def decide(name, data):
+        if name == "RequestPermissions":
+            granted = {"reason": data["reason"], "domains": data["domains"][:1],
+                       "commands": data["commands"][:1], "scope": "session"}
+            return PermissionResultAllow(updated_input=granted)
+        return PermissionResultDeny(message="not granted")
+
+    async with permission_client(decide) as client:
+        await client.query("fetch the page")
+        await drain(client)
+
+
 async def sdk_mcp():
     @tool("add", "Adds two numbers", {"a": float, "b": float})
     async def add(args):
@@ -358,6 +375,7 @@ SCENARIOS = {
     "permission_set_bypass_refused": permission_set_bypass_refused,
     "permission_set_bypass_allowed": permission_set_bypass_allowed,
     "network_ask_allowed": network_ask_allowed,
+    "grant_partly": grant_partly,
     "network_ask_denied": network_ask_denied,
 }
 

@@ -747,3 +747,91 @@ fn can_use_tool_approves_the_plan_and_plan_mode_ends() -> TestResult {
     assert_eq!(std::fs::read_to_string(run.ws.join("planned.txt"))?, "done");
     Ok(())
 }
+
+/// A loopback HTTP server answering `pong`, counting the connections.
+fn pong_server() -> Result<(u16, std::sync::Arc<std::sync::atomic::AtomicUsize>), std::io::Error> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = served.clone();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut stream in listener.incoming().flatten() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\npong");
+        }
+    });
+    Ok((port, served))
+}
+
+/// The model asks for two hosts and two commands; the SDK's callback
+/// grants one of each. A later call uses what was granted without being
+/// asked (its command runs, its host answers), and calls outside it are
+/// asked as before — and refused: the other command, and the same server
+/// under a name that was not granted.
+#[test]
+fn a_grant_requested_mid_task_is_given_in_part_and_only_that_widens() -> TestResult {
+    sdk_installed()?;
+    let (port, served) = pong_server()?;
+    let fetch = |host: &str| {
+        format!(
+            "python3 -c 'import urllib.request as u; print(u.urlopen(\"http://{host}:{port}/\", timeout=20).read().decode())'"
+        )
+    };
+    let request = Reply::tool_uses(vec![Block::tool_use(
+        "toolu_ask",
+        "RequestPermissions",
+        json!({"reason": "fetch the docs page", "domains": ["localhost", "example.com"],
+               "commands": ["python3", "touch"]}),
+    )]);
+    let run = drive("grant_partly", |_| {
+        vec![
+            request,
+            bash("toolu_granted", &fetch("localhost")),
+            bash("toolu_touch", "touch made.txt"),
+            bash("toolu_other_host", &fetch("127.0.0.1")),
+            Reply::text("done"),
+        ]
+    })?;
+    run.ok()?;
+    let asked: Vec<(String, Value)> = run
+        .of("note")
+        .iter()
+        .map(|n| {
+            (
+                n["asked"].as_str().unwrap_or_default().to_string(),
+                n["input"].clone(),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = asked.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["RequestPermissions", "Bash", "SandboxNetworkAccess"],
+        "{:?}\n{}",
+        run.lines,
+        run.stderr
+    );
+    assert_eq!(asked[1].1["command"], "touch made.txt");
+    assert_eq!(asked[2].1, json!({"host": "127.0.0.1"}));
+    let said = content(&result_of(&run, 1, "toolu_ask")?);
+    assert_eq!(
+        said,
+        "The user granted, for the rest of the session: reach localhost; run `python3 …`. Only that was granted; each later call is still checked on its own."
+    );
+    let granted = content(&result_of(&run, 2, "toolu_granted")?);
+    assert!(granted.contains("pong"), "{granted}");
+    let touched = result_of(&run, 3, "toolu_touch")?;
+    assert_eq!(touched["is_error"], true, "{touched}");
+    assert!(!run.ws.join("made.txt").exists());
+    let other = content(&result_of(&run, 4, "toolu_other_host")?);
+    assert!(!other.contains("pong"), "{other}");
+    assert_eq!(
+        served.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "{other}"
+    );
+    Ok(())
+}

@@ -29,6 +29,11 @@ pub enum RuleOrigin {
     /// A started skill's `allowed-tools`: they answer only what would
     /// otherwise be asked.
     Skill,
+    /// A grant the model asked for (RequestPermissions) and the user gave,
+    /// for the rest of the session.
+    Granted,
+    /// The same, until the user's next prompt.
+    GrantedForTurn,
 }
 
 /// Why a "don't ask again" was not kept (the call itself was approved).
@@ -90,6 +95,20 @@ impl LivePolicy {
             kept.retain(|rule| rule.kind != kind);
             kept.extend(rules);
         });
+    }
+
+    /// Drops every rule `origin` added.
+    pub fn clear(&self, origin: RuleOrigin) {
+        let held = self
+            .added
+            .lock()
+            .map(|added| added.get(&origin).is_some_and(|r| !r.is_empty()))
+            .unwrap_or(true);
+        if held {
+            self.change(|added| {
+                added.remove(&origin);
+            });
+        }
     }
 
     /// "Don't ask again" to a question `origin` asked: the suggested rule

@@ -188,6 +188,10 @@ impl SessionBuilder {
             dir: &identity.dir,
             checkpoints: checkpoints.clone(),
             output: output.clone(),
+            network: policy
+                .egress
+                .clone()
+                .filter(|_| !settings.managed_domains_only),
             auto: (run.as_ref()).map(|run| {
                 run.auto_judge(
                     self.spec.permissions.auto_model.clone(),

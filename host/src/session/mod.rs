@@ -96,7 +96,7 @@ pub struct Session {
     pub id: String,
     /// The proxy commands reach the network through (kept for the
     /// session's life), when any domain is allowed.
-    pub egress: Option<crate::sandbox::egress::EgressProxy>,
+    pub egress: Option<Arc<crate::sandbox::egress::EgressProxy>>,
     pub paths: SessionPaths,
     /// `~/.carapace/sessions/<id>`: the audit log, spilled results.
     pub dir: PathBuf,

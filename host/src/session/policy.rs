@@ -21,7 +21,7 @@ pub(super) struct SessionPolicy {
     pub process: ProcessConfig,
     /// The proxy commands reach the network through, when any domain is
     /// allowed.
-    pub egress: Option<crate::sandbox::egress::EgressProxy>,
+    pub egress: Option<Arc<crate::sandbox::egress::EgressProxy>>,
     /// What commands cannot see, recomputed when rules join.
     pub read_denials: Arc<LiveReadDenials>,
 }
@@ -96,7 +96,11 @@ impl SessionBuilder {
         // about: the proxy then runs even with no domain allowed.
         let asks = self.spec.permissions.asker == crate::tools::Asker::Prompter { hosts: true }
             && !settings.managed_domains_only;
-        let egress = egress_proxy(settings, policy.rules(), asks)?;
+        // Whoever answers questions may also grant hosts (RequestPermissions):
+        // the proxy runs whenever someone can.
+        let grants = self.spec.permissions.asker != crate::tools::Asker::Nobody
+            && !settings.managed_domains_only;
+        let egress = egress_proxy(settings, policy.rules(), asks || grants)?.map(Arc::new);
         let mut process = ProcessConfig {
             helper: self
                 .helper
@@ -118,7 +122,7 @@ impl SessionBuilder {
             egress: egress.as_ref().map(|p| p.socket().to_path_buf()),
             ..ProcessConfig::new(cwd)
         };
-        use_without_holding(settings, warnings, &mut process, egress.as_ref())?;
+        use_without_holding(settings, warnings, &mut process, egress.as_deref())?;
         Ok(SessionPolicy {
             policy,
             process,

@@ -60,6 +60,8 @@ pub(super) struct PipelineParts<'a> {
     pub output: crate::agent::EventRelay,
     /// The auto mode's classifier, when the session has a model.
     pub auto: Option<Arc<crate::tools::auto_mode::AutoJudge>>,
+    /// The command sandbox's proxy, where granted hosts open.
+    pub network: Option<Arc<crate::sandbox::egress::EgressProxy>>,
 }
 
 /// The tools as the loop and the front ends reach them.
@@ -205,6 +207,12 @@ impl SessionBuilder {
         use crate::tools::exit_plan_mode::{ExitPlanModeTool, approval, definition};
         let tool = Arc::new(ExitPlanModeTool::new(policy.mode_cell().clone()));
         registry.add_native_asking(definition(), tool, approval())?;
+        // Offered where someone can answer it.
+        if self.spec.permissions.asker != crate::tools::Asker::Nobody {
+            use crate::tools::request_permissions::{RequestPermissionsTool, approval, definition};
+            let tool = Arc::new(RequestPermissionsTool);
+            registry.add_native_asking(definition(), tool, approval())?;
+        }
         if let Some(run) = run.filter(|_| self.spec.tools.web_search) {
             use crate::tools::web_search::{SearchModel, WebSearchTool, approval, definition};
             let search = WebSearchTool::new(SearchModel {
@@ -344,6 +352,9 @@ impl SessionBuilder {
         }
         if let Some(auto) = parts.auto {
             pipeline = pipeline.with_auto_judge(auto);
+        }
+        if let Some(network) = parts.network {
+            pipeline = pipeline.with_network(network);
         }
         Ok(Arc::new(pipeline))
     }

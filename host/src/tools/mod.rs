@@ -17,6 +17,7 @@ pub mod exit_plan_mode;
 pub mod mcp_resources;
 mod pipeline;
 mod registry;
+pub mod request_permissions;
 pub mod shells;
 pub mod skill;
 pub mod structured_output;

@@ -18,7 +18,10 @@ impl ToolPipeline {
         basis: &Basis,
     ) -> Option<AutoDecision> {
         let judge = self.auto.as_ref()?;
-        if self.policy().mode() != PermissionMode::Auto || basis.kind != BasisKind::Default {
+        // A request for a grant is the user's own to answer.
+        let grant = call.name == crate::tools::request_permissions::REQUEST_PERMISSIONS_TOOL;
+        if self.policy().mode() != PermissionMode::Auto || basis.kind != BasisKind::Default || grant
+        {
             return None;
         }
         let grants = question.grants();

@@ -16,6 +16,7 @@
 
 mod ask;
 mod auto;
+mod grants;
 mod middleware;
 mod results;
 mod server_requests;
@@ -90,6 +91,8 @@ pub struct ToolPipeline {
     offered: std::sync::RwLock<Option<Vec<(String, String)>>>,
     /// The auto mode's classifier (none: auto mode asks as default does).
     auto: Option<Arc<crate::tools::auto_mode::AutoJudge>>,
+    /// The command sandbox's proxy, where granted hosts open.
+    network: Option<Arc<crate::sandbox::egress::EgressProxy>>,
 }
 
 impl ToolPipeline {
@@ -114,7 +117,15 @@ impl ToolPipeline {
             checkpoints: None,
             offered: Default::default(),
             auto: None,
+            network: None,
         }
+    }
+
+    /// The command sandbox's proxy: hosts a granted request names open
+    /// there.
+    pub fn with_network(mut self, proxy: Arc<crate::sandbox::egress::EgressProxy>) -> Self {
+        self.network = Some(proxy);
+        self
     }
 
     /// The classifier auto mode asks before the user.
@@ -515,6 +526,7 @@ impl ToolRuntime for ToolPipeline {
     }
 
     fn note_user_prompt(&self, text: &str) {
+        self.end_turn_grants();
         if let Some(judge) = &self.auto {
             judge.note_prompt(text);
         }

@@ -308,6 +308,9 @@ impl ToolPipeline {
         if self.runs_skill(tool) {
             return Box::pin(self.call_skill(call)).await;
         }
+        if tool.grants_permissions() {
+            return self.apply_grant(call);
+        }
         let limits = tool.limits.as_ref().unwrap_or(&self.limits);
         let context = CallContext {
             tool_use_id: call.id.clone(),

@@ -32,6 +32,17 @@ pub trait NativeTool: Send + Sync {
         false
     }
 
+    /// Whether its calls widen what later calls may do: the pipeline
+    /// applies what the user granted (RequestPermissions).
+    fn grants_permissions(&self) -> bool {
+        false
+    }
+
+    /// The tool's own check of an input, before anything is asked.
+    fn check(&self, _input: &Value) -> Result<(), String> {
+        Ok(())
+    }
+
     fn call<'a>(
         &'a self,
         context: &'a CallContext,
@@ -84,11 +95,14 @@ impl ToolHandle {
                 interrupt: InterruptBehavior::Cancel,
                 needs: Vec::new(),
             }),
-            ToolHandle::Native(native) => Ok(CallPlan {
-                concurrency_safe: native.concurrency_safe(),
-                interrupt: InterruptBehavior::Cancel,
-                needs: Vec::new(),
-            }),
+            ToolHandle::Native(native) => {
+                native.check(input).map_err(PlanError::Rejected)?;
+                Ok(CallPlan {
+                    concurrency_safe: native.concurrency_safe(),
+                    interrupt: InterruptBehavior::Cancel,
+                    needs: Vec::new(),
+                })
+            }
         }
     }
 

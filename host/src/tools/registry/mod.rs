@@ -121,6 +121,11 @@ impl RegisteredTool {
         matches!(&self.provider, ToolProvider::Native(tool) if tool.starts_skills())
     }
 
+    /// Whether its calls widen later calls' permissions (RequestPermissions).
+    pub fn grants_permissions(&self) -> bool {
+        matches!(&self.provider, ToolProvider::Native(tool) if tool.grants_permissions())
+    }
+
     /// What runs the tool's calls (loading its component on first use).
     pub async fn handle(&self) -> Result<ToolHandle, SandboxError> {
         match &self.provider {

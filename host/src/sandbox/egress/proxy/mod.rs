@@ -93,6 +93,17 @@ impl EgressProxy {
         self.gate.set_asker(asker);
     }
 
+    /// `pattern` may be reached from now on, for `scope` (a request the
+    /// user granted); a denied host stays denied.
+    pub fn grant(&self, pattern: super::EgressPattern, scope: super::GrantScope) {
+        self.gate.grant(pattern, scope);
+    }
+
+    /// What was granted for the turn ends (the user's next prompt).
+    pub fn end_turn(&self) {
+        self.gate.end_turn();
+    }
+
     /// Masked secrets: their sentinels become the real values on the way
     /// to their hosts, and are refused anywhere else.
     pub fn set_masks(&self, masks: Arc<super::Masks>) {
