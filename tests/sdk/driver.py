@@ -297,6 +297,22 @@ async def grant_partly():
         await drain(client)
 
 
+async def grant_for_the_turn():
+    """can_use_tool grants a RequestPermissions call as asked (for the
+    turn) and refuses every other question; two prompts."""
+
+    def decide(name, data):
+        if name == "RequestPermissions":
+            return PermissionResultAllow()
+        return PermissionResultDeny(message="not granted")
+
+    async with permission_client(decide) as client:
+        await client.query("make a")
+        await drain(client)
+        await client.query("make b")
+        await drain(client)
+
+
 async def sdk_mcp():
     @tool("add", "Adds two numbers", {"a": float, "b": float})
     async def add(args):
@@ -376,6 +392,7 @@ SCENARIOS = {
     "permission_set_bypass_allowed": permission_set_bypass_allowed,
     "network_ask_allowed": network_ask_allowed,
     "grant_partly": grant_partly,
+    "grant_for_the_turn": grant_for_the_turn,
     "network_ask_denied": network_ask_denied,
 }
 

@@ -835,3 +835,47 @@ fn a_grant_requested_mid_task_is_given_in_part_and_only_that_widens() -> TestRes
     );
     Ok(())
 }
+
+/// A grant for the turn ends with the user's next prompt: the granted
+/// command runs unasked in the turn it was granted in, and is asked about
+/// (and refused) in the next.
+#[test]
+fn a_grant_for_the_turn_ends_at_the_next_prompt() -> TestResult {
+    sdk_installed()?;
+    let request = Reply::tool_uses(vec![Block::tool_use(
+        "toolu_ask",
+        "RequestPermissions",
+        json!({"reason": "make files", "commands": ["touch"]}),
+    )]);
+    let run = drive("grant_for_the_turn", |_| {
+        vec![
+            request,
+            bash("toolu_a", "touch a.txt"),
+            Reply::text("made a"),
+            bash("toolu_b", "touch b.txt"),
+            Reply::text("could not make b"),
+        ]
+    })?;
+    run.ok()?;
+    let asked: Vec<String> = (run.of("note").iter())
+        .map(|n| n["asked"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        asked,
+        ["RequestPermissions", "Bash"],
+        "{:?}\n{}",
+        run.lines,
+        run.stderr
+    );
+    let said = content(&result_of(&run, 1, "toolu_ask")?);
+    assert!(
+        said.starts_with("The user granted, until the user's next message: run `touch …`."),
+        "{said}"
+    );
+    assert!(run.ws.join("a.txt").exists(), "granted in its turn");
+    assert!(
+        !run.ws.join("b.txt").exists(),
+        "asked, and refused, in the next"
+    );
+    Ok(())
+}

@@ -64,6 +64,7 @@ impl AcpAsker {
     async fn ask_client(&self, call: ToolCallUpdate, always: &Suggestion) -> Choice {
         let always = match always {
             Suggestion::Rule(rule) => format!("Always allow `{rule}` in this session"),
+            Suggestion::Grant(rules) => format!("Allow `{}` for this session", rules.join("`, `")),
             Suggestion::AcceptEdits => "Always allow edits in this session".into(),
         };
         let options = vec![

@@ -39,6 +39,12 @@ fn available_modes(bypass: bool) -> Vec<SessionMode> {
                 .description("Everything the sandbox allows, without asking".to_string()),
         );
     }
+    available.push(
+        SessionMode::new("auto", "Auto").description(
+            "A classifier judges what the rules would ask about; what it leaves open is asked"
+                .to_string(),
+        ),
+    );
     available
 }
 

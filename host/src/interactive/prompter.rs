@@ -72,7 +72,7 @@ impl ScreenPrompter {
             .permissions()
             .accept(RuleOrigin::Screen, always, file)
             .map_err(|e| e.to_string())?;
-        if let (true, Suggestion::Rule(text)) = (saved, always) {
+        for text in always.rules().iter().filter(|_| saved) {
             save_allow_rule(&self.project, &self.local_settings, text).map_err(|e| {
                 format!(
                     "{} could not be written: {e}",
@@ -240,6 +240,7 @@ impl crate::sandbox::egress::EgressAsker for ScreenPrompter {
 fn offered(suggestion: &Suggestion) -> AlwaysAllow {
     match suggestion {
         Suggestion::Rule(rule) => AlwaysAllow::Rule(rule.clone()),
+        Suggestion::Grant(rules) => AlwaysAllow::Rule(rules.join(", ")),
         Suggestion::AcceptEdits => AlwaysAllow::AcceptEdits,
     }
 }

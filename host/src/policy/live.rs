@@ -53,6 +53,9 @@ pub struct LivePolicy {
     current: RwLock<Arc<Policy>>,
     /// What commands may not read, kept in step with the rules.
     read_denials: OnceLock<Arc<LiveReadDenials>>,
+    /// The command sandbox's proxy, told the hosts the WebFetch domain
+    /// allow rules name as the rules change.
+    network: OnceLock<Arc<crate::sandbox::egress::EgressProxy>>,
 }
 
 impl LivePolicy {
@@ -62,7 +65,31 @@ impl LivePolicy {
             added: Mutex::default(),
             current: RwLock::new(Arc::new(policy)),
             read_denials: OnceLock::new(),
+            network: OnceLock::new(),
         }
+    }
+
+    /// Keeps `proxy` letting through the hosts the rules allow WebFetch,
+    /// as the rules change (none when the managed settings keep the
+    /// network to their own list).
+    pub fn keep_network_in_step(&self, proxy: Arc<crate::sandbox::egress::EgressProxy>) {
+        if self.network.set(proxy).is_ok() {
+            self.tell_network(&self.current());
+        }
+    }
+
+    /// Whether hosts the rules allow reach commands too.
+    pub fn opens_network(&self) -> bool {
+        self.network.get().is_some()
+    }
+
+    fn tell_network(&self, policy: &Policy) {
+        let Some(proxy) = self.network.get() else {
+            return;
+        };
+        let domains = policy.rules().web_fetch_domains(RuleKind::Allow);
+        let parse = |d: &String| crate::sandbox::egress::EgressPattern::parse(d).ok();
+        proxy.follow_rules(domains.iter().filter_map(parse).collect());
     }
 
     /// Keeps `denials` in step with every later change of the rules.
@@ -125,13 +152,20 @@ impl LivePolicy {
                 .current()
                 .mode_cell()
                 .change(PermissionMode::AcceptEdits, ModeChangeBy::User)?),
-            Suggestion::Rule(text) => {
+            Suggestion::Rule(_) | Suggestion::Grant(_) => {
                 let source = RuleSource {
                     kind: SourceKind::Local,
                     file,
                 };
-                let rule = Rule::parse(text, RuleKind::Allow, source, &self.anchors())?;
-                self.add(origin, vec![rule]);
+                let anchors = self.anchors();
+                let parse =
+                    |text: &String| Rule::parse(text, RuleKind::Allow, source.clone(), &anchors);
+                let rules = suggestion
+                    .rules()
+                    .iter()
+                    .map(parse)
+                    .collect::<Result<_, _>>()?;
+                self.add(origin, rules);
                 Ok(())
             }
         }
@@ -187,6 +221,7 @@ impl LivePolicy {
         if let Some(live) = self.read_denials.get() {
             live.update(next.rules(), next.withheld());
         }
+        self.tell_network(&next);
         match self.current.write() {
             Ok(mut held) => *held = next,
             Err(poisoned) => *poisoned.into_inner() = next,

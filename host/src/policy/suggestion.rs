@@ -14,6 +14,8 @@ pub enum Suggestion {
     Rule(String),
     /// Edits accepted for the rest of the session (the edit tools).
     AcceptEdits,
+    /// The allow rules a granted request (RequestPermissions) becomes.
+    Grant(Vec<String>),
 }
 
 impl Suggestion {
@@ -53,18 +55,33 @@ impl Suggestion {
             Self::AcceptEdits => {
                 json!([{"type": "setMode", "mode": "acceptEdits", "destination": "session"}])
             }
-            Self::Rule(rule) => {
-                let entry = match rule.split_once('(') {
-                    Some((tool, content)) => json!({
-                        "toolName": tool,
-                        "ruleContent": content.strip_suffix(')').unwrap_or(content),
-                    }),
-                    None => json!({"toolName": rule}),
-                };
-                json!([{"type": "addRules", "rules": [entry], "behavior": "allow",
+            Self::Rule(rule) => Self::Grant(vec![rule.clone()]).to_updates(),
+            Self::Grant(rules) => {
+                let entries: Vec<Value> = rules.iter().map(|rule| rule_value(rule)).collect();
+                json!([{"type": "addRules", "rules": entries, "behavior": "allow",
                         "destination": "session"}])
             }
         }
+    }
+
+    /// The rules it adds, as written (none: a mode change).
+    pub fn rules(&self) -> Vec<String> {
+        match self {
+            Self::Rule(rule) => vec![rule.clone()],
+            Self::Grant(rules) => rules.clone(),
+            Self::AcceptEdits => Vec::new(),
+        }
+    }
+}
+
+/// One rule as the SDK's `addRules` names it.
+fn rule_value(rule: &str) -> Value {
+    match rule.split_once('(') {
+        Some((tool, content)) => json!({
+            "toolName": tool,
+            "ruleContent": content.strip_suffix(')').unwrap_or(content),
+        }),
+        None => json!({"toolName": rule}),
     }
 }
 

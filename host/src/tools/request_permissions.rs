@@ -10,7 +10,7 @@
 //! the session's live permissions; this file reads and checks the request.
 
 use crate::policy::CallApproval;
-use crate::sandbox::egress::{EgressPattern, GrantScope};
+use crate::sandbox::egress::EgressPattern;
 use crate::sandbox::{CallContext, ToolDefinition, ToolFailure, ToolOutput};
 use crate::tools::NativeTool;
 use futures::future::BoxFuture;
@@ -38,7 +38,7 @@ pub fn definition() -> ToolDefinition {
                 "directories": {"type": "array", "items": {"type": "string"}, "description": "Directories to write in"},
                 "domains": {"type": "array", "items": {"type": "string"}, "description": "Hosts to reach (`*.` for subdomains)"},
                 "commands": {"type": "array", "items": {"type": "string"}, "description": "Command prefixes to run"},
-                "scope": {"type": "string", "enum": ["turn", "session"], "description": "How long it is needed (the user decides)"}
+                "scope": {"type": "string", "enum": ["turn", "session"], "description": "How long it is needed: until the user's next message (the default) or the whole session; the user decides"}
             },
             "required": ["reason"],
             "additionalProperties": false
@@ -51,6 +51,15 @@ pub fn definition() -> ToolDefinition {
 /// Always the user's to answer.
 pub fn approval() -> CallApproval {
     CallApproval::Asks
+}
+
+/// How long a grant lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrantScope {
+    /// Until the user's next prompt.
+    Turn,
+    /// For the rest of the session.
+    Session,
 }
 
 /// A request, as the model (or the user's narrowed answer) wrote it.
@@ -105,12 +114,12 @@ impl Requested {
         Ok(requested)
     }
 
-    /// Until the user's next prompt, or (unless the answer says `turn`)
-    /// for the session.
+    /// For the session when the request (or the answer) says so, else
+    /// until the user's next prompt.
     pub fn scope(&self) -> GrantScope {
         match self.scope.as_deref() {
-            Some("turn") => GrantScope::Turn,
-            _ => GrantScope::Session,
+            Some("session") => GrantScope::Session,
+            _ => GrantScope::Turn,
         }
     }
 
@@ -139,12 +148,6 @@ impl Requested {
             });
         }
         Ok(grants)
-    }
-
-    /// The hosts the command sandbox's proxy lets through.
-    pub fn hosts(&self) -> Vec<EgressPattern> {
-        let parsed = self.domains.iter().map(|d| EgressPattern::parse(d));
-        parsed.filter_map(Result::ok).collect()
     }
 }
 

@@ -16,23 +16,15 @@ pub trait EgressAsker: Send + Sync {
     fn allow_host<'a>(&'a self, host: &'a str) -> BoxFuture<'a, bool>;
 }
 
-/// How long a host granted while the session runs stays granted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GrantScope {
-    /// Until the user's next prompt.
-    Turn,
-    /// For the rest of the session.
-    Session,
-}
-
 /// The rules, and what was answered for hosts they do not name.
 pub(super) struct Gate {
     pub rules: Arc<EgressRules>,
     asker: RwLock<Option<Arc<dyn EgressAsker>>>,
     approved: Mutex<HashSet<String>>,
-    /// Hosts granted while the session runs (a granted request for them):
+    /// The hosts the session's WebFetch domain allow rules name as they
+    /// are now (rules join while it runs: an approval, a granted request):
     /// reached as if listed, but never past `deniedDomains`.
-    granted: RwLock<Vec<(super::EgressPattern, GrantScope)>>,
+    ruled: RwLock<Vec<super::EgressPattern>>,
     /// One question at a time: a burst of connections to one host asks once.
     asking: tokio::sync::Mutex<()>,
     /// The user's own proxies on this machine's loopback
@@ -59,7 +51,7 @@ impl Gate {
             rules,
             asker: RwLock::new(None),
             approved: Mutex::default(),
-            granted: RwLock::default(),
+            ruled: RwLock::default(),
             asking: tokio::sync::Mutex::new(()),
             upstream: RwLock::new(Upstream::default()),
             masks: RwLock::default(),
@@ -114,28 +106,21 @@ impl Gate {
         self.approved.lock().is_ok_and(|a| a.contains(host))
     }
 
-    /// Grants `pattern` for `scope`.
-    pub fn grant(&self, pattern: super::EgressPattern, scope: GrantScope) {
-        if let Ok(mut granted) = self.granted.write() {
-            granted.push((pattern, scope));
+    /// The hosts the session's rules allow now, in place of the last.
+    pub fn follow_rules(&self, patterns: Vec<super::EgressPattern>) {
+        if let Ok(mut ruled) = self.ruled.write() {
+            *ruled = patterns;
         }
     }
 
-    /// The user's next prompt: what was granted for the turn ends.
-    pub fn end_turn(&self) {
-        if let Ok(mut granted) = self.granted.write() {
-            granted.retain(|(_, scope)| *scope == GrantScope::Session);
-        }
-    }
-
-    /// Whether a grant names `host`, and whether exactly (an internal
+    /// Whether a rule names `host`, and whether exactly (an internal
     /// address is reached only through an exact one, as through a list).
-    fn granted(&self, host: &Host) -> Option<bool> {
-        let granted = self.granted.read().ok()?;
-        let matching: Vec<bool> = granted
+    fn ruled(&self, host: &Host) -> Option<bool> {
+        let ruled = self.ruled.read().ok()?;
+        let matching: Vec<bool> = ruled
             .iter()
-            .filter(|(p, _)| p.matches(host))
-            .map(|(p, _)| p.is_exact())
+            .filter(|p| p.matches(host))
+            .map(|p| p.is_exact())
             .collect();
         let exact = matching.iter().any(|e| *e);
         match host {
@@ -154,7 +139,7 @@ impl Gate {
             Judgement::Denied(why) => return Err(why),
             Judgement::NotListed(why) => why,
         };
-        if let Some(exact) = self.granted(host) {
+        if let Some(exact) = self.ruled(host) {
             return Ok(exact);
         }
         let name = host.to_string();

@@ -192,11 +192,21 @@ impl ToolPipeline {
                     }
                     None => {}
                 }
+                let (suggestion, grants) = match self.grant_question(call) {
+                    Some(grant) => {
+                        asked = grant.question;
+                        (grant.always, grant.grants)
+                    }
+                    None => (
+                        Suggestion::for_call(&call.name, &call.input),
+                        question.grants(),
+                    ),
+                };
                 let request = PromptRequest {
                     call,
                     question: &asked,
-                    suggestion: Suggestion::for_call(&call.name, &call.input),
-                    grants: question.grants(),
+                    suggestion,
+                    grants,
                 };
                 match self.ask_notified(request).await {
                     AskAnswer::Approved { updated_input } => {

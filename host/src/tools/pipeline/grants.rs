@@ -1,16 +1,22 @@
 //! A granted RequestPermissions call, applied: what the user granted (the
 //! call's input, as the answer left it) joins the live permissions as
 //! allow rules — kept apart, and dropped at the user's next prompt when
-//! granted for the turn — and its hosts open in the command sandbox's
-//! proxy. Deny rules, protected paths and withheld secrets still decide
+//! granted for the turn —; the command sandbox's proxy follows the rules,
+//! so granted hosts open for commands too. Deny rules, protected paths and withheld secrets still decide
 //! first: a grant only answers what would have been asked.
 
 use super::ToolPipeline;
 use crate::agent::{ToolCall, ToolCallResult};
 use crate::model::ToolResultContent;
-use crate::policy::{Rule, RuleKind, RuleOrigin, RuleSource, SourceKind};
-use crate::sandbox::egress::GrantScope;
-use crate::tools::request_permissions::Requested;
+use crate::policy::{Rule, RuleKind, RuleOrigin, RuleSource, SourceKind, Suggestion};
+use crate::tools::request_permissions::{GrantScope, REQUEST_PERMISSIONS_TOOL, Requested};
+
+/// How a RequestPermissions call is put to the user.
+pub(super) struct GrantQuestion {
+    pub question: String,
+    pub grants: Vec<String>,
+    pub always: Suggestion,
+}
 
 impl ToolPipeline {
     /// Applies the granted request `call` carries.
@@ -45,14 +51,10 @@ impl ToolPipeline {
             GrantScope::Turn => RuleOrigin::GrantedForTurn,
             GrantScope::Session => RuleOrigin::Granted,
         };
+        // The proxy follows the rules: the hosts open with them.
         permissions.add(origin, rules);
-        if let Some(network) = &self.network {
-            for host in requested.hosts() {
-                network.grant(host, scope);
-            }
-        }
         let mut said: Vec<String> = grants.iter().map(|g| g.said.clone()).collect();
-        if self.network.is_none() && !requested.domains.is_empty() {
+        if !permissions.opens_network() && !requested.domains.is_empty() {
             said.push(
                 "(the hosts for WebFetch only: commands reach no host this session does not list)"
                     .into(),
@@ -68,11 +70,31 @@ impl ToolPipeline {
         ))
     }
 
+    /// A RequestPermissions question as the user reads it: its reason,
+    /// what saying yes grants, and what "don't ask again" adds — the
+    /// rules it becomes, for the session (or saved).
+    pub(super) fn grant_question(&self, call: &ToolCall) -> Option<GrantQuestion> {
+        if call.name != REQUEST_PERMISSIONS_TOOL {
+            return None;
+        }
+        let requested = Requested::read(&call.input).ok()?;
+        let grants = requested.grants(&self.permissions().anchors().cwd).ok()?;
+        let how_long = match requested.scope() {
+            GrantScope::Turn => "until your next message",
+            GrantScope::Session => "for the rest of the session",
+        };
+        Some(GrantQuestion {
+            question: format!(
+                "The model asks for permissions {how_long}: {}",
+                requested.reason.trim()
+            ),
+            grants: grants.iter().map(|g| g.said.clone()).collect(),
+            always: Suggestion::Grant(grants.into_iter().flat_map(|g| g.rules).collect()),
+        })
+    }
+
     /// The user's next prompt: what was granted for the turn ends.
     pub(super) fn end_turn_grants(&self) {
         self.permissions().clear(RuleOrigin::GrantedForTurn);
-        if let Some(network) = &self.network {
-            network.end_turn();
-        }
     }
 }

@@ -91,8 +91,6 @@ pub struct ToolPipeline {
     offered: std::sync::RwLock<Option<Vec<(String, String)>>>,
     /// The auto mode's classifier (none: auto mode asks as default does).
     auto: Option<Arc<crate::tools::auto_mode::AutoJudge>>,
-    /// The command sandbox's proxy, where granted hosts open.
-    network: Option<Arc<crate::sandbox::egress::EgressProxy>>,
 }
 
 impl ToolPipeline {
@@ -117,14 +115,13 @@ impl ToolPipeline {
             checkpoints: None,
             offered: Default::default(),
             auto: None,
-            network: None,
         }
     }
 
-    /// The command sandbox's proxy: hosts a granted request names open
-    /// there.
-    pub fn with_network(mut self, proxy: Arc<crate::sandbox::egress::EgressProxy>) -> Self {
-        self.network = Some(proxy);
+    /// The command sandbox's proxy lets through the hosts the WebFetch
+    /// domain allow rules name, as rules join while the session runs.
+    pub fn with_network(self, proxy: Arc<crate::sandbox::egress::EgressProxy>) -> Self {
+        self.permissions.keep_network_in_step(proxy);
         self
     }
 
@@ -500,11 +497,22 @@ impl ReadyCall for PreparedCall {
 impl ToolRuntime for ToolPipeline {
     fn specs(&self) -> Vec<ToolSpec> {
         let policy = self.policy();
+        // A request for a grant has nobody to answer it in dontAsk, and
+        // nothing to ask for in bypassPermissions.
+        let grants_answered = !matches!(
+            policy.mode(),
+            crate::policy::PermissionMode::DontAsk
+                | crate::policy::PermissionMode::BypassPermissions
+        );
         let specs = self
             .registry()
             .specs()
             .into_iter()
             .filter(|spec| policy.hidden_by(&spec.name).is_none())
+            .filter(|spec| {
+                grants_answered
+                    || spec.name != crate::tools::request_permissions::REQUEST_PERMISSIONS_TOOL
+            })
             .collect();
         self.as_offered(specs)
     }

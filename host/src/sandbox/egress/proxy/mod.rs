@@ -93,15 +93,11 @@ impl EgressProxy {
         self.gate.set_asker(asker);
     }
 
-    /// `pattern` may be reached from now on, for `scope` (a request the
-    /// user granted); a denied host stays denied.
-    pub fn grant(&self, pattern: super::EgressPattern, scope: super::GrantScope) {
-        self.gate.grant(pattern, scope);
-    }
-
-    /// What was granted for the turn ends (the user's next prompt).
-    pub fn end_turn(&self) {
-        self.gate.end_turn();
+    /// The hosts the session's WebFetch domain allow rules name now (the
+    /// rules changed while it runs): reached as if listed, in place of the
+    /// last such list; a denied host stays denied.
+    pub fn follow_rules(&self, patterns: Vec<super::EgressPattern>) {
+        self.gate.follow_rules(patterns);
     }
 
     /// Masked secrets: their sentinels become the real values on the way
