@@ -57,6 +57,8 @@ mod loops;
 mod plugins;
 #[path = "carapace/policy.rs"]
 mod policy;
+#[path = "carapace/questions.rs"]
+mod questions;
 #[path = "carapace/sandbox.rs"]
 mod sandbox;
 #[path = "carapace/search.rs"]
@@ -150,6 +152,9 @@ fn main() -> BenchResult {
     }
     if wanted("signals") {
         commands::sigterm_benches(&cache, work.path())?;
+    }
+    if wanted("questions") {
+        questions::question_benches(work.path())?;
     }
     Ok(())
 }
