@@ -310,3 +310,69 @@ fn writing_in_the_workspace_needs_no_classifier_and_outside_it_does() -> TestRes
     assert!(judged.contains("elsewhere.txt"), "{judged}");
     Ok(())
 }
+
+/// In auto mode a command's connection to a host no rule names goes to the
+/// classifier, as Claude Code's auto mode sends it: allowed, the host
+/// answers; refused, the next host is not reached — in print mode, where
+/// nobody else could be asked.
+#[test]
+fn in_auto_mode_a_host_no_rule_names_goes_to_the_classifier() -> TestResult {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = served.clone();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut stream in listener.incoming().flatten() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\npong");
+        }
+    });
+    let fetch = |id: &str, host: &str| {
+        let command = format!(
+            "python3 -c 'import urllib.request as u; print(u.urlopen(\"http://{host}:{port}/\", timeout=20).read().decode())'"
+        );
+        Reply::tool_uses(vec![Block::tool_use(
+            id,
+            "Bash",
+            json!({ "command": command }),
+        )])
+    };
+    let ran = auto_run(
+        vec![
+            fetch("toolu_near", "localhost"),
+            decision("allow", "the docs the user asked for"),
+            fetch("toolu_far", "127.0.0.1"),
+            decision("deny", "not what the user asked for"),
+            Reply::text("done"),
+        ],
+        "fetch the docs",
+        &["--allowedTools", "Bash"],
+    )?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    let told: Vec<(&Value, &Value)> = (ran.decisions().into_iter())
+        .map(|d| (&d["tool_name"], &d["decision"]))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            (&json!("SandboxNetworkAccess"), &json!("allow")),
+            (&json!("SandboxNetworkAccess"), &json!("deny"))
+        ],
+        "{}\n{}",
+        ran.out.stdout,
+        ran.out.stderr
+    );
+    let shown = ran.requests[1].body["messages"].to_string();
+    assert!(shown.contains("localhost"), "{shown}");
+    let results: Vec<String> = ran
+        .requests
+        .iter()
+        .map(|r| r.body["messages"].to_string())
+        .collect();
+    assert!(results[2].contains("pong"), "the allowed host answered");
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
+    Ok(())
+}

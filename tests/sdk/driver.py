@@ -313,6 +313,35 @@ async def grant_for_the_turn():
         await drain(client)
 
 
+async def network_scopes():
+    """A host asked about three times over three prompts: allowed plainly
+    (for the turn), then with the suggested rule (for the session); any
+    other host is refused."""
+    answers = iter(["turn", "session"])
+    rule = PermissionUpdate(
+        type="addRules",
+        rules=[PermissionRuleValue(tool_name="WebFetch", rule_content="domain:localhost")],
+        behavior="allow",
+        destination="session",
+    )
+
+    async def can_use_tool(tool_name, tool_input, context):
+        emit({"kind": "note", "asked": tool_name, "input": tool_input})
+        if tool_name == "SandboxNetworkAccess" and tool_input.get("host") == "localhost":
+            how = next(answers, "deny")
+            if how == "turn":
+                return PermissionResultAllow()
+            if how == "session":
+                return PermissionResultAllow(updated_permissions=[rule])
+        return PermissionResultDeny(message="not this host")
+
+    opts = options(can_use_tool=can_use_tool, allowed_tools=["Bash"])
+    async with ClaudeSDKClient(options=opts) as client:
+        for prompt in ["first", "second", "third"]:
+            await client.query(prompt)
+            await drain(client)
+
+
 async def sdk_mcp():
     @tool("add", "Adds two numbers", {"a": float, "b": float})
     async def add(args):
@@ -392,6 +421,7 @@ SCENARIOS = {
     "permission_set_bypass_allowed": permission_set_bypass_allowed,
     "network_ask_allowed": network_ask_allowed,
     "grant_partly": grant_partly,
+    "network_scopes": network_scopes,
     "grant_for_the_turn": grant_for_the_turn,
     "network_ask_denied": network_ask_denied,
 }

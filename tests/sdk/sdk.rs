@@ -879,3 +879,50 @@ fn a_grant_for_the_turn_ends_at_the_next_prompt() -> TestResult {
     );
     Ok(())
 }
+
+/// A host allowed from the question is reached for the turn (a plain
+/// allow) or for the session (an allow that adds the suggested rule): asked
+/// again at the second prompt, not at the third; another host is still
+/// refused.
+#[test]
+fn a_host_allowed_from_the_question_is_reached_for_the_turn_or_the_session() -> TestResult {
+    sdk_installed()?;
+    let (port, served) = pong_server()?;
+    let fetch = |host: &str| {
+        format!(
+            "python3 -c 'import urllib.request as u; print(u.urlopen(\"http://{host}:{port}/\", timeout=20).read().decode())'"
+        )
+    };
+    let run = drive("network_scopes", |_| {
+        vec![
+            bash("toolu_1", &fetch("localhost")),
+            Reply::text("one"),
+            bash("toolu_2", &fetch("localhost")),
+            Reply::text("two"),
+            bash("toolu_3", &fetch("localhost")),
+            bash("toolu_4", &fetch("127.0.0.1")),
+            Reply::text("three"),
+        ]
+    })?;
+    run.ok()?;
+    let asked: Vec<Value> = run.of("note").iter().map(|n| n["input"].clone()).collect();
+    assert_eq!(
+        asked,
+        [
+            json!({"host": "localhost"}),
+            json!({"host": "localhost"}),
+            json!({"host": "127.0.0.1"})
+        ],
+        "{:?}\n{}",
+        run.lines,
+        run.stderr
+    );
+    for (n, id) in [(1, "toolu_1"), (3, "toolu_2"), (5, "toolu_3")] {
+        let said = content(&result_of(&run, n, id)?);
+        assert!(said.contains("pong"), "{id}: {said}");
+    }
+    let other = content(&result_of(&run, 6, "toolu_4")?);
+    assert!(!other.contains("pong"), "{other}");
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 3);
+    Ok(())
+}

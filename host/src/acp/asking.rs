@@ -166,10 +166,15 @@ impl PermissionPrompter for AcpAsker {
     }
 }
 
-/// A command's connection to a host no rule names, asked the same way;
-/// "allow always" adds the host's WebFetch domain rule.
+/// A command's connection to a host no rule names, asked the same way:
+/// "allow once" lets it through for the rest of the turn, "allow always"
+/// for the session (and adds the host's WebFetch domain rule).
 impl crate::sandbox::egress::EgressAsker for AcpAsker {
-    fn allow_host<'a>(&'a self, host: &'a str) -> BoxFuture<'a, bool> {
+    fn allow_host<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> BoxFuture<'a, crate::sandbox::egress::HostAnswer> {
+        use crate::sandbox::egress::HostAnswer;
         Box::pin(async move {
             let input = json!({"host": host});
             let question = format!("a command wants to connect to {host}, which no rule names");
@@ -177,7 +182,17 @@ impl crate::sandbox::egress::EgressAsker for AcpAsker {
             let name = crate::control::NETWORK_ACCESS;
             let view = crate::tools::Presentation::UNKNOWN.view(name, &input);
             let update = pending_call(&view, &id, &input, &question);
-            self.decide(update, Suggestion::for_host(host)).await
+            let always = Suggestion::for_host(host);
+            match self.ask_client(update, &always).await {
+                Choice::Once => HostAnswer::ForTurn,
+                Choice::Always => {
+                    if let Err(problem) = self.remember(&always) {
+                        tracing::warn!("\"allow always\" was not kept: {problem}");
+                    }
+                    HostAnswer::ForSession
+                }
+                Choice::Refused => HostAnswer::Refused,
+            }
         })
     }
 }

@@ -182,8 +182,15 @@ impl PermissionPrompter for SdkPrompter {
 /// as Claude Code asks it: `can_use_tool` for `SandboxNetworkAccess` with
 /// the host, suggesting a `WebFetch(domain:…)` rule. Only an `allow`
 /// answer lets it through, for the rest of the session.
+/// A command's connection to a host no rule names: allowed for the rest of
+/// the turn, or — when the answer adds rules (`updatedPermissions`, e.g.
+/// the suggested WebFetch domain rule) — for the session, the rules kept.
 impl crate::sandbox::egress::EgressAsker for SdkPrompter {
-    fn allow_host<'a>(&'a self, host: &'a str) -> BoxFuture<'a, bool> {
+    fn allow_host<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> BoxFuture<'a, crate::sandbox::egress::HostAnswer> {
+        use crate::sandbox::egress::HostAnswer;
         Box::pin(async move {
             let answer = self
                 .channel
@@ -202,7 +209,18 @@ impl crate::sandbox::egress::EgressAsker for SdkPrompter {
                     "description": format!("Allow network connection to {host}?"),
                 }))
                 .await;
-            matches!(answer, Ok(answer) if answer["behavior"] == "allow")
+            match answer {
+                Ok(answer) if answer["behavior"] == "allow" => {
+                    let updates = &answer["updatedPermissions"];
+                    if updates.as_array().is_some_and(|u| !u.is_empty()) {
+                        self.apply(updates);
+                        HostAnswer::ForSession
+                    } else {
+                        HostAnswer::ForTurn
+                    }
+                }
+                _ => HostAnswer::Refused,
+            }
         })
     }
 }

@@ -84,12 +84,50 @@ impl ScreenPrompter {
     }
 }
 
+impl ScreenPrompter {
+    /// Saves `host` to the project's local settings, saying on the screen
+    /// what could not be written.
+    fn save_domain(&self, host: &str) {
+        if let Err(e) = save_allowed_domain(&self.project, &self.local_settings, host) {
+            let _ = self.ui.send(UiEvent::Notice(format!(
+                "{host} was allowed for this session but not saved: {} could not be written: {e}",
+                self.local_settings.display()
+            )));
+        }
+    }
+}
+
 /// Adds `rule` to `permissions.allow` of a settings file, keeping all
 /// else it holds; a file that is not a JSON object is left alone.
 fn save_allow_rule(
     project: &std::path::Path,
     path: &std::path::Path,
     rule: &str,
+) -> std::io::Result<()> {
+    save_to_list(project, path, &["permissions", "allow"], rule)
+}
+
+/// Adds `host` to `sandbox.network.allowedDomains` of a settings file.
+fn save_allowed_domain(
+    project: &std::path::Path,
+    path: &std::path::Path,
+    host: &str,
+) -> std::io::Result<()> {
+    save_to_list(
+        project,
+        path,
+        &["sandbox", "network", "allowedDomains"],
+        host,
+    )
+}
+
+/// Adds `entry` to the list at `keys` (objects, then the list) of a
+/// settings file, keeping all else it holds.
+fn save_to_list(
+    project: &std::path::Path,
+    path: &std::path::Path,
+    keys: &[&str],
+    entry: &str,
 ) -> std::io::Result<()> {
     // Read without following a link: a repository's `settings.local.json`
     // that leads to the user's own settings is not theirs to copy here.
@@ -112,21 +150,28 @@ fn save_allow_rule(
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => json!({}),
         Err(e) => return Err(e),
     };
-    let Some(object) = settings.as_object_mut() else {
-        return Err(std::io::Error::other("it does not hold a JSON object"));
+    let Some((list_key, objects)) = keys.split_last() else {
+        return Err(std::io::Error::other("no key to add to"));
     };
-    let permissions = object.entry("permissions").or_insert_with(|| json!({}));
-    let Some(permissions) = permissions.as_object_mut() else {
-        return Err(std::io::Error::other("its `permissions` is not an object"));
+    let mut object = settings
+        .as_object_mut()
+        .ok_or_else(|| std::io::Error::other("it does not hold a JSON object"))?;
+    for key in objects {
+        object = object
+            .entry(*key)
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .ok_or_else(|| std::io::Error::other(format!("its `{key}` is not an object")))?;
+    }
+    let list = object.entry(*list_key).or_insert_with(|| json!([]));
+    let Some(list) = list.as_array_mut() else {
+        return Err(std::io::Error::other(format!(
+            "its `{}` is not a list",
+            keys.join(".")
+        )));
     };
-    let allow = permissions.entry("allow").or_insert_with(|| json!([]));
-    let Some(allow) = allow.as_array_mut() else {
-        return Err(std::io::Error::other(
-            "its `permissions.allow` is not a list",
-        ));
-    };
-    if !allow.iter().any(|r| r == rule) {
-        allow.push(json!(rule));
+    if !list.iter().any(|r| r == entry) {
+        list.push(json!(entry));
     }
     let text = serde_json::to_string_pretty(&settings).map_err(std::io::Error::other)?;
     crate::files::replace_beneath(
@@ -207,10 +252,16 @@ impl PermissionPrompter for ScreenPrompter {
     }
 }
 
-/// A command's connection to a host no rule names: asked on the screen;
-/// "don't ask again" adds the host's WebFetch domain rule.
+/// A command's connection to a host no rule names: asked on the screen.
+/// "Yes" lets it through for the rest of the turn; "don't ask again" for
+/// the session (the host's WebFetch domain rule), or saved: the host joins
+/// `sandbox.network.allowedDomains` of the project's local settings.
 impl crate::sandbox::egress::EgressAsker for ScreenPrompter {
-    fn allow_host<'a>(&'a self, host: &'a str) -> BoxFuture<'a, bool> {
+    fn allow_host<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> BoxFuture<'a, crate::sandbox::egress::HostAnswer> {
+        use crate::sandbox::egress::HostAnswer;
         Box::pin(async move {
             let always = Suggestion::for_host(host);
             let question = ApprovalRequest {
@@ -225,12 +276,17 @@ impl crate::sandbox::egress::EgressAsker for ScreenPrompter {
                 always: offered(&always),
             };
             match self.ask_screen(question).await {
-                ApprovalChoice::Once => true,
-                ApprovalChoice::Always(_, scope) => {
-                    self.remember(&always, scope);
-                    true
+                ApprovalChoice::Once => HostAnswer::ForTurn,
+                ApprovalChoice::Always(_, RuleScope::Session) => {
+                    self.remember(&always, RuleScope::Session);
+                    HostAnswer::ForSession
                 }
-                ApprovalChoice::Refuse(_) => false,
+                ApprovalChoice::Always(_, RuleScope::LocalSettings) => {
+                    self.remember(&always, RuleScope::Session);
+                    self.save_domain(host);
+                    HostAnswer::ForSession
+                }
+                ApprovalChoice::Refuse(_) => HostAnswer::Refused,
             }
         })
     }

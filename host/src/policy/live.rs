@@ -78,6 +78,15 @@ impl LivePolicy {
         }
     }
 
+    /// The user's next prompt: what was granted or approved for the turn
+    /// ends (rules and hosts).
+    pub fn end_turn(&self) {
+        self.clear(RuleOrigin::GrantedForTurn);
+        if let Some(proxy) = self.network.get() {
+            proxy.end_turn();
+        }
+    }
+
     /// Whether hosts the rules allow reach commands too.
     pub fn opens_network(&self) -> bool {
         self.network.get().is_some()

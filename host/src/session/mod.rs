@@ -313,11 +313,19 @@ impl Session {
         if let Some(told) = output.mode_changes {
             self.pipeline.policy().mode_cell().on_change(told);
         }
-        if let Some(asker) = output.asker {
-            if let Some(egress) = &self.egress {
-                egress.set_asker(asker.hosts);
-            }
-            self.pipeline.set_prompter(asker.calls);
+        let (hosts, calls) = match output.asker {
+            Some(asker) => (Some(asker.hosts), Some(asker.calls)),
+            None => (None, None),
+        };
+        // The managed settings' own list is the whole list: nobody is
+        // asked past it. Auto mode's classifier is asked before anyone.
+        if let Some(egress) = (self.egress.as_ref()).filter(|_| !self.settings.managed_domains_only)
+            && let Some(hosts) = self.pipeline.host_asker(hosts)
+        {
+            egress.set_asker(hosts);
+        }
+        if let Some(calls) = calls {
+            self.pipeline.set_prompter(calls);
         }
     }
 

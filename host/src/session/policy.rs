@@ -98,7 +98,9 @@ impl SessionBuilder {
             && !settings.managed_domains_only;
         // Whoever answers questions may also grant hosts (RequestPermissions):
         // the proxy runs whenever someone can.
-        let grants = self.spec.permissions.asker != crate::tools::Asker::Nobody
+        // So may auto mode's classifier, for a host no rule names.
+        let grants = (self.spec.permissions.asker != crate::tools::Asker::Nobody
+            || identity.mode == crate::policy::PermissionMode::Auto)
             && !settings.managed_domains_only;
         let egress = egress_proxy(settings, policy.rules(), asks || grants)?.map(Arc::new);
         let mut process = ProcessConfig {

@@ -1,26 +1,44 @@
 //! A host the lists do not name is asked about, where someone can answer
-//! (the SDK's `can_use_tool`, later the interactive prompt), and otherwise
-//! refused; never reached silently. A host approved once is approved for
-//! the rest of the session; a denied one is never asked about.
+//! (the SDK's `can_use_tool`, the interactive screen, an ACP client), and
+//! otherwise refused; never reached silently. A host is approved for the
+//! rest of the turn (until the user's next prompt) or of the session, as
+//! the answer says; a denied one is never asked about.
 
 use super::host::Host;
 use super::rules::{EgressRules, Judgement};
 use futures::future::BoxFuture;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
+
+/// What was answered for a host the lists do not name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostAnswer {
+    Refused,
+    /// Reached until the user's next prompt.
+    ForTurn,
+    /// Reached for the rest of the session.
+    ForSession,
+}
 
 /// Who answers for a host the lists do not name.
 pub trait EgressAsker: Send + Sync {
-    /// Whether a command may connect to `host` (asked once per host and
-    /// session; an error or no answer is a no).
-    fn allow_host<'a>(&'a self, host: &'a str) -> BoxFuture<'a, bool>;
+    /// Whether a command may connect to `host`, and for how long (an
+    /// error or no answer is a refusal).
+    fn allow_host<'a>(&'a self, host: &'a str) -> BoxFuture<'a, HostAnswer>;
+
+    /// Whether anyone answers now (else the host is refused as unlisted,
+    /// without a question).
+    fn answers(&self) -> bool {
+        true
+    }
 }
 
 /// The rules, and what was answered for hosts they do not name.
 pub(super) struct Gate {
     pub rules: Arc<EgressRules>,
     asker: RwLock<Option<Arc<dyn EgressAsker>>>,
-    approved: Mutex<HashSet<String>>,
+    /// Hosts approved when asked, with how long.
+    approved: Mutex<HashMap<String, HostAnswer>>,
     /// The hosts the session's WebFetch domain allow rules name as they
     /// are now (rules join while it runs: an approval, a granted request):
     /// reached as if listed, but never past `deniedDomains`.
@@ -103,7 +121,14 @@ impl Gate {
     }
 
     fn is_approved(&self, host: &str) -> bool {
-        self.approved.lock().is_ok_and(|a| a.contains(host))
+        self.approved.lock().is_ok_and(|a| a.contains_key(host))
+    }
+
+    /// The user's next prompt: what was approved for the turn ends.
+    pub fn end_turn(&self) {
+        if let Ok(mut approved) = self.approved.lock() {
+            approved.retain(|_, answer| *answer == HostAnswer::ForSession);
+        }
     }
 
     /// The hosts the session's rules allow now, in place of the last.
@@ -147,22 +172,23 @@ impl Gate {
             return Ok(true);
         }
         let asker = self.asker.read().ok().and_then(|a| a.clone());
-        let Some(asker) = asker else {
+        let Some(asker) = asker.filter(|a| a.answers()) else {
             return Err(why);
         };
         let _one_at_a_time = self.asking.lock().await;
         if self.is_approved(&name) {
             return Ok(true);
         }
-        if asker.allow_host(&name).await {
-            if let Ok(mut approved) = self.approved.lock() {
-                approved.insert(name);
-            }
-            Ok(true)
-        } else {
-            Err(format!(
+        match asker.allow_host(&name).await {
+            HostAnswer::Refused => Err(format!(
                 "{why}, and the connection was not approved when asked"
-            ))
+            )),
+            answer => {
+                if let Ok(mut approved) = self.approved.lock() {
+                    approved.insert(name, answer);
+                }
+                Ok(true)
+            }
         }
     }
 }

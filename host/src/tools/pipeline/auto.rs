@@ -1,12 +1,16 @@
 //! Auto mode's place in the ask stage: the default question — what no
 //! rule, protected path, secret or hook settled — goes to the classifier
-//! before anyone is asked. Its decision is told on the session's output
+//! before anyone is asked; so does a command's connection to a host no
+//! rule names. Its decision is told on the session's output
 //! (`system`/`auto_mode_decision`) and written to the audit log.
 
 use super::ToolPipeline;
 use crate::agent::{AgentEvent, ToolCall};
 use crate::policy::{Basis, BasisKind, PermissionMode, Question};
-use crate::tools::auto_mode::{AutoDecision, AutoQuestion};
+use crate::sandbox::egress::{EgressAsker, HostAnswer};
+use crate::tools::auto_mode::{AutoDecision, AutoJudge, AutoQuestion};
+use futures::future::BoxFuture;
+use std::sync::Arc;
 
 impl ToolPipeline {
     /// The classifier's decision on `question`, in auto mode, for a
@@ -44,5 +48,85 @@ impl ToolPipeline {
             });
         }
         Some(decision)
+    }
+}
+
+/// In auto mode, a command's connection to a host no rule names goes to
+/// the classifier first, as Claude Code's auto mode sends it: allowed for
+/// the turn, refused, or left to whoever answers questions (refused when
+/// nobody can). Outside auto mode the question goes straight there.
+struct AutoHosts {
+    judge: Arc<AutoJudge>,
+    mode: crate::policy::ModeCell,
+    inner: Option<Arc<dyn EgressAsker>>,
+    output: Option<crate::agent::EventRelay>,
+}
+
+impl EgressAsker for AutoHosts {
+    fn answers(&self) -> bool {
+        self.mode.get() == PermissionMode::Auto || self.inner.as_ref().is_some_and(|i| i.answers())
+    }
+
+    fn allow_host<'a>(&'a self, host: &'a str) -> BoxFuture<'a, HostAnswer> {
+        Box::pin(async move {
+            if self.mode.get() != PermissionMode::Auto {
+                return self.ask_inner(host).await;
+            }
+            let input = serde_json::json!({"host": host});
+            let question = format!("A command wants to connect to {host}, which no rule names.");
+            let grants = [format!("connect to {host}")];
+            let decision = self
+                .judge
+                .judge(&AutoQuestion {
+                    tool: crate::control::NETWORK_ACCESS,
+                    input: &input,
+                    question: &question,
+                    grants: &grants,
+                })
+                .await;
+            if let Some(output) = &self.output {
+                output.send(AgentEvent::AutoModeDecision {
+                    tool_use_id: format!("network_{}", uuid::Uuid::new_v4().simple()),
+                    tool_name: crate::control::NETWORK_ACCESS.into(),
+                    decision: decision.as_str(),
+                    reason: decision.reason().to_string(),
+                    model: self.judge.model_name(),
+                });
+            }
+            match decision {
+                AutoDecision::Allow(_) => HostAnswer::ForTurn,
+                AutoDecision::Deny(_) => HostAnswer::Refused,
+                AutoDecision::Ask(_) => self.ask_inner(host).await,
+            }
+        })
+    }
+}
+
+impl AutoHosts {
+    async fn ask_inner(&self, host: &str) -> HostAnswer {
+        match &self.inner {
+            Some(inner) => inner.allow_host(host).await,
+            None => HostAnswer::Refused,
+        }
+    }
+}
+
+impl ToolPipeline {
+    /// Who the command sandbox's proxy asks about a host no rule names:
+    /// `front_end` (the screen, ACP, the SDK), behind auto mode's
+    /// classifier when the session has one.
+    pub fn host_asker(
+        &self,
+        front_end: Option<Arc<dyn EgressAsker>>,
+    ) -> Option<Arc<dyn EgressAsker>> {
+        let Some(judge) = self.auto.clone() else {
+            return front_end;
+        };
+        Some(Arc::new(AutoHosts {
+            judge,
+            mode: self.policy().mode_cell().clone(),
+            inner: front_end,
+            output: self.output.clone(),
+        }))
     }
 }

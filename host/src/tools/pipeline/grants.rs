@@ -95,6 +95,6 @@ impl ToolPipeline {
 
     /// The user's next prompt: what was granted for the turn ends.
     pub(super) fn end_turn_grants(&self) {
-        self.permissions().clear(RuleOrigin::GrantedForTurn);
+        self.permissions().end_turn();
     }
 }

@@ -100,6 +100,12 @@ impl EgressProxy {
         self.gate.follow_rules(patterns);
     }
 
+    /// The user's next prompt: hosts approved for the turn are asked
+    /// about again.
+    pub fn end_turn(&self) {
+        self.gate.end_turn();
+    }
+
     /// Masked secrets: their sentinels become the real values on the way
     /// to their hosts, and are refused anywhere else.
     pub fn set_masks(&self, masks: Arc<super::Masks>) {

@@ -219,12 +219,18 @@ struct Answering {
 }
 
 impl EgressAsker for Answering {
-    fn allow_host<'a>(&'a self, host: &'a str) -> futures::future::BoxFuture<'a, bool> {
+    fn allow_host<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> futures::future::BoxFuture<'a, super::super::HostAnswer> {
         Box::pin(async move {
             if let Ok(mut asked) = self.asked.lock() {
                 asked.push(host.to_string());
             }
-            self.answer
+            match self.answer {
+                true => super::super::HostAnswer::ForSession,
+                false => super::super::HostAnswer::Refused,
+            }
         })
     }
 }
