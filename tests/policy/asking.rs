@@ -36,6 +36,9 @@ struct Ran {
     lines: Vec<Value>,
     requests: Vec<RecordedRequest>,
     made: bool,
+    /// carapace's configuration folder for the run (its transcripts).
+    config: tempfile::TempDir,
+    ws: tempfile::TempDir,
 }
 
 /// `carapace -p PROMPT` in auto mode (stream-json) with `replies`, and
@@ -45,10 +48,11 @@ fn auto_run(
     prompt: &str,
     args: &[&str],
 ) -> Result<Ran, Box<dyn std::error::Error>> {
-    let ws = tempfile::tempdir()?;
+    let (ws, config) = (tempfile::tempdir()?, tempfile::tempdir()?);
     let server = ScriptedServer::start(replies)?;
     let mut command = support::against(&server, ws.path());
     command
+        .env("CARAPACE_CONFIG_DIR", config.path())
         .args(["-p", prompt, "--output-format", "stream-json", "--verbose"])
         .args(["--permission-mode", "auto"])
         .args(args);
@@ -59,6 +63,8 @@ fn auto_run(
         requests: server.requests(),
         out,
         lines,
+        config,
+        ws,
     })
 }
 
@@ -114,7 +120,41 @@ fn the_classifier_allows_a_call_the_rules_would_ask_about() -> TestResult {
     assert_eq!(told[0]["decision"], "allow");
     assert_eq!(told[0]["tool_use_id"], "toolu_touch");
     assert_eq!(told[0]["reason"], "the user asked for the file");
+    // The transcript keeps the decision, and a resumed session reads past
+    // it.
+    let kept = transcript_text(ran.config.path())?;
+    assert!(
+        kept.contains(r#""type":"auto_mode_decision""#)
+            && kept.contains(r#""reason":"the user asked for the file""#),
+        "{kept}"
+    );
+    let session_id = ran.lines[0]["session_id"].as_str().ok_or("no session id")?;
+    let server = ScriptedServer::start(vec![Reply::text("resumed")])?;
+    let resumed = support::Run::from_output(
+        support::against(&server, ran.ws.path())
+            .env("CARAPACE_CONFIG_DIR", ran.config.path())
+            .args(["-p", "again", "--resume", session_id])
+            .output()?,
+    )?;
+    assert_eq!(resumed.status, Some(0), "{}", resumed.stderr);
     Ok(())
+}
+
+/// Every transcript under `config`, one after another.
+fn transcript_text(config: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
+    let mut text = String::new();
+    let mut folders = vec![config.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                text.push_str(&std::fs::read_to_string(&path)?);
+            }
+        }
+    }
+    Ok(text)
 }
 
 #[test]

@@ -24,6 +24,13 @@ pub trait HistoryLog: Send + Sync {
     fn compacted(&self, trigger: CompactTrigger, pre_tokens: u64, messages: &[Message]);
 }
 
+/// Where decisions made on the session's behalf are kept beside its
+/// history (the transcript): auto mode's classifier's, each a JSON object
+/// with its `type`.
+pub trait DecisionLog: Send + Sync {
+    fn decided(&self, decision: serde_json::Value);
+}
+
 /// Nothing is kept (`--no-session-persistence`, tests).
 pub struct NoHistoryLog;
 

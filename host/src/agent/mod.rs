@@ -36,7 +36,7 @@ pub use context::{
 };
 pub use events::{AgentEvent, CommandState, EventRelay, EventSink, progress_text};
 pub use executor::ToolExecutor;
-pub use history_log::{HistoryLog, NoHistoryLog};
+pub use history_log::{DecisionLog, HistoryLog, NoHistoryLog};
 pub use input::{InputHold, InputQueue, QueuedInput};
 pub use loop_hooks::{
     BatchCall, BatchDecision, CompactTrigger, LoopHooks, NoLoopHooks, PreCompactDecision,

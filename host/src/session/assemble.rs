@@ -205,6 +205,9 @@ impl SessionBuilder {
         }
         // Opened last: a session that fails to assemble leaves no file.
         let transcript = self.transcript(&identity, checkpoints.as_deref(), &mut warnings)?;
+        if let Some(transcript) = &transcript {
+            tools.pipeline.set_decision_log(transcript.clone());
+        }
         Ok(Session {
             id: identity.id,
             paths: self.spec.paths.clone(),

@@ -109,6 +109,7 @@ pub(super) fn load_bytes(
             Entry::Microcompact { cleared } => clear_results(&mut messages, &cleared),
             Entry::CompactBoundary => messages.clear(),
             Entry::Checkpoint(record) => checkpoints.push(record),
+            Entry::Decision => {}
         }
     }
     let (paired, repair) = pair_cut_calls(&mut messages);
@@ -170,10 +171,18 @@ fn header_session(
 
 /// One line after the header, as loading uses it.
 enum Entry {
-    Message { message: Message, continues: bool },
-    Microcompact { cleared: Vec<String> },
+    Message {
+        message: Message,
+        continues: bool,
+    },
+    Microcompact {
+        cleared: Vec<String>,
+    },
     CompactBoundary,
     Checkpoint(CheckpointRecord),
+    /// A decision made on the session's behalf: kept for the reader, not
+    /// part of the history.
+    Decision,
 }
 
 /// A line as written: only what loading needs is read, the rest (ids,
@@ -204,6 +213,7 @@ enum LineKind {
     Microcompact,
     CompactBoundary,
     FileCheckpoint,
+    AutoModeDecision,
     Header,
 }
 
@@ -258,7 +268,7 @@ fn parse_line(line: &[u8]) -> Result<Entry, String> {
             Ok(value) => match value["type"].as_str() {
                 Some(
                     kind @ ("user" | "assistant" | "microcompact" | "compact_boundary"
-                    | "file_checkpoint" | "header"),
+                    | "file_checkpoint" | "auto_mode_decision" | "header"),
                 ) => {
                     format!("a bad `{kind}` line ({e})")
                 }
@@ -286,6 +296,7 @@ fn parse_line(line: &[u8]) -> Result<Entry, String> {
             file: line.file,
             written: line.written,
         })),
+        LineKind::AutoModeDecision => Ok(Entry::Decision),
         LineKind::Header => Err("a second header".into()),
     }
 }

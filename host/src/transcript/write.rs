@@ -308,6 +308,19 @@ impl HistoryLog for Transcript {
     }
 }
 
+/// A decision made on the session's behalf (auto mode's classifier's),
+/// kept as a line of its own: loading skips it.
+impl crate::agent::DecisionLog for Transcript {
+    fn decided(&self, mut decision: Value) {
+        if let Some(line) = decision.as_object_mut() {
+            line.insert("timestamp".into(), json!(now()));
+        }
+        let mut guard = self.lock();
+        let (file, written) = &mut *guard;
+        append(file, written, &self.label, vec![decision]);
+    }
+}
+
 /// A kept file's record goes into the transcript before the write it
 /// precedes, so a resumed session can rewind past where it resumed.
 impl CheckpointLog for Transcript {

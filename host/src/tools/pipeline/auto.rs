@@ -37,16 +37,8 @@ impl ToolPipeline {
                 grants: &grants,
             })
             .await;
-        tracing::debug!(tool = %call.name, decision = decision.as_str(), reason = decision.reason(), "auto mode");
-        if let Some(output) = &self.output {
-            output.send(AgentEvent::AutoModeDecision {
-                tool_use_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                decision: decision.as_str(),
-                reason: decision.reason().to_string(),
-                model: judge.model_name(),
-            });
-        }
+        self.teller()
+            .tell((&call.id, &call.name), &decision, judge.model_name());
         Some(decision)
     }
 }
@@ -59,7 +51,39 @@ struct AutoHosts {
     judge: Arc<AutoJudge>,
     mode: crate::policy::ModeCell,
     inner: Option<Arc<dyn EgressAsker>>,
+    teller: Teller,
+}
+
+/// Where a decision of the classifier is told: the session's output (a
+/// `system`/`auto_mode_decision` line) and its transcript.
+struct Teller {
     output: Option<crate::agent::EventRelay>,
+    decisions: Arc<std::sync::OnceLock<Arc<dyn crate::agent::DecisionLog>>>,
+}
+
+impl Teller {
+    fn tell(&self, (id, tool): (&str, &str), decision: &AutoDecision, model: String) {
+        tracing::debug!(%tool, decision = decision.as_str(), reason = decision.reason(), "auto mode");
+        if let Some(log) = self.decisions.get() {
+            log.decided(serde_json::json!({
+                "type": "auto_mode_decision",
+                "tool_use_id": id,
+                "tool_name": tool,
+                "decision": decision.as_str(),
+                "reason": decision.reason(),
+                "model": model,
+            }));
+        }
+        if let Some(output) = &self.output {
+            output.send(AgentEvent::AutoModeDecision {
+                tool_use_id: id.to_string(),
+                tool_name: tool.to_string(),
+                decision: decision.as_str(),
+                reason: decision.reason().to_string(),
+                model,
+            });
+        }
+    }
 }
 
 impl EgressAsker for AutoHosts {
@@ -84,15 +108,9 @@ impl EgressAsker for AutoHosts {
                     grants: &grants,
                 })
                 .await;
-            if let Some(output) = &self.output {
-                output.send(AgentEvent::AutoModeDecision {
-                    tool_use_id: format!("network_{}", uuid::Uuid::new_v4().simple()),
-                    tool_name: crate::control::NETWORK_ACCESS.into(),
-                    decision: decision.as_str(),
-                    reason: decision.reason().to_string(),
-                    model: self.judge.model_name(),
-                });
-            }
+            let id = format!("network_{}", uuid::Uuid::new_v4().simple());
+            let name = crate::control::NETWORK_ACCESS;
+            (self.teller).tell((&id, name), &decision, self.judge.model_name());
             match decision {
                 AutoDecision::Allow(_) => HostAnswer::ForTurn,
                 AutoDecision::Deny(_) => HostAnswer::Refused,
@@ -126,7 +144,14 @@ impl ToolPipeline {
             judge,
             mode: self.policy().mode_cell().clone(),
             inner: front_end,
-            output: self.output.clone(),
+            teller: self.teller(),
         }))
+    }
+
+    fn teller(&self) -> Teller {
+        Teller {
+            output: self.output.clone(),
+            decisions: self.decisions.clone(),
+        }
     }
 }

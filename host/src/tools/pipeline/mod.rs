@@ -91,6 +91,8 @@ pub struct ToolPipeline {
     offered: std::sync::RwLock<Option<Vec<(String, String)>>>,
     /// The auto mode's classifier (none: auto mode asks as default does).
     auto: Option<Arc<crate::tools::auto_mode::AutoJudge>>,
+    /// Where its decisions are kept (the transcript), once it is open.
+    decisions: Arc<std::sync::OnceLock<Arc<dyn crate::agent::DecisionLog>>>,
 }
 
 impl ToolPipeline {
@@ -115,7 +117,13 @@ impl ToolPipeline {
             checkpoints: None,
             offered: Default::default(),
             auto: None,
+            decisions: Arc::default(),
         }
+    }
+
+    /// Keeps auto mode's decisions in `log` (the transcript) from now on.
+    pub fn set_decision_log(&self, log: Arc<dyn crate::agent::DecisionLog>) {
+        let _ = self.decisions.set(log);
     }
 
     /// The command sandbox's proxy lets through the hosts the WebFetch
