@@ -85,7 +85,7 @@ impl ToolPipeline {
         };
         Some(GrantQuestion {
             question: format!(
-                "The model asks for permissions {how_long}: {}",
+                "The model asks for these permissions {how_long}, because: {}",
                 requested.reason.trim()
             ),
             grants: grants.iter().map(|g| g.said.clone()).collect(),

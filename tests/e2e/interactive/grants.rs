@@ -1,0 +1,57 @@
+//! A grant the model asks for, on the screen: the question shows the grant
+//! it would make; "don't ask again" after Tab keeps it for the session and
+//! saves its rules to the project's local settings; the granted command
+//! then runs unasked.
+
+use super::screen::*;
+use super::support::TestResult;
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::json;
+
+#[test]
+fn a_requested_grant_is_shown_as_its_grant_and_saved_from_the_screen() -> TestResult {
+    let dir = workspace()?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_ask",
+            "RequestPermissions",
+            json!({"reason": "stamp the build", "commands": ["touch"], "domains": ["localhost"]}),
+        )]),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_touch",
+            "Bash",
+            json!({"command": "touch made.txt"}),
+        )]),
+        Reply::text("stamped"),
+    ])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.send("stamp it")?;
+    screen.wait_for("stamp the build")?;
+    screen.wait_for("reach localhost")?;
+    screen.wait_for("WebFetch(domain:localhost), Bash(touch:*)")?;
+    screen.keys("\t")?;
+    screen.wait_for("(tab: this session only)")?;
+    screen.keys("2")?;
+    screen.wait_for("stamped")?;
+    assert!(
+        dir.path().join("made.txt").exists(),
+        "the granted command ran"
+    );
+    // One question answered (its record), none open, none for the command.
+    let all = screen.all();
+    assert_eq!(all.matches("Allowed").count(), 1, "{all}");
+    assert!(
+        all.contains("Allowed: RequestPermissions(stamp the build)"),
+        "{all}"
+    );
+    assert!(!all.contains("Do you want to proceed?"), "{all}");
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
+        dir.path().join(".carapace/settings.local.json"),
+    )?)?;
+    assert_eq!(
+        saved["permissions"]["allow"],
+        json!(["WebFetch(domain:localhost)", "Bash(touch:*)"])
+    );
+    screen.exit()
+}
