@@ -357,23 +357,9 @@ fn writing_in_the_workspace_needs_no_classifier_and_outside_it_does() -> TestRes
 /// nobody else could be asked.
 #[test]
 fn in_auto_mode_a_host_no_rule_names_goes_to_the_classifier() -> TestResult {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let port = listener.local_addr()?.port();
-    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = served.clone();
-    std::thread::spawn(move || {
-        use std::io::{Read, Write};
-        for mut stream in listener.incoming().flatten() {
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let mut buf = [0u8; 1024];
-            let _ = stream.read(&mut buf);
-            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\npong");
-        }
-    });
+    let pong = carapace_test_support::pong::Pong::start()?;
     let fetch = |id: &str, host: &str| {
-        let command = format!(
-            "python3 -c 'import urllib.request as u; print(u.urlopen(\"http://{host}:{port}/\", timeout=20).read().decode())'"
-        );
+        let command = pong.fetch_command(host);
         Reply::tool_uses(vec![Block::tool_use(
             id,
             "Bash",
@@ -413,6 +399,6 @@ fn in_auto_mode_a_host_no_rule_names_goes_to_the_classifier() -> TestResult {
         .map(|r| r.body["messages"].to_string())
         .collect();
     assert!(results[2].contains("pong"), "the allowed host answered");
-    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(pong.served(), 1);
     Ok(())
 }

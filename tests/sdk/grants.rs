@@ -4,24 +4,6 @@
 
 use super::*;
 
-/// A loopback HTTP server answering `pong`, counting the connections.
-fn pong_server() -> Result<(u16, std::sync::Arc<std::sync::atomic::AtomicUsize>), std::io::Error> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let port = listener.local_addr()?.port();
-    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = served.clone();
-    std::thread::spawn(move || {
-        use std::io::{Read, Write};
-        for mut stream in listener.incoming().flatten() {
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let mut buf = [0u8; 1024];
-            let _ = stream.read(&mut buf);
-            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\npong");
-        }
-    });
-    Ok((port, served))
-}
-
 /// The model asks for two hosts and two commands; the SDK's callback
 /// grants one of each. A later call uses what was granted without being
 /// asked (its command runs, its host answers), and calls outside it are
@@ -30,12 +12,8 @@ fn pong_server() -> Result<(u16, std::sync::Arc<std::sync::atomic::AtomicUsize>)
 #[test]
 fn a_grant_requested_mid_task_is_given_in_part_and_only_that_widens() -> TestResult {
     sdk_installed()?;
-    let (port, served) = pong_server()?;
-    let fetch = |host: &str| {
-        format!(
-            "python3 -c 'import urllib.request as u; print(u.urlopen(\"http://{host}:{port}/\", timeout=20).read().decode())'"
-        )
-    };
+    let pong = carapace_test_support::pong::Pong::start()?;
+    let fetch = |host: &str| pong.fetch_command(host);
     let request = Reply::tool_uses(vec![Block::tool_use(
         "toolu_ask",
         "RequestPermissions",
@@ -84,11 +62,7 @@ fn a_grant_requested_mid_task_is_given_in_part_and_only_that_widens() -> TestRes
     assert!(!run.ws.join("made.txt").exists());
     let other = content(&result_of(&run, 4, "toolu_other_host")?);
     assert!(!other.contains("pong"), "{other}");
-    assert_eq!(
-        served.load(std::sync::atomic::Ordering::SeqCst),
-        1,
-        "{other}"
-    );
+    assert_eq!(pong.served(), 1, "{other}");
     Ok(())
 }
 
@@ -143,12 +117,8 @@ fn a_grant_for_the_turn_ends_at_the_next_prompt() -> TestResult {
 #[test]
 fn a_host_allowed_from_the_question_is_reached_for_the_turn_or_the_session() -> TestResult {
     sdk_installed()?;
-    let (port, served) = pong_server()?;
-    let fetch = |host: &str| {
-        format!(
-            "python3 -c 'import urllib.request as u; print(u.urlopen(\"http://{host}:{port}/\", timeout=20).read().decode())'"
-        )
-    };
+    let pong = carapace_test_support::pong::Pong::start()?;
+    let fetch = |host: &str| pong.fetch_command(host);
     let run = drive("network_scopes", |_| {
         vec![
             bash("toolu_1", &fetch("localhost")),
@@ -179,6 +149,6 @@ fn a_host_allowed_from_the_question_is_reached_for_the_turn_or_the_session() -> 
     }
     let other = content(&result_of(&run, 6, "toolu_4")?);
     assert!(!other.contains("pong"), "{other}");
-    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(pong.served(), 3);
     Ok(())
 }

@@ -5,9 +5,9 @@
 //! was sent to the model. Without the SDK installed a test fails, saying
 //! what to install.
 
+mod grants;
 #[path = "../e2e/support.rs"]
 mod support;
-mod grants;
 mod ts;
 
 use scripted_server::{Block, Reply, ScriptedServer};
@@ -505,19 +505,8 @@ fn can_use_tool_cannot_switch_to_bypass_through_updated_permissions() -> TestRes
 fn an_unlisted_host_is_asked_about_through_can_use_tool() -> TestResult {
     sdk_installed()?;
     for (scenario, allowed) in [("network_ask_allowed", true), ("network_ask_denied", false)] {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-        let port = listener.local_addr()?.port();
-        let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counted = served.clone();
-        std::thread::spawn(move || {
-            use std::io::{Read, Write};
-            for mut stream in listener.incoming().flatten() {
-                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let mut buf = [0u8; 1024];
-                let _ = stream.read(&mut buf);
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\npong");
-            }
-        });
+        let pong = carapace_test_support::pong::Pong::start()?;
+        let port = pong.port;
         let fetch = format!(
             "python3 -c \"import urllib.request as u; print('got', u.urlopen('http://localhost:{port}/', timeout=20).read().decode())\" 2>&1; echo tried"
         );
@@ -538,11 +527,7 @@ fn an_unlisted_host_is_asked_about_through_can_use_tool() -> TestResult {
         let said = content(&result_of(&run, 1, "toolu_1")?);
         assert!(said.contains("tried"), "{scenario}: {said}");
         assert_eq!(said.contains("got pong"), allowed, "{scenario}: {said}");
-        assert_eq!(
-            served.load(std::sync::atomic::Ordering::SeqCst) > 0,
-            allowed,
-            "{scenario}: {said}"
-        );
+        assert_eq!(pong.served() > 0, allowed, "{scenario}: {said}");
     }
     Ok(())
 }

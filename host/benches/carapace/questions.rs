@@ -11,7 +11,7 @@
 use super::BenchResult;
 use scripted_server::{Block, Reply, ScriptedServer};
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -105,6 +105,17 @@ fn responder(calls: Vec<(&'static str, Value)>) -> scripted_server::Responder {
     })
 }
 
+/// A fresh workspace (five files, an empty `src`) and a folder outside it.
+fn workspace(base: &Path, name: &str) -> std::io::Result<(PathBuf, PathBuf)> {
+    let (ws, outside) = (base.join(name).join("ws"), base.join(name).join("outside"));
+    std::fs::create_dir_all(ws.join("src"))?;
+    std::fs::create_dir_all(&outside)?;
+    for file in ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"] {
+        std::fs::write(ws.join(file), "alpha\nbeta\ngamma\n")?;
+    }
+    Ok((ws, outside))
+}
+
 /// One session's figures: questions, the classifier's requests by answer
 /// (allow, ask, deny), seconds.
 type Figures = (usize, [usize; 3], f64);
@@ -112,13 +123,7 @@ type Figures = (usize, [usize; 3], f64);
 /// One session in `mode`: questions (refused, as print mode refuses
 /// them), the classifier's requests by answer, and the wall time.
 fn session(mode: &str, base: &Path) -> Result<Figures, Box<dyn std::error::Error>> {
-    let ws = base.join(format!("ws-{mode}"));
-    let outside = base.join(format!("outside-{mode}"));
-    std::fs::create_dir_all(ws.join("src"))?;
-    std::fs::create_dir_all(&outside)?;
-    for name in ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"] {
-        std::fs::write(ws.join(name), "alpha\nbeta\ngamma\n")?;
-    }
+    let (ws, outside) = workspace(base, &format!("carapace-{mode}"))?;
     let server = ScriptedServer::start_responding(responder(calls(&ws, &outside)))?;
     let started = Instant::now();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_carapace"))
@@ -162,13 +167,7 @@ fn claude_session(
     mode: &str,
     base: &Path,
 ) -> Result<Figures, Box<dyn std::error::Error>> {
-    let ws = base.join(format!("cc-ws-{mode}"));
-    let outside = base.join(format!("cc-outside-{mode}"));
-    std::fs::create_dir_all(ws.join("src"))?;
-    std::fs::create_dir_all(&outside)?;
-    for name in ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"] {
-        std::fs::write(ws.join(name), "alpha\nbeta\ngamma\n")?;
-    }
+    let (ws, outside) = workspace(base, &format!("claude-{mode}"))?;
     let home = base.join(format!("cc-home-{mode}"));
     std::fs::create_dir_all(&home)?;
     let server = ScriptedServer::start_responding(responder(calls(&ws, &outside)))?;

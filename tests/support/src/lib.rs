@@ -3,6 +3,7 @@
 //! once per target directory, not once per test), and sandboxes on it.
 
 pub mod deps;
+pub mod pong;
 pub mod postgres;
 pub mod processes;
 pub mod pty;
