@@ -7,6 +7,7 @@ use super::ControlChannel;
 use crate::policy::{
     LivePolicy, ModeChangeBy, PermissionMode, Rule, RuleKind, RuleOrigin, RuleSource, SourceKind,
 };
+pub use crate::sandbox::egress::NETWORK_ACCESS;
 use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -224,6 +225,3 @@ impl crate::sandbox::egress::EgressAsker for SdkPrompter {
         })
     }
 }
-
-/// The name Claude Code gives a command's network connection when it asks.
-pub const NETWORK_ACCESS: &str = "SandboxNetworkAccess";

@@ -54,8 +54,9 @@ pub struct LivePolicy {
     /// What commands may not read, kept in step with the rules.
     read_denials: OnceLock<Arc<LiveReadDenials>>,
     /// The command sandbox's proxy, told the hosts the WebFetch domain
-    /// allow rules name as the rules change.
-    network: OnceLock<Arc<crate::sandbox::egress::EgressProxy>>,
+    /// allow rules name as the rules change. Not held: the proxy's asker
+    /// may lead back here, and the session owns the proxy.
+    network: OnceLock<std::sync::Weak<crate::sandbox::egress::EgressProxy>>,
 }
 
 impl LivePolicy {
@@ -72,8 +73,8 @@ impl LivePolicy {
     /// Keeps `proxy` letting through the hosts the rules allow WebFetch,
     /// as the rules change (none when the managed settings keep the
     /// network to their own list).
-    pub fn keep_network_in_step(&self, proxy: Arc<crate::sandbox::egress::EgressProxy>) {
-        if self.network.set(proxy).is_ok() {
+    pub fn keep_network_in_step(&self, proxy: &Arc<crate::sandbox::egress::EgressProxy>) {
+        if self.network.set(Arc::downgrade(proxy)).is_ok() {
             self.tell_network(&self.current());
         }
     }
@@ -82,7 +83,7 @@ impl LivePolicy {
     /// ends (rules and hosts).
     pub fn end_turn(&self) {
         self.clear(RuleOrigin::GrantedForTurn);
-        if let Some(proxy) = self.network.get() {
+        if let Some(proxy) = self.network.get().and_then(std::sync::Weak::upgrade) {
             proxy.end_turn();
         }
     }
@@ -93,7 +94,7 @@ impl LivePolicy {
     }
 
     fn tell_network(&self, policy: &Policy) {
-        let Some(proxy) = self.network.get() else {
+        let Some(proxy) = self.network.get().and_then(std::sync::Weak::upgrade) else {
             return;
         };
         let domains = policy.rules().web_fetch_domains(RuleKind::Allow);

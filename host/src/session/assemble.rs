@@ -206,7 +206,8 @@ impl SessionBuilder {
         // Opened last: a session that fails to assemble leaves no file.
         let transcript = self.transcript(&identity, checkpoints.as_deref(), &mut warnings)?;
         if let Some(transcript) = &transcript {
-            tools.pipeline.set_decision_log(transcript.clone());
+            let log: Arc<dyn crate::agent::DecisionLog> = transcript.clone();
+            tools.pipeline.set_decision_log(&log);
         }
         Ok(Session {
             id: identity.id,

@@ -353,7 +353,7 @@ impl SessionBuilder {
         if let Some(auto) = parts.auto {
             pipeline = pipeline.with_auto_judge(auto);
         }
-        if let Some(network) = parts.network {
+        if let Some(network) = &parts.network {
             pipeline = pipeline.with_network(network);
         }
         Ok(Arc::new(pipeline))

@@ -10,6 +10,10 @@ use futures::future::BoxFuture;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
+/// The name a command's connection to a host is asked about under, as
+/// Claude Code names it.
+pub const NETWORK_ACCESS: &str = "SandboxNetworkAccess";
+
 /// What was answered for a host the lists do not name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostAnswer {

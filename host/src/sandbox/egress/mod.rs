@@ -12,7 +12,7 @@ mod masks;
 pub mod proxy;
 pub mod rules;
 
-pub use ask::{EgressAsker, HostAnswer, Upstream};
+pub use ask::{EgressAsker, HostAnswer, NETWORK_ACCESS, Upstream};
 pub use host::{EgressPattern, Host, HostError, canonical};
 pub use masks::{Mask, Masks};
 pub use proxy::EgressProxy;

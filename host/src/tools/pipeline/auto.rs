@@ -58,13 +58,13 @@ struct AutoHosts {
 /// `system`/`auto_mode_decision` line) and its transcript.
 struct Teller {
     output: Option<crate::agent::EventRelay>,
-    decisions: Arc<std::sync::OnceLock<Arc<dyn crate::agent::DecisionLog>>>,
+    decisions: Arc<std::sync::OnceLock<std::sync::Weak<dyn crate::agent::DecisionLog>>>,
 }
 
 impl Teller {
     fn tell(&self, (id, tool): (&str, &str), decision: &AutoDecision, model: String) {
         tracing::debug!(%tool, decision = decision.as_str(), reason = decision.reason(), "auto mode");
-        if let Some(log) = self.decisions.get() {
+        if let Some(log) = self.decisions.get().and_then(std::sync::Weak::upgrade) {
             log.decided(serde_json::json!({
                 "type": "auto_mode_decision",
                 "tool_use_id": id,
@@ -102,14 +102,14 @@ impl EgressAsker for AutoHosts {
             let decision = self
                 .judge
                 .judge(&AutoQuestion {
-                    tool: crate::control::NETWORK_ACCESS,
+                    tool: crate::sandbox::egress::NETWORK_ACCESS,
                     input: &input,
                     question: &question,
                     grants: &grants,
                 })
                 .await;
             let id = format!("network_{}", uuid::Uuid::new_v4().simple());
-            let name = crate::control::NETWORK_ACCESS;
+            let name = crate::sandbox::egress::NETWORK_ACCESS;
             (self.teller).tell((&id, name), &decision, self.judge.model_name());
             match decision {
                 AutoDecision::Allow(_) => HostAnswer::ForTurn,

@@ -91,8 +91,10 @@ pub struct ToolPipeline {
     offered: std::sync::RwLock<Option<Vec<(String, String)>>>,
     /// The auto mode's classifier (none: auto mode asks as default does).
     auto: Option<Arc<crate::tools::auto_mode::AutoJudge>>,
-    /// Where its decisions are kept (the transcript), once it is open.
-    decisions: Arc<std::sync::OnceLock<Arc<dyn crate::agent::DecisionLog>>>,
+    /// Where its decisions are kept (the transcript), once it is open; not
+    /// held, so a pipeline something still holds keeps no transcript (and
+    /// its lease) open past its session.
+    decisions: Arc<std::sync::OnceLock<std::sync::Weak<dyn crate::agent::DecisionLog>>>,
 }
 
 impl ToolPipeline {
@@ -122,13 +124,13 @@ impl ToolPipeline {
     }
 
     /// Keeps auto mode's decisions in `log` (the transcript) from now on.
-    pub fn set_decision_log(&self, log: Arc<dyn crate::agent::DecisionLog>) {
-        let _ = self.decisions.set(log);
+    pub fn set_decision_log(&self, log: &Arc<dyn crate::agent::DecisionLog>) {
+        let _ = self.decisions.set(Arc::downgrade(log));
     }
 
     /// The command sandbox's proxy lets through the hosts the WebFetch
     /// domain allow rules name, as rules join while the session runs.
-    pub fn with_network(self, proxy: Arc<crate::sandbox::egress::EgressProxy>) -> Self {
+    pub fn with_network(self, proxy: &Arc<crate::sandbox::egress::EgressProxy>) -> Self {
         self.permissions.keep_network_in_step(proxy);
         self
     }
