@@ -211,7 +211,7 @@ fn start_output(session: &Session, ui: &mpsc::UnboundedSender<UiEvent>, output: 
     let prompter = Arc::new(prompter::ScreenPrompter::new(
         ui.clone(),
         session.pipeline.clone(),
-        &session.paths.cwd,
+        (&session.paths.cwd, &session.paths.config_dir),
     ));
     let mode_ui = ui.clone();
     session.start(SessionOutput {

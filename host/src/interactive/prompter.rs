@@ -28,19 +28,36 @@ pub struct ScreenPrompter {
     /// The project, beneath which that file is written (a repository
     /// controls what is there: nothing is written through its links).
     project: PathBuf,
+    /// carapace's configuration folder, where the user's own
+    /// `settings.json` is.
+    config_dir: PathBuf,
 }
 
 impl ScreenPrompter {
     pub fn new(
         ui: mpsc::UnboundedSender<UiEvent>,
         pipeline: Arc<ToolPipeline>,
-        project: &std::path::Path,
+        (project, config_dir): (&std::path::Path, &std::path::Path),
     ) -> Self {
         Self {
             ui,
             pipeline,
             local_settings: project.join(".carapace").join("settings.local.json"),
             project: project.to_path_buf(),
+            config_dir: config_dir.to_path_buf(),
+        }
+    }
+
+    /// The settings file a scope saves to, and the folder it is written
+    /// beneath; none for the session.
+    fn settings_file(&self, scope: RuleScope) -> Option<(PathBuf, PathBuf)> {
+        match scope {
+            RuleScope::Session => None,
+            RuleScope::LocalSettings => Some((self.project.clone(), self.local_settings.clone())),
+            RuleScope::UserSettings => Some((
+                self.config_dir.clone(),
+                self.config_dir.join("settings.json"),
+            )),
         }
     }
 
@@ -66,32 +83,32 @@ impl ScreenPrompter {
     }
 
     fn keep(&self, always: &Suggestion, scope: RuleScope) -> Result<(), String> {
-        let saved = scope == RuleScope::LocalSettings;
-        let file = saved.then(|| self.local_settings.clone());
+        let saved = self.settings_file(scope);
+        let file = saved.as_ref().map(|(_, file)| file.clone());
         self.pipeline
             .permissions()
             .accept(RuleOrigin::Screen, always, file)
             .map_err(|e| e.to_string())?;
-        for text in always.rules().iter().filter(|_| saved) {
-            save_allow_rule(&self.project, &self.local_settings, text).map_err(|e| {
-                format!(
-                    "{} could not be written: {e}",
-                    self.local_settings.display()
-                )
-            })?;
+        let Some((root, file)) = saved else {
+            return Ok(());
+        };
+        for text in always.rules() {
+            save_allow_rule(&root, &file, &text)
+                .map_err(|e| format!("{} could not be written: {e}", file.display()))?;
         }
         Ok(())
     }
-}
 
-impl ScreenPrompter {
-    /// Saves `host` to the project's local settings, saying on the screen
+    /// Saves `host` to the settings `scope` names, saying on the screen
     /// what could not be written.
-    fn save_domain(&self, host: &str) {
-        if let Err(e) = save_allowed_domain(&self.project, &self.local_settings, host) {
+    fn save_domain(&self, host: &str, scope: RuleScope) {
+        let Some((root, file)) = self.settings_file(scope) else {
+            return;
+        };
+        if let Err(e) = save_allowed_domain(&root, &file, host) {
             let _ = self.ui.send(UiEvent::Notice(format!(
                 "{host} was allowed for this session but not saved: {} could not be written: {e}",
-                self.local_settings.display()
+                file.display()
             )));
         }
     }
@@ -281,9 +298,9 @@ impl crate::sandbox::egress::EgressAsker for ScreenPrompter {
                     self.remember(&always, RuleScope::Session);
                     HostAnswer::ForSession
                 }
-                ApprovalChoice::Always(_, RuleScope::LocalSettings) => {
+                ApprovalChoice::Always(_, scope) => {
                     self.remember(&always, RuleScope::Session);
-                    self.save_domain(host);
+                    self.save_domain(host, scope);
                     HostAnswer::ForSession
                 }
                 ApprovalChoice::Refuse(_) => HostAnswer::Refused,

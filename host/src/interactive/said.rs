@@ -71,6 +71,9 @@ pub(super) fn answered(request: &ApprovalRequest, choice: &ApprovalChoice) -> St
         ApprovalChoice::Always(AlwaysAllow::Rule(rule), RuleScope::LocalSettings) => {
             format!("Allowed: {call} · {rule} saved to .carapace/settings.local.json")
         }
+        ApprovalChoice::Always(AlwaysAllow::Rule(rule), RuleScope::UserSettings) => {
+            format!("Allowed: {call} · {rule} saved to your user settings")
+        }
         ApprovalChoice::Refuse(Some(instead)) => format!("Refused: {call} · {instead}"),
         ApprovalChoice::Refuse(None) => format!("Refused: {call}"),
     }

@@ -27,6 +27,9 @@ pub enum RuleScope {
     Session,
     /// `.carapace/settings.local.json` of the project.
     LocalSettings,
+    /// The user's own settings (`settings.json` in carapace's
+    /// configuration folder): every project.
+    UserSettings,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -103,7 +106,8 @@ impl ApprovalPrompt {
             KeyCode::Tab if matches!(self.request.always, AlwaysAllow::Rule(_)) => {
                 self.scope = match self.scope {
                     RuleScope::Session => RuleScope::LocalSettings,
-                    RuleScope::LocalSettings => RuleScope::Session,
+                    RuleScope::LocalSettings => RuleScope::UserSettings,
+                    RuleScope::UserSettings => RuleScope::Session,
                 }
             }
             KeyCode::Enter => match self.selected {
@@ -238,7 +242,10 @@ impl ApprovalPrompt {
                     "Yes, and don't ask again for {rule} this session (tab: save for this project)"
                 ),
                 RuleScope::LocalSettings => format!(
-                    "Yes, and don't ask again for {rule}, saved to .carapace/settings.local.json (tab: this session only)"
+                    "Yes, and don't ask again for {rule}, saved to .carapace/settings.local.json (tab: save for you, in every project)"
+                ),
+                RuleScope::UserSettings => format!(
+                    "Yes, and don't ask again for {rule}, saved to your user settings (tab: this session only)"
                 ),
             },
         };

@@ -31,7 +31,7 @@ fn a_requested_grant_is_shown_as_its_grant_and_saved_from_the_screen() -> TestRe
     screen.wait_for("reach localhost")?;
     screen.wait_for("WebFetch(domain:localhost), Bash(touch:*)")?;
     screen.keys("\t")?;
-    screen.wait_for("(tab: this session only)")?;
+    screen.wait_for("save for you, in every project")?;
     screen.keys("2")?;
     screen.wait_for("stamped")?;
     assert!(
@@ -53,5 +53,43 @@ fn a_requested_grant_is_shown_as_its_grant_and_saved_from_the_screen() -> TestRe
         saved["permissions"]["allow"],
         json!(["WebFetch(domain:localhost)", "Bash(touch:*)"])
     );
+    screen.exit()
+}
+
+/// "Don't ask again" after Tab twice saves the rule to the user's own
+/// settings (carapace's configuration folder), not the project's; the
+/// next matching call is not asked.
+#[test]
+fn a_rule_saved_for_the_user_lands_in_the_users_settings() -> TestResult {
+    let dir = workspace()?;
+    let touch = |id: &str, file: &str| {
+        Reply::tool_uses(vec![Block::tool_use(
+            id,
+            "Bash",
+            json!({"command": format!("touch {file}")}),
+        )])
+    };
+    let server = ScriptedServer::start(vec![
+        touch("toolu_a", "a.txt"),
+        touch("toolu_again", "a.txt"),
+        Reply::text("both made"),
+    ])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.send("make two files")?;
+    screen.wait_for("Do you want to proceed?")?;
+    screen.keys("\t")?;
+    screen.wait_for("save for you, in every project")?;
+    screen.keys("\t")?;
+    screen.wait_for("saved to your user settings")?;
+    screen.keys("2")?;
+    screen.wait_for("both made")?;
+    assert!(dir.path().join("a.txt").exists());
+    assert!(!screen.all().contains("Do you want to proceed?"), "{}", screen.all());
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
+        dir.path().join(".config-home/settings.json"),
+    )?)?;
+    assert_eq!(saved["permissions"]["allow"], json!(["Bash(touch a.txt:*)"]));
+    assert!(!dir.path().join(".carapace/settings.local.json").exists());
     screen.exit()
 }
