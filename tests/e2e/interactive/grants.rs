@@ -85,11 +85,18 @@ fn a_rule_saved_for_the_user_lands_in_the_users_settings() -> TestResult {
     screen.keys("2")?;
     screen.wait_for("both made")?;
     assert!(dir.path().join("a.txt").exists());
-    assert!(!screen.all().contains("Do you want to proceed?"), "{}", screen.all());
+    assert!(
+        !screen.all().contains("Do you want to proceed?"),
+        "{}",
+        screen.all()
+    );
     let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
         dir.path().join(".config-home/settings.json"),
     )?)?;
-    assert_eq!(saved["permissions"]["allow"], json!(["Bash(touch a.txt:*)"]));
+    assert_eq!(
+        saved["permissions"]["allow"],
+        json!(["Bash(touch a.txt:*)"])
+    );
     assert!(!dir.path().join(".carapace/settings.local.json").exists());
     screen.exit()
 }
