@@ -116,6 +116,30 @@ fn workspace(base: &Path, name: &str) -> std::io::Result<(PathBuf, PathBuf)> {
     Ok((ws, outside))
 }
 
+/// `command` (carapace, or Claude Code) in print mode in `ws` against
+/// `server`, in `mode`: its stream-json lines and its wall time.
+fn print_run(
+    mut command: std::process::Command,
+    (ws, server): (&Path, &ScriptedServer),
+    mode: &str,
+) -> Result<(Vec<Value>, f64), Box<dyn std::error::Error>> {
+    let started = Instant::now();
+    let output = command
+        .current_dir(ws)
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "bench-key")
+        .args(["-p", "build the project and tidy up"])
+        .args(["--output-format", "stream-json", "--verbose"])
+        .args(["--permission-mode", mode, "--max-turns", "40"])
+        .output()?;
+    let seconds = started.elapsed().as_secs_f64();
+    let lines = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    Ok((lines, seconds))
+}
+
 /// One session's figures: questions, the classifier's requests by answer
 /// (allow, ask, deny), seconds.
 type Figures = (usize, [usize; 3], f64);
@@ -125,25 +149,9 @@ type Figures = (usize, [usize; 3], f64);
 fn session(mode: &str, base: &Path) -> Result<Figures, Box<dyn std::error::Error>> {
     let (ws, outside) = workspace(base, &format!("carapace-{mode}"))?;
     let server = ScriptedServer::start_responding(responder(calls(&ws, &outside)))?;
-    let started = Instant::now();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_carapace"))
-        .current_dir(&ws)
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "bench-key")
-        .env("CARAPACE_CONFIG_DIR", base.join(format!("config-{mode}")))
-        .args([
-            "-p",
-            "build the project and tidy up",
-            "--output-format",
-            "stream-json",
-        ])
-        .args(["--verbose", "--permission-mode", mode, "--max-turns", "40"])
-        .output()?;
-    let seconds = started.elapsed().as_secs_f64();
-    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_carapace"));
+    command.env("CARAPACE_CONFIG_DIR", base.join(format!("config-{mode}")));
+    let (lines, seconds) = print_run(command, (&ws, &server), mode)?;
     let questions = (lines.iter())
         .filter(|l| l["subtype"] == "permission_denied" && l["decided_by"] != "auto_mode")
         .count();
@@ -171,24 +179,10 @@ fn claude_session(
     let home = base.join(format!("cc-home-{mode}"));
     std::fs::create_dir_all(&home)?;
     let server = ScriptedServer::start_responding(responder(calls(&ws, &outside)))?;
-    let started = Instant::now();
-    let output = std::process::Command::new(claude)
-        .current_dir(&ws)
-        .env("HOME", &home)
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "bench-key")
-        .args([
-            "-p",
-            "build the project and tidy up",
-            "--output-format",
-            "stream-json",
-        ])
-        .args(["--verbose", "--permission-mode", mode, "--max-turns", "40"])
-        .output()?;
-    let seconds = started.elapsed().as_secs_f64();
-    let result: Value = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let mut command = std::process::Command::new(claude);
+    command.env("HOME", &home);
+    let (lines, seconds) = print_run(command, (&ws, &server), mode)?;
+    let result = (lines.into_iter())
         .find(|l| l["type"] == "result")
         .unwrap_or(Value::Null);
     let refused = result["permission_denials"].as_array().map_or(0, Vec::len);

@@ -8,7 +8,7 @@
 use super::ToolPipeline;
 use crate::agent::{ToolCall, ToolCallResult};
 use crate::model::ToolResultContent;
-use crate::policy::{Rule, RuleKind, RuleOrigin, RuleSource, SourceKind, Suggestion};
+use crate::policy::{RuleOrigin, Suggestion};
 use crate::tools::request_permissions::{GrantScope, REQUEST_PERMISSIONS_TOOL, Requested};
 
 /// How a RequestPermissions call is put to the user.
@@ -34,25 +34,19 @@ impl ToolPipeline {
     fn grant(&self, call: &ToolCall) -> Result<String, String> {
         let requested = Requested::read(&call.input)?;
         let permissions = self.permissions();
-        let anchors = permissions.anchors();
-        let grants = requested.grants(&anchors.cwd)?;
-        let source = RuleSource {
-            kind: SourceKind::Local,
-            file: None,
-        };
-        let mut rules = Vec::new();
-        for text in grants.iter().flat_map(|g| g.rules.iter()) {
-            let rule = Rule::parse(text, RuleKind::Allow, source.clone(), &anchors)
-                .map_err(|e| format!("`{text}` cannot be granted: {e}"))?;
-            rules.push(rule);
-        }
-        let scope = requested.scope();
-        let origin = match scope {
+        let grants = requested.grants(&permissions.anchors().cwd)?;
+        let origin = match requested.scope() {
             GrantScope::Turn => RuleOrigin::GrantedForTurn,
             GrantScope::Session => RuleOrigin::Granted,
         };
-        // The proxy follows the rules: the hosts open with them.
-        permissions.add(origin, rules);
+        // Kept as "don't ask again" keeps a suggestion, under the grant's
+        // own origin; the proxy follows the rules, so the hosts open too.
+        let rules = grants
+            .iter()
+            .flat_map(|g| g.rules.iter().cloned())
+            .collect();
+        (permissions.accept(origin, &Suggestion::Grant(rules), None))
+            .map_err(|e| format!("the grant cannot be kept: {e}"))?;
         let mut said: Vec<String> = grants.iter().map(|g| g.said.clone()).collect();
         if !permissions.opens_network() && !requested.domains.is_empty() {
             said.push(
@@ -60,7 +54,7 @@ impl ToolPipeline {
                     .into(),
             );
         }
-        let how_long = match scope {
+        let how_long = match requested.scope() {
             GrantScope::Turn => "until the user's next message",
             GrantScope::Session => "for the rest of the session",
         };
