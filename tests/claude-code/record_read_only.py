@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Records which command lines Claude Code runs without asking in default
-mode (print mode, no rules), for tests/e2e/cli/read_only.rs. Not run by the
-test suite: read-only-commands.json in this directory is the reference.
+mode (print mode, no rules), for tests/e2e/cli/read_only.rs, and — with
+`--accept-edits` — which lines that make, move or remove files it runs
+unasked in acceptEdits. Not run by the test suite: read-only-commands.json
+and accept-edits-commands.json in this directory are the reference.
 
-    CLAUDE=/path/to/claude python3 tests/claude-code/record_read_only.py
+    CLAUDE=/path/to/claude python3 tests/claude-code/record_read_only.py [--accept-edits]
 
 The workspace is a fresh git repository holding a.txt and src/m.rs; every
 line is one Bash call of a single turn. A line counts as asked when its
@@ -13,6 +15,7 @@ result is Claude Code's request for approval (or its refusal to auto-allow).
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,8 +37,23 @@ LINES = [
     "sed -i s/a/b/ a.txt", "awk '{print $1}' a.txt", "git status; rm a.txt",
 ]
 
+# Run in this order in one turn: later lines find what earlier ones made.
+EDIT_LINES = [
+    "mkdir -p out/deep", "touch made.txt", "cp a.txt copy.txt", "mv copy.txt moved.txt",
+    "rm moved.txt", "rmdir out/deep", "cp -r src src2", "rm -rf src2", "mkdir out2 && cat a.txt",
+    "touch made.txt 2>/dev/null", "mkdir ../outside", "touch ../outside.txt",
+    "cp a.txt /tmp/", "rm -rf /tmp/carapace-record-none", "mkdir -m 700 private",
+    "touch -d yesterday a.txt", "cp -t out a.txt", "touch .git/hooks/pre-commit",
+    "mkdir $HOME/x", "chmod +x a.txt", "ln -s a.txt link", "curl -s http://127.0.0.1:9",
+    "mkdir made && curl -s http://127.0.0.1:9", "rm -rf .",
+]
+
 
 def main():
+    accept_edits = "--accept-edits" in sys.argv[1:]
+    lines = EDIT_LINES if accept_edits else LINES
+    mode = ["--permission-mode", "acceptEdits"] if accept_edits else []
+    out = "accept-edits-commands.json" if accept_edits else "read-only-commands.json"
     with tempfile.TemporaryDirectory() as scratch:
         ws, home = os.path.join(scratch, "ws"), os.path.join(scratch, "home")
         os.makedirs(os.path.join(ws, "src"))
@@ -46,7 +64,7 @@ def main():
         with open(os.path.join(ws, "src/m.rs"), "w") as f:
             f.write("fn main() {}\n")
         blocks = [{"type": "tool_use", "id": f"toolu_{i}", "name": "Bash", "input": {"command": line}}
-                  for i, line in enumerate(LINES)]
+                  for i, line in enumerate(lines)]
         script = os.path.join(scratch, "script.json")
         with open(script, "w") as f:
             json.dump([{"blocks": blocks, "stop_reason": "tool_use"},
@@ -59,7 +77,7 @@ def main():
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                "DISABLE_ERROR_REPORTING": "1"}
         subprocess.run([CLAUDE, "-p", "hello", "--output-format", "stream-json", "--verbose",
-                        "--model", "claude-sonnet-4-5"], cwd=ws, env=env, capture_output=True,
+                        "--model", "claude-sonnet-4-5", *mode], cwd=ws, env=env, capture_output=True,
                        text=True, timeout=300)
         requests, _ = server.communicate(timeout=60)
         bodies = [json.loads(l)["body"] for l in requests.splitlines()
@@ -68,10 +86,10 @@ def main():
                    for b in bodies[1]["messages"][-1]["content"] if b.get("type") == "tool_result"}
         version = subprocess.run([CLAUDE, "--version"], capture_output=True, text=True).stdout.split()[0]
         ran, asked = [], []
-        for i, line in enumerate(LINES):
+        for i, line in enumerate(lines):
             text = results.get(f"toolu_{i}", "")
             (asked if any(a in text for a in ASKED) else ran).append(line)
-        with open(os.path.join(HERE, "read-only-commands.json"), "w") as f:
+        with open(os.path.join(HERE, out), "w") as f:
             json.dump({"claude_code": version, "ran": ran, "asked": asked}, f, indent=2)
             f.write("\n")
 

@@ -4,7 +4,7 @@
 //! and secrets bound everything; then deny rules, protected paths, ask
 //! rules, the mode, allow rules, the defaults.
 
-use super::bash::{Analysis, analyse, reads_of_analysed_line};
+use super::bash::{Analysis, analyse, edits_of_analysed_line, reads_of_analysed_line};
 use super::ceiling::{Ceiling, SECRET_ENV};
 use super::decision::{LINKED_SCAN_LIMIT, PROTECTED_SCAN_LIMIT, Policy, ToolRules};
 use super::modes::PermissionMode;
@@ -197,6 +197,12 @@ impl Policy {
                 | PermissionMode::Auto => self.read_only_allowed(command, &analysis),
                 _ => None,
             })
+            .or_else(|| match mode {
+                PermissionMode::AcceptEdits | PermissionMode::Auto => {
+                    self.edits_allowed(command, &analysis)
+                }
+                _ => None,
+            })
             .unwrap_or_else(|| {
                 Need::Ask(
                     format!(
@@ -232,6 +238,54 @@ impl Policy {
             }
         }
         Some(Need::Allow(Basis::of(BasisKind::ReadOnly)))
+    }
+
+    /// A line that only makes, copies, moves or removes files (and reads),
+    /// in acceptEdits: allowed when every path it writes is one acceptEdits
+    /// would let Write or Edit write — inside the working directories,
+    /// under no deny or ask rule, not protected, not withheld — and every
+    /// path it reads passes [`Self::read_only_allowed`]'s test.
+    fn edits_allowed(&self, command: &str, analysis: &Analysis) -> Option<Need> {
+        let edits = edits_of_analysed_line(command, analysis)?;
+        let cwd = self.working_dirs.first()?;
+        let absolute = |word: &str| {
+            let written = std::path::Path::new(word);
+            if written.is_absolute() {
+                written.to_path_buf()
+            } else {
+                cwd.join(written)
+            }
+        };
+        for word in &edits.reads {
+            let need = read_of(&absolute(word))?;
+            if !self.inside_working_dirs(&need)
+                || self.denied_by_rule(&need).is_some()
+                || self.asked_by_rule(&need, None).is_some()
+            {
+                return None;
+            }
+        }
+        for (word, whole) in &edits.writes {
+            let path = absolute(word).to_string_lossy().into_owned();
+            let is_dir = std::path::Path::new(&path).is_dir();
+            let capability = if *whole && is_dir {
+                Capability::WriteTree(path)
+            } else {
+                Capability::WriteFile(path)
+            };
+            let need = self.resolve("Bash", &capability).ok()?;
+            let settled_otherwise = !self.inside_working_dirs(&need)
+                || self.is_a_working_dir(&need)
+                || self.withheld_need("Bash", &need).is_some()
+                || self.denied_by_rule(&need).is_some()
+                || unlistable_tree(&need).is_some()
+                || self.protected_write(&need).is_some()
+                || self.asked_by_rule(&need, None).is_some();
+            if settled_otherwise {
+                return None;
+            }
+        }
+        Some(Need::Allow(Basis::of(BasisKind::Mode)))
     }
 
     /// Why reading `path` for the model's context (memory files, what
@@ -321,12 +375,14 @@ impl Policy {
     }
 
     fn inside_working_dirs(&self, need: &Resolved) -> bool {
-        let path = match need {
-            Resolved::File { resolved, .. } => resolved,
-            Resolved::Tree { dir, .. } => dir,
-            Resolved::Host(_) | Resolved::Env(_) | Resolved::Command(_) => return false,
-        };
-        self.working_dirs.iter().any(|d| path.starts_with(d))
+        need.path()
+            .is_some_and(|path| self.working_dirs.iter().any(|d| path.starts_with(d)))
+    }
+
+    /// The need is a working directory itself (`rm -rf .`).
+    fn is_a_working_dir(&self, need: &Resolved) -> bool {
+        need.path()
+            .is_some_and(|path| self.working_dirs.iter().any(|d| path == d))
     }
 
     /// Turns a capability into the values the decision works on: paths made
@@ -469,6 +525,15 @@ pub(super) enum Resolved {
 }
 
 impl Resolved {
+    /// Where a file or tree need points, links resolved.
+    fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Resolved::File { resolved, .. } => Some(resolved),
+            Resolved::Tree { dir, .. } => Some(dir),
+            Resolved::Host(_) | Resolved::Env(_) | Resolved::Command(_) => None,
+        }
+    }
+
     pub(super) fn is_write(&self) -> bool {
         matches!(
             self,

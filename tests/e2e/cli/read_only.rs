@@ -105,3 +105,97 @@ fn deny_and_ask_rules_still_come_first() -> TestResult {
     assert!(!denied.contains("ls src"), "{denied:?}");
     Ok(())
 }
+
+/// Lines Claude Code 2.1.332's acceptEdits runs that carapace still asks
+/// about, and why: an option outside each program's short list (`-m`
+/// sets a mode, `-t` names the target elsewhere), and a write into
+/// `.git` — protected in every mode here, where Claude Code lets
+/// acceptEdits plant a git hook.
+const STRICTER_THAN_CLAUDE_CODE: &[&str] = &[
+    "mkdir -m 700 private",
+    "cp -t out a.txt",
+    "touch .git/hooks/pre-commit",
+];
+
+#[test]
+fn accept_edits_runs_the_file_commands_claude_code_runs() -> TestResult {
+    let recorded = support::recording("accept-edits-commands")?;
+    let (ran, asked) = (lines_of(&recorded, "ran"), lines_of(&recorded, "asked"));
+    assert!(ran.len() > 8 && asked.len() > 8, "{recorded}");
+    let all: Vec<String> = ran.iter().chain(&asked).cloned().collect();
+    let denied = refused(&all, &["--permission-mode", "acceptEdits"])?;
+    for line in &ran {
+        let stricter = STRICTER_THAN_CLAUDE_CODE.contains(&line.as_str());
+        assert_eq!(
+            denied.contains(line),
+            stricter,
+            "`{line}`: Claude Code runs it in acceptEdits (stricter here: {stricter})"
+        );
+    }
+    for line in &asked {
+        assert!(
+            denied.contains(line),
+            "Claude Code asks for `{line}` in acceptEdits; carapace ran it"
+        );
+    }
+    // The control: default mode asks for every one of them.
+    let in_default = refused(&ran, &[])?;
+    assert_eq!(in_default.len(), ran.len(), "{in_default:?}");
+    Ok(())
+}
+
+#[test]
+fn accept_edits_file_commands_meet_deny_rules_and_links_first() -> TestResult {
+    let ws = workspace()?;
+    let ws_path = std::fs::canonicalize(ws.path())?;
+    let outside = tempfile::tempdir()?;
+    std::os::unix::fs::symlink(outside.path(), ws_path.join("escape"))?;
+    let lines: Vec<String> = [
+        "touch escape/planted.txt",
+        "cp a.txt escape/",
+        "rm -rf src",
+        "mkdir fine",
+    ]
+    .map(String::from)
+    .to_vec();
+    let blocks = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| Block::tool_use(format!("toolu_{i}"), "Bash", json!({"command": line})))
+        .collect();
+    let server = ScriptedServer::start(vec![Reply::tool_uses(blocks), Reply::text("done")])?;
+    let run = support::run(
+        &server,
+        &ws_path,
+        &[
+            "-p",
+            "hello",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "acceptEdits",
+            "--disallowedTools",
+            "Edit(./src/**)",
+        ],
+    )?;
+    assert_eq!(run.status, Some(0), "{}", run.stderr);
+    let result = last_line(&run.stdout)?;
+    let denied: BTreeSet<&str> = result["permission_denials"]
+        .as_array()
+        .ok_or("no permission_denials")?
+        .iter()
+        .filter_map(|d| d["tool_use_id"].as_str())
+        .collect();
+    // A link out of the workspace is followed; a deny rule on the tree
+    // holds; the plain line runs.
+    assert_eq!(
+        denied,
+        BTreeSet::from(["toolu_0", "toolu_1", "toolu_2"]),
+        "{result}"
+    );
+    assert!(!outside.path().join("planted.txt").exists());
+    assert!(ws_path.join("src/m.rs").exists());
+    assert!(ws_path.join("fine").is_dir());
+    Ok(())
+}

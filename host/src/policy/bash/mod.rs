@@ -19,6 +19,7 @@
 //! arbitrary code (`git -c …`, `--exec-path`, `find -exec`, `rg --pre`…).
 
 mod bounds;
+mod edits;
 mod pattern;
 mod read_only;
 mod run;
@@ -28,6 +29,7 @@ pub use pattern::CommandPattern;
 pub use bounds::{Exceeded, MAX_LINE_BYTES, MAX_OPENERS};
 use brush_parser::ast;
 use brush_parser::word::{WordPiece, WordPieceWithSource};
+pub use edits::{LineEdits, edits_of_analysed_line};
 pub use read_only::{reads_of_analysed_line, reads_of_read_only_line};
 pub use run::{ANALYSIS_DEADLINE, analyse};
 

@@ -138,7 +138,7 @@ pub fn reads_of_analysed_line(line: &str, analysis: &Analysis) -> Option<Vec<Str
 }
 
 /// One simple command's reads, if it only reads.
-fn command_reads(command: &SimpleCommand) -> Option<Vec<String>> {
+pub(super) fn command_reads(command: &SimpleCommand) -> Option<Vec<String>> {
     if command.name != 0 || !command.runs.is_empty() {
         return None; // leading assignments, or a wrapper
     }
@@ -247,7 +247,7 @@ fn sed_prints_only(args: &[&str]) -> bool {
 
 /// The files a line's redirections read; `None` when one writes anywhere
 /// but `/dev/null`, duplicates into a file, or is a here-document.
-fn redirected_reads(line: &str) -> Option<Vec<String>> {
+pub(super) fn redirected_reads(line: &str) -> Option<Vec<String>> {
     let options = brush_parser::ParserOptions::default();
     let mut parser = brush_parser::Parser::new(std::io::Cursor::new(line), &options);
     let program = parser.parse_program().ok()?;
