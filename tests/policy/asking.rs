@@ -14,11 +14,11 @@ use support::{TestResult, text_of};
 
 /// The model's call: a command that writes in the workspace (the rules
 /// ask about it in default mode).
-fn touch() -> Reply {
+fn make_file() -> Reply {
     Reply::tool_uses(vec![Block::tool_use(
-        "toolu_touch",
+        "toolu_make",
         "Bash",
-        json!({"command": "touch made.txt", "description": "make a file"}),
+        json!({"command": "tee made.txt </dev/null", "description": "make a file"}),
     )])
 }
 
@@ -76,8 +76,8 @@ impl Ran {
             .collect()
     }
 
-    /// The touch call's result, in the request after the classifier's.
-    fn touch_result(&self) -> Result<Value, String> {
+    /// The call's result, in the request after the classifier's.
+    fn make_result(&self) -> Result<Value, String> {
         let request = self.requests.last().ok_or("no request")?;
         let last = request.body["messages"]
             .as_array()
@@ -85,9 +85,9 @@ impl Ran {
             .ok_or("no message")?;
         last["content"]
             .as_array()
-            .and_then(|c| c.iter().find(|b| b["tool_use_id"] == "toolu_touch"))
+            .and_then(|c| c.iter().find(|b| b["tool_use_id"] == "toolu_make"))
             .cloned()
-            .ok_or_else(|| "no touch result".to_string())
+            .ok_or_else(|| "no result of the call".to_string())
     }
 }
 
@@ -95,7 +95,7 @@ impl Ran {
 fn the_classifier_allows_a_call_the_rules_would_ask_about() -> TestResult {
     let ran = auto_run(
         vec![
-            touch(),
+            make_file(),
             decision("allow", "the user asked for the file"),
             Reply::text("done"),
         ],
@@ -114,11 +114,11 @@ fn the_classifier_allows_a_call_the_rules_would_ask_about() -> TestResult {
     assert_eq!(judged["tools"].as_array().map(Vec::len), Some(1));
     let shown = judged["messages"].to_string();
     assert!(shown.contains("make the file made.txt"), "{shown}");
-    assert!(shown.contains("touch made.txt"), "{shown}");
+    assert!(shown.contains("tee made.txt </dev/null"), "{shown}");
     let told = ran.decisions();
     assert_eq!(told.len(), 1, "{:?}", ran.lines);
     assert_eq!(told[0]["decision"], "allow");
-    assert_eq!(told[0]["tool_use_id"], "toolu_touch");
+    assert_eq!(told[0]["tool_use_id"], "toolu_make");
     assert_eq!(told[0]["reason"], "the user asked for the file");
     // The transcript keeps the decision, and a resumed session reads past
     // it.
@@ -161,7 +161,7 @@ fn transcript_text(config: &std::path::Path) -> Result<String, Box<dyn std::erro
 fn the_classifier_denies_and_its_reason_is_the_result() -> TestResult {
     let ran = auto_run(
         vec![
-            touch(),
+            make_file(),
             decision("deny", "nobody asked for files"),
             Reply::text("done"),
         ],
@@ -170,7 +170,7 @@ fn the_classifier_denies_and_its_reason_is_the_result() -> TestResult {
     )?;
     assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
     assert!(!ran.made, "the denied call did not run");
-    let result = ran.touch_result()?;
+    let result = ran.make_result()?;
     assert_eq!(result["is_error"], true);
     assert_eq!(
         text_of(&result),
@@ -198,10 +198,14 @@ fn what_the_classifier_leaves_to_the_user_is_refused_in_print_mode() -> TestResu
         ),
         (garbage, "the classifier did not call permission_decision"),
     ] {
-        let ran = auto_run(vec![touch(), answer, Reply::text("done")], "tidy up", &[])?;
+        let ran = auto_run(
+            vec![make_file(), answer, Reply::text("done")],
+            "tidy up",
+            &[],
+        )?;
         assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
         assert!(!ran.made, "nobody approved the call");
-        let text = text_of(&ran.touch_result()?);
+        let text = text_of(&ran.make_result()?);
         assert!(
             text.contains(&format!("Auto mode left it to the user: {why}."))
                 && text.contains("cannot ask"),
@@ -219,20 +223,24 @@ fn what_the_classifier_leaves_to_the_user_is_refused_in_print_mode() -> TestResu
 #[test]
 fn a_hard_deny_rule_is_never_put_to_the_classifier() -> TestResult {
     let settings = json!({"autoMode": {
-        "hard_deny": ["Bash(touch:*)", "Never drop the production database"],
+        "hard_deny": ["Bash(tee:*)", "Never drop the production database"],
     }})
     .to_string();
-    let args = ["--settings", &settings, "--allowedTools", "Bash(touch:*)"];
-    let ran = auto_run(vec![touch(), Reply::text("done")], "make the file", &args)?;
+    let args = ["--settings", &settings, "--allowedTools", "Bash(tee:*)"];
+    let ran = auto_run(
+        vec![make_file(), Reply::text("done")],
+        "make the file",
+        &args,
+    )?;
     assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
     assert!(!ran.made);
     assert_eq!(ran.requests.len(), 2, "no classifier request");
-    let text = text_of(&ran.touch_result()?);
-    assert!(text.contains("rule `Bash(touch:*)`"), "{text}");
+    let text = text_of(&ran.make_result()?);
+    assert!(text.contains("rule `Bash(tee:*)`"), "{text}");
     assert!(ran.decisions().is_empty());
 
     let ws = tempfile::tempdir()?;
-    let server = ScriptedServer::start(vec![touch(), Reply::text("done")])?;
+    let server = ScriptedServer::start(vec![make_file(), Reply::text("done")])?;
     let mut command = support::against(&server, ws.path());
     command.args(["-p", "make the file", "--permission-mode", "default"]);
     let out = support::Run::from_output(command.args(args).output()?)?;
@@ -245,9 +253,9 @@ fn a_hard_deny_rule_is_never_put_to_the_classifier() -> TestResult {
 /// an ask rule's question never goes to it.
 #[test]
 fn an_ask_rule_is_asked_not_classified_and_sentences_reach_the_classifier() -> TestResult {
-    let settings = json!({"permissions": {"ask": ["Bash(touch:*)"]}}).to_string();
+    let settings = json!({"permissions": {"ask": ["Bash(tee:*)"]}}).to_string();
     let ran = auto_run(
-        vec![touch(), Reply::text("done")],
+        vec![make_file(), Reply::text("done")],
         "make it",
         &["--settings", &settings],
     )?;
@@ -259,7 +267,7 @@ fn an_ask_rule_is_asked_not_classified_and_sentences_reach_the_classifier() -> T
         "environment": ["This is a throwaway VM"],
     }})
     .to_string();
-    let replies = vec![touch(), decision("allow", "fine"), Reply::text("done")];
+    let replies = vec![make_file(), decision("allow", "fine"), Reply::text("done")];
     let ran = auto_run(replies, "make it", &["--settings", &settings])?;
     assert!(ran.made);
     let system = ran.requests[1].body["system"].to_string();
@@ -280,9 +288,9 @@ fn the_classifier_is_shown_no_credential() -> TestResult {
     for (api_key, shown) in [(key, false), ("test-key", true)] {
         let prompt = format!("make the file; my key is {key}");
         let call = Reply::tool_uses(vec![Block::tool_use(
-            "toolu_touch",
+            "toolu_make",
             "Bash",
-            json!({"command": format!("touch made.txt # {key}")}),
+            json!({"command": format!("tee made.txt </dev/null # {key}")}),
         )]);
         let ws = tempfile::tempdir()?;
         let replies = vec![call, decision("allow", "ok"), Reply::text("done")];
@@ -303,7 +311,7 @@ fn the_classifier_is_shown_no_credential() -> TestResult {
             .body
             .to_string();
         assert_eq!(judged.contains(key), shown, "{judged}");
-        assert!(judged.contains("touch made.txt"), "{judged}");
+        assert!(judged.contains("tee made.txt </dev/null"), "{judged}");
     }
     Ok(())
 }
@@ -324,8 +332,16 @@ fn writing_in_the_workspace_needs_no_classifier_and_outside_it_does() -> TestRes
     };
     let ws = tempfile::tempdir()?;
     let inside = ws.path().join("inside.txt");
+    // `touch` in the workspace is a write acceptEdits allows: Claude
+    // Code's auto mode runs it without its classifier too.
+    let touched = Reply::tool_uses(vec![Block::tool_use(
+        "toolu_touch",
+        "Bash",
+        json!({"command": "touch touched.txt"}),
+    )]);
     let replies = vec![
         write("toolu_in", &inside.to_string_lossy()),
+        touched,
         write("toolu_out", &elsewhere.to_string_lossy()),
         decision("deny", "outside the project"),
         Reply::text("done"),
@@ -336,6 +352,7 @@ fn writing_in_the_workspace_needs_no_classifier_and_outside_it_does() -> TestRes
     let out = support::Run::from_output(command.output()?)?;
     assert_eq!(out.status, Some(0), "{}", out.stderr);
     assert!(inside.exists(), "the write inside ran");
+    assert!(ws.path().join("touched.txt").exists(), "the touch ran");
     assert!(
         !elsewhere.exists(),
         "the classifier refused the write outside"
@@ -343,10 +360,10 @@ fn writing_in_the_workspace_needs_no_classifier_and_outside_it_does() -> TestRes
     let requests = server.requests();
     assert_eq!(
         requests.len(),
-        4,
+        5,
         "one classifier request, for the write outside"
     );
-    let judged = requests[2].body["messages"].to_string();
+    let judged = requests[3].body["messages"].to_string();
     assert!(judged.contains("elsewhere.txt"), "{judged}");
     Ok(())
 }
