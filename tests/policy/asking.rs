@@ -419,3 +419,80 @@ fn in_auto_mode_a_host_no_rule_names_goes_to_the_classifier() -> TestResult {
     assert_eq!(pong.served(), 1);
     Ok(())
 }
+
+/// A grant through `--permission-prompt-tool` (here an MCP server's tool):
+/// the model asks to write in two directories, the prompt tool grants the
+/// first by narrowing the request; a Write there runs without a question,
+/// a Write in the other is asked about — and refused by the tool.
+#[test]
+fn a_prompt_tool_grants_part_of_a_request_and_only_that_widens() -> TestResult {
+    let python = carapace_test_support::deps::python();
+    let server_py = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp/servers/approver_server.py");
+    let ws = tempfile::tempdir()?;
+    let root = std::fs::canonicalize(ws.path())?;
+    for dir in ["a", "b"] {
+        std::fs::create_dir(root.join(dir))?;
+    }
+    let log = root.join("approver.log");
+    let config = root.join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"approver": {"command": python, "args": [server_py],
+              "env": {"APPROVER_LOG": log}}}})
+        .to_string(),
+    )?;
+    let write = |id: &str, path: &str| {
+        Reply::tool_uses(vec![Block::tool_use(
+            id,
+            "Write",
+            json!({"file_path": root.join(path), "content": "x"}),
+        )])
+    };
+    let replies = vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_ask",
+            "RequestPermissions",
+            json!({"reason": "write the reports", "directories": ["a", "b"]}),
+        )]),
+        write("toolu_a", "a/report.txt"),
+        write("toolu_b", "b/report.txt"),
+        Reply::text("done"),
+    ];
+    let server = ScriptedServer::start(replies)?;
+    let mut command = support::against(&server, &root);
+    command
+        .args(["-p", "write the reports", "--output-format", "stream-json"])
+        .args(["--verbose", "--mcp-config"])
+        .arg(&config)
+        .args(["--permission-prompt-tool", "mcp__approver__approve"]);
+    let out = support::Run::from_output(command.output()?)?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let asked: Vec<Value> = std::fs::read_to_string(&log)?
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let names: Vec<&str> = asked
+        .iter()
+        .filter_map(|a| a["tool_name"].as_str())
+        .collect();
+    assert_eq!(names, ["RequestPermissions", "Write"], "{asked:?}");
+    assert!(
+        asked[1]["input"]["file_path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("b/report.txt")),
+        "{asked:?}"
+    );
+    assert!(root.join("a/report.txt").exists(), "the granted write ran");
+    assert!(!root.join("b/report.txt").exists(), "the other was refused");
+    let requests = server.requests();
+    let said = requests[1].body["messages"].to_string();
+    let granted = format!(
+        "The user granted, until the user's next message: write in {}. Only that was granted",
+        root.join("a").display()
+    );
+    assert!(said.contains(&granted), "{said}");
+    let refused = requests[3].body["messages"].to_string();
+    assert!(refused.contains("the approver refuses Write"), "{refused}");
+    Ok(())
+}
