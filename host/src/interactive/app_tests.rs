@@ -150,6 +150,7 @@ fn keys_while_idle_running_and_asking() {
         },
         question: String::new(),
         grants: Vec::new(),
+        pickable: false,
         always: crate::tui::approval::AlwaysAllow::Rule("Bash(ls:*)".into()),
     };
     app.on_event(UiEvent::Ask(request, answer));

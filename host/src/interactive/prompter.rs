@@ -8,6 +8,7 @@
 use super::UiEvent;
 use super::faces::face;
 use crate::policy::{RuleOrigin, Suggestion};
+use crate::tools::request_permissions::{REQUEST_PERMISSIONS_TOOL, Requested};
 use crate::tools::{PermissionPrompter, PromptAnswer, PromptRequest, ToolPipeline};
 use crate::tui::approval::{AlwaysAllow, ApprovalChoice, ApprovalRequest, RuleScope};
 use crate::tui::cells::CallFace;
@@ -97,6 +98,36 @@ impl ScreenPrompter {
                 .map_err(|e| format!("{} could not be written: {e}", file.display()))?;
         }
         Ok(())
+    }
+
+    /// A grant the user ticked only part of: the request narrowed to it;
+    /// kept for the session (its own rules, never the whole request's)
+    /// or saved, where the user chose so.
+    fn grant_part(&self, input: &Value, kept: &[bool], scope: Option<RuleScope>) -> PromptAnswer {
+        let Ok(requested) = Requested::read(input) else {
+            return PromptAnswer::Deny {
+                message: format!("{REFUSED} The request could not be read."),
+                interrupt: false,
+            };
+        };
+        let narrowed = requested.narrowed(kept, scope == Some(RuleScope::Session));
+        if let Some(scope @ (RuleScope::LocalSettings | RuleScope::UserSettings)) = scope {
+            let cwd = self.pipeline.permissions().anchors().cwd.clone();
+            let rules = Requested::read(&narrowed)
+                .and_then(|part| part.grants(&cwd))
+                .map(|grants| grants.into_iter().flat_map(|g| g.rules).collect());
+            match rules {
+                Ok(rules) => self.remember(&Suggestion::Grant(rules), scope),
+                Err(problem) => {
+                    let _ = self.ui.send(UiEvent::Notice(format!(
+                        "The choice was not kept: {problem}"
+                    )));
+                }
+            }
+        }
+        PromptAnswer::Allow {
+            updated_input: Some(narrowed),
+        }
     }
 
     /// Saves `host` to the settings `scope` names, saying on the screen
@@ -242,11 +273,13 @@ impl PermissionPrompter for ScreenPrompter {
                 ),
                 question: request.question.to_string(),
                 grants: request.grants.clone(),
+                pickable: call.name == REQUEST_PERMISSIONS_TOOL,
             };
             match self.ask_screen(question).await {
                 ApprovalChoice::Once => PromptAnswer::Allow {
                     updated_input: None,
                 },
+                ApprovalChoice::Partly(kept, scope) => self.grant_part(&call.input, &kept, scope),
                 // What the screen offered: the policy's suggestion.
                 ApprovalChoice::Always(_, scope) => {
                     self.remember(&request.suggestion, scope);
@@ -290,6 +323,7 @@ impl crate::sandbox::egress::EgressAsker for ScreenPrompter {
                 },
                 question: format!("A command wants to connect to {host}, which no rule names."),
                 grants: vec![format!("connect to {host}")],
+                pickable: false,
                 always: offered(&always),
             };
             match self.ask_screen(question).await {
@@ -303,7 +337,8 @@ impl crate::sandbox::egress::EgressAsker for ScreenPrompter {
                     self.save_domain(host, scope);
                     HostAnswer::ForSession
                 }
-                ApprovalChoice::Refuse(_) => HostAnswer::Refused,
+                // A host is one part, never pickable: no part to give.
+                ApprovalChoice::Refuse(_) | ApprovalChoice::Partly(..) => HostAnswer::Refused,
             }
         })
     }

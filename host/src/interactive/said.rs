@@ -74,6 +74,22 @@ pub(super) fn answered(request: &ApprovalRequest, choice: &ApprovalChoice) -> St
         ApprovalChoice::Always(AlwaysAllow::Rule(rule), RuleScope::UserSettings) => {
             format!("Allowed: {call} · {rule} saved to your user settings")
         }
+        ApprovalChoice::Partly(kept, scope) => {
+            let given: Vec<&str> = request
+                .grants
+                .iter()
+                .zip(kept)
+                .filter(|(_, k)| **k)
+                .map(|(g, _)| g.as_str())
+                .collect();
+            let how = match scope {
+                None => "",
+                Some(RuleScope::Session) => " for the rest of the session",
+                Some(RuleScope::LocalSettings) => ", saved to .carapace/settings.local.json",
+                Some(RuleScope::UserSettings) => ", saved to your user settings",
+            };
+            format!("Allowed in part: {call} · {}{how}", given.join("; "))
+        }
         ApprovalChoice::Refuse(Some(instead)) => format!("Refused: {call} · {instead}"),
         ApprovalChoice::Refuse(None) => format!("Refused: {call}"),
     }

@@ -123,6 +123,35 @@ impl Requested {
         }
     }
 
+    /// The request with only the parts `kept` says (in [`Self::grants`]'
+    /// order: directories, domains, commands), as an answer that narrows
+    /// it; `session` when the user keeps it for the session.
+    pub fn narrowed(&self, kept: &[bool], session: bool) -> Value {
+        let mut flags = kept.iter().copied();
+        let mut keep = |items: &[String]| -> Vec<String> {
+            items
+                .iter()
+                .filter(|_| flags.next().unwrap_or(false))
+                .cloned()
+                .collect()
+        };
+        let (directories, domains, commands) = (
+            keep(&self.directories),
+            keep(&self.domains),
+            keep(&self.commands),
+        );
+        let scope = match session {
+            true => Some("session"),
+            false => self.scope.as_deref(),
+        };
+        let mut input = json!({"reason": self.reason, "directories": directories,
+            "domains": domains, "commands": commands});
+        if let Some(scope) = scope {
+            input["scope"] = json!(scope);
+        }
+        input
+    }
+
     /// What each part becomes, directories made absolute against `cwd`.
     pub fn grants(&self, cwd: &Path) -> Result<Vec<Granted>, String> {
         let mut grants = Vec::new();
@@ -216,6 +245,24 @@ impl NativeTool for RequestPermissionsTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_narrowed_request_keeps_only_the_ticked_parts_in_order() -> Result<(), String> {
+        let asked = Requested::read(&json!({"reason": "r", "directories": ["a", "b"],
+            "domains": ["x.test"], "commands": ["make"]}))?;
+        let narrowed = asked.narrowed(&[false, true, true, false], false);
+        assert_eq!(
+            narrowed,
+            json!({"reason": "r", "directories": ["b"], "domains": ["x.test"], "commands": []})
+        );
+        let kept = Requested::read(&asked.narrowed(&[true, false, false, true], true))?;
+        assert_eq!(
+            (kept.directories.clone(), kept.commands.clone()),
+            (vec!["a".to_string()], vec!["make".to_string()])
+        );
+        assert_eq!(kept.scope(), GrantScope::Session);
+        Ok(())
+    }
 
     #[test]
     fn a_request_becomes_rules_and_bad_ones_are_refused() {

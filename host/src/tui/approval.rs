@@ -4,7 +4,9 @@
 //! don't ask again (a rule for this session or saved to the project's
 //! local settings, or, for edits, the acceptEdits mode); no, with what to
 //! do instead. Keys 1/2/3, arrows and Enter, Tab for where a rule is kept,
-//! Esc to refuse.
+//! Esc to refuse. A request made of parts (a grant the model asks for)
+//! lists them ticked above the options: arrows to one and Space (or
+//! Enter) unticks it, and the yes answers grant only what stays ticked.
 
 use super::cells::{CallFace, diff_rows};
 use super::text::wrap;
@@ -41,6 +43,9 @@ pub struct ApprovalRequest {
     pub question: String,
     /// What approving grants, as the policy decided it.
     pub grants: Vec<String>,
+    /// Whether each of `grants` can be granted on its own (the user may
+    /// untick some).
+    pub pickable: bool,
     pub always: AlwaysAllow,
 }
 
@@ -48,6 +53,10 @@ pub struct ApprovalRequest {
 pub enum ApprovalChoice {
     Once,
     Always(AlwaysAllow, RuleScope),
+    /// Yes to the ticked parts of a pickable request only (`true` for
+    /// each kept), once, or with "don't ask again" kept where the scope
+    /// says.
+    Partly(Vec<bool>, Option<RuleScope>),
     /// No; with what to do instead, when the user wrote it (without, the
     /// turn stops and waits).
     Refuse(Option<String>),
@@ -56,7 +65,10 @@ pub enum ApprovalChoice {
 #[derive(Debug)]
 pub struct ApprovalPrompt {
     pub request: ApprovalRequest,
+    /// The row the cursor is on: a pickable part, then the three options.
     selected: usize,
+    /// Per pickable part, whether it is granted.
+    ticked: Vec<bool>,
     scope: RuleScope,
     /// Being typed after choosing 3.
     feedback: Option<String>,
@@ -67,9 +79,15 @@ pub struct ApprovalPrompt {
 
 impl ApprovalPrompt {
     pub fn new(request: ApprovalRequest) -> Self {
+        let parts = if request.pickable {
+            request.grants.len()
+        } else {
+            0
+        };
         Self {
             request,
-            selected: 0,
+            selected: parts,
+            ticked: vec![true; parts],
             scope: RuleScope::Session,
             feedback: None,
             shown_whole: std::cell::Cell::new(true),
@@ -95,14 +113,20 @@ impl ApprovalPrompt {
             }
             return None;
         }
-        let seen = self.shown_whole.get();
+        // Nothing ticked: no yes to give.
+        let seen =
+            self.shown_whole.get() && (self.ticked.is_empty() || self.ticked.contains(&true));
+        let parts = self.ticked.len();
         match key.code {
-            KeyCode::Char('1') | KeyCode::Char('y') if seen => return Some(ApprovalChoice::Once),
+            KeyCode::Char(' ') | KeyCode::Enter if self.selected < parts => {
+                self.ticked[self.selected] = !self.ticked[self.selected]
+            }
+            KeyCode::Char('1') | KeyCode::Char('y') if seen => return Some(self.once()),
             KeyCode::Char('2') if seen => return Some(self.always()),
             KeyCode::Char('3') | KeyCode::Char('n') => self.feedback = Some(String::new()),
             KeyCode::Esc => return Some(ApprovalChoice::Refuse(None)),
             KeyCode::Up => self.selected = self.selected.saturating_sub(1),
-            KeyCode::Down => self.selected = (self.selected + 1).min(2),
+            KeyCode::Down => self.selected = (self.selected + 1).min(parts + 2),
             KeyCode::Tab if matches!(self.request.always, AlwaysAllow::Rule(_)) => {
                 self.scope = match self.scope {
                     RuleScope::Session => RuleScope::LocalSettings,
@@ -110,8 +134,8 @@ impl ApprovalPrompt {
                     RuleScope::UserSettings => RuleScope::Session,
                 }
             }
-            KeyCode::Enter => match self.selected {
-                0 if seen => return Some(ApprovalChoice::Once),
+            KeyCode::Enter => match self.selected - parts {
+                0 if seen => return Some(self.once()),
                 1 if seen => return Some(self.always()),
                 0 | 1 => {}
                 _ => self.feedback = Some(String::new()),
@@ -128,8 +152,18 @@ impl ApprovalPrompt {
         }
     }
 
+    fn once(&self) -> ApprovalChoice {
+        match self.ticked.iter().all(|t| *t) {
+            true => ApprovalChoice::Once,
+            false => ApprovalChoice::Partly(self.ticked.clone(), None),
+        }
+    }
+
     fn always(&self) -> ApprovalChoice {
-        ApprovalChoice::Always(self.request.always.clone(), self.scope)
+        match self.ticked.iter().all(|t| *t) {
+            true => ApprovalChoice::Always(self.request.always.clone(), self.scope),
+            false => ApprovalChoice::Partly(self.ticked.clone(), Some(self.scope)),
+        }
     }
 
     /// The prompt in at most `rows` rows. A request taller than that has
@@ -193,7 +227,7 @@ impl ApprovalPrompt {
         if !request.question.is_empty() {
             body.push(Line::styled(request.question.clone(), dim));
         }
-        if !request.grants.is_empty() {
+        if !request.grants.is_empty() && !request.pickable {
             body.push(Line::styled(
                 format!("Grants: {}", request.grants.join(", ")),
                 dim,
@@ -206,14 +240,19 @@ impl ApprovalPrompt {
             shown_body.extend(wrap(&Line::from(spans), width, "  "));
         }
         let head = rows;
-        let mut rows = vec![Line::raw("Do you want to proceed?")];
+        let mut rows = self.part_rows(width);
+        rows.push(Line::raw("Do you want to proceed?"));
+        let parts = self.ticked.len();
+        let none_ticked = parts > 0 && !self.ticked.iter().any(|t| *t);
         for (i, label) in self.labels().into_iter().enumerate() {
             let label = if i < 2 && !self.shown_whole.get() {
                 "(not offered: the request is not shown whole)".to_string()
+            } else if i < 2 && none_ticked {
+                "(not offered: nothing is ticked)".to_string()
             } else {
                 label
             };
-            let chosen = i == self.selected && self.feedback.is_none();
+            let chosen = i + parts == self.selected && self.feedback.is_none();
             let lead = if chosen { "❯ " } else { "  " };
             let style = if chosen { accent } else { Style::new() };
             rows.extend(wrap(
@@ -230,6 +269,29 @@ impl ApprovalPrompt {
             rows.extend(wrap(&Line::raw(format!("> {feedback}")), width, "  "));
         }
         (head, shown_body, rows)
+    }
+
+    /// A pickable request's parts, each ticked or not (Space toggles).
+    fn part_rows(&self, width: usize) -> Vec<Line<'static>> {
+        if self.ticked.is_empty() {
+            return Vec::new();
+        }
+        let accent = Style::new().fg(Color::Cyan);
+        let mut rows = vec![Line::raw(
+            "Grant (space to untick what you do not want to give):",
+        )];
+        for (i, (part, ticked)) in self.request.grants.iter().zip(&self.ticked).enumerate() {
+            let chosen = i == self.selected && self.feedback.is_none();
+            let lead = if chosen { "❯ " } else { "  " };
+            let mark = if *ticked { "[x]" } else { "[ ]" };
+            let style = if chosen { accent } else { Style::new() };
+            rows.extend(wrap(
+                &Line::styled(format!("{lead}{mark} {part}"), style),
+                width,
+                "      ",
+            ));
+        }
+        rows
     }
 
     fn labels(&self) -> [String; 3] {
@@ -285,6 +347,7 @@ mod tests {
             },
             question: "Bash needs approval in default mode.".into(),
             grants: vec!["run the command sandbox: writes to /ws, no network".into()],
+            pickable: false,
         }
     }
 
@@ -327,6 +390,46 @@ mod tests {
     }
 
     #[test]
+    fn a_pickable_request_is_granted_as_far_as_it_stays_ticked() {
+        let parts = || {
+            let mut request = bash("cargo test");
+            request.grants = vec!["write in /ws/a".into(), "reach x.test".into()];
+            request.pickable = true;
+            ApprovalPrompt::new(request)
+        };
+        let mut prompt = parts();
+        assert_eq!(prompt.key(key(KeyCode::Enter)), Some(ApprovalChoice::Once));
+        let mut prompt = parts();
+        prompt.key(key(KeyCode::Up));
+        assert_eq!(prompt.key(key(KeyCode::Char(' '))), None);
+        assert_eq!(
+            prompt.key(key(KeyCode::Char('2'))),
+            Some(ApprovalChoice::Partly(
+                vec![true, false],
+                Some(RuleScope::Session)
+            ))
+        );
+        // Nothing ticked: no yes is taken, only a refusal.
+        let mut prompt = parts();
+        for _ in 0..2 {
+            prompt.key(key(KeyCode::Up));
+            prompt.key(key(KeyCode::Enter));
+        }
+        assert_eq!(prompt.key(key(KeyCode::Char('1'))), None);
+        let shown: String = prompt
+            .render(80)
+            .iter()
+            .map(|l| l.to_string() + "\n")
+            .collect();
+        assert!(shown.contains("[ ] write in /ws/a"), "{shown}");
+        assert!(shown.contains("nothing is ticked"), "{shown}");
+        assert_eq!(
+            prompt.key(key(KeyCode::Esc)),
+            Some(ApprovalChoice::Refuse(None))
+        );
+    }
+
+    #[test]
     fn the_prompt_shows_the_command_what_it_grants_and_the_options() {
         let prompt = ApprovalPrompt::new(bash("cargo test --all"));
         insta::assert_snapshot!("approval_bash", plain(&prompt.render(72)));
@@ -341,6 +444,7 @@ mod tests {
             },
             question: String::new(),
             grants: vec!["write /ws/src/main.rs".into()],
+            pickable: false,
         });
         insta::assert_snapshot!("approval_edit", plain(&edit.render(72)));
     }
@@ -367,6 +471,7 @@ mod tests {
             },
             question: String::new(),
             grants: Vec::new(),
+            pickable: false,
         });
         let shown = plain(&prompt.render(60));
         assert!(

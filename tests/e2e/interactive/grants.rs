@@ -100,3 +100,57 @@ fn a_rule_saved_for_the_user_lands_in_the_users_settings() -> TestResult {
     assert!(!dir.path().join(".carapace/settings.local.json").exists());
     screen.exit()
 }
+
+/// A grant given in part from the screen: the request's parts are listed
+/// ticked, the user unticks one and says yes; the part kept is used
+/// unasked, the part unticked is asked about as before (and refused).
+#[test]
+fn part_of_a_requested_grant_is_given_from_the_screen() -> TestResult {
+    let dir = workspace()?;
+    let bash = |id: &str, command: &str| {
+        Reply::tool_uses(vec![Block::tool_use(
+            id,
+            "Bash",
+            json!({"command": command}),
+        )])
+    };
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_ask",
+            "RequestPermissions",
+            json!({"reason": "build it", "commands": ["touch", "python3"]}),
+        )]),
+        bash("toolu_touch", "touch made.txt"),
+        bash("toolu_py", "python3 -c 'open(\"py.txt\", \"w\")'"),
+        Reply::text("built"),
+    ])?;
+    let mut screen = Screen::open(&server, dir.path(), &[])?;
+    screen.wait_for("> ")?;
+    screen.send("build it")?;
+    screen.wait_for("[x] run `python3 …`")?;
+    screen.keys("\x1b[A")?;
+    screen.wait_for("❯ [x] run `python3 …`")?;
+    screen.keys(" ")?;
+    screen.wait_for("❯ [ ] run `python3 …`")?;
+    screen.keys("1")?;
+    screen.wait_for("Allowed in part: RequestPermissions(build it) · run `touch …`")?;
+    // The kept part runs unasked; the unticked one is asked about.
+    screen.wait_for("python3 -c")?;
+    screen.wait_for("Do you want to proceed?")?;
+    screen.keys("\x1b")?;
+    screen.wait_for("Refused: Bash")?;
+    assert!(dir.path().join("made.txt").exists(), "the kept part ran");
+    assert!(
+        !dir.path().join("py.txt").exists(),
+        "the unticked part did not"
+    );
+    let all = screen.all();
+    assert_eq!(all.matches("Allowed").count(), 1, "{all}");
+    let requests = server.requests();
+    let said = requests[1].body["messages"].to_string();
+    assert!(
+        said.contains("The user granted, until the user's next message: run `touch …`. Only that"),
+        "{said}"
+    );
+    screen.exit()
+}
