@@ -12,10 +12,9 @@
 
 use super::loop_hooks::{CompactTrigger, LoopHooks, PreCompactDecision};
 use crate::model::{
-    ContentBlock, FailureKind, Message, MessagesRequest, Model, ModelError, ResponseAssembler,
-    Role, ToolResultContent, ToolSpec, Usage,
+    ContentBlock, FailureKind, Message, MessagesRequest, Model, ModelError, Role,
+    ToolResultContent, ToolSpec, Usage, whole_response,
 };
-use futures::StreamExt;
 
 /// The context windows of the models carapace knows, by name prefix (the
 /// first match wins); anything else gets [`DEFAULT_CONTEXT_WINDOW`].
@@ -454,26 +453,12 @@ async fn summarise(
     model: &dyn Model,
     request: &MessagesRequest,
 ) -> Result<(String, Usage), CompactError> {
-    let mut events = model.stream(request).await?;
-    let mut assembler = ResponseAssembler::new();
-    while let Some(event) = events.next().await {
-        assembler.push(event?)?;
-    }
-    if !assembler.is_stopped() {
-        return Err(ModelError::Stream("the stream ended before message_stop".into()).into());
-    }
-    let text: String = assembler
-        .content()
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let summary = whole_response(model, request).await?;
+    let text = summary.text();
     if text.trim().is_empty() {
         return Err(CompactError::EmptySummary);
     }
-    Ok((text, assembler.usage()))
+    Ok((text, summary.usage()))
 }
 
 #[cfg(test)]

@@ -8,8 +8,7 @@
 
 use super::event::{HookEventKind, HookPermission};
 use super::protocol::HandlerResult;
-use crate::model::{Message, MessagesRequest, Model, ResponseAssembler, Thinking};
-use futures::StreamExt;
+use crate::model::{Message, MessagesRequest, Model, Thinking, whole_response};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -135,22 +134,8 @@ async fn ask(
     model: &dyn Model,
     request: &MessagesRequest,
 ) -> Result<(String, crate::model::Usage), String> {
-    let failed = |e: crate::model::ModelError| format!("the judge could not be asked: {e}");
-    let mut stream = model.stream(request).await.map_err(failed)?;
-    let mut assembler = ResponseAssembler::new();
-    while let Some(event) = stream.next().await {
-        assembler.push(event.map_err(failed)?).map_err(failed)?;
-    }
-    if !assembler.is_stopped() {
-        return Err("the judge's answer ended before it was complete".into());
-    }
-    let text = assembler
-        .content()
-        .iter()
-        .filter_map(|block| match block {
-            crate::model::ContentBlock::Text { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    Ok((text, assembler.usage()))
+    let answer = whole_response(model, request)
+        .await
+        .map_err(|e| format!("the judge could not be asked: {e}"))?;
+    Ok((answer.text(), answer.usage()))
 }

@@ -17,6 +17,7 @@ mod retry;
 mod sse;
 mod stream;
 mod thinking;
+mod whole;
 
 pub use alias::{DEFAULT_MODEL, caveat, resolve_model};
 pub use anthropic::AnthropicModel;
@@ -31,6 +32,7 @@ pub use retry::{FailureKind, RetryPolicy};
 pub use sse::{SseDecoder, SseError, SseEvent};
 pub use stream::{Assembled, CompletedBlock, InvalidToolInput, ResponseAssembler, StreamEvent};
 pub use thinking::{THINKING_BETAS, Thinking, ThinkingChoice, ThinkingSupport, default_max_tokens};
+pub use whole::whole_response;
 
 use futures::Stream;
 use futures::future::BoxFuture;

@@ -9,11 +9,8 @@
 //! recent prompts, and the `autoMode` lists of the settings. Never a
 //! file's contents, a tool's output or a withheld file.
 
-use crate::model::{
-    ContentBlock, Message, MessagesRequest, Model, ResponseAssembler, Role, StreamEvent, ToolSpec,
-};
+use crate::model::{ContentBlock, Message, MessagesRequest, Model, Role, ToolSpec, whole_response};
 use crate::secrets::Redactor;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -140,13 +137,9 @@ impl AutoJudge {
         &self,
         request: &MessagesRequest,
     ) -> Result<Vec<ContentBlock>, crate::model::ModelError> {
-        let mut stream = self.model.stream(request).await?;
-        let mut assembler = ResponseAssembler::new();
-        while let Some(event) = stream.next().await {
-            let event: StreamEvent = event?;
-            assembler.push(event)?;
-        }
-        Ok(assembler.content())
+        Ok(whole_response(self.model.as_ref(), request)
+            .await?
+            .content())
     }
 
     /// The request: instructions and boundaries as the system prompt, the

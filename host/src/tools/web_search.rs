@@ -7,11 +7,10 @@
 //! says so), so it runs only when the user allows it (a `WebSearch` rule,
 //! the SDK's answer, bypass mode).
 
-use crate::model::{ContentBlock, Message, MessagesRequest, Model, ResponseAssembler, StreamEvent};
+use crate::model::{ContentBlock, Message, MessagesRequest, Model, whole_response};
 use crate::policy::CallApproval;
 use crate::sandbox::{CallContext, ToolContent, ToolDefinition, ToolFailure, ToolOutput};
 use crate::tools::{Presentation, Subject, ToolKind, TypedNativeTool};
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -166,19 +165,9 @@ async fn ask(
     model: &dyn Model,
     request: &MessagesRequest,
 ) -> Result<(Vec<ContentBlock>, Option<String>), ToolFailure> {
-    let failed =
-        |e: crate::model::ModelError| ToolFailure::Failed(format!("Web search failed: {e}"));
-    let mut stream = model.stream(request).await.map_err(failed)?;
-    let mut assembler = ResponseAssembler::new();
-    while let Some(event) = stream.next().await {
-        let event: StreamEvent = event.map_err(failed)?;
-        assembler.push(event).map_err(failed)?;
-    }
-    if !assembler.is_stopped() {
-        return Err(ToolFailure::Failed(
-            "Web search failed: the response ended before it was complete".into(),
-        ));
-    }
+    let assembler = whole_response(model, request)
+        .await
+        .map_err(|e| ToolFailure::Failed(format!("Web search failed: {e}")))?;
     Ok((
         assembler.content(),
         assembler.stop_reason().map(str::to_string),
