@@ -25,6 +25,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("notebook", "carapace_notebook.wasm"),
     ("todo", "carapace_todo.wasm"),
     ("mcp-bridge", "carapace_mcp_bridge.wasm"),
+    ("script", "carapace_script.wasm"),
 ];
 
 fn main() {

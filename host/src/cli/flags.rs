@@ -95,6 +95,12 @@ pub struct Cli {
     #[arg(long)]
     pub auto_mode_model: Option<String>,
 
+    /// Offer the Script tool: the model may write a JavaScript function
+    /// that calls the tools, each call checked as its own (else
+    /// `codeMode` in settings).
+    #[arg(long)]
+    pub code_mode: bool,
+
     /// Permission rules that allow, e.g. "Read" "Bash(git log:*)" (comma- or
     /// argument-separated).
     #[arg(long = "allowedTools", alias = "allowed-tools", num_args = 1..)]

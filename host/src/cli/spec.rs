@@ -57,6 +57,7 @@ pub fn session_spec(cli: &Cli, sdk: bool, paths: SessionPaths) -> anyhow::Result
             set: tool_set(cli),
             agent_tool: !cli.bare || cli.agents.is_some(),
             web_search: true,
+            code_mode: cli.code_mode,
             output_schema: cli
                 .json_schema
                 .as_deref()

@@ -159,7 +159,13 @@ impl SessionBuilder {
         if let Some(run) = &run {
             hooks.set_judge(run.judge());
         }
-        self.plain_host_tools(&mut registry, &sandbox, &policy.policy, run.as_ref())?;
+        let code_mode = self.code_mode(&settings, &sandbox)?;
+        self.plain_host_tools(
+            &mut registry,
+            &sandbox,
+            (&policy.policy, code_mode.is_some()),
+            run.as_ref(),
+        )?;
         let (queue, abort) = (Arc::new(InputQueue::new()), CancellationToken::new());
         let runner = run
             .as_ref()
@@ -198,6 +204,7 @@ impl SessionBuilder {
                     &settings.auto_mode,
                 )
             }),
+            code_mode,
         };
         let tools = self.pipeline(registry, parts, runner, main_tools, deferred)?;
         if let Some(run) = &mut run {

@@ -96,6 +96,8 @@ pub struct ToolSpec {
     pub agent_tool: bool,
     /// WebSearch (it asks the session's model; needs a run).
     pub web_search: bool,
+    /// The Script tool (code mode; else the settings' `codeMode`).
+    pub code_mode: bool,
     /// StructuredOutput with this schema (`--json-schema`, checked by
     /// [`crate::tools::structured_output::parse_schema`]).
     pub output_schema: Option<serde_json::Value>,

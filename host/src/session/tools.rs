@@ -62,6 +62,8 @@ pub(super) struct PipelineParts<'a> {
     pub auto: Option<Arc<crate::tools::auto_mode::AutoJudge>>,
     /// The command sandbox's proxy, where granted hosts open.
     pub network: Option<Arc<crate::sandbox::egress::EgressProxy>>,
+    /// Code mode's runner, when the Script tool is offered.
+    pub code_mode: Option<crate::tools::CodeMode>,
 }
 
 /// The tools as the loop and the front ends reach them.
@@ -191,18 +193,39 @@ impl SessionBuilder {
         })
     }
 
+    /// Code mode's runner, compiled once per sandbox, when the spec (the
+    /// `--code-mode` flag) or the settings' `codeMode` turn it on.
+    pub(super) fn code_mode(
+        &self,
+        settings: &Settings,
+        sandbox: &Sandbox,
+    ) -> Result<Option<crate::tools::CodeMode>, SessionError> {
+        let on = self.spec.tools.code_mode || settings.code_mode == Some(true);
+        if !on || matches!(self.spec.tools.set, ToolSet::Plugin(_)) {
+            return Ok(None);
+        }
+        Ok(Some(crate::tools::CodeMode {
+            runner: crate::tools::script::ScriptRunner::load(sandbox)?,
+            limits: crate::tools::script::ScriptLimits::default(),
+        }))
+    }
+
     /// The host tools that need no model: ExitPlanMode and the background
     /// shells' (not in a one-plugin session), WebSearch when the session
-    /// has a model.
+    /// has a model, Script in code mode.
     pub(super) fn plain_host_tools(
         &self,
         registry: &mut ToolRegistry,
         sandbox: &Sandbox,
-        policy: &Policy,
+        (policy, code_mode): (&Policy, bool),
         run: Option<&SessionRun>,
     ) -> Result<(), SessionError> {
         if matches!(self.spec.tools.set, ToolSet::Plugin(_)) {
             return Ok(());
+        }
+        if code_mode {
+            use crate::tools::script::{ScriptTool, definition};
+            registry.add_native(definition(), Arc::new(ScriptTool))?;
         }
         use crate::tools::exit_plan_mode::{ExitPlanModeTool, approval, definition};
         let tool = Arc::new(ExitPlanModeTool::new(policy.mode_cell().clone()));
@@ -355,6 +378,9 @@ impl SessionBuilder {
         }
         if let Some(network) = &parts.network {
             pipeline = pipeline.with_network(network);
+        }
+        if let Some(code_mode) = parts.code_mode {
+            pipeline = pipeline.with_code_mode(code_mode);
         }
         Ok(Arc::new(pipeline))
     }

@@ -113,6 +113,9 @@ impl Settings {
         if self.always_thinking.is_none() {
             self.always_thinking = file.always_thinking_enabled;
         }
+        if self.code_mode.is_none() {
+            self.code_mode = file.code_mode;
+        }
         if self.output_style.is_none() {
             self.output_style = file.output_style.clone();
         }

@@ -60,6 +60,8 @@ struct SettingsFile {
     model: Option<String>,
     /// Extended thinking on (the default) or off.
     always_thinking_enabled: Option<bool>,
+    /// The Script tool is offered (code mode).
+    code_mode: Option<bool>,
     /// The output style's name.
     output_style: Option<String>,
     /// The agent type the main thread runs as (`--agent` overrides it).
@@ -273,6 +275,8 @@ pub struct Settings {
     pub model: Option<String>,
     /// `alwaysThinkingEnabled` (the first file that says).
     pub always_thinking: Option<bool>,
+    /// `codeMode` (the first file that says): the Script tool is offered.
+    pub code_mode: Option<bool>,
     /// `outputStyle` (the first file that says).
     pub output_style: Option<String>,
     /// The agent type the session runs as (a project's only when the

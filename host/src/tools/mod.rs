@@ -18,6 +18,7 @@ pub mod mcp_resources;
 mod pipeline;
 mod registry;
 pub mod request_permissions;
+pub mod script;
 pub mod shells;
 pub mod skill;
 pub mod structured_output;
@@ -42,10 +43,12 @@ pub const HOST_TOOLS: &[&str] = &[
     shells::BASH_OUTPUT_TOOL,
     shells::KILL_SHELL_TOOL,
     skill::SKILL_TOOL,
+    script::SCRIPT_TOOL,
     crate::agent::STRUCTURED_OUTPUT_TOOL,
 ];
 pub use pipeline::{
-    Asker, CheckedCall, PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT, ToolPipeline,
+    Asker, CheckedCall, CodeMode, PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT,
+    ToolPipeline,
 };
 pub use registry::{
     CallView, Change, FileChange, InstalledTools, McpHandle, McpSet, NativeTool, Presentation,

@@ -19,11 +19,13 @@ mod auto;
 mod grants;
 mod middleware;
 mod results;
+mod script;
 mod server_requests;
 mod skill;
 mod stages;
 
 pub use ask::{Asker, PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT};
+pub use script::CodeMode;
 
 use crate::agent::{
     InterruptBehavior, Preparation, ReadyCall, ToolCall, ToolCallResult, ToolRuntime,
@@ -95,6 +97,11 @@ pub struct ToolPipeline {
     /// held, so a pipeline something still holds keeps no transcript (and
     /// its lease) open past its session.
     decisions: Arc<std::sync::OnceLock<std::sync::Weak<dyn crate::agent::DecisionLog>>>,
+    /// Code mode's runner and limits (none: no Script tool runs).
+    code_mode: Option<Arc<CodeMode>>,
+    /// This pipeline, as its callers hold it: a script's calls are run
+    /// through it as the loop's are. Set by the first call prepared.
+    myself: std::sync::OnceLock<std::sync::Weak<ToolPipeline>>,
 }
 
 impl ToolPipeline {
@@ -120,7 +127,19 @@ impl ToolPipeline {
             offered: Default::default(),
             auto: None,
             decisions: Arc::default(),
+            code_mode: None,
+            myself: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Scripts run (the session offers the Script tool).
+    pub fn with_code_mode(mut self, code_mode: CodeMode) -> Self {
+        self.code_mode = Some(Arc::new(code_mode));
+        self
+    }
+
+    fn myself(&self) -> Option<Arc<ToolPipeline>> {
+        self.myself.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// Keeps auto mode's decisions in `log` (the transcript) from now on.
@@ -375,6 +394,7 @@ impl ToolPipeline {
 
     /// The prepare stages, when the call's block completes.
     async fn prepare_call(self: Arc<Self>, call: ToolCall) -> Preparation {
+        let _ = self.myself.set(Arc::downgrade(&self));
         match self.prepared(&call).await {
             Ok((tool, handle, plan)) => Preparation::Ready(Box::new(PreparedCall {
                 pipeline: self,
@@ -524,7 +544,19 @@ impl ToolRuntime for ToolPipeline {
                     || spec.name != crate::tools::request_permissions::REQUEST_PERMISSIONS_TOOL
             })
             .collect();
-        self.as_offered(specs)
+        let mut specs = self.as_offered(specs);
+        // The Script tool declares the tools a script may call: those
+        // offered now.
+        if let Some(code_mode) = &self.code_mode {
+            let described = crate::tools::script::description(&specs, &code_mode.limits);
+            if let Some(script) = specs
+                .iter_mut()
+                .find(|s| s.name == crate::tools::script::SCRIPT_TOOL)
+            {
+                script.description = described;
+            }
+        }
+        specs
     }
 
     fn offer(&self) -> BoxFuture<'_, Vec<ToolSpec>> {

@@ -311,6 +311,9 @@ impl ToolPipeline {
         if tool.grants_permissions() {
             return self.apply_grant(call);
         }
+        if tool.runs_scripts() {
+            return Box::pin(self.run_script(call)).await;
+        }
         let limits = tool.limits.as_ref().unwrap_or(&self.limits);
         let context = CallContext {
             tool_use_id: call.id.clone(),

@@ -38,6 +38,12 @@ pub trait NativeTool: Send + Sync {
         false
     }
 
+    /// Whether its calls run a script whose tool calls the pipeline
+    /// passes through itself (Script).
+    fn runs_scripts(&self) -> bool {
+        false
+    }
+
     /// The tool's own check of an input, before anything is asked.
     fn check(&self, _input: &Value) -> Result<(), String> {
         Ok(())

@@ -126,6 +126,11 @@ impl RegisteredTool {
         matches!(&self.provider, ToolProvider::Native(tool) if tool.grants_permissions())
     }
 
+    /// Whether its calls run a script of tool calls (Script).
+    pub fn runs_scripts(&self) -> bool {
+        matches!(&self.provider, ToolProvider::Native(tool) if tool.runs_scripts())
+    }
+
     /// What runs the tool's calls (loading its component on first use).
     pub async fn handle(&self) -> Result<ToolHandle, SandboxError> {
         match &self.provider {
