@@ -200,13 +200,27 @@ impl SessionBuilder {
         settings: &Settings,
         sandbox: &Sandbox,
     ) -> Result<Option<crate::tools::CodeMode>, SessionError> {
-        let on = self.spec.tools.code_mode || settings.code_mode == Some(true);
-        if !on || matches!(self.spec.tools.set, ToolSet::Plugin(_)) {
+        use crate::settings::CodeModeSetting;
+        let given = match &settings.code_mode {
+            Some(CodeModeSetting::Limits(limits)) => Some(limits.clone()),
+            Some(CodeModeSetting::On(true)) => Some(Default::default()),
+            Some(CodeModeSetting::On(false)) | None => None,
+        };
+        let given = given.or_else(|| self.spec.tools.code_mode.then(Default::default));
+        let Some(given) = given.filter(|_| !matches!(self.spec.tools.set, ToolSet::Plugin(_)))
+        else {
             return Ok(None);
+        };
+        let mut limits = crate::tools::script::ScriptLimits::default();
+        if let Some(seconds) = given.deadline_seconds {
+            limits.deadline = Duration::from_secs(seconds.max(1));
         }
+        limits.max_calls = given.max_calls.unwrap_or(limits.max_calls);
+        limits.memory_bytes = given.memory_mb.map_or(limits.memory_bytes, |mb| mb << 20);
+        limits.output_bytes = given.output_kb.map_or(limits.output_bytes, |kb| kb << 10);
         Ok(Some(crate::tools::CodeMode {
             runner: crate::tools::script::ScriptRunner::load(sandbox)?,
-            limits: crate::tools::script::ScriptLimits::default(),
+            limits,
         }))
     }
 

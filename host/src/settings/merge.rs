@@ -114,7 +114,7 @@ impl Settings {
             self.always_thinking = file.always_thinking_enabled;
         }
         if self.code_mode.is_none() {
-            self.code_mode = file.code_mode;
+            self.code_mode = file.code_mode.clone();
         }
         if self.output_style.is_none() {
             self.output_style = file.output_style.clone();

@@ -60,8 +60,8 @@ struct SettingsFile {
     model: Option<String>,
     /// Extended thinking on (the default) or off.
     always_thinking_enabled: Option<bool>,
-    /// The Script tool is offered (code mode).
-    code_mode: Option<bool>,
+    /// The Script tool is offered (code mode): `true`, or its limits.
+    code_mode: Option<CodeModeSetting>,
     /// The output style's name.
     output_style: Option<String>,
     /// The agent type the main thread runs as (`--agent` overrides it).
@@ -269,14 +269,35 @@ fn is_forbidden_project_env(name: &str) -> bool {
         || name == "HOME"
 }
 
+/// `codeMode`: `true`/`false`, or an object that turns it on with limits
+/// of its own (each left out keeps its default).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum CodeModeSetting {
+    On(bool),
+    Limits(CodeModeLimits),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CodeModeLimits {
+    pub deadline_seconds: Option<u64>,
+    pub max_calls: Option<u32>,
+    #[serde(rename = "memoryMB")]
+    pub memory_mb: Option<usize>,
+    #[serde(rename = "outputKB")]
+    pub output_kb: Option<usize>,
+}
+
 /// The merged settings of a session.
 #[derive(Debug, Default)]
 pub struct Settings {
     pub model: Option<String>,
     /// `alwaysThinkingEnabled` (the first file that says).
     pub always_thinking: Option<bool>,
-    /// `codeMode` (the first file that says): the Script tool is offered.
-    pub code_mode: Option<bool>,
+    /// `codeMode` (the first file that says): the Script tool is offered,
+    /// with these limits where the file gives them.
+    pub code_mode: Option<CodeModeSetting>,
     /// `outputStyle` (the first file that says).
     pub output_style: Option<String>,
     /// The agent type the session runs as (a project's only when the

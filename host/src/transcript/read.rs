@@ -214,6 +214,9 @@ enum LineKind {
     CompactBoundary,
     FileCheckpoint,
     AutoModeDecision,
+    /// A tool call a script made (its result reached the model inside
+    /// the Script call's).
+    ScriptCall,
     Header,
 }
 
@@ -268,7 +271,7 @@ fn parse_line(line: &[u8]) -> Result<Entry, String> {
             Ok(value) => match value["type"].as_str() {
                 Some(
                     kind @ ("user" | "assistant" | "microcompact" | "compact_boundary"
-                    | "file_checkpoint" | "auto_mode_decision" | "header"),
+                    | "file_checkpoint" | "auto_mode_decision" | "script_call" | "header"),
                 ) => {
                     format!("a bad `{kind}` line ({e})")
                 }
@@ -296,7 +299,7 @@ fn parse_line(line: &[u8]) -> Result<Entry, String> {
             file: line.file,
             written: line.written,
         })),
-        LineKind::AutoModeDecision => Ok(Entry::Decision),
+        LineKind::AutoModeDecision | LineKind::ScriptCall => Ok(Entry::Decision),
         LineKind::Header => Err("a second header".into()),
     }
 }

@@ -1,0 +1,425 @@
+//! Code mode (issue 51), through the binary in print mode against the
+//! scripted server: the model sends one Script call; the script's tool
+//! calls each pass the pipeline as if the model had made them — rules,
+//! hooks, questions (refused where nobody can be asked) — are told as
+//! sub-calls of the Script call and kept in the transcript; the script has
+//! no file system, network or environment of its own; it stops at its
+//! deadline.
+
+#[path = "../e2e/support.rs"]
+mod support;
+
+use scripted_server::{Block, Reply, ScriptedServer};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use support::{TestResult, text_of};
+
+struct Ran {
+    out: support::Run,
+    lines: Vec<Value>,
+    server: ScriptedServer,
+    config: tempfile::TempDir,
+}
+
+impl Ran {
+    /// The Script call's result, as the model received it.
+    fn result(&self) -> Result<Value, String> {
+        let requests = self.server.requests();
+        let request = requests.get(1).ok_or("no second request")?;
+        request.body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_array())
+            .and_then(|c| c.iter().find(|b| b["tool_use_id"] == "toolu_script"))
+            .cloned()
+            .ok_or_else(|| "no Script result".to_string())
+    }
+
+    /// What the script returned (its result's last line), as JSON.
+    fn returned(&self) -> Result<Value, Box<dyn std::error::Error>> {
+        let result = self.result()?;
+        let text = text_of(&result);
+        let last = text.lines().last().ok_or("an empty result")?;
+        Ok(serde_json::from_str(last)?)
+    }
+
+    /// The sub-calls told on the stream: (id, tool name).
+    fn sub_calls(&self) -> Vec<(String, String)> {
+        self.lines
+            .iter()
+            .filter(|l| l["type"] == "assistant" && l["parent_tool_use_id"] == "toolu_script")
+            .flat_map(|l| {
+                l["message"]["content"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter(|b| b["type"] == "tool_use")
+            .map(|b| {
+                (
+                    b["id"].as_str().unwrap_or_default().to_string(),
+                    b["name"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// The transcript's `script_call` lines.
+    fn kept_calls(&self) -> Result<Vec<Value>, Box<dyn std::error::Error>> {
+        let mut kept = Vec::new();
+        for file in transcripts(self.config.path())? {
+            for line in std::fs::read_to_string(file)?.lines() {
+                let line: Value = serde_json::from_str(line)?;
+                if line["type"] == "script_call" {
+                    kept.push(line);
+                }
+            }
+        }
+        Ok(kept)
+    }
+}
+
+fn transcripts(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            found.extend(transcripts(&path)?);
+        } else if path.extension().is_some_and(|e| e == "jsonl") && !path.ends_with("audit.jsonl") {
+            found.push(path);
+        }
+    }
+    Ok(found)
+}
+
+/// `carapace -p` in `ws` with code mode on, the model sending `code` as one
+/// Script call, then `args`.
+fn script(ws: &Path, code: &str, args: &[&str]) -> Result<Ran, Box<dyn std::error::Error>> {
+    let config = tempfile::tempdir()?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_script",
+            "Script",
+            json!({"code": code}),
+        )]),
+        Reply::text("done"),
+    ])?;
+    let mut command = support::against(&server, ws);
+    command
+        .env("CARAPACE_CONFIG_DIR", config.path())
+        .args(["-p", "do the task", "--output-format", "stream-json"])
+        .args(["--verbose", "--code-mode"])
+        .args(args);
+    let out = support::Run::from_output(command.output()?)?;
+    let lines = support::lines(&out.stdout)?;
+    Ok(Ran {
+        out,
+        lines,
+        server,
+        config,
+    })
+}
+
+fn workspace() -> Result<(tempfile::TempDir, PathBuf), Box<dyn std::error::Error>> {
+    let ws = tempfile::tempdir()?;
+    let root = std::fs::canonicalize(ws.path())?;
+    Ok((ws, root))
+}
+
+#[test]
+fn a_script_reads_forty_files_and_greps_them_in_one_call() -> TestResult {
+    let (_ws, root) = workspace()?;
+    for i in 0..40 {
+        let text = match i % 3 {
+            0 => format!("file {i}\nthe needle is here\n"),
+            _ => format!("file {i}\nnothing\n"),
+        };
+        std::fs::write(root.join(format!("f{i:02}.txt")), text)?;
+    }
+    let code = format!(
+        r#"const root = {root:?};
+const reads = [];
+for (let i = 0; i < 40; i++) {{
+  reads.push(tools.Read({{file_path: `${{root}}/f${{String(i).padStart(2, "0")}}.txt`}}));
+}}
+const texts = await Promise.all(reads);
+const grep = await tools.Grep({{pattern: "needle", path: root, output_mode: "files_with_matches"}});
+console.log("read", texts.length, "files");
+return {{read: texts.length, withNeedle: texts.filter(t => t.includes("needle")).length,
+  grepped: grep.split("\n").filter(l => l.endsWith(".txt")).length}};"#,
+        root = root.display().to_string()
+    );
+    let ran = script(&root, &code, &[])?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    // One model call did it all: two requests in the whole run.
+    assert_eq!(ran.server.requests().len(), 2);
+    let result = ran.result()?;
+    assert_ne!(result["is_error"], true, "{result}");
+    assert!(text_of(&result).starts_with("read 40 files\n"), "{result}");
+    assert_eq!(
+        ran.returned()?,
+        json!({"read": 40, "withNeedle": 14, "grepped": 14})
+    );
+    let subs = ran.sub_calls();
+    assert_eq!(subs.len(), 41, "{subs:?}");
+    assert_eq!(subs[0], ("toolu_script.1".to_string(), "Read".to_string()));
+    assert_eq!(subs[40].1, "Grep");
+    assert_eq!(ran.kept_calls()?.len(), 41);
+    Ok(())
+}
+
+#[test]
+fn each_call_of_a_script_is_judged_as_its_own_and_a_refusal_is_caught() -> TestResult {
+    let (_ws, root) = workspace()?;
+    std::fs::write(root.join("a.txt"), "old text\n")?;
+    let code = format!(
+        r#"const a = {a:?};
+await tools.Read({{file_path: a}});
+await tools.Edit({{file_path: a, old_string: "old", new_string: "new"}});
+const shown = await tools.Bash({{command: "cat a.txt"}});
+let refused = null;
+try {{
+  await tools.Bash({{command: "touch made.txt"}});
+}} catch (e) {{
+  refused = {{denied: e.denied, message: e.message}};
+}}
+return {{shown, refused}};"#,
+        a = root.join("a.txt").display().to_string()
+    );
+    let ran = script(&root, &code, &["--allowedTools", "Edit"])?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    // The edit ran (an allow rule), the reading command ran (read-only,
+    // as in default mode), the writing one was asked — refused here.
+    assert_eq!(std::fs::read_to_string(root.join("a.txt"))?, "new text\n");
+    assert!(!root.join("made.txt").exists());
+    let returned = ran.returned()?;
+    assert!(
+        returned["shown"]
+            .as_str()
+            .is_some_and(|s| s.contains("new text")),
+        "{returned}"
+    );
+    assert_eq!(returned["refused"]["denied"], true, "{returned}");
+    let message = returned["refused"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("Running `touch made.txt` needs approval"),
+        "{message}"
+    );
+    // The refusal is told as the sub-call's, and every call is kept.
+    let denied: Vec<&Value> = ran
+        .lines
+        .iter()
+        .filter(|l| l["subtype"] == "permission_denied")
+        .collect();
+    assert_eq!(denied.len(), 1, "{:?}", ran.lines);
+    assert_eq!(denied[0]["parent_tool_use_id"], "toolu_script");
+    let kept = ran.kept_calls()?;
+    let names: Vec<&str> = kept
+        .iter()
+        .filter_map(|k| k["tool_name"].as_str())
+        .collect();
+    assert_eq!(names, ["Read", "Edit", "Bash", "Bash"]);
+    assert_eq!(kept[3]["denied"], true);
+    assert_eq!(kept[1]["denied"], false);
+    Ok(())
+}
+
+#[test]
+fn a_refusal_the_script_does_not_catch_fails_the_script() -> TestResult {
+    let (_ws, root) = workspace()?;
+    let code = r#"console.log("before");
+await tools.Bash({command: "touch made.txt"});
+return "not reached";"#;
+    let ran = script(&root, code, &[])?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    let result = ran.result()?;
+    assert_eq!(result["is_error"], true, "{result}");
+    let text = text_of(&result);
+    assert!(
+        text.starts_with("The script threw: Error: Running `touch made.txt` needs approval"),
+        "{text}"
+    );
+    assert!(text.ends_with("It printed before that:\nbefore"), "{text}");
+    assert!(!root.join("made.txt").exists());
+    Ok(())
+}
+
+/// A PreToolUse hook sees a script's call as any other and rewrites its
+/// input: the script reads the file the hook chose.
+#[test]
+fn a_hook_rewrites_a_nested_calls_input() -> TestResult {
+    let (_ws, root) = workspace()?;
+    std::fs::write(root.join("asked.txt"), "what the script asked for\n")?;
+    std::fs::write(root.join("chosen.txt"), "what the hook chose\n")?;
+    let answer = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "allow",
+        "updatedInput": {"file_path": root.join("chosen.txt")}}});
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [
+        {"type": "command", "command": format!("printf '%s' '{answer}'")}]}]}});
+    let code = format!(
+        "return await tools.Read({{file_path: {:?}}});",
+        root.join("asked.txt").display().to_string()
+    );
+    let ran = script(&root, &code, &["--settings", &settings.to_string()])?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    let text = text_of(&ran.result()?);
+    assert!(text.contains("what the hook chose"), "{text}");
+    assert!(!text.contains("what the script asked for"), "{text}");
+    Ok(())
+}
+
+#[test]
+fn an_endless_script_is_stopped_at_its_deadline_and_the_turn_goes_on() -> TestResult {
+    let (_ws, root) = workspace()?;
+    let settings = json!({"codeMode": {"deadlineSeconds": 1}}).to_string();
+    let code = "console.log(\"spinning\");\nwhile (true) {}";
+    let ran = script(&root, code, &["--settings", &settings])?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    let result = ran.result()?;
+    assert_eq!(result["is_error"], true, "{result}");
+    let text = text_of(&result);
+    assert!(text.starts_with("The script was stopped: "), "{text}");
+    assert!(text.contains("1s") || text.contains("1 s"), "{text}");
+    assert!(
+        text.ends_with("It printed before that:\nspinning"),
+        "{text}"
+    );
+    let last = support::last_line(&ran.out.stdout)?;
+    assert_eq!(last["subtype"], "success", "{last}");
+    Ok(())
+}
+
+/// The script itself reaches no file, no network and no environment: the
+/// names a JavaScript runtime would offer for them are not there, and a
+/// module cannot be imported. The controls: the same file through
+/// `tools.Read`, the same server through `tools.Bash` with its host
+/// allowed — the pipeline's way works, the direct way does not.
+#[test]
+fn a_script_has_no_file_system_network_or_environment_of_its_own() -> TestResult {
+    let (_ws, root) = workspace()?;
+    let secret = "carapace-code-mode-variable-value";
+    std::fs::write(root.join("notes.txt"), "the notes\n")?;
+    let pong = carapace_test_support::pong::Pong::start()?;
+    let url = pong.fetch_command("localhost");
+    let code = format!(
+        r#"const probes = {{}};
+const attempt = async (name, f) => {{
+  try {{ probes[name] = "reached: " + String(await f()); }}
+  catch (e) {{ probes[name] = "refused: " + e.name; }}
+}};
+const notes = {notes:?};
+await attempt("require", () => require("fs").readFileSync(notes, "utf8"));
+await attempt("import", () => import("fs"));
+await attempt("fetch", () => fetch("http://localhost/"));
+await attempt("process", () => process.env.CODE_MODE_SECRET);
+await attempt("deno", () => Deno.readTextFileSync(notes));
+await attempt("xhr", () => new XMLHttpRequest());
+await attempt("std", () => std.loadFile(notes));
+// The same names under other spellings: built from strings, through the
+// global object, eval, the Function constructor.
+await attempt("spelled", () => globalThis["req" + "uire"]("fs"));
+await attempt("evaluated", () => eval("process"));
+await attempt("constructed", () => (function () {{}}).constructor("return process")());
+await attempt("imported", () => Function("return import('fs')")());
+const names = Object.getOwnPropertyNames(globalThis);
+probes.globals = names.filter(n => /^(process|require|fetch|Deno|Bun|std|os|XMLHttpRequest|WebSocket|module|exports)$/.test(n));
+probes.shown = JSON.stringify(names.map(n => String(globalThis[n]))).includes({secret:?});
+await attempt("readControl", () => tools.Read({{file_path: notes}}));
+await attempt("networkControl", () => tools.Bash({{command: {url:?}}}));
+return probes;"#,
+        notes = root.join("notes.txt").display().to_string(),
+    );
+    let settings = json!({"sandbox": {"network": {"allowedDomains": ["localhost"]}}});
+    let ran = {
+        let server = ScriptedServer::start(vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_script",
+                "Script",
+                json!({"code": code}),
+            )]),
+            Reply::text("done"),
+        ])?;
+        let config = tempfile::tempdir()?;
+        let mut command = support::against(&server, &root);
+        command
+            .env("CARAPACE_CONFIG_DIR", config.path())
+            .env("CODE_MODE_SECRET", secret)
+            .args(["-p", "probe", "--output-format", "stream-json", "--verbose"])
+            .args(["--code-mode", "--allowedTools", "Bash"])
+            .args(["--settings", &settings.to_string()]);
+        let out = support::Run::from_output(command.output()?)?;
+        let lines = support::lines(&out.stdout)?;
+        Ran {
+            out,
+            lines,
+            server,
+            config,
+        }
+    };
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    let probes = ran.returned()?;
+    for name in [
+        "require",
+        "fetch",
+        "process",
+        "deno",
+        "xhr",
+        "std",
+        "evaluated",
+        "constructed",
+    ] {
+        assert_eq!(probes[name], "refused: ReferenceError", "{name}: {probes}");
+    }
+    // Calling what is not there (the global object has no `require`).
+    assert_eq!(probes["spelled"], "refused: TypeError", "{probes}");
+    // No module can be resolved: `import()` is refused.
+    for name in ["import", "imported"] {
+        assert_eq!(probes[name], "refused: TypeError", "{name}: {probes}");
+    }
+    assert_eq!(probes["globals"], json!([]), "{probes}");
+    assert_eq!(probes["shown"], false, "{probes}");
+    assert!(!text_of(&ran.result()?).contains(secret));
+    // The controls: through the pipeline, the file and the server answer.
+    assert_eq!(
+        probes["readControl"], "reached: 1\tthe notes\n2\t",
+        "{probes}"
+    );
+    assert!(
+        probes["networkControl"]
+            .as_str()
+            .is_some_and(|p| p.contains("pong")),
+        "{probes}"
+    );
+    assert_eq!(pong.served(), 1, "only the control reached the server");
+    Ok(())
+}
+
+/// Without `--code-mode` (or `codeMode` in settings) no Script tool is
+/// offered; with it, its description declares the tools a script may
+/// call.
+#[test]
+fn the_script_tool_is_offered_only_in_code_mode_with_the_tools_declared() -> TestResult {
+    let (_ws, root) = workspace()?;
+    let server = ScriptedServer::start(vec![Reply::text("hi")])?;
+    let out = support::run(&server, &root, &["-p", "hello"])?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let tools = support::tool_names(&server.requests()[0].body);
+    assert!(!tools.iter().any(|t| t == "Script"), "{tools:?}");
+    let server = ScriptedServer::start(vec![Reply::text("hi")])?;
+    let settings = json!({"codeMode": true}).to_string();
+    let out = support::run(&server, &root, &["-p", "hello", "--settings", &settings])?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let body = &server.requests()[0].body;
+    let script = body["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "Script"))
+        .ok_or("no Script tool")?;
+    let description = script["description"].as_str().unwrap_or_default();
+    assert!(
+        description.contains("Read(input: { file_path: string;"),
+        "{description}"
+    );
+    assert!(description.contains("Bash(input: {"), "{description}");
+    assert!(!description.contains("Script(input"), "{description}");
+    Ok(())
+}
