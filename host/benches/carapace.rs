@@ -37,6 +37,8 @@ type BenchResult = Result<(), Box<dyn std::error::Error>>;
 
 #[path = "carapace/acp.rs"]
 mod acp;
+#[path = "carapace/code_mode.rs"]
+mod code_mode;
 #[path = "carapace/commands.rs"]
 mod commands;
 #[path = "carapace/context.rs"]
@@ -155,6 +157,9 @@ fn main() -> BenchResult {
     }
     if wanted("questions") {
         questions::question_benches(work.path())?;
+    }
+    if wanted("code_mode") {
+        code_mode::code_mode_benches(work.path())?;
     }
     Ok(())
 }
