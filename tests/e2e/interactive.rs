@@ -12,6 +12,8 @@ use std::path::Path;
 use std::time::Duration;
 use support::TestResult;
 
+#[path = "interactive/code_mode.rs"]
+mod code_mode;
 #[path = "interactive/grants.rs"]
 mod grants;
 #[path = "interactive/screen.rs"]
