@@ -423,3 +423,51 @@ fn the_script_tool_is_offered_only_in_code_mode_with_the_tools_declared() -> Tes
     assert!(!description.contains("Script(input"), "{description}");
     Ok(())
 }
+
+/// A script run in the background answers at once; its result reaches
+/// the model as a task notification when it ends, and the run waits for
+/// it.
+#[test]
+fn a_background_script_reports_when_it_ends() -> TestResult {
+    let (_ws, root) = workspace()?;
+    let code = "const out = await tools.Bash({command: \"echo from-the-background\"});\nreturn \"said: \" + out.trim();";
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_script",
+            "Script",
+            json!({"code": code, "run_in_background": true}),
+        )]),
+        Reply::text("it runs"),
+        Reply::text("it reported"),
+    ])?;
+    let config = tempfile::tempdir()?;
+    let mut command = support::against(&server, &root);
+    command
+        .env("CARAPACE_CONFIG_DIR", config.path())
+        .args([
+            "-p",
+            "start it",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .args(["--code-mode", "--allowedTools", "Bash"]);
+    let out = support::Run::from_output(command.output()?)?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{}", out.stdout);
+    let answered = requests[1].body["messages"].to_string();
+    assert!(answered.contains("Started script script-"), "{answered}");
+    let reported = requests[2].body["messages"].to_string();
+    assert!(reported.contains("<task-notification>"), "{reported}");
+    assert!(
+        reported.contains("<status>completed</status>"),
+        "{reported}"
+    );
+    assert!(reported.contains("said: from-the-background"), "{reported}");
+    let lines = support::lines(&out.stdout)?;
+    let subtypes: Vec<&str> = lines.iter().filter_map(|l| l["subtype"].as_str()).collect();
+    assert!(subtypes.contains(&"task_started"), "{subtypes:?}");
+    assert!(subtypes.contains(&"task_notification"), "{subtypes:?}");
+    Ok(())
+}

@@ -167,6 +167,15 @@ impl SessionBuilder {
             run.as_ref(),
         )?;
         let (queue, abort) = (Arc::new(InputQueue::new()), CancellationToken::new());
+        // Background scripts report through the session's queue.
+        let code_mode = code_mode.map(|mut mode| {
+            mode.background = Some(crate::tools::BackgroundScripts {
+                queue: queue.clone(),
+                abort: abort.clone(),
+                dir: identity.dir.join("tasks"),
+            });
+            mode
+        });
         let runner = run
             .as_ref()
             .filter(|_| self.spec.tools.agent_tool)

@@ -221,6 +221,7 @@ impl SessionBuilder {
         Ok(Some(crate::tools::CodeMode {
             runner: crate::tools::script::ScriptRunner::load(sandbox)?,
             limits,
+            background: None,
         }))
     }
 

@@ -47,8 +47,8 @@ pub const HOST_TOOLS: &[&str] = &[
     crate::agent::STRUCTURED_OUTPUT_TOOL,
 ];
 pub use pipeline::{
-    Asker, CheckedCall, CodeMode, PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT,
-    ToolPipeline,
+    Asker, BackgroundScripts, CheckedCall, CodeMode, PermissionPrompter, PromptAnswer,
+    PromptRequest, STDIO_PROMPT, ToolPipeline,
 };
 pub use registry::{
     CallView, Change, FileChange, InstalledTools, McpHandle, McpSet, NativeTool, Presentation,

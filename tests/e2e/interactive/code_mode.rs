@@ -13,7 +13,11 @@ fn running(needle: &str) -> bool {
     };
     entries.flatten().any(|entry| {
         std::fs::read(entry.path().join("cmdline"))
-            .map(|line| String::from_utf8_lossy(&line).replace('\0', " ").contains(needle))
+            .map(|line| {
+                String::from_utf8_lossy(&line)
+                    .replace('\0', " ")
+                    .contains(needle)
+            })
             .unwrap_or(false)
     })
 }

@@ -25,7 +25,7 @@ mod skill;
 mod stages;
 
 pub use ask::{Asker, PermissionPrompter, PromptAnswer, PromptRequest, STDIO_PROMPT};
-pub use script::CodeMode;
+pub use script::{BackgroundScripts, CodeMode};
 
 use crate::agent::{
     InterruptBehavior, Preparation, ReadyCall, ToolCall, ToolCallResult, ToolRuntime,

@@ -3,19 +3,37 @@
 //! (through its own `Arc`, as the loop's calls are), under the script's
 //! limits. Its result is what it printed and returned; a throw, a stop at
 //! a limit or an interruption is an error result with what it printed.
+//!
+//! With `run_in_background` the call is answered at once with a task id;
+//! the script runs on (under the longer background deadline) and its
+//! result reaches the model as a `<task-notification>` message when it
+//! ends, as a background agent's does. The session's abort stops it.
 
 use super::ToolPipeline;
-use crate::agent::{ToolCall, ToolCallResult, ToolRuntime};
+use crate::agent::{AgentEvent, InputQueue, QueuedInput, ToolCall, ToolCallResult, ToolRuntime};
 use crate::model::ToolResultContent;
 use crate::tools::script::{
     CallWitness, NestedCalls, SCRIPT_TOOL, ScriptEnd, ScriptLimits, ScriptOutput, ScriptRunner,
 };
+use serde_json::json;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
 
 /// Code mode, as the session turned it on.
 pub struct CodeMode {
     pub runner: ScriptRunner,
     pub limits: ScriptLimits,
+    /// Where background scripts report (none: they are not offered).
+    pub background: Option<BackgroundScripts>,
+}
+
+/// What background scripts need of the session: the queue their reports
+/// join, the session's abort, the folder their output is kept in.
+pub struct BackgroundScripts {
+    pub queue: Arc<InputQueue>,
+    pub abort: CancellationToken,
+    pub dir: PathBuf,
 }
 
 impl ToolPipeline {
@@ -23,59 +41,137 @@ impl ToolPipeline {
         let Some(code) = call.input["code"].as_str() else {
             return ToolCallResult::error(&call.id, "Script needs `code`, a string");
         };
-        let (Some(mode), Some(me)) = (&self.code_mode, self.myself()) else {
+        let (Some(mode), Some(me)) = (self.code_mode.clone(), self.myself()) else {
             return ToolCallResult::error(&call.id, "code mode is not on in this session");
         };
-        let offered: Vec<String> = self
-            .specs()
-            .into_iter()
-            .map(|s| s.name)
-            .filter(|name| name != SCRIPT_TOOL)
-            .collect();
-        let witness = CallWitness {
-            output: self.output.clone(),
-            log: self.decisions.get().cloned(),
-        };
-        let runtime: Arc<dyn ToolRuntime> = me;
-        let calls = NestedCalls::new(
-            runtime,
-            &call.id,
-            offered.clone(),
-            (mode.limits.max_calls, witness),
-        );
-        let printed = Arc::new(Mutex::new(ScriptOutput::new(mode.limits.output_bytes)));
-        let end = mode
-            .runner
-            .run(
-                code.to_string(),
-                offered,
-                calls,
-                (&mode.limits, printed.clone()),
-            )
-            .await;
-        let printed = printed
-            .lock()
-            .map(|mut p| std::mem::take(&mut *p))
-            .unwrap_or_default();
-        let (text, is_error) = match end {
-            Ok(ScriptEnd::Returned(value)) => (printed.finish(value.as_deref()), false),
-            Ok(ScriptEnd::Threw(thrown)) => (
-                failure(printed, &format!("The script threw: {thrown}")),
-                true,
-            ),
-            Err(stopped) => (
-                failure(
-                    printed,
-                    &format!("The script was stopped: {}", stopped.describe()),
+        if call.input["run_in_background"] == true {
+            return match &mode.background {
+                Some(background) => launch(me, &mode, background, (call, code)),
+                None => ToolCallResult::error(
+                    &call.id,
+                    "this session cannot run a script in the background: run it without `run_in_background`",
                 ),
-                true,
-            ),
-        };
+            };
+        }
+        let (text, is_error) = execute(me, &mode, (&call.id, code), &mode.limits).await;
         ToolCallResult {
             content: ToolResultContent::Text(text),
             is_error,
             ..ToolCallResult::error(&call.id, "")
         }
+    }
+}
+
+/// Runs one script to its end: its result text, and whether it failed.
+async fn execute(
+    me: Arc<ToolPipeline>,
+    mode: &CodeMode,
+    (id, code): (&str, &str),
+    limits: &ScriptLimits,
+) -> (String, bool) {
+    let offered: Vec<String> = me
+        .specs()
+        .into_iter()
+        .map(|s| s.name)
+        .filter(|name| name != SCRIPT_TOOL)
+        .collect();
+    let witness = CallWitness {
+        output: me.output.clone(),
+        log: me.decisions.get().cloned(),
+    };
+    let runtime: Arc<dyn ToolRuntime> = me;
+    let calls = NestedCalls::new(runtime, id, offered.clone(), (limits.max_calls, witness));
+    let printed = Arc::new(Mutex::new(ScriptOutput::new(limits.output_bytes)));
+    let end = (mode.runner)
+        .run(code.to_string(), offered, calls, (limits, printed.clone()))
+        .await;
+    let printed = printed
+        .lock()
+        .map(|mut p| std::mem::take(&mut *p))
+        .unwrap_or_default();
+    match end {
+        Ok(ScriptEnd::Returned(value)) => (printed.finish(value.as_deref()), false),
+        Ok(ScriptEnd::Threw(thrown)) => (
+            failure(printed, &format!("The script threw: {thrown}")),
+            true,
+        ),
+        Err(stopped) => (
+            failure(
+                printed,
+                &format!("The script was stopped: {}", stopped.describe()),
+            ),
+            true,
+        ),
+    }
+}
+
+/// Starts the script in the background: answered at once, reported when
+/// it ends.
+fn launch(
+    me: Arc<ToolPipeline>,
+    mode: &Arc<CodeMode>,
+    background: &BackgroundScripts,
+    (call, code): (&ToolCall, &str),
+) -> ToolCallResult {
+    let task = format!(
+        "script-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    );
+    let output = me.output.clone();
+    let tell = move |event: AgentEvent| {
+        if let Some(output) = &output {
+            output.send(event);
+        }
+    };
+    tell(AgentEvent::TaskStarted {
+        task_id: task.clone(),
+        description: "script".into(),
+        tool_use_id: call.id.clone(),
+    });
+    let hold = background.queue.hold();
+    let (queue, stop) = (background.queue.clone(), background.abort.child_token());
+    let output_file = background.dir.join(format!("{task}.output"));
+    let (mode, id, code, task_id) = (
+        mode.clone(),
+        call.id.clone(),
+        code.to_string(),
+        task.clone(),
+    );
+    tokio::spawn(async move {
+        let limits = ScriptLimits {
+            deadline: mode.limits.background_deadline,
+            ..mode.limits.clone()
+        };
+        let (text, failed) = tokio::select! {
+            ended = execute(me, &mode, (&id, &code), &limits) => ended,
+            () = stop.cancelled() => ("The script was stopped: the session ended.".to_string(), true),
+        };
+        let status = if failed { "failed" } else { "completed" };
+        if let Err(e) = crate::files::write(&output_file, text.as_bytes()) {
+            tracing::warn!(task = %task_id, "keeping the script's output failed: {e}");
+        }
+        tell(AgentEvent::TaskNotification {
+            task_id: task_id.clone(),
+            status,
+            output_file: output_file.display().to_string(),
+            summary: format!("Script {status}"),
+            tool_use_id: id,
+        });
+        queue.push(QueuedInput::text(
+            task_id.clone(),
+            format!(
+                "<task-notification>\n<task-id>{task_id}</task-id>\n<status>{status}</status>\n<summary>Script {status}</summary>\n<result>{text}</result>\n</task-notification>"
+            ),
+        ));
+        drop(hold);
+    });
+    ToolCallResult {
+        content: ToolResultContent::Text(format!(
+            "Started script {task} in the background. Its result will arrive as a task notification when it ends: do not start it again, and do not wait for it with tools."
+        )),
+        is_error: false,
+        structured: Some(json!({"status": "async_launched", "taskId": task})),
+        ..ToolCallResult::error(&call.id, "")
     }
 }
 

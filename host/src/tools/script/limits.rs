@@ -9,6 +9,8 @@ pub struct ScriptLimits {
     /// waiting on its tool calls does not count: each call has its own
     /// deadline, and the number of calls is bounded.
     pub deadline: Duration,
+    /// The same, for a script run in the background.
+    pub background_deadline: Duration,
     /// The engine's memory, in bytes.
     pub memory_bytes: usize,
     /// Tool calls one script may make.
@@ -22,6 +24,7 @@ impl Default for ScriptLimits {
     fn default() -> Self {
         Self {
             deadline: Duration::from_secs(30),
+            background_deadline: Duration::from_secs(600),
             memory_bytes: 256 << 20,
             max_calls: 200,
             output_bytes: 100 << 10,

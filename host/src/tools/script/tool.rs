@@ -18,7 +18,8 @@ const ABOUT: &str = "Runs a JavaScript program that calls your tools, so that ma
 - Each call is checked exactly as if you had made it (permission rules, hooks, the user's approval): a call that is refused or fails rejects with an Error whose message is the result (and `error.denied` is true when it was refused) — catch it to go on.
 - `Promise.all([...])` runs read-only calls at the same time; calls that change something run one after another in the order made.
 - What `console.log` prints and what the function returns (as JSON unless it is a string) are the result.
-- There is no file system, network, environment, `require`, `import` or `fetch`: only `tools`. Use plain JavaScript (no TypeScript types).";
+- There is no file system, network, environment, `require`, `import` or `fetch`: only `tools`. Use plain JavaScript (no TypeScript types).
+- For a long run (a slow build, many commands), set `run_in_background`: you are answered at once and told the result when it ends.";
 
 pub fn definition() -> ToolDefinition {
     ToolDefinition {
@@ -27,7 +28,8 @@ pub fn definition() -> ToolDefinition {
         input_schema: json!({
             "type": "object",
             "properties": {
-                "code": {"type": "string", "description": "The body of an async JavaScript function"}
+                "code": {"type": "string", "description": "The body of an async JavaScript function"},
+                "run_in_background": {"type": "boolean", "description": "Answer at once; the script's result arrives as a task notification when it ends"}
             },
             "required": ["code"],
             "additionalProperties": false
@@ -46,8 +48,9 @@ pub fn description(offered: &[ToolSpec], limits: &ScriptLimits) -> String {
         .cloned()
         .collect();
     format!(
-        "{ABOUT}\n- Limits: {} s of the script's own running time (waiting on calls does not count), {} tool calls, {} MiB of memory, {} KB of output.\n\nThe tools:\n```ts\n{}\n```",
+        "{ABOUT}\n- Limits: {} s of the script's own running time ({} s in the background; waiting on calls does not count), {} tool calls, {} MiB of memory, {} KB of output.\n\nThe tools:\n```ts\n{}\n```",
         limits.deadline.as_secs(),
+        limits.background_deadline.as_secs(),
         limits.max_calls,
         limits.memory_bytes >> 20,
         limits.output_bytes >> 10,
