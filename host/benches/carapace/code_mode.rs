@@ -10,7 +10,7 @@
 
 use super::BenchResult;
 use scripted_server::{Block, Reply, ScriptedServer};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
