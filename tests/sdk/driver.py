@@ -75,6 +75,13 @@ async def query_read():
         emit(describe(message))
 
 
+async def code_mode():
+    """Code mode turned on through the SDK's extra_args (`--code-mode`)."""
+    opts = options(allowed_tools=["Read"], extra_args={"code-mode": None})
+    async for message in query(prompt="read it in a script", options=opts):
+        emit(describe(message))
+
+
 async def two_turns():
     async with ClaudeSDKClient(options=options()) as client:
         await client.query("FIRST")
@@ -421,6 +428,7 @@ SCENARIOS = {
     "permission_set_bypass_allowed": permission_set_bypass_allowed,
     "network_ask_allowed": network_ask_allowed,
     "grant_partly": grant_partly,
+    "code_mode": code_mode,
     "network_scopes": network_scopes,
     "grant_for_the_turn": grant_for_the_turn,
     "network_ask_denied": network_ask_denied,

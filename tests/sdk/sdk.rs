@@ -733,3 +733,36 @@ fn can_use_tool_approves_the_plan_and_plan_mode_ends() -> TestResult {
     assert_eq!(std::fs::read_to_string(run.ws.join("planned.txt"))?, "done");
     Ok(())
 }
+
+/// Code mode turned on by the SDK (`extra_args={"code-mode": None}`): the
+/// script's Read runs as its own call (allowed by the SDK's
+/// `allowed_tools`), and the SDK yields it as a sub-call of the Script
+/// call.
+#[test]
+fn the_sdk_turns_code_mode_on_and_sees_a_scripts_calls() -> TestResult {
+    sdk_installed()?;
+    let run = drive("code_mode", |ws| {
+        let code = format!(
+            "return await tools.Read({{file_path: {:?}}});",
+            ws.join("notes.txt").display().to_string()
+        );
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_script",
+                "Script",
+                json!({"code": code}),
+            )]),
+            Reply::text("the port is 8080"),
+        ]
+    })?;
+    run.ok()?;
+    let result = content(&result_of(&run, 1, "toolu_script")?);
+    assert!(result.contains("the port is 8080"), "{result}");
+    let nested = run
+        .of("AssistantMessage")
+        .into_iter()
+        .filter(|m| m["parent_tool_use_id"] == "toolu_script")
+        .count();
+    assert_eq!(nested, 1, "{:?}", run.lines);
+    Ok(())
+}
