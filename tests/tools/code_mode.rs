@@ -471,3 +471,74 @@ fn a_background_script_reports_when_it_ends() -> TestResult {
     assert!(subtypes.contains(&"task_notification"), "{subtypes:?}");
     Ok(())
 }
+
+/// A subagent's script calls through the subagent's tools: what its
+/// definition gives it runs, what it does not (Bash, and Agent — no
+/// grandchildren) is refused to the script as to the subagent.
+#[test]
+fn a_subagents_script_has_only_the_subagents_tools() -> TestResult {
+    let (_ws, root) = workspace()?;
+    std::fs::write(root.join("notes.txt"), "the notes\n")?;
+    let code = format!(
+        r#"const notes = await tools.Read({{file_path: {notes:?}}});
+const refused = [];
+for (const [name, input] of [["Bash", {{command: "echo hi"}}], ["Agent", {{description: "x", prompt: "y"}}]]) {{
+  try {{ await tools[name](input); }} catch (e) {{ refused.push(name + ": " + e.message); }}
+}}
+return {{notes, refused, names: Object.getOwnPropertyNames(tools)}};"#,
+        notes = root.join("notes.txt").display().to_string()
+    );
+    let agents = json!({"reader": {"description": "reads files", "prompt": "You read.",
+        "tools": ["Read", "Script"]}});
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_agent",
+            "Agent",
+            json!({"description": "read", "prompt": "read the notes", "subagent_type": "reader"}),
+        )]),
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_script",
+            "Script",
+            json!({"code": code}),
+        )]),
+        Reply::text("the child is done"),
+        Reply::text("done"),
+    ])?;
+    let out = support::run(
+        &server,
+        &root,
+        &[
+            "-p",
+            "delegate",
+            "--code-mode",
+            "--agents",
+            &agents.to_string(),
+        ],
+    )?;
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let requests = server.requests();
+    let child_tools = support::tool_names(&requests[1].body);
+    assert_eq!(child_tools, ["Read", "Script"], "{child_tools:?}");
+    let sent = requests[2].body["messages"].to_string();
+    let result: Value = requests[2].body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_array())
+        .and_then(|c| c.iter().find(|b| b["tool_use_id"] == "toolu_script"))
+        .map(|b| text_of(b))
+        .and_then(|t| serde_json::from_str(t.lines().last()?).ok())
+        .ok_or(sent)?;
+    assert_eq!(result["notes"], "1\tthe notes\n2\t", "{result}");
+    // The script is given only the subagent's tools (Script aside): the
+    // others are not there to call.
+    assert_eq!(result["names"], json!(["Read"]), "{result}");
+    assert_eq!(
+        result["refused"],
+        json!([
+            "Bash: not a callable function",
+            "Agent: not a callable function"
+        ]),
+        "{result}"
+    );
+    Ok(())
+}

@@ -47,7 +47,7 @@ pub use query::query;
 pub use run::{QueryConfig, QueryDeps, QueryOutcome, RunError, StructuredOutputConfig};
 pub use state::{State, Terminal, Transition};
 pub use structured_output::{DEFAULT_STRUCTURED_OUTPUT_ATTEMPTS, STRUCTURED_OUTPUT_TOOL};
-pub use tool_subset::{CallObserver, ToolSubset};
+pub use tool_subset::{CallObserver, ToolSubset, caller_tools};
 pub use tools::{
     DenialSource, HookNotes, InterruptBehavior, PermissionDenial, Preparation, ReadyCall, ToolCall,
     ToolCallResult, ToolRuntime,

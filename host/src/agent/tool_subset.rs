@@ -4,13 +4,47 @@
 //! sandbox), and a call of a tool outside the subset is refused before
 //! anything runs — the model may name a tool it was not offered.
 
-use super::tools::{Preparation, ToolCall, ToolCallResult, ToolRuntime};
+use super::tools::{
+    InterruptBehavior, Preparation, ReadyCall, ToolCall, ToolCallResult, ToolRuntime,
+};
 use crate::model::ToolSpec;
 use futures::future::BoxFuture;
 use std::sync::{Arc, RwLock};
 
 /// Told of each call the child makes, before it is prepared.
 pub type CallObserver = Arc<dyn Fn(&ToolCall) + Send + Sync>;
+
+tokio::task_local! {
+    /// The subset a running call was prepared through.
+    static CALLER: Arc<dyn ToolRuntime>;
+}
+
+/// The tools of whoever made the running call, when that was a subset (a
+/// subagent's tools): a call that makes calls of its own (a script) makes
+/// them through these, never through more.
+pub fn caller_tools() -> Option<Arc<dyn ToolRuntime>> {
+    CALLER.try_with(Arc::clone).ok()
+}
+
+/// A call prepared through a subset: it runs knowing so.
+struct Through {
+    call: Box<dyn ReadyCall>,
+    subset: Arc<dyn ToolRuntime>,
+}
+
+impl ReadyCall for Through {
+    fn concurrency_safe(&self) -> bool {
+        self.call.concurrency_safe()
+    }
+
+    fn interrupt(&self) -> InterruptBehavior {
+        self.call.interrupt()
+    }
+
+    fn run(self: Box<Self>) -> BoxFuture<'static, ToolCallResult> {
+        Box::pin(CALLER.scope(self.subset, self.call.run()))
+    }
+}
 
 pub struct ToolSubset {
     parent: Arc<dyn ToolRuntime>,
@@ -115,7 +149,14 @@ impl ToolRuntime for ToolSubset {
             );
             return Box::pin(async move { Preparation::Failed(Box::new(result)) });
         }
-        self.parent.clone().prepare(call)
+        let prepared = self.parent.clone().prepare(call);
+        let subset: Arc<dyn ToolRuntime> = self;
+        Box::pin(async move {
+            match prepared.await {
+                Preparation::Ready(call) => Preparation::Ready(Box::new(Through { call, subset })),
+                failed => failed,
+            }
+        })
     }
 
     fn refresh(&self) -> BoxFuture<'_, bool> {

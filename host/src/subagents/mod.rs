@@ -427,11 +427,8 @@ impl SubagentRunner {
                 agent.tools.as_deref(),
                 // No grandchildren; the session's answer is the parent's
                 // to give, and so is leaving plan mode (as in Claude Code).
-                // A script's calls go through the session's whole tool
-                // set, not this subset: no Script either.
                 &[
                     AGENT_TOOL,
-                    crate::tools::script::SCRIPT_TOOL,
                     crate::agent::STRUCTURED_OUTPUT_TOOL,
                     crate::tools::exit_plan_mode::EXIT_PLAN_MODE_TOOL,
                 ],

@@ -44,6 +44,9 @@ impl ToolPipeline {
         let (Some(mode), Some(me)) = (self.code_mode.clone(), self.myself()) else {
             return ToolCallResult::error(&call.id, "code mode is not on in this session");
         };
+        // A subagent's script calls through the subagent's tools.
+        let tools = crate::agent::caller_tools().unwrap_or_else(|| me.clone());
+        let me = (me, tools);
         if call.input["run_in_background"] == true {
             return match &mode.background {
                 Some(background) => launch(me, &mode, background, (call, code)),
@@ -62,14 +65,18 @@ impl ToolPipeline {
     }
 }
 
+/// The pipeline (where calls are told), and the tools a script calls
+/// through (the pipeline, or the subagent's subset of it).
+type Through = (Arc<ToolPipeline>, Arc<dyn ToolRuntime>);
+
 /// Runs one script to its end: its result text, and whether it failed.
 async fn execute(
-    me: Arc<ToolPipeline>,
+    (me, tools): Through,
     mode: &CodeMode,
     (id, code): (&str, &str),
     limits: &ScriptLimits,
 ) -> (String, bool) {
-    let offered: Vec<String> = me
+    let offered: Vec<String> = tools
         .specs()
         .into_iter()
         .map(|s| s.name)
@@ -79,8 +86,7 @@ async fn execute(
         output: me.output.clone(),
         log: me.decisions.get().cloned(),
     };
-    let runtime: Arc<dyn ToolRuntime> = me;
-    let calls = NestedCalls::new(runtime, id, offered.clone(), (limits.max_calls, witness));
+    let calls = NestedCalls::new(tools, id, offered.clone(), (limits.max_calls, witness));
     let printed = Arc::new(Mutex::new(ScriptOutput::new(limits.output_bytes)));
     let end = (mode.runner)
         .run(code.to_string(), offered, calls, (limits, printed.clone()))
@@ -108,7 +114,7 @@ async fn execute(
 /// Starts the script in the background: answered at once, reported when
 /// it ends.
 fn launch(
-    me: Arc<ToolPipeline>,
+    me: Through,
     mode: &Arc<CodeMode>,
     background: &BackgroundScripts,
     (call, code): (&ToolCall, &str),
@@ -117,7 +123,7 @@ fn launch(
         "script-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..12]
     );
-    let output = me.output.clone();
+    let output = me.0.output.clone();
     let tell = move |event: AgentEvent| {
         if let Some(output) = &output {
             output.send(event);
