@@ -525,7 +525,7 @@ return {{notes, refused, names: Object.getOwnPropertyNames(tools)}};"#,
         .and_then(|m| m.last())
         .and_then(|m| m["content"].as_array())
         .and_then(|c| c.iter().find(|b| b["tool_use_id"] == "toolu_script"))
-        .map(|b| text_of(b))
+        .map(text_of)
         .and_then(|t| serde_json::from_str(t.lines().last()?).ok())
         .ok_or(sent)?;
     assert_eq!(result["notes"], "1\tthe notes\n2\t", "{result}");
