@@ -542,3 +542,67 @@ return {{notes, refused, names: Object.getOwnPropertyNames(tools)}};"#,
     );
     Ok(())
 }
+
+/// Calls that change things run one after another even when the script
+/// starts them together; each command's start and end are logged, and
+/// no start comes between another's start and end.
+#[test]
+fn calls_that_change_things_run_one_at_a_time_under_promise_all() -> TestResult {
+    let (_ws, root) = workspace()?;
+    let code = r#"const runs = [1, 2, 3].map(i =>
+  tools.Bash({command: `echo start-${i} >> log.txt; sleep 0.2; echo end-${i} >> log.txt`}));
+await Promise.all(runs);
+return "ok";"#;
+    let ran = script(&root, code, &["--allowedTools", "Bash"])?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    let log = std::fs::read_to_string(root.join("log.txt"))?;
+    assert_eq!(
+        log, "start-1\nend-1\nstart-2\nend-2\nstart-3\nend-3\n",
+        "the commands overlapped"
+    );
+    Ok(())
+}
+
+/// The documented limits, each set low: the call after the cap rejects;
+/// output past the cap is cut with a note; an engine past its memory is
+/// stopped.
+#[test]
+fn a_script_is_held_to_its_call_output_and_memory_limits() -> TestResult {
+    let (_ws, root) = workspace()?;
+    std::fs::write(root.join("a.txt"), "a\n")?;
+    let limits = json!({"codeMode": {"maxCalls": 2, "outputKB": 1, "memoryMB": 32}}).to_string();
+    let args = ["--settings", limits.as_str()];
+    let read = format!(
+        "tools.Read({{file_path: {:?}}})",
+        root.join("a.txt").display().to_string()
+    );
+    let code = format!(
+        "await {read};\nawait {read};\ntry {{ await {read}; }} catch (e) {{ return e.message; }}"
+    );
+    let ran = script(&root, &code, &args)?;
+    let text = text_of(&ran.result()?);
+    assert_eq!(
+        text, "the script may make at most 2 tool calls, and has made them",
+        "{text}"
+    );
+    let ran = script(&root, "console.log(\"x\".repeat(5000));", &args)?;
+    let text = text_of(&ran.result()?);
+    assert!(text.starts_with(&"x".repeat(1024)), "{text}");
+    assert!(
+        text.ends_with(
+            "[3977 more bytes of output were cut: the script's output is capped at 1024 bytes]"
+        ),
+        "{text}"
+    );
+    let code =
+        "const hoard = [];\nwhile (true) { hoard.push(new Array(100000).fill(hoard.length)); }";
+    let ran = script(&root, code, &args)?;
+    let result = ran.result()?;
+    assert_eq!(result["is_error"], true, "{result}");
+    let text = text_of(&result);
+    assert!(
+        text.starts_with("The script was stopped: ") && text.contains("memory"),
+        "{text}"
+    );
+    Ok(())
+}
