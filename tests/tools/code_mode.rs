@@ -95,6 +95,16 @@ fn transcripts(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 /// `carapace -p` in `ws` with code mode on, the model sending `code` as one
 /// Script call, then `args`.
 fn script(ws: &Path, code: &str, args: &[&str]) -> Result<Ran, Box<dyn std::error::Error>> {
+    script_with(ws, code, args, &[])
+}
+
+/// [`script`] with variables set for carapace.
+fn script_with(
+    ws: &Path,
+    code: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<Ran, Box<dyn std::error::Error>> {
     let config = tempfile::tempdir()?;
     let server = ScriptedServer::start(vec![
         Reply::tool_uses(vec![Block::tool_use(
@@ -107,6 +117,7 @@ fn script(ws: &Path, code: &str, args: &[&str]) -> Result<Ran, Box<dyn std::erro
     let mut command = support::against(&server, ws);
     command
         .env("CARAPACE_CONFIG_DIR", config.path())
+        .envs(env.iter().copied())
         .args(["-p", "do the task", "--output-format", "stream-json"])
         .args(["--verbose", "--code-mode"])
         .args(args);
@@ -330,32 +341,13 @@ return probes;"#,
         notes = root.join("notes.txt").display().to_string(),
     );
     let settings = json!({"sandbox": {"network": {"allowedDomains": ["localhost"]}}});
-    let ran = {
-        let server = ScriptedServer::start(vec![
-            Reply::tool_uses(vec![Block::tool_use(
-                "toolu_script",
-                "Script",
-                json!({"code": code}),
-            )]),
-            Reply::text("done"),
-        ])?;
-        let config = tempfile::tempdir()?;
-        let mut command = support::against(&server, &root);
-        command
-            .env("CARAPACE_CONFIG_DIR", config.path())
-            .env("CODE_MODE_SECRET", secret)
-            .args(["-p", "probe", "--output-format", "stream-json", "--verbose"])
-            .args(["--code-mode", "--allowedTools", "Bash"])
-            .args(["--settings", &settings.to_string()]);
-        let out = support::Run::from_output(command.output()?)?;
-        let lines = support::lines(&out.stdout)?;
-        Ran {
-            out,
-            lines,
-            server,
-            config,
-        }
-    };
+    let args = [
+        "--allowedTools",
+        "Bash",
+        "--settings",
+        &settings.to_string(),
+    ];
+    let ran = script_with(&root, &code, &args, &[("CODE_MODE_SECRET", secret)])?;
     assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
     let probes = ran.returned()?;
     for name in [

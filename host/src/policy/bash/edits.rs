@@ -10,8 +10,8 @@
 //! line may mix these with commands that only read
 //! ([`super::read_only`]); anything else asks as before.
 
-use super::read_only::{command_reads, redirected_reads};
-use super::{Analysis, SimpleCommand, WordText};
+use super::read_only::{command_reads, plain_words, redirected_reads};
+use super::{Analysis, SimpleCommand};
 
 /// What an editing line touches, as written (relative to the working
 /// directory unless absolute).
@@ -109,17 +109,7 @@ pub fn edits_of_analysed_line(line: &str, analysis: &Analysis) -> Option<LineEdi
 
 /// One editing command's paths, or `None` when it is not one.
 fn command_writes(command: &SimpleCommand) -> Option<Vec<(String, bool)>> {
-    if command.name != 0 || !command.runs.is_empty() {
-        return None;
-    }
-    let words: Vec<&str> = command
-        .words
-        .iter()
-        .map(|w| match w {
-            WordText::Literal(text) => Some(text.as_str()),
-            WordText::Dynamic => None,
-        })
-        .collect::<Option<_>>()?;
+    let words = plain_words(command)?;
     let (program, args) = words.split_first()?;
     let editor = EDITORS.iter().find(|e| e.name == *program)?;
     let whole = (editor.whole_tree)(args);

@@ -137,19 +137,26 @@ pub fn reads_of_analysed_line(line: &str, analysis: &Analysis) -> Option<Vec<Str
     Some(reads)
 }
 
-/// One simple command's reads, if it only reads.
-pub(super) fn command_reads(command: &SimpleCommand) -> Option<Vec<String>> {
+/// A plain command's words as written: none when it has leading
+/// assignments, hands its arguments to another program (a wrapper), or a
+/// word depends on an expansion.
+pub(super) fn plain_words(command: &SimpleCommand) -> Option<Vec<&str>> {
     if command.name != 0 || !command.runs.is_empty() {
-        return None; // leading assignments, or a wrapper
+        return None;
     }
-    let words: Vec<&str> = command
+    command
         .words
         .iter()
         .map(|w| match w {
             WordText::Literal(text) => Some(text.as_str()),
             WordText::Dynamic => None,
         })
-        .collect::<Option<_>>()?;
+        .collect()
+}
+
+/// One simple command's reads, if it only reads.
+pub(super) fn command_reads(command: &SimpleCommand) -> Option<Vec<String>> {
+    let words = plain_words(command)?;
     let (program, args) = words.split_first()?;
     let (_, reads) = PROGRAMS.iter().find(|(name, _)| name == program)?;
     let unsafe_options = WRITING_OPTIONS
