@@ -466,7 +466,8 @@ fn a_background_script_reports_when_it_ends() -> TestResult {
 
 /// A subagent's script calls through the subagent's tools: what its
 /// definition gives it runs, what it does not (Bash, and Agent — no
-/// grandchildren) is refused to the script as to the subagent.
+/// grandchildren) is not there to call; its Script tool declares only
+/// the subagent's tools.
 #[test]
 fn a_subagents_script_has_only_the_subagents_tools() -> TestResult {
     let (_ws, root) = workspace()?;
@@ -511,6 +512,12 @@ return {{notes, refused, names: Object.getOwnPropertyNames(tools)}};"#,
     let requests = server.requests();
     let child_tools = support::tool_names(&requests[1].body);
     assert_eq!(child_tools, ["Read", "Script"], "{child_tools:?}");
+    // Its Script declares the subagent's tools, not the session's.
+    let described = requests[1].body["tools"][1]["description"].to_string();
+    assert!(described.contains("Read(input: {"), "{described}");
+    assert!(!described.contains("Bash(input"), "{described}");
+    let parents = requests[0].body["tools"].to_string();
+    assert!(parents.contains("Bash(input"), "the control: {parents}");
     let sent = requests[2].body["messages"].to_string();
     let result: Value = requests[2].body["messages"]
         .as_array()

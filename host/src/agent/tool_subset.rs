@@ -108,11 +108,13 @@ impl ToolRuntime for ToolSubset {
         if self.is_whole() {
             return self.parent.specs();
         }
-        self.parent
+        let specs = self
+            .parent
             .specs()
             .into_iter()
             .filter(|spec| self.offers(&spec.name))
-            .collect()
+            .collect();
+        self.parent.respec(specs)
     }
 
     fn offer(&self) -> BoxFuture<'_, Vec<ToolSpec>> {
@@ -121,11 +123,16 @@ impl ToolRuntime for ToolSubset {
             if self.is_whole() {
                 return offered;
             }
-            offered
+            let offered = offered
                 .into_iter()
                 .filter(|spec| self.offers(&spec.name))
-                .collect()
+                .collect();
+            self.parent.respec(offered)
         })
+    }
+
+    fn respec(&self, specs: Vec<ToolSpec>) -> Vec<ToolSpec> {
+        self.parent.respec(specs)
     }
 
     fn prepare(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, Preparation> {

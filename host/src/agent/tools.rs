@@ -167,6 +167,14 @@ pub trait ToolRuntime: Send + Sync + 'static {
         Box::pin(async { false })
     }
 
+    /// `specs` — some of this runtime's own, as a subset (a subagent's
+    /// tools) offers them — described for that subset: a tool whose
+    /// description speaks of the others (code mode's Script) is
+    /// described again.
+    fn respec(&self, specs: Vec<ToolSpec>) -> Vec<ToolSpec> {
+        specs
+    }
+
     /// A prompt the user typed (not a subagent's task, not a command's
     /// expansion): what judges calls on the user's behalf (the auto mode's
     /// classifier) reads their recent prompts.

@@ -544,9 +544,12 @@ impl ToolRuntime for ToolPipeline {
                     || spec.name != crate::tools::request_permissions::REQUEST_PERMISSIONS_TOOL
             })
             .collect();
-        let mut specs = self.as_offered(specs);
-        // The Script tool declares the tools a script may call: those
-        // offered now.
+        self.respec(self.as_offered(specs))
+    }
+
+    /// The Script tool declares the tools a script may call: those offered
+    /// with it.
+    fn respec(&self, mut specs: Vec<ToolSpec>) -> Vec<ToolSpec> {
         if let Some(code_mode) = &self.code_mode {
             let described = crate::tools::script::description(&specs, &code_mode.limits);
             if let Some(script) = specs
