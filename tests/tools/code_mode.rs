@@ -605,3 +605,34 @@ fn a_script_is_held_to_its_call_output_and_memory_limits() -> TestResult {
     );
     Ok(())
 }
+
+/// A result that is not only text reaches the script as its content
+/// blocks: an image Read gives the image block, its data whole.
+#[test]
+fn a_result_with_an_image_reaches_the_script_as_content_blocks() -> TestResult {
+    let (_ws, root) = workspace()?;
+    // A 1×1 PNG.
+    let png: [u8; 67] = [
+        0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44,
+        0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f,
+        0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0a, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00,
+        0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00, 0x00, 0x00, 0x49,
+        0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    ];
+    std::fs::write(root.join("dot.png"), png)?;
+    let code = format!(
+        "const blocks = await tools.Read({{file_path: {:?}}});\nreturn blocks.map(b => [b.type, b.source ? b.source.media_type : null, b.source ? b.source.data.length : 0]);",
+        root.join("dot.png").display().to_string()
+    );
+    let ran = script(&root, &code, &[])?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    let returned = ran.returned()?;
+    let image = returned
+        .as_array()
+        .and_then(|blocks| blocks.iter().find(|b| b[0] == "image"))
+        .ok_or_else(|| format!("no image block: {returned}"))?;
+    assert_eq!(image[1], "image/png", "{returned}");
+    // 67 bytes are 92 characters of base64.
+    assert_eq!(image[2], 92, "{returned}");
+    Ok(())
+}
