@@ -636,3 +636,42 @@ fn a_result_with_an_image_reaches_the_script_as_content_blocks() -> TestResult {
     assert_eq!(image[2], 92, "{returned}");
     Ok(())
 }
+
+/// A deny rule holds against a script as against the model: the file
+/// under another spelling, twenty reads racing at once, Grep and a
+/// command for it — every one refused. The control: without the rule
+/// the same script reads it.
+#[test]
+fn a_deny_rule_holds_against_a_scripts_spellings_and_races() -> TestResult {
+    let (_ws, root) = workspace()?;
+    std::fs::create_dir(root.join("sub"))?;
+    std::fs::write(root.join("secret.txt"), "the secret\n")?;
+    let secret = root.join("secret.txt").display().to_string();
+    let code = format!(
+        r#"const secret = {secret:?};
+const spelled = [secret, {dotted:?}, {doubled:?}];
+const attempts = spelled.map(p => tools.Read({{file_path: p}}));
+for (let i = 0; i < 20; i++) attempts.push(tools.Read({{file_path: secret}}));
+attempts.push(tools.Grep({{pattern: "secret", path: secret}}));
+attempts.push(tools.Bash({{command: "cat secret.txt"}}));
+const settled = await Promise.allSettled(attempts);
+return settled.map(s => s.status === "fulfilled" && String(s.value).includes("the secret"));"#,
+        dotted = root.join("sub/../secret.txt").display().to_string(),
+        doubled = format!("{}//secret.txt", root.display()),
+    );
+    let denied = script(&root, &code, &["--disallowedTools", "Read(./secret.txt)"])?;
+    assert_eq!(denied.out.status, Some(0), "{}", denied.out.stderr);
+    let leaked = denied.returned()?;
+    assert_eq!(leaked.as_array().map(Vec::len), Some(25), "{leaked}");
+    assert!(
+        leaked
+            .as_array()
+            .is_some_and(|l| l.iter().all(|r| r == false)),
+        "{leaked}"
+    );
+    assert!(!text_of(&denied.result()?).contains("the secret"));
+    let allowed = script(&root, &code, &[])?;
+    let read = allowed.returned()?;
+    assert_eq!(read[0], true, "the control reads it: {read}");
+    Ok(())
+}
