@@ -675,3 +675,23 @@ return settled.map(s => s.status === "fulfilled" && String(s.value).includes("th
     assert_eq!(read[0], true, "the control reads it: {read}");
     Ok(())
 }
+
+/// A script that waits on what nothing will settle fails at once, saying
+/// so, instead of holding the turn until its deadline.
+#[test]
+fn a_script_waiting_on_nothing_fails_at_once() -> TestResult {
+    let (_ws, root) = workspace()?;
+    let settings = json!({"codeMode": {"deadlineSeconds": 600}}).to_string();
+    let ran = script(
+        &root,
+        "await new Promise(() => {});\nreturn 1;",
+        &["--settings", &settings],
+    )?;
+    let result = ran.result()?;
+    assert_eq!(result["is_error"], true, "{result}");
+    assert_eq!(
+        text_of(&result),
+        "The script threw: the script waits on a promise that nothing will settle (no tool call is running)"
+    );
+    Ok(())
+}
