@@ -573,3 +573,17 @@ fn a_script_waiting_on_nothing_fails_at_once() -> TestResult {
     );
     Ok(())
 }
+
+/// A call the script starts and does not wait for still runs to its end
+/// before the Script call answers, as it would in any JavaScript runtime.
+#[test]
+fn a_call_the_script_does_not_wait_for_still_runs() -> TestResult {
+    let (_ws, root) = workspace()?;
+    let code = "tools.Bash({command: \"touch late.txt\"});\nreturn \"early\";";
+    let ran = script(&root, code, &["--allowedTools", "Bash"])?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    assert_eq!(text_of(&ran.result()?), "early");
+    assert!(root.join("late.txt").exists(), "the call ran");
+    assert_eq!(ran.kept_calls()?.len(), 1, "and was kept");
+    Ok(())
+}

@@ -55,9 +55,15 @@ fn settle(promise: &JsPromise, context: &mut Context) -> Result<Option<String>, 
             .run_jobs()
             .map_err(|e| described(&e, context))?;
         match promise.state() {
-            PromiseState::Fulfilled(value) => return returned(&value, context),
+            PromiseState::Fulfilled(value) => {
+                let out = returned(&value, context);
+                drain(context);
+                return out;
+            }
             PromiseState::Rejected(error) => {
-                return Err(described(&JsError::from_opaque(error), context));
+                let out = Err(described(&JsError::from_opaque(error), context));
+                drain(context);
+                return out;
             }
             PromiseState::Pending => {}
         }
@@ -68,6 +74,17 @@ fn settle(promise: &JsPromise, context: &mut Context) -> Result<Option<String>, 
             );
         };
         answer(end, context).map_err(|e| described(&e, context))?;
+    }
+}
+
+/// Calls the script started and did not wait for still run to their end
+/// (as they would in any JavaScript runtime), and what they settle runs;
+/// the script's result is already decided.
+fn drain(context: &mut Context) {
+    while let Some(end) = calls::wait_any() {
+        // A failure here is the script's own business: its result stands.
+        let _ = answer(end, context);
+        let _ = context.run_jobs();
     }
 }
 
