@@ -113,8 +113,10 @@ impl Settings {
         if self.always_thinking.is_none() {
             self.always_thinking = file.always_thinking_enabled;
         }
-        if self.code_mode.is_none() {
-            self.code_mode = file.code_mode.clone();
+        if self.code_mode.is_none()
+            && let Some(given) = &file.code_mode
+        {
+            self.code_mode = super::CodeModeSetting::read(given, shown, &mut self.warnings);
         }
         if self.output_style.is_none() {
             self.output_style = file.output_style.clone();

@@ -60,8 +60,9 @@ struct SettingsFile {
     model: Option<String>,
     /// Extended thinking on (the default) or off.
     always_thinking_enabled: Option<bool>,
-    /// The Script tool is offered (code mode): `true`, or its limits.
-    code_mode: Option<CodeModeSetting>,
+    /// The Script tool is offered (code mode): `true`, or its limits; read
+    /// leniently (a limit it does not know is named in a warning).
+    code_mode: Option<serde_json::Value>,
     /// The output style's name.
     output_style: Option<String>,
     /// The agent type the main thread runs as (`--agent` overrides it).
@@ -271,22 +272,54 @@ fn is_forbidden_project_env(name: &str) -> bool {
 
 /// `codeMode`: `true`/`false`, or an object that turns it on with limits
 /// of its own (each left out keeps its default).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum CodeModeSetting {
     On(bool),
     Limits(CodeModeLimits),
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CodeModeLimits {
     pub deadline_seconds: Option<u64>,
     pub max_calls: Option<u32>,
-    #[serde(rename = "memoryMB")]
     pub memory_mb: Option<usize>,
-    #[serde(rename = "outputKB")]
     pub output_kb: Option<usize>,
+}
+
+impl CodeModeSetting {
+    /// `codeMode` as a file wrote it; what it cannot use is said in
+    /// `warnings` (code mode guards nothing: a bad limit keeps its default).
+    fn read(value: &serde_json::Value, shown: &str, warnings: &mut Vec<String>) -> Option<Self> {
+        let object = match value {
+            serde_json::Value::Bool(on) => return Some(Self::On(*on)),
+            serde_json::Value::Object(object) => object,
+            _ => {
+                warnings.push(format!(
+                    "{shown}: `codeMode` is `true`, `false` or an object of limits; it was ignored"
+                ));
+                return None;
+            }
+        };
+        let mut limits = CodeModeLimits::default();
+        for (key, given) in object {
+            let number = given.as_u64();
+            let kept = match key.as_str() {
+                "deadlineSeconds" => number.map(|n| limits.deadline_seconds = Some(n)),
+                "maxCalls" => number
+                    .and_then(|n| u32::try_from(n).ok())
+                    .map(|n| limits.max_calls = Some(n)),
+                "memoryMB" => number.map(|n| limits.memory_mb = usize::try_from(n).ok()),
+                "outputKB" => number.map(|n| limits.output_kb = usize::try_from(n).ok()),
+                _ => None,
+            };
+            if kept.is_none() {
+                warnings.push(format!(
+                    "{shown}: `codeMode.{key}` is not a limit carapace knows (deadlineSeconds, maxCalls, memoryMB, outputKB, each a whole number); its default is kept"
+                ));
+            }
+        }
+        Some(Self::Limits(limits))
+    }
 }
 
 /// The merged settings of a session.

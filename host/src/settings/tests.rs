@@ -469,3 +469,38 @@ fn a_project_may_only_tighten_the_auto_mode() -> Result<(), Box<dyn std::error::
     );
     Ok(())
 }
+
+/// `codeMode`: `true`, or limits; a limit it does not know, or one that
+/// is not a whole number, is named in a warning and the rest is kept —
+/// the file is not refused over it.
+#[test]
+fn code_mode_limits_are_read_leniently() -> Result<(), Box<dyn std::error::Error>> {
+    let f = fixture()?;
+    write(
+        &f.locations.user(),
+        serde_json::json!({"model": "kept", "codeMode": {"deadlineSeconds": 5, "deadlineSecs": 9,
+                           "maxCalls": "many"}}),
+    )?;
+    let settings = Settings::load(&f.locations, true)?;
+    assert_eq!(settings.model.as_deref(), Some("kept"));
+    assert_eq!(
+        settings.code_mode,
+        Some(super::CodeModeSetting::Limits(super::CodeModeLimits {
+            deadline_seconds: Some(5),
+            ..Default::default()
+        }))
+    );
+    let warned = settings.warnings.join("\n");
+    assert!(
+        warned.contains("`codeMode.deadlineSecs` is not a limit"),
+        "{warned}"
+    );
+    assert!(
+        warned.contains("`codeMode.maxCalls` is not a limit"),
+        "{warned}"
+    );
+    write(&f.locations.user(), serde_json::json!({"codeMode": true}))?;
+    let settings = Settings::load(&f.locations, true)?;
+    assert_eq!(settings.code_mode, Some(super::CodeModeSetting::On(true)));
+    Ok(())
+}
