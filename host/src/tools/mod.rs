@@ -53,5 +53,5 @@ pub use pipeline::{
 pub use registry::{
     CallView, Change, FileChange, InstalledTools, McpHandle, McpSet, NativeTool, Presentation,
     Presentations, RegisteredTool, RegistryError, Subject, Todo, ToolHandle, ToolKind,
-    ToolRegistry, TypedNativeTool, checked_definition,
+    ToolRegistry, TypedNativeTool, checked_definition, run_by_the_pipeline,
 };

@@ -234,11 +234,7 @@ impl NativeTool for RequestPermissionsTool {
         _context: &'a CallContext,
         _input: &'a Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
-        Box::pin(async {
-            Err(ToolFailure::Failed(
-                "RequestPermissions is applied only inside a session's tool pipeline".into(),
-            ))
-        })
+        crate::tools::run_by_the_pipeline("RequestPermissions")
     }
 }
 

@@ -70,10 +70,6 @@ impl NativeTool for SkillTool {
         _context: &'a CallContext,
         _input: &'a Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
-        Box::pin(async {
-            Err(ToolFailure::Failed(
-                "the Skill tool runs only inside a session's tool pipeline".into(),
-            ))
-        })
+        crate::tools::run_by_the_pipeline("the Skill tool")
     }
 }

@@ -56,6 +56,16 @@ pub trait NativeTool: Send + Sync {
     ) -> futures::future::BoxFuture<'a, Result<ToolOutput, ToolFailure>>;
 }
 
+/// The `call` of a host tool whose calls the pipeline runs itself (Skill,
+/// RequestPermissions, Script): only a caller outside a session reaches
+/// it, and is told so.
+pub fn run_by_the_pipeline<'a>(
+    tool: &str,
+) -> futures::future::BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
+    let message = format!("{tool} runs only inside a session's tool pipeline");
+    Box::pin(async move { Err(ToolFailure::Failed(message)) })
+}
+
 /// One tool of an MCP server.
 #[derive(Clone)]
 pub struct McpHandle {

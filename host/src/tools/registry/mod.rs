@@ -21,7 +21,7 @@ use crate::policy::{CallApproval, Ceiling};
 use crate::sandbox::{
     CallLimits, Sandbox, SandboxError, ToolAnnotations, ToolComponent, ToolDefinition,
 };
-pub use handle::{McpHandle, NativeTool, ToolHandle};
+pub use handle::{McpHandle, NativeTool, ToolHandle, run_by_the_pipeline};
 use lazy::{LazyComponent, Source};
 pub use mcp_set::{McpSet, McpToggleError};
 pub use presentation::{

@@ -86,10 +86,6 @@ impl NativeTool for ScriptTool {
         _context: &'a CallContext,
         _input: &'a Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolFailure>> {
-        Box::pin(async {
-            Err(ToolFailure::Failed(
-                "Script runs only inside a session's tool pipeline".into(),
-            ))
-        })
+        crate::tools::run_by_the_pipeline("Script")
     }
 }
