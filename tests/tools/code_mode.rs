@@ -179,6 +179,23 @@ return {{read: texts.length, withNeedle: texts.filter(t => t.includes("needle"))
     assert_eq!(subs[0], ("toolu_script.1".to_string(), "Read".to_string()));
     assert_eq!(subs[40].1, "Grep");
     assert_eq!(ran.kept_calls()?.len(), 41);
+    // A resumed session reads past the script's calls: the model is sent
+    // the Script call and its one result, not the calls inside it.
+    let session_id = ran.lines[0]["session_id"].as_str().ok_or("no session id")?;
+    let server = ScriptedServer::start(vec![Reply::text("resumed")])?;
+    let resumed = support::Run::from_output(
+        support::against(&server, &root)
+            .env("CARAPACE_CONFIG_DIR", ran.config.path())
+            .args(["-p", "again", "--resume", session_id])
+            .output()?,
+    )?;
+    assert_eq!(resumed.status, Some(0), "{}", resumed.stderr);
+    let sent = server.requests()[0].body["messages"].to_string();
+    assert!(
+        sent.contains("toolu_script") && sent.contains("read 40 files"),
+        "{sent}"
+    );
+    assert!(!sent.contains("toolu_script.1"), "{sent}");
     Ok(())
 }
 
