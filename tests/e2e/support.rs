@@ -259,3 +259,20 @@ pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) -> TestResult {
     }
     Ok(())
 }
+
+/// Whether a process whose command line holds `needle` is running (any
+/// process this test can see in `/proc`).
+pub fn running(needle: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline"))
+            .map(|line| {
+                String::from_utf8_lossy(&line)
+                    .replace('\0', " ")
+                    .contains(needle)
+            })
+            .unwrap_or(false)
+    })
+}

@@ -137,8 +137,10 @@ async def wait_for_file(path, patience=30.0):
         await asyncio.sleep(0.02)
 
 
-async def interrupt():
-    opts = options(permission_mode="bypassPermissions")
+async def interrupt(extra_args=None):
+    """Interrupts the turn once a Bash command (the model's, or a
+    script's) has started; then asks again."""
+    opts = options(permission_mode="bypassPermissions", extra_args=extra_args or {})
     async with ClaudeSDKClient(options=opts) as client:
         await client.query("run the long command")
         async for message in client.receive_messages():
@@ -423,6 +425,7 @@ SCENARIOS = {
     "system_prompts": system_prompts,
     "partial_messages": partial_messages,
     "interrupt": interrupt,
+    "interrupt_script": lambda: interrupt({"code-mode": None}),
     "hook_callbacks": hook_callbacks,
     "permission_set_bypass_refused": permission_set_bypass_refused,
     "permission_set_bypass_allowed": permission_set_bypass_allowed,

@@ -766,3 +766,36 @@ fn the_sdk_turns_code_mode_on_and_sees_a_scripts_calls() -> TestResult {
     assert_eq!(nested, 1, "{:?}", run.lines);
     Ok(())
 }
+
+/// The SDK's interrupt stops a script and the command it runs, as it
+/// stops any call; the next turn goes on.
+#[test]
+fn an_interrupt_stops_a_script_and_its_command() -> TestResult {
+    sdk_installed()?;
+    let code = "await tools.Bash({command: \"touch started && sleep 29.25 && touch finished\"});\nreturn \"not reached\";";
+    let run = drive("interrupt_script", |_| {
+        vec![
+            Reply::tool_uses(vec![Block::tool_use(
+                "toolu_script",
+                "Script",
+                json!({"code": code}),
+            )]),
+            Reply::text("still here"),
+        ]
+    })?;
+    run.ok()?;
+    let results = run.results();
+    assert_eq!(results.len(), 2, "{:?}", run.lines);
+    assert_eq!(results[0]["subtype"], "error_during_execution");
+    assert_eq!(results[1]["result"], "still here");
+    assert!(!run.ws.join("finished").exists());
+    let stopped = content(&result_of(&run, 1, "toolu_script")?);
+    assert!(
+        stopped.contains("The user interrupted this tool call"),
+        "{stopped}"
+    );
+    support::wait_for("the script's command to be stopped", || {
+        !support::running("sleep 29.25")
+    })?;
+    Ok(())
+}

@@ -2,25 +2,9 @@
 //! running, as it stops any call, and the session goes on.
 
 use super::screen::*;
-use super::support::{TestResult, wait_for};
+use super::support::{TestResult, running, wait_for};
 use scripted_server::{Block, Reply, ScriptedServer};
 use serde_json::json;
-
-/// Whether a process whose command line holds `needle` is running.
-fn running(needle: &str) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        std::fs::read(entry.path().join("cmdline"))
-            .map(|line| {
-                String::from_utf8_lossy(&line)
-                    .replace('\0', " ")
-                    .contains(needle)
-            })
-            .unwrap_or(false)
-    })
-}
 
 #[test]
 fn esc_stops_a_script_and_the_command_it_runs() -> TestResult {

@@ -1,7 +1,8 @@
 //! What the model is shown of the `tools` object a script calls: one
 //! TypeScript declaration per tool, made from its input JSON Schema
 //! (`type`, `properties` with `required`, `items`, `enum`, `anyOf`/`oneOf`,
-//! `const`), and the first sentence of its description. A schema the
+//! `const`), and the first sentence of its description (a line comment:
+//! it holds any text a line does, `*/` included). A schema the
 //! translation does not follow becomes `unknown` — the pipeline still
 //! checks the input against the schema itself.
 
@@ -19,7 +20,7 @@ pub fn declarations(specs: &[ToolSpec]) -> String {
     for spec in specs {
         let summary = summary(&spec.description);
         if !summary.is_empty() {
-            out.push_str(&format!("  /** {summary} */\n"));
+            out.push_str(&format!("  // {summary}\n"));
         }
         let input = type_of(&spec.input_schema, 1);
         out.push_str(&format!(
@@ -137,9 +138,9 @@ fn summary(description: &str) -> String {
         Some(at) => &first[..=at],
         None => first,
     };
-    let sentence = sentence.trim().replace("*/", "* /");
+    let sentence = sentence.trim();
     if sentence.chars().count() <= SUMMARY_CHARS {
-        return sentence;
+        return sentence.to_string();
     }
     let cut: String = sentence.chars().take(SUMMARY_CHARS).collect();
     let at_word = cut.rfind(' ').map_or(cut.as_str(), |at| &cut[..at]);
@@ -173,18 +174,19 @@ mod tests {
         let mcp = spec("mcp__srv__do-it", "", json!({"type": "object"}));
         assert_eq!(
             declarations(&[read, mcp]),
-            "declare const tools: {\n  /** Reads a file from the local filesystem. */\n  Read(input: { file_path: string; offset?: number; mode?: \"a\" | \"b\"; tags?: Array<string>; maybe?: string | null }): Promise<string>;\n  \"mcp__srv__do-it\"(input: Record<string, unknown>): Promise<string>;\n};"
+            "declare const tools: {\n  // Reads a file from the local filesystem.\n  Read(input: { file_path: string; offset?: number; mode?: \"a\" | \"b\"; tags?: Array<string>; maybe?: string | null }): Promise<string>;\n  \"mcp__srv__do-it\"(input: Record<string, unknown>): Promise<string>;\n};"
         );
     }
 
     #[test]
-    fn what_is_not_followed_is_unknown_and_comments_stay_closed() {
+    fn what_is_not_followed_is_unknown() {
         let mut deep = json!({"type": "string"});
         for _ in 0..10 {
             deep = json!({"type": "array", "items": deep});
         }
         assert!(type_of(&deep, 1).contains("unknown"));
         assert_eq!(type_of(&json!({"$ref": "#/x"}), 1), "unknown");
-        assert_eq!(summary("ends the */ comment"), "ends the * / comment");
+        // A line comment holds any text but a line break.
+        assert_eq!(summary("globs like **/*.rs\nmore"), "globs like **/*.rs");
     }
 }
