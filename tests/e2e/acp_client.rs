@@ -83,8 +83,19 @@ async fn with_agent(
     seen: Shared,
     body: impl AsyncFnOnce(ConnectionTo<Agent>) -> Result<(), agent_client_protocol::Error>,
 ) -> TestResult {
+    with_agent_env(server, (cwd, &[]), seen, body).await
+}
+
+/// [`with_agent`], with variables set for the agent.
+async fn with_agent_env(
+    server: &ScriptedServer,
+    (cwd, env): (&Path, &[(&str, &Path)]),
+    seen: Shared,
+    body: impl AsyncFnOnce(ConnectionTo<Agent>) -> Result<(), agent_client_protocol::Error>,
+) -> TestResult {
     let mut command = tokio::process::Command::from(support::against(server, cwd));
     command
+        .envs(env.iter().copied())
         .arg("acp")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -284,27 +295,22 @@ async fn a_write_is_asked_rejected_then_allowed() -> TestResult {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancel_stops_a_sleep_and_the_turn_ends_cancelled() -> TestResult {
-    let (_dir, cwd) = workspace()?;
-    let server = ScriptedServer::start(vec![
-        Reply::tool_uses(vec![Block::tool_use(
-            "toolu_sleep",
-            "Bash",
-            // `started` once it runs; `finished` only if nothing stops it.
-            json!({"command": "touch started; sleep 30; touch finished", "description": "Wait a while"}),
-        )]),
-        Reply::text("unused"),
-    ])?;
-    let seen = Shared::default();
+/// Prompts once in a session of an agent run with `env`, the model making
+/// `call`, and cancels once `started` exists in the workspace; how the
+/// turn ended.
+async fn cancelled_once_started(
+    server: &ScriptedServer,
+    (cwd, env): (&Path, &[(&str, &Path)]),
+    seen: &Shared,
+) -> Result<StopReason, Box<dyn std::error::Error>> {
     if let Ok(mut seen) = seen.lock() {
         seen.answers = VecDeque::from([PermissionOptionKind::AllowOnce]);
     }
-    let root = cwd.clone();
+    let root = cwd.to_path_buf();
     let started = cwd.join("started");
     let took = Arc::new(Mutex::new(None));
     let stopped = took.clone();
-    with_agent(&server, &cwd, seen.clone(), async move |connection| {
+    with_agent_env(server, (cwd, env), seen.clone(), async move |connection| {
         let session = open(&connection, root).await?;
         let request = PromptRequest::new(
             session.clone(),
@@ -333,6 +339,23 @@ async fn cancel_stops_a_sleep_and_the_turn_ends_cancelled() -> TestResult {
         .map_err(|_| "poisoned")?
         .take()
         .ok_or("no end")?;
+    Ok(stop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_a_sleep_and_the_turn_ends_cancelled() -> TestResult {
+    let (_dir, cwd) = workspace()?;
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_sleep",
+            "Bash",
+            // `started` once it runs; `finished` only if nothing stops it.
+            json!({"command": "touch started; sleep 30; touch finished", "description": "Wait a while"}),
+        )]),
+        Reply::text("unused"),
+    ])?;
+    let seen = Shared::default();
+    let stop = cancelled_once_started(&server, (&cwd, &[]), &seen).await?;
     assert_eq!(stop, StopReason::Cancelled);
     assert!(cwd.join("started").exists(), "the command ran");
     // The turn ended before the command did: stopped, not waited for.
@@ -348,6 +371,35 @@ async fn cancel_stops_a_sleep_and_the_turn_ends_cancelled() -> TestResult {
     let outcome = outcomes(&seen).pop().ok_or("no outcome")?;
     assert_eq!(outcome.tool_call_id.0.as_ref(), "toolu_sleep");
     // The model was asked once: the cancel ended the turn.
+    assert_eq!(server.requests().len(), 1);
+    Ok(())
+}
+
+/// ACP's cancel stops a script (code mode on in the user's settings) and
+/// the command it runs, as it stops any call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_a_script_and_the_command_it_runs() -> TestResult {
+    let (_dir, cwd) = workspace()?;
+    let config = tempfile::tempdir()?;
+    std::fs::write(config.path().join("settings.json"), r#"{"codeMode": true}"#)?;
+    let code = "await tools.Bash({command: \"touch started; sleep 28.75; touch finished\"});";
+    let server = ScriptedServer::start(vec![
+        Reply::tool_uses(vec![Block::tool_use(
+            "toolu_script",
+            "Script",
+            json!({"code": code}),
+        )]),
+        Reply::text("unused"),
+    ])?;
+    let seen = Shared::default();
+    let env = [("CARAPACE_CONFIG_DIR", config.path())];
+    let stop = cancelled_once_started(&server, (&cwd, &env), &seen).await?;
+    assert_eq!(stop, StopReason::Cancelled);
+    assert!(cwd.join("started").exists(), "the script's command ran");
+    support::wait_for("the script's command to be stopped", || {
+        !support::running("sleep 28.75")
+    })?;
+    assert!(!cwd.join("finished").exists());
     assert_eq!(server.requests().len(), 1);
     Ok(())
 }
