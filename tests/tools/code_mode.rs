@@ -604,3 +604,28 @@ fn a_call_the_script_does_not_wait_for_still_runs() -> TestResult {
     assert_eq!(ran.kept_calls()?.len(), 1, "and was kept");
     Ok(())
 }
+
+/// TypeScript's types are erased before the script runs (the tools are
+/// declared to the model in TypeScript); what needs more than erasing is
+/// refused with the reason.
+#[test]
+fn typescript_types_are_erased() -> TestResult {
+    let (_ws, root) = workspace()?;
+    let code = r#"interface Hit { file: string; line: number }
+const hits: Hit[] = [{file: "a.rs", line: 3}];
+const next = (n: number): number => n + 1;
+function first<T>(items: T[]): T | undefined { return items[0]; }
+return {next: next(1) as number, first: first<Hit>(hits)!.file};"#;
+    let ran = script(&root, code, &[])?;
+    assert_eq!(ran.out.status, Some(0), "{}", ran.out.stderr);
+    assert_eq!(ran.returned()?, json!({"next": 2, "first": "a.rs"}));
+    let ran = script(&root, "enum Color { Red }\nreturn Color.Red;", &[])?;
+    let result = ran.result()?;
+    assert_eq!(result["is_error"], true, "{result}");
+    let text = text_of(&result);
+    assert!(
+        text.starts_with("The script threw: SyntaxError: the script cannot be read"),
+        "{text}"
+    );
+    Ok(())
+}

@@ -35,7 +35,7 @@ impl Guest for Runner {
     fn run(code: String, tools: Vec<String>) -> Result<Option<String>, String> {
         let mut context = Context::default();
         install(&mut context, &tools).map_err(|e| e.to_string())?;
-        let wrapped = format!("(async () => {{\n{code}\n}})()");
+        let wrapped = erased(&format!("(async () => {{\n{code}\n}})()"))?;
         let value = context
             .eval(Source::from_bytes(&wrapped))
             .map_err(|e| described(&e, &mut context))?;
@@ -44,6 +44,58 @@ impl Guest for Runner {
             .and_then(|o| JsPromise::from_object(o.clone()).ok())
             .ok_or("the script did not start as an async function")?;
         settle(&promise, &mut context)
+    }
+}
+
+/// The script with TypeScript's types erased (replaced by spaces, so
+/// positions hold); plain JavaScript passes as it is. What needs more than
+/// erasing (an `enum`, a `namespace`) is refused with the reason.
+fn erased(code: &str) -> Result<String, String> {
+    use swc_common::errors::Handler;
+    use swc_common::{SourceMap, sync::Lrc};
+    let map: Lrc<SourceMap> = Lrc::default();
+    let said = Said::default();
+    let handler = Handler::with_emitter_writer(Box::new(said.clone()), Some(map.clone()));
+    let options = swc_ts_fast_strip::Options {
+        module: Some(false),
+        ..Default::default()
+    };
+    swc_ts_fast_strip::operate(&map, &handler, code.to_string(), options)
+        .map(|out| out.code)
+        .map_err(|e| {
+            let detail = said.text();
+            let detail = detail.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            format!(
+                "SyntaxError: the script cannot be read ({}: {}); write plain JavaScript (TypeScript's types are erased, but an enum or a namespace is not)",
+                e.message,
+                detail.trim()
+            )
+        })
+}
+
+/// What the TypeScript reader said about a script it refused.
+#[derive(Clone, Default)]
+struct Said(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Said {
+    fn text(&self) -> String {
+        self.0
+            .lock()
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+impl std::io::Write for Said {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut held) = self.0.lock() {
+            held.extend_from_slice(bytes);
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -18,7 +18,7 @@ const ABOUT: &str = "Runs a JavaScript program that calls your tools, so that ma
 - Each call is checked exactly as if you had made it (permission rules, hooks, the user's approval): a call that is refused or fails rejects with an Error whose message is the result (and `error.denied` is true when it was refused) — catch it to go on.
 - `Promise.all([...])` runs read-only calls at the same time; calls that change something run one after another in the order made.
 - What `console.log` prints and what the function returns (as JSON unless it is a string) are the result.
-- There is no file system, network, environment, `require`, `import` or `fetch`: only `tools`. Use plain JavaScript (no TypeScript types).
+- There is no file system, network, environment, `require`, `import` or `fetch`: only `tools`. Write JavaScript, or TypeScript whose types can simply be erased (no `enum` or `namespace`).
 - For a long run (a slow build, many commands), set `run_in_background`: you are answered at once and told the result when it ends.";
 
 pub fn definition() -> ToolDefinition {
