@@ -221,15 +221,27 @@ impl Policy {
     /// hides what deny rules cover whatever the line's globs expand to).
     fn read_only_allowed(&self, command: &str, analysis: &Analysis) -> Option<Need> {
         let reads = reads_of_analysed_line(command, analysis)?;
-        let cwd = self.working_dirs.first()?;
+        self.reads_allowed(&reads)?;
+        Some(Need::Allow(Basis::of(BasisKind::ReadOnly)))
+    }
+
+    /// A word of a command line as a path: as written when absolute, else
+    /// beneath the first working directory.
+    fn line_path(&self, word: &str) -> Option<PathBuf> {
+        let written = std::path::Path::new(word);
+        match written.is_absolute() {
+            true => Some(written.to_path_buf()),
+            false => Some(self.working_dirs.first()?.join(written)),
+        }
+    }
+
+    /// Every path a line reads is inside the working directories and
+    /// under no Read deny or ask rule.
+    fn reads_allowed(&self, reads: &[String]) -> Option<()> {
+        // No working directory: nothing is inside one.
+        self.working_dirs.first()?;
         for word in reads {
-            let written = std::path::Path::new(&word);
-            let joined = if written.is_absolute() {
-                written.to_path_buf()
-            } else {
-                cwd.join(written)
-            };
-            let need = read_of(&joined)?;
+            let need = read_of(&self.line_path(word)?)?;
             if !self.inside_working_dirs(&need)
                 || self.denied_by_rule(&need).is_some()
                 || self.asked_by_rule(&need, None).is_some()
@@ -237,7 +249,7 @@ impl Policy {
                 return None;
             }
         }
-        Some(Need::Allow(Basis::of(BasisKind::ReadOnly)))
+        Some(())
     }
 
     /// A line that only makes, copies, moves or removes files (and reads),
@@ -247,26 +259,9 @@ impl Policy {
     /// path it reads passes [`Self::read_only_allowed`]'s test.
     fn edits_allowed(&self, command: &str, analysis: &Analysis) -> Option<Need> {
         let edits = edits_of_analysed_line(command, analysis)?;
-        let cwd = self.working_dirs.first()?;
-        let absolute = |word: &str| {
-            let written = std::path::Path::new(word);
-            if written.is_absolute() {
-                written.to_path_buf()
-            } else {
-                cwd.join(written)
-            }
-        };
-        for word in &edits.reads {
-            let need = read_of(&absolute(word))?;
-            if !self.inside_working_dirs(&need)
-                || self.denied_by_rule(&need).is_some()
-                || self.asked_by_rule(&need, None).is_some()
-            {
-                return None;
-            }
-        }
+        self.reads_allowed(&edits.reads)?;
         for (word, whole) in &edits.writes {
-            let path = absolute(word).to_string_lossy().into_owned();
+            let path = self.line_path(word)?.to_string_lossy().into_owned();
             let is_dir = std::path::Path::new(&path).is_dir();
             let capability = if *whole && is_dir {
                 Capability::WriteTree(path)

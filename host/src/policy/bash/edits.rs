@@ -10,7 +10,7 @@
 //! line may mix these with commands that only read
 //! ([`super::read_only`]); anything else asks as before.
 
-use super::read_only::{command_reads, plain_words, redirected_reads};
+use super::read_only::{command_reads, judged_line, plain_words};
 use super::{Analysis, SimpleCommand};
 
 /// What an editing line touches, as written (relative to the working
@@ -86,25 +86,27 @@ const EDITORS: &[Editor] = &[
 /// What `line` touches when every command in it only reads or is one of
 /// the editing programs with options from its list; `None` otherwise.
 pub fn edits_of_analysed_line(line: &str, analysis: &Analysis) -> Option<LineEdits> {
-    if line.contains('`') || line.contains('$') || line.contains('\n') {
-        return None;
+    /// What one command of the line does.
+    enum Part {
+        Writes(Vec<(String, bool)>),
+        Reads(Vec<String>),
     }
-    let Analysis::Commands(commands) = analysis else {
-        return None;
+    let (parts, redirected) = judged_line(line, analysis, |command| {
+        command_writes(command)
+            .map(Part::Writes)
+            .or_else(|| command_reads(command).map(Part::Reads))
+    })?;
+    let mut edits = LineEdits {
+        reads: redirected,
+        writes: Vec::new(),
     };
-    let mut edits = LineEdits::default();
-    let mut any_write = false;
-    for command in commands {
-        if let Some(writes) = command_writes(command) {
-            any_write = true;
-            edits.writes.extend(writes);
-        } else {
-            edits.reads.extend(command_reads(command)?);
+    for part in parts {
+        match part {
+            Part::Writes(writes) => edits.writes.extend(writes),
+            Part::Reads(reads) => edits.reads.extend(reads),
         }
     }
-    let redirected = std::panic::catch_unwind(|| redirected_reads(line)).ok()??;
-    edits.reads.extend(redirected);
-    any_write.then_some(edits)
+    (!edits.writes.is_empty()).then_some(edits)
 }
 
 /// One editing command's paths, or `None` when it is not one.

@@ -120,6 +120,19 @@ pub fn reads_of_read_only_line(line: &str) -> Option<Vec<String>> {
 /// one: a line past its bounds or its deadline is never parsed again
 /// here) already made.
 pub fn reads_of_analysed_line(line: &str, analysis: &Analysis) -> Option<Vec<String>> {
+    let (reads, redirected) = judged_line(line, analysis, command_reads)?;
+    Some(reads.into_iter().flatten().chain(redirected).collect())
+}
+
+/// Each command of a plain line as `judge` judges it, and the files the
+/// line's redirections read; `None` when the line has a substitution, a
+/// variable or a line break, the analysis could not follow it, `judge`
+/// refuses a command, or a redirection writes.
+pub(super) fn judged_line<T>(
+    line: &str,
+    analysis: &Analysis,
+    judge: impl FnMut(&SimpleCommand) -> Option<T>,
+) -> Option<(Vec<T>, Vec<String>)> {
     if line.contains('`') || line.contains('$') || line.contains('\n') {
         return None;
     }
@@ -127,14 +140,11 @@ pub fn reads_of_analysed_line(line: &str, analysis: &Analysis) -> Option<Vec<Str
         return None;
     };
     // The programs first (cheap): most lines stop here.
-    let mut reads = Vec::new();
-    for command in commands {
-        reads.extend(command_reads(command)?);
-    }
+    let judged = commands.iter().map(judge).collect::<Option<Vec<T>>>()?;
     // The parser panics on some lines (an fd number past `i32`): such a
-    // line is not read-only.
-    reads.extend(std::panic::catch_unwind(|| redirected_reads(line)).ok()??);
-    Some(reads)
+    // line is not plain.
+    let redirected = std::panic::catch_unwind(|| redirected_reads(line)).ok()??;
+    Some((judged, redirected))
 }
 
 /// A plain command's words as written: none when it has leading
@@ -254,7 +264,7 @@ fn sed_prints_only(args: &[&str]) -> bool {
 
 /// The files a line's redirections read; `None` when one writes anywhere
 /// but `/dev/null`, duplicates into a file, or is a here-document.
-pub(super) fn redirected_reads(line: &str) -> Option<Vec<String>> {
+fn redirected_reads(line: &str) -> Option<Vec<String>> {
     let options = brush_parser::ParserOptions::default();
     let mut parser = brush_parser::Parser::new(std::io::Cursor::new(line), &options);
     let program = parser.parse_program().ok()?;
