@@ -26,6 +26,7 @@ mod query;
 mod run;
 mod state;
 mod structured_output;
+mod task_end;
 mod tool_subset;
 mod tools;
 
@@ -47,6 +48,7 @@ pub use query::query;
 pub use run::{QueryConfig, QueryDeps, QueryOutcome, RunError, StructuredOutputConfig};
 pub use state::{State, Terminal, Transition};
 pub use structured_output::{DEFAULT_STRUCTURED_OUTPUT_ATTEMPTS, STRUCTURED_OUTPUT_TOOL};
+pub use task_end::TaskEnd;
 pub use tool_subset::{CallObserver, ToolSubset, caller_tools};
 pub use tools::{
     DenialSource, HookNotes, InterruptBehavior, PermissionDenial, Preparation, ReadyCall, ToolCall,

@@ -25,8 +25,8 @@ pub use definitions::{
 
 use crate::agent::{
     AgentEvent, BatchCall, BatchDecision, EventRelay, EventSink, InputQueue, LoopHooks,
-    NoHistoryLog, QueryConfig, QueryDeps, QueuedInput, StopDecision, StopHookInput, ToolRuntime,
-    ToolSubset, query,
+    NoHistoryLog, QueryConfig, QueryDeps, StopDecision, StopHookInput, ToolRuntime, ToolSubset,
+    query,
 };
 use crate::hooks::HookRuntime;
 use crate::hooks::{HookEvent, HookEventKind};
@@ -247,19 +247,16 @@ impl SubagentRunner {
             if let Err(e) = kept {
                 tracing::warn!(task = %task, "keeping the agent's output failed: {e}");
             }
-            runner.emit(AgentEvent::TaskNotification {
+            let ended = crate::agent::TaskEnd {
                 task_id: task.clone(),
-                status,
-                output_file: output_file.display().to_string(),
-                summary: format!("Agent \"{description}\" {status}"),
                 tool_use_id: tool_use_id.clone(),
-            });
-            runner.notifications.push(QueuedInput::text(
-                task.clone(),
-                format!(
-                    "<task-notification>\n<task-id>{task}</task-id>\n<status>{status}</status>\n<summary>Agent \"{description}\" {status}</summary>\n<result>{text}</result>\n</task-notification>"
-                ),
-            ));
+                status,
+                summary: format!("Agent \"{description}\" {status}"),
+                output_file: output_file.display().to_string(),
+                result: text,
+            };
+            runner.emit(ended.event());
+            runner.notifications.push(ended.message());
             drop(hold);
         });
         Ok(ToolOutput {

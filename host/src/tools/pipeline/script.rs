@@ -10,7 +10,7 @@
 //! ends, as a background agent's does. The session's abort stops it.
 
 use super::ToolPipeline;
-use crate::agent::{AgentEvent, InputQueue, QueuedInput, ToolCall, ToolCallResult, ToolRuntime};
+use crate::agent::{AgentEvent, InputQueue, TaskEnd, ToolCall, ToolCallResult, ToolRuntime};
 use crate::model::ToolResultContent;
 use crate::tools::script::{
     CallWitness, NestedCalls, SCRIPT_TOOL, ScriptEnd, ScriptLimits, ScriptOutput, ScriptRunner,
@@ -156,19 +156,16 @@ fn launch(
         if let Err(e) = crate::files::write(&output_file, text.as_bytes()) {
             tracing::warn!(task = %task_id, "keeping the script's output failed: {e}");
         }
-        tell(AgentEvent::TaskNotification {
-            task_id: task_id.clone(),
-            status,
-            output_file: output_file.display().to_string(),
-            summary: format!("Script {status}"),
+        let ended = TaskEnd {
+            task_id,
             tool_use_id: id,
-        });
-        queue.push(QueuedInput::text(
-            task_id.clone(),
-            format!(
-                "<task-notification>\n<task-id>{task_id}</task-id>\n<status>{status}</status>\n<summary>Script {status}</summary>\n<result>{text}</result>\n</task-notification>"
-            ),
-        ));
+            status,
+            summary: format!("Script {status}"),
+            output_file: output_file.display().to_string(),
+            result: text,
+        };
+        tell(ended.event());
+        queue.push(ended.message());
         drop(hold);
     });
     ToolCallResult {
