@@ -252,14 +252,7 @@ impl ApprovalPrompt {
             } else {
                 label
             };
-            let chosen = i + parts == self.selected && self.feedback.is_none();
-            let lead = if chosen { "❯ " } else { "  " };
-            let style = if chosen { accent } else { Style::new() };
-            rows.extend(wrap(
-                &Line::styled(format!("{lead}{}. {label}", i + 1), style),
-                width,
-                "     ",
-            ));
+            rows.extend(self.row(i + parts, (&format!("{}.", i + 1), &label), width));
         }
         if let Some(feedback) = &self.feedback {
             rows.push(Line::styled(
@@ -276,22 +269,31 @@ impl ApprovalPrompt {
         if self.ticked.is_empty() {
             return Vec::new();
         }
-        let accent = Style::new().fg(Color::Cyan);
         let mut rows = vec![Line::raw(
             "Grant (space to untick what you do not want to give):",
         )];
         for (i, (part, ticked)) in self.request.grants.iter().zip(&self.ticked).enumerate() {
-            let chosen = i == self.selected && self.feedback.is_none();
-            let lead = if chosen { "❯ " } else { "  " };
             let mark = if *ticked { "[x]" } else { "[ ]" };
-            let style = if chosen { accent } else { Style::new() };
-            rows.extend(wrap(
-                &Line::styled(format!("{lead}{mark} {part}"), style),
-                width,
-                "      ",
-            ));
+            rows.extend(self.row(i, (mark, part), width));
         }
         rows
+    }
+
+    /// Row `index` of what the cursor moves over (a part, then an
+    /// option): its mark (`[x]`, `2.`) and text, pointed at and coloured
+    /// when the cursor is on it; wrapped lines start under its text.
+    fn row(&self, index: usize, (mark, text): (&str, &str), width: usize) -> Vec<Line<'static>> {
+        let chosen = index == self.selected && self.feedback.is_none();
+        let (lead, style) = match chosen {
+            true => ("❯ ", Style::new().fg(Color::Cyan)),
+            false => ("  ", Style::new()),
+        };
+        let indent = " ".repeat(2 + mark.chars().count() + 1);
+        wrap(
+            &Line::styled(format!("{lead}{mark} {text}"), style),
+            width,
+            &indent,
+        )
     }
 
     fn labels(&self) -> [String; 3] {
