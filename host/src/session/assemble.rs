@@ -159,23 +159,14 @@ impl SessionBuilder {
         if let Some(run) = &run {
             hooks.set_judge(run.judge());
         }
-        let code_mode = self.code_mode(&settings, &sandbox)?;
+        let (queue, abort) = (Arc::new(InputQueue::new()), CancellationToken::new());
+        let code_mode = self.code_mode(&settings, &sandbox, (&queue, &abort, &identity.dir))?;
         self.plain_host_tools(
             &mut registry,
             &sandbox,
             (&policy.policy, code_mode.is_some()),
             run.as_ref(),
         )?;
-        let (queue, abort) = (Arc::new(InputQueue::new()), CancellationToken::new());
-        // Background scripts report through the session's queue.
-        let code_mode = code_mode.map(|mut mode| {
-            mode.background = Some(crate::tools::BackgroundScripts {
-                queue: queue.clone(),
-                abort: abort.clone(),
-                dir: identity.dir.join("tasks"),
-            });
-            mode
-        });
         let runner = run
             .as_ref()
             .filter(|_| self.spec.tools.agent_tool)

@@ -194,11 +194,13 @@ impl SessionBuilder {
     }
 
     /// Code mode's runner, compiled once per sandbox, when the spec (the
-    /// `--code-mode` flag) or the settings' `codeMode` turn it on.
+    /// `--code-mode` flag) or the settings' `codeMode` turn it on; its
+    /// background scripts report through the session's queue.
     pub(super) fn code_mode(
         &self,
         settings: &Settings,
         sandbox: &Sandbox,
+        (queue, abort, dir): (&Arc<InputQueue>, &CancellationToken, &Path),
     ) -> Result<Option<crate::tools::CodeMode>, SessionError> {
         use crate::settings::CodeModeSetting;
         let given = match &settings.code_mode {
@@ -221,7 +223,11 @@ impl SessionBuilder {
         Ok(Some(crate::tools::CodeMode {
             runner: crate::tools::script::ScriptRunner::load(sandbox)?,
             limits,
-            background: None,
+            background: crate::tools::BackgroundScripts {
+                queue: queue.clone(),
+                abort: abort.clone(),
+                dir: dir.join("tasks"),
+            },
         }))
     }
 

@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 pub struct CodeMode {
     pub runner: ScriptRunner,
     pub limits: ScriptLimits,
-    /// Where background scripts report (none: they are not offered).
-    pub background: Option<BackgroundScripts>,
+    /// Where background scripts report.
+    pub background: BackgroundScripts,
 }
 
 /// What background scripts need of the session: the queue their reports
@@ -48,13 +48,7 @@ impl ToolPipeline {
         let tools = crate::agent::caller_tools().unwrap_or_else(|| me.clone());
         let me = (me, tools);
         if call.input["run_in_background"] == true {
-            return match &mode.background {
-                Some(background) => launch(me, &mode, background, (call, code)),
-                None => ToolCallResult::error(
-                    &call.id,
-                    "this session cannot run a script in the background: run it without `run_in_background`",
-                ),
-            };
+            return launch(me, &mode, (call, code));
         }
         let (text, is_error) = execute(me, &mode, (&call.id, code), &mode.limits).await;
         ToolCallResult {
@@ -113,12 +107,8 @@ async fn execute(
 
 /// Starts the script in the background: answered at once, reported when
 /// it ends.
-fn launch(
-    me: Through,
-    mode: &Arc<CodeMode>,
-    background: &BackgroundScripts,
-    (call, code): (&ToolCall, &str),
-) -> ToolCallResult {
+fn launch(me: Through, mode: &Arc<CodeMode>, (call, code): (&ToolCall, &str)) -> ToolCallResult {
+    let background = &mode.background;
     let task = format!(
         "script-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..12]
